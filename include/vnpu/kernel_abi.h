@@ -1,0 +1,331 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vnpu device: kernel argument blocks, tensor descriptors and the parameters
+ * of every kernel the device executes.
+ *
+ * KERNEL_LAUNCH points at an argument block in the context's address space:
+ *
+ *   struct vnpu_kargs_header                 16 bytes
+ *   struct vnpu_kargs_buffer[num_buffers]    24 bytes each
+ *   params                                   params_size bytes, the kernel's
+ *                                            struct vnpu_kp_* below
+ *
+ * args_size must equal the sum exactly. The device maps every buffer (whole
+ * range, with READ and/or WRITE permission as its access says) before the
+ * kernel starts, then checks each tensor descriptor of the params against the
+ * buffer it names. A kernel starts only after all checks passed, so a
+ * malformed launch never touches memory.
+ *
+ * Tensors: `sizes` is the logical shape. For plain formats (ND, NCHW, NHWC)
+ * element i0..in-1 lives at offset + sum(ik * strides[k]) elements from the
+ * start of the buffer; strides are >= 0 and may be 0 (broadcast). For the
+ * internal formats (NC1HWC0, FRACTAL_Z, FRACTAL_NZ) the buffer holds the
+ * packed storage described in docs/hw-spec.md starting at `offset`, strides
+ * must be all zero, and padding elements read as zero.
+ */
+#ifndef VNPU_KERNEL_ABI_H
+#define VNPU_KERNEL_ABI_H
+
+#include "hw_types.h"
+
+#define VNPU_MAX_DIMS		8
+#define VNPU_KARGS_MAX_BUFFERS	8
+
+/* Element types; numbering follows ACL's aclDataType. */
+enum vnpu_dtype {
+	VNPU_DTYPE_F32 = 0,
+	VNPU_DTYPE_F16 = 1,
+	VNPU_DTYPE_I8 = 2,
+	VNPU_DTYPE_I32 = 3,
+	VNPU_DTYPE_U8 = 4,
+	VNPU_DTYPE_I64 = 9,
+	VNPU_DTYPE_BOOL = 12,	/* one byte, 0 or 1 */
+	VNPU_DTYPE_BF16 = 27,
+};
+
+/* Memory formats; numbering follows ACL's aclFormat. */
+enum vnpu_format {
+	VNPU_FORMAT_NCHW = 0,
+	VNPU_FORMAT_NHWC = 1,
+	VNPU_FORMAT_ND = 2,
+	VNPU_FORMAT_NC1HWC0 = 3,
+	VNPU_FORMAT_FRACTAL_Z = 4,
+	VNPU_FORMAT_FRACTAL_NZ = 29,
+};
+
+/* Fractal geometry (docs/hw-spec.md, "Memory formats"). */
+#define VNPU_CUBE_M0		16	/* rows of a fractal / Ni of FRACTAL_Z */
+#define VNPU_C0(itemsize)	((itemsize) == 1 ? 32 : 16)
+
+enum vnpu_kargs_access {
+	VNPU_ACCESS_READ = 1u << 0,
+	VNPU_ACCESS_WRITE = 1u << 1,
+};
+
+struct vnpu_kargs_header {
+	uint32_t num_buffers;	/* 0 .. VNPU_KARGS_MAX_BUFFERS */
+	uint32_t params_size;	/* must equal the kernel's params size */
+	uint64_t reserved;	/* must be zero */
+};
+
+struct vnpu_kargs_buffer {
+	uint64_t va;		/* device VA, any alignment */
+	uint64_t size;		/* bytes, >= 1 */
+	uint32_t access;	/* VNPU_ACCESS_*, not zero */
+	uint32_t reserved;	/* must be zero */
+};
+
+struct vnpu_tensor {
+	uint32_t buffer;	/* index into the launch's buffers */
+	uint32_t dtype;		/* enum vnpu_dtype */
+	uint32_t format;	/* enum vnpu_format */
+	uint32_t ndim;		/* 0 .. VNPU_MAX_DIMS */
+	int64_t offset;		/* elements from the buffer start, >= 0 */
+	int64_t sizes[VNPU_MAX_DIMS];	/* >= 0; entries past ndim zero */
+	int64_t strides[VNPU_MAX_DIMS];	/* elements, >= 0; past ndim zero */
+};
+
+enum vnpu_kernel_id {
+	VNPU_KERNEL_FILL = 1,
+	VNPU_KERNEL_CAST = 2,
+	VNPU_KERNEL_UNARY = 3,
+	VNPU_KERNEL_BINARY = 4,
+	VNPU_KERNEL_WHERE = 5,
+	VNPU_KERNEL_GEMM = 6,
+	VNPU_KERNEL_CONV2D = 7,
+	VNPU_KERNEL_POOL2D = 8,
+	VNPU_KERNEL_SOFTMAX = 9,
+	VNPU_KERNEL_LAYER_NORM = 10,
+	VNPU_KERNEL_REDUCE = 11,
+	VNPU_KERNEL_TRANSDATA = 12,
+	VNPU_KERNEL_ID_MAX = 12,
+};
+
+/* Fused activation of GEMM and CONV2D. */
+enum vnpu_activation {
+	VNPU_ACT_NONE = 0,
+	VNPU_ACT_RELU = 1,
+	VNPU_ACT_GELU = 2,	/* erf form */
+	VNPU_ACT_SILU = 3,
+	VNPU_ACT_SIGMOID = 4,
+	VNPU_ACT_TANH = 5,
+};
+
+/* FILL: out[...] = value, converted to out's dtype. */
+struct vnpu_kp_fill {
+	struct vnpu_tensor out;
+	double value;		/* used for float dtypes */
+	int64_t ivalue;		/* used for integer and bool dtypes */
+};
+
+/* CAST: out = (dtype of out) src, element by element; same shape. With equal
+ * dtypes this is a strided copy. Float to integer truncates toward zero and
+ * saturates; NaN becomes 0; to BOOL is (x != 0). */
+struct vnpu_kp_cast {
+	struct vnpu_tensor src;
+	struct vnpu_tensor out;
+};
+
+enum vnpu_unary_op {
+	VNPU_UNARY_ABS = 0,
+	VNPU_UNARY_NEG = 1,
+	VNPU_UNARY_EXP = 2,
+	VNPU_UNARY_LOG = 3,
+	VNPU_UNARY_SQRT = 4,
+	VNPU_UNARY_RSQRT = 5,
+	VNPU_UNARY_RELU = 6,
+	VNPU_UNARY_GELU = 7,	/* erf form */
+	VNPU_UNARY_SILU = 8,
+	VNPU_UNARY_SIGMOID = 9,
+	VNPU_UNARY_TANH = 10,
+	VNPU_UNARY_COUNT
+};
+
+/* UNARY: out = op(src); same shape and dtype. ABS, NEG and RELU also take
+ * I32 and I8; the others take F32, F16 and BF16 (computed in f32). */
+struct vnpu_kp_unary {
+	uint32_t op;		/* enum vnpu_unary_op */
+	uint32_t reserved;
+	struct vnpu_tensor src;
+	struct vnpu_tensor out;
+};
+
+enum vnpu_binary_op {
+	VNPU_BINARY_ADD = 0,	/* a + alpha * b */
+	VNPU_BINARY_SUB = 1,	/* a - alpha * b */
+	VNPU_BINARY_MUL = 2,
+	VNPU_BINARY_DIV = 3,	/* true division; integers: toward zero, x/0 = 0 */
+	VNPU_BINARY_MAXIMUM = 4,
+	VNPU_BINARY_MINIMUM = 5,
+	VNPU_BINARY_EQ = 6,	/* comparisons write BOOL */
+	VNPU_BINARY_NE = 7,
+	VNPU_BINARY_LT = 8,
+	VNPU_BINARY_LE = 9,
+	VNPU_BINARY_GT = 10,
+	VNPU_BINARY_GE = 11,
+	VNPU_BINARY_COUNT
+};
+
+/* BINARY: out = op(a, b) with broadcasting: a and b have out's ndim and each
+ * size equals out's or is 1 (stride ignored then). a and b share a dtype;
+ * out has it too, or BOOL for comparisons. */
+struct vnpu_kp_binary {
+	uint32_t op;		/* enum vnpu_binary_op */
+	uint32_t reserved;
+	double alpha;		/* ADD/SUB only; integer dtypes need an integral alpha */
+	struct vnpu_tensor a;
+	struct vnpu_tensor b;
+	struct vnpu_tensor out;
+};
+
+/* WHERE: out = cond ? a : b, broadcasting as BINARY; cond is BOOL. */
+struct vnpu_kp_where {
+	struct vnpu_tensor cond;
+	struct vnpu_tensor a;
+	struct vnpu_tensor b;
+	struct vnpu_tensor out;
+};
+
+/* GEMM: out[b] = act(alpha * op(a[b]) op(b[b]) + beta * out[b] + bias).
+ * op(x) transposes when trans_x is set. a is [B,M,K] ([B,K,M] transposed),
+ * b is [B,K,N] ([B,N,K] transposed), out and bias [B,M,N] and [N]; the batch
+ * dim may be omitted (ndim 2) and a or b may have batch 1 (broadcast).
+ * Operands are ND or FRACTAL_NZ (a, b, out independently); dtypes F32, F16 or
+ * BF16 for all of a, b, out, bias alike; accumulation is f32. beta == 0 does
+ * not read out. */
+struct vnpu_kp_gemm {
+	uint32_t trans_a;
+	uint32_t trans_b;
+	uint32_t activation;	/* enum vnpu_activation */
+	uint32_t has_bias;
+	float alpha;
+	float beta;
+	struct vnpu_tensor a;
+	struct vnpu_tensor b;
+	struct vnpu_tensor out;
+	struct vnpu_tensor bias;
+};
+
+/* CONV2D: input NC1HWC0 (logical [N,C,H,W]), weight FRACTAL_Z (logical
+ * [Cout, C/groups, KH, KW]), out NC1HWC0 (logical [N,Cout,HO,WO]),
+ * HO = (H + 2*pad_h - dil_h*(KH-1) - 1) / stride_h + 1, likewise WO. Optional
+ * bias ND [Cout]. F32, F16, BF16 alike; f32 accumulation. */
+struct vnpu_kp_conv2d {
+	uint32_t stride_h, stride_w;	/* >= 1 */
+	uint32_t pad_h, pad_w;
+	uint32_t dil_h, dil_w;		/* >= 1 */
+	uint32_t groups;		/* >= 1, divides C and Cout */
+	uint32_t has_bias;
+	uint32_t activation;		/* enum vnpu_activation */
+	uint32_t reserved;
+	struct vnpu_tensor input;
+	struct vnpu_tensor weight;
+	struct vnpu_tensor bias;
+	struct vnpu_tensor out;
+};
+
+enum vnpu_pool_mode {
+	VNPU_POOL_MAX = 0,
+	VNPU_POOL_AVG = 1,
+};
+
+/* POOL2D over plain [N,C,H,W] tensors (any strides). Output size as
+ * PyTorch: floor or (ceil_mode) ceil of (H + 2p - d(k-1) - 1)/s + 1, where a
+ * last window starting in the right padding is dropped. AVG divides by the
+ * window clipped to the padded input (count_include_pad) or to the input.
+ * Max may also write the flat h*W+w argmax index (I64) into indices. */
+struct vnpu_kp_pool2d {
+	uint32_t mode;			/* enum vnpu_pool_mode */
+	uint32_t kernel_h, kernel_w;	/* >= 1 */
+	uint32_t stride_h, stride_w;	/* >= 1 */
+	uint32_t pad_h, pad_w;		/* <= kernel / 2 */
+	uint32_t dil_h, dil_w;		/* >= 1, max only (avg needs 1) */
+	uint32_t ceil_mode;
+	uint32_t count_include_pad;
+	uint32_t has_indices;
+	struct vnpu_tensor input;
+	struct vnpu_tensor out;
+	struct vnpu_tensor indices;
+};
+
+/* SOFTMAX (or LOG_SOFTMAX when log is set) along dim; same shape. */
+struct vnpu_kp_softmax {
+	uint32_t dim;
+	uint32_t log;
+	struct vnpu_tensor input;
+	struct vnpu_tensor out;
+};
+
+/* LAYER_NORM over the last norm_ndim dims of input. mean and rstd are F32
+ * with input's leading dims (shape [rows] flattened as their own sizes). */
+struct vnpu_kp_layer_norm {
+	uint32_t norm_ndim;	/* 1 .. input.ndim */
+	uint32_t has_weight;
+	uint32_t has_bias;
+	uint32_t has_stats;	/* write mean and rstd */
+	double eps;
+	struct vnpu_tensor input;
+	struct vnpu_tensor weight;
+	struct vnpu_tensor bias;
+	struct vnpu_tensor out;
+	struct vnpu_tensor mean;
+	struct vnpu_tensor rstd;
+};
+
+enum vnpu_reduce_op {
+	VNPU_REDUCE_SUM = 0,
+	VNPU_REDUCE_MEAN = 1,
+	VNPU_REDUCE_MAX = 2,
+	VNPU_REDUCE_MIN = 3,
+	VNPU_REDUCE_ARGMAX = 4,	/* one dim; out I64, first maximum wins */
+	VNPU_REDUCE_ARGMIN = 5,
+	VNPU_REDUCE_COUNT
+};
+
+/* REDUCE over the dims set in dim_mask: out has input's ndim with reduced
+ * dims of size 1. Float sums accumulate in f32 (f64 for F32 input). */
+struct vnpu_kp_reduce {
+	uint32_t op;		/* enum vnpu_reduce_op */
+	uint32_t dim_mask;	/* bit k reduces dim k */
+	struct vnpu_tensor input;
+	struct vnpu_tensor out;
+};
+
+/* TRANSDATA: same logical shape and dtype, src and out in different formats:
+ * between ND/NCHW/NHWC (strided) and NC1HWC0, FRACTAL_Z (4-D) or FRACTAL_NZ
+ * (rank >= 2), either direction, or between two plain formats. Padding of an
+ * internal-format output is written as zero. */
+struct vnpu_kp_transdata {
+	struct vnpu_tensor src;
+	struct vnpu_tensor out;
+};
+
+VNPU_ASSERT_SIZE(struct vnpu_kargs_header, 16);
+VNPU_ASSERT_SIZE(struct vnpu_kargs_buffer, 24);
+VNPU_ASSERT_SIZE(struct vnpu_tensor, 152);
+VNPU_ASSERT_OFFSET(struct vnpu_tensor, offset, 16);
+VNPU_ASSERT_OFFSET(struct vnpu_tensor, sizes, 24);
+VNPU_ASSERT_OFFSET(struct vnpu_tensor, strides, 88);
+VNPU_ASSERT_SIZE(struct vnpu_kp_fill, 168);
+VNPU_ASSERT_SIZE(struct vnpu_kp_cast, 304);
+VNPU_ASSERT_SIZE(struct vnpu_kp_unary, 312);
+VNPU_ASSERT_SIZE(struct vnpu_kp_binary, 472);
+VNPU_ASSERT_SIZE(struct vnpu_kp_where, 608);
+VNPU_ASSERT_SIZE(struct vnpu_kp_gemm, 632);
+VNPU_ASSERT_SIZE(struct vnpu_kp_conv2d, 648);
+VNPU_ASSERT_SIZE(struct vnpu_kp_pool2d, 504);
+VNPU_ASSERT_SIZE(struct vnpu_kp_softmax, 312);
+VNPU_ASSERT_SIZE(struct vnpu_kp_layer_norm, 936);
+VNPU_ASSERT_SIZE(struct vnpu_kp_reduce, 312);
+VNPU_ASSERT_SIZE(struct vnpu_kp_transdata, 304);
+VNPU_ASSERT_OFFSET(struct vnpu_kp_binary, a, 16);
+VNPU_ASSERT_OFFSET(struct vnpu_kp_gemm, a, 24);
+VNPU_ASSERT_OFFSET(struct vnpu_kp_conv2d, input, 40);
+VNPU_ASSERT_OFFSET(struct vnpu_kp_pool2d, input, 48);
+VNPU_ASSERT_OFFSET(struct vnpu_kp_layer_norm, input, 24);
+_Static_assert(sizeof(struct vnpu_kargs_header) +
+	       VNPU_KARGS_MAX_BUFFERS * sizeof(struct vnpu_kargs_buffer) +
+	       sizeof(struct vnpu_kp_layer_norm) <= 4096,
+	       "the largest argument block fits VNPU_KARGS_MAX_BYTES");
+
+#endif /* VNPU_KERNEL_ABI_H */
