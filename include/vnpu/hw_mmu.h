@@ -45,8 +45,7 @@ enum vnpu_fault_reason {
 	VNPU_FAULT_BAD_PTE = 3,		/* reserved bits set, VRAM offset beyond VRAM */
 	VNPU_FAULT_TABLE_DMA = 4,	/* a table could not be read */
 	VNPU_FAULT_VA_RANGE = 5,	/* VA (or VA + size) beyond VNPU_VA_LIMIT */
-	VNPU_FAULT_HOST_DMA = 6,	/* a mapped host page was refused by the bus */
-	VNPU_FAULT_INJECTED = 7,	/* VNPU_TEST_MMU_FAULT on a mapped VA */
+	VNPU_FAULT_INJECTED = 6,	/* VNPU_TEST_MMU_FAULT on a mapped VA */
 };
 
 _Static_assert(VNPU_PT_ENTRIES * 8 == VNPU_PAGE_SIZE, "one table per page");

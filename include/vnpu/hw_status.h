@@ -30,8 +30,8 @@ enum vnpu_status {
 enum vnpu_boot_status {
 	VNPU_BOOT_OFF = 0,		/* after power-on or reset */
 	VNPU_BOOT_READY = 1,		/* firmware accepted, queues usable */
-	VNPU_BOOT_ERR_DMA = 0x10,	/* image could not be read */
-	VNPU_BOOT_ERR_SIZE = 0x11,	/* FW_SIZE outside [header, VNPU_FW_MAX_SIZE] */
+	VNPU_BOOT_ERR_SIZE = 0x10,	/* FW_SIZE outside [header, VNPU_FW_MAX_SIZE] */
+	VNPU_BOOT_ERR_DMA = 0x11,	/* image could not be read */
 	VNPU_BOOT_ERR_MAGIC = 0x12,
 	VNPU_BOOT_ERR_VERSION = 0x13,	/* ABI major differs or minor newer */
 	VNPU_BOOT_ERR_HEADER = 0x14,	/* header CRC, header size or sizes wrong */
