@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: MIT
+/*
+ * BINARY and WHERE with broadcasting. Float dtypes compute in f32 (ADD/SUB
+ * as a + (float)alpha * b); MAXIMUM/MINIMUM propagate NaN. I32 and I8
+ * compute in int64 and wrap to their width on store, so INT_MIN / -1 gives
+ * INT_MIN instead of trapping; integer DIV truncates toward zero and x / 0
+ * is 0.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "elementwise.h"
+
+struct binary_ctx {
+	uint32_t op;
+	uint32_t dtype;		/* of a and b */
+	uint32_t out_dtype;
+	float alpha;
+	int64_t ialpha;
+};
+
+static bool is_compare(uint32_t op)
+{
+	return op >= VNPU_BINARY_EQ;
+}
+
+static void binary_f32(uint32_t op, float alpha, const float *a,
+		       const float *b, float *o, int64_t n)
+{
+	switch (op) {
+	case VNPU_BINARY_ADD:
+		if (alpha == 1.0f) {
+			for (int64_t i = 0; i < n; i++)
+				o[i] = a[i] + b[i];
+			return;
+		}
+		for (int64_t i = 0; i < n; i++)
+			o[i] = a[i] + alpha * b[i];
+		return;
+	case VNPU_BINARY_SUB:
+		if (alpha == 1.0f) {
+			for (int64_t i = 0; i < n; i++)
+				o[i] = a[i] - b[i];
+			return;
+		}
+		for (int64_t i = 0; i < n; i++)
+			o[i] = a[i] - alpha * b[i];
+		return;
+	case VNPU_BINARY_MUL:
+		for (int64_t i = 0; i < n; i++)
+			o[i] = a[i] * b[i];
+		return;
+	case VNPU_BINARY_DIV:
+		for (int64_t i = 0; i < n; i++)
+			o[i] = a[i] / b[i];
+		return;
+	case VNPU_BINARY_MAXIMUM:
+		for (int64_t i = 0; i < n; i++)
+			o[i] = a[i] != a[i] || a[i] > b[i] ? a[i] : b[i];
+		return;
+	default: /* MINIMUM */
+		for (int64_t i = 0; i < n; i++)
+			o[i] = a[i] != a[i] || a[i] < b[i] ? a[i] : b[i];
+		return;
+	}
+}
+
+/* Comparisons of two arrays of T into 0/1 bytes. */
+#define DEFINE_COMPARE(name, T)                                               \
+	static void name(uint32_t op, const T *a, const T *b, uint8_t *o,     \
+			 int64_t n)                                           \
+	{                                                                     \
+		switch (op) {                                                 \
+		case VNPU_BINARY_EQ:                                          \
+			for (int64_t i = 0; i < n; i++)                       \
+				o[i] = a[i] == b[i];                          \
+			return;                                               \
+		case VNPU_BINARY_NE:                                          \
+			for (int64_t i = 0; i < n; i++)                       \
+				o[i] = a[i] != b[i];                          \
+			return;                                               \
+		case VNPU_BINARY_LT:                                          \
+			for (int64_t i = 0; i < n; i++)                       \
+				o[i] = a[i] < b[i];                           \
+			return;                                               \
+		case VNPU_BINARY_LE:                                          \
+			for (int64_t i = 0; i < n; i++)                       \
+				o[i] = a[i] <= b[i];                          \
+			return;                                               \
+		case VNPU_BINARY_GT:                                          \
+			for (int64_t i = 0; i < n; i++)                       \
+				o[i] = a[i] > b[i];                           \
+			return;                                               \
+		default:                                                      \
+			for (int64_t i = 0; i < n; i++)                       \
+				o[i] = a[i] >= b[i];                          \
+			return;                                               \
+		}                                                             \
+	}
+
+DEFINE_COMPARE(compare_f32, float)
+DEFINE_COMPARE(compare_i64, int64_t)
+
+/* Wrapping arithmetic on int64 copies of I32/I8 values. The products and
+ * sums cannot overflow int64 except through alpha, so alpha * b is formed
+ * in uint64_t, which wraps; the low bits are what the store keeps. */
+static void binary_int(uint32_t op, int64_t alpha, const int64_t *a,
+		       const int64_t *b, int64_t *o, int64_t n)
+{
+	switch (op) {
+	case VNPU_BINARY_ADD:
+		for (int64_t i = 0; i < n; i++)
+			o[i] = (int64_t)((uint64_t)a[i] +
+					 (uint64_t)alpha * (uint64_t)b[i]);
+		return;
+	case VNPU_BINARY_SUB:
+		for (int64_t i = 0; i < n; i++)
+			o[i] = (int64_t)((uint64_t)a[i] -
+					 (uint64_t)alpha * (uint64_t)b[i]);
+		return;
+	case VNPU_BINARY_MUL:
+		for (int64_t i = 0; i < n; i++)
+			o[i] = a[i] * b[i];
+		return;
+	case VNPU_BINARY_DIV:
+		/* |a| <= 2^31, so a / -1 fits int64; the store wraps it */
+		for (int64_t i = 0; i < n; i++)
+			o[i] = b[i] == 0 ? 0 : a[i] / b[i];
+		return;
+	case VNPU_BINARY_MAXIMUM:
+		for (int64_t i = 0; i < n; i++)
+			o[i] = a[i] > b[i] ? a[i] : b[i];
+		return;
+	default: /* MINIMUM */
+		for (int64_t i = 0; i < n; i++)
+			o[i] = a[i] < b[i] ? a[i] : b[i];
+		return;
+	}
+}
+
+static bool f32_ptr_ok(const char *p, int64_t stride)
+{
+	return stride == 1 && (uintptr_t)p % _Alignof(float) == 0;
+}
+
+static void binary_float_chunk(const struct binary_ctx *c, char *const *ptrs,
+			       const int64_t *strides, int64_t n)
+{
+	float ta[VNPU_EW_CHUNK], tb[VNPU_EW_CHUNK], to[VNPU_EW_CHUNK];
+	const float *a = ta, *b = tb;
+	bool f32 = c->dtype == VNPU_DTYPE_F32;
+
+	if (f32 && f32_ptr_ok(ptrs[1], strides[1]))
+		a = (const float *)(const void *)ptrs[1];
+	else
+		vnpu_ew_load_f32(ptrs[1], strides[1], c->dtype, n, ta);
+	if (f32 && f32_ptr_ok(ptrs[2], strides[2]))
+		b = (const float *)(const void *)ptrs[2];
+	else
+		vnpu_ew_load_f32(ptrs[2], strides[2], c->dtype, n, tb);
+
+	if (is_compare(c->op)) {
+		uint8_t bo[VNPU_EW_CHUNK];
+
+		if (strides[0] == 1) {
+			compare_f32(c->op, a, b, (uint8_t *)ptrs[0], n);
+			return;
+		}
+		compare_f32(c->op, a, b, bo, n);
+		for (int64_t i = 0; i < n; i++)
+			ptrs[0][i * strides[0]] = (char)bo[i];
+		return;
+	}
+	if (f32 && f32_ptr_ok(ptrs[0], strides[0])) {
+		binary_f32(c->op, c->alpha, a, b, (float *)(void *)ptrs[0], n);
+		return;
+	}
+	binary_f32(c->op, c->alpha, a, b, to, n);
+	vnpu_ew_store_f32(ptrs[0], strides[0], c->dtype, n, to);
+}
+
+static void binary_int_chunk(const struct binary_ctx *c, char *const *ptrs,
+			     const int64_t *strides, int64_t n)
+{
+	int64_t a[VNPU_EW_CHUNK], b[VNPU_EW_CHUNK], o[VNPU_EW_CHUNK];
+
+	vnpu_ew_load_i64(ptrs[1], strides[1], c->dtype, n, a);
+	vnpu_ew_load_i64(ptrs[2], strides[2], c->dtype, n, b);
+	if (is_compare(c->op)) {
+		uint8_t bo[VNPU_EW_CHUNK];
+
+		compare_i64(c->op, a, b, bo, n);
+		for (int64_t i = 0; i < n; i++)
+			ptrs[0][i * strides[0]] = (char)bo[i];
+		return;
+	}
+	binary_int(c->op, c->ialpha, a, b, o, n);
+	vnpu_ew_store_i64(ptrs[0], strides[0], c->dtype, n, o);
+}
+
+static void binary_chunk(void *ctx, char *const *ptrs, const int64_t *strides,
+			 int64_t n)
+{
+	const struct binary_ctx *c = ctx;
+
+	if (vnpu_dtype_is_float(c->dtype))
+		binary_float_chunk(c, ptrs, strides, n);
+	else
+		binary_int_chunk(c, ptrs, strides, n);
+}
+
+/* The hot case: a + b over dense, aligned f32 arrays, in one loop the
+ * compiler vectorises (no chunking, no copies). */
+static void add_f32_dense(float *o, const float *a, const float *b,
+			  uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i++)
+		o[i] = a[i] + b[i];
+}
+
+static uint32_t binary_validate(const void *params,
+				const struct vnpu_kbuf *bufs, uint32_t nbufs)
+{
+	const struct vnpu_kp_binary *p = params;
+	uint32_t dt = p->a.dtype;
+	uint32_t st;
+
+	if (p->op >= VNPU_BINARY_COUNT || p->reserved != 0)
+		return VNPU_STATUS_INVALID_ARGS;
+	st = vnpu_ew_check(&p->a, bufs, nbufs, VNPU_ACCESS_READ);
+	if (st == VNPU_STATUS_OK)
+		st = vnpu_ew_check(&p->b, bufs, nbufs, VNPU_ACCESS_READ);
+	if (st == VNPU_STATUS_OK)
+		st = vnpu_ew_check_out(&p->out, bufs, nbufs);
+	if (st != VNPU_STATUS_OK)
+		return st;
+	if (p->b.dtype != dt ||
+	    p->out.dtype != (is_compare(p->op) ? (uint32_t)VNPU_DTYPE_BOOL : dt))
+		return VNPU_STATUS_INVALID_ARGS;
+	if (!vnpu_broadcasts_to(&p->a, &p->out) ||
+	    !vnpu_broadcasts_to(&p->b, &p->out))
+		return VNPU_STATUS_INVALID_ARGS;
+	if (!vnpu_dtype_is_float(dt) && dt != VNPU_DTYPE_I32 &&
+	    dt != VNPU_DTYPE_I8)
+		return VNPU_STATUS_UNSUPPORTED;
+	if (!vnpu_dtype_is_float(dt) &&
+	    (p->op == VNPU_BINARY_ADD || p->op == VNPU_BINARY_SUB)) {
+		/* integral and inside int64 (2^63 itself is not) */
+		if (!(p->alpha == trunc(p->alpha)) ||
+		    !(fabs(p->alpha) < 9223372036854775808.0))
+			return VNPU_STATUS_INVALID_ARGS;
+	}
+	return VNPU_STATUS_OK;
+}
+
+static void binary_run(const void *params, const struct vnpu_kbuf *bufs,
+		       uint32_t block, uint32_t nblocks)
+{
+	const struct vnpu_kp_binary *p = params;
+	const struct vnpu_tensor *ts[3] = { &p->out, &p->a, &p->b };
+	struct binary_ctx c;
+	struct vnpu_ew_loop loop;
+	uint64_t begin, end;
+
+	c.op = p->op;
+	c.dtype = p->a.dtype;
+	c.out_dtype = p->out.dtype;
+	c.alpha = (float)p->alpha;
+	c.ialpha = 0;
+	if (!vnpu_dtype_is_float(c.dtype) &&
+	    (p->op == VNPU_BINARY_ADD || p->op == VNPU_BINARY_SUB))
+		c.ialpha = (int64_t)p->alpha;
+
+	vnpu_ew_loop_init(&loop, ts, 3, bufs);
+	vnpu_block_range(loop.numel, block, nblocks, &begin, &end);
+	if (c.dtype == VNPU_DTYPE_F32 && c.op == VNPU_BINARY_ADD &&
+	    c.alpha == 1.0f && vnpu_ew_loop_dense(&loop) &&
+	    (uintptr_t)loop.base[0] % _Alignof(float) == 0 &&
+	    (uintptr_t)loop.base[1] % _Alignof(float) == 0 &&
+	    (uintptr_t)loop.base[2] % _Alignof(float) == 0) {
+		if (begin < end)
+			add_f32_dense((float *)(void *)loop.base[0] + begin,
+				      (const float *)(void *)loop.base[1] +
+					      begin,
+				      (const float *)(void *)loop.base[2] +
+					      begin,
+				      end - begin);
+		return;
+	}
+	vnpu_ew_for_range(&loop, begin, end, binary_chunk, &c);
+}
+
+const struct vnpu_kernel_def vnpu_kernel_binary = {
+	.id = VNPU_KERNEL_BINARY,
+	.name = "binary",
+	.params_size = sizeof(struct vnpu_kp_binary),
+	.validate = binary_validate,
+	.run = binary_run,
+};
+
+/* ---- WHERE ---- */
+
+static void where_chunk(void *ctx, char *const *ptrs, const int64_t *strides,
+			int64_t n)
+{
+	const uint32_t *itemsize = ctx;
+	char *o = ptrs[0];
+	const char *cond = ptrs[1], *a = ptrs[2], *b = ptrs[3];
+
+	/* constant-size copies per element width */
+#define WHERE_LOOP(SZ)                                                        \
+	for (int64_t i = 0; i < n; i++)                                       \
+		memcpy(o + i * strides[0] * (SZ),                             \
+		       cond[i * strides[1]] ? a + i * strides[2] * (SZ) :     \
+					      b + i * strides[3] * (SZ),      \
+		       (SZ))
+	switch (*itemsize) {
+	case 1:
+		WHERE_LOOP(1);
+		return;
+	case 2:
+		WHERE_LOOP(2);
+		return;
+	case 4:
+		WHERE_LOOP(4);
+		return;
+	default:
+		WHERE_LOOP(8);
+		return;
+	}
+#undef WHERE_LOOP
+}
+
+static uint32_t where_validate(const void *params,
+			       const struct vnpu_kbuf *bufs, uint32_t nbufs)
+{
+	const struct vnpu_kp_where *p = params;
+	uint32_t st;
+
+	st = vnpu_ew_check(&p->cond, bufs, nbufs, VNPU_ACCESS_READ);
+	if (st == VNPU_STATUS_OK)
+		st = vnpu_ew_check(&p->a, bufs, nbufs, VNPU_ACCESS_READ);
+	if (st == VNPU_STATUS_OK)
+		st = vnpu_ew_check(&p->b, bufs, nbufs, VNPU_ACCESS_READ);
+	if (st == VNPU_STATUS_OK)
+		st = vnpu_ew_check_out(&p->out, bufs, nbufs);
+	if (st != VNPU_STATUS_OK)
+		return st;
+	if (p->cond.dtype != VNPU_DTYPE_BOOL || p->a.dtype != p->out.dtype ||
+	    p->b.dtype != p->out.dtype)
+		return VNPU_STATUS_INVALID_ARGS;
+	if (!vnpu_broadcasts_to(&p->cond, &p->out) ||
+	    !vnpu_broadcasts_to(&p->a, &p->out) ||
+	    !vnpu_broadcasts_to(&p->b, &p->out))
+		return VNPU_STATUS_INVALID_ARGS;
+	return VNPU_STATUS_OK;
+}
+
+static void where_run(const void *params, const struct vnpu_kbuf *bufs,
+		      uint32_t block, uint32_t nblocks)
+{
+	const struct vnpu_kp_where *p = params;
+	const struct vnpu_tensor *ts[4] = { &p->out, &p->cond, &p->a, &p->b };
+	uint32_t itemsize = vnpu_dtype_size(p->out.dtype);
+	struct vnpu_ew_loop loop;
+
+	vnpu_ew_loop_init(&loop, ts, 4, bufs);
+	vnpu_ew_run_block(&loop, block, nblocks, where_chunk, &itemsize);
+}
+
+const struct vnpu_kernel_def vnpu_kernel_where = {
+	.id = VNPU_KERNEL_WHERE,
+	.name = "where",
+	.params_size = sizeof(struct vnpu_kp_where),
+	.validate = where_validate,
+	.run = where_run,
+};

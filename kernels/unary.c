@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: MIT
+/*
+ * UNARY: out = op(src). Float dtypes compute in f32; ABS, NEG and RELU also
+ * run on I32 and I8, where ABS and NEG of the minimum value wrap to itself.
+ */
+#include <math.h>
+#include <stdint.h>
+
+#include "activation.h"
+#include "elementwise.h"
+
+struct unary_ctx {
+	uint32_t op;
+	uint32_t dtype;
+};
+
+/* In place on n f32 values; one loop per op so each can vectorise. */
+static void unary_f32(uint32_t op, float *x, int64_t n)
+{
+	switch (op) {
+	case VNPU_UNARY_ABS:
+		for (int64_t i = 0; i < n; i++)
+			x[i] = fabsf(x[i]);
+		return;
+	case VNPU_UNARY_NEG:
+		for (int64_t i = 0; i < n; i++)
+			x[i] = -x[i];
+		return;
+	case VNPU_UNARY_EXP:
+		for (int64_t i = 0; i < n; i++)
+			x[i] = expf(x[i]);
+		return;
+	case VNPU_UNARY_LOG:
+		for (int64_t i = 0; i < n; i++)
+			x[i] = logf(x[i]);
+		return;
+	case VNPU_UNARY_SQRT:
+		for (int64_t i = 0; i < n; i++)
+			x[i] = sqrtf(x[i]);
+		return;
+	case VNPU_UNARY_RSQRT:
+		for (int64_t i = 0; i < n; i++)
+			x[i] = 1.0f / sqrtf(x[i]);
+		return;
+	case VNPU_UNARY_RELU:
+		for (int64_t i = 0; i < n; i++)
+			x[i] = vnpu_relu(x[i]);
+		return;
+	case VNPU_UNARY_GELU:
+		for (int64_t i = 0; i < n; i++)
+			x[i] = vnpu_gelu(x[i]);
+		return;
+	case VNPU_UNARY_SILU:
+		for (int64_t i = 0; i < n; i++)
+			x[i] = vnpu_silu(x[i]);
+		return;
+	case VNPU_UNARY_SIGMOID:
+		for (int64_t i = 0; i < n; i++)
+			x[i] = vnpu_sigmoid(x[i]);
+		return;
+	default:
+		for (int64_t i = 0; i < n; i++)
+			x[i] = vnpu_tanh(x[i]);
+		return;
+	}
+}
+
+/* ABS, NEG, RELU on int64 copies; the store wraps to the dtype's width. */
+static void unary_int(uint32_t op, int64_t *x, int64_t n)
+{
+	switch (op) {
+	case VNPU_UNARY_ABS:
+		for (int64_t i = 0; i < n; i++)
+			x[i] = x[i] < 0 ? -x[i] : x[i];
+		return;
+	case VNPU_UNARY_NEG:
+		for (int64_t i = 0; i < n; i++)
+			x[i] = -x[i];
+		return;
+	default:
+		for (int64_t i = 0; i < n; i++)
+			x[i] = x[i] < 0 ? 0 : x[i];
+		return;
+	}
+}
+
+static void unary_chunk(void *ctx, char *const *ptrs, const int64_t *strides,
+			int64_t n)
+{
+	const struct unary_ctx *c = ctx;
+
+	if (vnpu_dtype_is_float(c->dtype)) {
+		float x[VNPU_EW_CHUNK];
+
+		vnpu_ew_load_f32(ptrs[1], strides[1], c->dtype, n, x);
+		unary_f32(c->op, x, n);
+		vnpu_ew_store_f32(ptrs[0], strides[0], c->dtype, n, x);
+	} else {
+		int64_t x[VNPU_EW_CHUNK];
+
+		vnpu_ew_load_i64(ptrs[1], strides[1], c->dtype, n, x);
+		unary_int(c->op, x, n);
+		vnpu_ew_store_i64(ptrs[0], strides[0], c->dtype, n, x);
+	}
+}
+
+static uint32_t unary_validate(const void *params, const struct vnpu_kbuf *bufs,
+			       uint32_t nbufs)
+{
+	const struct vnpu_kp_unary *p = params;
+	uint32_t st;
+	bool int_op;
+
+	if (p->op >= VNPU_UNARY_COUNT || p->reserved != 0)
+		return VNPU_STATUS_INVALID_ARGS;
+	st = vnpu_ew_check(&p->src, bufs, nbufs, VNPU_ACCESS_READ);
+	if (st != VNPU_STATUS_OK)
+		return st;
+	st = vnpu_ew_check_out(&p->out, bufs, nbufs);
+	if (st != VNPU_STATUS_OK)
+		return st;
+	if (p->src.dtype != p->out.dtype || !vnpu_same_shape(&p->src, &p->out))
+		return VNPU_STATUS_INVALID_ARGS;
+	int_op = p->op == VNPU_UNARY_ABS || p->op == VNPU_UNARY_NEG ||
+		 p->op == VNPU_UNARY_RELU;
+	if (vnpu_dtype_is_float(p->src.dtype))
+		return VNPU_STATUS_OK;
+	if (int_op && (p->src.dtype == VNPU_DTYPE_I32 ||
+		       p->src.dtype == VNPU_DTYPE_I8))
+		return VNPU_STATUS_OK;
+	return VNPU_STATUS_UNSUPPORTED;
+}
+
+static void unary_run(const void *params, const struct vnpu_kbuf *bufs,
+		      uint32_t block, uint32_t nblocks)
+{
+	const struct vnpu_kp_unary *p = params;
+	const struct vnpu_tensor *ts[2] = { &p->out, &p->src };
+	struct unary_ctx c = { p->op, p->src.dtype };
+	struct vnpu_ew_loop loop;
+
+	vnpu_ew_loop_init(&loop, ts, 2, bufs);
+	vnpu_ew_run_block(&loop, block, nblocks, unary_chunk, &c);
+}
+
+const struct vnpu_kernel_def vnpu_kernel_unary = {
+	.id = VNPU_KERNEL_UNARY,
+	.name = "unary",
+	.params_size = sizeof(struct vnpu_kp_unary),
+	.validate = unary_validate,
+	.run = unary_run,
+};
