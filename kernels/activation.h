@@ -13,14 +13,16 @@
 
 static inline float vnpu_relu(float x)
 {
-	/* x > 0 keeps NaN as NaN (NaN > 0 is false, so return x then too) */
+	/* NaN < 0 is false, so NaN passes through as in PyTorch */
 	return x < 0.0f ? 0.0f : x;
 }
 
-/* Erf form, 0.5 * x * (1 + erf(x / sqrt(2))), as PyTorch's default. */
+/* Erf form, 0.5 * x * (1 + erf(x / sqrt(2))), as PyTorch's default,
+ * written with erfc(-x / sqrt(2)) == 1 + erf(x / sqrt(2)) so that large
+ * negative x do not lose every digit to the cancellation in 1 + erf. */
 static inline float vnpu_gelu(float x)
 {
-	return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f));
+	return 0.5f * x * erfcf(x * -0.70710678118654752440f);
 }
 
 /* Written so that neither branch overflows exp for large |x|. */
