@@ -1,0 +1,371 @@
+// SPDX-License-Identifier: MIT
+/*
+ * CONV2D as an implicit GEMM per (image, group): rows are output pixels,
+ * columns output channels of the group, the reduction runs over
+ * (kh, kw, input channel) with the channel fastest, so that packing reads
+ * whole C0 runs of NC1HWC0 input and FRACTAL_Z weight. The im2col matrix is
+ * never materialised: the packer builds each MR-row panel from the input
+ * (zeros for padding taps) straight into the GEMM core's bounded buffers.
+ */
+#include <string.h>
+
+#include "activation.h"
+#include "dtype.h"
+#include "gemm_core.h"
+#include "gemm_operand.h"
+#include "kernel.h"
+#include "layout.h"
+#include "tensor.h"
+
+struct conv_ctx {
+	const struct vnpu_kp_conv2d *p;
+	const char *in, *wt, *bias;
+	char *out;
+	uint32_t dtype, itemsize;
+	struct vnpu_nchw_geom gi, gw, go;
+	int64_t ho, wo, kh, kw, cg, cog, bias_stride;
+	int64_t n, g;	/* image and group of the job being run */
+};
+
+static uint32_t conv_output_size(int64_t in, uint32_t pad, uint32_t dil,
+				 int64_t k, uint32_t stride, int64_t *out)
+{
+	int64_t span, num;
+
+	if (__builtin_mul_overflow((int64_t)dil, k - 1, &span) ||
+	    __builtin_add_overflow(in, 2 * (int64_t)pad, &num) ||
+	    __builtin_sub_overflow(num, span + 1, &num) || num < 0)
+		return VNPU_STATUS_INVALID_ARGS;
+	*out = num / stride + 1;
+	return VNPU_STATUS_OK;
+}
+
+static uint32_t check_format(const struct vnpu_tensor *t,
+			     const struct vnpu_kbuf *bufs, uint32_t nbufs,
+			     uint32_t access, uint32_t format, uint32_t dtype)
+{
+	uint32_t st = vnpu_tensor_check(t, bufs, nbufs, access);
+
+	if (st != VNPU_STATUS_OK)
+		return st;
+	if (t->dtype != VNPU_DTYPE_F32 && t->dtype != VNPU_DTYPE_F16 &&
+	    t->dtype != VNPU_DTYPE_BF16)
+		return VNPU_STATUS_UNSUPPORTED;
+	if (t->dtype != dtype)
+		return VNPU_STATUS_INVALID_ARGS;
+	if (t->format != format)
+		return VNPU_STATUS_UNSUPPORTED;
+	if (t->ndim != (format == VNPU_FORMAT_ND ? 1u : 4u))
+		return VNPU_STATUS_INVALID_ARGS;
+	return VNPU_STATUS_OK;
+}
+
+static uint32_t conv_validate(const void *params, const struct vnpu_kbuf *bufs,
+			      uint32_t nbufs)
+{
+	const struct vnpu_kp_conv2d *p = params;
+	const int64_t *in = p->input.sizes, *w = p->weight.sizes;
+	uint32_t dtype = p->input.dtype;
+	int64_t ho, wo;
+	uint32_t st;
+
+	if (p->stride_h == 0 || p->stride_w == 0 || p->dil_h == 0 ||
+	    p->dil_w == 0 || p->groups == 0 || p->has_bias > 1 ||
+	    p->reserved != 0 || !vnpu_activation_valid(p->activation))
+		return VNPU_STATUS_INVALID_ARGS;
+	st = check_format(&p->input, bufs, nbufs, VNPU_ACCESS_READ,
+			  VNPU_FORMAT_NC1HWC0, dtype);
+	if (st == VNPU_STATUS_OK)
+		st = check_format(&p->weight, bufs, nbufs, VNPU_ACCESS_READ,
+				  VNPU_FORMAT_FRACTAL_Z, dtype);
+	if (st == VNPU_STATUS_OK)
+		st = check_format(&p->out, bufs, nbufs, VNPU_ACCESS_WRITE,
+				  VNPU_FORMAT_NC1HWC0, dtype);
+	if (st == VNPU_STATUS_OK && p->has_bias)
+		st = check_format(&p->bias, bufs, nbufs, VNPU_ACCESS_READ,
+				  VNPU_FORMAT_ND, dtype);
+	if (st != VNPU_STATUS_OK)
+		return st;
+
+	if (in[1] % p->groups != 0 || w[0] % p->groups != 0 ||
+	    w[1] != in[1] / p->groups || w[2] < 1 || w[3] < 1)
+		return VNPU_STATUS_INVALID_ARGS;
+	if (p->has_bias && p->bias.sizes[0] != w[0])
+		return VNPU_STATUS_INVALID_ARGS;
+	if (conv_output_size(in[2], p->pad_h, p->dil_h, w[2], p->stride_h,
+			     &ho) != VNPU_STATUS_OK ||
+	    conv_output_size(in[3], p->pad_w, p->dil_w, w[3], p->stride_w,
+			     &wo) != VNPU_STATUS_OK)
+		return VNPU_STATUS_INVALID_ARGS;
+	if (p->out.sizes[0] != in[0] || p->out.sizes[1] != w[0] ||
+	    p->out.sizes[2] != ho || p->out.sizes[3] != wo)
+		return VNPU_STATUS_INVALID_ARGS;
+	return VNPU_STATUS_OK;
+}
+
+/* NC1HWC0 / FRACTAL_Z offsets with a literal C0 (16 for every dtype conv2d
+ * takes), so the layout's divisions become shifts. */
+static inline int64_t in_offset(const struct conv_ctx *x, int64_t c, int64_t h,
+				int64_t w)
+{
+	struct vnpu_nchw_geom g = x->gi;
+
+	g.c0 = VNPU_C0(2);
+	return (int64_t)vnpu_nc1hwc0_index(&g, (uint64_t)x->n, (uint64_t)c,
+					   (uint64_t)h, (uint64_t)w);
+}
+
+static inline int64_t out_offset(const struct conv_ctx *x, int64_t c,
+				 int64_t h, int64_t w)
+{
+	struct vnpu_nchw_geom g = x->go;
+
+	g.c0 = VNPU_C0(2);
+	return (int64_t)vnpu_nc1hwc0_index(&g, (uint64_t)x->n, (uint64_t)c,
+					   (uint64_t)h, (uint64_t)w);
+}
+
+static inline int64_t wt_offset(const struct conv_ctx *x, int64_t co,
+				int64_t ci, int64_t h, int64_t w)
+{
+	struct vnpu_nchw_geom g = x->gw;
+
+	g.c0 = VNPU_C0(2);
+	return (int64_t)vnpu_fractal_z_index(&g, (uint64_t)co, (uint64_t)ci,
+					     (uint64_t)h, (uint64_t)w);
+}
+
+/* Reduction index p -> tap (kh, kw) and input channel within the group. */
+struct conv_k {
+	int64_t kh, kw, ci;
+};
+
+static inline struct conv_k conv_k_of(const struct conv_ctx *x, int64_t p)
+{
+	int64_t tap = p / x->cg;
+
+	return (struct conv_k){ tap / x->kw, tap % x->kw, p % x->cg };
+}
+
+static inline void conv_k_next_tap(const struct conv_ctx *x,
+				   struct conv_k *k)
+{
+	k->ci = 0;
+	if (++k->kw == x->kw) {
+		k->kw = 0;
+		k->kh++;
+	}
+}
+
+/* A: im2col rows (output pixels) by reduction index. */
+static void pack_input(const struct vnpu_gemm_job *job, int64_t r0,
+		       int64_t rows, int64_t p0, int64_t kc, float *dst,
+		       uint32_t panel)
+{
+	const struct conv_ctx *x = job->ctx;
+	const struct vnpu_kp_conv2d *p = x->p;
+	int64_t h = (int64_t)x->gi.h, w = (int64_t)x->gi.w;
+
+	for (int64_t r = 0; r < rows; r++) {
+		int64_t pix = r0 + r;
+		int64_t ih0 = pix / x->wo * p->stride_h - p->pad_h;
+		int64_t iw0 = pix % x->wo * p->stride_w - p->pad_w;
+		struct conv_k k = conv_k_of(x, p0);
+
+		for (int64_t q = 0; q < kc;) {
+			int64_t len = x->cg - k.ci;
+			int64_t ih = ih0 + k.kh * p->dil_h;
+			int64_t iw = iw0 + k.kw * p->dil_w;
+			float *d = dst + q * panel + r;
+
+			if (len > kc - q)
+				len = kc - q;
+			if (ih < 0 || ih >= h || iw < 0 || iw >= w) {
+				for (int64_t t = 0; t < len; t++)
+					d[t * panel] = 0.0f;
+			} else {
+				int64_t c = x->g * x->cg + k.ci;
+
+				for (int64_t t = 0, run; t < len; t += run) {
+					run = 16 - ((c + t) & 15);
+					if (run > len - t)
+						run = len - t;
+					vnpu_operand_load_run(
+						x->in + in_offset(x, c + t, ih,
+								  iw) *
+								x->itemsize,
+						x->dtype, 1, run, d + t * panel,
+						panel);
+				}
+			}
+			q += len;
+			conv_k_next_tap(x, &k);
+		}
+	}
+}
+
+/* B: output channels of the group by reduction index. */
+static void pack_weight(const struct vnpu_gemm_job *job, int64_t r0,
+			int64_t rows, int64_t p0, int64_t kc, float *dst,
+			uint32_t panel)
+{
+	const struct conv_ctx *x = job->ctx;
+
+	for (int64_t r = 0; r < rows; r++) {
+		int64_t co = x->g * x->cog + r0 + r;
+		struct conv_k k = conv_k_of(x, p0);
+
+		for (int64_t q = 0; q < kc;) {
+			int64_t len = x->cg - k.ci;
+
+			if (len > kc - q)
+				len = kc - q;
+			for (int64_t t = 0, run; t < len; t += run) {
+				int64_t ci = k.ci + t;
+
+				run = 16 - (ci & 15);
+				if (run > len - t)
+					run = len - t;
+				vnpu_operand_load_run(
+					x->wt + wt_offset(x, co, ci, k.kh,
+							  k.kw) *
+							x->itemsize,
+					x->dtype, 1, run,
+					dst + (q + t) * panel + r, panel);
+			}
+			q += len;
+			conv_k_next_tap(x, &k);
+		}
+	}
+}
+
+static void store_pixels(const struct vnpu_gemm_job *job, int64_t i0,
+			 int64_t rows, int64_t j0, int64_t cols, float *acc,
+			 int64_t ld)
+{
+	const struct conv_ctx *x = job->ctx;
+	float line[16];
+
+	for (int64_t i = 0; i < rows; i++) {
+		int64_t oh = (i0 + i) / x->wo, ow = (i0 + i) % x->wo;
+		int64_t c = x->g * x->cog + j0;
+
+		for (int64_t j = 0, run; j < cols; j += run) {
+			run = 16 - ((c + j) & 15);
+			if (run > cols - j)
+				run = cols - j;
+			for (int64_t t = 0; t < run; t++) {
+				float v = acc[i * ld + j + t];
+
+				if (x->p->has_bias)
+					v += vnpu_operand_load(
+						x->bias + (c + j + t) *
+								  x->bias_stride *
+								  x->itemsize,
+						x->dtype);
+				line[t] = vnpu_activate(x->p->activation, v);
+			}
+			vnpu_operand_store_run(x->out +
+						       out_offset(x, c + j, oh,
+								  ow) *
+							       x->itemsize,
+					       x->dtype, 1, run, line);
+		}
+	}
+}
+
+/* Channels past Cout in the last C1 block are zero (canonical storage);
+ * the tile holding the last output channel writes them for its pixels. */
+static void zero_channel_padding(const struct conv_ctx *x, int64_t pix0,
+				 int64_t pix1)
+{
+	static const float zeros[16];
+	int64_t cout = (int64_t)x->go.c;
+	int64_t pad = (int64_t)(x->go.c1 * 16) - cout;
+
+	if (pad == 0)
+		return;
+	for (int64_t pix = pix0; pix < pix1; pix++)
+		vnpu_operand_store_run(x->out + out_offset(x, cout,
+							   pix / x->wo,
+							   pix % x->wo) *
+							x->itemsize,
+				       x->dtype, 1, pad, zeros);
+}
+
+static void conv_run(const void *params, const struct vnpu_kbuf *bufs,
+		     uint32_t block, uint32_t nblocks)
+{
+	const struct vnpu_kp_conv2d *p = params;
+	struct conv_ctx x;
+	struct vnpu_gemm_job job;
+	int64_t groups = p->groups, jobs, gr, gc, t, tiles;
+	uint64_t begin, end;
+
+	memset(&x, 0, sizeof(x));
+	x.p = p;
+	x.dtype = p->input.dtype;
+	x.itemsize = vnpu_dtype_size(x.dtype);
+	x.gi = vnpu_nchw_geom(&p->input);
+	x.gw = vnpu_nchw_geom(&p->weight);
+	x.go = vnpu_nchw_geom(&p->out);
+	x.ho = (int64_t)x.go.h;
+	x.wo = (int64_t)x.go.w;
+	x.kh = (int64_t)x.gw.h;
+	x.kw = (int64_t)x.gw.w;
+	x.cg = (int64_t)x.gw.c;
+	x.cog = (int64_t)x.go.c / groups;
+	jobs = (int64_t)x.go.n * groups;
+	if (jobs == 0 || x.cog == 0 || x.ho == 0 || x.wo == 0)
+		return;
+
+	/* Tiles per (image, group): output rows first, then channels. */
+	t = (int64_t)vnpu_ceil_div(nblocks, (uint64_t)jobs);
+	gr = x.ho < t ? x.ho : t;
+	t = (int64_t)vnpu_ceil_div((uint64_t)t, (uint64_t)gr);
+	gc = (int64_t)vnpu_ceil_div((uint64_t)x.cog, 16);
+	gc = gc < t ? gc : t;
+	tiles = gr * gc;
+	vnpu_block_range((uint64_t)jobs * (uint64_t)tiles, block, nblocks,
+			 &begin, &end);
+	if (begin >= end)
+		return;
+
+	x.in = vnpu_tensor_data(&p->input, bufs);
+	x.wt = vnpu_tensor_data(&p->weight, bufs);
+	x.out = vnpu_tensor_data(&p->out, bufs);
+	if (p->has_bias) {
+		x.bias = vnpu_tensor_data(&p->bias, bufs);
+		x.bias_stride = p->bias.strides[0];
+	}
+
+	memset(&job, 0, sizeof(job));
+	job.k = x.kh * x.kw * x.cg;
+	job.pack_a = pack_input;
+	job.pack_b = pack_weight;
+	job.epilogue = store_pixels;
+	job.ctx = &x;
+	for (uint64_t u = begin; u < end; u++) {
+		int64_t ng = (int64_t)(u / (uint64_t)tiles);
+		int64_t tile = (int64_t)(u % (uint64_t)tiles);
+		int64_t tr = tile / gc, tc = tile % gc;
+
+		x.n = ng / groups;
+		x.g = ng % groups;
+		job.m0 = vnpu_gemm_chunk(x.ho, gr, tr) * x.wo;
+		job.m1 = vnpu_gemm_chunk(x.ho, gr, tr + 1) * x.wo;
+		job.n0 = vnpu_gemm_chunk(x.cog, gc, tc);
+		job.n1 = vnpu_gemm_chunk(x.cog, gc, tc + 1);
+		vnpu_gemm_run_job(&job);
+		if (x.g == groups - 1 && job.n1 == x.cog)
+			zero_channel_padding(&x, job.m0, job.m1);
+	}
+}
+
+const struct vnpu_kernel_def vnpu_kernel_conv2d = {
+	.id = VNPU_KERNEL_CONV2D,
+	.name = "conv2d",
+	.params_size = sizeof(struct vnpu_kp_conv2d),
+	.validate = conv_validate,
+	.run = conv_run,
+};

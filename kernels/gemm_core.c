@@ -1,0 +1,439 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Packed, cache-blocked f32 matrix multiply (the loop structure of Goto's
+ * algorithm): B is packed in KC x NC blocks, A in MC x KC blocks, both as
+ * micro-panels of MR rows / NR columns interleaved along k, so the
+ * microkernel streams both operands with unit stride and keeps an MR x NR
+ * tile of C in registers.
+ */
+#include "gemm_core.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define VNPU_GEMM_X86 1
+#endif
+
+/* Blocking. KC x NR floats of B (32 KiB for NR = 32) stay in L1 while A
+ * panels stream from L2; the MC x KC block of A (192 KiB) lives in L2 and
+ * the KC x NC block of B (1 MiB) in L2/L3. MC and NC are multiples of every
+ * MR and NR below. */
+#define GEMM_KC 256
+#define GEMM_MC 192
+#define GEMM_NC 1024
+/* Workspace mode accumulates GEMM_MB x GEMM_NC results in f32 before the
+ * epilogue converts them; B is re-packed once per GEMM_MB rows. */
+#define GEMM_MB 384
+
+#define GEMM_MAX_MR 12
+#define GEMM_MAX_NR 32
+
+/* c = alpha * (a-panel x b-panel) + beta * c over a full MR x NR tile;
+ * beta == 0 does not read c. */
+typedef void (*gemm_micro_fn)(int64_t kc, const float *a, const float *b,
+			      float *c, int64_t ldc, float alpha, float beta);
+
+struct gemm_micro {
+	uint32_t isa;
+	uint32_t mr, nr;
+	gemm_micro_fn fn;
+};
+
+static void micro_portable(int64_t kc, const float *a, const float *b,
+			   float *c, int64_t ldc, float alpha, float beta)
+{
+	float acc[4][16];
+
+	memset(acc, 0, sizeof(acc));
+	for (int64_t p = 0; p < kc; p++) {
+		for (int i = 0; i < 4; i++)
+			for (int j = 0; j < 16; j++)
+				acc[i][j] += a[i] * b[j];
+		a += 4;
+		b += 16;
+	}
+	for (int i = 0; i < 4; i++) {
+		float *row = c + i * ldc;
+
+		if (beta == 0.0f)
+			for (int j = 0; j < 16; j++)
+				row[j] = alpha * acc[i][j];
+		else
+			for (int j = 0; j < 16; j++)
+				row[j] = alpha * acc[i][j] + beta * row[j];
+	}
+}
+
+#ifdef VNPU_GEMM_X86
+__attribute__((target("avx2,fma"))) static void
+micro_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+	   float alpha, float beta)
+{
+	__m256 acc[6][2];
+
+#pragma GCC unroll 6
+	for (int i = 0; i < 6; i++)
+		acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+	for (int64_t p = 0; p < kc; p++) {
+		__m256 b0 = _mm256_loadu_ps(b);
+		__m256 b1 = _mm256_loadu_ps(b + 8);
+
+#pragma GCC unroll 6
+		for (int i = 0; i < 6; i++) {
+			__m256 av = _mm256_broadcast_ss(a + i);
+
+			acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);
+			acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);
+		}
+		a += 6;
+		b += 16;
+	}
+	__m256 va = _mm256_set1_ps(alpha);
+	__m256 vb = _mm256_set1_ps(beta);
+
+#pragma GCC unroll 6
+	for (int i = 0; i < 6; i++) {
+		float *row = c + i * ldc;
+		__m256 r0 = _mm256_mul_ps(acc[i][0], va);
+		__m256 r1 = _mm256_mul_ps(acc[i][1], va);
+
+		if (beta != 0.0f) {
+			r0 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(row), r0);
+			r1 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(row + 8), r1);
+		}
+		_mm256_storeu_ps(row, r0);
+		_mm256_storeu_ps(row + 8, r1);
+	}
+}
+
+__attribute__((target("avx512f"))) static void
+micro_avx512(int64_t kc, const float *a, const float *b, float *c,
+	     int64_t ldc, float alpha, float beta)
+{
+	__m512 acc[12][2];
+
+#pragma GCC unroll 12
+	for (int i = 0; i < 12; i++)
+		acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+	for (int64_t p = 0; p < kc; p++) {
+		__m512 b0 = _mm512_loadu_ps(b);
+		__m512 b1 = _mm512_loadu_ps(b + 16);
+
+		_mm_prefetch((const char *)(b + 8 * 32), _MM_HINT_T0);
+#pragma GCC unroll 12
+		for (int i = 0; i < 12; i++) {
+			__m512 av = _mm512_set1_ps(a[i]);
+
+			acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);
+			acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);
+		}
+		a += 12;
+		b += 32;
+	}
+	__m512 va = _mm512_set1_ps(alpha);
+	__m512 vb = _mm512_set1_ps(beta);
+
+#pragma GCC unroll 12
+	for (int i = 0; i < 12; i++) {
+		float *row = c + i * ldc;
+		__m512 r0 = _mm512_mul_ps(acc[i][0], va);
+		__m512 r1 = _mm512_mul_ps(acc[i][1], va);
+
+		if (beta != 0.0f) {
+			r0 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(row), r0);
+			r1 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(row + 16), r1);
+		}
+		_mm512_storeu_ps(row, r0);
+		_mm512_storeu_ps(row + 16, r1);
+	}
+}
+#endif
+
+static const struct gemm_micro micro_table[] = {
+	{ VNPU_GEMM_ISA_PORTABLE, 4, 16, micro_portable },
+#ifdef VNPU_GEMM_X86
+	{ VNPU_GEMM_ISA_AVX2, 6, 16, micro_avx2 },
+	{ VNPU_GEMM_ISA_AVX512, 12, 32, micro_avx512 },
+#endif
+};
+
+static uint32_t isa_limit = VNPU_GEMM_ISA_AVX512;
+
+static bool isa_available(uint32_t isa)
+{
+#ifdef VNPU_GEMM_X86
+	__builtin_cpu_init();
+	if (isa == VNPU_GEMM_ISA_AVX512)
+		return __builtin_cpu_supports("avx512f");
+	if (isa == VNPU_GEMM_ISA_AVX2)
+		return __builtin_cpu_supports("avx2") &&
+		       __builtin_cpu_supports("fma");
+#endif
+	return isa == VNPU_GEMM_ISA_PORTABLE;
+}
+
+static const struct gemm_micro *select_micro(void)
+{
+	const size_t n = sizeof(micro_table) / sizeof(micro_table[0]);
+
+	for (size_t i = n; i-- > 1;)
+		if (micro_table[i].isa <= isa_limit &&
+		    isa_available(micro_table[i].isa))
+			return &micro_table[i];
+	return &micro_table[0];
+}
+
+uint32_t vnpu_gemm_set_isa(uint32_t isa)
+{
+	isa_limit = isa == VNPU_GEMM_ISA_AUTO || isa > VNPU_GEMM_ISA_AVX512 ?
+			    VNPU_GEMM_ISA_AVX512 : isa;
+	return select_micro()->isa;
+}
+
+/* Per-thread packing buffers, allocated on a thread's first job and freed
+ * when it exits, so launches never allocate. */
+struct gemm_scratch {
+	float *ap;	/* GEMM_MC x GEMM_KC */
+	float *bp;	/* GEMM_KC x GEMM_NC */
+	float *cw;	/* GEMM_MB x GEMM_NC, allocated on first workspace job */
+};
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static bool scratch_key_ok;
+static _Thread_local struct gemm_scratch *thread_scratch;
+
+static void scratch_free(void *p)
+{
+	struct gemm_scratch *s = p;
+
+	free(s->ap);
+	free(s->bp);
+	free(s->cw);
+	free(s);
+}
+
+static void scratch_key_init(void)
+{
+	scratch_key_ok = pthread_key_create(&scratch_key, scratch_free) == 0;
+}
+
+static float *alloc_floats(size_t n)
+{
+	return aligned_alloc(64, n * sizeof(float));
+}
+
+static struct gemm_scratch *scratch_get(bool workspace)
+{
+	struct gemm_scratch *s = thread_scratch;
+
+	if (!s) {
+		pthread_once(&scratch_once, scratch_key_init);
+		if (!scratch_key_ok)
+			return NULL;
+		s = calloc(1, sizeof(*s));
+		if (!s)
+			return NULL;
+		s->ap = alloc_floats((size_t)GEMM_MC * GEMM_KC);
+		s->bp = alloc_floats((size_t)GEMM_KC * GEMM_NC);
+		if (!s->ap || !s->bp ||
+		    pthread_setspecific(scratch_key, s) != 0) {
+			scratch_free(s);
+			return NULL;
+		}
+		thread_scratch = s;
+	}
+	if (workspace && !s->cw) {
+		s->cw = alloc_floats((size_t)GEMM_MB * GEMM_NC);
+		if (!s->cw)
+			return NULL;
+	}
+	return s;
+}
+
+struct gemm_blocking {
+	int64_t kc, mc, nc, mb;
+	float *ap, *bp, *cw;
+};
+
+static inline int64_t min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* One micro-tile, through a bounce buffer when it is partial. */
+static void micro_tile(const struct gemm_micro *uk, int64_t kc,
+		       const float *a, const float *b, float *c, int64_t ldc,
+		       int64_t mr, int64_t nr, float alpha, float beta)
+{
+	float tmp[GEMM_MAX_MR * GEMM_MAX_NR] __attribute__((aligned(64)));
+
+	if (mr == uk->mr && nr == uk->nr) {
+		uk->fn(kc, a, b, c, ldc, alpha, beta);
+		return;
+	}
+	uk->fn(kc, a, b, tmp, uk->nr, 1.0f, 0.0f);
+	for (int64_t i = 0; i < mr; i++) {
+		float *row = c + i * ldc;
+		const float *t = tmp + i * uk->nr;
+
+		if (beta == 0.0f)
+			for (int64_t j = 0; j < nr; j++)
+				row[j] = alpha * t[j];
+		else
+			for (int64_t j = 0; j < nr; j++)
+				row[j] = alpha * t[j] + beta * row[j];
+	}
+}
+
+static void pack_panels(const struct vnpu_gemm_job *job, vnpu_gemm_pack_fn fn,
+			int64_t r0, int64_t rows, int64_t p0, int64_t kc,
+			float *dst, uint32_t panel)
+{
+	for (int64_t r = 0; r < rows; r += panel) {
+		int64_t cnt = min64(panel, rows - r);
+
+		if (cnt < panel)
+			memset(dst, 0, (size_t)kc * panel * sizeof(float));
+		fn(job, r0 + r, cnt, p0, kc, dst, panel);
+		dst += kc * panel;
+	}
+}
+
+/* K = 0: the product is empty, the result is beta * c (or 0) finished by
+ * the epilogue. */
+static void run_empty(const struct vnpu_gemm_job *job, float *cw,
+		      int64_t ldcw)
+{
+	int64_t cols = job->n1 - job->n0;
+
+	if (job->c) {
+		for (int64_t i = job->m0; i < job->m1; i++) {
+			float *row = job->c + i * job->ldc + job->n0;
+
+			for (int64_t j = 0; j < cols; j++)
+				row[j] = job->beta == 0.0f ? 0.0f :
+							     job->beta * row[j];
+		}
+		if (job->need_finish)
+			job->epilogue(job, job->m0, job->m1 - job->m0, job->n0,
+				      cols, job->c + job->m0 * job->ldc +
+						    job->n0, job->ldc);
+		return;
+	}
+	for (int64_t j0 = job->n0; j0 < job->n1; j0 += ldcw) {
+		int64_t nc = min64(ldcw, job->n1 - j0);
+
+		for (int64_t i = 0; i < ldcw; i++)
+			cw[i] = 0.0f;
+		for (int64_t i = job->m0; i < job->m1; i++)
+			job->epilogue(job, i, 1, j0, nc, cw, ldcw);
+	}
+}
+
+static void run_blocked(const struct vnpu_gemm_job *job,
+			const struct gemm_micro *uk,
+			const struct gemm_blocking *bl)
+{
+	const bool direct = job->c != NULL;
+	const int64_t mr = uk->mr, nr = uk->nr;
+
+	for (int64_t jc = job->n0; jc < job->n1; jc += bl->nc) {
+		int64_t nc = min64(bl->nc, job->n1 - jc);
+		int64_t mb_step = direct ? job->m1 - job->m0 : bl->mb;
+
+		for (int64_t ib = job->m0; ib < job->m1; ib += mb_step) {
+			int64_t mb = min64(mb_step, job->m1 - ib);
+
+			for (int64_t pc = 0; pc < job->k; pc += bl->kc) {
+				int64_t kc = min64(bl->kc, job->k - pc);
+				bool last = pc + kc >= job->k;
+				float alpha = direct ? job->alpha : 1.0f;
+				float beta = pc ? 1.0f :
+					     direct ? job->beta : 0.0f;
+
+				pack_panels(job, job->pack_b, jc, nc, pc, kc,
+					    bl->bp, uk->nr);
+				for (int64_t ic = ib; ic < ib + mb;
+				     ic += bl->mc) {
+					int64_t mc = min64(bl->mc, ib + mb - ic);
+					float *cblk;
+					int64_t ld;
+
+					pack_panels(job, job->pack_a, ic, mc, pc,
+						    kc, bl->ap, uk->mr);
+					if (direct) {
+						ld = job->ldc;
+						cblk = job->c + ic * ld + jc;
+					} else {
+						ld = bl->nc;
+						cblk = bl->cw + (ic - ib) * ld;
+					}
+					for (int64_t jr = 0; jr < nc; jr += nr) {
+						const float *bpan =
+							bl->bp + jr * kc;
+
+						for (int64_t ir = 0; ir < mc;
+						     ir += mr)
+							micro_tile(
+								uk, kc,
+								bl->ap + ir * kc,
+								bpan,
+								cblk + ir * ld +
+									jr,
+								ld,
+								min64(mr,
+								      mc - ir),
+								min64(nr,
+								      nc - jr),
+								alpha, beta);
+					}
+					if (direct && last && job->need_finish)
+						job->epilogue(job, ic, mc, jc,
+							      nc, cblk, ld);
+				}
+			}
+			if (!direct)
+				job->epilogue(job, ib, mb, jc, nc, bl->cw,
+					      bl->nc);
+		}
+	}
+}
+
+void vnpu_gemm_run_job(const struct vnpu_gemm_job *job)
+{
+	const struct gemm_micro *uk = select_micro();
+	struct gemm_scratch *s;
+	struct gemm_blocking bl;
+
+	if (job->m1 <= job->m0 || job->n1 <= job->n0)
+		return;
+	s = scratch_get(job->c == NULL);
+	if (s) {
+		bl = (struct gemm_blocking){ GEMM_KC, GEMM_MC, GEMM_NC,
+					     GEMM_MB, s->ap, s->bp, s->cw };
+	} else {
+		/* Out of memory: one micro-panel of each operand on the
+		 * stack. Correct, just slower. */
+		enum { SMALL_KC = 64 };
+		float ap[GEMM_MAX_MR * SMALL_KC] __attribute__((aligned(64)));
+		float bp[SMALL_KC * GEMM_MAX_NR] __attribute__((aligned(64)));
+		float cw[GEMM_MAX_MR * GEMM_MAX_NR]
+			__attribute__((aligned(64)));
+
+		bl = (struct gemm_blocking){ SMALL_KC, uk->mr, uk->nr, uk->mr,
+					     ap, bp, cw };
+		if (job->k == 0)
+			run_empty(job, bl.cw, bl.nc);
+		else
+			run_blocked(job, uk, &bl);
+		return;
+	}
+	if (job->k == 0)
+		run_empty(job, bl.cw, bl.nc);
+	else
+		run_blocked(job, uk, &bl);
+}

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The packed, cache-blocked f32 matrix multiply shared by GEMM and conv2d.
+ *
+ * A job computes one output tile, rows [m0, m1) and columns [n0, n1) of an
+ * M x N result with reduction length k. The kernel describing the job
+ * supplies callbacks that pack its operands into f32 panels (converting
+ * dtypes and resolving layouts on the way) and an epilogue that writes the
+ * f32 results out. The core does the blocking and runs a register-blocked
+ * microkernel picked at run time (AVX-512, AVX2+FMA or portable C).
+ */
+#ifndef VNPU_KERNELS_GEMM_CORE_H
+#define VNPU_KERNELS_GEMM_CORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct vnpu_gemm_job;
+
+/*
+ * Packs rows [r0, r0 + rows) by reduction indices [p0, p0 + kc) of one
+ * operand as dst[p * panel + r] (p, r relative). For A the rows are output
+ * rows, for B output columns. Entries r >= rows are already zero.
+ */
+typedef void (*vnpu_gemm_pack_fn)(const struct vnpu_gemm_job *job, int64_t r0,
+				  int64_t rows, int64_t p0, int64_t kc,
+				  float *dst, uint32_t panel);
+
+/*
+ * Workspace mode (job->c == NULL): acc holds the raw sums (alpha not
+ * applied) of output rows [i0, i0 + rows), columns [j0, j0 + cols) with row
+ * pitch ld; the epilogue combines and stores them.
+ * Direct mode: acc points at the f32 output itself, already holding
+ * alpha * sum + beta * out; the epilogue finishes it in place (bias,
+ * activation). It is only called when job->need_finish is set.
+ */
+typedef void (*vnpu_gemm_epilogue_fn)(const struct vnpu_gemm_job *job,
+				      int64_t i0, int64_t rows, int64_t j0,
+				      int64_t cols, float *acc, int64_t ld);
+
+struct vnpu_gemm_job {
+	int64_t m0, m1, n0, n1, k;
+	vnpu_gemm_pack_fn pack_a;
+	vnpu_gemm_pack_fn pack_b;
+	vnpu_gemm_epilogue_fn epilogue;
+	const void *ctx;	/* the calling kernel's state */
+	/* Direct mode: f32 output element (i, j) at c[i * ldc + j]. */
+	float *c;
+	int64_t ldc;
+	float alpha, beta;	/* direct mode only; beta == 0 never reads c */
+	bool need_finish;	/* direct mode: call the epilogue at the end */
+};
+
+/* Runs a job on the calling thread. Never fails: without its per-thread
+ * packing buffers (allocated once per thread, freed at thread exit) it falls
+ * back to small on-stack blocking. */
+void vnpu_gemm_run_job(const struct vnpu_gemm_job *job);
+
+/* Microkernel families, for tests and benchmarks that want to exercise a
+ * particular one; the default picks the best the CPU supports. */
+enum vnpu_gemm_isa {
+	VNPU_GEMM_ISA_AUTO = 0,
+	VNPU_GEMM_ISA_PORTABLE = 1,
+	VNPU_GEMM_ISA_AVX2 = 2,
+	VNPU_GEMM_ISA_AVX512 = 3,
+};
+
+/* Limits the microkernel choice process-wide (not thread-safe: call it
+ * before launching work). Returns the family now in use. */
+uint32_t vnpu_gemm_set_isa(uint32_t isa);
+
+/* Splits `total` into `parts` near-equal contiguous chunks: chunk i is
+ * [total * i / parts, total * (i + 1) / parts). */
+static inline int64_t vnpu_gemm_chunk(int64_t total, int64_t parts, int64_t i)
+{
+	return (int64_t)((unsigned __int128)total * (uint64_t)i /
+			 (uint64_t)parts);
+}
+
+#endif /* VNPU_KERNELS_GEMM_CORE_H */

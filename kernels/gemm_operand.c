@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: MIT
+#include "gemm_operand.h"
+
+#include "tensor.h"
+
+void vnpu_operand_init(struct vnpu_operand *op, const struct vnpu_tensor *t,
+		       const struct vnpu_kbuf *bufs, bool trans)
+{
+	uint32_t nd = t->ndim;
+
+	memset(op, 0, sizeof(*op));
+	op->data = vnpu_tensor_data(t, bufs);
+	op->dtype = t->dtype;
+	op->itemsize = vnpu_dtype_size(t->dtype);
+	if (t->format == VNPU_FORMAT_FRACTAL_NZ) {
+		op->nz = true;
+		op->nz_t = trans;
+		op->geom = vnpu_nz_geom(t);
+		return;
+	}
+	op->bs = nd == 3 ? t->strides[0] : 0;
+	op->rs = t->strides[nd - (trans ? 1 : 2)];
+	op->cs = t->strides[nd - (trans ? 2 : 1)];
+}
+
+/* Stored element offset of view element (b, r, c) of an NZ operand. The
+ * geometry copy with a literal C0 lets the compiler turn the layout's
+ * divisions into shifts (C0 is 16 for every dtype GEMM takes). */
+static inline int64_t nz_offset(const struct vnpu_operand *op, int64_t b,
+				int64_t r, int64_t c)
+{
+	struct vnpu_nz_geom g = op->geom;
+
+	g.c0 = VNPU_C0(2);
+	if (op->nz_t)
+		return (int64_t)vnpu_fractal_nz_index(&g, (uint64_t)b,
+						      (uint64_t)c,
+						      (uint64_t)r);
+	return (int64_t)vnpu_fractal_nz_index(&g, (uint64_t)b, (uint64_t)r,
+					      (uint64_t)c);
+}
+
+/*
+ * Elements of row r from column c on that are evenly spaced in storage:
+ * sets the offset of (b, r, c) and the spacing, returns how many (at most
+ * n). In NZ a run ends at the fractal edge: stored columns are contiguous
+ * inside a 16 x C0 fractal, stored rows C0 apart.
+ */
+static inline int64_t run_along_cols(const struct vnpu_operand *op, int64_t b,
+				     int64_t r, int64_t c, int64_t n,
+				     int64_t *off, int64_t *step)
+{
+	int64_t len;
+
+	if (!op->nz) {
+		*off = b * op->bs + r * op->rs + c * op->cs;
+		*step = op->cs;
+		return n;
+	}
+	len = 16 - (c & 15);
+	*off = nz_offset(op, b, r, c);
+	*step = op->nz_t ? VNPU_C0(2) : 1;
+	return len < n ? len : n;
+}
+
+/* The same along rows (column c fixed, rows from r on). */
+static inline int64_t run_along_rows(const struct vnpu_operand *op, int64_t b,
+				     int64_t r, int64_t c, int64_t n,
+				     int64_t *off, int64_t *step)
+{
+	int64_t len;
+
+	if (!op->nz) {
+		*off = b * op->bs + r * op->rs + c * op->cs;
+		*step = op->rs;
+		return n;
+	}
+	len = 16 - (r & 15);
+	*off = nz_offset(op, b, r, c);
+	*step = op->nz_t ? 1 : VNPU_C0(2);
+	return len < n ? len : n;
+}
+
+void vnpu_operand_load_run(const char *src, uint32_t dtype, int64_t step, int64_t n,
+		     float *dst, int64_t dstride)
+{
+	int64_t sb;
+
+	switch (dtype) {
+	case VNPU_DTYPE_F32:
+		sb = step * 4;
+		if (step == 1 && dstride == 1) {
+			memcpy(dst, src, (size_t)n * 4);
+			break;
+		}
+		for (int64_t t = 0; t < n; t++) {
+			float f;
+
+			memcpy(&f, src + t * sb, 4);
+			dst[t * dstride] = f;
+		}
+		break;
+	case VNPU_DTYPE_F16:
+		sb = step * 2;
+		for (int64_t t = 0; t < n; t++) {
+			uint16_t h;
+
+			memcpy(&h, src + t * sb, 2);
+			dst[t * dstride] = vnpu_f16_to_f32(h);
+		}
+		break;
+	default: /* BF16 */
+		sb = step * 2;
+		for (int64_t t = 0; t < n; t++) {
+			uint16_t h;
+
+			memcpy(&h, src + t * sb, 2);
+			dst[t * dstride] = vnpu_bf16_to_f32(h);
+		}
+		break;
+	}
+}
+
+void vnpu_operand_store_run(char *dst, uint32_t dtype, int64_t step, int64_t n,
+		      const float *src)
+{
+	int64_t sb;
+
+	switch (dtype) {
+	case VNPU_DTYPE_F32:
+		sb = step * 4;
+		for (int64_t t = 0; t < n; t++)
+			memcpy(dst + t * sb, &src[t], 4);
+		break;
+	case VNPU_DTYPE_F16:
+		sb = step * 2;
+		for (int64_t t = 0; t < n; t++) {
+			uint16_t h = vnpu_f32_to_f16(src[t]);
+
+			memcpy(dst + t * sb, &h, 2);
+		}
+		break;
+	default: /* BF16 */
+		sb = step * 2;
+		for (int64_t t = 0; t < n; t++) {
+			uint16_t h = vnpu_f32_to_bf16(src[t]);
+
+			memcpy(dst + t * sb, &h, 2);
+		}
+		break;
+	}
+}
+
+void vnpu_operand_pack(const struct vnpu_operand *op, int64_t b, int64_t r0,
+		       int64_t rows, int64_t p0, int64_t kc, float *dst,
+		       uint32_t panel)
+{
+	int64_t off, step, len;
+
+	/* Read in whichever direction is contiguous in storage. */
+	if ((op->nz && op->nz_t) || (!op->nz && op->rs == 1 && op->cs != 1)) {
+		for (int64_t p = 0; p < kc; p++)
+			for (int64_t r = 0; r < rows; r += len) {
+				len = run_along_rows(op, b, r0 + r, p0 + p,
+						     rows - r, &off, &step);
+				vnpu_operand_load_run(op->data + off * op->itemsize,
+					 op->dtype, step, len,
+					 dst + p * panel + r, 1);
+			}
+		return;
+	}
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t p = 0; p < kc; p += len) {
+			len = run_along_cols(op, b, r0 + r, p0 + p, kc - p,
+					     &off, &step);
+			vnpu_operand_load_run(op->data + off * op->itemsize, op->dtype, step,
+				 len, dst + p * panel + r, panel);
+		}
+}
+
+void vnpu_operand_read_row(const struct vnpu_operand *op, int64_t b,
+			   int64_t r, int64_t c0, int64_t n, float *dst)
+{
+	int64_t off, step, len;
+
+	for (int64_t c = 0; c < n; c += len) {
+		len = run_along_cols(op, b, r, c0 + c, n - c, &off, &step);
+		vnpu_operand_load_run(op->data + off * op->itemsize, op->dtype, step, len,
+			 dst + c, 1);
+	}
+}
+
+void vnpu_operand_write_row(const struct vnpu_operand *op, int64_t b,
+			    int64_t r, int64_t c0, int64_t n,
+			    const float *src)
+{
+	int64_t off, step, len;
+
+	for (int64_t c = 0; c < n; c += len) {
+		len = run_along_cols(op, b, r, c0 + c, n - c, &off, &step);
+		vnpu_operand_store_run(op->data + off * op->itemsize, op->dtype, step, len,
+			  src + c);
+	}
+}
+
+void vnpu_operand_zero_row(const struct vnpu_operand *op, int64_t b,
+			   int64_t r, int64_t c0, int64_t n)
+{
+	static const float zeros[16];
+	int64_t off, step, len;
+
+	for (int64_t c = 0; c < n; c += len) {
+		len = run_along_cols(op, b, r, c0 + c, n - c, &off, &step);
+		if (len > 16)
+			len = 16;
+		vnpu_operand_store_run(op->data + off * op->itemsize, op->dtype, step, len,
+			  zeros);
+	}
+}

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: MIT
+/*
+ * fp32 GEMM throughput of the vnpu GEMM kernel (one block on the calling
+ * thread, called through the kernel table) against OpenBLAS cblas_sgemm
+ * limited to one thread, measured in the same run. Prints GFLOPS of each
+ * and their ratio; every figure is the best of several runs.
+ *
+ * Usage: bench-gemm [runs]   (default 7; env VNPU_BENCH_RUNS overrides too)
+ */
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernel.h"
+
+/* A strong reference keeps the GEMM object linked from the static kernel
+ * library while the registry's references are weak. */
+extern const struct vnpu_kernel_def vnpu_kernel_gemm;
+const struct vnpu_kernel_def *const vnpu_bench_gemm_def = &vnpu_kernel_gemm;
+
+struct shape {
+	int m, n, k;
+	int trans_b;
+};
+
+static const struct shape shapes[] = {
+	{ 256, 256, 256, 0 },	{ 512, 512, 512, 0 },
+	{ 1024, 1024, 1024, 0 }, { 384, 1000, 512, 0 },
+	{ 1000, 384, 768, 1 },
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void fill(float *x, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++) {
+		seed = seed * 1664525u + 1013904223u;
+		x[i] = (float)(seed >> 8) / 16777216.0f - 0.5f;
+	}
+}
+
+static struct vnpu_tensor matrix(uint32_t buffer, int64_t rows, int64_t cols)
+{
+	struct vnpu_tensor t;
+
+	memset(&t, 0, sizeof(t));
+	t.buffer = buffer;
+	t.dtype = VNPU_DTYPE_F32;
+	t.format = VNPU_FORMAT_ND;
+	t.ndim = 2;
+	t.sizes[0] = rows;
+	t.sizes[1] = cols;
+	t.strides[0] = cols;
+	t.strides[1] = 1;
+	return t;
+}
+
+static int bench_shape(const struct vnpu_kernel_def *gemm,
+		       const struct shape *s, int runs)
+{
+	size_t na = (size_t)s->m * s->k, nb = (size_t)s->k * s->n;
+	size_t nc = (size_t)s->m * s->n;
+	float *a = aligned_alloc(64, na * sizeof(float));
+	float *b = aligned_alloc(64, nb * sizeof(float));
+	float *c_vnpu = aligned_alloc(64, nc * sizeof(float));
+	float *c_blas = aligned_alloc(64, nc * sizeof(float));
+	double flops = 2.0 * s->m * s->n * s->k;
+	double best_vnpu = 1e30, best_blas = 1e30, max_diff = 0;
+	struct vnpu_kbuf bufs[3];
+	struct vnpu_kp_gemm p;
+	uint32_t st;
+
+	if (!a || !b || !c_vnpu || !c_blas) {
+		fprintf(stderr, "out of memory\n");
+		return 1;
+	}
+	fill(a, na, 1);
+	fill(b, nb, 2);
+	bufs[0] = (struct vnpu_kbuf){ a, na * sizeof(float),
+				      VNPU_ACCESS_READ };
+	bufs[1] = (struct vnpu_kbuf){ b, nb * sizeof(float),
+				      VNPU_ACCESS_READ };
+	bufs[2] = (struct vnpu_kbuf){ c_vnpu, nc * sizeof(float),
+				      VNPU_ACCESS_READ | VNPU_ACCESS_WRITE };
+	memset(&p, 0, sizeof(p));
+	p.alpha = 1.0f;
+	p.trans_b = (uint32_t)s->trans_b;
+	p.a = matrix(0, s->m, s->k);
+	p.b = s->trans_b ? matrix(1, s->n, s->k) : matrix(1, s->k, s->n);
+	p.out = matrix(2, s->m, s->n);
+	st = gemm->validate(&p, bufs, 3);
+	if (st != VNPU_STATUS_OK) {
+		fprintf(stderr, "gemm validate failed: %u\n", st);
+		return 1;
+	}
+
+	/* Alternate the two so both see the same machine conditions. */
+	for (int r = 0; r < runs; r++) {
+		double t0 = now_s();
+
+		gemm->run(&p, bufs, 0, 1);
+		double t1 = now_s();
+
+		cblas_sgemm(CblasRowMajor, CblasNoTrans,
+			    s->trans_b ? CblasTrans : CblasNoTrans, s->m, s->n,
+			    s->k, 1.0f, a, s->k, b, s->trans_b ? s->k : s->n,
+			    0.0f, c_blas, s->n);
+		double t2 = now_s();
+
+		if (t1 - t0 < best_vnpu)
+			best_vnpu = t1 - t0;
+		if (t2 - t1 < best_blas)
+			best_blas = t2 - t1;
+	}
+	for (size_t i = 0; i < nc; i++) {
+		double d = fabs((double)c_vnpu[i] - c_blas[i]);
+
+		if (d > max_diff)
+			max_diff = d;
+	}
+	printf("%5d %5d %5d  %-3s %9.2f %9.2f %7.3f   %.2e\n", s->m, s->n,
+	       s->k, s->trans_b ? "NT" : "NN", flops / best_vnpu * 1e-9,
+	       flops / best_blas * 1e-9, best_blas / best_vnpu, max_diff);
+	free(a);
+	free(b);
+	free(c_vnpu);
+	free(c_blas);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const struct vnpu_kernel_def *gemm = vnpu_kernel_find(VNPU_KERNEL_GEMM);
+	const char *env = getenv("VNPU_BENCH_RUNS");
+	int runs = argc > 1 ? atoi(argv[1]) : env ? atoi(env) : 7;
+	int rc = 0;
+
+	if (!gemm) {
+		fprintf(stderr, "gemm kernel missing\n");
+		return 1;
+	}
+	if (runs < 1)
+		runs = 1;
+	openblas_set_num_threads(1);
+	printf("fp32 GEMM, 1 thread, best of %d runs (CLOCK_MONOTONIC)\n",
+	       runs);
+	printf("%5s %5s %5s  %-3s %9s %9s %7s   %s\n", "M", "N", "K", "op",
+	       "vnpu GF/s", "BLAS GF/s", "ratio", "max|diff|");
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
+		rc |= bench_shape(gemm, &shapes[i], runs);
+	return rc;
+}
