@@ -1,0 +1,699 @@
+// SPDX-License-Identifier: MIT
+/*
+ * TRANSDATA: moves a tensor between a plain strided layout (ND, NCHW, NHWC)
+ * and a packed internal format (NC1HWC0, FRACTAL_Z, FRACTAL_NZ), or between
+ * two plain layouts. Bytes are moved, never converted.
+ *
+ * Plain formats: `sizes` are the logical sizes in the tensor's own dim order
+ * and the strides say where each element lives; the label (ND, NCHW, NHWC)
+ * is informational. A channels-last tensor is therefore [N,C,H,W] with NHWC
+ * strides, and NCHW -> NHWC is a strided copy.
+ *
+ * Every internal format stores tiles of R rows by C0 columns, contiguous
+ * (row-major) in storage, whose columns run along one logical dim (c or k)
+ * and whose rows run along another (w or h*w for NC1HWC0, n for FRACTAL_Z,
+ * m for FRACTAL_NZ). The remaining storage dims ("outer dims") select the
+ * tile. A plan lists the outer dims with their storage and plain strides; a
+ * block walks its range of tiles and copies each with a tile kernel: row
+ * memcpys when the plain side is contiguous along the columns, 16-byte
+ * vector transposes when it is contiguous along the rows, element copies
+ * otherwise. Each tile is a disjoint part of the output, so blocks split
+ * the tiles, and the block that owns a tile also writes its padding.
+ */
+#include <string.h>
+
+#include "kernel.h"
+#include "layout.h"
+#include "tensor.h"
+
+#define TD_MAX_OUTER (VNPU_MAX_DIMS + 2)
+/* Rows of an NC1HWC0 tile: long enough to amortise the walk, short enough
+ * to split one large plane between blocks. */
+#define TD_NC1HWC0_ROWS 256
+#define TD_ALWAYS_INLINE static inline __attribute__((always_inline))
+
+struct td_plan {
+	uint64_t c0;		/* tile columns */
+	uint64_t tile_rows;	/* rows per tile (the last tile may have fewer) */
+	uint64_t row_limit;	/* logical extent of the row dim */
+	uint64_t col_limit;	/* logical extent of the column dim */
+	uint64_t row_stride;	/* plain elements between tile rows */
+	uint64_t col_stride;	/* plain elements between tile columns */
+	bool pad_rows;		/* fractal tiles always hold tile_rows rows */
+	uint32_t nouter;
+	uint32_t row_dim;	/* outer dim that steps the tile rows */
+	uint32_t col_dim;	/* outer dim that steps the tile columns */
+	uint64_t extent[TD_MAX_OUTER];
+	uint64_t st_stride[TD_MAX_OUTER];	/* storage elements */
+	uint64_t pl_stride[TD_MAX_OUTER];	/* plain elements */
+};
+
+static void td_add_dim(struct td_plan *p, uint64_t extent, uint64_t st_stride,
+		       uint64_t pl_stride)
+{
+	p->extent[p->nouter] = extent;
+	p->st_stride[p->nouter] = st_stride;
+	p->pl_stride[p->nouter] = pl_stride;
+	p->nouter++;
+}
+
+/* NC1HWC0 [N, C1, H, W, C0]: tiles are runs of w (or of h*w when the plain
+ * side lets h and w merge) within one (n, c1). */
+static void td_plan_nc1hwc0(struct td_plan *p, const struct vnpu_tensor *pl,
+			    const struct vnpu_nchw_geom *g)
+{
+	const int64_t *s = pl->strides;
+	uint64_t rows, row_stride, h_outer, blocks;
+
+	if (g->w == 1) {
+		rows = g->h;
+		row_stride = (uint64_t)s[2];
+		h_outer = 1;
+	} else if ((uint64_t)s[2] == g->w * (uint64_t)s[3]) {
+		rows = g->h * g->w;
+		row_stride = (uint64_t)s[3];
+		h_outer = 1;
+	} else {
+		rows = g->w;
+		row_stride = (uint64_t)s[3];
+		h_outer = g->h;
+	}
+	p->tile_rows = rows < TD_NC1HWC0_ROWS ? rows : TD_NC1HWC0_ROWS;
+	p->row_limit = rows;
+	p->row_stride = row_stride;
+	p->col_limit = g->c;
+	p->col_stride = (uint64_t)s[1];
+	p->pad_rows = false;
+	blocks = vnpu_ceil_div(rows, p->tile_rows);
+
+	td_add_dim(p, g->n, g->c1 * g->h * g->w * g->c0, (uint64_t)s[0]);
+	p->col_dim = p->nouter;
+	td_add_dim(p, g->c1, g->h * g->w * g->c0, g->c0 * (uint64_t)s[1]);
+	td_add_dim(p, h_outer, g->w * g->c0, (uint64_t)s[2]);
+	p->row_dim = p->nouter;
+	td_add_dim(p, blocks, p->tile_rows * g->c0,
+		   p->tile_rows * row_stride);
+}
+
+/* FRACTAL_Z [C1*H*W, N1, 16, C0]: a tile is one fractal, n down, c across. */
+static void td_plan_fractal_z(struct td_plan *p, const struct vnpu_tensor *pl,
+			      const struct vnpu_nchw_geom *g)
+{
+	const int64_t *s = pl->strides;
+	uint64_t fractal = VNPU_CUBE_M0 * g->c0;
+
+	p->tile_rows = VNPU_CUBE_M0;
+	p->row_limit = g->n;
+	p->row_stride = (uint64_t)s[0];
+	p->col_limit = g->c;
+	p->col_stride = (uint64_t)s[1];
+	p->pad_rows = true;
+
+	p->col_dim = p->nouter;
+	td_add_dim(p, g->c1, g->h * g->w * g->n1 * fractal,
+		   g->c0 * (uint64_t)s[1]);
+	td_add_dim(p, g->h, g->w * g->n1 * fractal, (uint64_t)s[2]);
+	td_add_dim(p, g->w, g->n1 * fractal, (uint64_t)s[3]);
+	p->row_dim = p->nouter;
+	td_add_dim(p, g->n1, fractal, VNPU_CUBE_M0 * (uint64_t)s[0]);
+}
+
+/* FRACTAL_NZ [b..., K1, M1, 16, C0]: a tile is one fractal, m down, k
+ * across; batch dims stay outer dims with their own plain strides. */
+static void td_plan_fractal_nz(struct td_plan *p, const struct vnpu_tensor *pl,
+			       const struct vnpu_nz_geom *g)
+{
+	const int64_t *s = pl->strides;
+	uint32_t nd = pl->ndim;
+	uint64_t fractal = VNPU_CUBE_M0 * g->c0;
+	uint64_t matrix = g->k1 * g->m1 * fractal;
+	uint64_t st = matrix * g->batch;
+
+	p->tile_rows = VNPU_CUBE_M0;
+	p->row_limit = g->m;
+	p->row_stride = (uint64_t)s[nd - 2];
+	p->col_limit = g->k;
+	p->col_stride = (uint64_t)s[nd - 1];
+	p->pad_rows = true;
+
+	for (uint32_t i = 0; i + 2 < nd; i++) {
+		st /= (uint64_t)pl->sizes[i];
+		td_add_dim(p, (uint64_t)pl->sizes[i], st, (uint64_t)s[i]);
+	}
+	p->col_dim = p->nouter;
+	td_add_dim(p, g->k1, g->m1 * fractal, g->c0 * (uint64_t)s[nd - 1]);
+	p->row_dim = p->nouter;
+	td_add_dim(p, g->m1, fractal, VNPU_CUBE_M0 * (uint64_t)s[nd - 2]);
+}
+
+/*
+ * Walk the plain side roughly in its own memory order: outer dims sorted by
+ * plain stride, largest first (stable, so storage order breaks ties). The
+ * storage side then moves in whole tiles, the plain side in C0-wide pieces
+ * of rows it finishes soon after.
+ */
+static void td_sort_outer(struct td_plan *p, uint32_t *order)
+{
+	for (uint32_t i = 0; i < p->nouter; i++)
+		order[i] = i;
+	for (uint32_t i = 1; i < p->nouter; i++) {
+		uint32_t v = order[i], j = i;
+
+		while (j > 0 && p->pl_stride[order[j - 1]] < p->pl_stride[v]) {
+			order[j] = order[j - 1];
+			j--;
+		}
+		order[j] = v;
+	}
+}
+
+/* Builds the plan of a checked plain/internal pair; `pl` is the plain side
+ * (its strides), `in` the internal one (its format and geometry). The sizes
+ * are equal (validated). Returns the tile count. */
+static uint64_t td_plan_build(struct td_plan *p, const struct vnpu_tensor *pl,
+			      const struct vnpu_tensor *in)
+{
+	struct td_plan raw;
+	uint32_t order[TD_MAX_OUTER];
+	uint64_t tiles = 1;
+
+	memset(&raw, 0, sizeof(raw));
+	raw.c0 = VNPU_C0(vnpu_dtype_size(in->dtype));
+	if (in->format == VNPU_FORMAT_FRACTAL_NZ) {
+		struct vnpu_nz_geom g = vnpu_nz_geom(in);
+
+		td_plan_fractal_nz(&raw, pl, &g);
+	} else {
+		struct vnpu_nchw_geom g = vnpu_nchw_geom(in);
+
+		if (in->format == VNPU_FORMAT_NC1HWC0)
+			td_plan_nc1hwc0(&raw, pl, &g);
+		else
+			td_plan_fractal_z(&raw, pl, &g);
+	}
+
+	*p = raw;
+	td_sort_outer(&raw, order);
+	for (uint32_t i = 0; i < raw.nouter; i++) {
+		uint32_t d = order[i];
+
+		p->extent[i] = raw.extent[d];
+		p->st_stride[i] = raw.st_stride[d];
+		p->pl_stride[i] = raw.pl_stride[d];
+		if (d == raw.row_dim)
+			p->row_dim = i;
+		if (d == raw.col_dim)
+			p->col_dim = i;
+		tiles *= raw.extent[d];
+	}
+	return tiles;
+}
+
+/*
+ * B x B transposes of 16-byte vectors (B = 16 / itemsize):
+ * out[j * os + i] = in[i * is + j], strides in bytes. Each of the log2(B)
+ * stages interleaves row i with row i + B/2 into rows 2i and 2i+1; that
+ * rotates one bit of the row index into the column index, so log2(B)
+ * stages transpose. Plain C with vector extensions (GCC and clang).
+ */
+typedef uint8_t td_v16u8 __attribute__((vector_size(16)));
+typedef uint16_t td_v8u16 __attribute__((vector_size(16)));
+typedef uint32_t td_v4u32 __attribute__((vector_size(16)));
+
+TD_ALWAYS_INLINE void td_transpose_1(char *out, size_t os, const char *in,
+				     size_t is)
+{
+	td_v16u8 v[16], t[16];
+
+	for (size_t i = 0; i < 16; i++)
+		memcpy(&v[i], in + i * is, 16);
+	for (int stage = 0; stage < 4; stage++) {
+		for (size_t i = 0; i < 8; i++) {
+			t[2 * i] = __builtin_shufflevector(v[i], v[i + 8],
+				0, 16, 1, 17, 2, 18, 3, 19,
+				4, 20, 5, 21, 6, 22, 7, 23);
+			t[2 * i + 1] = __builtin_shufflevector(v[i], v[i + 8],
+				8, 24, 9, 25, 10, 26, 11, 27,
+				12, 28, 13, 29, 14, 30, 15, 31);
+		}
+		memcpy(v, t, sizeof(v));
+	}
+	for (size_t i = 0; i < 16; i++)
+		memcpy(out + i * os, &v[i], 16);
+}
+
+TD_ALWAYS_INLINE void td_transpose_2(char *out, size_t os, const char *in,
+				     size_t is)
+{
+	td_v8u16 v[8], t[8];
+
+	for (size_t i = 0; i < 8; i++)
+		memcpy(&v[i], in + i * is, 16);
+	for (int stage = 0; stage < 3; stage++) {
+		for (size_t i = 0; i < 4; i++) {
+			t[2 * i] = __builtin_shufflevector(v[i], v[i + 4],
+				0, 8, 1, 9, 2, 10, 3, 11);
+			t[2 * i + 1] = __builtin_shufflevector(v[i], v[i + 4],
+				4, 12, 5, 13, 6, 14, 7, 15);
+		}
+		memcpy(v, t, sizeof(v));
+	}
+	for (size_t i = 0; i < 8; i++)
+		memcpy(out + i * os, &v[i], 16);
+}
+
+TD_ALWAYS_INLINE void td_transpose_4(char *out, size_t os, const char *in,
+				     size_t is)
+{
+	td_v4u32 v[4], t[4];
+
+	for (size_t i = 0; i < 4; i++)
+		memcpy(&v[i], in + i * is, 16);
+	for (int stage = 0; stage < 2; stage++) {
+		for (size_t i = 0; i < 2; i++) {
+			t[2 * i] = __builtin_shufflevector(v[i], v[i + 2],
+				0, 4, 1, 5);
+			t[2 * i + 1] = __builtin_shufflevector(v[i], v[i + 2],
+				2, 6, 3, 7);
+		}
+		memcpy(v, t, sizeof(v));
+	}
+	for (size_t i = 0; i < 4; i++)
+		memcpy(out + i * os, &v[i], 16);
+}
+
+TD_ALWAYS_INLINE void td_transpose(char *out, size_t os, const char *in,
+				   size_t is, size_t isz)
+{
+	if (isz == 1)
+		td_transpose_1(out, os, in, is);
+	else if (isz == 2)
+		td_transpose_2(out, os, in, is);
+	else
+		td_transpose_4(out, os, in, is);
+}
+
+/* Storage tile (st, rv x cv valid of c0 columns, st_rows rows written)
+ * from the plain side; everything outside rv x cv is written as zero. */
+TD_ALWAYS_INLINE void td_pack_tile(char *st, const char *pl,
+				   const struct td_plan *p, uint64_t rv,
+				   uint64_t cv, uint64_t st_rows, size_t isz)
+{
+	const size_t c0 = isz == 1 ? 32 : 16;
+	const size_t row_bytes = c0 * isz;
+	const size_t rs = p->row_stride * isz, cs = p->col_stride * isz;
+	uint64_t r = 0;
+
+	if (cs == isz) {
+		for (; r < rv; r++) {
+			memcpy(st + r * row_bytes, pl + r * rs, cv * isz);
+			memset(st + r * row_bytes + cv * isz, 0,
+			       (c0 - cv) * isz);
+		}
+	} else {
+		const size_t vec = 16 / isz;
+
+		if (rs == isz && cv == c0) {
+			for (; r + vec <= rv; r += vec)
+				for (size_t c = 0; c < c0; c += vec)
+					td_transpose(st + (r * c0 + c) * isz,
+						     row_bytes,
+						     pl + c * cs + r * isz, cs,
+						     isz);
+		}
+		for (; r < rv; r++) {
+			char *d = st + r * row_bytes;
+			const char *s = pl + r * rs;
+
+			for (size_t c = 0; c < cv; c++)
+				memcpy(d + c * isz, s + c * cs, isz);
+			memset(d + cv * isz, 0, (c0 - cv) * isz);
+		}
+	}
+	memset(st + rv * row_bytes, 0, (st_rows - rv) * row_bytes);
+}
+
+/* Plain side from the valid rv x cv part of a storage tile. */
+TD_ALWAYS_INLINE void td_unpack_tile(char *pl, const char *st,
+				     const struct td_plan *p, uint64_t rv,
+				     uint64_t cv, size_t isz)
+{
+	const size_t c0 = isz == 1 ? 32 : 16;
+	const size_t row_bytes = c0 * isz;
+	const size_t rs = p->row_stride * isz, cs = p->col_stride * isz;
+	uint64_t r = 0;
+
+	if (cs == isz) {
+		for (; r < rv; r++)
+			memcpy(pl + r * rs, st + r * row_bytes, cv * isz);
+		return;
+	}
+	if (rs == isz && cv == c0) {
+		const size_t vec = 16 / isz;
+
+		for (; r + vec <= rv; r += vec)
+			for (size_t c = 0; c < c0; c += vec)
+				td_transpose(pl + c * cs + r * isz, cs,
+					     st + (r * c0 + c) * isz,
+					     row_bytes, isz);
+	}
+	for (; r < rv; r++) {
+		const char *s = st + r * row_bytes;
+		char *d = pl + r * rs;
+
+		for (size_t c = 0; c < cv; c++)
+			memcpy(d + c * cs, s + c * isz, isz);
+	}
+}
+
+/* Walks tiles [begin, end) of the plan; itemsize is a constant in each
+ * instantiation so the tile kernels specialise. */
+TD_ALWAYS_INLINE void td_walk(const struct td_plan *p, char *st_base,
+			      char *pl_base, bool pack, uint64_t begin,
+			      uint64_t end, size_t isz)
+{
+	uint64_t idx[TD_MAX_OUTER];
+	uint64_t st_off = 0, pl_off = 0, rem = begin;
+
+	for (uint32_t d = p->nouter; d-- > 0;) {
+		idx[d] = rem % p->extent[d];
+		rem /= p->extent[d];
+		st_off += idx[d] * p->st_stride[d];
+		pl_off += idx[d] * p->pl_stride[d];
+	}
+	for (uint64_t tile = begin; tile < end; tile++) {
+		uint64_t row0 = idx[p->row_dim] * p->tile_rows;
+		uint64_t col0 = idx[p->col_dim] * p->c0;
+		uint64_t rv = p->row_limit - row0;
+		uint64_t cv = p->col_limit - col0;
+
+		rv = rv < p->tile_rows ? rv : p->tile_rows;
+		cv = cv < p->c0 ? cv : p->c0;
+		if (pack)
+			td_pack_tile(st_base + st_off * isz,
+				     pl_base + pl_off * isz, p, rv, cv,
+				     p->pad_rows ? p->tile_rows : rv, isz);
+		else
+			td_unpack_tile(pl_base + pl_off * isz,
+				       st_base + st_off * isz, p, rv, cv, isz);
+
+		/* odometer; unsigned wrap-around undoes a finished dim */
+		for (uint32_t d = p->nouter; d-- > 0;) {
+			st_off += p->st_stride[d];
+			pl_off += p->pl_stride[d];
+			if (++idx[d] < p->extent[d])
+				break;
+			st_off -= p->extent[d] * p->st_stride[d];
+			pl_off -= p->extent[d] * p->pl_stride[d];
+			idx[d] = 0;
+		}
+	}
+}
+
+static void td_walk_1(const struct td_plan *p, char *st, char *pl, bool pack,
+		      uint64_t begin, uint64_t end)
+{
+	td_walk(p, st, pl, pack, begin, end, 1);
+}
+
+static void td_walk_2(const struct td_plan *p, char *st, char *pl, bool pack,
+		      uint64_t begin, uint64_t end)
+{
+	td_walk(p, st, pl, pack, begin, end, 2);
+}
+
+static void td_walk_4(const struct td_plan *p, char *st, char *pl, bool pack,
+		      uint64_t begin, uint64_t end)
+{
+	td_walk(p, st, pl, pack, begin, end, 4);
+}
+
+static void td_run_internal(const struct vnpu_kp_transdata *kp,
+			    const struct vnpu_kbuf *bufs, uint32_t block,
+			    uint32_t nblocks)
+{
+	bool pack = vnpu_format_is_internal(kp->out.format);
+	const struct vnpu_tensor *pl = pack ? &kp->src : &kp->out;
+	const struct vnpu_tensor *in = pack ? &kp->out : &kp->src;
+	char *pl_base = bufs[pl->buffer].ptr;
+	char *st_base = vnpu_tensor_data(in, bufs);
+	struct td_plan plan;
+	uint64_t tiles, begin, end;
+
+	tiles = td_plan_build(&plan, pl, in);
+	vnpu_block_range(tiles, block, nblocks, &begin, &end);
+	/* the plain side's offset is its tiles' origin */
+	pl_base += (uint64_t)pl->offset * vnpu_dtype_size(pl->dtype);
+	switch (vnpu_dtype_size(pl->dtype)) {
+	case 1:
+		td_walk_1(&plan, st_base, pl_base, pack, begin, end);
+		break;
+	case 2:
+		td_walk_2(&plan, st_base, pl_base, pack, begin, end);
+		break;
+	default:
+		td_walk_4(&plan, st_base, pl_base, pack, begin, end);
+		break;
+	}
+}
+
+/*
+ * Plain -> plain: a strided copy in the output's memory order. Dims are
+ * sorted by output stride (largest first), size-1 dims dropped and
+ * neighbours merged where both sides allow; blocks split the rows (all
+ * dims but the innermost).
+ */
+struct td_copy_plan {
+	uint32_t ndim;
+	uint64_t sizes[VNPU_MAX_DIMS];
+	uint64_t src_strides[VNPU_MAX_DIMS];
+	uint64_t out_strides[VNPU_MAX_DIMS];
+};
+
+static void td_copy_plan_build(struct td_copy_plan *cp,
+			       const struct vnpu_tensor *src,
+			       const struct vnpu_tensor *out)
+{
+	uint32_t order[VNPU_MAX_DIMS], n = 0;
+
+	for (uint32_t i = 0; i < out->ndim; i++) {
+		uint32_t j = n;
+
+		if (out->sizes[i] == 1)
+			continue;
+		while (j > 0 && out->strides[order[j - 1]] < out->strides[i]) {
+			order[j] = order[j - 1];
+			j--;
+		}
+		order[j] = i;
+		n++;
+	}
+	cp->ndim = 0;
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t d = order[k];
+		uint64_t size = (uint64_t)out->sizes[d];
+		uint64_t ss = (uint64_t)src->strides[d];
+		uint64_t os = (uint64_t)out->strides[d];
+		uint32_t last = cp->ndim - 1;
+
+		if (cp->ndim > 0 &&
+		    cp->src_strides[last] == size * ss &&
+		    cp->out_strides[last] == size * os) {
+			cp->sizes[last] *= size;
+			cp->src_strides[last] = ss;
+			cp->out_strides[last] = os;
+			continue;
+		}
+		cp->sizes[cp->ndim] = size;
+		cp->src_strides[cp->ndim] = ss;
+		cp->out_strides[cp->ndim] = os;
+		cp->ndim++;
+	}
+	if (cp->ndim == 0) { /* a single element */
+		cp->sizes[0] = 1;
+		cp->src_strides[0] = 1;
+		cp->out_strides[0] = 1;
+		cp->ndim = 1;
+	}
+}
+
+TD_ALWAYS_INLINE void td_copy_rows(const struct td_copy_plan *cp, char *dst,
+				   const char *src, uint64_t begin,
+				   uint64_t end, size_t isz)
+{
+	uint32_t inner = cp->ndim - 1;
+	uint64_t n = cp->sizes[inner];
+	size_t ss = cp->src_strides[inner] * isz;
+	size_t os = cp->out_strides[inner] * isz;
+	uint64_t idx[VNPU_MAX_DIMS];
+	uint64_t so = 0, oo = 0, rem = begin;
+
+	for (uint32_t d = inner; d-- > 0;) {
+		idx[d] = rem % cp->sizes[d];
+		rem /= cp->sizes[d];
+		so += idx[d] * cp->src_strides[d];
+		oo += idx[d] * cp->out_strides[d];
+	}
+	for (uint64_t row = begin; row < end; row++) {
+		const char *s = src + so * isz;
+		char *d = dst + oo * isz;
+
+		if (ss == isz && os == isz)
+			memcpy(d, s, n * isz);
+		else
+			for (uint64_t i = 0; i < n; i++)
+				memcpy(d + i * os, s + i * ss, isz);
+
+		for (uint32_t k = inner; k-- > 0;) {
+			so += cp->src_strides[k];
+			oo += cp->out_strides[k];
+			if (++idx[k] < cp->sizes[k])
+				break;
+			so -= cp->sizes[k] * cp->src_strides[k];
+			oo -= cp->sizes[k] * cp->out_strides[k];
+			idx[k] = 0;
+		}
+	}
+}
+
+static void td_run_plain(const struct vnpu_kp_transdata *kp,
+			 const struct vnpu_kbuf *bufs, uint32_t block,
+			 uint32_t nblocks)
+{
+	struct td_copy_plan cp;
+	uint64_t rows = 1, begin, end;
+	char *dst = vnpu_tensor_data(&kp->out, bufs);
+	const char *src = vnpu_tensor_data(&kp->src, bufs);
+
+	td_copy_plan_build(&cp, &kp->src, &kp->out);
+	for (uint32_t d = 0; d + 1 < cp.ndim; d++)
+		rows *= cp.sizes[d];
+	vnpu_block_range(rows, block, nblocks, &begin, &end);
+	switch (vnpu_dtype_size(kp->out.dtype)) {
+	case 1:
+		td_copy_rows(&cp, dst, src, begin, end, 1);
+		break;
+	case 2:
+		td_copy_rows(&cp, dst, src, begin, end, 2);
+		break;
+	case 4:
+		td_copy_rows(&cp, dst, src, begin, end, 4);
+		break;
+	default:
+		td_copy_rows(&cp, dst, src, begin, end, 8);
+		break;
+	}
+}
+
+static void td_run(const void *params, const struct vnpu_kbuf *bufs,
+		   uint32_t block, uint32_t nblocks)
+{
+	const struct vnpu_kp_transdata *kp = params;
+	uint64_t numel;
+
+	if (!vnpu_tensor_numel(&kp->out, &numel) || numel == 0)
+		return;
+	if (vnpu_format_is_internal(kp->src.format) ||
+	    vnpu_format_is_internal(kp->out.format))
+		td_run_internal(kp, bufs, block, nblocks);
+	else
+		td_run_plain(kp, bufs, block, nblocks);
+}
+
+/* [*lo, *hi) byte range a checked tensor can touch in its buffer. */
+static void td_byte_range(const struct vnpu_tensor *t, uint64_t *lo,
+			  uint64_t *hi)
+{
+	uint64_t isz = vnpu_dtype_size(t->dtype), extent = 1;
+
+	if (vnpu_format_is_internal(t->format)) {
+		vnpu_storage_numel(t, &extent);
+	} else {
+		for (uint32_t i = 0; i < t->ndim; i++)
+			extent += (uint64_t)(t->sizes[i] - 1) *
+				  (uint64_t)t->strides[i];
+	}
+	*lo = (uint64_t)t->offset * isz;
+	*hi = *lo + extent * isz;
+}
+
+/*
+ * A plain output must not map two elements to one place, or blocks would
+ * race. Sufficient test: with the dims of size > 1 sorted by stride, each
+ * stride exceeds the span of all smaller ones. (Checked tensors cannot
+ * overflow these sums.)
+ */
+static bool td_plain_no_overlap(const struct vnpu_tensor *t)
+{
+	uint32_t order[VNPU_MAX_DIMS], n = 0;
+	uint64_t span = 0;
+
+	for (uint32_t i = 0; i < t->ndim; i++) {
+		uint32_t j = n;
+
+		if (t->sizes[i] <= 1)
+			continue;
+		while (j > 0 && t->strides[order[j - 1]] > t->strides[i]) {
+			order[j] = order[j - 1];
+			j--;
+		}
+		order[j] = i;
+		n++;
+	}
+	for (uint32_t k = 0; k < n; k++) {
+		uint64_t stride = (uint64_t)t->strides[order[k]];
+
+		if (stride <= span)
+			return false;
+		span += (uint64_t)(t->sizes[order[k]] - 1) * stride;
+	}
+	return true;
+}
+
+static uint32_t td_validate(const void *params, const struct vnpu_kbuf *bufs,
+			    uint32_t nbufs)
+{
+	const struct vnpu_kp_transdata *kp = params;
+	const struct vnpu_tensor *src = &kp->src, *out = &kp->out;
+	bool src_internal = vnpu_format_is_internal(src->format);
+	bool out_internal = vnpu_format_is_internal(out->format);
+	uint64_t numel, slo, shi, olo, ohi;
+	uint32_t st;
+
+	/* 8-byte elements have no fractal geometry */
+	if ((src_internal && vnpu_dtype_size(src->dtype) == 8) ||
+	    (out_internal && vnpu_dtype_size(out->dtype) == 8))
+		return VNPU_STATUS_UNSUPPORTED;
+	st = vnpu_tensor_check(src, bufs, nbufs, VNPU_ACCESS_READ);
+	if (st != VNPU_STATUS_OK)
+		return st;
+	st = vnpu_tensor_check(out, bufs, nbufs, VNPU_ACCESS_WRITE);
+	if (st != VNPU_STATUS_OK)
+		return st;
+	if (src->dtype != out->dtype || src->ndim != out->ndim)
+		return VNPU_STATUS_INVALID_ARGS;
+	for (uint32_t i = 0; i < src->ndim; i++)
+		if (src->sizes[i] != out->sizes[i])
+			return VNPU_STATUS_INVALID_ARGS;
+	/* between internal formats torch_npu goes through the base format */
+	if (src_internal && out_internal)
+		return VNPU_STATUS_UNSUPPORTED;
+	if (!out_internal && !td_plain_no_overlap(out))
+		return VNPU_STATUS_INVALID_ARGS;
+	vnpu_tensor_numel(out, &numel);
+	if (numel == 0 || src->buffer != out->buffer)
+		return VNPU_STATUS_OK;
+	td_byte_range(src, &slo, &shi);
+	td_byte_range(out, &olo, &ohi);
+	if (slo < ohi && olo < shi)
+		return VNPU_STATUS_INVALID_ARGS;
+	return VNPU_STATUS_OK;
+}
+
+const struct vnpu_kernel_def vnpu_kernel_transdata = {
+	.id = VNPU_KERNEL_TRANSDATA,
+	.name = "transdata",
+	.params_size = sizeof(struct vnpu_kp_transdata),
+	.validate = td_validate,
+	.run = td_run,
+};
