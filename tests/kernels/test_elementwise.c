@@ -1,0 +1,1486 @@
+// SPDX-License-Identifier: MIT
+/*
+ * FILL, CAST, UNARY, BINARY and WHERE against references written here with
+ * doubles and explicit index math: random shapes (0, 1, 15, 17 included),
+ * transposed and padded strides, offsets, broadcasting by size-1 dims and
+ * by stride 0, in-place operation, several block counts, and every
+ * validator error path. Element values are encoded with the compiler's
+ * _Float16 and by truncating f32 for bf16, independently of kernels/dtype.h.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define MAXD VNPU_MAX_DIMS
+
+static const uint32_t all_dtypes[] = {
+	VNPU_DTYPE_F32, VNPU_DTYPE_F16, VNPU_DTYPE_BF16, VNPU_DTYPE_I8,
+	VNPU_DTYPE_I32, VNPU_DTYPE_U8,	VNPU_DTYPE_I64,	 VNPU_DTYPE_BOOL,
+};
+#define N_ALL_DTYPES (sizeof(all_dtypes) / sizeof(all_dtypes[0]))
+
+static const uint32_t float_dtypes[] = { VNPU_DTYPE_F32, VNPU_DTYPE_F16,
+					 VNPU_DTYPE_BF16 };
+static const uint32_t block_counts[] = { 1, 3, 7 };
+
+/* ---- element encoding, independent of the kernel library ---- */
+
+static size_t esize(uint32_t dt)
+{
+	switch (dt) {
+	case VNPU_DTYPE_F32:
+	case VNPU_DTYPE_I32:
+		return 4;
+	case VNPU_DTYPE_F16:
+	case VNPU_DTYPE_BF16:
+		return 2;
+	case VNPU_DTYPE_I64:
+		return 8;
+	default:
+		return 1;
+	}
+}
+
+static int is_float(uint32_t dt)
+{
+	return dt == VNPU_DTYPE_F32 || dt == VNPU_DTYPE_F16 ||
+	       dt == VNPU_DTYPE_BF16;
+}
+
+/* Reads element `off` (in elements) of a buffer as double. */
+static double get_val(const void *buf, uint32_t dt, uint64_t off)
+{
+	const char *p = (const char *)buf + off * esize(dt);
+	float f;
+	uint32_t u;
+	uint16_t h;
+	_Float16 hf;
+	int32_t i32;
+	int64_t i64;
+
+	switch (dt) {
+	case VNPU_DTYPE_F32:
+		memcpy(&f, p, 4);
+		return f;
+	case VNPU_DTYPE_F16:
+		memcpy(&hf, p, 2);
+		return (double)hf;
+	case VNPU_DTYPE_BF16:
+		memcpy(&h, p, 2);
+		u = (uint32_t)h << 16;
+		memcpy(&f, &u, 4);
+		return f;
+	case VNPU_DTYPE_I32:
+		memcpy(&i32, p, 4);
+		return i32;
+	case VNPU_DTYPE_I64:
+		memcpy(&i64, p, 8);
+		return (double)i64;
+	case VNPU_DTYPE_I8:
+		return (int8_t)*p;
+	default: /* U8, BOOL */
+		return (uint8_t)*p;
+	}
+}
+
+static int64_t get_int(const void *buf, uint32_t dt, uint64_t off)
+{
+	const char *p = (const char *)buf + off * esize(dt);
+	int64_t i64;
+
+	if (dt == VNPU_DTYPE_I64) {
+		memcpy(&i64, p, 8);
+		return i64;
+	}
+	return (int64_t)get_val(buf, dt, off);
+}
+
+/* Writes v, which must be representable (floats: rounded by the compiler
+ * for f16, truncated for bf16). */
+static void put_val(void *buf, uint32_t dt, uint64_t off, double v)
+{
+	char *p = (char *)buf + off * esize(dt);
+	float f = (float)v;
+	_Float16 hf;
+	uint32_t u;
+	uint16_t h;
+	int32_t i32;
+	int64_t i64;
+
+	switch (dt) {
+	case VNPU_DTYPE_F32:
+		memcpy(p, &f, 4);
+		break;
+	case VNPU_DTYPE_F16:
+		hf = (_Float16)v;
+		memcpy(p, &hf, 2);
+		break;
+	case VNPU_DTYPE_BF16:
+		memcpy(&u, &f, 4);
+		h = (uint16_t)(u >> 16);
+		memcpy(p, &h, 2);
+		break;
+	case VNPU_DTYPE_I32:
+		i32 = (int32_t)v;
+		memcpy(p, &i32, 4);
+		break;
+	case VNPU_DTYPE_I64:
+		i64 = (int64_t)v;
+		memcpy(p, &i64, 8);
+		break;
+	case VNPU_DTYPE_I8:
+		*p = (char)(int8_t)v;
+		break;
+	case VNPU_DTYPE_BOOL:
+		*p = v != 0;
+		break;
+	default:
+		*p = (char)(uint8_t)v;
+		break;
+	}
+}
+
+/* A random value typical for the dtype (floats in [lo, hi]). */
+static double rand_val(uint32_t dt, double lo, double hi)
+{
+	switch (dt) {
+	case VNPU_DTYPE_I8:
+		return (double)kt_rand_range(-128, 127);
+	case VNPU_DTYPE_U8:
+		return (double)kt_rand_range(0, 255);
+	case VNPU_DTYPE_BOOL:
+		return (double)kt_rand_range(0, 1);
+	case VNPU_DTYPE_I32:
+		return (double)kt_rand_range(-100000, 100000);
+	case VNPU_DTYPE_I64:
+		return (double)kt_rand_range(-1000000, 1000000);
+	default:
+		return kt_rand_float((float)lo, (float)hi);
+	}
+}
+
+static int close_to(double got, double ref, double rtol, double atol)
+{
+	if (isnan(ref))
+		return isnan(got);
+	if (isinf(ref))
+		return got == ref;
+	return fabs(got - ref) <= atol + rtol * fabs(ref);
+}
+
+static double rtol_of(uint32_t dt)
+{
+	switch (dt) {
+	case VNPU_DTYPE_F32:
+		return 2e-6;
+	case VNPU_DTYPE_F16:
+		return 1.5e-3;
+	case VNPU_DTYPE_BF16:
+		return 1e-2;
+	default:
+		return 0;
+	}
+}
+
+/* ---- operands: descriptors with random layouts and their buffers ---- */
+
+enum {
+	LAY_DENSE = 0,
+	LAY_PERMUTE = 1u << 0,	/* transposed strides */
+	LAY_GAPS = 1u << 1,	/* padded strides and an offset */
+	LAY_ZERO = 1u << 2,	/* some dims stride 0 (inputs only) */
+};
+
+struct operand {
+	struct vnpu_tensor t;
+	uint64_t nelem;		/* elements the buffer holds */
+};
+
+static uint64_t numel_of(uint32_t ndim, const int64_t *sizes)
+{
+	uint64_t n = 1;
+
+	for (uint32_t i = 0; i < ndim; i++)
+		n *= (uint64_t)sizes[i];
+	return n;
+}
+
+static struct operand make_operand(uint32_t buffer, uint32_t dt,
+				   uint32_t ndim, const int64_t *sizes,
+				   unsigned lay)
+{
+	struct operand o;
+	uint32_t perm[MAXD];
+	int64_t stride = 1, last = 0;
+
+	memset(&o, 0, sizeof(o));
+	o.t.buffer = buffer;
+	o.t.dtype = dt;
+	o.t.format = VNPU_FORMAT_ND;
+	o.t.ndim = ndim;
+	for (uint32_t i = 0; i < ndim; i++) {
+		perm[i] = i;
+		o.t.sizes[i] = sizes[i];
+	}
+	if (lay & LAY_PERMUTE)
+		for (uint32_t i = ndim; i > 1; i--) {
+			uint32_t j = kt_rand() % i, t = perm[i - 1];
+
+			perm[i - 1] = perm[j];
+			perm[j] = t;
+		}
+	for (uint32_t k = ndim; k-- > 0;) {
+		uint32_t d = perm[k];
+
+		if ((lay & LAY_GAPS) && kt_rand() % 3 == 0)
+			stride += kt_rand_range(1, 3);
+		o.t.strides[d] = stride;
+		stride *= sizes[d] > 1 ? sizes[d] : 1;
+	}
+	for (uint32_t d = 0; d < ndim; d++) {
+		if (sizes[d] == 1)
+			o.t.strides[d] = kt_rand_range(0, 40); /* ignored */
+		else if ((lay & LAY_ZERO) && kt_rand() % 3 == 0)
+			o.t.strides[d] = 0;
+	}
+	if (lay & LAY_GAPS)
+		o.t.offset = kt_rand_range(0, 7);
+	for (uint32_t d = 0; d < ndim; d++)
+		if (sizes[d] > 0)
+			last += (sizes[d] - 1) * o.t.strides[d];
+	o.nelem = (uint64_t)(o.t.offset + last + 1 + kt_rand_range(0, 3));
+	return o;
+}
+
+/* Buffer for operand o, every element slot filled with random values. */
+static struct vnpu_kbuf operand_buffer(const struct operand *o, double lo,
+				       double hi)
+{
+	struct vnpu_kbuf b = kt_buffer(o->nelem * esize(o->t.dtype));
+
+	ck_assert_ptr_nonnull(b.ptr);
+	for (uint64_t i = 0; i < o->nelem; i++)
+		put_val(b.ptr, o->t.dtype, i, rand_val(o->t.dtype, lo, hi));
+	return b;
+}
+
+/* Element offset of out-index `idx` in t, size-1 dims broadcast. */
+static uint64_t elem_off(const struct vnpu_tensor *t, const int64_t *idx)
+{
+	uint64_t off = (uint64_t)t->offset;
+
+	for (uint32_t d = 0; d < t->ndim; d++)
+		if (t->sizes[d] != 1)
+			off += (uint64_t)(idx[d] * t->strides[d]);
+	return off;
+}
+
+static void unravel(uint64_t lin, uint32_t ndim, const int64_t *sizes,
+		    int64_t *idx)
+{
+	for (uint32_t d = ndim; d-- > 0;) {
+		idx[d] = (int64_t)(lin % (uint64_t)sizes[d]);
+		lin /= (uint64_t)sizes[d];
+	}
+}
+
+/* Checks that bytes of `now` outside the elements of t equal `before`. */
+static void check_untouched(const struct vnpu_tensor *t, const void *before,
+			    const void *now, uint64_t bytes)
+{
+	size_t es = esize(t->dtype);
+	unsigned char *mask = calloc(bytes ? bytes : 1, 1);
+	uint64_t n = numel_of(t->ndim, t->sizes);
+	int64_t idx[MAXD];
+
+	ck_assert_ptr_nonnull(mask);
+	for (uint64_t i = 0; i < n; i++) {
+		unravel(i, t->ndim, t->sizes, idx);
+		memset(mask + elem_off(t, idx) * es, 1, es);
+	}
+	for (uint64_t i = 0; i < bytes; i++)
+		if (!mask[i])
+			ck_assert_msg(((const unsigned char *)before)[i] ==
+					      ((const unsigned char *)now)[i],
+				      "byte %llu outside the output changed",
+				      (unsigned long long)i);
+	free(mask);
+}
+
+static void *dup_bytes(const struct vnpu_kbuf *b)
+{
+	void *p = malloc(b->size ? b->size : 1);
+
+	ck_assert_ptr_nonnull(p);
+	memcpy(p, b->ptr, b->size);
+	return p;
+}
+
+/* A random shape; sizes come from a list that has 0, 1, 15 and 17. */
+static uint32_t rand_shape(int64_t *sizes, uint32_t max_ndim, int allow_zero)
+{
+	static const int64_t pick[] = { 1, 2, 3, 4, 5, 7, 15, 17, 1, 0 };
+	uint32_t ndim = (uint32_t)kt_rand_range(0, max_ndim);
+	uint64_t n = 1;
+
+	for (uint32_t d = 0; d < ndim; d++) {
+		uint32_t k = kt_rand() % (allow_zero ? 10 : 9);
+
+		sizes[d] = pick[k];
+		if (n * (uint64_t)pick[k] > 6000)
+			sizes[d] = 1;
+		n *= (uint64_t)sizes[d];
+	}
+	return ndim;
+}
+
+/* Size-1 dims of `out` chosen at random, for broadcast inputs. */
+static void broadcast_shape(uint32_t ndim, const int64_t *out, int64_t *in)
+{
+	for (uint32_t d = 0; d < ndim; d++)
+		in[d] = kt_rand() % 3 == 0 ? 1 : out[d];
+}
+
+static unsigned rand_layout(unsigned extra)
+{
+	static const unsigned lays[] = { LAY_DENSE, LAY_PERMUTE, LAY_GAPS,
+					 LAY_PERMUTE | LAY_GAPS };
+
+	return lays[kt_rand() % 4] | (kt_rand() % 2 ? extra : 0);
+}
+
+/* ------------------------------------------------------------ registry */
+
+/* Referenced by name so that the linker also pulls these kernels out of the
+ * static library while registry.c refers to them weakly. */
+extern const struct vnpu_kernel_def vnpu_kernel_fill, vnpu_kernel_cast,
+	vnpu_kernel_unary, vnpu_kernel_binary, vnpu_kernel_where;
+
+START_TEST(test_registry)
+{
+	static const struct {
+		const struct vnpu_kernel_def *def;
+		uint32_t id;
+		const char *name;
+		uint32_t params_size;
+	} k[] = {
+		{ &vnpu_kernel_fill, VNPU_KERNEL_FILL, "fill",
+		  sizeof(struct vnpu_kp_fill) },
+		{ &vnpu_kernel_cast, VNPU_KERNEL_CAST, "cast",
+		  sizeof(struct vnpu_kp_cast) },
+		{ &vnpu_kernel_unary, VNPU_KERNEL_UNARY, "unary",
+		  sizeof(struct vnpu_kp_unary) },
+		{ &vnpu_kernel_binary, VNPU_KERNEL_BINARY, "binary",
+		  sizeof(struct vnpu_kp_binary) },
+		{ &vnpu_kernel_where, VNPU_KERNEL_WHERE, "where",
+		  sizeof(struct vnpu_kp_where) },
+	};
+
+	for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
+		ck_assert_ptr_eq(vnpu_kernel_find(k[i].id), k[i].def);
+		ck_assert_ptr_eq(vnpu_kernel_find_name(k[i].name), k[i].def);
+		ck_assert_uint_eq(k[i].def->id, k[i].id);
+		ck_assert_uint_eq(k[i].def->params_size, k[i].params_size);
+	}
+}
+END_TEST
+
+/* ---------------------------------------------------------------- FILL */
+
+START_TEST(test_fill)
+{
+	kt_seed(101);
+	for (int iter = 0; iter < 160; iter++) {
+		uint32_t dt = all_dtypes[iter % N_ALL_DTYPES];
+		int64_t sizes[MAXD];
+		uint32_t ndim = rand_shape(sizes, 4, 1);
+		struct operand o = make_operand(0, dt, ndim, sizes,
+						rand_layout(0));
+		struct vnpu_kbuf b = operand_buffer(&o, -5, 5);
+		void *before = dup_bytes(&b);
+		struct vnpu_kp_fill p;
+		uint64_t n = numel_of(ndim, sizes);
+		int64_t idx[MAXD];
+		double want;
+
+		memset(&p, 0, sizeof(p));
+		p.out = o.t;
+		p.value = kt_rand_float(-300, 300);
+		p.ivalue = kt_rand_range(-400, 400);
+		ck_assert_uint_eq(kt_launch(VNPU_KERNEL_FILL, &p, &b, 1,
+					    block_counts[iter % 3]),
+				  VNPU_STATUS_OK);
+		switch (dt) {
+		case VNPU_DTYPE_F32:
+		case VNPU_DTYPE_F16:
+		case VNPU_DTYPE_BF16:
+			want = p.value;
+			break;
+		case VNPU_DTYPE_I8:
+			want = (int8_t)(uint8_t)(p.ivalue & 0xff);
+			break;
+		case VNPU_DTYPE_U8:
+			want = (uint8_t)(p.ivalue & 0xff);
+			break;
+		case VNPU_DTYPE_BOOL:
+			want = p.ivalue != 0;
+			break;
+		default:
+			want = (double)p.ivalue;
+			break;
+		}
+		for (uint64_t i = 0; i < n; i++) {
+			unravel(i, ndim, sizes, idx);
+			double got = get_val(b.ptr, dt, elem_off(&o.t, idx));
+
+			ck_assert_msg(close_to(got, want, rtol_of(dt) + 6e-8,
+					       0),
+				      "fill dt %u: %g vs %g", dt, got, want);
+		}
+		check_untouched(&o.t, before, b.ptr, b.size);
+		free(before);
+		kt_free(&b);
+	}
+}
+END_TEST
+
+START_TEST(test_fill_wide_values)
+{
+	int64_t sizes[1] = { 5 };
+	struct vnpu_kbuf b = kt_buffer(64);
+	struct vnpu_kp_fill p;
+
+	memset(&p, 0, sizeof(p));
+	p.out = kt_tensor(0, VNPU_DTYPE_I64, 1, sizes, NULL);
+	p.ivalue = INT64_MIN + 3;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_FILL, &p, &b, 1, 2),
+			  VNPU_STATUS_OK);
+	for (int i = 0; i < 5; i++)
+		ck_assert(get_int(b.ptr, VNPU_DTYPE_I64, (uint64_t)i) ==
+			  INT64_MIN + 3);
+	p.out = kt_tensor(0, VNPU_DTYPE_F16, 1, sizes, NULL);
+	p.value = 1e6; /* beyond f16: infinity */
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_FILL, &p, &b, 1, 1),
+			  VNPU_STATUS_OK);
+	ck_assert(isinf(get_val(b.ptr, VNPU_DTYPE_F16, 4)));
+	p.out = kt_tensor(0, VNPU_DTYPE_I32, 1, sizes, NULL);
+	p.ivalue = 0x100000005ll; /* wraps to 5 */
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_FILL, &p, &b, 1, 1),
+			  VNPU_STATUS_OK);
+	ck_assert(get_int(b.ptr, VNPU_DTYPE_I32, 2) == 5);
+	kt_free(&b);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- CAST */
+
+/* Reference conversion of a source value to the output dtype. Integer to
+ * integer wraps, float to integer truncates and saturates, NaN -> 0. */
+static double cast_ref(double v, uint32_t src, uint32_t dst)
+{
+	double lo, hi;
+	int64_t i;
+
+	if (dst == VNPU_DTYPE_BOOL)
+		return v != 0;
+	if (dst == VNPU_DTYPE_F16 && fabs(v) >= 65520.0)
+		return copysign(INFINITY, v); /* rounds past the largest half */
+	if (is_float(dst))
+		return v;
+	if (is_float(src)) {
+		if (isnan(v))
+			return 0;
+		v = trunc(v);
+		switch (dst) {
+		case VNPU_DTYPE_I8:
+			lo = -128;
+			hi = 127;
+			break;
+		case VNPU_DTYPE_U8:
+			lo = 0;
+			hi = 255;
+			break;
+		case VNPU_DTYPE_I32:
+			lo = -2147483648.0;
+			hi = 2147483647.0;
+			break;
+		default:
+			lo = -9223372036854775808.0;
+			hi = 9223372036854775807.0;
+			break;
+		}
+		return v < lo ? lo : v > hi ? hi : v;
+	}
+	i = (int64_t)v;
+	switch (dst) {
+	case VNPU_DTYPE_I8:
+		return (int8_t)(uint8_t)((uint64_t)i & 0xff);
+	case VNPU_DTYPE_U8:
+		return (uint8_t)((uint64_t)i & 0xff);
+	case VNPU_DTYPE_I32:
+		return (int32_t)(uint32_t)((uint64_t)i & 0xffffffffu);
+	default:
+		return (double)i;
+	}
+}
+
+static double cast_rtol(uint32_t src, uint32_t dst)
+{
+	if (dst == VNPU_DTYPE_F16)
+		return 0x1p-11 * 1.0000001;
+	if (dst == VNPU_DTYPE_BF16)
+		return 0x1p-8 * 1.0000001;
+	if (dst == VNPU_DTYPE_F32 && src == VNPU_DTYPE_I64)
+		return 0x1p-24;
+	return 0;
+}
+
+START_TEST(test_cast)
+{
+	kt_seed(202);
+	for (uint32_t si = 0; si < N_ALL_DTYPES; si++) {
+		for (uint32_t di = 0; di < N_ALL_DTYPES; di++) {
+			for (int iter = 0; iter < 8; iter++) {
+				uint32_t src = all_dtypes[si];
+				uint32_t dst = all_dtypes[di];
+				int64_t sizes[MAXD];
+				uint32_t ndim = rand_shape(sizes, 4, 1);
+				struct operand os = make_operand(
+					0, src, ndim, sizes,
+					rand_layout(LAY_ZERO));
+				struct operand oo = make_operand(
+					1, dst, ndim, sizes, rand_layout(0));
+				struct vnpu_kbuf b[2];
+				struct vnpu_kp_cast p;
+				uint64_t n = numel_of(ndim, sizes);
+				int64_t idx[MAXD];
+				void *before;
+
+				/* range beyond i8/u8 to exercise saturation */
+				b[0] = operand_buffer(&os, -300, 300);
+				b[1] = operand_buffer(&oo, -1, 1);
+				if (src == VNPU_DTYPE_F32 && n > 0) {
+					put_val(b[0].ptr, src, os.nelem - 1,
+						NAN);
+					put_val(b[0].ptr, src, 0, 3e10);
+					put_val(b[0].ptr, src, os.t.offset,
+						-1e20);
+				}
+				before = dup_bytes(&b[1]);
+				memset(&p, 0, sizeof(p));
+				p.src = os.t;
+				p.out = oo.t;
+				ck_assert_uint_eq(
+					kt_launch(VNPU_KERNEL_CAST, &p, b, 2,
+						  block_counts[iter % 3]),
+					VNPU_STATUS_OK);
+				for (uint64_t i = 0; i < n; i++) {
+					unravel(i, ndim, sizes, idx);
+					double v = get_val(b[0].ptr, src,
+							   elem_off(&os.t, idx));
+					double want = cast_ref(v, src, dst);
+					double got;
+
+					if (src == VNPU_DTYPE_I64 &&
+					    !is_float(dst))
+						want = cast_ref(
+							(double)get_int(
+								b[0].ptr, src,
+								elem_off(&os.t,
+									 idx)),
+							src, dst);
+					got = get_val(b[1].ptr, dst,
+						      elem_off(&oo.t, idx));
+					if (dst == VNPU_DTYPE_I64)
+						got = (double)get_int(
+							b[1].ptr, dst,
+							elem_off(&oo.t, idx));
+					ck_assert_msg(
+						close_to(got, want,
+							 cast_rtol(src, dst),
+							 dst == VNPU_DTYPE_F16 ?
+								 0x1p-25 :
+								 0),
+						"cast %u->%u: %.17g vs %.17g "
+						"(src %.17g)",
+						src, dst, got, want, v);
+				}
+				check_untouched(&oo.t, before, b[1].ptr,
+						b[1].size);
+				free(before);
+				kt_free(&b[0]);
+				kt_free(&b[1]);
+			}
+		}
+	}
+}
+END_TEST
+
+START_TEST(test_cast_exact_cases)
+{
+	int64_t sizes[1] = { 6 };
+	struct vnpu_kbuf b[2] = { kt_buffer(64), kt_buffer(64) };
+	struct vnpu_kp_cast p;
+	const double f16_in[6] = { 65504.0, 1.0 / 3.0, -0.0, 2049.0, 1e-7,
+				   -1.5 };
+	/* round to nearest even: 2049 is a tie between 2048 and 2050 */
+	const double f16_out[6] = { 65504.0, 0.333251953125, -0.0, 2048.0,
+				    1.1920928955078125e-07, -1.5 };
+
+	memset(&p, 0, sizeof(p));
+	p.src = kt_tensor(0, VNPU_DTYPE_F32, 1, sizes, NULL);
+	p.out = kt_tensor(1, VNPU_DTYPE_F16, 1, sizes, NULL);
+	for (int i = 0; i < 6; i++)
+		put_val(b[0].ptr, VNPU_DTYPE_F32, (uint64_t)i, f16_in[i]);
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_CAST, &p, b, 2, 1),
+			  VNPU_STATUS_OK);
+	for (int i = 0; i < 6; i++)
+		ck_assert_double_eq(get_val(b[1].ptr, VNPU_DTYPE_F16,
+					    (uint64_t)i),
+				    f16_out[i]);
+	ck_assert(signbit(get_val(b[1].ptr, VNPU_DTYPE_F16, 2)));
+
+	/* float -> I32 saturates; NaN -> 0; -2.7 -> -2 */
+	const double i32_in[6] = { 3e9, -3e9, NAN, -2.7, 2.7, INFINITY };
+	const int64_t i32_out[6] = { INT32_MAX, INT32_MIN, 0, -2, 2,
+				     INT32_MAX };
+
+	p.out = kt_tensor(1, VNPU_DTYPE_I32, 1, sizes, NULL);
+	for (int i = 0; i < 6; i++)
+		put_val(b[0].ptr, VNPU_DTYPE_F32, (uint64_t)i, i32_in[i]);
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_CAST, &p, b, 2, 3),
+			  VNPU_STATUS_OK);
+	for (int i = 0; i < 6; i++)
+		ck_assert_int_eq(get_int(b[1].ptr, VNPU_DTYPE_I32,
+					 (uint64_t)i),
+				 i32_out[i]);
+
+	/* F32 -> I64 saturates at both ends */
+	p.out = kt_tensor(1, VNPU_DTYPE_I64, 1, sizes, NULL);
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_CAST, &p, b, 2, 1),
+			  VNPU_STATUS_OK);
+	ck_assert(get_int(b[1].ptr, VNPU_DTYPE_I64, 5) == INT64_MAX);
+	put_val(b[0].ptr, VNPU_DTYPE_F32, 0, -1e30);
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_CAST, &p, b, 2, 1),
+			  VNPU_STATUS_OK);
+	ck_assert(get_int(b[1].ptr, VNPU_DTYPE_I64, 0) == INT64_MIN);
+
+	/* NaN to BOOL is true, -0.0 false */
+	p.out = kt_tensor(1, VNPU_DTYPE_BOOL, 1, sizes, NULL);
+	put_val(b[0].ptr, VNPU_DTYPE_F32, 2, NAN);
+	put_val(b[0].ptr, VNPU_DTYPE_F32, 3, -0.0);
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_CAST, &p, b, 2, 1),
+			  VNPU_STATUS_OK);
+	ck_assert_int_eq(((unsigned char *)b[1].ptr)[2], 1);
+	ck_assert_int_eq(((unsigned char *)b[1].ptr)[3], 0);
+	kt_free(&b[0]);
+	kt_free(&b[1]);
+}
+END_TEST
+
+/* --------------------------------------------------------------- UNARY */
+
+static double unary_ref(uint32_t op, double x)
+{
+	switch (op) {
+	case VNPU_UNARY_ABS:
+		return fabs(x);
+	case VNPU_UNARY_NEG:
+		return -x;
+	case VNPU_UNARY_EXP:
+		return exp(x);
+	case VNPU_UNARY_LOG:
+		return log(x);
+	case VNPU_UNARY_SQRT:
+		return sqrt(x);
+	case VNPU_UNARY_RSQRT:
+		return 1.0 / sqrt(x);
+	case VNPU_UNARY_RELU:
+		return x < 0 ? 0 : x;
+	case VNPU_UNARY_GELU:
+		return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+	case VNPU_UNARY_SILU:
+		return x / (1.0 + exp(-x));
+	case VNPU_UNARY_SIGMOID:
+		return 1.0 / (1.0 + exp(-x));
+	default:
+		return tanh(x);
+	}
+}
+
+static void run_unary_case(uint32_t op, uint32_t dt, int in_place,
+			   uint32_t nblocks)
+{
+	int64_t sizes[MAXD];
+	uint32_t ndim = rand_shape(sizes, 5, 1);
+	struct operand os = make_operand(0, dt, ndim, sizes, rand_layout(0));
+	struct operand oo = in_place ? os :
+				       make_operand(1, dt, ndim, sizes,
+						    rand_layout(0));
+	struct vnpu_kbuf b[2];
+	struct vnpu_kp_unary p;
+	uint64_t n = numel_of(ndim, sizes);
+	int64_t idx[MAXD];
+	double *src_vals = malloc((n ? n : 1) * sizeof(double));
+	double lo = -6, hi = 6;
+	void *before;
+
+	if (op == VNPU_UNARY_LOG || op == VNPU_UNARY_SQRT ||
+	    op == VNPU_UNARY_RSQRT)
+		lo = -0.5; /* mostly positive; negatives give NaN */
+	b[0] = operand_buffer(&os, lo, hi);
+	b[1] = in_place ? b[0] : operand_buffer(&oo, -1, 1);
+	ck_assert_ptr_nonnull(src_vals);
+	for (uint64_t i = 0; i < n; i++) {
+		unravel(i, ndim, sizes, idx);
+		src_vals[i] = dt == VNPU_DTYPE_I64 ?
+				      0 :
+				      get_val(b[0].ptr, dt,
+					      elem_off(&os.t, idx));
+	}
+	if (dt == VNPU_DTYPE_I32 && n > 0) { /* INT_MIN wraps */
+		unravel(0, ndim, sizes, idx);
+		put_val(b[0].ptr, dt, elem_off(&os.t, idx), INT32_MIN);
+		src_vals[0] = INT32_MIN;
+	}
+	before = dup_bytes(&b[1]);
+	memset(&p, 0, sizeof(p));
+	p.op = op;
+	p.src = os.t;
+	p.out = oo.t;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &p, b, in_place ? 1 : 2,
+				    nblocks),
+			  VNPU_STATUS_OK);
+	for (uint64_t i = 0; i < n; i++) {
+		double want = unary_ref(op, src_vals[i]);
+		double got;
+
+		unravel(i, ndim, sizes, idx);
+		got = get_val(b[1].ptr, dt, elem_off(&oo.t, idx));
+		if (dt == VNPU_DTYPE_I32)
+			want = (int32_t)(uint32_t)((uint64_t)(int64_t)want &
+						   0xffffffffu);
+		else if (dt == VNPU_DTYPE_I8)
+			want = (int8_t)(uint8_t)((uint64_t)(int64_t)want &
+						 0xff);
+		ck_assert_msg(close_to(got, want, rtol_of(dt) * 2,
+				       is_float(dt) ? 1e-6 : 0),
+			      "unary op %u dt %u: f(%.9g) = %.9g, want %.9g",
+			      op, dt, src_vals[i], got, want);
+	}
+	if (!in_place)
+		check_untouched(&oo.t, before, b[1].ptr, b[1].size);
+	free(before);
+	free(src_vals);
+	kt_free(&b[0]);
+	if (!in_place)
+		kt_free(&b[1]);
+}
+
+START_TEST(test_unary_float)
+{
+	kt_seed(303);
+	for (uint32_t op = 0; op < VNPU_UNARY_COUNT; op++)
+		for (uint32_t k = 0; k < 3; k++)
+			for (int iter = 0; iter < 9; iter++)
+				run_unary_case(op, float_dtypes[k], iter % 4 == 3,
+					       block_counts[iter % 3]);
+}
+END_TEST
+
+START_TEST(test_unary_int)
+{
+	static const uint32_t ops[] = { VNPU_UNARY_ABS, VNPU_UNARY_NEG,
+					VNPU_UNARY_RELU };
+	static const uint32_t dts[] = { VNPU_DTYPE_I32, VNPU_DTYPE_I8 };
+
+	kt_seed(304);
+	for (int o = 0; o < 3; o++)
+		for (int d = 0; d < 2; d++)
+			for (int iter = 0; iter < 12; iter++)
+				run_unary_case(ops[o], dts[d], iter % 4 == 3,
+					       block_counts[iter % 3]);
+}
+END_TEST
+
+START_TEST(test_unary_special_values)
+{
+	int64_t sizes[1] = { 4 };
+	struct vnpu_kbuf b = kt_buffer(64);
+	struct vnpu_kp_unary p;
+
+	memset(&p, 0, sizeof(p));
+	p.src = kt_tensor(0, VNPU_DTYPE_F32, 1, sizes, NULL);
+	p.out = p.src;
+	put_val(b.ptr, VNPU_DTYPE_F32, 0, NAN);
+	put_val(b.ptr, VNPU_DTYPE_F32, 1, -200.0);
+	put_val(b.ptr, VNPU_DTYPE_F32, 2, 200.0);
+	put_val(b.ptr, VNPU_DTYPE_F32, 3, -10.0);
+	p.op = VNPU_UNARY_SIGMOID;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &p, &b, 1, 1),
+			  VNPU_STATUS_OK);
+	ck_assert(isnan(get_val(b.ptr, VNPU_DTYPE_F32, 0)));
+	ck_assert_double_eq(get_val(b.ptr, VNPU_DTYPE_F32, 1), 0.0);
+	ck_assert_double_eq(get_val(b.ptr, VNPU_DTYPE_F32, 2), 1.0);
+	ck_assert(close_to(get_val(b.ptr, VNPU_DTYPE_F32, 3),
+			   1.0 / (1.0 + exp(10.0)), 1e-5, 0));
+	/* gelu far left: tiny negative, not zero from cancellation */
+	put_val(b.ptr, VNPU_DTYPE_F32, 3, -5.0);
+	p.op = VNPU_UNARY_GELU;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &p, &b, 1, 1),
+			  VNPU_STATUS_OK);
+	ck_assert(close_to(get_val(b.ptr, VNPU_DTYPE_F32, 3),
+			   -2.5 * erfc(5.0 / sqrt(2.0)), 1e-4, 0));
+	/* relu keeps NaN */
+	p.op = VNPU_UNARY_RELU;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &p, &b, 1, 1),
+			  VNPU_STATUS_OK);
+	ck_assert(isnan(get_val(b.ptr, VNPU_DTYPE_F32, 0)));
+	kt_free(&b);
+}
+END_TEST
+
+/* -------------------------------------------------------------- BINARY */
+
+static int is_cmp(uint32_t op)
+{
+	return op >= VNPU_BINARY_EQ;
+}
+
+static double binary_ref(uint32_t op, double alpha, double a, double b,
+			 int integer)
+{
+	switch (op) {
+	case VNPU_BINARY_ADD:
+		return a + alpha * b;
+	case VNPU_BINARY_SUB:
+		return a - alpha * b;
+	case VNPU_BINARY_MUL:
+		return a * b;
+	case VNPU_BINARY_DIV:
+		if (integer)
+			return b == 0 ? 0 : trunc(a / b);
+		return a / b;
+	case VNPU_BINARY_MAXIMUM:
+		return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
+	case VNPU_BINARY_MINIMUM:
+		return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
+	case VNPU_BINARY_EQ:
+		return a == b;
+	case VNPU_BINARY_NE:
+		return a != b;
+	case VNPU_BINARY_LT:
+		return a < b;
+	case VNPU_BINARY_LE:
+		return a <= b;
+	case VNPU_BINARY_GT:
+		return a > b;
+	default:
+		return a >= b;
+	}
+}
+
+/* Wraps an exact integer result to the dtype's width. */
+static double wrap_int(double v, uint32_t dt)
+{
+	uint64_t u = (uint64_t)(int64_t)v;
+
+	if (dt == VNPU_DTYPE_I8)
+		return (int8_t)(uint8_t)(u & 0xff);
+	return (int32_t)(uint32_t)(u & 0xffffffffu);
+}
+
+struct binary_case {
+	uint32_t op, dt, nblocks;
+	int in_place;		/* out aliases a */
+	int broadcast;
+};
+
+static void run_binary_case(const struct binary_case *bc)
+{
+	uint32_t dt = bc->dt;
+	uint32_t out_dt = is_cmp(bc->op) ? (uint32_t)VNPU_DTYPE_BOOL : dt;
+	int integer = !is_float(dt);
+	int64_t sizes[MAXD], sa[MAXD], sb[MAXD];
+	uint32_t ndim = rand_shape(sizes, 5, 1);
+	struct operand oa, ob, oo;
+	struct vnpu_kbuf b[3];
+	struct vnpu_kp_binary p;
+	uint64_t n = numel_of(ndim, sizes);
+	int64_t idx[MAXD];
+	double *va, *vb;
+	void *before;
+
+	memcpy(sa, sizes, sizeof(sa));
+	memcpy(sb, sizes, sizeof(sb));
+	if (bc->broadcast) {
+		if (!bc->in_place)
+			broadcast_shape(ndim, sizes, sa);
+		broadcast_shape(ndim, sizes, sb);
+	}
+	oa = make_operand(0, dt, ndim, sa,
+			  bc->in_place ? rand_layout(0) :
+					 rand_layout(bc->broadcast ? LAY_ZERO : 0));
+	ob = make_operand(1, dt, ndim, sb,
+			  rand_layout(bc->broadcast ? LAY_ZERO : 0));
+	oo = bc->in_place ? oa : make_operand(2, out_dt, ndim, sizes,
+					      rand_layout(0));
+	b[0] = operand_buffer(&oa, -4, 4);
+	b[1] = operand_buffer(&ob, -4, 4);
+	b[2] = bc->in_place ? b[0] : operand_buffer(&oo, -1, 1);
+	memset(&p, 0, sizeof(p));
+	p.op = bc->op;
+	p.alpha = 1.0;
+	if (bc->op <= VNPU_BINARY_SUB && kt_rand() % 2)
+		p.alpha = integer ? (double)kt_rand_range(-3, 3) : -0.75;
+	p.a = oa.t;
+	p.b = ob.t;
+	p.out = oo.t;
+	if (integer && n > 0) {
+		/* some zero divisors, equal pairs and INT_MIN / -1 */
+		unravel(0, ndim, sizes, idx);
+		put_val(b[1].ptr, dt, elem_off(&ob.t, idx), 0);
+		unravel(n - 1, ndim, sizes, idx);
+		put_val(b[0].ptr, dt, elem_off(&oa.t, idx),
+			dt == VNPU_DTYPE_I8 ? -128 : INT32_MIN);
+		put_val(b[1].ptr, dt, elem_off(&ob.t, idx), -1);
+	}
+	if (!integer && n > 2 && !bc->in_place) {
+		unravel(n / 2, ndim, sizes, idx);
+		put_val(b[0].ptr, dt, elem_off(&oa.t, idx), NAN);
+	}
+	va = malloc((n ? n : 1) * sizeof(double));
+	vb = malloc((n ? n : 1) * sizeof(double));
+	ck_assert(va && vb);
+	for (uint64_t i = 0; i < n; i++) {
+		unravel(i, ndim, sizes, idx);
+		va[i] = get_val(b[0].ptr, dt, elem_off(&oa.t, idx));
+		vb[i] = get_val(b[1].ptr, dt, elem_off(&ob.t, idx));
+		if (kt_rand() % 8 == 0 && !bc->in_place && !bc->broadcast) {
+			/* equal operands for the comparisons */
+			put_val(b[1].ptr, dt, elem_off(&ob.t, idx), va[i]);
+			vb[i] = va[i];
+		}
+	}
+	before = dup_bytes(&b[2]);
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_BINARY, &p, b,
+				    bc->in_place ? 2 : 3, bc->nblocks),
+			  VNPU_STATUS_OK);
+	for (uint64_t i = 0; i < n; i++) {
+		double want = binary_ref(bc->op, p.alpha, va[i], vb[i], integer);
+		double got, scale;
+
+		unravel(i, ndim, sizes, idx);
+		got = get_val(b[2].ptr, out_dt, elem_off(&oo.t, idx));
+		if (integer && !is_cmp(bc->op))
+			want = wrap_int(want, dt);
+		/* f32 rounding of alpha * b before the add */
+		scale = fabs(va[i]) + fabs(p.alpha * vb[i]);
+		if (isnan(scale) || is_cmp(bc->op))
+			scale = 0;
+		ck_assert_msg(close_to(got, want, rtol_of(out_dt),
+				       rtol_of(dt) * scale),
+			      "binary op %u dt %u: %.9g ? %.9g = %.9g, want "
+			      "%.9g",
+			      bc->op, dt, va[i], vb[i], got, want);
+	}
+	if (!bc->in_place)
+		check_untouched(&oo.t, before, b[2].ptr, b[2].size);
+	free(before);
+	free(va);
+	free(vb);
+	kt_free(&b[0]);
+	kt_free(&b[1]);
+	if (!bc->in_place)
+		kt_free(&b[2]);
+}
+
+START_TEST(test_binary)
+{
+	static const uint32_t dts[] = { VNPU_DTYPE_F32, VNPU_DTYPE_F16,
+					VNPU_DTYPE_BF16, VNPU_DTYPE_I32,
+					VNPU_DTYPE_I8 };
+
+	kt_seed(404);
+	for (uint32_t op = 0; op < VNPU_BINARY_COUNT; op++)
+		for (uint32_t d = 0; d < 5; d++)
+			for (int iter = 0; iter < 10; iter++) {
+				struct binary_case bc = {
+					.op = op,
+					.dt = dts[d],
+					.nblocks = block_counts[iter % 3],
+					.in_place = iter % 5 == 4 &&
+						    op < VNPU_BINARY_EQ,
+					.broadcast = iter % 2,
+				};
+
+				run_binary_case(&bc);
+			}
+}
+END_TEST
+
+/* The dense f32 path (one loop over whole block ranges) and its fallback
+ * for a buffer that is not 4-byte aligned. */
+START_TEST(test_binary_dense_f32)
+{
+	const int64_t n = 100003;
+	int64_t sizes[2] = { 1, n };
+	struct vnpu_kbuf b[3], shifted[3];
+	struct vnpu_kp_binary p;
+
+	kt_seed(405);
+	for (int i = 0; i < 3; i++) {
+		b[i] = kt_buffer((uint64_t)n * 4 + 1);
+		for (int64_t k = 0; k < n; k++)
+			put_val(b[i].ptr, VNPU_DTYPE_F32, (uint64_t)k,
+				kt_rand_float(-100, 100));
+		shifted[i] = b[i];
+		shifted[i].ptr = (char *)b[i].ptr + 1;
+		shifted[i].size = (uint64_t)n * 4;
+	}
+	memset(&p, 0, sizeof(p));
+	p.op = VNPU_BINARY_ADD;
+	p.alpha = 1.0;
+	p.a = kt_tensor(0, VNPU_DTYPE_F32, 2, sizes, NULL);
+	p.b = kt_tensor(1, VNPU_DTYPE_F32, 2, sizes, NULL);
+	p.out = kt_tensor(2, VNPU_DTYPE_F32, 2, sizes, NULL);
+	for (uint32_t k = 0; k < 3; k++) {
+		ck_assert_uint_eq(kt_launch(VNPU_KERNEL_BINARY, &p, b, 3,
+					    block_counts[k]),
+				  VNPU_STATUS_OK);
+		for (int64_t i = 0; i < n; i++) {
+			double want = (double)(float)(
+				get_val(b[0].ptr, VNPU_DTYPE_F32, (uint64_t)i) +
+				get_val(b[1].ptr, VNPU_DTYPE_F32, (uint64_t)i));
+
+			ck_assert_double_eq(get_val(b[2].ptr, VNPU_DTYPE_F32,
+						    (uint64_t)i),
+					    want);
+		}
+	}
+	/* same data read at a one-byte shift */
+	memset(b[2].ptr, 0, b[2].size);
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_BINARY, &p, shifted, 3, 3),
+			  VNPU_STATUS_OK);
+	for (int64_t i = 0; i < n; i += 997) {
+		float fa, fb, fo;
+
+		memcpy(&fa, (char *)shifted[0].ptr + i * 4, 4);
+		memcpy(&fb, (char *)shifted[1].ptr + i * 4, 4);
+		memcpy(&fo, (char *)shifted[2].ptr + i * 4, 4);
+		ck_assert(fo == fa + fb || (isnan(fo) && isnan(fa + fb)));
+	}
+	/* in place: a += a */
+	p.b = p.a;
+	p.out = p.a;
+	memcpy(b[2].ptr, b[0].ptr, b[0].size);
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_BINARY, &p, b, 3, 7),
+			  VNPU_STATUS_OK);
+	for (int64_t i = 0; i < n; i++)
+		ck_assert_double_eq(
+			get_val(b[0].ptr, VNPU_DTYPE_F32, (uint64_t)i),
+			2 * get_val(b[2].ptr, VNPU_DTYPE_F32, (uint64_t)i));
+	for (int i = 0; i < 3; i++)
+		kt_free(&b[i]);
+}
+END_TEST
+
+START_TEST(test_binary_int_edges)
+{
+	int64_t sizes[1] = { 6 };
+	struct vnpu_kbuf b[3] = { kt_buffer(64), kt_buffer(64),
+				  kt_buffer(64) };
+	struct vnpu_kp_binary p;
+	const int32_t a[6] = { 7, -7, 7, -7, INT32_MIN, 5 };
+	const int32_t d[6] = { 2, 2, -2, -2, -1, 0 };
+	const int32_t q[6] = { 3, -3, -3, 3, INT32_MIN, 0 };
+
+	memset(&p, 0, sizeof(p));
+	p.op = VNPU_BINARY_DIV;
+	p.a = kt_tensor(0, VNPU_DTYPE_I32, 1, sizes, NULL);
+	p.b = kt_tensor(1, VNPU_DTYPE_I32, 1, sizes, NULL);
+	p.out = kt_tensor(2, VNPU_DTYPE_I32, 1, sizes, NULL);
+	memcpy(b[0].ptr, a, sizeof(a));
+	memcpy(b[1].ptr, d, sizeof(d));
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_BINARY, &p, b, 3, 2),
+			  VNPU_STATUS_OK);
+	ck_assert_mem_eq(b[2].ptr, q, sizeof(q));
+	/* INT32_MAX + 1 wraps */
+	p.op = VNPU_BINARY_ADD;
+	p.alpha = 1;
+	((int32_t *)b[0].ptr)[0] = INT32_MAX;
+	((int32_t *)b[1].ptr)[0] = 1;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_BINARY, &p, b, 3, 1),
+			  VNPU_STATUS_OK);
+	ck_assert_int_eq(((int32_t *)b[2].ptr)[0], INT32_MIN);
+	kt_free(&b[0]);
+	kt_free(&b[1]);
+	kt_free(&b[2]);
+}
+END_TEST
+
+/* --------------------------------------------------------------- WHERE */
+
+START_TEST(test_where)
+{
+	kt_seed(505);
+	for (int iter = 0; iter < 120; iter++) {
+		uint32_t dt = all_dtypes[iter % N_ALL_DTYPES];
+		int64_t sizes[MAXD], sc[MAXD], sa[MAXD], sb[MAXD];
+		uint32_t ndim = rand_shape(sizes, 5, 1);
+		int in_place = iter % 6 == 5;
+		struct operand oc, oa, ob, oo;
+		struct vnpu_kbuf b[4];
+		struct vnpu_kp_where p;
+		uint64_t n = numel_of(ndim, sizes);
+		int64_t idx[MAXD];
+		double *want = malloc((n ? n : 1) * sizeof(double));
+		void *before;
+
+		ck_assert_ptr_nonnull(want);
+		broadcast_shape(ndim, sizes, sc);
+		if (in_place)
+			memcpy(sa, sizes, sizeof(sa));
+		else
+			broadcast_shape(ndim, sizes, sa);
+		broadcast_shape(ndim, sizes, sb);
+		oc = make_operand(0, VNPU_DTYPE_BOOL, ndim, sc,
+				  rand_layout(LAY_ZERO));
+		oa = make_operand(1, dt, ndim, sa,
+				  rand_layout(in_place ? 0 : LAY_ZERO));
+		ob = make_operand(2, dt, ndim, sb, rand_layout(LAY_ZERO));
+		oo = in_place ? oa :
+				make_operand(3, dt, ndim, sizes, rand_layout(0));
+		b[0] = operand_buffer(&oc, 0, 1);
+		b[1] = operand_buffer(&oa, -50, 50);
+		b[2] = operand_buffer(&ob, -50, 50);
+		b[3] = in_place ? b[1] : operand_buffer(&oo, 0, 1);
+		if (in_place)
+			oo.t.buffer = 1;
+		for (uint64_t i = 0; i < n; i++) {
+			unravel(i, ndim, sizes, idx);
+			want[i] = get_val(b[0].ptr, VNPU_DTYPE_BOOL,
+					  elem_off(&oc.t, idx)) ?
+					  get_val(b[1].ptr, dt,
+						  elem_off(&oa.t, idx)) :
+					  get_val(b[2].ptr, dt,
+						  elem_off(&ob.t, idx));
+		}
+		before = dup_bytes(&b[3]);
+		memset(&p, 0, sizeof(p));
+		p.cond = oc.t;
+		p.a = oa.t;
+		p.b = ob.t;
+		p.out = oo.t;
+		ck_assert_uint_eq(kt_launch(VNPU_KERNEL_WHERE, &p, b, 4,
+					    block_counts[iter % 3]),
+				  VNPU_STATUS_OK);
+		for (uint64_t i = 0; i < n; i++) {
+			unravel(i, ndim, sizes, idx);
+			ck_assert_double_eq(get_val(b[3].ptr, dt,
+						    elem_off(&oo.t, idx)),
+					    want[i]);
+		}
+		if (!in_place)
+			check_untouched(&oo.t, before, b[3].ptr, b[3].size);
+		free(before);
+		free(want);
+		for (int k = 0; k < 3; k++)
+			kt_free(&b[k]);
+		if (!in_place)
+			kt_free(&b[3]);
+	}
+}
+END_TEST
+
+/* ---------------------------------------------------------- validators */
+
+struct bin_setup {
+	struct vnpu_kbuf b[3];
+	struct vnpu_kp_binary p;
+};
+
+static void bin_setup(struct bin_setup *s)
+{
+	int64_t sizes[2] = { 3, 5 };
+
+	for (int i = 0; i < 3; i++)
+		s->b[i] = kt_buffer(15 * 8); /* room for 8-byte dtypes */
+	memset(&s->p, 0, sizeof(s->p));
+	s->p.op = VNPU_BINARY_ADD;
+	s->p.alpha = 1;
+	s->p.a = kt_tensor(0, VNPU_DTYPE_F32, 2, sizes, NULL);
+	s->p.b = kt_tensor(1, VNPU_DTYPE_F32, 2, sizes, NULL);
+	s->p.out = kt_tensor(2, VNPU_DTYPE_F32, 2, sizes, NULL);
+}
+
+static uint32_t bin_launch(struct bin_setup *s)
+{
+	return kt_launch(VNPU_KERNEL_BINARY, &s->p, s->b, 3, 1);
+}
+
+static void bin_free(struct bin_setup *s)
+{
+	for (int i = 0; i < 3; i++)
+		kt_free(&s->b[i]);
+}
+
+START_TEST(test_binary_errors)
+{
+	struct bin_setup s;
+	int64_t big[2] = { 3, 6 };
+
+	bin_setup(&s);
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_OK);
+
+	s.p.op = VNPU_BINARY_COUNT;
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_INVALID_ARGS);
+	s.p.op = VNPU_BINARY_ADD;
+	s.p.reserved = 1;
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_INVALID_ARGS);
+	s.p.reserved = 0;
+
+	s.p.b.buffer = 3; /* bad buffer index */
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_INVALID_ARGS);
+	s.p.b.buffer = 1;
+
+	s.p.out.offset = 16; /* 15 + 16 elements > the 30 that fit */
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_INVALID_ARGS);
+	s.p.out.offset = -1;
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_INVALID_ARGS);
+	s.p.out.offset = 0;
+
+	s.p.a.strides[0] = INT64_MAX / 2 + 1; /* (3-1)*stride overflows */
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_INVALID_ARGS);
+	s.p.a.strides[0] = -5;
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_INVALID_ARGS);
+	s.p.a.strides[0] = 5;
+	s.p.a.sizes[3] = 1; /* entry past ndim */
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_INVALID_ARGS);
+	s.p.a.sizes[3] = 0;
+	s.p.a.ndim = VNPU_MAX_DIMS + 1;
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_INVALID_ARGS);
+	s.p.a.ndim = 2;
+
+	s.b[2].access = VNPU_ACCESS_READ; /* output not writable */
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_INVALID_ARGS);
+	s.b[2].access = VNPU_ACCESS_READ | VNPU_ACCESS_WRITE;
+	s.b[0].access = VNPU_ACCESS_WRITE; /* input not readable */
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_INVALID_ARGS);
+	s.b[0].access = VNPU_ACCESS_READ;
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_OK);
+
+	s.p.out.sizes[1] = 6; /* shape mismatch */
+	s.p.out.strides[0] = 6;
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_INVALID_ARGS);
+	s.p.out = kt_tensor(2, VNPU_DTYPE_F32, 2, big, NULL);
+	s.b[2].size = 18 * 4;
+	s.b[2].ptr = realloc(s.b[2].ptr, s.b[2].size);
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_INVALID_ARGS);
+	s.p.a.sizes[1] = 1; /* a broadcasts, b still does not */
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_INVALID_ARGS);
+	s.p.b.sizes[1] = 1;
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_OK);
+	s.p.b.ndim = 1; /* rank differs */
+	s.p.b.sizes[1] = 0;
+	s.p.b.strides[1] = 0;
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_INVALID_ARGS);
+	bin_free(&s);
+
+	bin_setup(&s);
+	s.p.out.strides[0] = 0; /* overlapping output rows */
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_INVALID_ARGS);
+	s.p.out.strides[0] = 2; /* rows overlap partially */
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_INVALID_ARGS);
+	s.p.out.strides[0] = 5;
+
+	s.p.b.dtype = VNPU_DTYPE_F16; /* a and b differ */
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_INVALID_ARGS);
+	s.p.b.dtype = VNPU_DTYPE_F32;
+	s.p.op = VNPU_BINARY_LT; /* comparison needs a BOOL output */
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_INVALID_ARGS);
+	s.p.out.dtype = VNPU_DTYPE_BOOL;
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_OK);
+	s.p.op = VNPU_BINARY_ADD; /* arithmetic does not write BOOL */
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_INVALID_ARGS);
+
+	s.p.a.dtype = s.p.b.dtype = s.p.out.dtype = VNPU_DTYPE_I64;
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_UNSUPPORTED);
+	s.p.a.dtype = s.p.b.dtype = s.p.out.dtype = VNPU_DTYPE_U8;
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_UNSUPPORTED);
+	s.p.a.dtype = s.p.b.dtype = s.p.out.dtype = 77;
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_UNSUPPORTED);
+	s.p.a.dtype = s.p.b.dtype = s.p.out.dtype = VNPU_DTYPE_I32;
+	s.p.alpha = 0.5; /* integer alpha must be integral */
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_INVALID_ARGS);
+	s.p.alpha = NAN;
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_INVALID_ARGS);
+	s.p.alpha = 1e19;
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_INVALID_ARGS);
+	s.p.alpha = -2;
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_OK);
+	s.p.op = VNPU_BINARY_MUL; /* alpha ignored */
+	s.p.alpha = 0.5;
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_OK);
+
+	s.p.a.dtype = s.p.b.dtype = s.p.out.dtype = VNPU_DTYPE_F32;
+	s.p.a.format = 7; /* unknown format */
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_UNSUPPORTED);
+	s.p.a.format = VNPU_FORMAT_NC1HWC0; /* internal: not for this kernel */
+	memset(s.p.a.strides, 0, sizeof(s.p.a.strides));
+	s.p.a.ndim = 4;
+	s.p.a.sizes[2] = s.p.a.sizes[3] = 1;
+	s.b[0].size = 4096;
+	s.b[0].ptr = realloc(s.b[0].ptr, s.b[0].size);
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_UNSUPPORTED);
+	bin_free(&s);
+}
+END_TEST
+
+START_TEST(test_other_errors)
+{
+	int64_t sizes[2] = { 4, 4 }, other[2] = { 4, 3 };
+	struct vnpu_kbuf b[4];
+	struct vnpu_kp_fill pf;
+	struct vnpu_kp_cast pc;
+	struct vnpu_kp_unary pu;
+	struct vnpu_kp_where pw;
+
+	for (int i = 0; i < 4; i++)
+		b[i] = kt_buffer(16 * 8);
+
+	memset(&pf, 0, sizeof(pf));
+	pf.out = kt_tensor(0, VNPU_DTYPE_I64, 2, sizes, NULL);
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_FILL, &pf, b, 4, 1),
+			  VNPU_STATUS_OK);
+	pf.out.strides[1] = 3; /* buffer too small for this stride */
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_FILL, &pf, b, 4, 1),
+			  VNPU_STATUS_INVALID_ARGS);
+	pf.out.strides[1] = 1;
+	pf.out.buffer = 9;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_FILL, &pf, b, 4, 1),
+			  VNPU_STATUS_INVALID_ARGS);
+	pf.out.buffer = 0;
+	b[0].access = VNPU_ACCESS_READ;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_FILL, &pf, b, 4, 1),
+			  VNPU_STATUS_INVALID_ARGS);
+	b[0].access |= VNPU_ACCESS_WRITE;
+	pf.out.dtype = 5; /* no such dtype */
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_FILL, &pf, b, 4, 1),
+			  VNPU_STATUS_UNSUPPORTED);
+
+	memset(&pc, 0, sizeof(pc));
+	pc.src = kt_tensor(0, VNPU_DTYPE_F32, 2, sizes, NULL);
+	pc.out = kt_tensor(1, VNPU_DTYPE_BF16, 2, sizes, NULL);
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_CAST, &pc, b, 4, 1),
+			  VNPU_STATUS_OK);
+	pc.out = kt_tensor(1, VNPU_DTYPE_BF16, 2, other, NULL);
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_CAST, &pc, b, 4, 1),
+			  VNPU_STATUS_INVALID_ARGS);
+	pc.out = kt_tensor(1, VNPU_DTYPE_BF16, 2, sizes, NULL);
+	b[0].access = VNPU_ACCESS_WRITE;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_CAST, &pc, b, 4, 1),
+			  VNPU_STATUS_INVALID_ARGS);
+	b[0].access |= VNPU_ACCESS_READ;
+	pc.src = kt_tensor_fmt(0, VNPU_DTYPE_F32, VNPU_FORMAT_FRACTAL_NZ, 2,
+			       sizes);
+	b[0].size = 4096;
+	b[0].ptr = realloc(b[0].ptr, 4096);
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_CAST, &pc, b, 4, 1),
+			  VNPU_STATUS_UNSUPPORTED);
+
+	memset(&pu, 0, sizeof(pu));
+	pu.op = VNPU_UNARY_EXP;
+	pu.src = kt_tensor(0, VNPU_DTYPE_F16, 2, sizes, NULL);
+	pu.out = kt_tensor(1, VNPU_DTYPE_F16, 2, sizes, NULL);
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &pu, b, 4, 1),
+			  VNPU_STATUS_OK);
+	pu.op = VNPU_UNARY_COUNT;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &pu, b, 4, 1),
+			  VNPU_STATUS_INVALID_ARGS);
+	pu.op = VNPU_UNARY_EXP;
+	pu.reserved = 2;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &pu, b, 4, 1),
+			  VNPU_STATUS_INVALID_ARGS);
+	pu.reserved = 0;
+	pu.out.dtype = VNPU_DTYPE_F32; /* dtype differs */
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &pu, b, 4, 1),
+			  VNPU_STATUS_INVALID_ARGS);
+	pu.src.dtype = pu.out.dtype = VNPU_DTYPE_I32;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &pu, b, 4, 1),
+			  VNPU_STATUS_UNSUPPORTED);
+	pu.op = VNPU_UNARY_NEG;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &pu, b, 4, 1),
+			  VNPU_STATUS_OK);
+	pu.src.dtype = pu.out.dtype = VNPU_DTYPE_I64;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &pu, b, 4, 1),
+			  VNPU_STATUS_UNSUPPORTED);
+	pu.src.dtype = pu.out.dtype = VNPU_DTYPE_F32;
+	pu.out.sizes[0] = 3;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &pu, b, 4, 1),
+			  VNPU_STATUS_INVALID_ARGS);
+
+	memset(&pw, 0, sizeof(pw));
+	pw.cond = kt_tensor(0, VNPU_DTYPE_BOOL, 2, sizes, NULL);
+	pw.a = kt_tensor(1, VNPU_DTYPE_I64, 2, sizes, NULL);
+	pw.b = kt_tensor(2, VNPU_DTYPE_I64, 2, sizes, NULL);
+	pw.out = kt_tensor(3, VNPU_DTYPE_I64, 2, sizes, NULL);
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_WHERE, &pw, b, 4, 1),
+			  VNPU_STATUS_OK);
+	pw.cond.dtype = VNPU_DTYPE_U8;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_WHERE, &pw, b, 4, 1),
+			  VNPU_STATUS_INVALID_ARGS);
+	pw.cond.dtype = VNPU_DTYPE_BOOL;
+	pw.b.dtype = VNPU_DTYPE_I32;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_WHERE, &pw, b, 4, 1),
+			  VNPU_STATUS_INVALID_ARGS);
+	pw.b.dtype = VNPU_DTYPE_I64;
+	pw.cond.sizes[1] = 2;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_WHERE, &pw, b, 4, 1),
+			  VNPU_STATUS_INVALID_ARGS);
+	pw.cond.sizes[1] = 4;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_WHERE, &pw, b, 3, 1),
+			  VNPU_STATUS_INVALID_ARGS); /* out's buffer missing */
+	for (int i = 0; i < 4; i++)
+		kt_free(&b[i]);
+}
+END_TEST
+
+static Suite *elementwise_suite(void)
+{
+	Suite *s = suite_create("elementwise");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_registry);
+	tcase_add_test(tc, test_fill);
+	tcase_add_test(tc, test_fill_wide_values);
+	tcase_add_test(tc, test_cast);
+	tcase_add_test(tc, test_cast_exact_cases);
+	tcase_add_test(tc, test_unary_float);
+	tcase_add_test(tc, test_unary_int);
+	tcase_add_test(tc, test_unary_special_values);
+	tcase_add_test(tc, test_binary);
+	tcase_add_test(tc, test_binary_dense_f32);
+	tcase_add_test(tc, test_binary_int_edges);
+	tcase_add_test(tc, test_where);
+	tcase_add_test(tc, test_binary_errors);
+	tcase_add_test(tc, test_other_errors);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(elementwise_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
