@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: MIT
+/* Per-context MMU: three-level table walk, software TLB and fault records. */
+#include <string.h>
+
+#include "sim_internal.h"
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+	       "page-table entries are read as little-endian words");
+
+void sim_tlb_invalidate_locked(struct sim_ctx *ctx)
+{
+	memset(ctx->tlb, 0, sizeof(ctx->tlb));
+	ctx->tlb_gen++;
+}
+
+bool sim_mmu_range_ok(uint64_t va, uint64_t size, struct sim_fault *fault)
+{
+	if (va < VNPU_VA_LIMIT && size <= VNPU_VA_LIMIT - va)
+		return true;
+	fault->va = va < VNPU_VA_LIMIT ? VNPU_VA_LIMIT : va;
+	fault->reason = VNPU_FAULT_VA_RANGE;
+	return false;
+}
+
+/* Reads one table entry; false with the fault reason on failure. */
+static bool read_entry(struct vnpu_sim *sim, uint64_t table, bool in_vram,
+		       unsigned index, uint64_t *entry, uint32_t *reason)
+{
+	uint64_t addr = table + (uint64_t)index * 8;
+
+	if (in_vram) {
+		if (table > sim->cfg.vram_size - VNPU_PAGE_SIZE) {
+			*reason = VNPU_FAULT_BAD_PTE;
+			return false;
+		}
+		memcpy(entry, sim->vram + addr, sizeof(*entry));
+		return true;
+	}
+	if (sim->hal.dma_read(sim->hal.opaque, addr, entry, sizeof(*entry))) {
+		*reason = VNPU_FAULT_TABLE_DMA;
+		return false;
+	}
+	return true;
+}
+
+/* Walks the tables from pt_base to the leaf entry mapping va. */
+static bool walk(struct vnpu_sim *sim, uint64_t pt_base, uint64_t va,
+		 uint64_t *leaf, uint32_t *reason)
+{
+	uint64_t table = pt_base & VNPU_PT_BASE_ADDR_MASK;
+	bool in_vram = pt_base & VNPU_PT_BASE_VRAM;
+	uint64_t entry = 0;
+
+	if (pt_base & ~(VNPU_PT_BASE_ADDR_MASK | VNPU_PT_BASE_VRAM)) {
+		*reason = VNPU_FAULT_BAD_PTE;
+		return false;
+	}
+	for (unsigned level = 0; level < VNPU_PT_LEVELS; level++) {
+		bool last = level == VNPU_PT_LEVELS - 1;
+
+		if (!read_entry(sim, table, in_vram, VNPU_PT_INDEX(va, level),
+				&entry, reason))
+			return false;
+		if (!(entry & VNPU_PTE_VALID)) {
+			*reason = VNPU_FAULT_NOT_MAPPED;
+			return false;
+		}
+		if (entry & ~(last ? VNPU_PTE_LEAF_BITS : VNPU_PTE_TABLE_BITS)) {
+			*reason = VNPU_FAULT_BAD_PTE;
+			return false;
+		}
+		table = entry & VNPU_PTE_ADDR_MASK;
+		in_vram = entry & VNPU_PTE_VRAM;
+	}
+	if (in_vram && table > sim->cfg.vram_size - VNPU_PAGE_SIZE) {
+		*reason = VNPU_FAULT_BAD_PTE;
+		return false;
+	}
+	*leaf = entry;
+	return true;
+}
+
+bool sim_mmu_translate(struct vnpu_sim *sim, struct sim_exec *ex, uint64_t va,
+		       bool write, struct sim_phys *phys,
+		       struct sim_fault *fault)
+{
+	uint64_t vpn = va >> VNPU_PAGE_SHIFT;
+	struct sim_ctx *ctx = &sim->ctx[ex->ctx];
+	struct sim_tlb_entry *e;
+	uint64_t pt_base, gen, pte;
+	uint32_t reason;
+
+	fault->va = va;
+	fault->write = write;
+	if (va >= VNPU_VA_LIMIT) {
+		fault->reason = VNPU_FAULT_VA_RANGE;
+		return false;
+	}
+	sim_lock(sim);
+	if (!ctx->enabled) {
+		sim_unlock(sim);
+		fault->reason = VNPU_FAULT_NOT_MAPPED;
+		return false;
+	}
+	e = &ctx->tlb[vpn % SIM_TLB_ENTRIES];
+	if (e->vpn_plus_one == vpn + 1) {
+		pte = e->pte;
+		sim_unlock(sim);
+	} else {
+		pt_base = ctx->pt_base;
+		gen = ctx->tlb_gen;
+		sim_unlock(sim);
+		if (!walk(sim, pt_base, va, &pte, &reason)) {
+			fault->reason = reason;
+			return false;
+		}
+		sim_lock(sim);
+		/* An invalidation during the walk wins over this result. */
+		if (ctx->tlb_gen == gen && sim->epoch == ex->epoch) {
+			e->vpn_plus_one = vpn + 1;
+			e->pte = pte;
+		}
+		sim_unlock(sim);
+	}
+	if (!(pte & (write ? VNPU_PTE_WRITE : VNPU_PTE_READ))) {
+		fault->reason = VNPU_FAULT_PERMISSION;
+		return false;
+	}
+	phys->kind = (pte & VNPU_PTE_VRAM) ? SIM_PHYS_VRAM : SIM_PHYS_HOST;
+	phys->addr = (pte & VNPU_PTE_ADDR_MASK) | (va & (VNPU_PAGE_SIZE - 1));
+	return true;
+}
+
+void sim_mmu_fault(struct vnpu_sim *sim, struct sim_exec *ex,
+		   const struct sim_fault *fault)
+{
+	struct sim_ctx *ctx = &sim->ctx[ex->ctx];
+
+	ex->status = VNPU_STATUS_MMU_FAULT;
+	ex->info = fault->va;
+	sim_lock(sim);
+	if (sim->epoch == ex->epoch) {
+		if (!ctx->fault_status) {
+			ctx->fault_status = VNPU_FAULT_PENDING |
+					    (fault->write ? VNPU_FAULT_WRITE : 0) |
+					    (fault->reason & 0xffu) << 8 |
+					    (ex->queue & 0xffu) << 16;
+			ctx->fault_va = fault->va;
+		}
+		ctx->fault_count++;
+		sim_log(sim, "vnpu: context %u: MMU fault at 0x%llx reason %u",
+			ex->ctx, (unsigned long long)fault->va, fault->reason);
+		sim_raise_event_locked(sim, VNPU_EVENT_MMU_FAULT);
+	}
+	sim_unlock(sim);
+}

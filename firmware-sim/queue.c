@@ -1,0 +1,439 @@
+// SPDX-License-Identifier: MIT
+/* Queue registers, doorbells, the scheduling of commands across queues,
+ * completion records and queue interrupts, and the boot sequence. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_internal.h"
+
+static uint32_t queue_entries(const struct sim_queue *qu)
+{
+	return 1u << qu->ring_log2;
+}
+
+bool sim_queue_fetchable_locked(const struct vnpu_sim *sim, unsigned q)
+{
+	const struct sim_queue *qu = &sim->queue[q];
+
+	return sim_processing_allowed_locked(sim) && qu->enabled &&
+	       !qu->waiting && qu->head != qu->tail;
+}
+
+bool sim_any_waiting_locked(const struct vnpu_sim *sim)
+{
+	for (unsigned q = 0; q < sim->cfg.num_queues; q++)
+		if (sim->queue[q].enabled && sim->queue[q].waiting)
+			return true;
+	return false;
+}
+
+uint32_t sim_queue_read_locked(struct vnpu_sim *sim, unsigned q, uint32_t reg)
+{
+	struct sim_queue *qu = &sim->queue[q];
+	uint32_t v;
+
+	switch (reg) {
+	case VNPU_Q_RING_BASE_LO:
+		return (uint32_t)qu->ring_base;
+	case VNPU_Q_RING_BASE_HI:
+		return (uint32_t)(qu->ring_base >> 32);
+	case VNPU_Q_RING_LOG2:
+		return qu->ring_log2;
+	case VNPU_Q_CTX:
+		return qu->ctx;
+	case VNPU_Q_CPL_BASE_LO:
+		return (uint32_t)qu->cpl_base;
+	case VNPU_Q_CPL_BASE_HI:
+		return (uint32_t)(qu->cpl_base >> 32);
+	case VNPU_Q_CTRL:
+		return (qu->enabled ? VNPU_Q_CTRL_ENABLE : 0) |
+		       (qu->irq_enable ? VNPU_Q_CTRL_IRQ_ENABLE : 0);
+	case VNPU_Q_STATUS:
+		v = qu->last_error << 16;
+		if (qu->enabled)
+			v |= VNPU_Q_STATUS_ENABLED;
+		if (qu->enabled && qu->waiting)
+			v |= VNPU_Q_STATUS_WAITING;
+		if (qu->config_error)
+			v |= VNPU_Q_STATUS_CONFIG_ERROR;
+		return v;
+	case VNPU_Q_HEAD:
+		return qu->head;
+	case VNPU_Q_TAIL:
+		return qu->tail;
+	case VNPU_Q_DONE_SEQ_LO:
+		return (uint32_t)qu->done_seq;
+	case VNPU_Q_DONE_SEQ_HI:
+		return (uint32_t)(qu->done_seq >> 32);
+	default:
+		sim_log(sim, "vnpu: read of no such queue register 0x%x",
+			VNPU_QUEUE_REG(q, reg));
+		return 0;
+	}
+}
+
+/* The first bad field of a queue about to be enabled, as its register
+ * offset, or -1 when the configuration is usable. */
+static int queue_config_check(const struct vnpu_sim *sim,
+			      const struct sim_queue *qu)
+{
+	uint64_t ring_bytes, cpl_bytes, end;
+
+	if (qu->ring_log2 < VNPU_RING_LOG2_MIN ||
+	    qu->ring_log2 > VNPU_RING_LOG2_MAX)
+		return VNPU_Q_RING_LOG2;
+	ring_bytes = (uint64_t)VNPU_CMD_SIZE << qu->ring_log2;
+	cpl_bytes = (uint64_t)VNPU_CPL_SIZE << qu->ring_log2;
+	if (qu->ring_base % VNPU_RING_ALIGN ||
+	    __builtin_add_overflow(qu->ring_base, ring_bytes, &end))
+		return VNPU_Q_RING_BASE_LO;
+	if (qu->cpl_base % VNPU_RING_ALIGN ||
+	    __builtin_add_overflow(qu->cpl_base, cpl_bytes, &end))
+		return VNPU_Q_CPL_BASE_LO;
+	if (qu->ctx >= sim->cfg.num_contexts || !sim->ctx[qu->ctx].enabled)
+		return VNPU_Q_CTX;
+	return -1;
+}
+
+static void queue_ctrl_write_locked(struct vnpu_sim *sim, unsigned q,
+				    uint32_t value)
+{
+	struct sim_queue *qu = &sim->queue[q];
+	bool enable = value & VNPU_Q_CTRL_ENABLE;
+	int bad;
+
+	qu->irq_enable = value & VNPU_Q_CTRL_IRQ_ENABLE;
+	if (enable == qu->enabled)
+		return;
+	if (!enable) {
+		/* Unexecuted commands are dropped without completions. */
+		qu->enabled = false;
+		qu->waiting = false;
+		qu->gen++;
+		return;
+	}
+	qu->config_error = false;
+	if (!sim->ready) {
+		qu->config_error = true;
+		sim_log(sim, "vnpu: queue %u enabled before boot", q);
+		sim_set_error_locked(sim, VNPU_ERR_NOT_READY, q, value,
+				     VNPU_EVENT_QUEUE_ERROR);
+		return;
+	}
+	bad = queue_config_check(sim, qu);
+	if (bad >= 0) {
+		qu->config_error = true;
+		sim_log(sim, "vnpu: queue %u: bad configuration (reg 0x%x)", q,
+			(unsigned)bad);
+		sim_set_error_locked(sim, VNPU_ERR_QUEUE_CONFIG, q,
+				     (uint32_t)bad, VNPU_EVENT_QUEUE_ERROR);
+		return;
+	}
+	qu->enabled = true;
+	qu->waiting = false;
+	qu->head = qu->tail = 0;
+	qu->done_seq = 0;
+	qu->last_error = VNPU_STATUS_OK;
+	qu->gen++;
+}
+
+void sim_queue_write_locked(struct vnpu_sim *sim, unsigned q, uint32_t reg,
+			    uint32_t value)
+{
+	struct sim_queue *qu = &sim->queue[q];
+
+	switch (reg) {
+	case VNPU_Q_RING_BASE_LO:
+	case VNPU_Q_RING_BASE_HI:
+	case VNPU_Q_RING_LOG2:
+	case VNPU_Q_CTX:
+	case VNPU_Q_CPL_BASE_LO:
+	case VNPU_Q_CPL_BASE_HI:
+		if (qu->enabled) {
+			sim_log(sim, "vnpu: queue %u: config write 0x%x while "
+				"enabled ignored", q, reg);
+			sim_set_error_locked(sim, VNPU_ERR_BAD_REGISTER, q,
+					     VNPU_QUEUE_REG(q, reg),
+					     VNPU_EVENT_QUEUE_ERROR);
+			return;
+		}
+		break;
+	case VNPU_Q_CTRL:
+		queue_ctrl_write_locked(sim, q, value);
+		sim_wake_cp_locked(sim);
+		return;
+	default:
+		sim_log(sim, "vnpu: write of read-only or no such queue "
+			"register 0x%x", VNPU_QUEUE_REG(q, reg));
+		sim_set_error_locked(sim, VNPU_ERR_BAD_REGISTER,
+				     SIM_ERR_NO_QUEUE, VNPU_QUEUE_REG(q, reg),
+				     0);
+		return;
+	}
+	switch (reg) {
+	case VNPU_Q_RING_BASE_LO:
+		qu->ring_base = (qu->ring_base & ~0xffffffffull) | value;
+		break;
+	case VNPU_Q_RING_BASE_HI:
+		qu->ring_base = (qu->ring_base & 0xffffffffull) |
+				(uint64_t)value << 32;
+		break;
+	case VNPU_Q_RING_LOG2:
+		qu->ring_log2 = value;
+		break;
+	case VNPU_Q_CTX:
+		qu->ctx = value;
+		break;
+	case VNPU_Q_CPL_BASE_LO:
+		qu->cpl_base = (qu->cpl_base & ~0xffffffffull) | value;
+		break;
+	case VNPU_Q_CPL_BASE_HI:
+		qu->cpl_base = (qu->cpl_base & 0xffffffffull) |
+			       (uint64_t)value << 32;
+		break;
+	}
+}
+
+void sim_doorbell_locked(struct vnpu_sim *sim, unsigned q, uint32_t value)
+{
+	struct sim_queue *qu = &sim->queue[q];
+
+	if (!qu->enabled) {
+		sim_log(sim, "vnpu: doorbell of disabled queue %u", q);
+		sim_set_error_locked(sim, VNPU_ERR_DOORBELL_DISABLED, q, value,
+				     VNPU_EVENT_DOORBELL_ERROR);
+		return;
+	}
+	if (value >= queue_entries(qu)) {
+		sim_log(sim, "vnpu: queue %u doorbell %u beyond %u entries", q,
+			value, queue_entries(qu));
+		sim_set_error_locked(sim, VNPU_ERR_DOORBELL_RANGE, q, value,
+				     VNPU_EVENT_DOORBELL_ERROR);
+		return;
+	}
+	qu->tail = value;
+	sim_wake_cp_locked(sim);
+}
+
+/* Everything one command needs, snapshotted under the lock. */
+struct cp_slot {
+	uint64_t ring_base, cpl_base;
+	uint32_t slot;
+	uint32_t entries;
+	bool refetch;		/* false: resume the stored FENCE_WAIT */
+	bool faulted;		/* the context has a pending fault */
+};
+
+static bool still_current_locked(const struct vnpu_sim *sim,
+				 const struct sim_exec *ex)
+{
+	return sim->epoch == ex->epoch &&
+	       sim->queue[ex->queue].gen == ex->qgen &&
+	       sim->queue[ex->queue].enabled;
+}
+
+static void fatal_if_current(struct vnpu_sim *sim, const struct sim_exec *ex,
+			     uint32_t code)
+{
+	sim_lock(sim);
+	if (sim->epoch == ex->epoch)
+		sim_fatal_locked(sim, code);
+	sim_unlock(sim);
+}
+
+/* Fetches (once), executes and retires one command; true when retired. */
+static bool cp_execute_one(struct vnpu_sim *sim, struct sim_exec *ex,
+			   const struct cp_slot *slot)
+{
+	struct sim_queue *qu = &sim->queue[ex->queue];
+	struct vnpu_cpl cpl;
+	uint64_t addr;
+	bool retired = false;
+
+	if (slot->refetch) {
+		if (__builtin_add_overflow(slot->ring_base,
+					   (uint64_t)slot->slot * VNPU_CMD_SIZE,
+					   &addr) ||
+		    sim->hal.dma_read(sim->hal.opaque, addr, &ex->cmd,
+				      sizeof(ex->cmd))) {
+			sim_log(sim, "vnpu: queue %u: ring fetch failed",
+				ex->queue);
+			fatal_if_current(sim, ex, VNPU_FATAL_RING_DMA);
+			return false;
+		}
+	}
+	if (slot->faulted)
+		ex->status = VNPU_STATUS_CONTEXT_FAULTED;
+	else
+		sim_cmd_execute(sim, ex);
+	if (ex->stop)
+		return false;
+	if (ex->wait) {
+		sim_lock(sim);
+		if (still_current_locked(sim, ex)) {
+			qu->waiting = true;
+			qu->wait_cmd = ex->cmd;
+		}
+		sim_unlock(sim);
+		return false;
+	}
+
+	memset(&cpl, 0, sizeof(cpl));
+	cpl.seqno = ex->cmd.hdr.seqno;
+	cpl.status = ex->status;
+	cpl.opcode = ex->cmd.hdr.opcode;
+	cpl.info = ex->info;
+	cpl.timestamp = sim_clock(sim);
+
+	sim_lock(sim);
+	if (!still_current_locked(sim, ex)) {
+		sim_unlock(sim);
+		return false;
+	}
+	sim_unlock(sim);
+	if (__builtin_add_overflow(slot->cpl_base,
+				   (uint64_t)slot->slot * VNPU_CPL_SIZE,
+				   &addr) ||
+	    sim->hal.dma_write(sim->hal.opaque, addr, &cpl, sizeof(cpl))) {
+		sim_log(sim, "vnpu: queue %u: completion write failed",
+			ex->queue);
+		fatal_if_current(sim, ex, VNPU_FATAL_CPL_DMA);
+		return false;
+	}
+
+	sim_lock(sim);
+	if (still_current_locked(sim, ex)) {
+		bool irq = (ex->cmd.hdr.flags & VNPU_CMD_F_IRQ) ||
+			   ex->status != VNPU_STATUS_OK;
+
+		qu->head = (slot->slot + 1) & (slot->entries - 1);
+		qu->waiting = false;
+		qu->done_seq = ex->cmd.hdr.seqno;
+		if (ex->status != VNPU_STATUS_OK)
+			qu->last_error = ex->status;
+		if (irq && qu->irq_enable)
+			sim_raise_irq_locked(sim, VNPU_IRQ_QUEUE(ex->queue),
+					     VNPU_MSIX_VECTOR_QUEUE(ex->queue));
+		retired = true;
+	}
+	sim_unlock(sim); /* delivers the interrupt */
+	return retired;
+}
+
+static void cp_done_locked(struct vnpu_sim *sim)
+{
+	sim->cp_busy = false;
+	pthread_cond_broadcast(&sim->idle_cv);
+}
+
+bool sim_cp_step(struct vnpu_sim *sim)
+{
+	unsigned nq = sim->cfg.num_queues;
+	unsigned start;
+
+	sim_lock(sim);
+	start = sim->rr_next;
+	for (unsigned i = 0; i < nq; i++) {
+		unsigned q = (start + i) % nq;
+		struct sim_queue *qu = &sim->queue[q];
+		struct sim_exec ex;
+		struct cp_slot slot;
+		bool retired;
+
+		if (!sim_processing_allowed_locked(sim) ||
+		    atomic_load(&sim->cancel))
+			break;
+		if (!qu->enabled || (!qu->waiting && qu->head == qu->tail))
+			continue;
+		memset(&ex, 0, sizeof(ex));
+		ex.queue = q;
+		ex.ctx = qu->ctx;
+		ex.epoch = sim->epoch;
+		ex.qgen = qu->gen;
+		slot.ring_base = qu->ring_base;
+		slot.cpl_base = qu->cpl_base;
+		slot.slot = qu->head;
+		slot.entries = queue_entries(qu);
+		slot.refetch = !qu->waiting;
+		slot.faulted = sim->ctx[qu->ctx].fault_status != 0;
+		if (qu->waiting)
+			ex.cmd = qu->wait_cmd;
+		sim->cp_busy = true;
+		sim_unlock(sim);
+
+		retired = cp_execute_one(sim, &ex, &slot);
+
+		sim_lock(sim);
+		cp_done_locked(sim);
+		if (retired) {
+			sim->rr_next = (q + 1) % nq;
+			sim_unlock(sim);
+			return true;
+		}
+	}
+	sim_unlock(sim);
+	return false;
+}
+
+static uint32_t boot_load(struct vnpu_sim *sim, uint64_t addr, uint32_t size,
+			  uint32_t *fw_version,
+			  bool loaded[VNPU_KERNEL_ID_MAX + 1])
+{
+	uint64_t end;
+	uint8_t *image;
+	uint32_t status;
+
+	if (size < sizeof(struct vnpu_fw_header) || size > VNPU_FW_MAX_SIZE)
+		return VNPU_BOOT_ERR_SIZE;
+	if (__builtin_add_overflow(addr, size, &end))
+		return VNPU_BOOT_ERR_DMA;
+	image = malloc(size); /* bounded by VNPU_FW_MAX_SIZE */
+	if (!image) {
+		sim_log(sim, "vnpu: no memory for the firmware image");
+		return VNPU_BOOT_ERR_DMA;
+	}
+	if (sim->hal.dma_read(sim->hal.opaque, addr, image, size))
+		status = VNPU_BOOT_ERR_DMA;
+	else
+		status = sim_fw_verify(sim, image, size, fw_version, loaded);
+	free(image);
+	return status;
+}
+
+void sim_cp_boot(struct vnpu_sim *sim)
+{
+	bool loaded[VNPU_KERNEL_ID_MAX + 1] = { false };
+	uint32_t fw_version = 0, status, size;
+	uint64_t epoch, addr;
+
+	sim_lock(sim);
+	if (!sim->boot_pending || sim->cp_busy) {
+		sim_unlock(sim);
+		return;
+	}
+	sim->cp_busy = true;
+	epoch = sim->epoch;
+	addr = (uint64_t)sim->fw_addr_hi << 32 | sim->fw_addr_lo;
+	size = sim->fw_size;
+	sim_unlock(sim);
+
+	status = boot_load(sim, addr, size, &fw_version, loaded);
+	if (status != VNPU_BOOT_READY)
+		sim_log(sim, "vnpu: firmware rejected, BOOT_STATUS 0x%x",
+			status);
+
+	sim_lock(sim);
+	if (sim->epoch == epoch) {
+		sim->boot_pending = false;
+		sim->boot_status = status;
+		if (status == VNPU_BOOT_READY) {
+			sim->ready = true;
+			sim->fw_version = fw_version;
+			memcpy(sim->kernel_loaded, loaded, sizeof(loaded));
+			sim->boot_time_ns = sim_clock(sim);
+		}
+		sim_raise_event_locked(sim, VNPU_EVENT_BOOT_DONE);
+	}
+	cp_done_locked(sim);
+	sim_unlock(sim);
+}
