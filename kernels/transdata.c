@@ -304,7 +304,11 @@ TD_ALWAYS_INLINE void td_pack_tile(char *st, const char *pl,
 	const size_t rs = p->row_stride * isz, cs = p->col_stride * isz;
 	uint64_t r = 0;
 
-	if (cs == isz) {
+	if (cs == isz && cv == c0) {
+		/* constant-size copies the compiler inlines */
+		for (; r < rv; r++)
+			memcpy(st + r * row_bytes, pl + r * rs, row_bytes);
+	} else if (cs == isz) {
 		for (; r < rv; r++) {
 			memcpy(st + r * row_bytes, pl + r * rs, cv * isz);
 			memset(st + r * row_bytes + cv * isz, 0,
@@ -330,7 +334,8 @@ TD_ALWAYS_INLINE void td_pack_tile(char *st, const char *pl,
 			memset(d + cv * isz, 0, (c0 - cv) * isz);
 		}
 	}
-	memset(st + rv * row_bytes, 0, (st_rows - rv) * row_bytes);
+	if (st_rows > rv)
+		memset(st + rv * row_bytes, 0, (st_rows - rv) * row_bytes);
 }
 
 /* Plain side from the valid rv x cv part of a storage tile. */
@@ -343,6 +348,11 @@ TD_ALWAYS_INLINE void td_unpack_tile(char *pl, const char *st,
 	const size_t rs = p->row_stride * isz, cs = p->col_stride * isz;
 	uint64_t r = 0;
 
+	if (cs == isz && cv == c0) {
+		for (; r < rv; r++)
+			memcpy(pl + r * rs, st + r * row_bytes, row_bytes);
+		return;
+	}
 	if (cs == isz) {
 		for (; r < rv; r++)
 			memcpy(pl + r * rs, st + r * row_bytes, cv * isz);
@@ -366,6 +376,62 @@ TD_ALWAYS_INLINE void td_unpack_tile(char *pl, const char *st,
 	}
 }
 
+/*
+ * n full tiles side by side along the columns, plain side contiguous along
+ * them. Two rows at a time across all n tiles: the plain side streams two
+ * rows of n * C0 elements and the storage side gets whole 64-byte lines
+ * (two 32-byte tile rows), so no line is visited twice. Tile by tile, a
+ * 32-byte row leaves half a line behind that, with power-of-two row
+ * pitches, is often evicted before it is needed.
+ */
+TD_ALWAYS_INLINE void td_rows_group(char *st, char *pl,
+				    const struct td_plan *p, uint64_t rv,
+				    uint64_t st_rows, uint64_t n,
+				    uint64_t st_tile, bool pack, size_t isz)
+{
+	const size_t row_bytes = (isz == 1 ? 32 : 16) * isz;
+	const size_t rs = p->row_stride * isz;
+
+	uint64_t r = 0;
+
+	for (; r + 2 <= rv; r += 2) {
+		char *s = st + r * row_bytes;
+		char *d = pl + r * rs;
+
+		for (uint64_t t = 0; t < n; t++) {
+			char *tile = s + t * st_tile;
+			char *row = d + t * row_bytes;
+
+			if (pack) {
+				memcpy(tile, row, row_bytes);
+				memcpy(tile + row_bytes, row + rs, row_bytes);
+			} else {
+				memcpy(row, tile, row_bytes);
+				memcpy(row + rs, tile + row_bytes, row_bytes);
+			}
+		}
+	}
+	for (; r < rv; r++) {
+		char *s = st + r * row_bytes;
+		char *d = pl + r * rs;
+
+		for (uint64_t t = 0; t < n; t++) {
+			if (pack)
+				memcpy(s + t * st_tile, d + t * row_bytes,
+				       row_bytes);
+			else
+				memcpy(d + t * row_bytes, s + t * st_tile,
+				       row_bytes);
+		}
+	}
+	if (pack && st_rows > rv)
+		for (uint64_t t = 0; t < n; t++)
+			memset(st + t * st_tile + rv * row_bytes, 0,
+			       (st_rows - rv) * row_bytes);
+}
+
+#define TD_GROUP_BYTES 1024
+
 /* Walks tiles [begin, end) of the plan; itemsize is a constant in each
  * instantiation so the tile kernels specialise. */
 TD_ALWAYS_INLINE void td_walk(const struct td_plan *p, char *st_base,
@@ -381,31 +447,55 @@ TD_ALWAYS_INLINE void td_walk(const struct td_plan *p, char *st_base,
 		st_off += idx[d] * p->st_stride[d];
 		pl_off += idx[d] * p->pl_stride[d];
 	}
-	for (uint64_t tile = begin; tile < end; tile++) {
+	const uint64_t max_group = TD_GROUP_BYTES / (p->c0 * isz);
+	const bool groups = p->col_stride == 1 && p->nouter > 0 &&
+			    p->col_dim == p->nouter - 1;
+
+	for (uint64_t tile = begin; tile < end;) {
 		uint64_t row0 = idx[p->row_dim] * p->tile_rows;
 		uint64_t col0 = idx[p->col_dim] * p->c0;
 		uint64_t rv = p->row_limit - row0;
 		uint64_t cv = p->col_limit - col0;
+		uint64_t st_rows, n = 1;
 
 		rv = rv < p->tile_rows ? rv : p->tile_rows;
 		cv = cv < p->c0 ? cv : p->c0;
-		if (pack)
-			td_pack_tile(st_base + st_off * isz,
-				     pl_base + pl_off * isz, p, rv, cv,
-				     p->pad_rows ? p->tile_rows : rv, isz);
-		else
-			td_unpack_tile(pl_base + pl_off * isz,
-				       st_base + st_off * isz, p, rv, cv, isz);
+		st_rows = p->pad_rows ? p->tile_rows : rv;
+		if (groups) {
+			/* full tiles left along the columns, in this block */
+			n = (p->col_limit - col0) / p->c0;
+			n = n < max_group ? n : max_group;
+			n = n < end - tile ? n : end - tile;
+		}
+		if (n > 1) {
+			td_rows_group(st_base + st_off * isz,
+				      pl_base + pl_off * isz, p, rv, st_rows,
+				      n, p->st_stride[p->col_dim] * isz, pack,
+				      isz);
+		} else {
+			n = 1;
+			if (pack)
+				td_pack_tile(st_base + st_off * isz,
+					     pl_base + pl_off * isz, p, rv, cv,
+					     st_rows, isz);
+			else
+				td_unpack_tile(pl_base + pl_off * isz,
+					       st_base + st_off * isz, p, rv,
+					       cv, isz);
+		}
+		tile += n;
 
 		/* odometer; unsigned wrap-around undoes a finished dim */
-		for (uint32_t d = p->nouter; d-- > 0;) {
-			st_off += p->st_stride[d];
-			pl_off += p->pl_stride[d];
-			if (++idx[d] < p->extent[d])
-				break;
-			st_off -= p->extent[d] * p->st_stride[d];
-			pl_off -= p->extent[d] * p->pl_stride[d];
-			idx[d] = 0;
+		for (; n > 0; n--) {
+			for (uint32_t d = p->nouter; d-- > 0;) {
+				st_off += p->st_stride[d];
+				pl_off += p->pl_stride[d];
+				if (++idx[d] < p->extent[d])
+					break;
+				st_off -= p->extent[d] * p->st_stride[d];
+				pl_off -= p->extent[d] * p->pl_stride[d];
+				idx[d] = 0;
+			}
 		}
 	}
 }

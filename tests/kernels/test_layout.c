@@ -853,6 +853,98 @@ START_TEST(test_plain_copy)
 }
 END_TEST
 
+/*
+ * Blocks own disjoint parts of the output: run each block alone on a
+ * freshly filled output and record the bytes it changed; no byte may be
+ * changed by two blocks, and together they produce the full result.
+ */
+static void check_block_ownership(const struct vnpu_tensor *src,
+				  const struct vnpu_tensor *out,
+				  struct vnpu_kbuf *bufs, uint32_t nblocks)
+{
+	struct vnpu_kp_transdata kp;
+	uint64_t size = bufs[1].size;
+	uint8_t *owner = calloc(size, 1), *full = malloc(size);
+	const uint8_t *o = bufs[1].ptr;
+
+	ck_assert_ptr_nonnull(owner);
+	ck_assert_ptr_nonnull(full);
+	memset(&kp, 0, sizeof(kp));
+	kp.src = *src;
+	kp.out = *out;
+	ck_assert_uint_eq(vnpu_kernel_transdata.validate(&kp, bufs, 2),
+			  VNPU_STATUS_OK);
+	for (uint32_t b = 0; b < nblocks; b++)
+		vnpu_kernel_transdata.run(&kp, bufs, b, nblocks);
+	memcpy(full, o, size);
+	for (uint32_t b = 0; b < nblocks; b++) {
+		memset(bufs[1].ptr, FILL_BYTE, size);
+		vnpu_kernel_transdata.run(&kp, bufs, b, nblocks);
+		for (uint64_t i = 0; i < size; i++) {
+			if (o[i] == FILL_BYTE)
+				continue;
+			ck_assert_msg(!owner[i], "byte %llu written by blocks "
+				      "%u and %u", (unsigned long long)i,
+				      owner[i] - 1, b);
+			ck_assert_uint_eq(o[i], full[i]);
+			owner[i] = (uint8_t)(b + 1);
+		}
+	}
+	for (uint64_t i = 0; i < size; i++)
+		if (full[i] != FILL_BYTE)
+			ck_assert(owner[i]);
+	free(owner);
+	free(full);
+}
+
+START_TEST(test_blocks_disjoint)
+{
+	static const struct {
+		uint32_t format, ndim;
+		int64_t sizes[4];
+	} cases[] = {
+		{ VNPU_FORMAT_FRACTAL_NZ, 2, { 100, 37 } },
+		{ VNPU_FORMAT_FRACTAL_NZ, 3, { 3, 33, 200 } },
+		{ VNPU_FORMAT_NC1HWC0, 4, { 2, 33, 20, 20 } },
+		{ VNPU_FORMAT_NC1HWC0, 4, { 3, 17, 5, 7 } },
+		{ VNPU_FORMAT_FRACTAL_Z, 4, { 33, 17, 3, 3 } },
+	};
+
+	kt_seed(808);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		for (uint32_t nb = 2; nb <= 7; nb += 5) {
+			uint32_t dtype = all_dtypes[(i + nb) % NUM_DTYPES];
+			size_t isz = itemsize(dtype);
+			const int64_t *s = cases[i].sizes;
+			uint32_t nd = cases[i].ndim;
+			struct vnpu_tensor plain, packed;
+			struct vnpu_kbuf bufs[2];
+			int64_t sn = ref_storage_numel(cases[i].format, dtype,
+						       nd, s);
+
+			/* pack: storage written by exactly one block */
+			bufs[0] = kt_buffer(random_plain(&plain, 0, dtype, nd,
+							 s, i % 2));
+			random_bytes(&bufs[0], dtype);
+			bufs[1] = kt_buffer((uint64_t)sn * isz);
+			packed = kt_tensor_fmt(1, dtype, cases[i].format, nd,
+					       s);
+			check_block_ownership(&plain, &packed, bufs, nb);
+			/* unpack into the plain buffer's layout */
+			packed.buffer = 0;
+			plain.buffer = 1;
+			kt_free(&bufs[0]);
+			bufs[0] = bufs[1];
+			bufs[1] = kt_buffer(random_plain(&plain, 1, dtype, nd,
+							 s, i % 2));
+			check_block_ownership(&packed, &plain, bufs, nb);
+			kt_free(&bufs[0]);
+			kt_free(&bufs[1]);
+		}
+	}
+}
+END_TEST
+
 /* Zero-size tensors are valid and write nothing. */
 START_TEST(test_empty)
 {
@@ -1075,6 +1167,7 @@ static Suite *layout_suite(void)
 	tcase_add_test(tc, test_transposed_plain_sides);
 	tcase_add_test(tc, test_nchw_nhwc);
 	tcase_add_test(tc, test_plain_copy);
+	tcase_add_test(tc, test_blocks_disjoint);
 	tcase_add_test(tc, test_empty);
 	tcase_add_test(tc, test_validation);
 	suite_add_tcase(s, tc);

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: MIT
+/*
+ * TransData throughput against memcpy, both measured in this run on one
+ * thread: the kernel runs as one block (block 0 of 1), memcpy copies as
+ * many bytes as the larger side of the conversion (plain or packed
+ * storage) between two other buffers. Both rates are reported as
+ * larger-side bytes per second, best of several runs, so the ratio is
+ * memcpy time / TransData time for the same amount of data.
+ *
+ * Usage: bench-transdata [runs]   (default 7)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernel.h"
+#include "tensor.h"
+
+/* Strong reference: the registry's is weak while families are merged. */
+extern const struct vnpu_kernel_def vnpu_kernel_transdata;
+
+struct bench_case {
+	const char *name;
+	uint32_t dtype;
+	uint32_t ndim;
+	int64_t sizes[4];
+	uint32_t format;	/* the internal side */
+	bool channels_last;	/* plain side NHWC-strided */
+};
+
+static const struct bench_case cases[] = {
+	{ "ND f16 [4096,4096] <-> NZ", VNPU_DTYPE_F16, 2, { 4096, 4096 },
+	  VNPU_FORMAT_FRACTAL_NZ, false },
+	{ "ND f32 [4096,4096] <-> NZ", VNPU_DTYPE_F32, 2, { 4096, 4096 },
+	  VNPU_FORMAT_FRACTAL_NZ, false },
+	{ "ND i8 [4096,4096] <-> NZ", VNPU_DTYPE_I8, 2, { 4096, 4096 },
+	  VNPU_FORMAT_FRACTAL_NZ, false },
+	{ "ND f16 [8,1000,1000] <-> NZ", VNPU_DTYPE_F16, 3, { 8, 1000, 1000 },
+	  VNPU_FORMAT_FRACTAL_NZ, false },
+	{ "NCHW f16 [32,64,56,56] <-> 5HD", VNPU_DTYPE_F16, 4,
+	  { 32, 64, 56, 56 }, VNPU_FORMAT_NC1HWC0, false },
+	{ "NCHW f32 [32,64,56,56] <-> 5HD", VNPU_DTYPE_F32, 4,
+	  { 32, 64, 56, 56 }, VNPU_FORMAT_NC1HWC0, false },
+	{ "NCHW i8 [32,64,56,56] <-> 5HD", VNPU_DTYPE_I8, 4,
+	  { 32, 64, 56, 56 }, VNPU_FORMAT_NC1HWC0, false },
+	{ "NHWC f16 [32,64,56,56] <-> 5HD", VNPU_DTYPE_F16, 4,
+	  { 32, 64, 56, 56 }, VNPU_FORMAT_NC1HWC0, true },
+	{ "NCHW f16 [256,256,3,3] <-> FZ", VNPU_DTYPE_F16, 4,
+	  { 256, 256, 3, 3 }, VNPU_FORMAT_FRACTAL_Z, false },
+	{ "NCHW f16 [32,64,56,56] <-> NHWC", VNPU_DTYPE_F16, 4,
+	  { 32, 64, 56, 56 }, VNPU_FORMAT_NHWC, true },
+};
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void *alloc_bytes(uint64_t bytes)
+{
+	void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
+
+	if (!p) {
+		fprintf(stderr, "out of memory (%llu bytes)\n",
+			(unsigned long long)bytes);
+		exit(1);
+	}
+	memset(p, 1, bytes); /* fault the pages in before timing */
+	return p;
+}
+
+static double best_transdata(const struct vnpu_kp_transdata *kp,
+			     const struct vnpu_kbuf *bufs, int runs)
+{
+	double best = 1e30;
+
+	if (vnpu_kernel_transdata.validate(kp, bufs, 2) != VNPU_STATUS_OK) {
+		fprintf(stderr, "launch rejected\n");
+		exit(1);
+	}
+	vnpu_kernel_transdata.run(kp, bufs, 0, 1); /* warm-up */
+	for (int i = 0; i < runs; i++) {
+		double t0 = now();
+
+		vnpu_kernel_transdata.run(kp, bufs, 0, 1);
+		t0 = now() - t0;
+		best = t0 < best ? t0 : best;
+	}
+	return best;
+}
+
+static double best_memcpy(void *dst, const void *src, uint64_t bytes,
+			  int runs)
+{
+	double best = 1e30;
+
+	memcpy(dst, src, bytes);
+	for (int i = 0; i < runs; i++) {
+		double t0 = now();
+
+		memcpy(dst, src, bytes);
+		t0 = now() - t0;
+		best = t0 < best ? t0 : best;
+	}
+	/* keep the copies observable */
+	if (((volatile const char *)dst)[bytes / 2] == 42)
+		puts("");
+	return best;
+}
+
+static void run_case(const struct bench_case *c, int runs)
+{
+	struct vnpu_kp_transdata pack, unpack;
+	struct vnpu_tensor plain, packed;
+	struct vnpu_kbuf bufs[2];
+	uint64_t numel = 1, snumel, isz = vnpu_dtype_size(c->dtype);
+	uint64_t plain_bytes, storage_bytes, larger;
+	double t_pack, t_unpack, t_copy;
+	void *copy_a, *copy_b;
+
+	memset(&plain, 0, sizeof(plain));
+	plain.dtype = c->dtype;
+	plain.format = c->channels_last ? VNPU_FORMAT_NHWC : VNPU_FORMAT_ND;
+	plain.ndim = c->ndim;
+	for (uint32_t i = 0; i < c->ndim; i++) {
+		plain.sizes[i] = c->sizes[i];
+		numel *= (uint64_t)c->sizes[i];
+	}
+	for (uint32_t i = c->ndim, stride = 1; i-- > 0;) {
+		plain.strides[i] = stride;
+		stride *= (uint32_t)c->sizes[i];
+	}
+	if (c->channels_last) { /* sizes [N,C,H,W], memory N,H,W,C */
+		int64_t ch = c->sizes[1], w = c->sizes[3], h = c->sizes[2];
+
+		plain.strides[1] = 1;
+		plain.strides[3] = ch;
+		plain.strides[2] = w * ch;
+		plain.strides[0] = h * w * ch;
+	}
+	packed = plain;
+	packed.buffer = 1;
+	if (c->format == VNPU_FORMAT_NHWC) {
+		/* plain -> plain: the packed side is the NCHW tensor */
+		packed.format = VNPU_FORMAT_NCHW;
+		for (uint32_t i = c->ndim, stride = 1; i-- > 0;) {
+			packed.strides[i] = stride;
+			stride *= (uint32_t)c->sizes[i];
+		}
+		snumel = numel;
+	} else {
+		packed.format = c->format;
+		memset(packed.strides, 0, sizeof(packed.strides));
+		vnpu_storage_numel(&packed, &snumel);
+	}
+
+	plain_bytes = numel * isz;
+	storage_bytes = snumel * isz;
+	larger = plain_bytes > storage_bytes ? plain_bytes : storage_bytes;
+	bufs[0].ptr = alloc_bytes(plain_bytes);
+	bufs[0].size = plain_bytes;
+	bufs[0].access = VNPU_ACCESS_READ | VNPU_ACCESS_WRITE;
+	bufs[1].ptr = alloc_bytes(storage_bytes);
+	bufs[1].size = storage_bytes;
+	bufs[1].access = VNPU_ACCESS_READ | VNPU_ACCESS_WRITE;
+	for (uint64_t i = 0; i < plain_bytes; i++)
+		((unsigned char *)bufs[0].ptr)[i] = (unsigned char)(i * 7);
+	copy_a = alloc_bytes(larger);
+	copy_b = alloc_bytes(larger);
+
+	pack.src = plain;
+	pack.out = packed;
+	unpack.src = packed;
+	unpack.out = plain;
+	t_pack = best_transdata(&pack, bufs, runs);
+	t_unpack = best_transdata(&unpack, bufs, runs);
+	t_copy = best_memcpy(copy_b, copy_a, larger, runs);
+
+	printf("%-34s %7.1f MB  memcpy %6.2f GB/s  to %6.2f GB/s (%.2fx)"
+	       "  back %6.2f GB/s (%.2fx)\n",
+	       c->name, (double)larger / 1e6, (double)larger / t_copy / 1e9,
+	       (double)larger / t_pack / 1e9, t_copy / t_pack,
+	       (double)larger / t_unpack / 1e9, t_copy / t_unpack);
+
+	free(bufs[0].ptr);
+	free(bufs[1].ptr);
+	free(copy_a);
+	free(copy_b);
+}
+
+int main(int argc, char **argv)
+{
+	int runs = argc > 1 ? atoi(argv[1]) : 7;
+
+	if (runs < 1)
+		runs = 1;
+	printf("TransData, one block on one thread, vs memcpy of the larger "
+	       "side's bytes;\nrates are larger-side bytes per second, best "
+	       "of %d runs; ratio = memcpy time / TransData time\n", runs);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		run_case(&cases[i], runs);
+	return 0;
+}
