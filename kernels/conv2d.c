@@ -157,8 +157,8 @@ static inline void conv_k_next_tap(const struct conv_ctx *x,
 	}
 }
 
-/* A: im2col rows (output pixels) by reduction index. */
-static void pack_input(const struct vnpu_gemm_job *job, int64_t r0,
+/* A: im2col rows (output pixels) by reduction index, one panel. */
+static void pack_input_panel(const struct vnpu_gemm_job *job, int64_t r0,
 		       int64_t rows, int64_t p0, int64_t kc, float *dst,
 		       uint32_t panel)
 {
@@ -204,8 +204,8 @@ static void pack_input(const struct vnpu_gemm_job *job, int64_t r0,
 	}
 }
 
-/* B: output channels of the group by reduction index. */
-static void pack_weight(const struct vnpu_gemm_job *job, int64_t r0,
+/* B: output channels of the group by reduction index, one panel. */
+static void pack_weight_panel(const struct vnpu_gemm_job *job, int64_t r0,
 			int64_t rows, int64_t p0, int64_t kc, float *dst,
 			uint32_t panel)
 {
@@ -237,6 +237,26 @@ static void pack_weight(const struct vnpu_gemm_job *job, int64_t r0,
 			conv_k_next_tap(x, &k);
 		}
 	}
+}
+
+static void pack_input(const struct vnpu_gemm_job *job, int64_t r0,
+		       int64_t rows, int64_t p0, int64_t kc, float *dst,
+		       uint32_t panel)
+{
+	for (int64_t r = 0; r < rows; r += panel)
+		pack_input_panel(job, r0 + r,
+				 rows - r < panel ? rows - r : panel, p0, kc,
+				 dst + r * kc, panel);
+}
+
+static void pack_weight(const struct vnpu_gemm_job *job, int64_t r0,
+			int64_t rows, int64_t p0, int64_t kc, float *dst,
+			uint32_t panel)
+{
+	for (int64_t r = 0; r < rows; r += panel)
+		pack_weight_panel(job, r0 + r,
+				  rows - r < panel ? rows - r : panel, p0, kc,
+				  dst + r * kc, panel);
 }
 
 static void store_pixels(const struct vnpu_gemm_job *job, int64_t i0,

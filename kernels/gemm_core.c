@@ -293,14 +293,12 @@ static void pack_panels(const struct vnpu_gemm_job *job, vnpu_gemm_pack_fn fn,
 			int64_t r0, int64_t rows, int64_t p0, int64_t kc,
 			float *dst, uint32_t panel)
 {
-	for (int64_t r = 0; r < rows; r += panel) {
-		int64_t cnt = min64(panel, rows - r);
+	int64_t tail = rows % panel;
 
-		if (cnt < panel)
-			memset(dst, 0, (size_t)kc * panel * sizeof(float));
-		fn(job, r0 + r, cnt, p0, kc, dst, panel);
-		dst += kc * panel;
-	}
+	if (tail)
+		memset(dst + (rows - tail) * kc, 0,
+		       (size_t)kc * panel * sizeof(float));
+	fn(job, r0, rows, p0, kc, dst, panel);
 }
 
 /* K = 0: the product is empty, the result is beta * c (or 0) finished by

@@ -19,8 +19,10 @@ struct vnpu_gemm_job;
 
 /*
  * Packs rows [r0, r0 + rows) by reduction indices [p0, p0 + kc) of one
- * operand as dst[p * panel + r] (p, r relative). For A the rows are output
- * rows, for B output columns. Entries r >= rows are already zero.
+ * operand as consecutive panels of `panel` rows: row r, index p goes to
+ * dst[(r / panel) * kc * panel + p * panel + r % panel] (r, p relative).
+ * For A the rows are output rows, for B output columns. The missing rows
+ * of a partial last panel are already zero.
  */
 typedef void (*vnpu_gemm_pack_fn)(const struct vnpu_gemm_job *job, int64_t r0,
 				  int64_t rows, int64_t p0, int64_t kc,

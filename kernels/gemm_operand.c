@@ -151,12 +151,61 @@ void vnpu_operand_store_run(char *dst, uint32_t dtype, int64_t step, int64_t n,
 	}
 }
 
-void vnpu_operand_pack(const struct vnpu_operand *op, int64_t b, int64_t r0,
+/* F32 rows that are contiguous along the reduction (row-major A, or B
+ * stored [N, K]). Rows are often a power-of-two stride apart and would
+ * fight over the same L1 sets, so each row's cache line (16 floats) is
+ * consumed whole before moving to the next row. */
+static void pack_f32_rows(const char *base, int64_t rs, int64_t rows,
+			  int64_t kc, float *dst, uint32_t panel)
+{
+	enum { LINE = 16 };
+	int64_t p = 0;
+
+	for (; p + LINE <= kc; p += LINE)
+		for (int64_t r = 0; r < rows; r++) {
+			const char *s = base + (r * rs + p) * 4;
+			float *d = dst + p * panel + r;
+
+			for (int t = 0; t < LINE; t++)
+				memcpy(&d[t * panel], s + t * 4, 4);
+		}
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t q = p; q < kc; q++)
+			memcpy(&dst[q * panel + r], base + (r * rs + q) * 4, 4);
+}
+
+/* F32 rows adjacent in storage (column-major A, row-major B): read each
+ * reduction step as one contiguous line across all panels. */
+static void pack_f32_cols(const char *base, int64_t cs, int64_t rows,
+			  int64_t kc, float *dst, uint32_t panel)
+{
+	int64_t full = rows / panel * panel;
+
+	for (int64_t p = 0; p < kc; p++) {
+		const char *s = base + p * cs * 4;
+		float *d = dst + p * panel;
+
+		for (int64_t r = 0; r < full; r += panel, d += kc * panel)
+			for (uint32_t t = 0; t < panel; t++)
+				memcpy(&d[t], s + (r + t) * 4, 4);
+		for (int64_t r = full; r < rows; r++)
+			memcpy(&d[r - full], s + r * 4, 4);
+	}
+}
+
+/* One panel of at most `panel` rows. */
+static void pack_panel(const struct vnpu_operand *op, int64_t b, int64_t r0,
 		       int64_t rows, int64_t p0, int64_t kc, float *dst,
 		       uint32_t panel)
 {
 	int64_t off, step, len;
 
+	if (!op->nz && op->dtype == VNPU_DTYPE_F32 && op->cs == 1 &&
+	    panel <= 32) {
+		pack_f32_rows(op->data + (b * op->bs + r0 * op->rs + p0) * 4,
+			      op->rs, rows, kc, dst, panel);
+		return;
+	}
 	/* Read in whichever direction is contiguous in storage. */
 	if ((op->nz && op->nz_t) || (!op->nz && op->rs == 1 && op->cs != 1)) {
 		for (int64_t p = 0; p < kc; p++)
@@ -176,6 +225,23 @@ void vnpu_operand_pack(const struct vnpu_operand *op, int64_t b, int64_t r0,
 			vnpu_operand_load_run(op->data + off * op->itemsize, op->dtype, step,
 				 len, dst + p * panel + r, panel);
 		}
+}
+
+void vnpu_operand_pack(const struct vnpu_operand *op, int64_t b, int64_t r0,
+		       int64_t rows, int64_t p0, int64_t kc, float *dst,
+		       uint32_t panel)
+{
+	if (!op->nz && op->dtype == VNPU_DTYPE_F32 && op->rs == 1 &&
+	    op->cs != 1) {
+		pack_f32_cols(op->data + (b * op->bs + r0 + p0 * op->cs) * 4,
+			      op->cs, rows, kc, dst, panel);
+		return;
+	}
+	for (int64_t r = 0; r < rows; r += panel) {
+		int64_t cnt = rows - r < panel ? rows - r : panel;
+
+		pack_panel(op, b, r0 + r, cnt, p0, kc, dst + r * kc, panel);
+	}
 }
 
 void vnpu_operand_read_row(const struct vnpu_operand *op, int64_t b,

@@ -33,7 +33,8 @@ struct vnpu_operand {
 void vnpu_operand_init(struct vnpu_operand *op, const struct vnpu_tensor *t,
 		       const struct vnpu_kbuf *bufs, bool trans);
 
-/* dst[p * panel + r] = x(b, r0 + r, p0 + p) for r < rows, p < kc. */
+/* x(b, r0 + r, p0 + p) for r < rows, p < kc into consecutive panels of
+ * `panel` rows: dst[(r / panel) * kc * panel + p * panel + r % panel]. */
 void vnpu_operand_pack(const struct vnpu_operand *op, int64_t b, int64_t r0,
 		       int64_t rows, int64_t p0, int64_t kc, float *dst,
 		       uint32_t panel);
