@@ -294,6 +294,127 @@ static void store_pixels(const struct vnpu_gemm_job *job, int64_t i0,
 	}
 }
 
+/* Output columns [lo, hi) of a row whose tap lands inside the input:
+ * 0 <= ow * stride + off < w. */
+static void tap_columns(int64_t off, int64_t stride, int64_t w, int64_t wo,
+			int64_t *lo, int64_t *hi)
+{
+	*lo = off >= 0 ? 0 : (-off + stride - 1) / stride;
+	*hi = w - 1 - off < 0 ? 0 : (w - 1 - off) / stride + 1;
+	if (*hi > wo)
+		*hi = wo;
+	if (*lo > *hi)
+		*lo = *hi;
+}
+
+/* acc[t] += wv * x[t * step] for t < n, x in the launch dtype. */
+static void axpy_strided(float *acc, float wv, const char *x, int64_t step,
+			 int64_t n, uint32_t dtype)
+{
+	float line[64];
+
+	if (dtype == VNPU_DTYPE_F32) {
+		for (int64_t t = 0; t < n; t++) {
+			float v;
+
+			memcpy(&v, x + t * step * 4, 4);
+			acc[t] += wv * v;
+		}
+		return;
+	}
+	for (int64_t t = 0; t < n; t += 64) {
+		int64_t cnt = n - t < 64 ? n - t : 64;
+
+		vnpu_operand_load_run(x + t * step * 2, dtype, step, cnt, line,
+				      1);
+		for (int64_t q = 0; q < cnt; q++)
+			acc[t + q] += wv * line[q];
+	}
+}
+
+/*
+ * Direct convolution for groups with one input channel (depthwise) or very
+ * few output channels, where the GEMM's N dimension would be almost all
+ * padding: each output row segment accumulates tap by tap, reading the
+ * input row with the tap's stride.
+ */
+static void conv_direct(const struct conv_ctx *x, int64_t oh0, int64_t oh1,
+			int64_t j0, int64_t j1)
+{
+	enum { SEG = 256 };
+	const struct vnpu_kp_conv2d *p = x->p;
+	int64_t h = (int64_t)x->gi.h, w = (int64_t)x->gi.w;
+	float acc[SEG], line[SEG];
+
+	for (int64_t j = j0; j < j1; j++) {
+		int64_t co = x->g * x->cog + j;
+		float bias = p->has_bias ?
+			vnpu_operand_load(x->bias + co * x->bias_stride *
+							    x->itemsize,
+					  x->dtype) : 0.0f;
+
+		for (int64_t oh = oh0; oh < oh1; oh++)
+			for (int64_t s0 = 0; s0 < x->wo; s0 += SEG) {
+				int64_t cnt = x->wo - s0 < SEG ? x->wo - s0 :
+								 SEG;
+
+				for (int64_t t = 0; t < cnt; t++)
+					acc[t] = 0.0f;
+				for (int64_t ci = 0; ci < x->cg; ci++)
+					for (int64_t kh = 0; kh < x->kh; kh++) {
+						int64_t ih = oh * p->stride_h -
+							     p->pad_h +
+							     kh * p->dil_h;
+
+						if (ih < 0 || ih >= h)
+							continue;
+						for (int64_t kw = 0; kw < x->kw;
+						     kw++) {
+							int64_t off =
+								kw * p->dil_w -
+								p->pad_w;
+							int64_t lo, hi;
+							float wv;
+
+							tap_columns(off,
+								    p->stride_w,
+								    w, x->wo,
+								    &lo, &hi);
+							if (lo < s0)
+								lo = s0;
+							if (hi > s0 + cnt)
+								hi = s0 + cnt;
+							if (lo >= hi)
+								continue;
+							wv = vnpu_operand_load(
+								x->wt +
+									wt_offset(x, co, ci, kh, kw) *
+										x->itemsize,
+								x->dtype);
+							axpy_strided(
+								acc + lo - s0,
+								wv,
+								x->in +
+									in_offset(x, x->g * x->cg + ci, ih,
+										  lo * p->stride_w + off) *
+										x->itemsize,
+								(int64_t)p->stride_w *
+									VNPU_C0(2),
+								hi - lo,
+								x->dtype);
+						}
+					}
+				for (int64_t t = 0; t < cnt; t++)
+					line[t] = vnpu_activate(p->activation,
+								acc[t] + bias);
+				vnpu_operand_store_run(
+					x->out + out_offset(x, co, oh, s0) *
+							 x->itemsize,
+					x->dtype, VNPU_C0(2), cnt, line);
+			}
+	}
+}
+
 /* Channels past Cout in the last C1 block are zero (canonical storage);
  * the tile holding the last output channel writes them for its pixels. */
 static void zero_channel_padding(const struct conv_ctx *x, int64_t pix0,
@@ -321,6 +442,7 @@ static void conv_run(const void *params, const struct vnpu_kbuf *bufs,
 	struct vnpu_gemm_job job;
 	int64_t groups = p->groups, jobs, gr, gc, t, tiles;
 	uint64_t begin, end;
+	bool direct;
 
 	memset(&x, 0, sizeof(x));
 	x.p = p;
@@ -359,6 +481,10 @@ static void conv_run(const void *params, const struct vnpu_kbuf *bufs,
 		x.bias_stride = p->bias.strides[0];
 	}
 
+	/* The GEMM pays off when its N (channels per group) fills a good
+	 * part of the microkernel's width and there is more than one input
+	 * channel to reduce over. */
+	direct = x.cg == 1 || x.cog <= 4;
 	memset(&job, 0, sizeof(job));
 	job.k = x.kh * x.kw * x.cg;
 	job.pack_a = pack_input;
@@ -376,7 +502,11 @@ static void conv_run(const void *params, const struct vnpu_kbuf *bufs,
 		job.m1 = vnpu_gemm_chunk(x.ho, gr, tr + 1) * x.wo;
 		job.n0 = vnpu_gemm_chunk(x.cog, gc, tc);
 		job.n1 = vnpu_gemm_chunk(x.cog, gc, tc + 1);
-		vnpu_gemm_run_job(&job);
+		if (direct)
+			conv_direct(&x, job.m0 / x.wo, job.m1 / x.wo, job.n0,
+				    job.n1);
+		else
+			vnpu_gemm_run_job(&job);
 		if (x.g == groups - 1 && job.n1 == x.cog)
 			zero_channel_padding(&x, job.m0, job.m1);
 	}

@@ -931,6 +931,11 @@ START_TEST(test_conv_cases)
 		{ VNPU_DTYPE_F32, 1, 30, 5, 5, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, false, 0, 0 },
 		/* more pixels than one workspace block (MB 384) */
 		{ VNPU_DTYPE_F16, 1, 3, 24, 20, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, false, 0, 0 },
+		/* output rows longer than the direct path's 256 segment */
+		{ VNPU_DTYPE_F16, 1, 2, 2, 300, 4, 1, 3, 1, 1, 0, 1, 1, 1, 2, false, 0, 0 },
+		{ VNPU_DTYPE_F32, 1, 3, 3, 530, 3, 2, 3, 1, 2, 1, 1, 1, 2, 3, false, 0, 0 },
+		/* few output channels per group (direct path), C per group 5 */
+		{ VNPU_DTYPE_BF16, 2, 10, 6, 7, 4, 3, 3, 2, 1, 1, 1, 1, 1, 2, false, 0, 0 },
 		/* empty batch and empty channels */
 		{ VNPU_DTYPE_F32, 0, 4, 5, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, false, 0, 0 },
 		{ VNPU_DTYPE_F32, 1, 0, 5, 5, 4, 3, 3, 1, 1, 0, 0, 1, 1, 1, false, 0, 0 },
