@@ -2,7 +2,7 @@
 /*
  * LAYER_NORM over the last norm_ndim dims: per row, mean and population
  * variance in f64 (two passes, so no cancellation), rstd = 1/sqrt(var+eps),
- * then out = (x - mean) * rstd * weight + bias in f32. Weight and bias have
+ * then out = (x - mean) * rstd in f64, times weight plus bias in f32. Weight and bias have
  * the input's dtype or F32. A row of zero elements has NaN mean and rstd.
  * Each block owns a range of rows; out may alias input.
  */
@@ -101,8 +101,7 @@ struct ln_ctx {
 	uint32_t dtype, wdtype, bdtype;
 	bool has_weight, has_bias;
 	double acc;		/* sum, then sum of squared deviations */
-	double mean;
-	float fmean, frstd;
+	double mean, rstd;
 };
 
 static void ln_sum_chunk(void *ctx, char *const *ptrs, const int64_t *strides,
@@ -142,8 +141,10 @@ static void ln_out_chunk(void *ctx, char *const *ptrs, const int64_t *strides,
 	float x[VNPU_EW_CHUNK], w[VNPU_EW_CHUNK];
 
 	vnpu_ew_load_f32(ptrs[1], strides[1], c->dtype, n, x);
+	/* in f64: with a tiny variance, rounding the mean to f32 first
+	 * would be magnified by rstd */
 	for (int64_t i = 0; i < n; i++)
-		x[i] = (x[i] - c->fmean) * c->frstd;
+		x[i] = (float)((x[i] - c->mean) * c->rstd);
 	if (c->has_weight) {
 		vnpu_ew_load_f32(ptrs[2], strides[2], c->wdtype, n, w);
 		for (int64_t i = 0; i < n; i++)
@@ -221,7 +222,7 @@ static void layer_norm_run(const void *params, const struct vnpu_kbuf *bufs,
 			out_loop.base[1] + c.off[0] * itemsize,
 			out_loop.base[2], out_loop.base[3],
 		};
-		double n = (double)stat_loop.numel, rstd;
+		double n = (double)stat_loop.numel;
 
 		ctx.acc = 0;
 		vnpu_ew_for_range_at(&stat_loop, bases + 1, 0, stat_loop.numel,
@@ -230,14 +231,12 @@ static void layer_norm_run(const void *params, const struct vnpu_kbuf *bufs,
 		ctx.acc = 0;
 		vnpu_ew_for_range_at(&stat_loop, bases + 1, 0, stat_loop.numel,
 				     ln_sq_chunk, &ctx);
-		rstd = 1.0 / sqrt(ctx.acc / n + p->eps);
-		ctx.fmean = (float)ctx.mean;
-		ctx.frstd = (float)rstd;
+		ctx.rstd = 1.0 / sqrt(ctx.acc / n + p->eps);
 		vnpu_ew_for_range_at(&out_loop, bases, 0, out_loop.numel,
 				     ln_out_chunk, &ctx);
 		if (p->has_stats) {
-			store_stat(&p->mean, bufs, r, ctx.fmean);
-			store_stat(&p->rstd, bufs, r, ctx.frstd);
+			store_stat(&p->mean, bufs, r, (float)ctx.mean);
+			store_stat(&p->rstd, bufs, r, (float)ctx.rstd);
 		}
 		vnpu_nd_counter_next(&c);
 	}
