@@ -161,6 +161,7 @@ static const struct gemm_micro micro_table[] = {
 };
 
 static uint32_t isa_limit = VNPU_GEMM_ISA_AVX512;
+static bool stack_blocking_forced;
 
 static bool isa_available(uint32_t isa)
 {
@@ -184,6 +185,11 @@ static const struct gemm_micro *select_micro(void)
 		    isa_available(micro_table[i].isa))
 			return &micro_table[i];
 	return &micro_table[0];
+}
+
+void vnpu_gemm_force_stack_blocking(bool on)
+{
+	stack_blocking_forced = on;
 }
 
 uint32_t vnpu_gemm_set_isa(uint32_t isa)
@@ -409,7 +415,7 @@ void vnpu_gemm_run_job(const struct vnpu_gemm_job *job)
 
 	if (job->m1 <= job->m0 || job->n1 <= job->n0)
 		return;
-	s = scratch_get(job->c == NULL);
+	s = stack_blocking_forced ? NULL : scratch_get(job->c == NULL);
 	if (s) {
 		bl = (struct gemm_blocking){ GEMM_KC, GEMM_MC, GEMM_NC,
 					     GEMM_MB, s->ap, s->bp, s->cw };

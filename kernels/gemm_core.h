@@ -71,6 +71,10 @@ enum vnpu_gemm_isa {
  * before launching work). Returns the family now in use. */
 uint32_t vnpu_gemm_set_isa(uint32_t isa);
 
+/* Makes every job take the out-of-memory path (on-stack micro-panels)
+ * so tests can check it; process-wide, not thread-safe. */
+void vnpu_gemm_force_stack_blocking(bool on);
+
 /* Splits `total` into `parts` near-equal contiguous chunks: chunk i is
  * [total * i / parts, total * (i + 1) / parts). */
 static inline int64_t vnpu_gemm_chunk(int64_t total, int64_t parts, int64_t i)

@@ -990,6 +990,27 @@ START_TEST(test_conv_random)
 }
 END_TEST
 
+/* The out-of-memory path of the GEMM core: one on-stack micro-panel per
+ * operand, for GEMM and the implicit-GEMM conv. */
+START_TEST(test_stack_blocking)
+{
+	static const struct conv_case conv = {
+		VNPU_DTYPE_F32, 1, 40, 7, 9, 35, 3, 3, 1, 1, 1, 1, 1, 1, 1,
+		true, VNPU_ACT_RELU, 3
+	};
+
+	kt_seed(606);
+	vnpu_gemm_force_stack_blocking(true);
+	for (int it = 0; it < 20; it++) {
+		struct gemm_case c = random_case(float_dtypes[it % 3], 90);
+
+		run_gemm_case(&c);
+	}
+	run_conv_case(&conv);
+	vnpu_gemm_force_stack_blocking(false);
+}
+END_TEST
+
 struct conv_fixture {
 	struct vnpu_kbuf bufs[4];
 	struct vnpu_kp_conv2d p;
@@ -1103,6 +1124,7 @@ static Suite *gemm_conv_suite(void)
 	tcase_add_loop_test(tc, test_gemm_random, 0, 6);
 	tcase_add_loop_test(tc, test_gemm_isa, 0, 3);
 	tcase_add_test(tc, test_gemm_large);
+	tcase_add_test(tc, test_stack_blocking);
 	tcase_add_test(tc, test_gemm_misaligned);
 	tcase_add_test(tc, test_gemm_beta_zero_ignores_out);
 	tcase_add_test(tc, test_gemm_nz_all);
