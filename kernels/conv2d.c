@@ -24,7 +24,7 @@ struct conv_ctx {
 	uint32_t dtype, itemsize;
 	struct vnpu_nchw_geom gi, gw, go;
 	int64_t ho, wo, kh, kw, cg, cog, bias_stride;
-	int64_t n, g;	/* image and group of the job being run */
+	int64_t n, g; /* image and group of the job being run */
 };
 
 static uint32_t conv_output_size(int64_t in, uint32_t pad, uint32_t dil,
@@ -115,8 +115,8 @@ static inline int64_t in_offset(const struct conv_ctx *x, int64_t c, int64_t h,
 					   (uint64_t)h, (uint64_t)w);
 }
 
-static inline int64_t out_offset(const struct conv_ctx *x, int64_t c,
-				 int64_t h, int64_t w)
+static inline int64_t out_offset(const struct conv_ctx *x, int64_t c, int64_t h,
+				 int64_t w)
 {
 	struct vnpu_nchw_geom g = x->go;
 
@@ -144,11 +144,10 @@ static inline struct conv_k conv_k_of(const struct conv_ctx *x, int64_t p)
 {
 	int64_t tap = p / x->cg;
 
-	return (struct conv_k){ tap / x->kw, tap % x->kw, p % x->cg };
+	return (struct conv_k){tap / x->kw, tap % x->kw, p % x->cg};
 }
 
-static inline void conv_k_next_tap(const struct conv_ctx *x,
-				   struct conv_k *k)
+static inline void conv_k_next_tap(const struct conv_ctx *x, struct conv_k *k)
 {
 	k->ci = 0;
 	if (++k->kw == x->kw) {
@@ -159,8 +158,8 @@ static inline void conv_k_next_tap(const struct conv_ctx *x,
 
 /* A: im2col rows (output pixels) by reduction index, one panel. */
 static void pack_input_panel(const struct vnpu_gemm_job *job, int64_t r0,
-		       int64_t rows, int64_t p0, int64_t kc, float *dst,
-		       uint32_t panel)
+			     int64_t rows, int64_t p0, int64_t kc, float *dst,
+			     uint32_t panel)
 {
 	const struct conv_ctx *x = job->ctx;
 	const struct vnpu_kp_conv2d *p = x->p;
@@ -206,8 +205,8 @@ static void pack_input_panel(const struct vnpu_gemm_job *job, int64_t r0,
 
 /* B: output channels of the group by reduction index, one panel. */
 static void pack_weight_panel(const struct vnpu_gemm_job *job, int64_t r0,
-			int64_t rows, int64_t p0, int64_t kc, float *dst,
-			uint32_t panel)
+			      int64_t rows, int64_t p0, int64_t kc, float *dst,
+			      uint32_t panel)
 {
 	const struct conv_ctx *x = job->ctx;
 
@@ -279,30 +278,31 @@ static void store_pixels(const struct vnpu_gemm_job *job, int64_t i0,
 
 				if (x->p->has_bias)
 					v += vnpu_operand_load(
-						x->bias + (c + j + t) *
-								  x->bias_stride *
+						x->bias + (c + j +
+							   t) * x->bias_stride *
 								  x->itemsize,
 						x->dtype);
 				line[t] = vnpu_activate(x->p->activation, v);
 			}
-			vnpu_operand_store_run(x->out +
-						       out_offset(x, c + j, oh,
-								  ow) *
-							       x->itemsize,
-					       x->dtype, 1, run, line);
+			vnpu_operand_store_run(
+				x->out + out_offset(x, c + j, oh, ow) *
+						 x->itemsize,
+				x->dtype, 1, run, line);
 		}
 	}
 }
 
-/* Output columns [lo, hi) of a row whose tap lands inside the input:
- * 0 <= ow * stride + off < w. */
-static void tap_columns(int64_t off, int64_t stride, int64_t w, int64_t wo,
-			int64_t *lo, int64_t *hi)
+/* Output columns [lo, hi), within [s0, s1), whose tap at input column
+ * ow * stride + off lands inside the input row of width w. */
+static void tap_columns(int64_t off, int64_t stride, int64_t w, int64_t s0,
+			int64_t s1, int64_t *lo, int64_t *hi)
 {
 	*lo = off >= 0 ? 0 : (-off + stride - 1) / stride;
 	*hi = w - 1 - off < 0 ? 0 : (w - 1 - off) / stride + 1;
-	if (*hi > wo)
-		*hi = wo;
+	if (*lo < s0)
+		*lo = s0;
+	if (*hi > s1)
+		*hi = s1;
 	if (*lo > *hi)
 		*lo = *hi;
 }
@@ -332,85 +332,85 @@ static void axpy_strided(float *acc, float wv, const char *x, int64_t step,
 	}
 }
 
+/* One tap (input channel c = group channel ci, kernel row kh reading input
+ * row ih, kernel column kw) of output channel co into acc, which holds
+ * output columns [s0, s0 + cnt). */
+static void direct_tap(const struct conv_ctx *x, int64_t co, int64_t ci,
+		       int64_t kh, int64_t kw, int64_t ih, int64_t s0,
+		       int64_t cnt, float *acc)
+{
+	const struct vnpu_kp_conv2d *p = x->p;
+	int64_t off = kw * p->dil_w - p->pad_w;
+	int64_t c = x->g * x->cg + ci;
+	int64_t lo, hi;
+	const char *src;
+	float wv;
+
+	tap_columns(off, p->stride_w, (int64_t)x->gi.w, s0, s0 + cnt, &lo, &hi);
+	if (lo >= hi)
+		return;
+	wv = vnpu_operand_load(
+		x->wt + wt_offset(x, co, ci, kh, kw) * x->itemsize, x->dtype);
+	src = x->in + in_offset(x, c, ih, lo * p->stride_w + off) * x->itemsize;
+	/* consecutive output columns are stride_w input pixels of C0 apart */
+	axpy_strided(acc + lo - s0, wv, src, (int64_t)p->stride_w * VNPU_C0(2),
+		     hi - lo, x->dtype);
+}
+
+/* Output channel co, row oh, columns [s0, s0 + cnt): the sum over every
+ * tap of the group's input channels. */
+static void direct_segment(const struct conv_ctx *x, int64_t co, int64_t oh,
+			   int64_t s0, int64_t cnt, float *acc)
+{
+	const struct vnpu_kp_conv2d *p = x->p;
+
+	for (int64_t t = 0; t < cnt; t++)
+		acc[t] = 0.0f;
+	for (int64_t ci = 0; ci < x->cg; ci++)
+		for (int64_t kh = 0; kh < x->kh; kh++) {
+			int64_t ih =
+				oh * p->stride_h - p->pad_h + kh * p->dil_h;
+
+			if (ih < 0 || ih >= (int64_t)x->gi.h)
+				continue;
+			for (int64_t kw = 0; kw < x->kw; kw++)
+				direct_tap(x, co, ci, kh, kw, ih, s0, cnt, acc);
+		}
+}
+
 /*
  * Direct convolution for groups with one input channel (depthwise) or very
  * few output channels, where the GEMM's N dimension would be almost all
- * padding: each output row segment accumulates tap by tap, reading the
- * input row with the tap's stride.
+ * padding: output rows accumulate tap by tap in segments of SEG columns.
  */
 static void conv_direct(const struct conv_ctx *x, int64_t oh0, int64_t oh1,
 			int64_t j0, int64_t j1)
 {
 	enum { SEG = 256 };
 	const struct vnpu_kp_conv2d *p = x->p;
-	int64_t h = (int64_t)x->gi.h, w = (int64_t)x->gi.w;
-	float acc[SEG], line[SEG];
+	float acc[SEG];
 
 	for (int64_t j = j0; j < j1; j++) {
 		int64_t co = x->g * x->cog + j;
-		float bias = p->has_bias ?
-			vnpu_operand_load(x->bias + co * x->bias_stride *
-							    x->itemsize,
-					  x->dtype) : 0.0f;
+		float bias = 0.0f;
 
+		if (p->has_bias)
+			bias = vnpu_operand_load(x->bias + co * x->bias_stride *
+								   x->itemsize,
+						 x->dtype);
 		for (int64_t oh = oh0; oh < oh1; oh++)
 			for (int64_t s0 = 0; s0 < x->wo; s0 += SEG) {
-				int64_t cnt = x->wo - s0 < SEG ? x->wo - s0 :
-								 SEG;
+				int64_t cnt =
+					x->wo - s0 < SEG ? x->wo - s0 : SEG;
 
+				direct_segment(x, co, oh, s0, cnt, acc);
 				for (int64_t t = 0; t < cnt; t++)
-					acc[t] = 0.0f;
-				for (int64_t ci = 0; ci < x->cg; ci++)
-					for (int64_t kh = 0; kh < x->kh; kh++) {
-						int64_t ih = oh * p->stride_h -
-							     p->pad_h +
-							     kh * p->dil_h;
-
-						if (ih < 0 || ih >= h)
-							continue;
-						for (int64_t kw = 0; kw < x->kw;
-						     kw++) {
-							int64_t off =
-								kw * p->dil_w -
-								p->pad_w;
-							int64_t lo, hi;
-							float wv;
-
-							tap_columns(off,
-								    p->stride_w,
-								    w, x->wo,
-								    &lo, &hi);
-							if (lo < s0)
-								lo = s0;
-							if (hi > s0 + cnt)
-								hi = s0 + cnt;
-							if (lo >= hi)
-								continue;
-							wv = vnpu_operand_load(
-								x->wt +
-									wt_offset(x, co, ci, kh, kw) *
-										x->itemsize,
-								x->dtype);
-							axpy_strided(
-								acc + lo - s0,
-								wv,
-								x->in +
-									in_offset(x, x->g * x->cg + ci, ih,
-										  lo * p->stride_w + off) *
-										x->itemsize,
-								(int64_t)p->stride_w *
-									VNPU_C0(2),
-								hi - lo,
-								x->dtype);
-						}
-					}
-				for (int64_t t = 0; t < cnt; t++)
-					line[t] = vnpu_activate(p->activation,
-								acc[t] + bias);
+					acc[t] = vnpu_activate(p->activation,
+							       acc[t] + bias);
 				vnpu_operand_store_run(
 					x->out + out_offset(x, co, oh, s0) *
 							 x->itemsize,
-					x->dtype, VNPU_C0(2), cnt, line);
+					x->dtype, VNPU_C0(2), cnt, acc);
 			}
 	}
 }
@@ -427,11 +427,10 @@ static void zero_channel_padding(const struct conv_ctx *x, int64_t pix0,
 	if (pad == 0)
 		return;
 	for (int64_t pix = pix0; pix < pix1; pix++)
-		vnpu_operand_store_run(x->out + out_offset(x, cout,
-							   pix / x->wo,
-							   pix % x->wo) *
-							x->itemsize,
-				       x->dtype, 1, pad, zeros);
+		vnpu_operand_store_run(
+			x->out + out_offset(x, cout, pix / x->wo, pix % x->wo) *
+					 x->itemsize,
+			x->dtype, 1, pad, zeros);
 }
 
 static void conv_run(const void *params, const struct vnpu_kbuf *bufs,

@@ -17,10 +17,10 @@
 #include "tensor.h"
 
 struct gemm_ctx {
-	struct vnpu_operand a;	/* op(a): rows M, cols K */
-	struct vnpu_operand bt;	/* op(b) transposed: rows N, cols K */
-	struct vnpu_operand out;	/* rows M, cols N */
-	const char *bias;	/* F32/F16/BF16 [N], stride bias_stride */
+	struct vnpu_operand a;	 /* op(a): rows M, cols K */
+	struct vnpu_operand bt;	 /* op(b) transposed: rows N, cols K */
+	struct vnpu_operand out; /* rows M, cols N */
+	const char *bias;	 /* F32/F16/BF16 [N], stride bias_stride */
 	int64_t bias_stride;
 	uint32_t dtype;
 	uint32_t act;
@@ -72,8 +72,7 @@ static uint32_t gemm_validate(const void *params, const struct vnpu_kbuf *bufs,
 		out_access |= VNPU_ACCESS_READ;
 	st = check_operand(&p->a, bufs, nbufs, VNPU_ACCESS_READ, dtype);
 	if (st == VNPU_STATUS_OK)
-		st = check_operand(&p->b, bufs, nbufs, VNPU_ACCESS_READ,
-				   dtype);
+		st = check_operand(&p->b, bufs, nbufs, VNPU_ACCESS_READ, dtype);
 	if (st == VNPU_STATUS_OK)
 		st = check_operand(&p->out, bufs, nbufs, out_access, dtype);
 	if (st != VNPU_STATUS_OK)
@@ -93,14 +92,13 @@ static uint32_t gemm_validate(const void *params, const struct vnpu_kbuf *bufs,
 		return VNPU_STATUS_INVALID_ARGS;
 
 	if (p->has_bias) {
-		st = vnpu_tensor_check(&p->bias, bufs, nbufs,
-				       VNPU_ACCESS_READ);
+		st = vnpu_tensor_check(&p->bias, bufs, nbufs, VNPU_ACCESS_READ);
 		if (st != VNPU_STATUS_OK)
 			return st;
 		if (p->bias.dtype != dtype)
-			return vnpu_dtype_is_float(p->bias.dtype) ?
-				       VNPU_STATUS_INVALID_ARGS :
-				       VNPU_STATUS_UNSUPPORTED;
+			return vnpu_dtype_is_float(p->bias.dtype)
+				       ? VNPU_STATUS_INVALID_ARGS
+				       : VNPU_STATUS_UNSUPPORTED;
 		if (p->bias.format != VNPU_FORMAT_ND)
 			return VNPU_STATUS_UNSUPPORTED;
 		if (p->bias.ndim != 1 || p->bias.sizes[0] != n)
@@ -127,9 +125,10 @@ static void pack_b(const struct vnpu_gemm_job *job, int64_t r0, int64_t rows,
 
 static float bias_at(const struct gemm_ctx *g, int64_t j)
 {
-	return vnpu_operand_load(g->bias + j * g->bias_stride *
-						   (int64_t)vnpu_dtype_size(g->dtype),
-				 g->dtype);
+	return vnpu_operand_load(
+		g->bias +
+			j * g->bias_stride * (int64_t)vnpu_dtype_size(g->dtype),
+		g->dtype);
 }
 
 /* Direct mode (F32 ND output): bias and activation in place. */
@@ -154,17 +153,17 @@ static void finish_direct(const struct vnpu_gemm_job *job, int64_t i0,
 }
 
 /* Workspace mode: out = act(alpha * acc + beta * out + bias), converted. */
-static void store_out(const struct vnpu_gemm_job *job, int64_t i0,
-		      int64_t rows, int64_t j0, int64_t cols, float *acc,
-		      int64_t ld)
+static void store_out(const struct vnpu_gemm_job *job, int64_t i0, int64_t rows,
+		      int64_t j0, int64_t cols, float *acc, int64_t ld)
 {
 	const struct gemm_ctx *g = job->ctx;
 	float line[VNPU_OPERAND_LINE];
 
 	for (int64_t i = 0; i < rows; i++) {
 		for (int64_t j = 0; j < cols; j += VNPU_OPERAND_LINE) {
-			int64_t cnt = cols - j < VNPU_OPERAND_LINE ?
-					      cols - j : VNPU_OPERAND_LINE;
+			int64_t cnt = cols - j < VNPU_OPERAND_LINE
+					      ? cols - j
+					      : VNPU_OPERAND_LINE;
 			const float *src = acc + i * ld + j;
 
 			if (g->beta != 0.0f)
@@ -203,8 +202,7 @@ static void zero_nz_padding(const struct gemm_ctx *g, int64_t m, int64_t n,
 					      col_end - n0);
 	if (n1 == n && npad > n)
 		for (int64_t i = m0; i < m1; i++)
-			vnpu_operand_zero_row(&g->out, g->bo, i, n,
-					      npad - n);
+			vnpu_operand_zero_row(&g->out, g->bo, i, n, npad - n);
 }
 
 static void gemm_run(const void *params, const struct vnpu_kbuf *bufs,

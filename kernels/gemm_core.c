@@ -42,8 +42,8 @@ struct gemm_micro {
 	gemm_micro_fn fn;
 };
 
-static void micro_portable(int64_t kc, const float *a, const float *b,
-			   float *c, int64_t ldc, float alpha, float beta)
+static void micro_portable(int64_t kc, const float *a, const float *b, float *c,
+			   int64_t ldc, float alpha, float beta)
 {
 	float acc[4][16];
 
@@ -110,8 +110,8 @@ micro_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
 }
 
 __attribute__((target("avx512f"))) static void
-micro_avx512(int64_t kc, const float *a, const float *b, float *c,
-	     int64_t ldc, float alpha, float beta)
+micro_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+	     float alpha, float beta)
 {
 	__m512 acc[12][2];
 
@@ -153,10 +153,10 @@ micro_avx512(int64_t kc, const float *a, const float *b, float *c,
 #endif
 
 static const struct gemm_micro micro_table[] = {
-	{ VNPU_GEMM_ISA_PORTABLE, 4, 16, micro_portable },
+	{VNPU_GEMM_ISA_PORTABLE, 4, 16, micro_portable},
 #ifdef VNPU_GEMM_X86
-	{ VNPU_GEMM_ISA_AVX2, 6, 16, micro_avx2 },
-	{ VNPU_GEMM_ISA_AVX512, 12, 32, micro_avx512 },
+	{VNPU_GEMM_ISA_AVX2, 6, 16, micro_avx2},
+	{VNPU_GEMM_ISA_AVX512, 12, 32, micro_avx512},
 #endif
 };
 
@@ -194,17 +194,18 @@ void vnpu_gemm_force_stack_blocking(bool on)
 
 uint32_t vnpu_gemm_set_isa(uint32_t isa)
 {
-	isa_limit = isa == VNPU_GEMM_ISA_AUTO || isa > VNPU_GEMM_ISA_AVX512 ?
-			    VNPU_GEMM_ISA_AVX512 : isa;
+	isa_limit = isa == VNPU_GEMM_ISA_AUTO || isa > VNPU_GEMM_ISA_AVX512
+			    ? VNPU_GEMM_ISA_AVX512
+			    : isa;
 	return select_micro()->isa;
 }
 
 /* Per-thread packing buffers, allocated on a thread's first job and freed
  * when it exits, so launches never allocate. */
 struct gemm_scratch {
-	float *ap;	/* GEMM_MC x GEMM_KC */
-	float *bp;	/* GEMM_KC x GEMM_NC */
-	float *cw;	/* GEMM_MB x GEMM_NC, allocated on first workspace job */
+	float *ap; /* GEMM_MC x GEMM_KC */
+	float *bp; /* GEMM_KC x GEMM_NC */
+	float *cw; /* GEMM_MB x GEMM_NC, allocated on first workspace job */
 };
 
 static pthread_key_t scratch_key;
@@ -271,9 +272,9 @@ static inline int64_t min64(int64_t a, int64_t b)
 }
 
 /* One micro-tile, through a bounce buffer when it is partial. */
-static void micro_tile(const struct gemm_micro *uk, int64_t kc,
-		       const float *a, const float *b, float *c, int64_t ldc,
-		       int64_t mr, int64_t nr, float alpha, float beta)
+static void micro_tile(const struct gemm_micro *uk, int64_t kc, const float *a,
+		       const float *b, float *c, int64_t ldc, int64_t mr,
+		       int64_t nr, float alpha, float beta)
 {
 	float tmp[GEMM_MAX_MR * GEMM_MAX_NR] __attribute__((aligned(64)));
 
@@ -309,8 +310,7 @@ static void pack_panels(const struct vnpu_gemm_job *job, vnpu_gemm_pack_fn fn,
 
 /* K = 0: the product is empty, the result is beta * c (or 0) finished by
  * the epilogue. */
-static void run_empty(const struct vnpu_gemm_job *job, float *cw,
-		      int64_t ldcw)
+static void run_empty(const struct vnpu_gemm_job *job, float *cw, int64_t ldcw)
 {
 	int64_t cols = job->n1 - job->n0;
 
@@ -319,13 +319,14 @@ static void run_empty(const struct vnpu_gemm_job *job, float *cw,
 			float *row = job->c + i * job->ldc + job->n0;
 
 			for (int64_t j = 0; j < cols; j++)
-				row[j] = job->beta == 0.0f ? 0.0f :
-							     job->beta * row[j];
+				row[j] = job->beta == 0.0f ? 0.0f
+							   : job->beta * row[j];
 		}
 		if (job->need_finish)
 			job->epilogue(job, job->m0, job->m1 - job->m0, job->n0,
-				      cols, job->c + job->m0 * job->ldc +
-						    job->n0, job->ldc);
+				      cols,
+				      job->c + job->m0 * job->ldc + job->n0,
+				      job->ldc);
 		return;
 	}
 	for (int64_t j0 = job->n0; j0 < job->n1; j0 += ldcw) {
@@ -338,68 +339,73 @@ static void run_empty(const struct vnpu_gemm_job *job, float *cw,
 	}
 }
 
+/* The macro-kernel: packed mc x kc block of A times packed kc x nc block
+ * of B into c (pitch ld); c = alpha * product + beta * c. */
+static void macro_kernel(const struct gemm_micro *uk,
+			 const struct gemm_blocking *bl, int64_t mc, int64_t nc,
+			 int64_t kc, float *c, int64_t ld, float alpha,
+			 float beta)
+{
+	for (int64_t jr = 0; jr < nc; jr += uk->nr) {
+		const float *bpan = bl->bp + jr * kc;
+		int64_t nr = min64(uk->nr, nc - jr);
+
+		for (int64_t ir = 0; ir < mc; ir += uk->mr)
+			micro_tile(uk, kc, bl->ap + ir * kc, bpan,
+				   c + ir * ld + jr, ld, min64(uk->mr, mc - ir),
+				   nr, alpha, beta);
+	}
+}
+
+/* Rows [ib, ib + mb) by columns [jc, jc + nc) over the whole reduction:
+ * B is packed once per KC step and reused by every MC block of A. */
+static void run_rows(const struct vnpu_gemm_job *job,
+		     const struct gemm_micro *uk,
+		     const struct gemm_blocking *bl, int64_t ib, int64_t mb,
+		     int64_t jc, int64_t nc)
+{
+	const bool direct = job->c != NULL;
+
+	for (int64_t pc = 0; pc < job->k; pc += bl->kc) {
+		int64_t kc = min64(bl->kc, job->k - pc);
+		bool last = pc + kc >= job->k;
+		/* the first step sets c, later steps add to it */
+		float alpha = direct ? job->alpha : 1.0f;
+		float beta = pc ? 1.0f : direct ? job->beta : 0.0f;
+
+		pack_panels(job, job->pack_b, jc, nc, pc, kc, bl->bp, uk->nr);
+		for (int64_t ic = ib; ic < ib + mb; ic += bl->mc) {
+			int64_t mc = min64(bl->mc, ib + mb - ic);
+			int64_t ld = direct ? job->ldc : bl->nc;
+			float *c = direct ? job->c + ic * ld + jc
+					  : bl->cw + (ic - ib) * ld;
+
+			pack_panels(job, job->pack_a, ic, mc, pc, kc, bl->ap,
+				    uk->mr);
+			macro_kernel(uk, bl, mc, nc, kc, c, ld, alpha, beta);
+			/* finish while the block is still in cache */
+			if (direct && last && job->need_finish)
+				job->epilogue(job, ic, mc, jc, nc, c, ld);
+		}
+	}
+}
+
+/* Direct mode covers all rows of the tile at once; workspace mode goes
+ * MB rows at a time and hands each finished block to the epilogue. */
 static void run_blocked(const struct vnpu_gemm_job *job,
 			const struct gemm_micro *uk,
 			const struct gemm_blocking *bl)
 {
 	const bool direct = job->c != NULL;
-	const int64_t mr = uk->mr, nr = uk->nr;
+	int64_t mb_step = direct ? job->m1 - job->m0 : bl->mb;
 
 	for (int64_t jc = job->n0; jc < job->n1; jc += bl->nc) {
 		int64_t nc = min64(bl->nc, job->n1 - jc);
-		int64_t mb_step = direct ? job->m1 - job->m0 : bl->mb;
 
 		for (int64_t ib = job->m0; ib < job->m1; ib += mb_step) {
 			int64_t mb = min64(mb_step, job->m1 - ib);
 
-			for (int64_t pc = 0; pc < job->k; pc += bl->kc) {
-				int64_t kc = min64(bl->kc, job->k - pc);
-				bool last = pc + kc >= job->k;
-				float alpha = direct ? job->alpha : 1.0f;
-				float beta = pc ? 1.0f :
-					     direct ? job->beta : 0.0f;
-
-				pack_panels(job, job->pack_b, jc, nc, pc, kc,
-					    bl->bp, uk->nr);
-				for (int64_t ic = ib; ic < ib + mb;
-				     ic += bl->mc) {
-					int64_t mc = min64(bl->mc, ib + mb - ic);
-					float *cblk;
-					int64_t ld;
-
-					pack_panels(job, job->pack_a, ic, mc, pc,
-						    kc, bl->ap, uk->mr);
-					if (direct) {
-						ld = job->ldc;
-						cblk = job->c + ic * ld + jc;
-					} else {
-						ld = bl->nc;
-						cblk = bl->cw + (ic - ib) * ld;
-					}
-					for (int64_t jr = 0; jr < nc; jr += nr) {
-						const float *bpan =
-							bl->bp + jr * kc;
-
-						for (int64_t ir = 0; ir < mc;
-						     ir += mr)
-							micro_tile(
-								uk, kc,
-								bl->ap + ir * kc,
-								bpan,
-								cblk + ir * ld +
-									jr,
-								ld,
-								min64(mr,
-								      mc - ir),
-								min64(nr,
-								      nc - jr),
-								alpha, beta);
-					}
-					if (direct && last && job->need_finish)
-						job->epilogue(job, ic, mc, jc,
-							      nc, cblk, ld);
-				}
-			}
+			run_rows(job, uk, bl, ib, mb, jc, nc);
 			if (!direct)
 				job->epilogue(job, ib, mb, jc, nc, bl->cw,
 					      bl->nc);
@@ -417,8 +423,8 @@ void vnpu_gemm_run_job(const struct vnpu_gemm_job *job)
 		return;
 	s = stack_blocking_forced ? NULL : scratch_get(job->c == NULL);
 	if (s) {
-		bl = (struct gemm_blocking){ GEMM_KC, GEMM_MC, GEMM_NC,
-					     GEMM_MB, s->ap, s->bp, s->cw };
+		bl = (struct gemm_blocking){GEMM_KC, GEMM_MC, GEMM_NC, GEMM_MB,
+					    s->ap,   s->bp,   s->cw};
 	} else {
 		/* Out of memory: one micro-panel of each operand on the
 		 * stack. Correct, just slower. */
@@ -428,8 +434,8 @@ void vnpu_gemm_run_job(const struct vnpu_gemm_job *job)
 		float cw[GEMM_MAX_MR * GEMM_MAX_NR]
 			__attribute__((aligned(64)));
 
-		bl = (struct gemm_blocking){ SMALL_KC, uk->mr, uk->nr, uk->mr,
-					     ap, bp, cw };
+		bl = (struct gemm_blocking){SMALL_KC, uk->mr, uk->nr, uk->mr,
+					    ap,	      bp,     cw};
 		if (job->k == 0)
 			run_empty(job, bl.cw, bl.nc);
 		else

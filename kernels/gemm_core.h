@@ -45,12 +45,12 @@ struct vnpu_gemm_job {
 	vnpu_gemm_pack_fn pack_a;
 	vnpu_gemm_pack_fn pack_b;
 	vnpu_gemm_epilogue_fn epilogue;
-	const void *ctx;	/* the calling kernel's state */
+	const void *ctx; /* the calling kernel's state */
 	/* Direct mode: f32 output element (i, j) at c[i * ldc + j]. */
 	float *c;
 	int64_t ldc;
-	float alpha, beta;	/* direct mode only; beta == 0 never reads c */
-	bool need_finish;	/* direct mode: call the epilogue at the end */
+	float alpha, beta; /* direct mode only; beta == 0 never reads c */
+	bool need_finish;  /* direct mode: call the epilogue at the end */
 };
 
 /* Runs a job on the calling thread. Never fails: without its per-thread

@@ -34,8 +34,7 @@ static inline int64_t nz_offset(const struct vnpu_operand *op, int64_t b,
 	g.c0 = VNPU_C0(2);
 	if (op->nz_t)
 		return (int64_t)vnpu_fractal_nz_index(&g, (uint64_t)b,
-						      (uint64_t)c,
-						      (uint64_t)r);
+						      (uint64_t)c, (uint64_t)r);
 	return (int64_t)vnpu_fractal_nz_index(&g, (uint64_t)b, (uint64_t)r,
 					      (uint64_t)c);
 }
@@ -81,8 +80,8 @@ static inline int64_t run_along_rows(const struct vnpu_operand *op, int64_t b,
 	return len < n ? len : n;
 }
 
-void vnpu_operand_load_run(const char *src, uint32_t dtype, int64_t step, int64_t n,
-		     float *dst, int64_t dstride)
+void vnpu_operand_load_run(const char *src, uint32_t dtype, int64_t step,
+			   int64_t n, float *dst, int64_t dstride)
 {
 	int64_t sb;
 
@@ -122,7 +121,7 @@ void vnpu_operand_load_run(const char *src, uint32_t dtype, int64_t step, int64_
 }
 
 void vnpu_operand_store_run(char *dst, uint32_t dtype, int64_t step, int64_t n,
-		      const float *src)
+			    const float *src)
 {
 	int64_t sb;
 
@@ -212,9 +211,10 @@ static void pack_panel(const struct vnpu_operand *op, int64_t b, int64_t r0,
 			for (int64_t r = 0; r < rows; r += len) {
 				len = run_along_rows(op, b, r0 + r, p0 + p,
 						     rows - r, &off, &step);
-				vnpu_operand_load_run(op->data + off * op->itemsize,
-					 op->dtype, step, len,
-					 dst + p * panel + r, 1);
+				vnpu_operand_load_run(
+					op->data + off * op->itemsize,
+					op->dtype, step, len,
+					dst + p * panel + r, 1);
 			}
 		return;
 	}
@@ -222,8 +222,9 @@ static void pack_panel(const struct vnpu_operand *op, int64_t b, int64_t r0,
 		for (int64_t p = 0; p < kc; p += len) {
 			len = run_along_cols(op, b, r0 + r, p0 + p, kc - p,
 					     &off, &step);
-			vnpu_operand_load_run(op->data + off * op->itemsize, op->dtype, step,
-				 len, dst + p * panel + r, panel);
+			vnpu_operand_load_run(op->data + off * op->itemsize,
+					      op->dtype, step, len,
+					      dst + p * panel + r, panel);
 		}
 }
 
@@ -244,33 +245,32 @@ void vnpu_operand_pack(const struct vnpu_operand *op, int64_t b, int64_t r0,
 	}
 }
 
-void vnpu_operand_read_row(const struct vnpu_operand *op, int64_t b,
-			   int64_t r, int64_t c0, int64_t n, float *dst)
+void vnpu_operand_read_row(const struct vnpu_operand *op, int64_t b, int64_t r,
+			   int64_t c0, int64_t n, float *dst)
 {
 	int64_t off, step, len;
 
 	for (int64_t c = 0; c < n; c += len) {
 		len = run_along_cols(op, b, r, c0 + c, n - c, &off, &step);
-		vnpu_operand_load_run(op->data + off * op->itemsize, op->dtype, step, len,
-			 dst + c, 1);
+		vnpu_operand_load_run(op->data + off * op->itemsize, op->dtype,
+				      step, len, dst + c, 1);
 	}
 }
 
-void vnpu_operand_write_row(const struct vnpu_operand *op, int64_t b,
-			    int64_t r, int64_t c0, int64_t n,
-			    const float *src)
+void vnpu_operand_write_row(const struct vnpu_operand *op, int64_t b, int64_t r,
+			    int64_t c0, int64_t n, const float *src)
 {
 	int64_t off, step, len;
 
 	for (int64_t c = 0; c < n; c += len) {
 		len = run_along_cols(op, b, r, c0 + c, n - c, &off, &step);
-		vnpu_operand_store_run(op->data + off * op->itemsize, op->dtype, step, len,
-			  src + c);
+		vnpu_operand_store_run(op->data + off * op->itemsize, op->dtype,
+				       step, len, src + c);
 	}
 }
 
-void vnpu_operand_zero_row(const struct vnpu_operand *op, int64_t b,
-			   int64_t r, int64_t c0, int64_t n)
+void vnpu_operand_zero_row(const struct vnpu_operand *op, int64_t b, int64_t r,
+			   int64_t c0, int64_t n)
 {
 	static const float zeros[16];
 	int64_t off, step, len;
@@ -279,7 +279,7 @@ void vnpu_operand_zero_row(const struct vnpu_operand *op, int64_t b,
 		len = run_along_cols(op, b, r, c0 + c, n - c, &off, &step);
 		if (len > 16)
 			len = 16;
-		vnpu_operand_store_run(op->data + off * op->itemsize, op->dtype, step, len,
-			  zeros);
+		vnpu_operand_store_run(op->data + off * op->itemsize, op->dtype,
+				       step, len, zeros);
 	}
 }

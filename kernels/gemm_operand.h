@@ -20,13 +20,13 @@
 #define VNPU_OPERAND_LINE 256
 
 struct vnpu_operand {
-	char *data;		/* element 0 (descriptor offset applied) */
+	char *data; /* element 0 (descriptor offset applied) */
 	uint32_t dtype;
 	uint32_t itemsize;
-	bool nz;		/* FRACTAL_NZ storage */
-	bool nz_t;		/* NZ: rows of the view are stored columns */
-	int64_t bs, rs, cs;	/* ND: element strides of batch, row, column */
-	struct vnpu_nz_geom geom;	/* NZ: stored geometry */
+	bool nz;	    /* FRACTAL_NZ storage */
+	bool nz_t;	    /* NZ: rows of the view are stored columns */
+	int64_t bs, rs, cs; /* ND: element strides of batch, row, column */
+	struct vnpu_nz_geom geom; /* NZ: stored geometry */
 };
 
 /* A view of checked rank-2/3 tensor t, transposed when `trans`. */
@@ -40,23 +40,22 @@ void vnpu_operand_pack(const struct vnpu_operand *op, int64_t b, int64_t r0,
 		       uint32_t panel);
 
 /* n elements of row r from column c0 on, to/from a dense f32 line. */
-void vnpu_operand_read_row(const struct vnpu_operand *op, int64_t b,
-			   int64_t r, int64_t c0, int64_t n, float *dst);
-void vnpu_operand_write_row(const struct vnpu_operand *op, int64_t b,
-			    int64_t r, int64_t c0, int64_t n,
-			    const float *src);
+void vnpu_operand_read_row(const struct vnpu_operand *op, int64_t b, int64_t r,
+			   int64_t c0, int64_t n, float *dst);
+void vnpu_operand_write_row(const struct vnpu_operand *op, int64_t b, int64_t r,
+			    int64_t c0, int64_t n, const float *src);
 /* Writes zeros (used for NZ padding, so indices may pass the logical
  * sizes up to the padded ones). */
-void vnpu_operand_zero_row(const struct vnpu_operand *op, int64_t b,
-			   int64_t r, int64_t c0, int64_t n);
+void vnpu_operand_zero_row(const struct vnpu_operand *op, int64_t b, int64_t r,
+			   int64_t c0, int64_t n);
 
 /* n elements spaced `step` elements apart from src, as f32 spaced dstride
  * apart in dst; and n f32 values to dst spaced `step` elements apart,
  * rounded to nearest even for F16/BF16. */
 void vnpu_operand_load_run(const char *src, uint32_t dtype, int64_t step,
 			   int64_t n, float *dst, int64_t dstride);
-void vnpu_operand_store_run(char *dst, uint32_t dtype, int64_t step,
-			    int64_t n, const float *src);
+void vnpu_operand_store_run(char *dst, uint32_t dtype, int64_t step, int64_t n,
+			    const float *src);
 
 /* One F32/F16/BF16 element at p (any alignment) as f32. */
 static inline float vnpu_operand_load(const char *p, uint32_t dtype)
@@ -69,8 +68,8 @@ static inline float vnpu_operand_load(const char *p, uint32_t dtype)
 		return f;
 	}
 	memcpy(&h, p, sizeof(h));
-	return dtype == VNPU_DTYPE_F16 ? vnpu_f16_to_f32(h) :
-					 vnpu_bf16_to_f32(h);
+	return dtype == VNPU_DTYPE_F16 ? vnpu_f16_to_f32(h)
+				       : vnpu_bf16_to_f32(h);
 }
 
 #endif /* VNPU_KERNELS_GEMM_OPERAND_H */

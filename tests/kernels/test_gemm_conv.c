@@ -32,10 +32,10 @@
 extern const struct vnpu_kernel_def vnpu_kernel_gemm;
 extern const struct vnpu_kernel_def vnpu_kernel_conv2d;
 
-static const uint32_t float_dtypes[] = { VNPU_DTYPE_F32, VNPU_DTYPE_F16,
-					 VNPU_DTYPE_BF16 };
-static const uint32_t block_counts[] = { 1, 3, 7 };
-static const int64_t edge_sizes[] = { 0, 1, 15, 16, 17, 33 };
+static const uint32_t float_dtypes[] = {VNPU_DTYPE_F32, VNPU_DTYPE_F16,
+					VNPU_DTYPE_BF16};
+static const uint32_t block_counts[] = {1, 3, 7};
+static const int64_t edge_sizes[] = {0, 1, 15, 16, 17, 33};
 
 static int64_t cdiv(int64_t a, int64_t b)
 {
@@ -54,8 +54,7 @@ static double get_elem(const struct vnpu_kbuf *b, uint32_t dtype, int64_t idx)
 	return vnpu_load_f64((const char *)b->ptr + idx * isize(dtype), dtype);
 }
 
-static void set_elem(struct vnpu_kbuf *b, uint32_t dtype, int64_t idx,
-		     double v)
+static void set_elem(struct vnpu_kbuf *b, uint32_t dtype, int64_t idx, double v)
 {
 	vnpu_store_f64((char *)b->ptr + idx * isize(dtype), dtype, v);
 }
@@ -63,7 +62,7 @@ static void set_elem(struct vnpu_kbuf *b, uint32_t dtype, int64_t idx,
 /* A random value exactly representable in dtype. */
 static double rand_value(uint32_t dtype)
 {
-	char tmp[8] = { 0 };
+	char tmp[8] = {0};
 
 	vnpu_store_f64(tmp, dtype, kt_rand_float(-1.0f, 1.0f));
 	return vnpu_load_f64(tmp, dtype);
@@ -91,8 +90,9 @@ static double ref_act(uint32_t act, double x)
  * accumulation error relative to the magnitude of the summed terms. */
 static double tolerance(uint32_t dtype, double ref, double mag)
 {
-	double out_eps = dtype == VNPU_DTYPE_F32 ? 1e-6 :
-			 dtype == VNPU_DTYPE_F16 ? 1e-3 : 8e-3;
+	double out_eps = dtype == VNPU_DTYPE_F32   ? 1e-6
+			 : dtype == VNPU_DTYPE_F16 ? 1e-3
+						   : 8e-3;
 
 	return out_eps * fabs(ref) + 2e-6 * mag + 1e-6;
 }
@@ -101,28 +101,32 @@ static double tolerance(uint32_t dtype, double ref, double mag)
 /* Test-side placement of a logical [batch, rows, cols] matrix stack.  */
 
 enum nd_mode {
-	ND_DENSE,	/* row-major */
-	ND_PADDED,	/* row-major, padded rows and batches, offset */
-	ND_COLMAJOR,	/* column-major storage (a transposed view) */
-	ND_BROADCAST,	/* rows stride 0 (inputs only) */
+	ND_DENSE,     /* row-major */
+	ND_PADDED,    /* row-major, padded rows and batches, offset */
+	ND_COLMAJOR,  /* column-major storage (a transposed view) */
+	ND_BROADCAST, /* rows stride 0 (inputs only) */
 	ND_MODES
 };
 
 struct mat {
 	uint32_t dtype, format;
-	uint32_t ndim;			/* 2 or 3 */
-	int64_t batch, rows, cols;	/* logical; batch 1 when ndim 2 */
+	uint32_t ndim;		   /* 2 or 3 */
+	int64_t batch, rows, cols; /* logical; batch 1 when ndim 2 */
 	int64_t offset;
-	int64_t bs, rs, cs;		/* ND */
-	int64_t storage;		/* elements after offset */
+	int64_t bs, rs, cs; /* ND */
+	int64_t storage;    /* elements after offset */
 };
 
 static struct mat mat_make(uint32_t dtype, bool nz, uint32_t ndim,
 			   int64_t batch, int64_t rows, int64_t cols,
 			   enum nd_mode mode)
 {
-	struct mat m = { dtype, nz ? VNPU_FORMAT_FRACTAL_NZ : VNPU_FORMAT_ND,
-			 ndim, batch, rows, cols, 0, 0, 0, 0, 0 };
+	struct mat m = {dtype, nz ? VNPU_FORMAT_FRACTAL_NZ : VNPU_FORMAT_ND,
+			ndim,  batch,
+			rows,  cols,
+			0,     0,
+			0,     0,
+			0};
 
 	if (nz) {
 		m.offset = kt_rand_range(0, 5);
@@ -163,13 +167,16 @@ static struct mat mat_make(uint32_t dtype, bool nz, uint32_t ndim,
 	return m;
 }
 
-static int64_t mat_index(const struct mat *m, int64_t b, int64_t r,
-			 int64_t c)
+static int64_t mat_index(const struct mat *m, int64_t b, int64_t r, int64_t c)
 {
 	if (m->format == VNPU_FORMAT_FRACTAL_NZ)
 		return m->offset +
 		       (((b * cdiv(m->cols, 16) + c / 16) * cdiv(m->rows, 16) +
-			 r / 16) * 16 + r % 16) * 16 + c % 16;
+			 r / 16) *
+				16 +
+			r % 16) *
+			       16 +
+		       c % 16;
 	return m->offset + b * m->bs + r * m->rs + c * m->cs;
 }
 
@@ -204,8 +211,8 @@ static struct vnpu_kbuf mat_buffer(const struct mat *m, const double *v,
 				   size_t slack)
 {
 	int64_t total = m->offset + m->storage;
-	struct vnpu_kbuf buf = kt_buffer((uint64_t)total * isize(m->dtype) +
-					 slack);
+	struct vnpu_kbuf buf =
+		kt_buffer((uint64_t)total * isize(m->dtype) + slack);
 
 	ck_assert_ptr_nonnull(buf.ptr);
 	for (int64_t i = 0; i < total; i++)
@@ -227,9 +234,8 @@ static void mat_reload(const struct mat *m, const struct vnpu_kbuf *buf,
 	for (int64_t b = 0; b < m->batch; b++)
 		for (int64_t r = 0; r < m->rows; r++)
 			for (int64_t c = 0; c < m->cols; c++)
-				v[(b * m->rows + r) * m->cols + c] =
-					get_elem(buf, m->dtype,
-						 mat_index(m, b, r, c));
+				v[(b * m->rows + r) * m->cols + c] = get_elem(
+					buf, m->dtype, mat_index(m, b, r, c));
 }
 
 static double *rand_values(uint32_t dtype, int64_t n)
@@ -248,7 +254,7 @@ static double *rand_values(uint32_t dtype, int64_t n)
 struct gemm_case {
 	uint32_t dtype;
 	int64_t m, n, k;
-	uint32_t out_ndim;	/* 2: no batch */
+	uint32_t out_ndim; /* 2: no batch */
 	int64_t batch, batch_a, batch_b;
 	bool trans_a, trans_b;
 	bool nz_a, nz_b, nz_out;
@@ -257,13 +263,14 @@ struct gemm_case {
 	uint32_t act;
 	float alpha, beta;
 	uint32_t nblocks;
-	size_t misalign;	/* bytes added to every buffer pointer */
+	size_t misalign; /* bytes added to every buffer pointer */
 };
 
 static void case_name(const struct gemm_case *c, char *s, size_t n)
 {
 	snprintf(s, n,
-		 "dtype %u M %ld N %ld K %ld batch %ld/%ld/%ld nd %u ta %d tb %d "
+		 "dtype %u M %ld N %ld K %ld batch %ld/%ld/%ld nd %u ta %d tb "
+		 "%d "
 		 "nz %d%d%d modes %d%d%d bias %d act %u alpha %g beta %g "
 		 "blocks %u misalign %zu",
 		 c->dtype, (long)c->m, (long)c->n, (long)c->k, (long)c->batch,
@@ -286,10 +293,10 @@ static void run_gemm_case(const struct gemm_case *c)
 	uint32_t in_ndim = c->out_ndim;
 	int64_t ar = c->trans_a ? c->k : c->m, ac = c->trans_a ? c->m : c->k;
 	int64_t br = c->trans_b ? c->n : c->k, bc = c->trans_b ? c->k : c->n;
-	struct mat ma = mat_make(dt, c->nz_a, in_ndim, c->batch_a, ar, ac,
-				 c->mode_a);
-	struct mat mb = mat_make(dt, c->nz_b, in_ndim, c->batch_b, br, bc,
-				 c->mode_b);
+	struct mat ma =
+		mat_make(dt, c->nz_a, in_ndim, c->batch_a, ar, ac, c->mode_a);
+	struct mat mb =
+		mat_make(dt, c->nz_b, in_ndim, c->batch_b, br, bc, c->mode_b);
 	struct mat mo = mat_make(dt, c->nz_out, c->out_ndim, c->batch, c->m,
 				 c->n, c->mode_out);
 	struct mat mbias = mat_make(dt, false, 2, 1, 1, c->n, c->mode_bias);
@@ -351,12 +358,20 @@ static void run_gemm_case(const struct gemm_case *c)
 				double sum = 0, mag = 0, ref, got;
 
 				for (int64_t k = 0; k < c->k; k++) {
-					double x = c->trans_a ?
-						va[(ba * ar + k) * ac + i] :
-						va[(ba * ar + i) * ac + k];
-					double y = c->trans_b ?
-						vb[(bb * br + j) * bc + k] :
-						vb[(bb * br + k) * bc + j];
+					double x = c->trans_a
+							   ? va[(ba * ar + k) *
+									ac +
+								i]
+							   : va[(ba * ar + i) *
+									ac +
+								k];
+					double y = c->trans_b
+							   ? vb[(bb * br + j) *
+									bc +
+								k]
+							   : vb[(bb * br + k) *
+									bc +
+								j];
 
 					sum += x * y;
 					mag += fabs(x * y);
@@ -364,7 +379,8 @@ static void run_gemm_case(const struct gemm_case *c)
 				ref = c->alpha * sum;
 				mag = fabs(c->alpha) * mag;
 				if (c->beta != 0) {
-					double o = vo[(b * c->m + i) * c->n + j];
+					double o =
+						vo[(b * c->m + i) * c->n + j];
 
 					ref += c->beta * o;
 					mag += fabs(c->beta * o);
@@ -376,11 +392,12 @@ static void run_gemm_case(const struct gemm_case *c)
 				ref = ref_act(c->act, ref);
 				got = get_elem(&bufs[2], dt,
 					       mat_index(&mo, b, i, j));
-				ck_assert_msg(fabs(got - ref) <=
-						      tolerance(dt, ref, mag),
-					      "out[%ld][%ld][%ld] = %g, want %g: %s",
-					      (long)b, (long)i, (long)j, got, ref,
-					      name);
+				ck_assert_msg(
+					fabs(got - ref) <=
+						tolerance(dt, ref, mag),
+					"out[%ld][%ld][%ld] = %g, want %g: %s",
+					(long)b, (long)i, (long)j, got, ref,
+					name);
 			}
 
 	/* Everything that is not a logical output element: NZ padding must
@@ -402,13 +419,14 @@ static void run_gemm_case(const struct gemm_case *c)
 					      "NZ padding %ld not zero: %s",
 					      (long)e, name);
 			} else {
-				ck_assert_msg(memcmp((char *)bufs[2].ptr +
-							     e * isize(dt),
-						     (char *)before.ptr +
-							     e * isize(dt),
-						     isize(dt)) == 0,
-					      "element %ld outside out changed: %s",
-					      (long)e, name);
+				ck_assert_msg(
+					memcmp((char *)bufs[2].ptr +
+						       e * isize(dt),
+					       (char *)before.ptr +
+						       e * isize(dt),
+					       isize(dt)) == 0,
+					"element %ld outside out changed: %s",
+					(long)e, name);
 			}
 		}
 		ck_assert_msg(memcmp((char *)bufs[2].ptr + total * isize(dt),
@@ -436,7 +454,7 @@ static int64_t pick_size(int64_t max)
 
 static struct gemm_case random_case(uint32_t dtype, int64_t max)
 {
-	static const float betas[] = { 0.0f, 1.0f, 0.5f, -1.25f };
+	static const float betas[] = {0.0f, 1.0f, 0.5f, -1.25f};
 	struct gemm_case c;
 
 	memset(&c, 0, sizeof(c));
@@ -481,9 +499,9 @@ END_TEST
 /* Every microkernel family this CPU has, through ragged edges. */
 START_TEST(test_gemm_isa)
 {
-	static const uint32_t isas[] = { VNPU_GEMM_ISA_PORTABLE,
-					 VNPU_GEMM_ISA_AVX2,
-					 VNPU_GEMM_ISA_AVX512 };
+	static const uint32_t isas[] = {VNPU_GEMM_ISA_PORTABLE,
+					VNPU_GEMM_ISA_AVX2,
+					VNPU_GEMM_ISA_AVX512};
 
 	kt_seed(77 + (uint64_t)_i);
 	vnpu_gemm_set_isa(isas[_i]);
@@ -505,14 +523,18 @@ START_TEST(test_gemm_large)
 		uint32_t dtype;
 		bool nz_out;
 	} shapes[] = {
-		{ 70, 1100, 300, VNPU_DTYPE_F32, false },
-		{ 400, 40, 530, VNPU_DTYPE_F16, false },
-		{ 401, 35, 260, VNPU_DTYPE_F32, true },
-		{ 33, 1030, 20, VNPU_DTYPE_BF16, true },
+		{70, 1100, 300, VNPU_DTYPE_F32, false},
+		{400, 40, 530, VNPU_DTYPE_F16, false},
+		{401, 35, 260, VNPU_DTYPE_F32, true},
+		{33, 1030, 20, VNPU_DTYPE_BF16, true},
 	};
 	const struct gemm_case base = {
-		.out_ndim = 2, .batch = 1, .batch_a = 1, .batch_b = 1,
-		.alpha = 1.0f, .nblocks = 1,
+		.out_ndim = 2,
+		.batch = 1,
+		.batch_a = 1,
+		.batch_b = 1,
+		.alpha = 1.0f,
+		.nblocks = 1,
 	};
 
 	kt_seed(5);
@@ -556,10 +578,17 @@ START_TEST(test_gemm_beta_zero_ignores_out)
 	for (size_t d = 0; d < 3; d++)
 		for (int nz = 0; nz < 2; nz++) {
 			struct gemm_case c = {
-				.dtype = float_dtypes[d], .m = 17, .n = 33,
-				.k = 15, .out_ndim = 3, .batch = 2,
-				.batch_a = 2, .batch_b = 1, .nz_out = nz,
-				.alpha = 1.5f, .nblocks = 3,
+				.dtype = float_dtypes[d],
+				.m = 17,
+				.n = 33,
+				.k = 15,
+				.out_ndim = 3,
+				.batch = 2,
+				.batch_a = 2,
+				.batch_b = 1,
+				.nz_out = nz,
+				.alpha = 1.5f,
+				.nblocks = 3,
 			};
 
 			run_gemm_case(&c);
@@ -580,12 +609,20 @@ START_TEST(test_gemm_nz_all)
 		for (size_t ni = 0; ni < 6; ni += 1 + (mi % 2)) {
 			struct gemm_case c = {
 				.dtype = float_dtypes[(mi + ni) % 3],
-				.m = edge_sizes[mi], .n = edge_sizes[ni],
+				.m = edge_sizes[mi],
+				.n = edge_sizes[ni],
 				.k = edge_sizes[(mi + ni) % 6] + 2,
-				.out_ndim = 3, .batch = 2, .batch_a = 2,
-				.batch_b = 2, .trans_a = mi % 2,
-				.trans_b = ni % 2, .nz_a = true, .nz_b = true,
-				.nz_out = true, .alpha = 1.0f, .beta = 0.5f,
+				.out_ndim = 3,
+				.batch = 2,
+				.batch_a = 2,
+				.batch_b = 2,
+				.trans_a = mi % 2,
+				.trans_b = ni % 2,
+				.nz_a = true,
+				.nz_b = true,
+				.nz_out = true,
+				.alpha = 1.0f,
+				.beta = 0.5f,
 				.nblocks = block_counts[(mi + ni) % 3],
 			};
 
@@ -604,8 +641,8 @@ struct gemm_fixture {
 /* A valid launch: a [2,5,7] x b [7,6] + bias [6] -> out [2,5,6], F32. */
 static void gemm_fixture_init(struct gemm_fixture *f)
 {
-	const int64_t sa[] = { 2, 5, 7 }, sb[] = { 7, 6 }, so[] = { 2, 5, 6 };
-	const int64_t sbias[] = { 6 };
+	const int64_t sa[] = {2, 5, 7}, sb[] = {7, 6}, so[] = {2, 5, 6};
+	const int64_t sbias[] = {6};
 
 	f->bufs[0] = kt_buffer(2 * 5 * 7 * 4);
 	f->bufs[1] = kt_buffer(7 * 6 * 4);
@@ -632,15 +669,15 @@ static uint32_t gemm_validate(struct gemm_fixture *f)
 	return vnpu_kernel_gemm.validate(&f->p, f->bufs, 4);
 }
 
-#define EXPECT_GEMM(mutation, status)                                       \
-	do {                                                                \
-		struct gemm_fixture f;                                      \
-		gemm_fixture_init(&f);                                      \
-		mutation;                                                   \
-		ck_assert_msg(gemm_validate(&f) == (status),                \
-			      "%s: got %u want %u", #mutation,              \
-			      gemm_validate(&f), (uint32_t)(status));       \
-		gemm_fixture_free(&f);                                      \
+#define EXPECT_GEMM(mutation, status)                                          \
+	do {                                                                   \
+		struct gemm_fixture f;                                         \
+		gemm_fixture_init(&f);                                         \
+		mutation;                                                      \
+		ck_assert_msg(gemm_validate(&f) == (status),                   \
+			      "%s: got %u want %u", #mutation,                 \
+			      gemm_validate(&f), (uint32_t)(status));          \
+		gemm_fixture_free(&f);                                         \
 	} while (0)
 
 START_TEST(test_gemm_validate)
@@ -665,18 +702,21 @@ START_TEST(test_gemm_validate)
 	EXPECT_GEMM(f.p.out.sizes[2] = 5, inv);
 	EXPECT_GEMM(f.p.bias.sizes[0] = 5, inv);
 	EXPECT_GEMM((f.p.bias.ndim = 2, f.p.bias.sizes[1] = 1,
-		     f.p.bias.strides[1] = 1), inv);
+		     f.p.bias.strides[1] = 1),
+		    inv);
 	EXPECT_GEMM((f.p.a.sizes[0] = 3, f.p.a.strides[0] = 0), inv);
 	EXPECT_GEMM((f.p.a.ndim = 1, f.p.a.sizes[1] = 0, f.p.a.sizes[2] = 0,
 		     f.p.a.strides[1] = 0, f.p.a.strides[2] = 0,
-		     f.p.a.sizes[0] = 5), inv);
+		     f.p.a.sizes[0] = 5),
+		    inv);
 	EXPECT_GEMM((f.p.a.ndim = 4, f.p.a.sizes[3] = 1), inv);
 	/* batch 1 broadcasts; out without batch needs batch-1 operands */
 	EXPECT_GEMM((f.p.a.sizes[0] = 1), VNPU_STATUS_OK);
 	EXPECT_GEMM((f.p.out.ndim = 2, f.p.out.sizes[0] = 5,
 		     f.p.out.sizes[1] = 6, f.p.out.sizes[2] = 0,
 		     f.p.out.strides[0] = 6, f.p.out.strides[1] = 1,
-		     f.p.out.strides[2] = 0), inv);
+		     f.p.out.strides[2] = 0),
+		    inv);
 	/* dtypes and formats */
 	EXPECT_GEMM(f.p.a.dtype = VNPU_DTYPE_F16, inv);
 	EXPECT_GEMM(f.p.b.dtype = VNPU_DTYPE_BF16, inv);
@@ -684,9 +724,11 @@ START_TEST(test_gemm_validate)
 	EXPECT_GEMM(f.p.bias.dtype = VNPU_DTYPE_F16, inv);
 	EXPECT_GEMM(f.p.bias.dtype = VNPU_DTYPE_I32, uns);
 	EXPECT_GEMM((f.p.a.dtype = f.p.b.dtype = f.p.out.dtype =
-			     f.p.bias.dtype = VNPU_DTYPE_I32), uns);
+			     f.p.bias.dtype = VNPU_DTYPE_I32),
+		    uns);
 	EXPECT_GEMM((f.p.a.dtype = f.p.b.dtype = f.p.out.dtype =
-			     f.p.bias.dtype = VNPU_DTYPE_I8), uns);
+			     f.p.bias.dtype = VNPU_DTYPE_I8),
+		    uns);
 	EXPECT_GEMM(f.p.a.dtype = 99, uns);
 	EXPECT_GEMM(f.p.out.format = VNPU_FORMAT_NC1HWC0, inv);
 	EXPECT_GEMM(f.p.b.format = VNPU_FORMAT_NHWC, uns);
@@ -714,17 +756,18 @@ START_TEST(test_gemm_validate)
 	/* NZ strides must be zero; NZ storage must fit */
 	EXPECT_GEMM(f.p.b.format = VNPU_FORMAT_FRACTAL_NZ, inv);
 	EXPECT_GEMM((f.p.b.format = VNPU_FORMAT_FRACTAL_NZ,
-		     f.p.b.strides[0] = f.p.b.strides[1] = 0), inv);
+		     f.p.b.strides[0] = f.p.b.strides[1] = 0),
+		    inv);
 }
 END_TEST
 
 /* NZ descriptors the validator accepts exactly when storage fits. */
 START_TEST(test_gemm_validate_nz)
 {
-	const int64_t s[] = { 17, 20 };
-	struct vnpu_kbuf bufs[3] = { kt_buffer(2 * 2 * 256 * 4),
-				     kt_buffer(2 * 2 * 256 * 4),
-				     kt_buffer(2 * 2 * 256 * 4) };
+	const int64_t s[] = {17, 20};
+	struct vnpu_kbuf bufs[3] = {kt_buffer(2 * 2 * 256 * 4),
+				    kt_buffer(2 * 2 * 256 * 4),
+				    kt_buffer(2 * 2 * 256 * 4)};
 	struct vnpu_kp_gemm p;
 
 	memset(&p, 0, sizeof(p));
@@ -765,11 +808,13 @@ static int64_t nc1hwc0_at(int64_t c, int64_t h, int64_t w, int64_t n,
 	return (((n * cdiv(c, 16) + ci / 16) * h + y) * w + x) * 16 + ci % 16;
 }
 
-static int64_t fz_at(int64_t nn, int64_t c, int64_t h, int64_t w,
-		     int64_t co, int64_t ci, int64_t y, int64_t x)
+static int64_t fz_at(int64_t nn, int64_t c, int64_t h, int64_t w, int64_t co,
+		     int64_t ci, int64_t y, int64_t x)
 {
 	return (((((ci / 16) * h + y) * w + x) * cdiv(nn, 16) + co / 16) * 16 +
-		co % 16) * 16 + ci % 16;
+		co % 16) *
+		       16 +
+	       ci % 16;
 }
 
 static void run_conv_case(const struct conv_case *c)
@@ -777,9 +822,11 @@ static void run_conv_case(const struct conv_case *c)
 	uint32_t dt = c->dtype;
 	int64_t cg = c->c / c->groups, cog = c->cout / c->groups;
 	int64_t ho = (c->h + 2 * c->pad_h - c->dil_h * (c->kh - 1) - 1) /
-			     c->stride_h + 1;
+			     c->stride_h +
+		     1;
 	int64_t wo = (c->w + 2 * c->pad_w - c->dil_w * (c->kw - 1) - 1) /
-			     c->stride_w + 1;
+			     c->stride_w +
+		     1;
 	int64_t in_st = c->n * cdiv(c->c, 16) * c->h * c->w * 16;
 	int64_t w_st = cdiv(cg, 16) * c->kh * c->kw * cdiv(c->cout, 16) * 256;
 	int64_t out_st = c->n * cdiv(c->cout, 16) * ho * wo * 16;
@@ -799,8 +846,8 @@ static void run_conv_case(const struct conv_case *c)
 		 "p %u,%u d %u,%u g %u bias %d act %u blocks %u",
 		 dt, (long)c->n, (long)c->c, (long)c->h, (long)c->w,
 		 (long)c->cout, (long)c->kh, (long)c->kw, c->stride_h,
-		 c->stride_w, c->pad_h, c->pad_w, c->dil_h, c->dil_w,
-		 c->groups, c->has_bias, c->act, c->nblocks);
+		 c->stride_w, c->pad_h, c->pad_w, c->dil_h, c->dil_w, c->groups,
+		 c->has_bias, c->act, c->nblocks);
 	bufs[0] = kt_buffer((uint64_t)in_st * isize(dt));
 	bufs[1] = kt_buffer((uint64_t)w_st * isize(dt));
 	bufs[2] = kt_buffer((uint64_t)out_st * isize(dt) + slack);
@@ -815,10 +862,11 @@ static void run_conv_case(const struct conv_case *c)
 			for (int64_t y = 0; y < c->h; y++)
 				for (int64_t x = 0; x < c->w; x++)
 					set_elem(&bufs[0], dt,
-						 nc1hwc0_at(c->c, c->h, c->w,
-							    n, ci, y, x),
+						 nc1hwc0_at(c->c, c->h, c->w, n,
+							    ci, y, x),
 						 vx[((n * c->c + ci) * c->h +
-						     y) * c->w + x]);
+						     y) * c->w +
+						    x]);
 	for (int64_t co = 0; co < c->cout; co++)
 		for (int64_t ci = 0; ci < cg; ci++)
 			for (int64_t y = 0; y < c->kh; y++)
@@ -827,7 +875,8 @@ static void run_conv_case(const struct conv_case *c)
 						 fz_at(c->cout, cg, c->kh,
 						       c->kw, co, ci, y, x),
 						 vw[((co * cg + ci) * c->kh +
-						     y) * c->kw + x]);
+						     y) * c->kw +
+						    x]);
 	for (int64_t co = 0; co < c->cout; co++)
 		set_elem(&bufs[3], dt, co, vbias[co]);
 
@@ -842,10 +891,10 @@ static void run_conv_case(const struct conv_case *c)
 	p.has_bias = c->has_bias;
 	p.activation = c->act;
 	{
-		const int64_t si[] = { c->n, c->c, c->h, c->w };
-		const int64_t sw[] = { c->cout, cg, c->kh, c->kw };
-		const int64_t so[] = { c->n, c->cout, ho, wo };
-		const int64_t sb[] = { c->cout };
+		const int64_t si[] = {c->n, c->c, c->h, c->w};
+		const int64_t sw[] = {c->cout, cg, c->kh, c->kw};
+		const int64_t so[] = {c->n, c->cout, ho, wo};
+		const int64_t sb[] = {c->cout};
 
 		p.input = kt_tensor_fmt(0, dt, VNPU_FORMAT_NC1HWC0, 4, si);
 		p.weight = kt_tensor_fmt(1, dt, VNPU_FORMAT_FRACTAL_Z, 4, sw);
@@ -867,19 +916,37 @@ static void run_conv_case(const struct conv_case *c)
 								n, co, oy, ox);
 
 					for (int64_t ci = 0; ci < cg; ci++)
-						for (int64_t y = 0; y < c->kh; y++)
+						for (int64_t y = 0; y < c->kh;
+						     y++)
 							for (int64_t x = 0;
 							     x < c->kw; x++) {
-								int64_t iy = oy * c->stride_h - c->pad_h + y * c->dil_h;
-								int64_t ix = ox * c->stride_w - c->pad_w + x * c->dil_w;
+								int64_t iy =
+									oy * c->stride_h -
+									c->pad_h +
+									y * c->dil_h;
+								int64_t ix =
+									ox * c->stride_w -
+									c->pad_w +
+									x * c->dil_w;
 								double a, b;
 
-								if (iy < 0 || iy >= c->h || ix < 0 || ix >= c->w)
+								if (iy < 0 ||
+								    iy >= c->h ||
+								    ix < 0 ||
+								    ix >= c->w)
 									continue;
-								a = vx[((n * c->c + g * cg + ci) * c->h + iy) * c->w + ix];
-								b = vw[((co * cg + ci) * c->kh + y) * c->kw + x];
+								a = vx[((n * c->c +
+									 g * cg +
+									 ci) * c->h +
+									iy) * c->w +
+								       ix];
+								b = vw[((co * cg +
+									 ci) * c->kh +
+									y) * c->kw +
+								       x];
 								sum += a * b;
-								mag += fabs(a * b);
+								mag += fabs(a *
+									    b);
 							}
 					if (c->has_bias) {
 						sum += vbias[co];
@@ -888,11 +955,13 @@ static void run_conv_case(const struct conv_case *c)
 					ref = ref_act(c->act, sum);
 					got = get_elem(&bufs[2], dt, at);
 					flag[at] = 1;
-					ck_assert_msg(fabs(got - ref) <=
-							      tolerance(dt, ref, mag),
-						      "out[%ld][%ld][%ld][%ld] = %g, want %g: %s",
-						      (long)n, (long)co, (long)oy,
-						      (long)ox, got, ref, name);
+					ck_assert_msg(
+						fabs(got - ref) <=
+							tolerance(dt, ref, mag),
+						"out[%ld][%ld][%ld][%ld] = %g, "
+						"want %g: %s",
+						(long)n, (long)co, (long)oy,
+						(long)ox, got, ref, name);
 				}
 	for (int64_t e = 0; e < out_st; e++)
 		if (!flag[e])
@@ -900,8 +969,8 @@ static void run_conv_case(const struct conv_case *c)
 				      "channel padding %ld not zero: %s",
 				      (long)e, name);
 	for (size_t e = 0; e < slack; e++)
-		ck_assert_msg(((unsigned char *)bufs[2].ptr)[out_st * isize(dt) +
-							     e] == 0xa5,
+		ck_assert_msg(((unsigned char *)bufs[2]
+				       .ptr)[out_st * isize(dt) + e] == 0xa5,
 			      "write past the output: %s", name);
 	free(flag);
 	for (int i = 0; i < 4; i++)
@@ -915,31 +984,48 @@ START_TEST(test_conv_cases)
 {
 	/* dtype, N, C, H, W, Cout, KH, KW, s, s, p, p, d, d, groups */
 	static const struct conv_case cases[] = {
-		{ VNPU_DTYPE_F32, 2, 3, 9, 8, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, false, 0, 0 },
-		{ VNPU_DTYPE_F32, 1, 20, 11, 10, 33, 3, 3, 2, 2, 1, 1, 1, 1, 1, false, 0, 0 },
-		{ VNPU_DTYPE_F16, 2, 18, 7, 9, 6, 3, 2, 1, 2, 0, 1, 2, 2, 2, false, 0, 0 },
-		{ VNPU_DTYPE_BF16, 1, 32, 8, 8, 16, 1, 1, 1, 1, 0, 0, 1, 1, 2, false, 0, 0 },
+		{VNPU_DTYPE_F32, 2, 3, 9, 8, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1,
+		 false, 0, 0},
+		{VNPU_DTYPE_F32, 1, 20, 11, 10, 33, 3, 3, 2, 2, 1, 1, 1, 1, 1,
+		 false, 0, 0},
+		{VNPU_DTYPE_F16, 2, 18, 7, 9, 6, 3, 2, 1, 2, 0, 1, 2, 2, 2,
+		 false, 0, 0},
+		{VNPU_DTYPE_BF16, 1, 32, 8, 8, 16, 1, 1, 1, 1, 0, 0, 1, 1, 2,
+		 false, 0, 0},
 		/* depthwise, multiplier 1 and 2 */
-		{ VNPU_DTYPE_F32, 2, 17, 10, 9, 17, 3, 3, 1, 1, 1, 1, 1, 1, 17, false, 0, 0 },
-		{ VNPU_DTYPE_F16, 1, 5, 9, 12, 10, 3, 3, 2, 2, 1, 1, 2, 1, 5, false, 0, 0 },
-		{ VNPU_DTYPE_BF16, 1, 16, 6, 6, 16, 5, 5, 1, 1, 2, 2, 1, 1, 16, false, 0, 0 },
+		{VNPU_DTYPE_F32, 2, 17, 10, 9, 17, 3, 3, 1, 1, 1, 1, 1, 1, 17,
+		 false, 0, 0},
+		{VNPU_DTYPE_F16, 1, 5, 9, 12, 10, 3, 3, 2, 2, 1, 1, 2, 1, 5,
+		 false, 0, 0},
+		{VNPU_DTYPE_BF16, 1, 16, 6, 6, 16, 5, 5, 1, 1, 2, 2, 1, 1, 16,
+		 false, 0, 0},
 		/* dilation 2 with large padding, asymmetric kernel */
-		{ VNPU_DTYPE_F32, 1, 7, 6, 13, 9, 2, 5, 1, 3, 3, 2, 2, 2, 1, false, 0, 0 },
+		{VNPU_DTYPE_F32, 1, 7, 6, 13, 9, 2, 5, 1, 3, 3, 2, 2, 2, 1,
+		 false, 0, 0},
 		/* kernel exactly the padded input; 1x1 output */
-		{ VNPU_DTYPE_F32, 3, 4, 3, 3, 5, 5, 5, 1, 1, 1, 1, 1, 1, 1, false, 0, 0 },
+		{VNPU_DTYPE_F32, 3, 4, 3, 3, 5, 5, 5, 1, 1, 1, 1, 1, 1, 1,
+		 false, 0, 0},
 		/* deep reduction: several K blocks (K = 30*9 = 270 > 256) */
-		{ VNPU_DTYPE_F32, 1, 30, 5, 5, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, false, 0, 0 },
+		{VNPU_DTYPE_F32, 1, 30, 5, 5, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1,
+		 false, 0, 0},
 		/* more pixels than one workspace block (MB 384) */
-		{ VNPU_DTYPE_F16, 1, 3, 24, 20, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, false, 0, 0 },
+		{VNPU_DTYPE_F16, 1, 3, 24, 20, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1,
+		 false, 0, 0},
 		/* output rows longer than the direct path's 256 segment */
-		{ VNPU_DTYPE_F16, 1, 2, 2, 300, 4, 1, 3, 1, 1, 0, 1, 1, 1, 2, false, 0, 0 },
-		{ VNPU_DTYPE_F32, 1, 3, 3, 530, 3, 2, 3, 1, 2, 1, 1, 1, 2, 3, false, 0, 0 },
+		{VNPU_DTYPE_F16, 1, 2, 2, 300, 4, 1, 3, 1, 1, 0, 1, 1, 1, 2,
+		 false, 0, 0},
+		{VNPU_DTYPE_F32, 1, 3, 3, 530, 3, 2, 3, 1, 2, 1, 1, 1, 2, 3,
+		 false, 0, 0},
 		/* few output channels per group (direct path), C per group 5 */
-		{ VNPU_DTYPE_BF16, 2, 10, 6, 7, 4, 3, 3, 2, 1, 1, 1, 1, 1, 2, false, 0, 0 },
+		{VNPU_DTYPE_BF16, 2, 10, 6, 7, 4, 3, 3, 2, 1, 1, 1, 1, 1, 2,
+		 false, 0, 0},
 		/* empty batch and empty channels */
-		{ VNPU_DTYPE_F32, 0, 4, 5, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, false, 0, 0 },
-		{ VNPU_DTYPE_F32, 1, 0, 5, 5, 4, 3, 3, 1, 1, 0, 0, 1, 1, 1, false, 0, 0 },
-		{ VNPU_DTYPE_F32, 1, 4, 5, 5, 0, 3, 3, 1, 1, 0, 0, 1, 1, 1, false, 0, 0 },
+		{VNPU_DTYPE_F32, 0, 4, 5, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1,
+		 false, 0, 0},
+		{VNPU_DTYPE_F32, 1, 0, 5, 5, 4, 3, 3, 1, 1, 0, 0, 1, 1, 1,
+		 false, 0, 0},
+		{VNPU_DTYPE_F32, 1, 4, 5, 5, 0, 3, 3, 1, 1, 0, 0, 1, 1, 1,
+		 false, 0, 0},
 	};
 
 	kt_seed(4242);
@@ -994,10 +1080,24 @@ END_TEST
  * operand, for GEMM and the implicit-GEMM conv. */
 START_TEST(test_stack_blocking)
 {
-	static const struct conv_case conv = {
-		VNPU_DTYPE_F32, 1, 40, 7, 9, 35, 3, 3, 1, 1, 1, 1, 1, 1, 1,
-		true, VNPU_ACT_RELU, 3
-	};
+	static const struct conv_case conv = {VNPU_DTYPE_F32,
+					      1,
+					      40,
+					      7,
+					      9,
+					      35,
+					      3,
+					      3,
+					      1,
+					      1,
+					      1,
+					      1,
+					      1,
+					      1,
+					      1,
+					      true,
+					      VNPU_ACT_RELU,
+					      3};
 
 	kt_seed(606);
 	vnpu_gemm_force_stack_blocking(true);
@@ -1020,8 +1120,8 @@ struct conv_fixture {
  * out [2,4,4,4]; bias [4]; F32. */
 static void conv_fixture_init(struct conv_fixture *f)
 {
-	const int64_t si[] = { 2, 6, 8, 8 }, sw[] = { 4, 3, 3, 3 };
-	const int64_t so[] = { 2, 4, 4, 4 }, sb[] = { 4 };
+	const int64_t si[] = {2, 6, 8, 8}, sw[] = {4, 3, 3, 3};
+	const int64_t so[] = {2, 4, 4, 4}, sb[] = {4};
 
 	f->bufs[0] = kt_buffer(2 * 1 * 8 * 8 * 16 * 4);
 	f->bufs[1] = kt_buffer(1 * 3 * 3 * 1 * 16 * 16 * 4);
@@ -1033,12 +1133,11 @@ static void conv_fixture_init(struct conv_fixture *f)
 	f->p.dil_h = f->p.dil_w = 1;
 	f->p.groups = 2;
 	f->p.has_bias = 1;
-	f->p.input = kt_tensor_fmt(0, VNPU_DTYPE_F32, VNPU_FORMAT_NC1HWC0, 4,
-				   si);
-	f->p.weight = kt_tensor_fmt(1, VNPU_DTYPE_F32, VNPU_FORMAT_FRACTAL_Z,
-				    4, sw);
-	f->p.out = kt_tensor_fmt(2, VNPU_DTYPE_F32, VNPU_FORMAT_NC1HWC0, 4,
-				 so);
+	f->p.input =
+		kt_tensor_fmt(0, VNPU_DTYPE_F32, VNPU_FORMAT_NC1HWC0, 4, si);
+	f->p.weight =
+		kt_tensor_fmt(1, VNPU_DTYPE_F32, VNPU_FORMAT_FRACTAL_Z, 4, sw);
+	f->p.out = kt_tensor_fmt(2, VNPU_DTYPE_F32, VNPU_FORMAT_NC1HWC0, 4, so);
 	f->p.bias = kt_tensor(3, VNPU_DTYPE_F32, 1, sb, NULL);
 }
 
@@ -1048,16 +1147,16 @@ static void conv_fixture_free(struct conv_fixture *f)
 		kt_free(&f->bufs[i]);
 }
 
-#define EXPECT_CONV(mutation, status)                                       \
-	do {                                                                \
-		struct conv_fixture f;                                      \
-		uint32_t got_;                                              \
-		conv_fixture_init(&f);                                      \
-		mutation;                                                   \
-		got_ = vnpu_kernel_conv2d.validate(&f.p, f.bufs, 4);        \
-		ck_assert_msg(got_ == (status), "%s: got %u want %u",       \
-			      #mutation, got_, (uint32_t)(status));         \
-		conv_fixture_free(&f);                                      \
+#define EXPECT_CONV(mutation, status)                                          \
+	do {                                                                   \
+		struct conv_fixture f;                                         \
+		uint32_t got_;                                                 \
+		conv_fixture_init(&f);                                         \
+		mutation;                                                      \
+		got_ = vnpu_kernel_conv2d.validate(&f.p, f.bufs, 4);           \
+		ck_assert_msg(got_ == (status), "%s: got %u want %u",          \
+			      #mutation, got_, (uint32_t)(status));            \
+		conv_fixture_free(&f);                                         \
 	} while (0)
 
 START_TEST(test_conv_validate)
@@ -1076,9 +1175,9 @@ START_TEST(test_conv_validate)
 	EXPECT_CONV(f.p.dil_h = 0, inv);
 	EXPECT_CONV(f.p.dil_w = 0, inv);
 	EXPECT_CONV(f.p.groups = 0, inv);
-	EXPECT_CONV(f.p.groups = 4, inv);	/* does not divide C = 6 */
-	EXPECT_CONV(f.p.groups = 3, inv);	/* nor Cout = 4 */
-	EXPECT_CONV(f.p.groups = 1, inv);	/* weight C must be 6 then */
+	EXPECT_CONV(f.p.groups = 4, inv); /* does not divide C = 6 */
+	EXPECT_CONV(f.p.groups = 3, inv); /* nor Cout = 4 */
+	EXPECT_CONV(f.p.groups = 1, inv); /* weight C must be 6 then */
 	EXPECT_CONV(f.p.has_bias = 2, inv);
 	EXPECT_CONV(f.p.activation = VNPU_ACT_TANH + 1, inv);
 	EXPECT_CONV(f.p.reserved = 1, inv);
@@ -1086,8 +1185,8 @@ START_TEST(test_conv_validate)
 	EXPECT_CONV(f.p.out.sizes[3] = 3, inv);
 	EXPECT_CONV(f.p.out.sizes[1] = 2, inv);
 	EXPECT_CONV(f.p.out.sizes[0] = 1, inv);
-	EXPECT_CONV(f.p.stride_h = 1, inv);	/* out would be 8 rows */
-	EXPECT_CONV(f.p.pad_w = 0, inv);	/* out would be 3 cols */
+	EXPECT_CONV(f.p.stride_h = 1, inv); /* out would be 8 rows */
+	EXPECT_CONV(f.p.pad_w = 0, inv);    /* out would be 3 cols */
 	EXPECT_CONV(f.p.bias.sizes[0] = 3, inv);
 	EXPECT_CONV(f.p.weight.sizes[1] = 2, inv);
 	EXPECT_CONV(f.p.weight.sizes[2] = 0, inv);
@@ -1102,7 +1201,8 @@ START_TEST(test_conv_validate)
 	EXPECT_CONV(f.p.weight.dtype = VNPU_DTYPE_F16, inv);
 	EXPECT_CONV(f.p.bias.dtype = VNPU_DTYPE_BF16, inv);
 	EXPECT_CONV((f.p.input.dtype = f.p.weight.dtype = f.p.out.dtype =
-			     f.p.bias.dtype = VNPU_DTYPE_I8), uns);
+			     f.p.bias.dtype = VNPU_DTYPE_I8),
+		    uns);
 	EXPECT_CONV(f.bufs[0].size -= 1, inv);
 	EXPECT_CONV(f.bufs[1].size -= 4, inv);
 	EXPECT_CONV(f.bufs[2].size -= 4, inv);

@@ -27,9 +27,8 @@ struct shape {
 };
 
 static const struct shape shapes[] = {
-	{ 256, 256, 256, 0 },	{ 512, 512, 512, 0 },
-	{ 1024, 1024, 1024, 0 }, { 384, 1000, 512, 0 },
-	{ 1000, 384, 768, 1 },
+	{256, 256, 256, 0},  {512, 512, 512, 0},  {1024, 1024, 1024, 0},
+	{384, 1000, 512, 0}, {1000, 384, 768, 1},
 };
 
 static double now_s(void)
@@ -85,12 +84,10 @@ static int bench_shape(const struct vnpu_kernel_def *gemm,
 	}
 	fill(a, na, 1);
 	fill(b, nb, 2);
-	bufs[0] = (struct vnpu_kbuf){ a, na * sizeof(float),
-				      VNPU_ACCESS_READ };
-	bufs[1] = (struct vnpu_kbuf){ b, nb * sizeof(float),
-				      VNPU_ACCESS_READ };
-	bufs[2] = (struct vnpu_kbuf){ c_vnpu, nc * sizeof(float),
-				      VNPU_ACCESS_READ | VNPU_ACCESS_WRITE };
+	bufs[0] = (struct vnpu_kbuf){a, na * sizeof(float), VNPU_ACCESS_READ};
+	bufs[1] = (struct vnpu_kbuf){b, nb * sizeof(float), VNPU_ACCESS_READ};
+	bufs[2] = (struct vnpu_kbuf){c_vnpu, nc * sizeof(float),
+				     VNPU_ACCESS_READ | VNPU_ACCESS_WRITE};
 	memset(&p, 0, sizeof(p));
 	p.alpha = 1.0f;
 	p.trans_b = (uint32_t)s->trans_b;
@@ -127,8 +124,8 @@ static int bench_shape(const struct vnpu_kernel_def *gemm,
 		if (d > max_diff)
 			max_diff = d;
 	}
-	printf("%5d %5d %5d  %-3s %9.2f %9.2f %7.3f   %.2e\n", s->m, s->n,
-	       s->k, s->trans_b ? "NT" : "NN", flops / best_vnpu * 1e-9,
+	printf("%5d %5d %5d  %-3s %9.2f %9.2f %7.3f   %.2e\n", s->m, s->n, s->k,
+	       s->trans_b ? "NT" : "NN", flops / best_vnpu * 1e-9,
 	       flops / best_blas * 1e-9, best_blas / best_vnpu, max_diff);
 	free(a);
 	free(b);
