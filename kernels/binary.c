@@ -12,6 +12,10 @@
 
 #include "elementwise.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 struct binary_ctx {
 	uint32_t op;
 	uint32_t dtype;		/* of a and b */
@@ -219,6 +223,40 @@ static void add_f32_dense(float *o, const float *a, const float *b,
 		o[i] = a[i] + b[i];
 }
 
+/*
+ * Beyond this many output bytes, a dense add's working set (3x) is larger
+ * than a typical last-level cache: stream the output past the cache, which
+ * saves reading each output line before overwriting it (a third less
+ * memory traffic, as memcpy does for large copies).
+ */
+#define STREAM_OUT_BYTES (32ull << 20)
+
+static void add_f32_stream(float *o, const float *a, const float *b,
+			   uint64_t n)
+{
+#if defined(__SSE2__)
+	uint64_t i = 0;
+
+	for (; i < n && (uintptr_t)(o + i) % 16 != 0; i++)
+		o[i] = a[i] + b[i];
+	for (; i + 8 <= n; i += 8) {
+		__m128 lo = _mm_add_ps(_mm_loadu_ps(a + i), _mm_loadu_ps(b + i));
+		__m128 hi = _mm_add_ps(_mm_loadu_ps(a + i + 4),
+				       _mm_loadu_ps(b + i + 4));
+
+		_mm_stream_ps(o + i, lo);
+		_mm_stream_ps(o + i + 4, hi);
+	}
+	for (; i < n; i++)
+		o[i] = a[i] + b[i];
+	/* streaming stores are weakly ordered: drain them before the block
+	 * reports completion */
+	_mm_sfence();
+#else
+	add_f32_dense(o, a, b, n);
+#endif
+}
+
 static uint32_t binary_validate(const void *params,
 				const struct vnpu_kbuf *bufs, uint32_t nbufs)
 {
@@ -279,13 +317,14 @@ static void binary_run(const void *params, const struct vnpu_kbuf *bufs,
 	    (uintptr_t)loop.base[0] % _Alignof(float) == 0 &&
 	    (uintptr_t)loop.base[1] % _Alignof(float) == 0 &&
 	    (uintptr_t)loop.base[2] % _Alignof(float) == 0) {
-		if (begin < end)
-			add_f32_dense((float *)(void *)loop.base[0] + begin,
-				      (const float *)(void *)loop.base[1] +
-					      begin,
-				      (const float *)(void *)loop.base[2] +
-					      begin,
-				      end - begin);
+		float *o = (float *)(void *)loop.base[0] + begin;
+		const float *a = (const float *)(void *)loop.base[1] + begin;
+		const float *b = (const float *)(void *)loop.base[2] + begin;
+
+		if (loop.numel * sizeof(float) >= STREAM_OUT_BYTES)
+			add_f32_stream(o, a, b, end - begin);
+		else
+			add_f32_dense(o, a, b, end - begin);
 		return;
 	}
 	vnpu_ew_for_range(&loop, begin, end, binary_chunk, &c);

@@ -752,6 +752,55 @@ START_TEST(test_binary_dense_f32)
 }
 END_TEST
 
+/* Outputs of 32 MiB and more take the streaming-store path; an output
+ * offset of one element makes its start unaligned to 16 bytes. */
+START_TEST(test_binary_dense_f32_large)
+{
+	const int64_t n = (8 << 20) + 5;
+	int64_t sizes[1] = { n };
+	struct vnpu_kbuf b[3];
+	struct vnpu_kp_binary p;
+	float *fa, *fb, *fo;
+
+	kt_seed(406);
+	for (int i = 0; i < 3; i++) {
+		b[i] = kt_buffer((uint64_t)(n + 1) * 4);
+		ck_assert_ptr_nonnull(b[i].ptr);
+	}
+	fa = b[0].ptr;
+	fb = b[1].ptr;
+	fo = b[2].ptr;
+	for (int64_t k = 0; k < n; k++) {
+		fa[k] = kt_rand_float(-100, 100);
+		fb[k] = kt_rand_float(-100, 100);
+	}
+	memset(&p, 0, sizeof(p));
+	p.op = VNPU_BINARY_ADD;
+	p.alpha = 1.0;
+	p.a = kt_tensor(0, VNPU_DTYPE_F32, 1, sizes, NULL);
+	p.b = kt_tensor(1, VNPU_DTYPE_F32, 1, sizes, NULL);
+	p.out = kt_tensor(2, VNPU_DTYPE_F32, 1, sizes, NULL);
+	p.out.offset = 1;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_BINARY, &p, b, 3, 3),
+			  VNPU_STATUS_OK);
+	for (int64_t k = 0; k < n; k++)
+		if (fo[k + 1] != fa[k] + fb[k])
+			ck_abort_msg("sum %lld: %g, want %g", (long long)k,
+				     fo[k + 1], fa[k] + fb[k]);
+	ck_assert_uint_eq(((uint32_t *)b[2].ptr)[0], 0xa5a5a5a5u);
+	/* in place, b += a */
+	p.out = p.b;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_BINARY, &p, b, 3, 2),
+			  VNPU_STATUS_OK);
+	for (int64_t k = 0; k < n; k++)
+		if (fb[k] != fo[k + 1])
+			ck_abort_msg("in place %lld: %g, want %g",
+				     (long long)k, fb[k], fo[k + 1]);
+	for (int i = 0; i < 3; i++)
+		kt_free(&b[i]);
+}
+END_TEST
+
 START_TEST(test_binary_int_edges)
 {
 	int64_t sizes[1] = { 6 };
@@ -1129,6 +1178,7 @@ static Suite *elementwise_suite(void)
 	tcase_add_test(tc, test_unary_special_values);
 	tcase_add_test(tc, test_binary);
 	tcase_add_test(tc, test_binary_dense_f32);
+	tcase_add_test(tc, test_binary_dense_f32_large);
 	tcase_add_test(tc, test_binary_int_edges);
 	tcase_add_test(tc, test_where);
 	tcase_add_test(tc, test_binary_errors);
