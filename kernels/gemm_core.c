@@ -9,6 +9,7 @@
 #include "gemm_core.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -185,6 +186,25 @@ static const struct gemm_micro *select_micro(void)
 		    isa_available(micro_table[i].isa))
 			return &micro_table[i];
 	return &micro_table[0];
+}
+
+bool vnpu_gemm_use_f16c(void)
+{
+#ifdef VNPU_GEMM_X86
+	/* asked per converted run: the CPU answer is looked up once */
+	static atomic_int cpu_f16c = -1;
+	int has = atomic_load_explicit(&cpu_f16c, memory_order_relaxed);
+
+	if (has < 0) {
+		__builtin_cpu_init();
+		has = __builtin_cpu_supports("avx") &&
+		      __builtin_cpu_supports("f16c");
+		atomic_store_explicit(&cpu_f16c, has, memory_order_relaxed);
+	}
+	return has && isa_limit >= VNPU_GEMM_ISA_AVX2;
+#else
+	return false;
+#endif
 }
 
 void vnpu_gemm_force_stack_blocking(bool on)

@@ -71,6 +71,10 @@ enum vnpu_gemm_isa {
  * before launching work). Returns the family now in use. */
 uint32_t vnpu_gemm_set_isa(uint32_t isa);
 
+/* True when F16 operands may be converted with the F16C instructions
+ * (available, and the ISA limit is AVX2 or above). */
+bool vnpu_gemm_use_f16c(void);
+
 /* Makes every job take the out-of-memory path (on-stack micro-panels)
  * so tests can check it; process-wide, not thread-safe. */
 void vnpu_gemm_force_stack_blocking(bool on);
