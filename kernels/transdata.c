@@ -30,16 +30,21 @@
 /* Rows of an NC1HWC0 tile: long enough to amortise the walk, short enough
  * to split one large plane between blocks. */
 #define TD_NC1HWC0_ROWS 256
+/* Rows of a FRACTAL_Z / FRACTAL_NZ tile: 8 fractals stacked along n or m,
+ * which are consecutive in storage. Taller tiles give both sides longer
+ * runs (measured: 16-row tiles ran about 40% slower on 4096 x 4096). */
+#define TD_FRACTAL_ROWS (8 * VNPU_CUBE_M0)
 #define TD_ALWAYS_INLINE static inline __attribute__((always_inline))
 
 struct td_plan {
 	uint64_t c0;		/* tile columns */
 	uint64_t tile_rows;	/* rows per tile (the last tile may have fewer) */
 	uint64_t row_limit;	/* logical extent of the row dim */
+	uint64_t row_pad_limit;	/* rows in storage: row_limit rounded up to 16
+				 * for fractals, row_limit for NC1HWC0 */
 	uint64_t col_limit;	/* logical extent of the column dim */
 	uint64_t row_stride;	/* plain elements between tile rows */
 	uint64_t col_stride;	/* plain elements between tile columns */
-	bool pad_rows;		/* fractal tiles always hold tile_rows rows */
 	uint32_t nouter;
 	uint32_t row_dim;	/* outer dim that steps the tile rows */
 	uint32_t col_dim;	/* outer dim that steps the tile columns */
@@ -83,7 +88,7 @@ static void td_plan_nc1hwc0(struct td_plan *p, const struct vnpu_tensor *pl,
 	p->row_stride = row_stride;
 	p->col_limit = g->c;
 	p->col_stride = (uint64_t)s[1];
-	p->pad_rows = false;
+	p->row_pad_limit = rows;
 	blocks = vnpu_ceil_div(rows, p->tile_rows);
 
 	td_add_dim(p, g->n, g->c1 * g->h * g->w * g->c0, (uint64_t)s[0]);
@@ -95,19 +100,20 @@ static void td_plan_nc1hwc0(struct td_plan *p, const struct vnpu_tensor *pl,
 		   p->tile_rows * row_stride);
 }
 
-/* FRACTAL_Z [C1*H*W, N1, 16, C0]: a tile is one fractal, n down, c across. */
+/* FRACTAL_Z [C1*H*W, N1, 16, C0]: a tile is a stack of fractals of one
+ * (c1, h, w), n down, c across; rows past N (up to N1*16) are padding. */
 static void td_plan_fractal_z(struct td_plan *p, const struct vnpu_tensor *pl,
 			      const struct vnpu_nchw_geom *g)
 {
 	const int64_t *s = pl->strides;
 	uint64_t fractal = VNPU_CUBE_M0 * g->c0;
 
-	p->tile_rows = VNPU_CUBE_M0;
+	p->tile_rows = TD_FRACTAL_ROWS;
 	p->row_limit = g->n;
+	p->row_pad_limit = g->n1 * VNPU_CUBE_M0;
 	p->row_stride = (uint64_t)s[0];
 	p->col_limit = g->c;
 	p->col_stride = (uint64_t)s[1];
-	p->pad_rows = true;
 
 	p->col_dim = p->nouter;
 	td_add_dim(p, g->c1, g->h * g->w * g->n1 * fractal,
@@ -115,11 +121,13 @@ static void td_plan_fractal_z(struct td_plan *p, const struct vnpu_tensor *pl,
 	td_add_dim(p, g->h, g->w * g->n1 * fractal, (uint64_t)s[2]);
 	td_add_dim(p, g->w, g->n1 * fractal, (uint64_t)s[3]);
 	p->row_dim = p->nouter;
-	td_add_dim(p, g->n1, fractal, VNPU_CUBE_M0 * (uint64_t)s[0]);
+	td_add_dim(p, vnpu_ceil_div(g->n1 * VNPU_CUBE_M0, p->tile_rows),
+		   p->tile_rows * g->c0, p->tile_rows * (uint64_t)s[0]);
 }
 
-/* FRACTAL_NZ [b..., K1, M1, 16, C0]: a tile is one fractal, m down, k
- * across; batch dims stay outer dims with their own plain strides. */
+/* FRACTAL_NZ [b..., K1, M1, 16, C0]: a tile is a stack of fractals of one
+ * (b, k1), m down, k across; rows past M (up to M1*16) are padding. Batch
+ * dims stay outer dims with their own plain strides. */
 static void td_plan_fractal_nz(struct td_plan *p, const struct vnpu_tensor *pl,
 			       const struct vnpu_nz_geom *g)
 {
@@ -129,12 +137,12 @@ static void td_plan_fractal_nz(struct td_plan *p, const struct vnpu_tensor *pl,
 	uint64_t matrix = g->k1 * g->m1 * fractal;
 	uint64_t st = matrix * g->batch;
 
-	p->tile_rows = VNPU_CUBE_M0;
+	p->tile_rows = TD_FRACTAL_ROWS;
 	p->row_limit = g->m;
+	p->row_pad_limit = g->m1 * VNPU_CUBE_M0;
 	p->row_stride = (uint64_t)s[nd - 2];
 	p->col_limit = g->k;
 	p->col_stride = (uint64_t)s[nd - 1];
-	p->pad_rows = true;
 
 	for (uint32_t i = 0; i + 2 < nd; i++) {
 		st /= (uint64_t)pl->sizes[i];
@@ -143,7 +151,8 @@ static void td_plan_fractal_nz(struct td_plan *p, const struct vnpu_tensor *pl,
 	p->col_dim = p->nouter;
 	td_add_dim(p, g->k1, g->m1 * fractal, g->c0 * (uint64_t)s[nd - 1]);
 	p->row_dim = p->nouter;
-	td_add_dim(p, g->m1, fractal, VNPU_CUBE_M0 * (uint64_t)s[nd - 2]);
+	td_add_dim(p, vnpu_ceil_div(g->m1 * VNPU_CUBE_M0, p->tile_rows),
+		   p->tile_rows * g->c0, p->tile_rows * (uint64_t)s[nd - 2]);
 }
 
 /*
@@ -456,11 +465,11 @@ TD_ALWAYS_INLINE void td_walk(const struct td_plan *p, char *st_base,
 		uint64_t col0 = idx[p->col_dim] * p->c0;
 		uint64_t rv = p->row_limit - row0;
 		uint64_t cv = p->col_limit - col0;
-		uint64_t st_rows, n = 1;
+		uint64_t st_rows = p->row_pad_limit - row0, n = 1;
 
 		rv = rv < p->tile_rows ? rv : p->tile_rows;
 		cv = cv < p->c0 ? cv : p->c0;
-		st_rows = p->pad_rows ? p->tile_rows : rv;
+		st_rows = st_rows < p->tile_rows ? st_rows : p->tile_rows;
 		if (groups) {
 			/* full tiles left along the columns, in this block */
 			n = (p->col_limit - col0) / p->c0;

@@ -661,15 +661,35 @@ END_TEST
 
 START_TEST(test_fractal_z_elements)
 {
+	int64_t tall[4] = { 150, 20, 2, 2 }; /* n over several tiles */
+
 	pack_unpack_format(VNPU_FORMAT_FRACTAL_Z, 202);
+	for (uint32_t b = 0; b < 3; b++) {
+		check_pack(VNPU_FORMAT_FRACTAL_Z, all_dtypes[b], 4, tall,
+			   block_counts[b], b == 0);
+		check_unpack(VNPU_FORMAT_FRACTAL_Z, all_dtypes[b + 3], 4, tall,
+			     block_counts[b], b == 1);
+	}
 }
 END_TEST
 
 START_TEST(test_fractal_nz_elements)
 {
 	int64_t s[2] = { 100, 37 };
+	int64_t tall[3][3] = { { 300, 40 }, { 2, 129, 33 }, { 257, 64 } };
 
 	pack_unpack_format(VNPU_FORMAT_FRACTAL_NZ, 303);
+	/* m over several tiles, the last one partial */
+	for (uint32_t i = 0; i < 3; i++)
+		for (uint32_t b = 0; b < 3; b++) {
+			uint32_t nd = i == 1 ? 3 : 2;
+
+			check_pack(VNPU_FORMAT_FRACTAL_NZ, all_dtypes[i + b],
+				   nd, tall[i], block_counts[b], b != 1);
+			check_unpack(VNPU_FORMAT_FRACTAL_NZ,
+				     all_dtypes[i + b + 1], nd, tall[i],
+				     block_counts[b], b != 2);
+		}
 	for (size_t d = 0; d < NUM_DTYPES; d++)
 		for (uint32_t b = 0; b < 3; b++) {
 			check_pack(VNPU_FORMAT_FRACTAL_NZ, all_dtypes[d], 2, s,
@@ -908,6 +928,8 @@ START_TEST(test_blocks_disjoint)
 		{ VNPU_FORMAT_NC1HWC0, 4, { 2, 33, 20, 20 } },
 		{ VNPU_FORMAT_NC1HWC0, 4, { 3, 17, 5, 7 } },
 		{ VNPU_FORMAT_FRACTAL_Z, 4, { 33, 17, 3, 3 } },
+		{ VNPU_FORMAT_FRACTAL_Z, 4, { 150, 40, 1, 2 } },
+		{ VNPU_FORMAT_FRACTAL_NZ, 2, { 300, 70 } },
 	};
 
 	kt_seed(808);

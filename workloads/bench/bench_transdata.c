@@ -7,7 +7,7 @@
  * larger-side bytes per second, best of several runs, so the ratio is
  * memcpy time / TransData time for the same amount of data.
  *
- * Usage: bench-transdata [runs]   (default 7)
+ * Usage: bench-transdata [runs]   (default 9)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,43 +73,30 @@ static void *alloc_bytes(uint64_t bytes)
 	return p;
 }
 
-static double best_transdata(const struct vnpu_kp_transdata *kp,
-			     const struct vnpu_kbuf *bufs, int runs)
+static double time_transdata(const struct vnpu_kp_transdata *kp,
+			     const struct vnpu_kbuf *bufs)
 {
-	double best = 1e30;
+	double t0 = now();
 
-	if (vnpu_kernel_transdata.validate(kp, bufs, 2) != VNPU_STATUS_OK) {
-		fprintf(stderr, "launch rejected\n");
-		exit(1);
-	}
-	vnpu_kernel_transdata.run(kp, bufs, 0, 1); /* warm-up */
-	for (int i = 0; i < runs; i++) {
-		double t0 = now();
-
-		vnpu_kernel_transdata.run(kp, bufs, 0, 1);
-		t0 = now() - t0;
-		best = t0 < best ? t0 : best;
-	}
-	return best;
+	vnpu_kernel_transdata.run(kp, bufs, 0, 1);
+	return now() - t0;
 }
 
-static double best_memcpy(void *dst, const void *src, uint64_t bytes,
-			  int runs)
+static double time_memcpy(void *dst, const void *src, uint64_t bytes)
 {
-	double best = 1e30;
+	double t0 = now();
 
 	memcpy(dst, src, bytes);
-	for (int i = 0; i < runs; i++) {
-		double t0 = now();
-
-		memcpy(dst, src, bytes);
-		t0 = now() - t0;
-		best = t0 < best ? t0 : best;
-	}
-	/* keep the copies observable */
+	t0 = now() - t0;
+	/* keep the copy observable */
 	if (((volatile const char *)dst)[bytes / 2] == 42)
 		puts("");
-	return best;
+	return t0;
+}
+
+static double min_time(double a, double b)
+{
+	return a < b ? a : b;
 }
 
 static void run_case(const struct bench_case *c, int runs)
@@ -176,9 +163,26 @@ static void run_case(const struct bench_case *c, int runs)
 	pack.out = packed;
 	unpack.src = packed;
 	unpack.out = plain;
-	t_pack = best_transdata(&pack, bufs, runs);
-	t_unpack = best_transdata(&unpack, bufs, runs);
-	t_copy = best_memcpy(copy_b, copy_a, larger, runs);
+	if (vnpu_kernel_transdata.validate(&pack, bufs, 2) != VNPU_STATUS_OK ||
+	    vnpu_kernel_transdata.validate(&unpack, bufs, 2) !=
+		    VNPU_STATUS_OK) {
+		fprintf(stderr, "%s: launch rejected\n", c->name);
+		exit(1);
+	}
+	/* one warm-up round, then the three interleaved so that they share
+	 * whatever else the machine is doing */
+	t_pack = t_unpack = t_copy = 1e30;
+	for (int i = 0; i <= runs; i++) {
+		double tc = time_memcpy(copy_b, copy_a, larger);
+		double tp = time_transdata(&pack, bufs);
+		double tu = time_transdata(&unpack, bufs);
+
+		if (i == 0)
+			continue;
+		t_copy = min_time(t_copy, tc);
+		t_pack = min_time(t_pack, tp);
+		t_unpack = min_time(t_unpack, tu);
+	}
 
 	printf("%-34s %7.1f MB  memcpy %6.2f GB/s  to %6.2f GB/s (%.2fx)"
 	       "  back %6.2f GB/s (%.2fx)\n",
@@ -194,7 +198,7 @@ static void run_case(const struct bench_case *c, int runs)
 
 int main(int argc, char **argv)
 {
-	int runs = argc > 1 ? atoi(argv[1]) : 7;
+	int runs = argc > 1 ? atoi(argv[1]) : 9;
 
 	if (runs < 1)
 		runs = 1;
