@@ -14,6 +14,7 @@
 #include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define VNPU_GEMM_X86 1
 #endif
@@ -194,11 +195,15 @@ bool vnpu_gemm_use_f16c(void)
 	/* asked per converted run: the CPU answer is looked up once */
 	static atomic_int cpu_f16c = -1;
 	int has = atomic_load_explicit(&cpu_f16c, memory_order_relaxed);
+	unsigned int eax, ebx, ecx, edx;
 
 	if (has < 0) {
 		__builtin_cpu_init();
+		/* F16C from CPUID itself: not every compiler's
+		 * __builtin_cpu_supports knows it; "avx" covers OS support */
 		has = __builtin_cpu_supports("avx") &&
-		      __builtin_cpu_supports("f16c");
+		      __get_cpuid(1, &eax, &ebx, &ecx, &edx) &&
+		      (ecx & bit_F16C);
 		atomic_store_explicit(&cpu_f16c, has, memory_order_relaxed);
 	}
 	return has && isa_limit >= VNPU_GEMM_ISA_AVX2;
