@@ -338,14 +338,17 @@ static void pack_panels(const struct vnpu_gemm_job *job, vnpu_gemm_pack_fn fn,
 static void run_empty(const struct vnpu_gemm_job *job, float *cw, int64_t ldcw)
 {
 	int64_t cols = job->n1 - job->n0;
+	/* alpha times the empty sum, as the workspace epilogue computes it */
+	float product = job->alpha * 0.0f;
 
 	if (job->c) {
 		for (int64_t i = job->m0; i < job->m1; i++) {
 			float *row = job->c + i * job->ldc + job->n0;
 
 			for (int64_t j = 0; j < cols; j++)
-				row[j] = job->beta == 0.0f ? 0.0f
-							   : job->beta * row[j];
+				row[j] = job->beta == 0.0f
+						 ? product
+						 : product + job->beta * row[j];
 		}
 		if (job->need_finish)
 			job->epilogue(job, job->m0, job->m1 - job->m0, job->n0,
