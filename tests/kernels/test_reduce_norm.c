@@ -165,7 +165,7 @@ static void run_reduce_case(uint32_t op, uint32_t dt, uint32_t nblocks,
 			lin = lin * (uint64_t)osz[d] + (uint64_t)oidx[d];
 		}
 		red_fold(&ref[lin], op, get_val(b[0].ptr, dt, at(&oi.t, idx)),
-			 get_int(b[0].ptr, dt, at(&oi.t, idx)),
+			 integer ? get_int(b[0].ptr, dt, at(&oi.t, idx)) : 0,
 			 arg ? idx[arg_dim] : 0, integer);
 	}
 	before = dup_bytes(&b[1]);
