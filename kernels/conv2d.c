@@ -456,9 +456,11 @@ static void conv_run(const void *params, const struct vnpu_kbuf *bufs,
 	x.kw = (int64_t)x.gw.w;
 	x.cg = (int64_t)x.gw.c;
 	x.cog = (int64_t)x.go.c / groups;
-	jobs = (int64_t)x.go.n * groups;
-	if (jobs == 0 || x.cog == 0 || x.ho == 0 || x.wo == 0)
+	/* With an empty output the other sizes are not bounded by any
+	 * buffer; once it is not empty, N * groups <= N * Cout is. */
+	if (x.go.n == 0 || x.cog == 0 || x.ho == 0 || x.wo == 0)
 		return;
+	jobs = (int64_t)x.go.n * groups;
 
 	/* Tiles per (image, group): output rows first, then channels. */
 	t = (int64_t)vnpu_ceil_div(nblocks, (uint64_t)jobs);
@@ -485,7 +487,9 @@ static void conv_run(const void *params, const struct vnpu_kbuf *bufs,
 	 * channel to reduce over. */
 	direct = x.cg == 1 || x.cog <= 4;
 	memset(&job, 0, sizeof(job));
-	job.k = x.kh * x.kw * x.cg;
+	/* without input channels the kernel's extent is unbounded (the
+	 * weight holds no element), and irrelevant */
+	job.k = x.cg == 0 ? 0 : x.kh * x.kw * x.cg;
 	job.pack_a = pack_input;
 	job.pack_b = pack_weight;
 	job.epilogue = store_pixels;

@@ -1022,7 +1022,7 @@ START_TEST(test_conv_cases)
 		/* empty batch and empty channels */
 		{VNPU_DTYPE_F32, 0, 4, 5, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1,
 		 false, 0, 0},
-		{VNPU_DTYPE_F32, 1, 0, 5, 5, 4, 3, 3, 1, 1, 0, 0, 1, 1, 1,
+		{VNPU_DTYPE_F32, 1, 0, 5, 5, 8, 3, 3, 1, 1, 0, 0, 1, 1, 1,
 		 false, 0, 0},
 		{VNPU_DTYPE_F32, 1, 4, 5, 5, 0, 3, 3, 1, 1, 0, 0, 1, 1, 1,
 		 false, 0, 0},
@@ -1215,6 +1215,54 @@ START_TEST(test_conv_validate)
 }
 END_TEST
 
+/* Empty tensors leave sizes no buffer bounds: huge N with zero channels,
+ * a huge kernel over zero input channels. Nothing may overflow or loop. */
+START_TEST(test_conv_empty_extremes)
+{
+	struct conv_fixture f;
+	const int64_t big = (int64_t)1 << 40;
+
+	conv_fixture_init(&f);
+	f.p.groups = 1;
+	f.p.input.sizes[0] = big;
+	f.p.input.sizes[1] = 0;
+	f.p.weight.sizes[0] = 0;
+	f.p.weight.sizes[1] = 0;
+	f.p.out.sizes[0] = big;
+	f.p.out.sizes[1] = 0;
+	f.p.has_bias = 0;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_CONV2D, &f.p, f.bufs, 4, 3),
+			  VNPU_STATUS_OK);
+	conv_fixture_free(&f);
+
+	/* C = 0, Cout = 4: out = act(bias) whatever the kernel size (the
+	 * tensor layer bounds KH * KW of FRACTAL_Z below 2^63) */
+	conv_fixture_init(&f);
+	f.p.groups = 1;
+	f.p.stride_h = f.p.stride_w = 1;
+	f.p.pad_h = f.p.pad_w = 0;
+	f.p.input.sizes[0] = 1;
+	f.p.input.sizes[1] = 0;
+	f.p.input.sizes[2] = (int64_t)1 << 31;
+	f.p.input.sizes[3] = (int64_t)1 << 31;
+	f.p.weight.sizes[1] = 0;
+	f.p.weight.sizes[2] = (int64_t)1 << 31;
+	f.p.weight.sizes[3] = (int64_t)1 << 31;
+	f.p.out.sizes[0] = 1;
+	f.p.out.sizes[2] = 1;
+	f.p.out.sizes[3] = 1;
+	f.p.activation = VNPU_ACT_RELU;
+	for (int i = 0; i < 4; i++)
+		((float *)f.bufs[3].ptr)[i] = (float)i - 1.5f;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_CONV2D, &f.p, f.bufs, 4, 7),
+			  VNPU_STATUS_OK);
+	for (int i = 0; i < 16; i++)
+		ck_assert_float_eq(((float *)f.bufs[2].ptr)[i],
+				   i < 4 && i > 1 ? (float)i - 1.5f : 0.0f);
+	conv_fixture_free(&f);
+}
+END_TEST
+
 static Suite *gemm_conv_suite(void)
 {
 	Suite *s = suite_create("gemm-conv");
@@ -1233,6 +1281,7 @@ static Suite *gemm_conv_suite(void)
 	tcase_add_test(tc, test_conv_cases);
 	tcase_add_test(tc, test_conv_random);
 	tcase_add_test(tc, test_conv_validate);
+	tcase_add_test(tc, test_conv_empty_extremes);
 	suite_add_tcase(s, tc);
 	return s;
 }
