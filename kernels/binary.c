@@ -18,8 +18,7 @@
 
 struct binary_ctx {
 	uint32_t op;
-	uint32_t dtype;		/* of a and b */
-	uint32_t out_dtype;
+	uint32_t dtype; /* of a and b */
 	float alpha;
 	int64_t ialpha;
 };
@@ -29,8 +28,8 @@ static bool is_compare(uint32_t op)
 	return op >= VNPU_BINARY_EQ;
 }
 
-static void binary_f32(uint32_t op, float alpha, const float *a,
-		       const float *b, float *o, int64_t n)
+static void binary_f32(uint32_t op, float alpha, const float *a, const float *b,
+		       float *o, int64_t n)
 {
 	switch (op) {
 	case VNPU_BINARY_ADD:
@@ -71,36 +70,36 @@ static void binary_f32(uint32_t op, float alpha, const float *a,
 }
 
 /* Comparisons of two arrays of T into 0/1 bytes. */
-#define DEFINE_COMPARE(name, T)                                               \
-	static void name(uint32_t op, const T *a, const T *b, uint8_t *o,     \
-			 int64_t n)                                           \
-	{                                                                     \
-		switch (op) {                                                 \
-		case VNPU_BINARY_EQ:                                          \
-			for (int64_t i = 0; i < n; i++)                       \
-				o[i] = a[i] == b[i];                          \
-			return;                                               \
-		case VNPU_BINARY_NE:                                          \
-			for (int64_t i = 0; i < n; i++)                       \
-				o[i] = a[i] != b[i];                          \
-			return;                                               \
-		case VNPU_BINARY_LT:                                          \
-			for (int64_t i = 0; i < n; i++)                       \
-				o[i] = a[i] < b[i];                           \
-			return;                                               \
-		case VNPU_BINARY_LE:                                          \
-			for (int64_t i = 0; i < n; i++)                       \
-				o[i] = a[i] <= b[i];                          \
-			return;                                               \
-		case VNPU_BINARY_GT:                                          \
-			for (int64_t i = 0; i < n; i++)                       \
-				o[i] = a[i] > b[i];                           \
-			return;                                               \
-		default:                                                      \
-			for (int64_t i = 0; i < n; i++)                       \
-				o[i] = a[i] >= b[i];                          \
-			return;                                               \
-		}                                                             \
+#define DEFINE_COMPARE(name, T)                                                \
+	static void name(uint32_t op, const T *a, const T *b, uint8_t *o,      \
+			 int64_t n)                                            \
+	{                                                                      \
+		switch (op) {                                                  \
+		case VNPU_BINARY_EQ:                                           \
+			for (int64_t i = 0; i < n; i++)                        \
+				o[i] = a[i] == b[i];                           \
+			return;                                                \
+		case VNPU_BINARY_NE:                                           \
+			for (int64_t i = 0; i < n; i++)                        \
+				o[i] = a[i] != b[i];                           \
+			return;                                                \
+		case VNPU_BINARY_LT:                                           \
+			for (int64_t i = 0; i < n; i++)                        \
+				o[i] = a[i] < b[i];                            \
+			return;                                                \
+		case VNPU_BINARY_LE:                                           \
+			for (int64_t i = 0; i < n; i++)                        \
+				o[i] = a[i] <= b[i];                           \
+			return;                                                \
+		case VNPU_BINARY_GT:                                           \
+			for (int64_t i = 0; i < n; i++)                        \
+				o[i] = a[i] > b[i];                            \
+			return;                                                \
+		default:                                                       \
+			for (int64_t i = 0; i < n; i++)                        \
+				o[i] = a[i] >= b[i];                           \
+			return;                                                \
+		}                                                              \
 	}
 
 DEFINE_COMPARE(compare_f32, float)
@@ -216,8 +215,7 @@ static void binary_chunk(void *ctx, char *const *ptrs, const int64_t *strides,
 
 /* The hot case: a + b over dense, aligned f32 arrays, in one loop the
  * compiler vectorises (no chunking, no copies). */
-static void add_f32_dense(float *o, const float *a, const float *b,
-			  uint64_t n)
+static void add_f32_dense(float *o, const float *a, const float *b, uint64_t n)
 {
 	for (uint64_t i = 0; i < n; i++)
 		o[i] = a[i] + b[i];
@@ -231,8 +229,7 @@ static void add_f32_dense(float *o, const float *a, const float *b,
  */
 #define STREAM_OUT_BYTES (32ull << 20)
 
-static void add_f32_stream(float *o, const float *a, const float *b,
-			   uint64_t n)
+static void add_f32_stream(float *o, const float *a, const float *b, uint64_t n)
 {
 #if defined(__SSE2__)
 	uint64_t i = 0;
@@ -240,7 +237,8 @@ static void add_f32_stream(float *o, const float *a, const float *b,
 	for (; i < n && (uintptr_t)(o + i) % 16 != 0; i++)
 		o[i] = a[i] + b[i];
 	for (; i + 8 <= n; i += 8) {
-		__m128 lo = _mm_add_ps(_mm_loadu_ps(a + i), _mm_loadu_ps(b + i));
+		__m128 lo =
+			_mm_add_ps(_mm_loadu_ps(a + i), _mm_loadu_ps(b + i));
 		__m128 hi = _mm_add_ps(_mm_loadu_ps(a + i + 4),
 				       _mm_loadu_ps(b + i + 4));
 
@@ -274,7 +272,8 @@ static uint32_t binary_validate(const void *params,
 	if (st != VNPU_STATUS_OK)
 		return st;
 	if (p->b.dtype != dt ||
-	    p->out.dtype != (is_compare(p->op) ? (uint32_t)VNPU_DTYPE_BOOL : dt))
+	    p->out.dtype !=
+		    (is_compare(p->op) ? (uint32_t)VNPU_DTYPE_BOOL : dt))
 		return VNPU_STATUS_INVALID_ARGS;
 	if (!vnpu_broadcasts_to(&p->a, &p->out) ||
 	    !vnpu_broadcasts_to(&p->b, &p->out))
@@ -296,14 +295,13 @@ static void binary_run(const void *params, const struct vnpu_kbuf *bufs,
 		       uint32_t block, uint32_t nblocks)
 {
 	const struct vnpu_kp_binary *p = params;
-	const struct vnpu_tensor *ts[3] = { &p->out, &p->a, &p->b };
+	const struct vnpu_tensor *ts[3] = {&p->out, &p->a, &p->b};
 	struct binary_ctx c;
 	struct vnpu_ew_loop loop;
 	uint64_t begin, end;
 
 	c.op = p->op;
 	c.dtype = p->a.dtype;
-	c.out_dtype = p->out.dtype;
 	c.alpha = (float)p->alpha;
 	c.ialpha = 0;
 	if (!vnpu_dtype_is_float(c.dtype) &&
@@ -348,12 +346,12 @@ static void where_chunk(void *ctx, char *const *ptrs, const int64_t *strides,
 	const char *cond = ptrs[1], *a = ptrs[2], *b = ptrs[3];
 
 	/* constant-size copies per element width */
-#define WHERE_LOOP(SZ)                                                        \
-	for (int64_t i = 0; i < n; i++)                                       \
-		memcpy(o + i * strides[0] * (SZ),                             \
-		       cond[i * strides[1]] ? a + i * strides[2] * (SZ) :     \
-					      b + i * strides[3] * (SZ),      \
-		       (SZ))
+#define WHERE_LOOP(SZ)                                                         \
+	for (int64_t i = 0; i < n; i++)                                        \
+	memcpy(o + i * strides[0] * (SZ),                                      \
+	       cond[i * strides[1]] ? a + i * strides[2] * (SZ)                \
+				    : b + i * strides[3] * (SZ),               \
+	       (SZ))
 	switch (*itemsize) {
 	case 1:
 		WHERE_LOOP(1);
@@ -371,8 +369,8 @@ static void where_chunk(void *ctx, char *const *ptrs, const int64_t *strides,
 #undef WHERE_LOOP
 }
 
-static uint32_t where_validate(const void *params,
-			       const struct vnpu_kbuf *bufs, uint32_t nbufs)
+static uint32_t where_validate(const void *params, const struct vnpu_kbuf *bufs,
+			       uint32_t nbufs)
 {
 	const struct vnpu_kp_where *p = params;
 	uint32_t st;
@@ -400,7 +398,7 @@ static void where_run(const void *params, const struct vnpu_kbuf *bufs,
 		      uint32_t block, uint32_t nblocks)
 {
 	const struct vnpu_kp_where *p = params;
-	const struct vnpu_tensor *ts[4] = { &p->out, &p->cond, &p->a, &p->b };
+	const struct vnpu_tensor *ts[4] = {&p->out, &p->cond, &p->a, &p->b};
 	uint32_t itemsize = vnpu_dtype_size(p->out.dtype);
 	struct vnpu_ew_loop loop;
 

@@ -84,8 +84,8 @@ static inline uint32_t vnpu_ew_check_out(const struct vnpu_tensor *t,
 
 	if (st != VNPU_STATUS_OK)
 		return st;
-	return vnpu_tensor_no_self_overlap(t) ? VNPU_STATUS_OK :
-						VNPU_STATUS_INVALID_ARGS;
+	return vnpu_tensor_no_self_overlap(t) ? VNPU_STATUS_OK
+					      : VNPU_STATUS_INVALID_ARGS;
 }
 
 static inline bool vnpu_same_shape(const struct vnpu_tensor *a,
@@ -288,11 +288,11 @@ static inline void vnpu_ew_store_i64(char *p, int64_t stride, uint32_t dtype,
  * dims merged where every operand allows, so dense operands become one run.
  */
 struct vnpu_ew_loop {
-	uint32_t ndim;		/* >= 1 */
+	uint32_t ndim; /* >= 1 */
 	uint32_t nops;
 	uint64_t numel;
 	int64_t sizes[VNPU_MAX_DIMS];
-	int64_t strides[VNPU_EW_MAX_OPS][VNPU_MAX_DIMS];	/* elements */
+	int64_t strides[VNPU_EW_MAX_OPS][VNPU_MAX_DIMS]; /* elements */
 	uint32_t itemsize[VNPU_EW_MAX_OPS];
 	char *base[VNPU_EW_MAX_OPS];
 };
@@ -368,7 +368,7 @@ static inline void vnpu_ew_for_range_at(const struct vnpu_ew_loop *l,
 					void *ctx)
 {
 	int64_t idx[VNPU_MAX_DIMS];
-	int64_t off[VNPU_EW_MAX_OPS] = { 0 };
+	int64_t off[VNPU_EW_MAX_OPS] = {0};
 	int64_t step[VNPU_EW_MAX_OPS];
 	char *ptrs[VNPU_EW_MAX_OPS];
 	uint32_t last = l->ndim - 1;
@@ -444,8 +444,7 @@ struct vnpu_nd_counter {
 static inline void vnpu_nd_counter_init(struct vnpu_nd_counter *c,
 					uint32_t ndim, const int64_t *sizes,
 					const int64_t *strides0,
-					const int64_t *strides1,
-					uint64_t start)
+					const int64_t *strides1, uint64_t start)
 {
 	c->ndim = ndim;
 	c->off[0] = 0;

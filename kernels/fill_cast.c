@@ -61,7 +61,7 @@ static void fill_run(const void *params, const struct vnpu_kbuf *bufs,
 		     uint32_t block, uint32_t nblocks)
 {
 	const struct vnpu_kp_fill *p = params;
-	const struct vnpu_tensor *ts[1] = { &p->out };
+	const struct vnpu_tensor *ts[1] = {&p->out};
 	struct vnpu_ew_loop loop;
 	struct fill_ctx c;
 
@@ -125,8 +125,8 @@ static int64_t f32_to_int(float f, uint32_t dtype)
 	return (int64_t)d;
 }
 
-static void copy_elems(char *dst, int64_t dstep, const char *src,
-		       int64_t sstep, uint32_t itemsize, int64_t n)
+static void copy_elems(char *dst, int64_t dstep, const char *src, int64_t sstep,
+		       uint32_t itemsize, int64_t n)
 {
 	if (dstep == 1 && sstep == 1) {
 		memmove(dst, src, (size_t)n * itemsize);
@@ -175,9 +175,9 @@ static void cast_chunk(void *ctx, char *const *ptrs, const int64_t *strides,
 			return;
 		}
 		for (int64_t i = 0; i < n; i++)
-			v[i] = c->out_dtype == VNPU_DTYPE_BOOL ?
-				       f[i] != 0.0f :
-				       f32_to_int(f[i], c->out_dtype);
+			v[i] = c->out_dtype == VNPU_DTYPE_BOOL
+				       ? f[i] != 0.0f
+				       : f32_to_int(f[i], c->out_dtype);
 		vnpu_ew_store_i64(ptrs[0], strides[0], c->out_dtype, n, v);
 		return;
 	}
@@ -212,8 +212,8 @@ static void cast_run(const void *params, const struct vnpu_kbuf *bufs,
 		     uint32_t block, uint32_t nblocks)
 {
 	const struct vnpu_kp_cast *p = params;
-	const struct vnpu_tensor *ts[2] = { &p->out, &p->src };
-	struct cast_ctx c = { p->src.dtype, p->out.dtype };
+	const struct vnpu_tensor *ts[2] = {&p->out, &p->src};
+	struct cast_ctx c = {p->src.dtype, p->out.dtype};
 	struct vnpu_ew_loop loop;
 
 	vnpu_ew_loop_init(&loop, ts, 2, bufs);

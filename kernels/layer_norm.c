@@ -2,9 +2,9 @@
 /*
  * LAYER_NORM over the last norm_ndim dims: per row, mean and population
  * variance in f64 (two passes, so no cancellation), rstd = 1/sqrt(var+eps),
- * then out = (x - mean) * rstd in f64, times weight plus bias in f32. Weight and bias have
- * the input's dtype or F32. A row of zero elements has NaN mean and rstd.
- * Each block owns a range of rows; out may alias input.
+ * then out = (x - mean) * rstd in f64, times weight plus bias in f32. Weight
+ * and bias have the input's dtype or F32. A row of zero elements has NaN mean
+ * and rstd. Each block owns a range of rows; out may alias input.
  */
 #include <math.h>
 #include <stdint.h>
@@ -100,7 +100,7 @@ static uint32_t layer_norm_validate(const void *params,
 struct ln_ctx {
 	uint32_t dtype, wdtype, bdtype;
 	bool has_weight, has_bias;
-	double acc;		/* sum, then sum of squared deviations */
+	double acc; /* sum, then sum of squared deviations */
 	double mean, rstd;
 };
 
@@ -192,11 +192,10 @@ static void layer_norm_run(const void *params, const struct vnpu_kbuf *bufs,
 	uint32_t itemsize = vnpu_dtype_size(in->dtype);
 	struct vnpu_tensor in_n = trailing(in, p->norm_ndim);
 	struct vnpu_tensor out_n = trailing(out, p->norm_ndim);
-	const struct vnpu_tensor *stat_ts[1] = { &in_n };
+	const struct vnpu_tensor *stat_ts[1] = {&in_n};
 	const struct vnpu_tensor *out_ts[4] = {
 		&out_n, &in_n, p->has_weight ? &p->weight : &in_n,
-		p->has_bias ? &p->bias : &in_n
-	};
+		p->has_bias ? &p->bias : &in_n};
 	struct vnpu_ew_loop stat_loop, out_loop;
 	struct vnpu_nd_counter c;
 	struct ln_ctx ctx;
@@ -220,7 +219,8 @@ static void layer_norm_run(const void *params, const struct vnpu_kbuf *bufs,
 		char *bases[4] = {
 			out_loop.base[0] + c.off[1] * itemsize,
 			out_loop.base[1] + c.off[0] * itemsize,
-			out_loop.base[2], out_loop.base[3],
+			out_loop.base[2],
+			out_loop.base[3],
 		};
 		double n = (double)stat_loop.numel;
 

@@ -87,8 +87,8 @@ static uint32_t pool2d_validate(const void *params,
 }
 
 struct pool_geom {
-	int64_t h, w;			/* input plane */
-	int64_t in_sh, in_sw;		/* input strides of h and w */
+	int64_t h, w;	      /* input plane */
+	int64_t in_sh, in_sw; /* input strides of h and w */
 	int64_t kh, kw, sh, sw, ph, pw, dh, dw;
 };
 
@@ -161,9 +161,9 @@ static float avg_window(const struct pool_geom *g, const char *plane,
 			sum += vnpu_ld_f32(row + iw * g->in_sw * itemsize,
 					   dtype);
 	}
-	return sum / (float)(count_include_pad ?
-				     padded :
-				     (double)(h1 - h0) * (double)(w1 - w0));
+	return sum / (float)(count_include_pad
+				     ? padded
+				     : (double)(h1 - h0) * (double)(w1 - w0));
 }
 
 static void pool2d_run(const void *params, const struct vnpu_kbuf *bufs,
@@ -177,12 +177,18 @@ static void pool2d_run(const void *params, const struct vnpu_kbuf *bufs,
 	char *out_base = vnpu_tensor_data(out, bufs);
 	char *idx_base = p->has_indices ? vnpu_tensor_data(idx, bufs) : NULL;
 	struct pool_geom g = {
-		.h = in->sizes[2], .w = in->sizes[3],
-		.in_sh = in->strides[2], .in_sw = in->strides[3],
-		.kh = p->kernel_h, .kw = p->kernel_w,
-		.sh = p->stride_h, .sw = p->stride_w,
-		.ph = p->pad_h, .pw = p->pad_w,
-		.dh = p->dil_h, .dw = p->dil_w,
+		.h = in->sizes[2],
+		.w = in->sizes[3],
+		.in_sh = in->strides[2],
+		.in_sw = in->strides[3],
+		.kh = p->kernel_h,
+		.kw = p->kernel_w,
+		.sh = p->stride_h,
+		.sw = p->stride_w,
+		.ph = p->pad_h,
+		.pw = p->pad_w,
+		.dh = p->dil_h,
+		.dw = p->dil_w,
 	};
 	int64_t n_, c_, oh, ow;
 	uint64_t numel = 1, begin, end, rem;
@@ -200,8 +206,9 @@ static void pool2d_run(const void *params, const struct vnpu_kbuf *bufs,
 	c_ = (int64_t)(rem % (uint64_t)out->sizes[1]);
 	n_ = (int64_t)(rem / (uint64_t)out->sizes[1]);
 	for (uint64_t i = begin; i < end; i++) {
-		const char *plane = in_base + (n_ * in->strides[0] +
-					       c_ * in->strides[1]) * itemsize;
+		const char *plane =
+			in_base +
+			(n_ * in->strides[0] + c_ * in->strides[1]) * itemsize;
 		int64_t o_off = n_ * out->strides[0] + c_ * out->strides[1] +
 				oh * out->strides[2] + ow * out->strides[3];
 		float v;

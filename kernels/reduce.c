@@ -27,18 +27,18 @@ struct reduce_plan {
 	uint32_t red_ndim;
 	int64_t red_sizes[VNPU_MAX_DIMS];
 	int64_t red_strides[VNPU_MAX_DIMS];
-	uint64_t count;		/* elements reduced into each output */
+	uint64_t count; /* elements reduced into each output */
 };
 
 /* Accumulator state over one output element. */
 struct reduce_acc {
-	double sum;		/* f64 sums (F32) */
-	float fsum;		/* f32 sums (F16, BF16) */
-	uint64_t isum;		/* wraps; only the low 32 bits are kept */
+	double sum;    /* f64 sums (F32) */
+	float fsum;    /* f32 sums (F16, BF16) */
+	uint64_t isum; /* wraps; only the low 32 bits are kept */
 	float fbest;
 	int64_t ibest;
-	int64_t best_index;	/* ARG*: position along the reduced dim */
-	bool any;		/* fbest/ibest hold a value */
+	int64_t best_index; /* ARG*: position along the reduced dim */
+	bool any;	    /* fbest/ibest hold a value */
 };
 
 /* Folds n floats at position `first` (along the reduced dim) into acc. */
@@ -80,7 +80,7 @@ static void fold_f32(const struct reduce_plan *rp, struct reduce_acc *acc,
 				if (x[i] < acc->fbest || x[i] != x[i])
 					acc->fbest = x[i];
 		}
-		/* once NaN, comparisons keep it (NaN is only replaced by NaN) */
+		/* once NaN, only another NaN replaces it */
 		return;
 	default: /* ARGMAX, ARGMIN */
 		if (!acc->any) {
@@ -90,10 +90,10 @@ static void fold_f32(const struct reduce_plan *rp, struct reduce_acc *acc,
 			i = 1;
 		}
 		for (; i < n && acc->fbest == acc->fbest; i++) {
-			bool better = x[i] != x[i] ||
-				      (rp->op == VNPU_REDUCE_ARGMAX ?
-					       x[i] > acc->fbest :
-					       x[i] < acc->fbest);
+			bool better =
+				x[i] != x[i] || (rp->op == VNPU_REDUCE_ARGMAX
+							 ? x[i] > acc->fbest
+							 : x[i] < acc->fbest);
 
 			if (better) {
 				acc->fbest = x[i];
@@ -121,8 +121,8 @@ static void fold_i64(const struct reduce_plan *rp, struct reduce_acc *acc,
 			acc->any = true;
 		}
 		for (; i < n; i++)
-			if (rp->op == VNPU_REDUCE_MAX ? x[i] > acc->ibest :
-							x[i] < acc->ibest)
+			if (rp->op == VNPU_REDUCE_MAX ? x[i] > acc->ibest
+						      : x[i] < acc->ibest)
 				acc->ibest = x[i];
 		return;
 	default:
@@ -132,8 +132,8 @@ static void fold_i64(const struct reduce_plan *rp, struct reduce_acc *acc,
 			acc->any = true;
 		}
 		for (; i < n; i++)
-			if (rp->op == VNPU_REDUCE_ARGMAX ? x[i] > acc->ibest :
-							   x[i] < acc->ibest) {
+			if (rp->op == VNPU_REDUCE_ARGMAX ? x[i] > acc->ibest
+							 : x[i] < acc->ibest) {
 				acc->ibest = x[i];
 				acc->best_index = first + i;
 			}
@@ -161,8 +161,8 @@ static void reduce_one(const struct reduce_plan *rp, const char *in,
 		const char *p = in + (base + c.off[0]) * itemsize;
 
 		for (int64_t done = 0; done < run; done += VNPU_EW_CHUNK) {
-			int64_t n = run - done < VNPU_EW_CHUNK ? run - done :
-								 VNPU_EW_CHUNK;
+			int64_t n = run - done < VNPU_EW_CHUNK ? run - done
+							       : VNPU_EW_CHUNK;
 			const char *q = p + done * step * itemsize;
 
 			if (is_float) {
@@ -219,8 +219,8 @@ static uint32_t reduce_validate(const void *params,
 	const struct vnpu_kp_reduce *p = params;
 	const struct vnpu_tensor *in = &p->input, *out = &p->out;
 	bool arg = p->op == VNPU_REDUCE_ARGMAX || p->op == VNPU_REDUCE_ARGMIN;
-	bool extremum = arg || p->op == VNPU_REDUCE_MAX ||
-			p->op == VNPU_REDUCE_MIN;
+	bool extremum =
+		arg || p->op == VNPU_REDUCE_MAX || p->op == VNPU_REDUCE_MIN;
 	uint32_t st;
 
 	if (p->op >= VNPU_REDUCE_COUNT)

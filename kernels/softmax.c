@@ -42,22 +42,22 @@ static void softmax_row(const char *in, int64_t in_step, char *out,
 	float shift;
 
 	for (int64_t done = 0; done < len; done += VNPU_EW_CHUNK) {
-		int64_t n = len - done < VNPU_EW_CHUNK ? len - done :
-							 VNPU_EW_CHUNK;
+		int64_t n =
+			len - done < VNPU_EW_CHUNK ? len - done : VNPU_EW_CHUNK;
 
-		vnpu_ew_load_f32(in + done * in_step * itemsize, in_step,
-				 dtype, n, x);
+		vnpu_ew_load_f32(in + done * in_step * itemsize, in_step, dtype,
+				 n, x);
 		for (int64_t i = 0; i < n; i++)
 			if (x[i] > max || x[i] != x[i])
 				max = x[i];
 	}
 	for (int64_t done = 0; done < len; done += VNPU_EW_CHUNK) {
-		int64_t n = len - done < VNPU_EW_CHUNK ? len - done :
-							 VNPU_EW_CHUNK;
+		int64_t n =
+			len - done < VNPU_EW_CHUNK ? len - done : VNPU_EW_CHUNK;
 		float part = 0;
 
-		vnpu_ew_load_f32(in + done * in_step * itemsize, in_step,
-				 dtype, n, x);
+		vnpu_ew_load_f32(in + done * in_step * itemsize, in_step, dtype,
+				 n, x);
 		for (int64_t i = 0; i < n; i++)
 			part += expf(x[i] - max);
 		sum += part;
@@ -65,11 +65,11 @@ static void softmax_row(const char *in, int64_t in_step, char *out,
 	/* log-softmax: (x - max) - log(sum); softmax: exp(x - max) / sum */
 	shift = log_out ? (float)log(sum) : (float)(1.0 / sum);
 	for (int64_t done = 0; done < len; done += VNPU_EW_CHUNK) {
-		int64_t n = len - done < VNPU_EW_CHUNK ? len - done :
-							 VNPU_EW_CHUNK;
+		int64_t n =
+			len - done < VNPU_EW_CHUNK ? len - done : VNPU_EW_CHUNK;
 
-		vnpu_ew_load_f32(in + done * in_step * itemsize, in_step,
-				 dtype, n, x);
+		vnpu_ew_load_f32(in + done * in_step * itemsize, in_step, dtype,
+				 n, x);
 		if (log_out)
 			for (int64_t i = 0; i < n; i++)
 				x[i] = (x[i] - max) - shift;

@@ -125,8 +125,8 @@ static uint32_t unary_validate(const void *params, const struct vnpu_kbuf *bufs,
 		 p->op == VNPU_UNARY_RELU;
 	if (vnpu_dtype_is_float(p->src.dtype))
 		return VNPU_STATUS_OK;
-	if (int_op && (p->src.dtype == VNPU_DTYPE_I32 ||
-		       p->src.dtype == VNPU_DTYPE_I8))
+	if (int_op &&
+	    (p->src.dtype == VNPU_DTYPE_I32 || p->src.dtype == VNPU_DTYPE_I8))
 		return VNPU_STATUS_OK;
 	return VNPU_STATUS_UNSUPPORTED;
 }
@@ -135,8 +135,8 @@ static void unary_run(const void *params, const struct vnpu_kbuf *bufs,
 		      uint32_t block, uint32_t nblocks)
 {
 	const struct vnpu_kp_unary *p = params;
-	const struct vnpu_tensor *ts[2] = { &p->out, &p->src };
-	struct unary_ctx c = { p->op, p->src.dtype };
+	const struct vnpu_tensor *ts[2] = {&p->out, &p->src};
+	struct unary_ctx c = {p->op, p->src.dtype};
 	struct vnpu_ew_loop loop;
 
 	vnpu_ew_loop_init(&loop, ts, 2, bufs);

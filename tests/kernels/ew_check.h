@@ -25,9 +25,9 @@ static const uint32_t all_dtypes[] = {
 };
 #define N_ALL_DTYPES (sizeof(all_dtypes) / sizeof(all_dtypes[0]))
 
-static const uint32_t float_dtypes[] = { VNPU_DTYPE_F32, VNPU_DTYPE_F16,
-					 VNPU_DTYPE_BF16 };
-static const uint32_t block_counts[] = { 1, 3, 7 };
+static const uint32_t float_dtypes[] = {VNPU_DTYPE_F32, VNPU_DTYPE_F16,
+					VNPU_DTYPE_BF16};
+static const uint32_t block_counts[] = {1, 3, 7};
 
 /* ---- element encoding, independent of the kernel library ---- */
 
@@ -192,14 +192,14 @@ static inline double rtol_of(uint32_t dt)
 
 enum {
 	LAY_DENSE = 0,
-	LAY_PERMUTE = 1u << 0,	/* transposed strides */
-	LAY_GAPS = 1u << 1,	/* padded strides and an offset */
-	LAY_ZERO = 1u << 2,	/* some dims stride 0 (inputs only) */
+	LAY_PERMUTE = 1u << 0, /* transposed strides */
+	LAY_GAPS = 1u << 1,    /* padded strides and an offset */
+	LAY_ZERO = 1u << 2,    /* some dims stride 0 (inputs only) */
 };
 
 struct operand {
 	struct vnpu_tensor t;
-	uint64_t nelem;		/* elements the buffer holds */
+	uint64_t nelem; /* elements the buffer holds */
 };
 
 static inline uint64_t numel_of(uint32_t ndim, const int64_t *sizes)
@@ -212,8 +212,8 @@ static inline uint64_t numel_of(uint32_t ndim, const int64_t *sizes)
 }
 
 static inline struct operand make_operand(uint32_t buffer, uint32_t dt,
-				   uint32_t ndim, const int64_t *sizes,
-				   unsigned lay)
+					  uint32_t ndim, const int64_t *sizes,
+					  unsigned lay)
 {
 	struct operand o;
 	uint32_t perm[MAXD];
@@ -259,8 +259,8 @@ static inline struct operand make_operand(uint32_t buffer, uint32_t dt,
 }
 
 /* Buffer for operand o, every element slot filled with random values. */
-static inline struct vnpu_kbuf operand_buffer(const struct operand *o, double lo,
-				       double hi)
+static inline struct vnpu_kbuf operand_buffer(const struct operand *o,
+					      double lo, double hi)
 {
 	struct vnpu_kbuf b = kt_buffer(o->nelem * esize(o->t.dtype));
 
@@ -282,7 +282,7 @@ static inline uint64_t elem_off(const struct vnpu_tensor *t, const int64_t *idx)
 }
 
 static inline void unravel(uint64_t lin, uint32_t ndim, const int64_t *sizes,
-		    int64_t *idx)
+			   int64_t *idx)
 {
 	for (uint32_t d = ndim; d-- > 0;) {
 		idx[d] = (int64_t)(lin % (uint64_t)sizes[d]);
@@ -291,8 +291,9 @@ static inline void unravel(uint64_t lin, uint32_t ndim, const int64_t *sizes,
 }
 
 /* Checks that bytes of `now` outside the elements of t equal `before`. */
-static inline void check_untouched(const struct vnpu_tensor *t, const void *before,
-			    const void *now, uint64_t bytes)
+static inline void check_untouched(const struct vnpu_tensor *t,
+				   const void *before, const void *now,
+				   uint64_t bytes)
 {
 	size_t es = esize(t->dtype);
 	unsigned char *mask = calloc(bytes ? bytes : 1, 1);
@@ -323,9 +324,10 @@ static inline void *dup_bytes(const struct vnpu_kbuf *b)
 }
 
 /* A random shape; sizes come from a list that has 0, 1, 15 and 17. */
-static inline uint32_t rand_shape(int64_t *sizes, uint32_t max_ndim, int allow_zero)
+static inline uint32_t rand_shape(int64_t *sizes, uint32_t max_ndim,
+				  int allow_zero)
 {
-	static const int64_t pick[] = { 1, 2, 3, 4, 5, 7, 15, 17, 1, 0 };
+	static const int64_t pick[] = {1, 2, 3, 4, 5, 7, 15, 17, 1, 0};
 	uint32_t ndim = (uint32_t)kt_rand_range(0, max_ndim);
 	uint64_t n = 1;
 
@@ -341,7 +343,8 @@ static inline uint32_t rand_shape(int64_t *sizes, uint32_t max_ndim, int allow_z
 }
 
 /* Size-1 dims of `out` chosen at random, for broadcast inputs. */
-static inline void broadcast_shape(uint32_t ndim, const int64_t *out, int64_t *in)
+static inline void broadcast_shape(uint32_t ndim, const int64_t *out,
+				   int64_t *in)
 {
 	for (uint32_t d = 0; d < ndim; d++)
 		in[d] = kt_rand() % 3 == 0 ? 1 : out[d];
@@ -349,8 +352,8 @@ static inline void broadcast_shape(uint32_t ndim, const int64_t *out, int64_t *i
 
 static inline unsigned rand_layout(unsigned extra)
 {
-	static const unsigned lays[] = { LAY_DENSE, LAY_PERMUTE, LAY_GAPS,
-					 LAY_PERMUTE | LAY_GAPS };
+	static const unsigned lays[] = {LAY_DENSE, LAY_PERMUTE, LAY_GAPS,
+					LAY_PERMUTE | LAY_GAPS};
 
 	return lays[kt_rand() % 4] | (kt_rand() % 2 ? extra : 0);
 }

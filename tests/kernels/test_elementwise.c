@@ -31,16 +31,16 @@ START_TEST(test_registry)
 		const char *name;
 		uint32_t params_size;
 	} k[] = {
-		{ &vnpu_kernel_fill, VNPU_KERNEL_FILL, "fill",
-		  sizeof(struct vnpu_kp_fill) },
-		{ &vnpu_kernel_cast, VNPU_KERNEL_CAST, "cast",
-		  sizeof(struct vnpu_kp_cast) },
-		{ &vnpu_kernel_unary, VNPU_KERNEL_UNARY, "unary",
-		  sizeof(struct vnpu_kp_unary) },
-		{ &vnpu_kernel_binary, VNPU_KERNEL_BINARY, "binary",
-		  sizeof(struct vnpu_kp_binary) },
-		{ &vnpu_kernel_where, VNPU_KERNEL_WHERE, "where",
-		  sizeof(struct vnpu_kp_where) },
+		{&vnpu_kernel_fill, VNPU_KERNEL_FILL, "fill",
+		 sizeof(struct vnpu_kp_fill)},
+		{&vnpu_kernel_cast, VNPU_KERNEL_CAST, "cast",
+		 sizeof(struct vnpu_kp_cast)},
+		{&vnpu_kernel_unary, VNPU_KERNEL_UNARY, "unary",
+		 sizeof(struct vnpu_kp_unary)},
+		{&vnpu_kernel_binary, VNPU_KERNEL_BINARY, "binary",
+		 sizeof(struct vnpu_kp_binary)},
+		{&vnpu_kernel_where, VNPU_KERNEL_WHERE, "where",
+		 sizeof(struct vnpu_kp_where)},
 	};
 
 	for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
@@ -61,8 +61,8 @@ START_TEST(test_fill)
 		uint32_t dt = all_dtypes[iter % N_ALL_DTYPES];
 		int64_t sizes[MAXD];
 		uint32_t ndim = rand_shape(sizes, 4, 1);
-		struct operand o = make_operand(0, dt, ndim, sizes,
-						rand_layout(0));
+		struct operand o =
+			make_operand(0, dt, ndim, sizes, rand_layout(0));
 		struct vnpu_kbuf b = operand_buffer(&o, -5, 5);
 		void *before = dup_bytes(&b);
 		struct vnpu_kp_fill p;
@@ -100,9 +100,9 @@ START_TEST(test_fill)
 			unravel(i, ndim, sizes, idx);
 			double got = get_val(b.ptr, dt, elem_off(&o.t, idx));
 
-			ck_assert_msg(close_to(got, want, rtol_of(dt) + 6e-8,
-					       0),
-				      "fill dt %u: %g vs %g", dt, got, want);
+			ck_assert_msg(
+				close_to(got, want, rtol_of(dt) + 6e-8, 0),
+				"fill dt %u: %g vs %g", dt, got, want);
 		}
 		check_untouched(&o.t, before, b.ptr, b.size);
 		free(before);
@@ -113,7 +113,7 @@ END_TEST
 
 START_TEST(test_fill_wide_values)
 {
-	int64_t sizes[1] = { 5 };
+	int64_t sizes[1] = {5};
 	struct vnpu_kbuf b = kt_buffer(64);
 	struct vnpu_kp_fill p;
 
@@ -212,9 +212,9 @@ START_TEST(test_cast)
 				uint32_t dst = all_dtypes[di];
 				int64_t sizes[MAXD];
 				uint32_t ndim = rand_shape(sizes, 4, 1);
-				struct operand os = make_operand(
-					0, src, ndim, sizes,
-					rand_layout(LAY_ZERO));
+				struct operand os =
+					make_operand(0, src, ndim, sizes,
+						     rand_layout(LAY_ZERO));
 				struct operand oo = make_operand(
 					1, dst, ndim, sizes, rand_layout(0));
 				struct vnpu_kbuf b[2];
@@ -243,8 +243,9 @@ START_TEST(test_cast)
 					VNPU_STATUS_OK);
 				for (uint64_t i = 0; i < n; i++) {
 					unravel(i, ndim, sizes, idx);
-					double v = get_val(b[0].ptr, src,
-							   elem_off(&os.t, idx));
+					double v =
+						get_val(b[0].ptr, src,
+							elem_off(&os.t, idx));
 					double want = cast_ref(v, src, dst);
 					double got;
 
@@ -265,9 +266,9 @@ START_TEST(test_cast)
 					ck_assert_msg(
 						close_to(got, want,
 							 cast_rtol(src, dst),
-							 dst == VNPU_DTYPE_F16 ?
-								 0x1p-25 :
-								 0),
+							 dst == VNPU_DTYPE_F16
+								 ? 0x1p-25
+								 : 0),
 						"cast %u->%u: %.17g vs %.17g "
 						"(src %.17g)",
 						src, dst, got, want, v);
@@ -285,14 +286,13 @@ END_TEST
 
 START_TEST(test_cast_exact_cases)
 {
-	int64_t sizes[1] = { 6 };
-	struct vnpu_kbuf b[2] = { kt_buffer(64), kt_buffer(64) };
+	int64_t sizes[1] = {6};
+	struct vnpu_kbuf b[2] = {kt_buffer(64), kt_buffer(64)};
 	struct vnpu_kp_cast p;
-	const double f16_in[6] = { 65504.0, 1.0 / 3.0, -0.0, 2049.0, 1e-7,
-				   -1.5 };
+	const double f16_in[6] = {65504.0, 1.0 / 3.0, -0.0, 2049.0, 1e-7, -1.5};
 	/* round to nearest even: 2049 is a tie between 2048 and 2050 */
-	const double f16_out[6] = { 65504.0, 0.333251953125, -0.0, 2048.0,
-				    1.1920928955078125e-07, -1.5 };
+	const double f16_out[6] = {65504.0, 0.333251953125,	    -0.0,
+				   2048.0,  1.1920928955078125e-07, -1.5};
 
 	memset(&p, 0, sizeof(p));
 	p.src = kt_tensor(0, VNPU_DTYPE_F32, 1, sizes, NULL);
@@ -302,15 +302,14 @@ START_TEST(test_cast_exact_cases)
 	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_CAST, &p, b, 2, 1),
 			  VNPU_STATUS_OK);
 	for (int i = 0; i < 6; i++)
-		ck_assert_double_eq(get_val(b[1].ptr, VNPU_DTYPE_F16,
-					    (uint64_t)i),
-				    f16_out[i]);
+		ck_assert_double_eq(
+			get_val(b[1].ptr, VNPU_DTYPE_F16, (uint64_t)i),
+			f16_out[i]);
 	ck_assert(signbit(get_val(b[1].ptr, VNPU_DTYPE_F16, 2)));
 
 	/* float -> I32 saturates; NaN -> 0; -2.7 -> -2 */
-	const double i32_in[6] = { 3e9, -3e9, NAN, -2.7, 2.7, INFINITY };
-	const int64_t i32_out[6] = { INT32_MAX, INT32_MIN, 0, -2, 2,
-				     INT32_MAX };
+	const double i32_in[6] = {3e9, -3e9, NAN, -2.7, 2.7, INFINITY};
+	const int64_t i32_out[6] = {INT32_MAX, INT32_MIN, 0, -2, 2, INT32_MAX};
 
 	p.out = kt_tensor(1, VNPU_DTYPE_I32, 1, sizes, NULL);
 	for (int i = 0; i < 6; i++)
@@ -318,8 +317,7 @@ START_TEST(test_cast_exact_cases)
 	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_CAST, &p, b, 2, 3),
 			  VNPU_STATUS_OK);
 	for (int i = 0; i < 6; i++)
-		ck_assert_int_eq(get_int(b[1].ptr, VNPU_DTYPE_I32,
-					 (uint64_t)i),
+		ck_assert_int_eq(get_int(b[1].ptr, VNPU_DTYPE_I32, (uint64_t)i),
 				 i32_out[i]);
 
 	/* F32 -> I64 saturates at both ends */
@@ -381,9 +379,9 @@ static void run_unary_case(uint32_t op, uint32_t dt, int in_place,
 	int64_t sizes[MAXD];
 	uint32_t ndim = rand_shape(sizes, 5, 1);
 	struct operand os = make_operand(0, dt, ndim, sizes, rand_layout(0));
-	struct operand oo = in_place ? os :
-				       make_operand(1, dt, ndim, sizes,
-						    rand_layout(0));
+	struct operand oo =
+		in_place ? os
+			 : make_operand(1, dt, ndim, sizes, rand_layout(0));
 	struct vnpu_kbuf b[2];
 	struct vnpu_kp_unary p;
 	uint64_t n = numel_of(ndim, sizes);
@@ -400,10 +398,10 @@ static void run_unary_case(uint32_t op, uint32_t dt, int in_place,
 	ck_assert_ptr_nonnull(src_vals);
 	for (uint64_t i = 0; i < n; i++) {
 		unravel(i, ndim, sizes, idx);
-		src_vals[i] = dt == VNPU_DTYPE_I64 ?
-				      0 :
-				      get_val(b[0].ptr, dt,
-					      elem_off(&os.t, idx));
+		src_vals[i] =
+			dt == VNPU_DTYPE_I64
+				? 0
+				: get_val(b[0].ptr, dt, elem_off(&os.t, idx));
 	}
 	if (dt == VNPU_DTYPE_I32 && n > 0) { /* INT_MIN wraps */
 		unravel(0, ndim, sizes, idx);
@@ -415,9 +413,9 @@ static void run_unary_case(uint32_t op, uint32_t dt, int in_place,
 	p.op = op;
 	p.src = os.t;
 	p.out = oo.t;
-	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &p, b, in_place ? 1 : 2,
-				    nblocks),
-			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(
+		kt_launch(VNPU_KERNEL_UNARY, &p, b, in_place ? 1 : 2, nblocks),
+		VNPU_STATUS_OK);
 	for (uint64_t i = 0; i < n; i++) {
 		double want = unary_ref(op, src_vals[i]);
 		double got;
@@ -450,16 +448,17 @@ START_TEST(test_unary_float)
 	for (uint32_t op = 0; op < VNPU_UNARY_COUNT; op++)
 		for (uint32_t k = 0; k < 3; k++)
 			for (int iter = 0; iter < 9; iter++)
-				run_unary_case(op, float_dtypes[k], iter % 4 == 3,
+				run_unary_case(op, float_dtypes[k],
+					       iter % 4 == 3,
 					       block_counts[iter % 3]);
 }
 END_TEST
 
 START_TEST(test_unary_int)
 {
-	static const uint32_t ops[] = { VNPU_UNARY_ABS, VNPU_UNARY_NEG,
-					VNPU_UNARY_RELU };
-	static const uint32_t dts[] = { VNPU_DTYPE_I32, VNPU_DTYPE_I8 };
+	static const uint32_t ops[] = {VNPU_UNARY_ABS, VNPU_UNARY_NEG,
+				       VNPU_UNARY_RELU};
+	static const uint32_t dts[] = {VNPU_DTYPE_I32, VNPU_DTYPE_I8};
 
 	kt_seed(304);
 	for (int o = 0; o < 3; o++)
@@ -472,7 +471,7 @@ END_TEST
 
 START_TEST(test_unary_special_values)
 {
-	int64_t sizes[1] = { 4 };
+	int64_t sizes[1] = {4};
 	struct vnpu_kbuf b = kt_buffer(64);
 	struct vnpu_kp_unary p;
 
@@ -559,7 +558,7 @@ static double wrap_int(double v, uint32_t dt)
 
 struct binary_case {
 	uint32_t op, dt, nblocks;
-	int in_place;		/* out aliases a */
+	int in_place; /* out aliases a */
 	int broadcast;
 };
 
@@ -586,12 +585,14 @@ static void run_binary_case(const struct binary_case *bc)
 		broadcast_shape(ndim, sizes, sb);
 	}
 	oa = make_operand(0, dt, ndim, sa,
-			  bc->in_place ? rand_layout(0) :
-					 rand_layout(bc->broadcast ? LAY_ZERO : 0));
+			  bc->in_place
+				  ? rand_layout(0)
+				  : rand_layout(bc->broadcast ? LAY_ZERO : 0));
 	ob = make_operand(1, dt, ndim, sb,
 			  rand_layout(bc->broadcast ? LAY_ZERO : 0));
-	oo = bc->in_place ? oa : make_operand(2, out_dt, ndim, sizes,
-					      rand_layout(0));
+	oo = bc->in_place
+		     ? oa
+		     : make_operand(2, out_dt, ndim, sizes, rand_layout(0));
 	b[0] = operand_buffer(&oa, -4, 4);
 	b[1] = operand_buffer(&ob, -4, 4);
 	b[2] = bc->in_place ? b[0] : operand_buffer(&oo, -1, 1);
@@ -634,7 +635,8 @@ static void run_binary_case(const struct binary_case *bc)
 				    bc->in_place ? 2 : 3, bc->nblocks),
 			  VNPU_STATUS_OK);
 	for (uint64_t i = 0; i < n; i++) {
-		double want = binary_ref(bc->op, p.alpha, va[i], vb[i], integer);
+		double want =
+			binary_ref(bc->op, p.alpha, va[i], vb[i], integer);
 		double got, scale;
 
 		unravel(i, ndim, sizes, idx);
@@ -664,9 +666,9 @@ static void run_binary_case(const struct binary_case *bc)
 
 START_TEST(test_binary)
 {
-	static const uint32_t dts[] = { VNPU_DTYPE_F32, VNPU_DTYPE_F16,
-					VNPU_DTYPE_BF16, VNPU_DTYPE_I32,
-					VNPU_DTYPE_I8 };
+	static const uint32_t dts[] = {VNPU_DTYPE_F32, VNPU_DTYPE_F16,
+				       VNPU_DTYPE_BF16, VNPU_DTYPE_I32,
+				       VNPU_DTYPE_I8};
 
 	kt_seed(404);
 	for (uint32_t op = 0; op < VNPU_BINARY_COUNT; op++)
@@ -691,7 +693,7 @@ END_TEST
 START_TEST(test_binary_dense_f32)
 {
 	const int64_t n = 100003;
-	int64_t sizes[2] = { 1, n };
+	int64_t sizes[2] = {1, n};
 	struct vnpu_kbuf b[3], shifted[3];
 	struct vnpu_kp_binary p;
 
@@ -716,13 +718,16 @@ START_TEST(test_binary_dense_f32)
 					    block_counts[k]),
 				  VNPU_STATUS_OK);
 		for (int64_t i = 0; i < n; i++) {
-			double want = (double)(float)(
-				get_val(b[0].ptr, VNPU_DTYPE_F32, (uint64_t)i) +
-				get_val(b[1].ptr, VNPU_DTYPE_F32, (uint64_t)i));
+			double want = (double)(float)(get_val(b[0].ptr,
+							      VNPU_DTYPE_F32,
+							      (uint64_t)i) +
+						      get_val(b[1].ptr,
+							      VNPU_DTYPE_F32,
+							      (uint64_t)i));
 
-			ck_assert_double_eq(get_val(b[2].ptr, VNPU_DTYPE_F32,
-						    (uint64_t)i),
-					    want);
+			ck_assert_double_eq(
+				get_val(b[2].ptr, VNPU_DTYPE_F32, (uint64_t)i),
+				want);
 		}
 	}
 	/* same data read at a one-byte shift */
@@ -757,7 +762,7 @@ END_TEST
 START_TEST(test_binary_dense_f32_large)
 {
 	const int64_t n = (8 << 20) + 5;
-	int64_t sizes[1] = { n };
+	int64_t sizes[1] = {n};
 	struct vnpu_kbuf b[3];
 	struct vnpu_kp_binary p;
 	float *fa, *fb, *fo;
@@ -794,8 +799,8 @@ START_TEST(test_binary_dense_f32_large)
 			  VNPU_STATUS_OK);
 	for (int64_t k = 0; k < n; k++)
 		if (fb[k] != fo[k + 1])
-			ck_abort_msg("in place %lld: %g, want %g",
-				     (long long)k, fb[k], fo[k + 1]);
+			ck_abort_msg("in place %lld: %g, want %g", (long long)k,
+				     fb[k], fo[k + 1]);
 	for (int i = 0; i < 3; i++)
 		kt_free(&b[i]);
 }
@@ -803,13 +808,12 @@ END_TEST
 
 START_TEST(test_binary_int_edges)
 {
-	int64_t sizes[1] = { 6 };
-	struct vnpu_kbuf b[3] = { kt_buffer(64), kt_buffer(64),
-				  kt_buffer(64) };
+	int64_t sizes[1] = {6};
+	struct vnpu_kbuf b[3] = {kt_buffer(64), kt_buffer(64), kt_buffer(64)};
 	struct vnpu_kp_binary p;
-	const int32_t a[6] = { 7, -7, 7, -7, INT32_MIN, 5 };
-	const int32_t d[6] = { 2, 2, -2, -2, -1, 0 };
-	const int32_t q[6] = { 3, -3, -3, 3, INT32_MIN, 0 };
+	const int32_t a[6] = {7, -7, 7, -7, INT32_MIN, 5};
+	const int32_t d[6] = {2, 2, -2, -2, -1, 0};
+	const int32_t q[6] = {3, -3, -3, 3, INT32_MIN, 0};
 
 	memset(&p, 0, sizeof(p));
 	p.op = VNPU_BINARY_DIV;
@@ -865,8 +869,9 @@ START_TEST(test_where)
 		oa = make_operand(1, dt, ndim, sa,
 				  rand_layout(in_place ? 0 : LAY_ZERO));
 		ob = make_operand(2, dt, ndim, sb, rand_layout(LAY_ZERO));
-		oo = in_place ? oa :
-				make_operand(3, dt, ndim, sizes, rand_layout(0));
+		oo = in_place
+			     ? oa
+			     : make_operand(3, dt, ndim, sizes, rand_layout(0));
 		b[0] = operand_buffer(&oc, 0, 1);
 		b[1] = operand_buffer(&oa, -50, 50);
 		b[2] = operand_buffer(&ob, -50, 50);
@@ -876,11 +881,11 @@ START_TEST(test_where)
 		for (uint64_t i = 0; i < n; i++) {
 			unravel(i, ndim, sizes, idx);
 			want[i] = get_val(b[0].ptr, VNPU_DTYPE_BOOL,
-					  elem_off(&oc.t, idx)) ?
-					  get_val(b[1].ptr, dt,
-						  elem_off(&oa.t, idx)) :
-					  get_val(b[2].ptr, dt,
-						  elem_off(&ob.t, idx));
+					  elem_off(&oc.t, idx))
+					  ? get_val(b[1].ptr, dt,
+						    elem_off(&oa.t, idx))
+					  : get_val(b[2].ptr, dt,
+						    elem_off(&ob.t, idx));
 		}
 		before = dup_bytes(&b[3]);
 		memset(&p, 0, sizeof(p));
@@ -893,9 +898,9 @@ START_TEST(test_where)
 				  VNPU_STATUS_OK);
 		for (uint64_t i = 0; i < n; i++) {
 			unravel(i, ndim, sizes, idx);
-			ck_assert_double_eq(get_val(b[3].ptr, dt,
-						    elem_off(&oo.t, idx)),
-					    want[i]);
+			ck_assert_double_eq(
+				get_val(b[3].ptr, dt, elem_off(&oo.t, idx)),
+				want[i]);
 		}
 		if (!in_place)
 			check_untouched(&oo.t, before, b[3].ptr, b[3].size);
@@ -918,7 +923,7 @@ struct bin_setup {
 
 static void bin_setup(struct bin_setup *s)
 {
-	int64_t sizes[2] = { 3, 5 };
+	int64_t sizes[2] = {3, 5};
 
 	for (int i = 0; i < 3; i++)
 		s->b[i] = kt_buffer(15 * 8); /* room for 8-byte dtypes */
@@ -944,7 +949,7 @@ static void bin_free(struct bin_setup *s)
 START_TEST(test_binary_errors)
 {
 	struct bin_setup s;
-	int64_t big[2] = { 3, 6 };
+	int64_t big[2] = {3, 6};
 
 	bin_setup(&s);
 	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_OK);
@@ -1055,7 +1060,7 @@ END_TEST
 
 START_TEST(test_other_errors)
 {
-	int64_t sizes[2] = { 4, 4 }, other[2] = { 4, 3 };
+	int64_t sizes[2] = {4, 4}, other[2] = {4, 3};
 	struct vnpu_kbuf b[4];
 	struct vnpu_kp_fill pf;
 	struct vnpu_kp_cast pc;

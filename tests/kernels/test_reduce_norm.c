@@ -80,9 +80,9 @@ static void red_fold(struct red_ref *r, uint32_t op, double v, int64_t iv,
 		return;
 	}
 	if (integer) {
-		if ((op == VNPU_REDUCE_MAX || op == VNPU_REDUCE_ARGMAX) ?
-			    iv > r->ibest :
-			    iv < r->ibest) {
+		if ((op == VNPU_REDUCE_MAX || op == VNPU_REDUCE_ARGMAX)
+			    ? iv > r->ibest
+			    : iv < r->ibest) {
 			r->ibest = iv;
 			r->best_at = pos;
 		}
@@ -90,9 +90,9 @@ static void red_fold(struct red_ref *r, uint32_t op, double v, int64_t iv,
 	}
 	if (isnan(r->best))
 		return; /* the first NaN stays */
-	if (isnan(v) || ((op == VNPU_REDUCE_MAX || op == VNPU_REDUCE_ARGMAX) ?
-				 v > r->best :
-				 v < r->best)) {
+	if (isnan(v) || ((op == VNPU_REDUCE_MAX || op == VNPU_REDUCE_ARGMAX)
+				 ? v > r->best
+				 : v < r->best)) {
 		r->best = v;
 		r->best_at = pos;
 	}
@@ -197,9 +197,9 @@ static void run_reduce_case(uint32_t op, uint32_t dt, uint32_t nblocks,
 		if (integer) {
 			int64_t w = op == VNPU_REDUCE_SUM ? r->isum : r->ibest;
 
-			ck_assert_int_eq(get_int(b[1].ptr, dt, off),
-					 (int32_t)(uint32_t)((uint64_t)w &
-							     0xffffffffu));
+			ck_assert_int_eq(
+				get_int(b[1].ptr, dt, off),
+				(int32_t)(uint32_t)((uint64_t)w & 0xffffffffu));
 			continue;
 		}
 		switch (op) {
@@ -210,8 +210,8 @@ static void run_reduce_case(uint32_t op, uint32_t dt, uint32_t nblocks,
 		case VNPU_REDUCE_MEAN:
 			want = r->count ? r->sum / (double)r->count : NAN;
 			tol = r->count ? (dt == VNPU_DTYPE_F32 ? 1e-6 : 1e-4) *
-						 r->abs_sum / (double)r->count :
-					 0;
+						 r->abs_sum / (double)r->count
+				       : 0;
 			break;
 		default:
 			want = r->best;
@@ -233,8 +233,8 @@ static void run_reduce_case(uint32_t op, uint32_t dt, uint32_t nblocks,
 
 START_TEST(test_reduce)
 {
-	static const uint32_t dts[] = { VNPU_DTYPE_F32, VNPU_DTYPE_F16,
-					VNPU_DTYPE_BF16, VNPU_DTYPE_I32 };
+	static const uint32_t dts[] = {VNPU_DTYPE_F32, VNPU_DTYPE_F16,
+				       VNPU_DTYPE_BF16, VNPU_DTYPE_I32};
 
 	kt_seed(606);
 	for (uint32_t op = 0; op < VNPU_REDUCE_COUNT; op++)
@@ -253,8 +253,8 @@ START_TEST(test_reduce_long_sum)
 {
 	/* 1e6 f32 ones plus one large value: f64 accumulation stays exact */
 	const int64_t n = 1000000;
-	int64_t sizes[1] = { n }, osz[1] = { 1 };
-	struct vnpu_kbuf b[2] = { kt_buffer((uint64_t)n * 4), kt_buffer(8) };
+	int64_t sizes[1] = {n}, osz[1] = {1};
+	struct vnpu_kbuf b[2] = {kt_buffer((uint64_t)n * 4), kt_buffer(8)};
 	struct vnpu_kp_reduce p;
 
 	for (int64_t i = 0; i < n; i++)
@@ -281,8 +281,8 @@ END_TEST
 
 START_TEST(test_reduce_errors_and_empty)
 {
-	int64_t sizes[3] = { 2, 0, 3 }, osz[3] = { 2, 1, 3 };
-	struct vnpu_kbuf b[2] = { kt_buffer(256), kt_buffer(256) };
+	int64_t sizes[3] = {2, 0, 3}, osz[3] = {2, 1, 3};
+	struct vnpu_kbuf b[2] = {kt_buffer(256), kt_buffer(256)};
 	struct vnpu_kp_reduce p;
 
 	memset(&p, 0, sizeof(p));
@@ -294,20 +294,19 @@ START_TEST(test_reduce_errors_and_empty)
 	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_REDUCE, &p, b, 2, 3),
 			  VNPU_STATUS_OK);
 	for (int i = 0; i < 6; i++)
-		ck_assert_double_eq(get_val(b[1].ptr, VNPU_DTYPE_F32,
-					    (uint64_t)i),
-				    0.0);
+		ck_assert_double_eq(
+			get_val(b[1].ptr, VNPU_DTYPE_F32, (uint64_t)i), 0.0);
 	p.op = VNPU_REDUCE_MEAN;
 	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_REDUCE, &p, b, 2, 2),
 			  VNPU_STATUS_OK);
 	for (int i = 0; i < 6; i++)
-		ck_assert(isnan(get_val(b[1].ptr, VNPU_DTYPE_F32,
-					(uint64_t)i)));
+		ck_assert(
+			isnan(get_val(b[1].ptr, VNPU_DTYPE_F32, (uint64_t)i)));
 	/* extrema of nothing are rejected */
 	for (uint32_t op = VNPU_REDUCE_MAX; op <= VNPU_REDUCE_ARGMIN; op++) {
 		p.op = op;
-		p.out.dtype = op >= VNPU_REDUCE_ARGMAX ? VNPU_DTYPE_I64 :
-							 VNPU_DTYPE_F32;
+		p.out.dtype = op >= VNPU_REDUCE_ARGMAX ? VNPU_DTYPE_I64
+						       : VNPU_DTYPE_F32;
 		ck_assert_uint_eq(kt_launch(VNPU_KERNEL_REDUCE, &p, b, 2, 1),
 				  VNPU_STATUS_INVALID_ARGS);
 	}
@@ -491,10 +490,10 @@ END_TEST
 
 START_TEST(test_softmax_stability)
 {
-	int64_t sizes[2] = { 2, 3 };
+	int64_t sizes[2] = {2, 3};
 	struct vnpu_kbuf b = kt_buffer(64);
 	struct vnpu_kp_softmax p;
-	const float in[6] = { 1000, 1001, 1002, -INFINITY, 0, NAN };
+	const float in[6] = {1000, 1001, 1002, -INFINITY, 0, NAN};
 	double e0 = exp(-2.0), e1 = exp(-1.0), s = e0 + e1 + 1;
 
 	memcpy(b.ptr, in, sizeof(in));
@@ -513,16 +512,16 @@ START_TEST(test_softmax_stability)
 	p.log = 1;
 	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_SOFTMAX, &p, &b, 1, 1),
 			  VNPU_STATUS_OK);
-	ck_assert(close_to(get_val(b.ptr, VNPU_DTYPE_F32, 1),
-			   -1 - log(s), 1e-6, 0));
+	ck_assert(close_to(get_val(b.ptr, VNPU_DTYPE_F32, 1), -1 - log(s), 1e-6,
+			   0));
 	kt_free(&b);
 }
 END_TEST
 
 START_TEST(test_softmax_errors)
 {
-	int64_t sizes[2] = { 3, 4 }, other[2] = { 4, 3 };
-	struct vnpu_kbuf b[2] = { kt_buffer(64), kt_buffer(64) };
+	int64_t sizes[2] = {3, 4}, other[2] = {4, 3};
+	struct vnpu_kbuf b[2] = {kt_buffer(64), kt_buffer(64)};
 	struct vnpu_kp_softmax p;
 
 	memset(&p, 0, sizeof(p));
@@ -648,8 +647,8 @@ static void run_layer_norm_case(uint32_t dt, uint32_t nblocks, int in_place)
 		mean[r] = s / (double)row_len;
 		for (uint64_t k = 0; k < row_len; k++) {
 			unravel(r * row_len + k, ndim, sizes, idx);
-			double dv = get_val(b[0].ptr, dt, at(&oi.t, idx)) -
-				    mean[r];
+			double dv =
+				get_val(b[0].ptr, dt, at(&oi.t, idx)) - mean[r];
 
 			sq += dv * dv;
 		}
@@ -676,11 +675,10 @@ static void run_layer_norm_case(uint32_t dt, uint32_t nblocks, int in_place)
 
 		unravel(i, ndim, sizes, idx);
 		got = get_val(b[1].ptr, dt, at(&oo.t, idx));
-		ck_assert_msg(close_to(got, want[i], rtol_of(dt) * 4,
-				       dt == VNPU_DTYPE_F32 ? 2e-5 :
-							      rtol_of(dt) * 8),
-			      "layer_norm dt %u: %.9g, want %.9g", dt, got,
-			      want[i]);
+		ck_assert_msg(
+			close_to(got, want[i], rtol_of(dt) * 4,
+				 dt == VNPU_DTYPE_F32 ? 2e-5 : rtol_of(dt) * 8),
+			"layer_norm dt %u: %.9g, want %.9g", dt, got, want[i]);
 	}
 	if (!in_place)
 		check_untouched(&oo.t, before, b[1].ptr, b[1].size);
@@ -716,8 +714,8 @@ END_TEST
 
 START_TEST(test_layer_norm_errors)
 {
-	int64_t sizes[3] = { 2, 3, 4 }, norm[2] = { 3, 4 }, rows[1] = { 2 };
-	int64_t bad[2] = { 4, 3 };
+	int64_t sizes[3] = {2, 3, 4}, norm[2] = {3, 4}, rows[1] = {2};
+	int64_t bad[2] = {4, 3};
 	struct vnpu_kbuf b[6];
 	struct vnpu_kp_layer_norm p;
 
@@ -733,8 +731,8 @@ START_TEST(test_layer_norm_errors)
 	p.bias = kt_tensor(3, VNPU_DTYPE_F32, 2, norm, NULL);
 	p.mean = kt_tensor(4, VNPU_DTYPE_F32, 1, rows, NULL);
 	p.rstd = kt_tensor(5, VNPU_DTYPE_F32, 1, rows, NULL);
-#define LN(expect)                                                           \
-	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_LAYER_NORM, &p, b, 6, 1),    \
+#define LN(expect)                                                             \
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_LAYER_NORM, &p, b, 6, 1),      \
 			  (expect))
 	LN(VNPU_STATUS_OK);
 	p.norm_ndim = 0;
@@ -806,7 +804,7 @@ static void run_pool_case(uint32_t dt, uint32_t mode, uint32_t nblocks)
 	int64_t ho, wo;
 	struct operand oi, oo, ox;
 	struct vnpu_kbuf b[3];
-	static const int64_t dims[] = { 1, 2, 3, 5, 7, 15, 17 };
+	static const int64_t dims[] = {1, 2, 3, 5, 7, 15, 17};
 	void *before, *before_idx;
 
 	memset(&p, 0, sizeof(p));
@@ -818,10 +816,10 @@ static void run_pool_case(uint32_t dt, uint32_t mode, uint32_t nblocks)
 		p.stride_w = (uint32_t)kt_rand_range(1, 3);
 		p.pad_h = (uint32_t)kt_rand_range(0, p.kernel_h / 2);
 		p.pad_w = (uint32_t)kt_rand_range(0, p.kernel_w / 2);
-		p.dil_h = mode == VNPU_POOL_MAX ? (uint32_t)kt_rand_range(1, 2) :
-						  1;
-		p.dil_w = mode == VNPU_POOL_MAX ? (uint32_t)kt_rand_range(1, 2) :
-						  1;
+		p.dil_h = mode == VNPU_POOL_MAX ? (uint32_t)kt_rand_range(1, 2)
+						: 1;
+		p.dil_w = mode == VNPU_POOL_MAX ? (uint32_t)kt_rand_range(1, 2)
+						: 1;
 		p.ceil_mode = kt_rand() % 2;
 		sizes[0] = kt_rand() % 6 == 0 ? 0 : kt_rand_range(1, 2);
 		sizes[1] = dims[kt_rand() % 4];
@@ -865,8 +863,8 @@ static void run_pool_case(uint32_t dt, uint32_t mode, uint32_t nblocks)
 		idx[0] = oidx[0];
 		idx[1] = oidx[1];
 		for (int64_t kh = 0; kh < (int64_t)p.kernel_h; kh++) {
-			int64_t h = oidx[2] * p.stride_h - p.pad_h +
-				    kh * p.dil_h;
+			int64_t h =
+				oidx[2] * p.stride_h - p.pad_h + kh * p.dil_h;
 
 			for (int64_t kw = 0; kw < (int64_t)p.kernel_w; kw++) {
 				int64_t w = oidx[3] * p.stride_w - p.pad_w +
@@ -918,10 +916,11 @@ static void run_pool_case(uint32_t dt, uint32_t mode, uint32_t nblocks)
 						at(&ox.t, oidx)),
 					best_at < 0 ? first_valid : best_at);
 		} else {
-			double want = valid == 0 ? 0 :
-					      sum / (double)(p.count_include_pad ?
-								     padded :
-								     valid);
+			double want =
+				valid == 0 ? 0
+					   : sum / (double)(p.count_include_pad
+								    ? padded
+								    : valid);
 
 			ck_assert_msg(close_to(got, want, rtol_of(dt) * 2,
 					       rtol_of(dt) * 10),
@@ -951,12 +950,12 @@ END_TEST
 
 START_TEST(test_pool2d_known_values)
 {
-	int64_t sizes[4] = { 1, 1, 4, 4 }, osz[4] = { 1, 1, 2, 2 };
-	int64_t s3[4] = { 1, 1, 3, 3 }, o3[4] = { 1, 1, 3, 3 };
-	struct vnpu_kbuf b[3] = { kt_buffer(256), kt_buffer(256),
-				  kt_buffer(256) };
+	int64_t sizes[4] = {1, 1, 4, 4}, osz[4] = {1, 1, 2, 2};
+	int64_t s3[4] = {1, 1, 3, 3}, o3[4] = {1, 1, 3, 3};
+	struct vnpu_kbuf b[3] = {kt_buffer(256), kt_buffer(256),
+				 kt_buffer(256)};
 	struct vnpu_kp_pool2d p;
-	const int64_t want_idx[4] = { 5, 7, 13, 15 };
+	const int64_t want_idx[4] = {5, 7, 13, 15};
 
 	for (int i = 0; i < 16; i++)
 		put_val(b[0].ptr, VNPU_DTYPE_F32, (uint64_t)i, i);
@@ -971,11 +970,10 @@ START_TEST(test_pool2d_known_values)
 	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_POOL2D, &p, b, 3, 1),
 			  VNPU_STATUS_OK);
 	for (int i = 0; i < 4; i++) {
-		ck_assert_double_eq(get_val(b[1].ptr, VNPU_DTYPE_F32,
-					    (uint64_t)i),
-				    (double)want_idx[i]);
-		ck_assert_int_eq(get_int(b[2].ptr, VNPU_DTYPE_I64,
-					 (uint64_t)i),
+		ck_assert_double_eq(
+			get_val(b[1].ptr, VNPU_DTYPE_F32, (uint64_t)i),
+			(double)want_idx[i]);
+		ck_assert_int_eq(get_int(b[2].ptr, VNPU_DTYPE_I64, (uint64_t)i),
 				 want_idx[i]);
 	}
 	/* 3x3 ones, 3x3 window, pad 1: corners see 4 of 9 */
@@ -991,10 +989,10 @@ START_TEST(test_pool2d_known_values)
 	p.out = kt_tensor(1, VNPU_DTYPE_F32, 4, o3, NULL);
 	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_POOL2D, &p, b, 3, 2),
 			  VNPU_STATUS_OK);
-	ck_assert(close_to(get_val(b[1].ptr, VNPU_DTYPE_F32, 0), 4.0 / 9,
-			   1e-6, 0));
-	ck_assert(close_to(get_val(b[1].ptr, VNPU_DTYPE_F32, 1), 6.0 / 9,
-			   1e-6, 0));
+	ck_assert(close_to(get_val(b[1].ptr, VNPU_DTYPE_F32, 0), 4.0 / 9, 1e-6,
+			   0));
+	ck_assert(close_to(get_val(b[1].ptr, VNPU_DTYPE_F32, 1), 6.0 / 9, 1e-6,
+			   0));
 	ck_assert_double_eq(get_val(b[1].ptr, VNPU_DTYPE_F32, 4), 1.0);
 	p.count_include_pad = 0;
 	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_POOL2D, &p, b, 3, 1),
@@ -1022,9 +1020,9 @@ END_TEST
 
 START_TEST(test_pool2d_errors)
 {
-	int64_t sizes[4] = { 1, 2, 5, 5 }, osz[4] = { 1, 2, 2, 2 };
-	struct vnpu_kbuf b[3] = { kt_buffer(512), kt_buffer(512),
-				  kt_buffer(512) };
+	int64_t sizes[4] = {1, 2, 5, 5}, osz[4] = {1, 2, 2, 2};
+	struct vnpu_kbuf b[3] = {kt_buffer(512), kt_buffer(512),
+				 kt_buffer(512)};
 	struct vnpu_kp_pool2d p;
 
 	memset(&p, 0, sizeof(p));
@@ -1036,7 +1034,7 @@ START_TEST(test_pool2d_errors)
 	p.input = kt_tensor(0, VNPU_DTYPE_F32, 4, sizes, NULL);
 	p.out = kt_tensor(1, VNPU_DTYPE_F32, 4, osz, NULL);
 	p.indices = kt_tensor(2, VNPU_DTYPE_I64, 4, osz, NULL);
-#define POOL(expect)                                                         \
+#define POOL(expect)                                                           \
 	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_POOL2D, &p, b, 3, 1), (expect))
 	POOL(VNPU_STATUS_OK);
 	p.mode = 2;

@@ -104,9 +104,9 @@ int main(int argc, char **argv)
 		a[i] = (float)(i % 1000) * 0.5f;
 		b[i] = (float)(i % 777) * 0.25f;
 	}
-	bufs[0] = (struct vnpu_kbuf){ a, bytes, VNPU_ACCESS_READ };
-	bufs[1] = (struct vnpu_kbuf){ b, bytes, VNPU_ACCESS_READ };
-	bufs[2] = (struct vnpu_kbuf){ out, bytes, VNPU_ACCESS_WRITE };
+	bufs[0] = (struct vnpu_kbuf){a, bytes, VNPU_ACCESS_READ};
+	bufs[1] = (struct vnpu_kbuf){b, bytes, VNPU_ACCESS_READ};
+	bufs[2] = (struct vnpu_kbuf){out, bytes, VNPU_ACCESS_WRITE};
 	memset(&kp, 0, sizeof(kp));
 	kp.op = VNPU_BINARY_ADD;
 	kp.alpha = 1.0;
@@ -128,7 +128,7 @@ int main(int argc, char **argv)
 		best_add = min_d(best_add, now() - t0);
 		t_out = min_d(t_out, time_memcpy(copy_dst, copy_src, bytes));
 		t_all = min_d(t_all, time_memcpy(copy_dst, copy_src,
-						  bytes + bytes / 2));
+						 bytes + bytes / 2));
 	}
 	/* the result must be right, or the timing means nothing */
 	for (int64_t i = 0; i < n; i += 4099)
@@ -143,10 +143,12 @@ int main(int argc, char **argv)
 	       "moved (3 arrays)\n",
 	       best_add * 1e3, (double)bytes / best_add / gib,
 	       3.0 * (double)bytes / best_add / gib);
-	printf("  memcpy output  %8.3f ms  %6.2f GiB/s copied  ratio add/memcpy "
+	printf("  memcpy output  %8.3f ms  %6.2f GiB/s copied  ratio "
+	       "add/memcpy "
 	       "%.2fx (0.67x = memcpy speed)\n",
 	       t_out * 1e3, (double)bytes / t_out / gib, t_out / best_add);
-	printf("  memcpy 1.5 arr %8.3f ms  %6.2f GiB/s moved   ratio add/memcpy "
+	printf("  memcpy 1.5 arr %8.3f ms  %6.2f GiB/s moved   ratio "
+	       "add/memcpy "
 	       "%.2fx (goal >= 0.7x)\n",
 	       t_all * 1e3, 3.0 * (double)bytes / t_all / gib,
 	       t_all / best_add);
