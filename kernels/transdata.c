@@ -33,24 +33,24 @@
 /* Rows of a FRACTAL_Z / FRACTAL_NZ tile: 8 fractals stacked along n or m,
  * which are consecutive in storage. Taller tiles give both sides longer
  * runs (measured: 16-row tiles ran about 40% slower on 4096 x 4096). */
-#define TD_FRACTAL_ROWS (8 * VNPU_CUBE_M0)
+#define TD_FRACTAL_ROWS	 (8 * VNPU_CUBE_M0)
 #define TD_ALWAYS_INLINE static inline __attribute__((always_inline))
 
 struct td_plan {
-	uint64_t c0;		/* tile columns */
-	uint64_t tile_rows;	/* rows per tile (the last tile may have fewer) */
-	uint64_t row_limit;	/* logical extent of the row dim */
-	uint64_t row_pad_limit;	/* rows in storage: row_limit rounded up to 16
+	uint64_t c0;	    /* tile columns */
+	uint64_t tile_rows; /* rows per tile (the last tile may have fewer) */
+	uint64_t row_limit; /* logical extent of the row dim */
+	uint64_t row_pad_limit; /* rows in storage: row_limit rounded up to 16
 				 * for fractals, row_limit for NC1HWC0 */
 	uint64_t col_limit;	/* logical extent of the column dim */
 	uint64_t row_stride;	/* plain elements between tile rows */
 	uint64_t col_stride;	/* plain elements between tile columns */
 	uint32_t nouter;
-	uint32_t row_dim;	/* outer dim that steps the tile rows */
-	uint32_t col_dim;	/* outer dim that steps the tile columns */
+	uint32_t row_dim; /* outer dim that steps the tile rows */
+	uint32_t col_dim; /* outer dim that steps the tile columns */
 	uint64_t extent[TD_MAX_OUTER];
-	uint64_t st_stride[TD_MAX_OUTER];	/* storage elements */
-	uint64_t pl_stride[TD_MAX_OUTER];	/* plain elements */
+	uint64_t st_stride[TD_MAX_OUTER]; /* storage elements */
+	uint64_t pl_stride[TD_MAX_OUTER]; /* plain elements */
 };
 
 static void td_add_dim(struct td_plan *p, uint64_t extent, uint64_t st_stride,
@@ -96,8 +96,7 @@ static void td_plan_nc1hwc0(struct td_plan *p, const struct vnpu_tensor *pl,
 	td_add_dim(p, g->c1, g->h * g->w * g->c0, g->c0 * (uint64_t)s[1]);
 	td_add_dim(p, h_outer, g->w * g->c0, (uint64_t)s[2]);
 	p->row_dim = p->nouter;
-	td_add_dim(p, blocks, p->tile_rows * g->c0,
-		   p->tile_rows * row_stride);
+	td_add_dim(p, blocks, p->tile_rows * g->c0, p->tile_rows * row_stride);
 }
 
 /* FRACTAL_Z [C1*H*W, N1, 16, C0]: a tile is a stack of fractals of one
@@ -238,11 +237,11 @@ TD_ALWAYS_INLINE void td_transpose_1(char *out, size_t os, const char *in,
 		memcpy(&v[i], in + i * is, 16);
 	for (int stage = 0; stage < 4; stage++) {
 		for (size_t i = 0; i < 8; i++) {
-			t[2 * i] = __builtin_shufflevector(v[i], v[i + 8],
-				0, 16, 1, 17, 2, 18, 3, 19,
-				4, 20, 5, 21, 6, 22, 7, 23);
-			t[2 * i + 1] = __builtin_shufflevector(v[i], v[i + 8],
-				8, 24, 9, 25, 10, 26, 11, 27,
+			t[2 * i] = __builtin_shufflevector(
+				v[i], v[i + 8], 0, 16, 1, 17, 2, 18, 3, 19, 4,
+				20, 5, 21, 6, 22, 7, 23);
+			t[2 * i + 1] = __builtin_shufflevector(
+				v[i], v[i + 8], 8, 24, 9, 25, 10, 26, 11, 27,
 				12, 28, 13, 29, 14, 30, 15, 31);
 		}
 		memcpy(v, t, sizeof(v));
@@ -260,10 +259,10 @@ TD_ALWAYS_INLINE void td_transpose_2(char *out, size_t os, const char *in,
 		memcpy(&v[i], in + i * is, 16);
 	for (int stage = 0; stage < 3; stage++) {
 		for (size_t i = 0; i < 4; i++) {
-			t[2 * i] = __builtin_shufflevector(v[i], v[i + 4],
-				0, 8, 1, 9, 2, 10, 3, 11);
-			t[2 * i + 1] = __builtin_shufflevector(v[i], v[i + 4],
-				4, 12, 5, 13, 6, 14, 7, 15);
+			t[2 * i] = __builtin_shufflevector(v[i], v[i + 4], 0, 8,
+							   1, 9, 2, 10, 3, 11);
+			t[2 * i + 1] = __builtin_shufflevector(
+				v[i], v[i + 4], 4, 12, 5, 13, 6, 14, 7, 15);
 		}
 		memcpy(v, t, sizeof(v));
 	}
@@ -280,10 +279,10 @@ TD_ALWAYS_INLINE void td_transpose_4(char *out, size_t os, const char *in,
 		memcpy(&v[i], in + i * is, 16);
 	for (int stage = 0; stage < 2; stage++) {
 		for (size_t i = 0; i < 2; i++) {
-			t[2 * i] = __builtin_shufflevector(v[i], v[i + 2],
-				0, 4, 1, 5);
+			t[2 * i] = __builtin_shufflevector(v[i], v[i + 2], 0, 4,
+							   1, 5);
 			t[2 * i + 1] = __builtin_shufflevector(v[i], v[i + 2],
-				2, 6, 3, 7);
+							       2, 6, 3, 7);
 		}
 		memcpy(v, t, sizeof(v));
 	}
@@ -373,8 +372,8 @@ TD_ALWAYS_INLINE void td_unpack_tile(char *pl, const char *st,
 		for (; r + vec <= rv; r += vec)
 			for (size_t c = 0; c < c0; c += vec)
 				td_transpose(pl + c * cs + r * isz, cs,
-					     st + (r * c0 + c) * isz,
-					     row_bytes, isz);
+					     st + (r * c0 + c) * isz, row_bytes,
+					     isz);
 	}
 	for (; r < rv; r++) {
 		const char *s = st + r * row_bytes;
@@ -393,9 +392,8 @@ TD_ALWAYS_INLINE void td_unpack_tile(char *pl, const char *st,
  * 32-byte row leaves half a line behind that, with power-of-two row
  * pitches, is often evicted before it is needed.
  */
-TD_ALWAYS_INLINE void td_rows_group(char *st, char *pl,
-				    const struct td_plan *p, uint64_t rv,
-				    uint64_t st_rows, uint64_t n,
+TD_ALWAYS_INLINE void td_rows_group(char *st, char *pl, const struct td_plan *p,
+				    uint64_t rv, uint64_t st_rows, uint64_t n,
 				    uint64_t st_tile, bool pack, size_t isz)
 {
 	const size_t row_bytes = (isz == 1 ? 32 : 16) * isz;
@@ -478,8 +476,8 @@ TD_ALWAYS_INLINE void td_walk(const struct td_plan *p, char *st_base,
 		}
 		if (n > 1) {
 			td_rows_group(st_base + st_off * isz,
-				      pl_base + pl_off * isz, p, rv, st_rows,
-				      n, p->st_stride[p->col_dim] * isz, pack,
+				      pl_base + pl_off * isz, p, rv, st_rows, n,
+				      p->st_stride[p->col_dim] * isz, pack,
 				      isz);
 		} else {
 			n = 1;
@@ -595,8 +593,7 @@ static void td_copy_plan_build(struct td_copy_plan *cp,
 		uint64_t os = (uint64_t)out->strides[d];
 		uint32_t last = cp->ndim - 1;
 
-		if (cp->ndim > 0 &&
-		    cp->src_strides[last] == size * ss &&
+		if (cp->ndim > 0 && cp->src_strides[last] == size * ss &&
 		    cp->out_strides[last] == size * os) {
 			cp->sizes[last] *= size;
 			cp->src_strides[last] = ss;

@@ -26,8 +26,8 @@
  * whose registry refers to it weakly. */
 extern const struct vnpu_kernel_def vnpu_kernel_transdata;
 
-#define FILL_BYTE 0xa5	/* kt_buffer's fill: bytes nobody wrote */
-#define GUARD 64	/* bytes after a storage region that must stay intact */
+#define FILL_BYTE 0xa5 /* kt_buffer's fill: bytes nobody wrote */
+#define GUARD	  64   /* bytes after a storage region that must stay intact */
 
 static const uint32_t all_dtypes[] = {
 	VNPU_DTYPE_F32, VNPU_DTYPE_F16, VNPU_DTYPE_BF16, VNPU_DTYPE_I32,
@@ -35,7 +35,7 @@ static const uint32_t all_dtypes[] = {
 };
 #define NUM_DTYPES (sizeof(all_dtypes) / sizeof(all_dtypes[0]))
 
-static const uint32_t block_counts[] = { 1, 3, 7 };
+static const uint32_t block_counts[] = {1, 3, 7};
 
 static size_t itemsize(uint32_t dtype)
 {
@@ -92,8 +92,8 @@ static uint32_t ref_storage_shape(uint32_t format, uint32_t dtype,
 	}
 }
 
-static int64_t ref_storage_numel(uint32_t format, uint32_t dtype,
-				 uint32_t ndim, const int64_t *s)
+static int64_t ref_storage_numel(uint32_t format, uint32_t dtype, uint32_t ndim,
+				 const int64_t *s)
 {
 	int64_t shape[VNPU_MAX_DIMS + 2], n = 1;
 	uint32_t sn = ref_storage_shape(format, dtype, ndim, s, shape);
@@ -121,7 +121,10 @@ static int64_t ref_index(uint32_t format, uint32_t dtype, uint32_t ndim,
 		int64_t n1n = cdiv(s[0], 16);
 
 		return (((((c / c0) * s[2] + h) * s[3] + w) * n1n + n / 16) *
-				16 + n % 16) * c0 + c % c0;
+				16 +
+			n % 16) *
+			       c0 +
+		       c % c0;
 	}
 	/* FRACTAL_NZ: fold the batch dims row-major */
 	int64_t b = 0, m = idx[ndim - 2], k = idx[ndim - 1];
@@ -130,7 +133,9 @@ static int64_t ref_index(uint32_t format, uint32_t dtype, uint32_t ndim,
 	for (uint32_t i = 0; i + 2 < ndim; i++)
 		b = b * s[i] + idx[i];
 	return (((b * cdiv(kk, c0) + k / c0) * cdiv(mm, 16) + m / 16) * 16 +
-		m % 16) * c0 + k % c0;
+		m % 16) *
+		       c0 +
+	       k % c0;
 }
 
 static int64_t numel_of(uint32_t ndim, const int64_t *s)
@@ -257,8 +262,7 @@ static void check_pack(uint32_t format, uint32_t dtype, uint32_t ndim,
 		       isz);
 	}
 
-	ck_assert_uint_eq(launch(&src, &out, bufs, 2, nblocks),
-			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(launch(&src, &out, bufs, 2, nblocks), VNPU_STATUS_OK);
 	got = bufs[1].ptr;
 	for (int64_t b = 0; b < st_off * (int64_t)isz; b++)
 		ck_assert_uint_eq(got[b], FILL_BYTE);
@@ -267,7 +271,8 @@ static void check_pack(uint32_t format, uint32_t dtype, uint32_t ndim,
 		if (memcmp(got + e * isz, expect + e * isz, isz) == 0)
 			continue;
 		ck_abort_msg("fmt %u dtype %u storage elem %lld (%s): got %02x "
-			     "want %02x", format, dtype, (long long)e,
+			     "want %02x",
+			     format, dtype, (long long)e,
 			     hit[e] ? "data" : "padding", got[e * isz],
 			     expect[e * isz]);
 	}
@@ -305,8 +310,7 @@ static void check_unpack(uint32_t format, uint32_t dtype, uint32_t ndim,
 	touched = calloc(bufs[1].size, 1);
 	ck_assert_ptr_nonnull(touched);
 
-	ck_assert_uint_eq(launch(&src, &out, bufs, 2, nblocks),
-			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(launch(&src, &out, bufs, 2, nblocks), VNPU_STATUS_OK);
 	st = (const uint8_t *)bufs[0].ptr + st_off * isz;
 	got = bufs[1].ptr;
 	for (int64_t i = 0; i < numel; i++) {
@@ -340,8 +344,8 @@ static void check_round_trip(uint32_t format, uint32_t dtype, uint32_t ndim,
 
 	bufs[0] = kt_buffer(random_plain(&a, 0, dtype, ndim, s, false));
 	random_bytes(&bufs[0], dtype);
-	bufs[1] = kt_buffer((uint64_t)ref_storage_numel(format, dtype, ndim,
-							 s) * isz);
+	bufs[1] = kt_buffer(
+		(uint64_t)ref_storage_numel(format, dtype, ndim, s) * isz);
 	mid = kt_tensor_fmt(1, dtype, format, ndim, s);
 	bufs[2] = kt_buffer(random_plain(&b, 2, dtype, ndim, s, false));
 
@@ -362,7 +366,7 @@ static void check_round_trip(uint32_t format, uint32_t dtype, uint32_t ndim,
 /* Sizes the fractal edges care about, plus random ones. */
 static int64_t edge_size(int64_t max_random)
 {
-	static const int64_t edges[] = { 1, 2, 15, 16, 17, 31, 32, 33 };
+	static const int64_t edges[] = {1, 2, 15, 16, 17, 31, 32, 33};
 
 	if (kt_rand() % 3 == 0)
 		return kt_rand_range(1, max_random);
@@ -390,7 +394,9 @@ static uint32_t random_shape(uint32_t format, int64_t *s)
 }
 
 static const uint32_t internal_formats[] = {
-	VNPU_FORMAT_NC1HWC0, VNPU_FORMAT_FRACTAL_Z, VNPU_FORMAT_FRACTAL_NZ,
+	VNPU_FORMAT_NC1HWC0,
+	VNPU_FORMAT_FRACTAL_Z,
+	VNPU_FORMAT_FRACTAL_NZ,
 };
 
 START_TEST(test_registered)
@@ -414,26 +420,66 @@ START_TEST(test_storage_shapes)
 		int64_t storage[6];
 	} cases[] = {
 		/* the research notes' example: 11100 elements in 16128 */
-		{ VNPU_FORMAT_FRACTAL_NZ, VNPU_DTYPE_F16, 3, { 3, 100, 37 },
-		  5, { 3, 3, 7, 16, 16 } },
-		{ VNPU_FORMAT_FRACTAL_NZ, VNPU_DTYPE_F32, 2, { 16, 16 },
-		  4, { 1, 1, 16, 16 } },
-		{ VNPU_FORMAT_FRACTAL_NZ, VNPU_DTYPE_I8, 2, { 17, 33 },
-		  4, { 2, 2, 16, 32 } },
-		{ VNPU_FORMAT_FRACTAL_NZ, VNPU_DTYPE_BF16, 2, { 1, 1 },
-		  4, { 1, 1, 16, 16 } },
-		{ VNPU_FORMAT_NC1HWC0, VNPU_DTYPE_F32, 4, { 2, 20, 3, 5 },
-		  5, { 2, 2, 3, 5, 16 } },
-		{ VNPU_FORMAT_NC1HWC0, VNPU_DTYPE_U8, 4, { 1, 40, 2, 2 },
-		  5, { 1, 2, 2, 2, 32 } },
-		{ VNPU_FORMAT_NC1HWC0, VNPU_DTYPE_F16, 4, { 32, 64, 56, 56 },
-		  5, { 32, 4, 56, 56, 16 } },
-		{ VNPU_FORMAT_FRACTAL_Z, VNPU_DTYPE_F16, 4, { 20, 18, 3, 3 },
-		  4, { 18, 2, 16, 16 } },
-		{ VNPU_FORMAT_FRACTAL_Z, VNPU_DTYPE_I8, 4, { 5, 40, 1, 1 },
-		  4, { 2, 1, 16, 32 } },
-		{ VNPU_FORMAT_ND, VNPU_DTYPE_F16, 3, { 3, 100, 37 },
-		  3, { 3, 100, 37 } },
+		{VNPU_FORMAT_FRACTAL_NZ,
+		 VNPU_DTYPE_F16,
+		 3,
+		 {3, 100, 37},
+		 5,
+		 {3, 3, 7, 16, 16}},
+		{VNPU_FORMAT_FRACTAL_NZ,
+		 VNPU_DTYPE_F32,
+		 2,
+		 {16, 16},
+		 4,
+		 {1, 1, 16, 16}},
+		{VNPU_FORMAT_FRACTAL_NZ,
+		 VNPU_DTYPE_I8,
+		 2,
+		 {17, 33},
+		 4,
+		 {2, 2, 16, 32}},
+		{VNPU_FORMAT_FRACTAL_NZ,
+		 VNPU_DTYPE_BF16,
+		 2,
+		 {1, 1},
+		 4,
+		 {1, 1, 16, 16}},
+		{VNPU_FORMAT_NC1HWC0,
+		 VNPU_DTYPE_F32,
+		 4,
+		 {2, 20, 3, 5},
+		 5,
+		 {2, 2, 3, 5, 16}},
+		{VNPU_FORMAT_NC1HWC0,
+		 VNPU_DTYPE_U8,
+		 4,
+		 {1, 40, 2, 2},
+		 5,
+		 {1, 2, 2, 2, 32}},
+		{VNPU_FORMAT_NC1HWC0,
+		 VNPU_DTYPE_F16,
+		 4,
+		 {32, 64, 56, 56},
+		 5,
+		 {32, 4, 56, 56, 16}},
+		{VNPU_FORMAT_FRACTAL_Z,
+		 VNPU_DTYPE_F16,
+		 4,
+		 {20, 18, 3, 3},
+		 4,
+		 {18, 2, 16, 16}},
+		{VNPU_FORMAT_FRACTAL_Z,
+		 VNPU_DTYPE_I8,
+		 4,
+		 {5, 40, 1, 1},
+		 4,
+		 {2, 1, 16, 32}},
+		{VNPU_FORMAT_ND,
+		 VNPU_DTYPE_F16,
+		 3,
+		 {3, 100, 37},
+		 3,
+		 {3, 100, 37}},
 	};
 	int64_t storage[VNPU_MAX_DIMS + 2];
 	uint32_t sn;
@@ -448,16 +494,16 @@ START_TEST(test_storage_shapes)
 	}
 
 	/* ranks and dtypes without a storage shape */
-	int64_t s[VNPU_MAX_DIMS] = { 4, 5, 6, 7, 8, 9, 10, 11 };
+	int64_t s[VNPU_MAX_DIMS] = {4, 5, 6, 7, 8, 9, 10, 11};
 
-	ck_assert(!vnpu_storage_shape(VNPU_FORMAT_FRACTAL_NZ, VNPU_DTYPE_F16,
-				      1, s, storage, &sn));
-	ck_assert(!vnpu_storage_shape(VNPU_FORMAT_NC1HWC0, VNPU_DTYPE_F16, 3,
+	ck_assert(!vnpu_storage_shape(VNPU_FORMAT_FRACTAL_NZ, VNPU_DTYPE_F16, 1,
 				      s, storage, &sn));
+	ck_assert(!vnpu_storage_shape(VNPU_FORMAT_NC1HWC0, VNPU_DTYPE_F16, 3, s,
+				      storage, &sn));
 	ck_assert(!vnpu_storage_shape(VNPU_FORMAT_FRACTAL_Z, VNPU_DTYPE_F16, 5,
 				      s, storage, &sn));
-	ck_assert(!vnpu_storage_shape(VNPU_FORMAT_NC1HWC0, VNPU_DTYPE_I64, 4,
-				      s, storage, &sn));
+	ck_assert(!vnpu_storage_shape(VNPU_FORMAT_NC1HWC0, VNPU_DTYPE_I64, 4, s,
+				      storage, &sn));
 
 	/* random shapes against the reference */
 	kt_seed(11);
@@ -508,10 +554,10 @@ static uint16_t *iota16(int64_t n)
 START_TEST(test_hand_examples)
 {
 	/* fp16 [3,100,37] -> NZ [3,3,7,16,16]; value = row-major index + 1 */
-	int64_t nz[3] = { 3, 100, 37 };
+	int64_t nz[3] = {3, 100, 37};
 	uint16_t *v = iota16(3 * 100 * 37);
-	struct vnpu_kbuf st = pack_dense(VNPU_FORMAT_FRACTAL_NZ,
-					 VNPU_DTYPE_F16, 3, nz, v, 16128);
+	struct vnpu_kbuf st = pack_dense(VNPU_FORMAT_FRACTAL_NZ, VNPU_DTYPE_F16,
+					 3, nz, v, 16128);
 	const uint16_t *p = st.ptr;
 
 	/* (0,0,0) is storage 0 */
@@ -534,7 +580,7 @@ START_TEST(test_hand_examples)
 	/* f16 NC1HWC0 [2,20,3,5] -> [2,2,3,5,16]:
 	 * (1,17,2,4): c1=1 c0=1: (((1*2+1)*3+2)*5+4)*16+1 = 945;
 	 * logical ((1*20+17)*3+2)*5+4 = 569 */
-	int64_t nchw[4] = { 2, 20, 3, 5 };
+	int64_t nchw[4] = {2, 20, 3, 5};
 
 	v = iota16(600);
 	st = pack_dense(VNPU_FORMAT_NC1HWC0, VNPU_DTYPE_F16, 4, nchw, v, 960);
@@ -551,7 +597,7 @@ START_TEST(test_hand_examples)
 	 * (17,17,1,2): c1=1 c0=1 n1=1 n0=1:
 	 * (((((1*3+1)*3+2)*2+1)*16+1)*16+1 = 7441;
 	 * logical ((17*18+17)*3+1)*3+2 = 2912 */
-	int64_t fz[4] = { 20, 18, 3, 3 };
+	int64_t fz[4] = {20, 18, 3, 3};
 
 	v = iota16(20 * 18 * 9);
 	st = pack_dense(VNPU_FORMAT_FRACTAL_Z, VNPU_DTYPE_F16, 4, fz, v, 9216);
@@ -572,8 +618,7 @@ END_TEST
 START_TEST(test_int8_c0_32)
 {
 	uint8_t data[17 * 33], *p;
-	int64_t nz[2] = { 17, 33 }, nc[4] = { 1, 40, 2, 2 }, fz[4] = { 5, 40,
-								   1, 1 };
+	int64_t nz[2] = {17, 33}, nc[4] = {1, 40, 2, 2}, fz[4] = {5, 40, 1, 1};
 	struct vnpu_kbuf st;
 
 	for (int i = 0; i < 17 * 33; i++)
@@ -637,15 +682,14 @@ static void pack_unpack_format(uint32_t format, uint64_t seed)
 			bool dense = iter < 2;
 
 			check_pack(format, all_dtypes[d], ndim, s, nb, dense);
-			check_unpack(format, all_dtypes[d], ndim, s, nb,
-				     dense);
+			check_unpack(format, all_dtypes[d], ndim, s, nb, dense);
 		}
 	}
 }
 
 START_TEST(test_nc1hwc0_elements)
 {
-	int64_t big[4] = { 2, 33, 20, 20 }; /* 400 rows: several tiles */
+	int64_t big[4] = {2, 33, 20, 20}; /* 400 rows: several tiles */
 
 	pack_unpack_format(VNPU_FORMAT_NC1HWC0, 101);
 	for (uint32_t b = 0; b < 3; b++) {
@@ -661,7 +705,7 @@ END_TEST
 
 START_TEST(test_fractal_z_elements)
 {
-	int64_t tall[4] = { 150, 20, 2, 2 }; /* n over several tiles */
+	int64_t tall[4] = {150, 20, 2, 2}; /* n over several tiles */
 
 	pack_unpack_format(VNPU_FORMAT_FRACTAL_Z, 202);
 	for (uint32_t b = 0; b < 3; b++) {
@@ -675,8 +719,8 @@ END_TEST
 
 START_TEST(test_fractal_nz_elements)
 {
-	int64_t s[2] = { 100, 37 };
-	int64_t tall[3][3] = { { 300, 40 }, { 2, 129, 33 }, { 257, 64 } };
+	int64_t s[2] = {100, 37};
+	int64_t tall[3][3] = {{300, 40}, {2, 129, 33}, {257, 64}};
 
 	pack_unpack_format(VNPU_FORMAT_FRACTAL_NZ, 303);
 	/* m over several tiles, the last one partial */
@@ -722,8 +766,8 @@ END_TEST
  * along the tile rows, which the kernel transposes with vectors. */
 START_TEST(test_transposed_plain_sides)
 {
-	static const int64_t mk[][2] = { { 100, 37 }, { 64, 64 }, { 33, 17 },
-					 { 1, 70 }, { 70, 1 } };
+	static const int64_t mk[][2] = {
+		{100, 37}, {64, 64}, {33, 17}, {1, 70}, {70, 1}};
 
 	kt_seed(505);
 	for (size_t d = 0; d < NUM_DTYPES; d++) {
@@ -732,7 +776,7 @@ START_TEST(test_transposed_plain_sides)
 
 		for (size_t i = 0; i < sizeof(mk) / sizeof(mk[0]); i++) {
 			int64_t m = mk[i][0], k = mk[i][1];
-			int64_t cm[2] = { 1, m }; /* column-major strides */
+			int64_t cm[2] = {1, m}; /* column-major strides */
 			int64_t snumel = ref_storage_numel(
 				VNPU_FORMAT_FRACTAL_NZ, dtype, 2, mk[i]);
 			struct vnpu_kbuf bufs[3];
@@ -751,13 +795,17 @@ START_TEST(test_transposed_plain_sides)
 					  VNPU_STATUS_OK);
 			for (int64_t e = 0; e < m * k; e++) {
 				unravel(e, 2, mk[i], idx);
-				ck_assert(memcmp((uint8_t *)bufs[1].ptr +
-						 ref_index(VNPU_FORMAT_FRACTAL_NZ,
-							   dtype, 2, mk[i],
-							   idx) * isz,
-						 (uint8_t *)bufs[0].ptr +
-						 plain_offset(&a, idx) * isz,
-						 isz) == 0);
+				ck_assert(
+					memcmp((uint8_t *)bufs[1].ptr +
+						       ref_index(
+							       VNPU_FORMAT_FRACTAL_NZ,
+							       dtype, 2, mk[i],
+							       idx) *
+							       isz,
+					       (uint8_t *)bufs[0].ptr +
+						       plain_offset(&a, idx) *
+							       isz,
+					       isz) == 0);
 			}
 			ck_assert_uint_eq(launch(&st, &b, bufs, 3, 7),
 					  VNPU_STATUS_OK);
@@ -780,8 +828,8 @@ START_TEST(test_nchw_nhwc)
 		size_t isz = itemsize(dtype);
 		int64_t n = kt_rand_range(1, 3), c = edge_size(40);
 		int64_t h = kt_rand_range(1, 9), w = kt_rand_range(1, 9);
-		int64_t s[4] = { n, c, h, w };
-		int64_t nhwc[4] = { h * w * c, 1, w * c, c };
+		int64_t s[4] = {n, c, h, w};
+		int64_t nhwc[4] = {h * w * c, 1, w * c, c};
 		uint64_t bytes = (uint64_t)(n * c * h * w) * isz;
 		struct vnpu_kbuf bufs[3];
 		struct vnpu_tensor a, b, back;
@@ -797,19 +845,23 @@ START_TEST(test_nchw_nhwc)
 		b.format = VNPU_FORMAT_NHWC;
 		back = kt_tensor(2, dtype, 4, s, NULL);
 		back.format = VNPU_FORMAT_NCHW;
-		ck_assert_uint_eq(launch(&a, &b, bufs, 3,
-					 block_counts[iter % 3]),
-				  VNPU_STATUS_OK);
+		ck_assert_uint_eq(
+			launch(&a, &b, bufs, 3, block_counts[iter % 3]),
+			VNPU_STATUS_OK);
 		pa = bufs[0].ptr;
 		pb = bufs[1].ptr;
 		for (int64_t in = 0; in < n; in++)
 			for (int64_t ic = 0; ic < c; ic++)
 				for (int64_t ih = 0; ih < h; ih++)
 					for (int64_t iw = 0; iw < w; iw++) {
-						int64_t src = ((in * c + ic) * h +
-							       ih) * w + iw;
-						int64_t dst = ((in * h + ih) * w +
-							       iw) * c + ic;
+						int64_t src =
+							((in * c + ic) * h +
+							 ih) * w +
+							iw;
+						int64_t dst =
+							((in * h + ih) * w +
+							 iw) * c +
+							ic;
 
 						ck_assert(memcmp(pb + dst * isz,
 								 pa + src * isz,
@@ -832,8 +884,8 @@ START_TEST(test_plain_copy)
 {
 	kt_seed(707);
 	for (int iter = 0; iter < 40; iter++) {
-		uint32_t dtype = iter % 5 == 0 ? VNPU_DTYPE_I64 :
-						 all_dtypes[iter % NUM_DTYPES];
+		uint32_t dtype = iter % 5 == 0 ? VNPU_DTYPE_I64
+					       : all_dtypes[iter % NUM_DTYPES];
 		size_t isz = dtype == VNPU_DTYPE_I64 ? 8 : itemsize(dtype);
 		uint32_t ndim = (uint32_t)kt_rand_range(0, 5);
 		int64_t s[VNPU_MAX_DIMS], idx[VNPU_MAX_DIMS];
@@ -844,8 +896,7 @@ START_TEST(test_plain_copy)
 		for (uint32_t i = 0; i < ndim; i++)
 			s[i] = kt_rand_range(iter == 7 ? 0 : 1, 6);
 		abytes = random_plain(&a, 0, VNPU_DTYPE_U8, ndim, s, false);
-		bbytes = random_plain(&b, 1, VNPU_DTYPE_U8, ndim, s,
-				      iter % 2);
+		bbytes = random_plain(&b, 1, VNPU_DTYPE_U8, ndim, s, iter % 2);
 		a.dtype = b.dtype = dtype;
 		bufs[0] = kt_buffer(abytes * isz);
 		bufs[1] = kt_buffer(bbytes * isz);
@@ -856,9 +907,9 @@ START_TEST(test_plain_copy)
 			if (ndim)
 				a.strides[d] = 0;
 		}
-		ck_assert_uint_eq(launch(&a, &b, bufs, 2,
-					 block_counts[iter % 3]),
-				  VNPU_STATUS_OK);
+		ck_assert_uint_eq(
+			launch(&a, &b, bufs, 2, block_counts[iter % 3]),
+			VNPU_STATUS_OK);
 		for (int64_t e = 0; e < numel_of(ndim, s); e++) {
 			unravel(e, ndim, s, idx);
 			ck_assert(memcmp((uint8_t *)bufs[1].ptr +
@@ -903,9 +954,10 @@ static void check_block_ownership(const struct vnpu_tensor *src,
 		for (uint64_t i = 0; i < size; i++) {
 			if (o[i] == FILL_BYTE)
 				continue;
-			ck_assert_msg(!owner[i], "byte %llu written by blocks "
-				      "%u and %u", (unsigned long long)i,
-				      owner[i] - 1, b);
+			ck_assert_msg(!owner[i],
+				      "byte %llu written by blocks "
+				      "%u and %u",
+				      (unsigned long long)i, owner[i] - 1, b);
 			ck_assert_uint_eq(o[i], full[i]);
 			owner[i] = (uint8_t)(b + 1);
 		}
@@ -923,13 +975,13 @@ START_TEST(test_blocks_disjoint)
 		uint32_t format, ndim;
 		int64_t sizes[4];
 	} cases[] = {
-		{ VNPU_FORMAT_FRACTAL_NZ, 2, { 100, 37 } },
-		{ VNPU_FORMAT_FRACTAL_NZ, 3, { 3, 33, 200 } },
-		{ VNPU_FORMAT_NC1HWC0, 4, { 2, 33, 20, 20 } },
-		{ VNPU_FORMAT_NC1HWC0, 4, { 3, 17, 5, 7 } },
-		{ VNPU_FORMAT_FRACTAL_Z, 4, { 33, 17, 3, 3 } },
-		{ VNPU_FORMAT_FRACTAL_Z, 4, { 150, 40, 1, 2 } },
-		{ VNPU_FORMAT_FRACTAL_NZ, 2, { 300, 70 } },
+		{VNPU_FORMAT_FRACTAL_NZ, 2, {100, 37}},
+		{VNPU_FORMAT_FRACTAL_NZ, 3, {3, 33, 200}},
+		{VNPU_FORMAT_NC1HWC0, 4, {2, 33, 20, 20}},
+		{VNPU_FORMAT_NC1HWC0, 4, {3, 17, 5, 7}},
+		{VNPU_FORMAT_FRACTAL_Z, 4, {33, 17, 3, 3}},
+		{VNPU_FORMAT_FRACTAL_Z, 4, {150, 40, 1, 2}},
+		{VNPU_FORMAT_FRACTAL_NZ, 2, {300, 70}},
 	};
 
 	kt_seed(808);
@@ -945,20 +997,20 @@ START_TEST(test_blocks_disjoint)
 						       nd, s);
 
 			/* pack: storage written by exactly one block */
-			bufs[0] = kt_buffer(random_plain(&plain, 0, dtype, nd,
-							 s, i % 2));
+			bufs[0] = kt_buffer(
+				random_plain(&plain, 0, dtype, nd, s, i % 2));
 			random_bytes(&bufs[0], dtype);
 			bufs[1] = kt_buffer((uint64_t)sn * isz);
-			packed = kt_tensor_fmt(1, dtype, cases[i].format, nd,
-					       s);
+			packed =
+				kt_tensor_fmt(1, dtype, cases[i].format, nd, s);
 			check_block_ownership(&plain, &packed, bufs, nb);
 			/* unpack into the plain buffer's layout */
 			packed.buffer = 0;
 			plain.buffer = 1;
 			kt_free(&bufs[0]);
 			bufs[0] = bufs[1];
-			bufs[1] = kt_buffer(random_plain(&plain, 1, dtype, nd,
-							 s, i % 2));
+			bufs[1] = kt_buffer(
+				random_plain(&plain, 1, dtype, nd, s, i % 2));
 			check_block_ownership(&packed, &plain, bufs, nb);
 			kt_free(&bufs[0]);
 			kt_free(&bufs[1]);
@@ -974,24 +1026,22 @@ START_TEST(test_empty)
 		uint32_t format, ndim;
 		int64_t sizes[4];
 	} cases[] = {
-		{ VNPU_FORMAT_NC1HWC0, 4, { 0, 3, 4, 5 } },
-		{ VNPU_FORMAT_NC1HWC0, 4, { 2, 0, 4, 5 } },
-		{ VNPU_FORMAT_FRACTAL_Z, 4, { 2, 3, 0, 5 } },
-		{ VNPU_FORMAT_FRACTAL_Z, 4, { 17, 33, 4, 0 } },
-		{ VNPU_FORMAT_FRACTAL_NZ, 2, { 0, 5 } },
-		{ VNPU_FORMAT_FRACTAL_NZ, 2, { 5, 0 } },
-		{ VNPU_FORMAT_FRACTAL_NZ, 3, { 0, 17, 33 } },
+		{VNPU_FORMAT_NC1HWC0, 4, {0, 3, 4, 5}},
+		{VNPU_FORMAT_NC1HWC0, 4, {2, 0, 4, 5}},
+		{VNPU_FORMAT_FRACTAL_Z, 4, {2, 3, 0, 5}},
+		{VNPU_FORMAT_FRACTAL_Z, 4, {17, 33, 4, 0}},
+		{VNPU_FORMAT_FRACTAL_NZ, 2, {0, 5}},
+		{VNPU_FORMAT_FRACTAL_NZ, 2, {5, 0}},
+		{VNPU_FORMAT_FRACTAL_NZ, 3, {0, 17, 33}},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct vnpu_kbuf bufs[2] = { kt_buffer(1), kt_buffer(1) };
-		struct vnpu_tensor a = kt_tensor(0, VNPU_DTYPE_F16,
-						 cases[i].ndim, cases[i].sizes,
-						 NULL);
-		struct vnpu_tensor st = kt_tensor_fmt(1, VNPU_DTYPE_F16,
-						      cases[i].format,
-						      cases[i].ndim,
-						      cases[i].sizes);
+		struct vnpu_kbuf bufs[2] = {kt_buffer(1), kt_buffer(1)};
+		struct vnpu_tensor a = kt_tensor(
+			0, VNPU_DTYPE_F16, cases[i].ndim, cases[i].sizes, NULL);
+		struct vnpu_tensor st =
+			kt_tensor_fmt(1, VNPU_DTYPE_F16, cases[i].format,
+				      cases[i].ndim, cases[i].sizes);
 
 		ck_assert_uint_eq(launch(&a, &st, bufs, 2, 3), VNPU_STATUS_OK);
 		ck_assert_uint_eq(launch(&st, &a, bufs, 2, 3), VNPU_STATUS_OK);
@@ -1011,14 +1061,13 @@ struct vcase {
 
 static void vcase_init(struct vcase *v)
 {
-	static const int64_t s[2] = { 17, 33 };
+	static const int64_t s[2] = {17, 33};
 
 	v->bufs[0] = kt_buffer(17 * 33 * 2);
 	v->bufs[1] = kt_buffer(2 * 3 * 16 * 16 * 2); /* exactly the storage */
 	v->bufs[2] = kt_buffer(4096);
 	v->src = kt_tensor(0, VNPU_DTYPE_F16, 2, s, NULL);
-	v->out = kt_tensor_fmt(1, VNPU_DTYPE_F16, VNPU_FORMAT_FRACTAL_NZ, 2,
-			       s);
+	v->out = kt_tensor_fmt(1, VNPU_DTYPE_F16, VNPU_FORMAT_FRACTAL_NZ, 2, s);
 }
 
 static uint32_t vcase_run(struct vcase *v)
@@ -1089,13 +1138,13 @@ START_TEST(test_validation)
 	v.out.format = VNPU_FORMAT_FRACTAL_NZ;
 	ck_assert_uint_eq(vcase_run(&v), VNPU_STATUS_UNSUPPORTED);
 	{
-		int64_t s4[4] = { 2, 3, 4, 5 };
+		int64_t s4[4] = {2, 3, 4, 5};
 
 		vcase_init(&v);
-		v.src = kt_tensor_fmt(2, VNPU_DTYPE_F16, VNPU_FORMAT_NC1HWC0,
+		v.src = kt_tensor_fmt(2, VNPU_DTYPE_F16, VNPU_FORMAT_NC1HWC0, 4,
+				      s4);
+		v.out = kt_tensor_fmt(1, VNPU_DTYPE_F16, VNPU_FORMAT_FRACTAL_Z,
 				      4, s4);
-		v.out = kt_tensor_fmt(1, VNPU_DTYPE_F16,
-				      VNPU_FORMAT_FRACTAL_Z, 4, s4);
 		kt_free(&v.bufs[1]);
 		v.bufs[1] = kt_buffer(1 << 16);
 		ck_assert_uint_eq(vcase_run(&v), VNPU_STATUS_UNSUPPORTED);

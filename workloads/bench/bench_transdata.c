@@ -25,31 +25,71 @@ struct bench_case {
 	uint32_t dtype;
 	uint32_t ndim;
 	int64_t sizes[4];
-	uint32_t format;	/* the internal side */
-	bool channels_last;	/* plain side NHWC-strided */
+	uint32_t format;    /* the internal side */
+	bool channels_last; /* plain side NHWC-strided */
 };
 
 static const struct bench_case cases[] = {
-	{ "ND f16 [4096,4096] <-> NZ", VNPU_DTYPE_F16, 2, { 4096, 4096 },
-	  VNPU_FORMAT_FRACTAL_NZ, false },
-	{ "ND f32 [4096,4096] <-> NZ", VNPU_DTYPE_F32, 2, { 4096, 4096 },
-	  VNPU_FORMAT_FRACTAL_NZ, false },
-	{ "ND i8 [4096,4096] <-> NZ", VNPU_DTYPE_I8, 2, { 4096, 4096 },
-	  VNPU_FORMAT_FRACTAL_NZ, false },
-	{ "ND f16 [8,1000,1000] <-> NZ", VNPU_DTYPE_F16, 3, { 8, 1000, 1000 },
-	  VNPU_FORMAT_FRACTAL_NZ, false },
-	{ "NCHW f16 [32,64,56,56] <-> 5HD", VNPU_DTYPE_F16, 4,
-	  { 32, 64, 56, 56 }, VNPU_FORMAT_NC1HWC0, false },
-	{ "NCHW f32 [32,64,56,56] <-> 5HD", VNPU_DTYPE_F32, 4,
-	  { 32, 64, 56, 56 }, VNPU_FORMAT_NC1HWC0, false },
-	{ "NCHW i8 [32,64,56,56] <-> 5HD", VNPU_DTYPE_I8, 4,
-	  { 32, 64, 56, 56 }, VNPU_FORMAT_NC1HWC0, false },
-	{ "NHWC f16 [32,64,56,56] <-> 5HD", VNPU_DTYPE_F16, 4,
-	  { 32, 64, 56, 56 }, VNPU_FORMAT_NC1HWC0, true },
-	{ "NCHW f16 [256,256,3,3] <-> FZ", VNPU_DTYPE_F16, 4,
-	  { 256, 256, 3, 3 }, VNPU_FORMAT_FRACTAL_Z, false },
-	{ "NCHW f16 [32,64,56,56] <-> NHWC", VNPU_DTYPE_F16, 4,
-	  { 32, 64, 56, 56 }, VNPU_FORMAT_NHWC, true },
+	{"ND f16 [4096,4096] <-> NZ",
+	 VNPU_DTYPE_F16,
+	 2,
+	 {4096, 4096},
+	 VNPU_FORMAT_FRACTAL_NZ,
+	 false},
+	{"ND f32 [4096,4096] <-> NZ",
+	 VNPU_DTYPE_F32,
+	 2,
+	 {4096, 4096},
+	 VNPU_FORMAT_FRACTAL_NZ,
+	 false},
+	{"ND i8 [4096,4096] <-> NZ",
+	 VNPU_DTYPE_I8,
+	 2,
+	 {4096, 4096},
+	 VNPU_FORMAT_FRACTAL_NZ,
+	 false},
+	{"ND f16 [8,1000,1000] <-> NZ",
+	 VNPU_DTYPE_F16,
+	 3,
+	 {8, 1000, 1000},
+	 VNPU_FORMAT_FRACTAL_NZ,
+	 false},
+	{"NCHW f16 [32,64,56,56] <-> 5HD",
+	 VNPU_DTYPE_F16,
+	 4,
+	 {32, 64, 56, 56},
+	 VNPU_FORMAT_NC1HWC0,
+	 false},
+	{"NCHW f32 [32,64,56,56] <-> 5HD",
+	 VNPU_DTYPE_F32,
+	 4,
+	 {32, 64, 56, 56},
+	 VNPU_FORMAT_NC1HWC0,
+	 false},
+	{"NCHW i8 [32,64,56,56] <-> 5HD",
+	 VNPU_DTYPE_I8,
+	 4,
+	 {32, 64, 56, 56},
+	 VNPU_FORMAT_NC1HWC0,
+	 false},
+	{"NHWC f16 [32,64,56,56] <-> 5HD",
+	 VNPU_DTYPE_F16,
+	 4,
+	 {32, 64, 56, 56},
+	 VNPU_FORMAT_NC1HWC0,
+	 true},
+	{"NCHW f16 [256,256,3,3] <-> FZ",
+	 VNPU_DTYPE_F16,
+	 4,
+	 {256, 256, 3, 3},
+	 VNPU_FORMAT_FRACTAL_Z,
+	 false},
+	{"NCHW f16 [32,64,56,56] <-> NHWC",
+	 VNPU_DTYPE_F16,
+	 4,
+	 {32, 64, 56, 56},
+	 VNPU_FORMAT_NHWC,
+	 true},
 };
 
 static double now(void)
@@ -204,7 +244,8 @@ int main(int argc, char **argv)
 		runs = 1;
 	printf("TransData, one block on one thread, vs memcpy of the larger "
 	       "side's bytes;\nrates are larger-side bytes per second, best "
-	       "of %d runs; ratio = memcpy time / TransData time\n", runs);
+	       "of %d runs; ratio = memcpy time / TransData time\n",
+	       runs);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		run_case(&cases[i], runs);
 	return 0;
