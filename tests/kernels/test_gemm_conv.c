@@ -18,6 +18,7 @@
  */
 #include <check.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1111,6 +1112,98 @@ START_TEST(test_stack_blocking)
 }
 END_TEST
 
+/* Blocks of one launch on several threads at once, as the device runs
+ * them: each thread has its own packing buffers and tiles are disjoint,
+ * so the result matches a one-block run. */
+struct block_worker {
+	pthread_t thread;
+	const struct vnpu_kernel_def *kernel;
+	const void *params;
+	const struct vnpu_kbuf *bufs;
+	uint32_t first, step, nblocks;
+};
+
+static void *block_worker_main(void *arg)
+{
+	struct block_worker *w = arg;
+
+	for (uint32_t b = w->first; b < w->nblocks; b += w->step)
+		w->kernel->run(w->params, w->bufs, b, w->nblocks);
+	return NULL;
+}
+
+static void run_threaded(const struct vnpu_kernel_def *k, const void *params,
+			 const struct vnpu_kbuf *bufs, uint32_t nblocks)
+{
+	enum { THREADS = 3 };
+	struct block_worker w[THREADS];
+
+	for (uint32_t t = 0; t < THREADS; t++) {
+		w[t] = (struct block_worker){.kernel = k,
+					     .params = params,
+					     .bufs = bufs,
+					     .first = t,
+					     .step = THREADS,
+					     .nblocks = nblocks};
+		ck_assert_int_eq(pthread_create(&w[t].thread, NULL,
+						block_worker_main, &w[t]),
+				 0);
+	}
+	for (uint32_t t = 0; t < THREADS; t++)
+		pthread_join(w[t].thread, NULL);
+}
+
+static void expect_close_f32(const float *got, const float *want, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		ck_assert_msg(fabsf(got[i] - want[i]) <=
+				      1e-5f * (1.0f + fabsf(want[i])),
+			      "element %zu: %g vs %g", i, got[i], want[i]);
+}
+
+START_TEST(test_threads)
+{
+	const int64_t sa[] = {3, 130, 300}, sb[] = {300, 150};
+	const int64_t so[] = {3, 130, 150};
+	struct vnpu_kbuf g[3] = {kt_buffer(3 * 130 * 300 * 4),
+				 kt_buffer(300 * 150 * 4),
+				 kt_buffer(3 * 144 * 160 * 4)};
+	struct vnpu_kp_gemm p;
+	float *want;
+	size_t out_n = 3 * 144 * 160;
+
+	kt_seed(321);
+	for (size_t i = 0; i < 3 * 130 * 300; i++)
+		((float *)g[0].ptr)[i] = kt_rand_float(-1, 1);
+	for (size_t i = 0; i < 300 * 150; i++)
+		((float *)g[1].ptr)[i] = kt_rand_float(-1, 1);
+	memset(&p, 0, sizeof(p));
+	p.a = kt_tensor(0, VNPU_DTYPE_F32, 3, sa, NULL);
+	p.b = kt_tensor(1, VNPU_DTYPE_F32, 2, sb, NULL);
+	p.alpha = 1.0f;
+	p.activation = VNPU_ACT_GELU;
+	for (int nz = 0; nz < 2; nz++) {
+		p.out = nz ? kt_tensor_fmt(2, VNPU_DTYPE_F32,
+					   VNPU_FORMAT_FRACTAL_NZ, 3, so)
+			   : kt_tensor(2, VNPU_DTYPE_F32, 3, so, NULL);
+		ck_assert_uint_eq(kt_launch(VNPU_KERNEL_GEMM, &p, g, 3, 1),
+				  VNPU_STATUS_OK);
+		want = malloc(out_n * 4);
+		ck_assert_ptr_nonnull(want);
+		memcpy(want, g[2].ptr, out_n * 4);
+		memset(g[2].ptr, 0xa5, out_n * 4);
+		run_threaded(&vnpu_kernel_gemm, &p, g, 7);
+		expect_close_f32(g[2].ptr, want, out_n);
+		memset(g[2].ptr, 0xa5, out_n * 4);
+		run_threaded(&vnpu_kernel_gemm, &p, g, 64);
+		expect_close_f32(g[2].ptr, want, out_n);
+		free(want);
+	}
+	for (int i = 0; i < 3; i++)
+		kt_free(&g[i]);
+}
+END_TEST
+
 struct conv_fixture {
 	struct vnpu_kbuf bufs[4];
 	struct vnpu_kp_conv2d p;
@@ -1281,6 +1374,7 @@ static Suite *gemm_conv_suite(void)
 	tcase_add_test(tc, test_conv_cases);
 	tcase_add_test(tc, test_conv_random);
 	tcase_add_test(tc, test_conv_validate);
+	tcase_add_test(tc, test_threads);
 	tcase_add_test(tc, test_conv_empty_extremes);
 	suite_add_tcase(s, tc);
 	return s;
