@@ -157,6 +157,28 @@ static inline void conv_k_next_tap(const struct conv_ctx *x, struct conv_k *k)
 }
 
 /* A: im2col rows (output pixels) by reduction index, one panel. */
+/* len input channels from c on at pixel (ih, iw) into d[t * panel]; runs
+ * stop at C0 blocks, which lie H * W pixels apart. */
+static void copy_channels(const struct conv_ctx *x, int64_t c, int64_t ih,
+			  int64_t iw, int64_t len, float *d, uint32_t panel)
+{
+	for (int64_t t = 0, run; t < len; t += run) {
+		const char *src =
+			x->in + in_offset(x, c + t, ih, iw) * x->itemsize;
+
+		run = 16 - ((c + t) & 15);
+		if (run > len - t)
+			run = len - t;
+		if (x->dtype != VNPU_DTYPE_F32) {
+			vnpu_operand_load_run(src, x->dtype, 1, run,
+					      d + t * panel, panel);
+			continue;
+		}
+		for (int64_t q = 0; q < run; q++)
+			memcpy(&d[(t + q) * panel], src + q * 4, 4);
+	}
+}
+
 static void pack_input_panel(const struct vnpu_gemm_job *job, int64_t r0,
 			     int64_t rows, int64_t p0, int64_t kc, float *dst,
 			     uint32_t panel)
@@ -179,24 +201,12 @@ static void pack_input_panel(const struct vnpu_gemm_job *job, int64_t r0,
 
 			if (len > kc - q)
 				len = kc - q;
-			if (ih < 0 || ih >= h || iw < 0 || iw >= w) {
+			if (ih < 0 || ih >= h || iw < 0 || iw >= w)
 				for (int64_t t = 0; t < len; t++)
 					d[t * panel] = 0.0f;
-			} else {
-				int64_t c = x->g * x->cg + k.ci;
-
-				for (int64_t t = 0, run; t < len; t += run) {
-					run = 16 - ((c + t) & 15);
-					if (run > len - t)
-						run = len - t;
-					vnpu_operand_load_run(
-						x->in + in_offset(x, c + t, ih,
-								  iw) *
-								x->itemsize,
-						x->dtype, 1, run, d + t * panel,
-						panel);
-				}
-			}
+			else
+				copy_channels(x, x->g * x->cg + k.ci, ih, iw,
+					      len, d, panel);
 			q += len;
 			conv_k_next_tap(x, &k);
 		}
@@ -258,36 +268,51 @@ static void pack_weight(const struct vnpu_gemm_job *job, int64_t r0,
 				  dst + r * kc, panel);
 }
 
+/* Workspace rows are output pixels, columns the group's channels
+ * [j0, j0 + cols); add bias, activate, convert and scatter into NC1HWC0,
+ * whose channels are contiguous within a C0 block of a pixel. */
 static void store_pixels(const struct vnpu_gemm_job *job, int64_t i0,
 			 int64_t rows, int64_t j0, int64_t cols, float *acc,
 			 int64_t ld)
 {
+	enum { SEG = 256 };
 	const struct conv_ctx *x = job->ctx;
-	float line[16];
+	uint32_t act = x->p->activation;
+	float bias[SEG], line[16];
 
-	for (int64_t i = 0; i < rows; i++) {
-		int64_t oh = (i0 + i) / x->wo, ow = (i0 + i) % x->wo;
-		int64_t c = x->g * x->cog + j0;
+	for (int64_t s0 = 0; s0 < cols; s0 += SEG) {
+		int64_t cnt = cols - s0 < SEG ? cols - s0 : SEG;
+		int64_t c = x->g * x->cog + j0 + s0;
 
-		for (int64_t j = 0, run; j < cols; j += run) {
-			run = 16 - ((c + j) & 15);
-			if (run > cols - j)
-				run = cols - j;
-			for (int64_t t = 0; t < run; t++) {
-				float v = acc[i * ld + j + t];
-
-				if (x->p->has_bias)
-					v += vnpu_operand_load(
-						x->bias + (c + j +
+		for (int64_t t = 0; t < cnt; t++)
+			bias[t] =
+				x->p->has_bias
+					? vnpu_operand_load(
+						  x->bias +
+							  (c +
 							   t) * x->bias_stride *
 								  x->itemsize,
-						x->dtype);
-				line[t] = vnpu_activate(x->p->activation, v);
+						  x->dtype)
+					: 0.0f;
+		for (int64_t i = 0; i < rows; i++) {
+			int64_t oh = (i0 + i) / x->wo, ow = (i0 + i) % x->wo;
+			const float *a = acc + i * ld + s0;
+
+			for (int64_t j = 0, run; j < cnt; j += run) {
+				run = 16 - ((c + j) & 15);
+				if (run > cnt - j)
+					run = cnt - j;
+				for (int64_t t = 0; t < run; t++)
+					line[t] = a[j + t] + bias[j + t];
+				if (act != VNPU_ACT_NONE)
+					for (int64_t t = 0; t < run; t++)
+						line[t] = vnpu_activate(
+							act, line[t]);
+				vnpu_operand_store_run(
+					x->out + out_offset(x, c + j, oh, ow) *
+							 x->itemsize,
+					x->dtype, 1, run, line);
 			}
-			vnpu_operand_store_run(
-				x->out + out_offset(x, c + j, oh, ow) *
-						 x->itemsize,
-				x->dtype, 1, run, line);
 		}
 	}
 }
