@@ -308,9 +308,7 @@ static void global_write_locked(struct vnpu_sim *sim, uint32_t offset,
 		break;
 	default:
 		bad_register(sim, offset, true,
-			     offset < VNPU_CTX_BASE && offset <= 0x80
-				     ? "read-only register"
-				     : "no such register");
+			     "read-only or no such register");
 		break;
 	}
 }

@@ -67,7 +67,6 @@ struct sim_queue {
 	uint64_t gen;		/* bumped on enable and disable */
 	bool waiting;		/* blocked in FENCE_WAIT on wait_cmd */
 	struct vnpu_cmd wait_cmd;
-	uint64_t next_poll_ns;	/* threaded mode fence re-check time */
 };
 
 /* The command being executed, with what the CP snapshotted to run it. */

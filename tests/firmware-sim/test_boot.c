@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* Firmware boot handshake: a good image, every boot error in check order,
  * booting twice, retry after failure, and the manifest gating launches. */
+#include <stdio.h>
+
 #include "fw_image.h"
 #include "fwtest.h"
 
@@ -345,6 +347,32 @@ START_TEST(empty_manifest_boots)
 }
 END_TEST
 
+/* tools/vnpu-mkfw's image (built with the tree, path in VNPU_FW) is the
+ * library's image and boots. */
+START_TEST(mkfw_image_boots)
+{
+	const char *path = getenv("VNPU_FW");
+	struct vnpu_simhost *h = ft_host(VNPU_SIM_DETERMINISTIC, true);
+	struct image im, ref;
+	FILE *f;
+
+	ck_assert_ptr_nonnull(path);
+	f = fopen(path, "rb");
+	ck_assert_ptr_nonnull(f);
+	im.size = fread(im.bytes, 1, sizeof(im.bytes), f);
+	fclose(f);
+	ck_assert_int_eq(vnpu_fw_image_build(ref.bytes, sizeof(ref.bytes),
+					     0x10000, hdr(&im)->build_id,
+					     &ref.size),
+			 0);
+	ck_assert_uint_eq(im.size, ref.size);
+	ck_assert_mem_eq(im.bytes, ref.bytes, im.size);
+	ck_assert_uint_eq(boot(h, &im), VNPU_BOOT_READY);
+	ck_assert_uint_eq(ft_rd(h, VNPU_REG_FW_VERSION), 0x10000);
+	vnpu_simhost_destroy(h);
+}
+END_TEST
+
 START_TEST(threaded_boot)
 {
 	struct vnpu_simhost *h = ft_host(VNPU_SIM_THREADS, true);
@@ -369,6 +397,7 @@ int main(void)
 	tcase_add_test(tc, boot_is_done_by_the_device);
 	tcase_add_test(tc, manifest_gates_launch);
 	tcase_add_test(tc, empty_manifest_boots);
+	tcase_add_test(tc, mkfw_image_boots);
 	tcase_add_test(tc, threaded_boot);
 	suite_add_tcase(s, tc);
 	return ft_run_suite(s);
