@@ -30,10 +30,10 @@ struct gemm_ctx {
 	int64_t ba, bb, bo;
 };
 
-static uint32_t batch_of(const struct vnpu_tensor *t, int64_t *batch)
+/* Rank 3 carries a batch dim; rank 2 is a single matrix. */
+static int64_t batch_of(const struct vnpu_tensor *t)
 {
-	*batch = t->ndim == 3 ? t->sizes[0] : 1;
-	return VNPU_STATUS_OK;
+	return t->ndim == 3 ? t->sizes[0] : 1;
 }
 
 static uint32_t check_operand(const struct vnpu_tensor *t,
@@ -85,9 +85,9 @@ static uint32_t gemm_validate(const void *params, const struct vnpu_kbuf *bufs,
 	if (k != kb || p->out.sizes[p->out.ndim - 2] != m ||
 	    p->out.sizes[p->out.ndim - 1] != n)
 		return VNPU_STATUS_INVALID_ARGS;
-	batch_of(&p->out, &batch);
-	batch_of(&p->a, &ba);
-	batch_of(&p->b, &bb);
+	batch = batch_of(&p->out);
+	ba = batch_of(&p->a);
+	bb = batch_of(&p->b);
 	if ((ba != batch && ba != 1) || (bb != batch && bb != 1))
 		return VNPU_STATUS_INVALID_ARGS;
 
@@ -137,17 +137,25 @@ static void finish_direct(const struct vnpu_gemm_job *job, int64_t i0,
 			  int64_t ld)
 {
 	const struct gemm_ctx *g = job->ctx;
-	const float *bias = (const float *)g->bias;
+	float bias[VNPU_OPERAND_LINE];
 
-	for (int64_t i = 0; i < rows; i++) {
-		float *row = c + i * ld;
+	for (int64_t j = 0; j < cols; j += VNPU_OPERAND_LINE) {
+		int64_t cnt = cols - j < VNPU_OPERAND_LINE ? cols - j
+							   : VNPU_OPERAND_LINE;
 
-		if (g->has_bias)
-			for (int64_t j = 0; j < cols; j++)
-				row[j] += bias[(j0 + j) * g->bias_stride];
-		if (g->act != VNPU_ACT_NONE)
-			for (int64_t j = 0; j < cols; j++)
-				row[j] = vnpu_activate(g->act, row[j]);
+		/* the bias may sit at any alignment: load it element-wise */
+		for (int64_t t = 0; t < cnt && g->has_bias; t++)
+			bias[t] = bias_at(g, j0 + j + t);
+		for (int64_t i = 0; i < rows; i++) {
+			float *row = c + i * ld + j;
+
+			if (g->has_bias)
+				for (int64_t t = 0; t < cnt; t++)
+					row[t] += bias[t];
+			if (g->act != VNPU_ACT_NONE)
+				for (int64_t t = 0; t < cnt; t++)
+					row[t] = vnpu_activate(g->act, row[t]);
+		}
 	}
 	(void)i0;
 }
@@ -217,9 +225,9 @@ static void gemm_run(const void *params, const struct vnpu_kbuf *bufs,
 	int64_t batch, ba, bb, gm, gn, t;
 	uint64_t begin, end;
 
-	batch_of(&p->out, &batch);
-	batch_of(&p->a, &ba);
-	batch_of(&p->b, &bb);
+	batch = batch_of(&p->out);
+	ba = batch_of(&p->a);
+	bb = batch_of(&p->b);
 	if (batch == 0 || m == 0 || n == 0)
 		return;
 

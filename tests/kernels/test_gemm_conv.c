@@ -264,7 +264,8 @@ struct gemm_case {
 	uint32_t act;
 	float alpha, beta;
 	uint32_t nblocks;
-	size_t misalign; /* bytes added to every buffer pointer */
+	size_t misalign;  /* bytes added to the input buffer pointers */
+	bool aligned_out; /* ... and not to out's */
 };
 
 static void case_name(const struct gemm_case *c, char *s, size_t n)
@@ -273,12 +274,12 @@ static void case_name(const struct gemm_case *c, char *s, size_t n)
 		 "dtype %u M %ld N %ld K %ld batch %ld/%ld/%ld nd %u ta %d tb "
 		 "%d "
 		 "nz %d%d%d modes %d%d%d bias %d act %u alpha %g beta %g "
-		 "blocks %u misalign %zu",
+		 "blocks %u misalign %zu aligned out %d",
 		 c->dtype, (long)c->m, (long)c->n, (long)c->k, (long)c->batch,
 		 (long)c->batch_a, (long)c->batch_b, c->out_ndim, c->trans_a,
 		 c->trans_b, c->nz_a, c->nz_b, c->nz_out, c->mode_a, c->mode_b,
 		 c->mode_out, c->has_bias, c->act, c->alpha, c->beta,
-		 c->nblocks, c->misalign);
+		 c->nblocks, c->misalign, c->aligned_out);
 }
 
 static struct vnpu_kbuf shifted(struct vnpu_kbuf b, size_t by)
@@ -322,9 +323,11 @@ static void run_gemm_case(const struct gemm_case *c)
 	mat_reload(&mbias, &raw[3], vbias);
 	for (int i = 0; i < 4; i++) {
 		/* move the contents up by `pre` bytes for misalignment */
-		memmove((char *)raw[i].ptr + pre, raw[i].ptr,
-			raw[i].size - pre);
-		bufs[i] = shifted(raw[i], pre);
+		size_t by = i == 2 && c->aligned_out ? 0 : pre;
+
+		memmove((char *)raw[i].ptr + by, raw[i].ptr, raw[i].size - pre);
+		bufs[i] = shifted(raw[i], by);
+		bufs[i].size -= pre - by;
 		bufs[i].size -= slack;
 	}
 	before = kt_buffer(bufs[2].size + slack);
@@ -563,10 +566,12 @@ END_TEST
 START_TEST(test_gemm_misaligned)
 {
 	kt_seed(31);
-	for (int it = 0; it < 12; it++) {
+	for (int it = 0; it < 24; it++) {
 		struct gemm_case c = random_case(float_dtypes[it % 3], 40);
 
 		c.misalign = (size_t)(1 + it % 3);
+		c.aligned_out = it % 2;
+		c.has_bias = c.has_bias || c.aligned_out;
 		run_gemm_case(&c);
 	}
 }
