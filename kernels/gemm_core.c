@@ -76,9 +76,13 @@ micro_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
 {
 	__m256 acc[6][2];
 
+	/* the C tile is touched only at the end: start fetching it now */
 #pragma GCC unroll 6
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < 6; i++) {
+		_mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+		_mm_prefetch((const char *)(c + i * ldc + 15), _MM_HINT_T0);
 		acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+	}
 	for (int64_t p = 0; p < kc; p++) {
 		__m256 b0 = _mm256_loadu_ps(b);
 		__m256 b1 = _mm256_loadu_ps(b + 8);
@@ -117,9 +121,13 @@ micro_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
 {
 	__m512 acc[12][2];
 
+	/* the C tile is touched only at the end: start fetching it now */
 #pragma GCC unroll 12
-	for (int i = 0; i < 12; i++)
+	for (int i = 0; i < 12; i++) {
+		_mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+		_mm_prefetch((const char *)(c + i * ldc + 31), _MM_HINT_T0);
 		acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+	}
 	for (int64_t p = 0; p < kc; p++) {
 		__m512 b0 = _mm512_loadu_ps(b);
 		__m512 b1 = _mm512_loadu_ps(b + 16);
