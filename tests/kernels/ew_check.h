@@ -2,7 +2,7 @@
 /*
  * Test-side helpers for the elementwise, reduction, normalisation and
  * pooling kernel tests: element encoding independent of kernels/dtype.h
- * (the compiler's _Float16; bf16 by truncating f32), random descriptors
+ * (f16 by frexp/ldexp arithmetic; bf16 by truncating f32), random descriptors
  * with transposed/padded strides and offsets, and index math for the
  * references.
  */
@@ -30,6 +30,40 @@ static const uint32_t float_dtypes[] = {VNPU_DTYPE_F32, VNPU_DTYPE_F16,
 static const uint32_t block_counts[] = {1, 3, 7};
 
 /* ---- element encoding, independent of the kernel library ---- */
+
+/* binary16 by arithmetic (frexp/ldexp), independent of kernels/dtype.h's
+ * bit manipulation: the two definitions check each other. */
+static inline double ew_half_decode(uint16_t h)
+{
+	int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+	double v = e == 0 ? ldexp(m, -24) :
+		   e == 31 ? (m ? NAN : INFINITY) : ldexp(1024 + m, e - 25);
+
+	return (h & 0x8000) ? -v : v;
+}
+
+/* Round to nearest even; overflow to infinity. */
+static inline uint16_t ew_half_encode(double v)
+{
+	uint16_t sign = signbit(v) ? 0x8000 : 0;
+	double a = fabs(v), q;
+	int e;
+
+	if (isnan(v))
+		return 0x7e00;
+	if (a >= 65520.0)
+		return sign | 0x7c00;
+	frexp(a, &e);		/* a = f * 2^e, f in [0.5, 1) */
+	e = e - 1 < -14 ? -14 : e - 1;	/* unbiased exponent, subnormal floor */
+	q = nearbyint(ldexp(a, 10 - e));	/* 11 significant bits */
+	if (q >= 2048) {	/* rounding carried into the next binade */
+		q /= 2;
+		e++;
+	}
+	if (q < 1024)		/* subnormal (e == -14) */
+		return sign | (uint16_t)q;
+	return sign | (uint16_t)((e + 15) << 10) | (uint16_t)(q - 1024);
+}
 
 static inline size_t esize(uint32_t dt)
 {
@@ -60,7 +94,6 @@ static inline double get_val(const void *buf, uint32_t dt, uint64_t off)
 	float f;
 	uint32_t u;
 	uint16_t h;
-	_Float16 hf;
 	int32_t i32;
 	int64_t i64;
 
@@ -69,8 +102,8 @@ static inline double get_val(const void *buf, uint32_t dt, uint64_t off)
 		memcpy(&f, p, 4);
 		return f;
 	case VNPU_DTYPE_F16:
-		memcpy(&hf, p, 2);
-		return (double)hf;
+		memcpy(&h, p, 2);
+		return ew_half_decode(h);
 	case VNPU_DTYPE_BF16:
 		memcpy(&h, p, 2);
 		u = (uint32_t)h << 16;
@@ -107,7 +140,6 @@ static inline void put_val(void *buf, uint32_t dt, uint64_t off, double v)
 {
 	char *p = (char *)buf + off * esize(dt);
 	float f = (float)v;
-	_Float16 hf;
 	uint32_t u;
 	uint16_t h;
 	int32_t i32;
@@ -118,8 +150,8 @@ static inline void put_val(void *buf, uint32_t dt, uint64_t off, double v)
 		memcpy(p, &f, 4);
 		break;
 	case VNPU_DTYPE_F16:
-		hf = (_Float16)v;
-		memcpy(p, &hf, 2);
+		h = ew_half_encode(v);
+		memcpy(p, &h, 2);
 		break;
 	case VNPU_DTYPE_BF16:
 		memcpy(&u, &f, 4);

@@ -4,8 +4,9 @@
  * doubles and explicit index math: random shapes (0, 1, 15, 17 included),
  * transposed and padded strides, offsets, broadcasting by size-1 dims and
  * by stride 0, in-place operation, several block counts, and every
- * validator error path. Element values are encoded with the compiler's
- * _Float16 and by truncating f32 for bf16, independently of kernels/dtype.h.
+ * validator error path. Element values are encoded by frexp/ldexp
+ * arithmetic for f16 and by truncating f32 for bf16, independently of
+ * kernels/dtype.h.
  */
 #include <check.h>
 #include <math.h>
