@@ -44,27 +44,28 @@ struct gemm_micro {
 	gemm_micro_fn fn;
 };
 
-static void micro_portable(int64_t kc, const float *a, const float *b, float *c,
-			   int64_t ldc, float alpha, float beta)
+/* Plain C, written so that a compiler's vectoriser can keep the 4 x 8
+ * accumulator tile in registers of any SIMD width (or none). */
+static void micro_portable(int64_t kc, const float *a, const float *b,
+			   float *c, int64_t ldc, float alpha, float beta)
 {
-	float acc[4][16];
+	float acc[4][8] = { { 0 } };
 
-	memset(acc, 0, sizeof(acc));
 	for (int64_t p = 0; p < kc; p++) {
 		for (int i = 0; i < 4; i++)
-			for (int j = 0; j < 16; j++)
+			for (int j = 0; j < 8; j++)
 				acc[i][j] += a[i] * b[j];
 		a += 4;
-		b += 16;
+		b += 8;
 	}
 	for (int i = 0; i < 4; i++) {
 		float *row = c + i * ldc;
 
 		if (beta == 0.0f)
-			for (int j = 0; j < 16; j++)
+			for (int j = 0; j < 8; j++)
 				row[j] = alpha * acc[i][j];
 		else
-			for (int j = 0; j < 16; j++)
+			for (int j = 0; j < 8; j++)
 				row[j] = alpha * acc[i][j] + beta * row[j];
 	}
 }
@@ -163,7 +164,7 @@ micro_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
 #endif
 
 static const struct gemm_micro micro_table[] = {
-	{VNPU_GEMM_ISA_PORTABLE, 4, 16, micro_portable},
+	{VNPU_GEMM_ISA_PORTABLE, 4, 8, micro_portable},
 #ifdef VNPU_GEMM_X86
 	{VNPU_GEMM_ISA_AVX2, 6, 16, micro_avx2},
 	{VNPU_GEMM_ISA_AVX512, 12, 32, micro_avx512},

@@ -5,7 +5,9 @@
  * limited to one thread, measured in the same run. Prints GFLOPS of each
  * and their ratio; every figure is the best of several runs.
  *
- * Usage: bench-gemm [runs]   (default 7; env VNPU_BENCH_RUNS overrides too)
+ * Usage: bench-gemm [runs [isa]]
+ *   runs  best of how many (default 7; or env VNPU_BENCH_RUNS)
+ *   isa   microkernel family: auto (default), avx512, avx2 or portable
  */
 #include <cblas.h>
 #include <math.h>
@@ -14,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gemm_core.h"
 #include "kernel.h"
 
 /* A strong reference keeps the GEMM object linked from the static kernel
@@ -145,11 +148,26 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gemm kernel missing\n");
 		return 1;
 	}
+	static const char *const isa_names[] = {"auto", "portable", "avx2",
+						"avx512"};
+	uint32_t isa = VNPU_GEMM_ISA_AUTO;
+
 	if (runs < 1)
 		runs = 1;
+	if (argc > 2) {
+		for (isa = 0; isa < 4; isa++)
+			if (strcmp(argv[2], isa_names[isa]) == 0)
+				break;
+		if (isa == 4) {
+			fprintf(stderr, "unknown isa %s\n", argv[2]);
+			return 2;
+		}
+	}
+	isa = vnpu_gemm_set_isa(isa);
 	openblas_set_num_threads(1);
-	printf("fp32 GEMM, 1 thread, best of %d runs (CLOCK_MONOTONIC)\n",
-	       runs);
+	printf("fp32 GEMM, 1 thread, best of %d runs (CLOCK_MONOTONIC), "
+	       "vnpu microkernel %s\n",
+	       runs, isa_names[isa]);
 	printf("%5s %5s %5s  %-3s %9s %9s %7s   %s\n", "M", "N", "K", "op",
 	       "vnpu GF/s", "BLAS GF/s", "ratio", "max|diff|");
 	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
