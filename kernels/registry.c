@@ -4,21 +4,18 @@
 
 #include "kernel.h"
 
-/* Weak while the kernel families are being written in parallel. */
-#define VNPU_KERNEL_DECL extern const struct vnpu_kernel_def __attribute__((weak))
-
-VNPU_KERNEL_DECL vnpu_kernel_fill;
-VNPU_KERNEL_DECL vnpu_kernel_cast;
-VNPU_KERNEL_DECL vnpu_kernel_unary;
-VNPU_KERNEL_DECL vnpu_kernel_binary;
-VNPU_KERNEL_DECL vnpu_kernel_where;
-VNPU_KERNEL_DECL vnpu_kernel_gemm;
-VNPU_KERNEL_DECL vnpu_kernel_conv2d;
-VNPU_KERNEL_DECL vnpu_kernel_pool2d;
-VNPU_KERNEL_DECL vnpu_kernel_softmax;
-VNPU_KERNEL_DECL vnpu_kernel_layer_norm;
-VNPU_KERNEL_DECL vnpu_kernel_reduce;
-VNPU_KERNEL_DECL vnpu_kernel_transdata;
+extern const struct vnpu_kernel_def vnpu_kernel_fill;
+extern const struct vnpu_kernel_def vnpu_kernel_cast;
+extern const struct vnpu_kernel_def vnpu_kernel_unary;
+extern const struct vnpu_kernel_def vnpu_kernel_binary;
+extern const struct vnpu_kernel_def vnpu_kernel_where;
+extern const struct vnpu_kernel_def vnpu_kernel_gemm;
+extern const struct vnpu_kernel_def vnpu_kernel_conv2d;
+extern const struct vnpu_kernel_def vnpu_kernel_pool2d;
+extern const struct vnpu_kernel_def vnpu_kernel_softmax;
+extern const struct vnpu_kernel_def vnpu_kernel_layer_norm;
+extern const struct vnpu_kernel_def vnpu_kernel_reduce;
+extern const struct vnpu_kernel_def vnpu_kernel_transdata;
 
 /* Indexed by kernel id. */
 static const struct vnpu_kernel_def *const kernels[] = {
@@ -43,7 +40,7 @@ const struct vnpu_kernel_def *vnpu_kernel_find(uint32_t id)
 {
 	if (id >= sizeof(kernels) / sizeof(kernels[0]))
 		return NULL;
-	return kernels[id]; /* NULL for a missing family */
+	return kernels[id];
 }
 
 size_t vnpu_kernel_count(void)

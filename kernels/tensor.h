@@ -30,7 +30,8 @@ static inline bool vnpu_format_is_plain(uint32_t format)
  *   FRACTAL_Z   [N,C,H,W]      -> [C1*H*W, N1, 16, C0]
  *   FRACTAL_NZ  [b..., M, K]   -> [b..., K1, M1, 16, C0]
  * with C0 = VNPU_C0(itemsize), C1 = ceil(C/C0), N1 = ceil(N/16),
- * K1 = ceil(K/C0), M1 = ceil(M/16). Plain formats return the shape itself.
+ * K1 = ceil(K/C0), M1 = ceil(M/16); FRACTAL_NZ takes rank 2..6 so that the
+ * storage shape fits VNPU_MAX_DIMS. Plain formats return the shape itself.
  * Returns false when the rank does not fit the format, the dtype has no C0
  * (8-byte types) or a size overflows. */
 bool vnpu_storage_shape(uint32_t format, uint32_t dtype, uint32_t ndim,
