@@ -487,8 +487,8 @@ static struct gemm_case random_case(uint32_t dtype, int64_t max)
 	return c;
 }
 
-/* The ND broadcast mode makes every row of bias the same element; for the
- * 1-D bias that means a stride of `cs` along N, which is what it is. */
+/* Random shapes, layouts, transposes, batch broadcast, epilogues and block
+ * counts for each dtype (the bias, a one-row matrix, gets stride 1 or 2). */
 START_TEST(test_gemm_random)
 {
 	kt_seed(1000 + (uint64_t)_i);
