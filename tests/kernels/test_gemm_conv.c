@@ -28,8 +28,7 @@
 #include "gemm_core.h"
 #include "harness.h"
 
-/* Strong references: they pull the kernels out of the static library,
- * whose registry refers to them weakly. */
+/* The definitions themselves, to check the registry hands them out. */
 extern const struct vnpu_kernel_def vnpu_kernel_gemm;
 extern const struct vnpu_kernel_def vnpu_kernel_conv2d;
 

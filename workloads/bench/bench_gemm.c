@@ -19,11 +19,6 @@
 #include "gemm_core.h"
 #include "kernel.h"
 
-/* A strong reference keeps the GEMM object linked from the static kernel
- * library while the registry's references are weak. */
-extern const struct vnpu_kernel_def vnpu_kernel_gemm;
-const struct vnpu_kernel_def *const vnpu_bench_gemm_def = &vnpu_kernel_gemm;
-
 struct shape {
 	int m, n, k;
 	int trans_b;
