@@ -38,43 +38,6 @@ static inline uint32_t vnpu_ew_check(const struct vnpu_tensor *t,
 	return VNPU_STATUS_OK;
 }
 
-/*
- * True when no two logical elements of a checked plain tensor share memory.
- * Blocks write disjoint element ranges, so an output whose elements overlap
- * would let two blocks race on one location. Sufficient test: sorted by
- * stride, every dim of size > 1 steps past everything the smaller dims span.
- */
-static inline bool vnpu_tensor_no_self_overlap(const struct vnpu_tensor *t)
-{
-	int64_t sizes[VNPU_MAX_DIMS], strides[VNPU_MAX_DIMS];
-	uint32_t n = 0;
-	int64_t span = 0;
-
-	for (uint32_t i = 0; i < t->ndim; i++) {
-		if (t->sizes[i] == 0)
-			return true;
-		if (t->sizes[i] == 1)
-			continue;
-		/* insertion sort by stride */
-		uint32_t j = n++;
-
-		while (j > 0 && strides[j - 1] > t->strides[i]) {
-			strides[j] = strides[j - 1];
-			sizes[j] = sizes[j - 1];
-			j--;
-		}
-		strides[j] = t->strides[i];
-		sizes[j] = t->sizes[i];
-	}
-	/* tensor_check bounded every span by the buffer, so no overflow */
-	for (uint32_t i = 0; i < n; i++) {
-		if (strides[i] <= span)
-			return false;
-		span += (sizes[i] - 1) * strides[i];
-	}
-	return true;
-}
-
 /* Output checks common to every kernel here: plain, writable, no overlap. */
 static inline uint32_t vnpu_ew_check_out(const struct vnpu_tensor *t,
 					 const struct vnpu_kbuf *bufs,
@@ -84,7 +47,7 @@ static inline uint32_t vnpu_ew_check_out(const struct vnpu_tensor *t,
 
 	if (st != VNPU_STATUS_OK)
 		return st;
-	return vnpu_tensor_no_self_overlap(t) ? VNPU_STATUS_OK
+	return vnpu_tensor_is_injective(t) ? VNPU_STATUS_OK
 					      : VNPU_STATUS_INVALID_ARGS;
 }
 

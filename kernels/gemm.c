@@ -77,6 +77,8 @@ static uint32_t gemm_validate(const void *params, const struct vnpu_kbuf *bufs,
 		st = check_operand(&p->out, bufs, nbufs, out_access, dtype);
 	if (st != VNPU_STATUS_OK)
 		return st;
+	if (!vnpu_tensor_is_injective(&p->out))
+		return VNPU_STATUS_INVALID_ARGS;
 
 	m = p->a.sizes[p->a.ndim - (p->trans_a ? 1 : 2)];
 	k = p->a.sizes[p->a.ndim - (p->trans_a ? 2 : 1)];

@@ -66,6 +66,11 @@ static inline void *vnpu_tensor_data(const struct vnpu_tensor *t,
 /* True when t is plain and its elements are dense in row-major order. */
 bool vnpu_tensor_is_contiguous(const struct vnpu_tensor *t);
 
+/* True when no two logical elements of a checked tensor share memory
+ * (internal formats always). Blocks write disjoint element ranges, so an
+ * output that fails this would let two blocks race on one location. */
+bool vnpu_tensor_is_injective(const struct vnpu_tensor *t);
+
 /* Element offset (from the buffer start, offset included) of the element
  * with row-major logical index `linear` of a plain tensor. */
 static inline uint64_t vnpu_tensor_elem(const struct vnpu_tensor *t,

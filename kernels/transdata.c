@@ -713,39 +713,6 @@ static void td_byte_range(const struct vnpu_tensor *t, uint64_t *lo,
 	*hi = *lo + extent * isz;
 }
 
-/*
- * A plain output must not map two elements to one place, or blocks would
- * race. Sufficient test: with the dims of size > 1 sorted by stride, each
- * stride exceeds the span of all smaller ones. (Checked tensors cannot
- * overflow these sums.)
- */
-static bool td_plain_no_overlap(const struct vnpu_tensor *t)
-{
-	uint32_t order[VNPU_MAX_DIMS], n = 0;
-	uint64_t span = 0;
-
-	for (uint32_t i = 0; i < t->ndim; i++) {
-		uint32_t j = n;
-
-		if (t->sizes[i] <= 1)
-			continue;
-		while (j > 0 && t->strides[order[j - 1]] > t->strides[i]) {
-			order[j] = order[j - 1];
-			j--;
-		}
-		order[j] = i;
-		n++;
-	}
-	for (uint32_t k = 0; k < n; k++) {
-		uint64_t stride = (uint64_t)t->strides[order[k]];
-
-		if (stride <= span)
-			return false;
-		span += (uint64_t)(t->sizes[order[k]] - 1) * stride;
-	}
-	return true;
-}
-
 static uint32_t td_validate(const void *params, const struct vnpu_kbuf *bufs,
 			    uint32_t nbufs)
 {
@@ -774,7 +741,7 @@ static uint32_t td_validate(const void *params, const struct vnpu_kbuf *bufs,
 	/* between internal formats torch_npu goes through the base format */
 	if (src_internal && out_internal)
 		return VNPU_STATUS_UNSUPPORTED;
-	if (!out_internal && !td_plain_no_overlap(out))
+	if (!vnpu_tensor_is_injective(out))
 		return VNPU_STATUS_INVALID_ARGS;
 	vnpu_tensor_numel(out, &numel);
 	if (numel == 0 || src->buffer != out->buffer)

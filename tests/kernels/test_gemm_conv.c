@@ -756,6 +756,9 @@ START_TEST(test_gemm_validate)
 		    VNPU_STATUS_OK);
 	EXPECT_GEMM(f.bufs[0].access = VNPU_ACCESS_WRITE, inv);
 	EXPECT_GEMM(f.bufs[3].access = VNPU_ACCESS_WRITE, inv);
+	/* an output whose elements overlap would let blocks race */
+	EXPECT_GEMM(f.p.out.strides[2] = 0, inv);
+	EXPECT_GEMM(f.p.out.strides[1] = 1, inv);
 	/* an unused bias descriptor is not looked at */
 	EXPECT_GEMM((f.p.has_bias = 0, f.p.bias.buffer = 99), VNPU_STATUS_OK);
 	/* NZ strides must be zero; NZ storage must fit */
