@@ -130,7 +130,8 @@ void sim_dma_copy(struct vnpu_sim *sim, struct sim_exec *ex, uint64_t src,
 		    !translate(sim, ex, dst, true, &pd))
 			return;
 		if (ps.kind == SIM_PHYS_VRAM && pd.kind == SIM_PHYS_VRAM) {
-			memmove(sim->vram + pd.addr, sim->vram + ps.addr, chunk);
+			memmove(sim->vram + pd.addr, sim->vram + ps.addr,
+				chunk);
 		} else {
 			if (!sim_phys_read(sim, &ps, bounce, chunk)) {
 				dma_error(ex, src);

@@ -19,8 +19,10 @@ static uint32_t check_manifest(struct vnpu_sim *sim, const uint8_t *payload,
 		if (e.flags || !k || e.kernel_id > VNPU_KERNEL_ID_MAX ||
 		    !memchr(e.name, 0, sizeof(e.name)) ||
 		    strcmp(e.name, k->name) || loaded[e.kernel_id]) {
-			sim_log(sim, "vnpu: firmware manifest entry %u "
-				"(kernel %u) rejected", i, e.kernel_id);
+			sim_log(sim,
+				"vnpu: firmware manifest entry %u "
+				"(kernel %u) rejected",
+				i, e.kernel_id);
 			return VNPU_BOOT_ERR_MANIFEST;
 		}
 		loaded[e.kernel_id] = true;
@@ -49,8 +51,10 @@ uint32_t sim_fw_verify(struct vnpu_sim *sim, const uint8_t *image,
 	hdr.header_crc = 0;
 	if (hdr.header_size != sizeof(hdr) ||
 	    vnpu_fw_crc32(0, &hdr, sizeof(hdr)) != crc ||
-	    hdr.num_kernels > VNPU_FW_MAX_SIZE / sizeof(struct vnpu_fw_kernel) ||
-	    hdr.payload_size != hdr.num_kernels * sizeof(struct vnpu_fw_kernel) ||
+	    hdr.num_kernels >
+		    VNPU_FW_MAX_SIZE / sizeof(struct vnpu_fw_kernel) ||
+	    hdr.payload_size !=
+		    hdr.num_kernels * sizeof(struct vnpu_fw_kernel) ||
 	    hdr.payload_size != size - sizeof(hdr))
 		return VNPU_BOOT_ERR_HEADER;
 	if (vnpu_fw_crc32(0, image + sizeof(hdr), hdr.payload_size) !=

@@ -50,8 +50,8 @@ void vnpu_fw_image_seal(void *image, size_t size)
 	uint8_t *bytes = image;
 
 	memcpy(&hdr, bytes, sizeof(hdr));
-	hdr.payload_crc = vnpu_fw_crc32(0, bytes + sizeof(hdr),
-					size - sizeof(hdr));
+	hdr.payload_crc =
+		vnpu_fw_crc32(0, bytes + sizeof(hdr), size - sizeof(hdr));
 	hdr.header_crc = 0;
 	hdr.header_crc = vnpu_fw_crc32(0, &hdr, sizeof(hdr));
 	memcpy(bytes, &hdr, sizeof(hdr));

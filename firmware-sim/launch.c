@@ -15,7 +15,7 @@ struct launch_buf {
 	uint64_t size;
 	uint32_t access;
 	uint8_t *staging;	/* NULL when direct */
-	struct sim_phys *pages;	/* staged buffers: one entry per page */
+	struct sim_phys *pages; /* staged buffers: one entry per page */
 	uint64_t npages;
 };
 
@@ -24,7 +24,7 @@ struct launch {
 	uint32_t nbufs;
 	struct launch_buf bufs[VNPU_KARGS_MAX_BUFFERS];
 	struct vnpu_kbuf kbufs[VNPU_KARGS_MAX_BUFFERS];
-	uint64_t staged;	/* bytes of bounce buffers */
+	uint64_t staged; /* bytes of bounce buffers */
 };
 
 static bool translate(struct vnpu_sim *sim, struct sim_exec *ex, uint64_t va,
@@ -47,7 +47,7 @@ static bool map_buffer(struct vnpu_sim *sim, struct sim_exec *ex,
 	uint64_t first = b->va & ~(VNPU_PAGE_SIZE - 1);
 	uint64_t last = (b->va + b->size - 1) & ~(VNPU_PAGE_SIZE - 1);
 	uint64_t npages = (last - first) / VNPU_PAGE_SIZE + 1;
-	struct sim_phys p0 = { SIM_PHYS_HOST, 0 };
+	struct sim_phys p0 = {SIM_PHYS_HOST, 0};
 	struct sim_fault fault;
 	bool contiguous = true;
 
@@ -66,7 +66,7 @@ static bool map_buffer(struct vnpu_sim *sim, struct sim_exec *ex,
 	}
 	for (uint64_t i = 0; i < npages; i++) {
 		uint64_t va = i ? first + i * VNPU_PAGE_SIZE : b->va;
-		struct sim_phys p = { SIM_PHYS_HOST, 0 };
+		struct sim_phys p = {SIM_PHYS_HOST, 0};
 
 		if ((i & 1023) == 1023 && atomic_load(&sim->cancel))
 			return false; /* the reset drops this command */
@@ -80,8 +80,7 @@ static bool map_buffer(struct vnpu_sim *sim, struct sim_exec *ex,
 			p0 = p;
 		if (b->pages)
 			b->pages[i] = p;
-		if (p.kind != SIM_PHYS_VRAM ||
-		    p.addr != p0.addr + (va - b->va))
+		if (p.kind != SIM_PHYS_VRAM || p.addr != p0.addr + (va - b->va))
 			contiguous = false;
 	}
 	b->npages = npages;
@@ -120,9 +119,9 @@ static bool stage(struct vnpu_sim *sim, struct sim_exec *ex,
 		uint64_t left = VNPU_PAGE_SIZE - (va & (VNPU_PAGE_SIZE - 1));
 		uint64_t chunk = left < b->size - off ? left : b->size - off;
 		bool ok = write_back ? sim_phys_write(sim, &b->pages[i],
-						       b->staging + off, chunk)
+						      b->staging + off, chunk)
 				     : sim_phys_read(sim, &b->pages[i],
-						      b->staging + off, chunk);
+						     b->staging + off, chunk);
 
 		if (!ok) {
 			ex->status = VNPU_STATUS_DMA_ERROR;
@@ -182,7 +181,8 @@ static void launch_free(struct launch *l)
 }
 
 static void launch_run(struct vnpu_sim *sim, struct sim_exec *ex,
-		       struct launch *l, const uint8_t *args, uint32_t args_size)
+		       struct launch *l, const uint8_t *args,
+		       uint32_t args_size)
 {
 	const struct vnpu_cmd_launch *c = &ex->cmd.launch;
 	_Alignas(16) uint8_t params[VNPU_KARGS_MAX_BYTES];

@@ -65,7 +65,8 @@ static bool walk(struct vnpu_sim *sim, uint64_t pt_base, uint64_t va,
 			*reason = VNPU_FAULT_NOT_MAPPED;
 			return false;
 		}
-		if (entry & ~(last ? VNPU_PTE_LEAF_BITS : VNPU_PTE_TABLE_BITS)) {
+		if (entry &
+		    ~(last ? VNPU_PTE_LEAF_BITS : VNPU_PTE_TABLE_BITS)) {
 			*reason = VNPU_FAULT_BAD_PTE;
 			return false;
 		}
@@ -141,10 +142,11 @@ void sim_mmu_fault(struct vnpu_sim *sim, struct sim_exec *ex,
 	sim_lock(sim);
 	if (sim->epoch == ex->epoch) {
 		if (!ctx->fault_status) {
-			ctx->fault_status = VNPU_FAULT_PENDING |
-					    (fault->write ? VNPU_FAULT_WRITE : 0) |
-					    (fault->reason & 0xffu) << 8 |
-					    (ex->queue & 0xffu) << 16;
+			ctx->fault_status =
+				VNPU_FAULT_PENDING |
+				(fault->write ? VNPU_FAULT_WRITE : 0) |
+				(fault->reason & 0xffu) << 8 |
+				(ex->queue & 0xffu) << 16;
 			ctx->fault_va = fault->va;
 		}
 		ctx->fault_count++;

@@ -150,8 +150,10 @@ void sim_queue_write_locked(struct vnpu_sim *sim, unsigned q, uint32_t reg,
 	case VNPU_Q_CPL_BASE_LO:
 	case VNPU_Q_CPL_BASE_HI:
 		if (qu->enabled) {
-			sim_log(sim, "vnpu: queue %u: config write 0x%x while "
-				"enabled ignored", q, reg);
+			sim_log(sim,
+				"vnpu: queue %u: config write 0x%x while "
+				"enabled ignored",
+				q, reg);
 			sim_set_error_locked(sim, VNPU_ERR_BAD_REGISTER, q,
 					     VNPU_QUEUE_REG(q, reg),
 					     VNPU_EVENT_QUEUE_ERROR);
@@ -163,8 +165,10 @@ void sim_queue_write_locked(struct vnpu_sim *sim, unsigned q, uint32_t reg,
 		sim_wake_cp_locked(sim);
 		return;
 	default:
-		sim_log(sim, "vnpu: write of read-only or no such queue "
-			"register 0x%x", VNPU_QUEUE_REG(q, reg));
+		sim_log(sim,
+			"vnpu: write of read-only or no such queue "
+			"register 0x%x",
+			VNPU_QUEUE_REG(q, reg));
 		sim_set_error_locked(sim, VNPU_ERR_BAD_REGISTER,
 				     SIM_ERR_NO_QUEUE, VNPU_QUEUE_REG(q, reg),
 				     0);
@@ -175,8 +179,8 @@ void sim_queue_write_locked(struct vnpu_sim *sim, unsigned q, uint32_t reg,
 		qu->ring_base = (qu->ring_base & ~0xffffffffull) | value;
 		break;
 	case VNPU_Q_RING_BASE_HI:
-		qu->ring_base = (qu->ring_base & 0xffffffffull) |
-				(uint64_t)value << 32;
+		qu->ring_base =
+			(qu->ring_base & 0xffffffffull) | (uint64_t)value << 32;
 		break;
 	case VNPU_Q_RING_LOG2:
 		qu->ring_log2 = value;
@@ -188,8 +192,8 @@ void sim_queue_write_locked(struct vnpu_sim *sim, unsigned q, uint32_t reg,
 		qu->cpl_base = (qu->cpl_base & ~0xffffffffull) | value;
 		break;
 	case VNPU_Q_CPL_BASE_HI:
-		qu->cpl_base = (qu->cpl_base & 0xffffffffull) |
-			       (uint64_t)value << 32;
+		qu->cpl_base = (qu->cpl_base & 0xffffffffull) | (uint64_t)value
+									<< 32;
 		break;
 	}
 }
@@ -220,8 +224,8 @@ struct cp_slot {
 	uint64_t ring_base, cpl_base;
 	uint32_t slot;
 	uint32_t entries;
-	bool refetch;		/* false: resume the stored FENCE_WAIT */
-	bool faulted;		/* the context has a pending fault */
+	bool refetch; /* false: resume the stored FENCE_WAIT */
+	bool faulted; /* the context has a pending fault */
 };
 
 static bool still_current_locked(const struct vnpu_sim *sim,
@@ -402,7 +406,7 @@ static uint32_t boot_load(struct vnpu_sim *sim, uint64_t addr, uint32_t size,
 
 void sim_cp_boot(struct vnpu_sim *sim)
 {
-	bool loaded[VNPU_KERNEL_ID_MAX + 1] = { false };
+	bool loaded[VNPU_KERNEL_ID_MAX + 1] = {false};
 	uint32_t fw_version = 0, status, size;
 	uint64_t epoch, addr;
 

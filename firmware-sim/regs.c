@@ -61,8 +61,8 @@ static void freeze_heartbeat_locked(struct vnpu_sim *sim)
 {
 	if (sim->hung || sim->fatal)
 		return;
-	sim->frozen_heartbeat = sim->ready ? heartbeat_at(sim, sim_clock(sim))
-					   : 0;
+	sim->frozen_heartbeat =
+		sim->ready ? heartbeat_at(sim, sim_clock(sim)) : 0;
 }
 
 void sim_fatal_locked(struct vnpu_sim *sim, uint32_t code)
@@ -121,8 +121,8 @@ static uint32_t faulted_bitmap(const struct vnpu_sim *sim, unsigned first)
 static void bad_register(struct vnpu_sim *sim, uint32_t offset, bool write,
 			 const char *why)
 {
-	sim_log(sim, "vnpu: %s of register 0x%x: %s",
-		write ? "write" : "read", offset, why);
+	sim_log(sim, "vnpu: %s of register 0x%x: %s", write ? "write" : "read",
+		offset, why);
 	if (write)
 		sim_set_error_locked(sim, VNPU_ERR_BAD_REGISTER,
 				     SIM_ERR_NO_QUEUE, offset, 0);
@@ -248,8 +248,7 @@ static void test_inject_write_locked(struct vnpu_sim *sim, uint32_t value)
 	default:
 		sim_log(sim, "vnpu: TEST_INJECT: unknown kind %u", value);
 		sim_set_error_locked(sim, VNPU_ERR_BAD_REGISTER,
-				     SIM_ERR_NO_QUEUE, VNPU_REG_TEST_INJECT,
-				     0);
+				     SIM_ERR_NO_QUEUE, VNPU_REG_TEST_INJECT, 0);
 		break;
 	}
 }
@@ -313,8 +312,7 @@ static void global_write_locked(struct vnpu_sim *sim, uint32_t offset,
 	}
 }
 
-static uint32_t ctx_read_locked(struct vnpu_sim *sim, unsigned c,
-				uint32_t reg)
+static uint32_t ctx_read_locked(struct vnpu_sim *sim, unsigned c, uint32_t reg)
 {
 	struct sim_ctx *ctx = &sim->ctx[c];
 
@@ -350,8 +348,8 @@ static void ctx_write_locked(struct vnpu_sim *sim, unsigned c, uint32_t reg,
 		ctx->pt_base = (ctx->pt_base & ~0xffffffffull) | value;
 		break;
 	case VNPU_CTX_PT_BASE_HI:
-		ctx->pt_base = (ctx->pt_base & 0xffffffffull) |
-			       (uint64_t)value << 32;
+		ctx->pt_base = (ctx->pt_base & 0xffffffffull) | (uint64_t)value
+									<< 32;
 		break;
 	case VNPU_CTX_CTRL:
 		if (ctx->enabled && !(value & VNPU_CTX_CTRL_ENABLE))
@@ -420,8 +418,7 @@ static bool decode(struct vnpu_sim *sim, uint32_t offset, bool write,
 	*index = (offset - VNPU_DOORBELL_BASE) / 4;
 	*reg = 0;
 	if (*index >= sim->cfg.num_queues) {
-		bad_register(sim, offset, write,
-			     "doorbell beyond CAPS.QUEUES");
+		bad_register(sim, offset, write, "doorbell beyond CAPS.QUEUES");
 		return false;
 	}
 	return true;

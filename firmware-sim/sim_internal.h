@@ -27,28 +27,28 @@
 #include "kernel.h"
 #include "vnpu_sim.h"
 
-#define SIM_HEARTBEAT_PERIOD_US	1000u
+#define SIM_HEARTBEAT_PERIOD_US 1000u
 /* Bounce buffers of one launch, all staged buffers together. */
-#define SIM_STAGING_LIMIT	(256ull << 20)
+#define SIM_STAGING_LIMIT (256ull << 20)
 /* Software TLB entries per context (direct mapped). */
-#define SIM_TLB_ENTRIES		64
+#define SIM_TLB_ENTRIES 64
 /* Threaded mode: how often a queue in FENCE_WAIT re-reads its fence. */
-#define SIM_FENCE_POLL_NS	1000000ull
+#define SIM_FENCE_POLL_NS 1000000ull
 /* ERR_QUEUE value when an error concerns no queue. */
-#define SIM_ERR_NO_QUEUE	0xffffffffu
+#define SIM_ERR_NO_QUEUE 0xffffffffu
 
 struct sim_tlb_entry {
-	uint64_t vpn_plus_one;	/* 0 = empty */
-	uint64_t pte;		/* the leaf entry */
+	uint64_t vpn_plus_one; /* 0 = empty */
+	uint64_t pte;	       /* the leaf entry */
 };
 
 struct sim_ctx {
-	uint64_t pt_base;	/* PT_BASE_HI:LO as written */
+	uint64_t pt_base; /* PT_BASE_HI:LO as written */
 	bool enabled;
-	uint32_t fault_status;	/* 0 when no fault is pending */
+	uint32_t fault_status; /* 0 when no fault is pending */
 	uint64_t fault_va;
 	uint32_t fault_count;
-	uint64_t tlb_gen;	/* bumped by every invalidation */
+	uint64_t tlb_gen; /* bumped by every invalidation */
 	struct sim_tlb_entry tlb[SIM_TLB_ENTRIES];
 };
 
@@ -60,12 +60,12 @@ struct sim_queue {
 	bool enabled;
 	bool irq_enable;
 	bool config_error;
-	uint32_t last_error;	/* Q_STATUS[31:16] */
+	uint32_t last_error; /* Q_STATUS[31:16] */
 	uint32_t head;
 	uint32_t tail;
 	uint64_t done_seq;
-	uint64_t gen;		/* bumped on enable and disable */
-	bool waiting;		/* blocked in FENCE_WAIT on wait_cmd */
+	uint64_t gen; /* bumped on enable and disable */
+	bool waiting; /* blocked in FENCE_WAIT on wait_cmd */
 	struct vnpu_cmd wait_cmd;
 };
 
@@ -75,11 +75,11 @@ struct sim_exec {
 	unsigned ctx;
 	uint64_t epoch;
 	uint64_t qgen;
-	struct vnpu_cmd cmd;	/* local copy, fetched once */
+	struct vnpu_cmd cmd; /* local copy, fetched once */
 	uint32_t status;
 	uint64_t info;
-	bool wait;		/* FENCE_WAIT not satisfied yet */
-	bool stop;		/* HANG/FATAL: no completion */
+	bool wait; /* FENCE_WAIT not satisfied yet */
+	bool stop; /* HANG/FATAL: no completion */
 };
 
 /* Kernel blocks of one launch handed to the worker threads. */
@@ -98,7 +98,7 @@ struct sim_workers {
 	pthread_cond_t start_cv;
 	pthread_cond_t done_cv;
 	uint64_t job_gen;
-	unsigned running;	/* workers still on the current job */
+	unsigned running; /* workers still on the current job */
 	bool stop;
 	struct sim_job job;
 };
@@ -109,8 +109,8 @@ struct vnpu_sim {
 	uint8_t *vram;
 
 	pthread_mutex_t lock;
-	pthread_cond_t idle_cv;	/* CP became not busy */
-	pthread_cond_t wake_cv;	/* work for the CP thread */
+	pthread_cond_t idle_cv; /* CP became not busy */
+	pthread_cond_t wake_cv; /* work for the CP thread */
 
 	/* global registers and firmware state */
 	uint32_t boot_status;
@@ -129,11 +129,11 @@ struct vnpu_sim {
 
 	struct sim_ctx ctx[VNPU_MAX_CONTEXTS];
 	struct sim_queue queue[VNPU_MAX_QUEUES];
-	unsigned rr_next;	/* round-robin start queue */
+	unsigned rr_next; /* round-robin start queue */
 
 	/* command processor */
-	uint64_t epoch;		/* bumped by every reset */
-	atomic_bool cancel;	/* a reset wants the CP to stop */
+	uint64_t epoch;	    /* bumped by every reset */
+	atomic_bool cancel; /* a reset wants the CP to stop */
 	bool cp_busy;
 	pthread_mutex_t run_lock; /* serialises vnpu_sim_run callers */
 	bool cp_started;
@@ -185,11 +185,11 @@ uint32_t sim_fw_verify(struct vnpu_sim *sim, const uint8_t *image,
 enum sim_phys_kind { SIM_PHYS_HOST, SIM_PHYS_VRAM };
 struct sim_phys {
 	enum sim_phys_kind kind;
-	uint64_t addr;		/* bus address or VRAM offset of the byte */
+	uint64_t addr; /* bus address or VRAM offset of the byte */
 };
 struct sim_fault {
 	uint64_t va;
-	uint32_t reason;	/* enum vnpu_fault_reason */
+	uint32_t reason; /* enum vnpu_fault_reason */
 	bool write;
 };
 /* Translates the page holding va; false with *fault filled on failure. */

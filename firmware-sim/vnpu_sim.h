@@ -38,23 +38,24 @@ struct vnpu_sim_hal {
 	void (*irq)(void *opaque, unsigned vector);
 	/* Monotonic device clock in ns. */
 	uint64_t (*clock_ns)(void *opaque);
-	/* Optional: guest-error log line (QEMU: LOG_GUEST_ERROR). May be NULL. */
+	/* Optional: guest-error log line (QEMU: LOG_GUEST_ERROR). May be NULL.
+	 */
 	void (*log)(void *opaque, const char *msg);
 };
 
 enum vnpu_sim_mode {
-	VNPU_SIM_DETERMINISTIC,	/* no threads; vnpu_sim_run() does the work */
+	VNPU_SIM_DETERMINISTIC, /* no threads; vnpu_sim_run() does the work */
 	VNPU_SIM_THREADS,	/* a command processor + num_cores workers */
 };
 
 struct vnpu_sim_config {
-	void *vram;		/* owned by the host, vram_size bytes */
-	uint64_t vram_size;	/* page multiple, VNPU_VRAM_SIZE_MIN..MAX */
-	unsigned num_queues;	/* 1..VNPU_MAX_QUEUES */
-	unsigned num_contexts;	/* 1..VNPU_MAX_CONTEXTS */
-	unsigned num_cores;	/* 1..VNPU_MAX_CORES */
+	void *vram;	       /* owned by the host, vram_size bytes */
+	uint64_t vram_size;    /* page multiple, VNPU_VRAM_SIZE_MIN..MAX */
+	unsigned num_queues;   /* 1..VNPU_MAX_QUEUES */
+	unsigned num_contexts; /* 1..VNPU_MAX_CONTEXTS */
+	unsigned num_cores;    /* 1..VNPU_MAX_CORES */
 	enum vnpu_sim_mode mode;
-	bool test_mode;		/* TEST_INJECT register and command allowed */
+	bool test_mode; /* TEST_INJECT register and command allowed */
 };
 
 /* Returns 0, -EINVAL for a bad config or HAL, -ENOMEM, or -errno of a
@@ -67,8 +68,7 @@ void vnpu_sim_destroy(struct vnpu_sim *sim);
 /* BAR0 accesses (32-bit). A bad offset or an unaligned one reads 0 and is
  * logged; writes to it are ignored and logged. Thread-safe. */
 uint32_t vnpu_sim_reg_read(struct vnpu_sim *sim, uint32_t offset);
-void vnpu_sim_reg_write(struct vnpu_sim *sim, uint32_t offset,
-			uint32_t value);
+void vnpu_sim_reg_write(struct vnpu_sim *sim, uint32_t offset, uint32_t value);
 
 /* Deterministic mode: performs a pending boot, then executes commands until
  * no queue can progress or max_commands commands have retired; returns how

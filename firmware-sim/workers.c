@@ -50,7 +50,8 @@ int sim_workers_start(struct vnpu_sim *sim)
 	pthread_cond_init(&w->done_cv, NULL);
 	w->count = 0;
 	for (unsigned i = 0; i < sim->cfg.num_cores; i++) {
-		int err = pthread_create(&w->threads[i], NULL, worker_main, sim);
+		int err =
+			pthread_create(&w->threads[i], NULL, worker_main, sim);
 
 		if (err) {
 			sim_workers_stop(sim);

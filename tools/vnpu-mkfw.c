@@ -27,19 +27,18 @@ static int parse_u32(const char *s, unsigned long *out)
 
 	errno = 0;
 	*out = strtoul(s, &end, 0);
-	return errno || !*s || *end || *out > 0xffffffffUL || s[0] == '-'
-		       ? -1
-		       : 0;
+	return errno || !*s || *end || *out > 0xffffffffUL || s[0] == '-' ? -1
+									  : 0;
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "version", required_argument, NULL, 'v' },
-		{ "build-id", required_argument, NULL, 'b' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{"output", required_argument, NULL, 'o'},
+		{"version", required_argument, NULL, 'v'},
+		{"build-id", required_argument, NULL, 'b'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
 	};
 	const char *output = NULL, *build_id = "vnpu";
 	unsigned long version = 0x10000;
@@ -63,7 +62,7 @@ int main(int argc, char **argv)
 		case 'b':
 			if (strlen(optarg) > 31) {
 				fprintf(stderr, "vnpu-mkfw: build id longer "
-					"than 31 characters\n");
+						"than 31 characters\n");
 				return 2;
 			}
 			build_id = optarg;
@@ -81,9 +80,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	image = malloc(size);
-	if (!image ||
-	    vnpu_fw_image_build(image, size, (uint32_t)version, build_id,
-				&got)) {
+	if (!image || vnpu_fw_image_build(image, size, (uint32_t)version,
+					  build_id, &got)) {
 		fprintf(stderr, "vnpu-mkfw: cannot build the image\n");
 		free(image);
 		return 1;

@@ -221,7 +221,7 @@ static uint64_t now_ms(void)
 
 static void sleep_us(unsigned us)
 {
-	struct timespec ts = { 0, (long)us * 1000 };
+	struct timespec ts = {0, (long)us * 1000};
 
 	nanosleep(&ts, NULL);
 }
@@ -263,10 +263,9 @@ uint32_t vnpu_simhost_boot(struct vnpu_simhost *h)
 	uint8_t *image = malloc(size);
 	uint32_t status = UINT32_MAX;
 
-	if (image && !vnpu_fw_image_build(image, size, 0x00010000, "simhost",
-					  &got))
-		status = vnpu_simhost_boot_image(h, image, got,
-						 (uint32_t)got);
+	if (image &&
+	    !vnpu_fw_image_build(image, size, 0x00010000, "simhost", &got))
+		status = vnpu_simhost_boot_image(h, image, got, (uint32_t)got);
 	free(image);
 	return status;
 }
@@ -322,7 +321,8 @@ static uint64_t *pte_slot(struct vnpu_simhost *h, unsigned ctx, uint64_t va,
 		if (!(*e & VNPU_PTE_VALID)) {
 			uint64_t addr;
 
-			if (!create || !alloc_table(h, c->tables_in_vram, &addr))
+			if (!create ||
+			    !alloc_table(h, c->tables_in_vram, &addr))
 				return NULL;
 			*e = addr | VNPU_PTE_VALID |
 			     (c->tables_in_vram ? VNPU_PTE_VRAM : 0);
@@ -372,8 +372,8 @@ int vnpu_simhost_map(struct vnpu_simhost *h, unsigned ctx, uint64_t va,
 	if ((va | addr | size) & (VNPU_PAGE_SIZE - 1))
 		return -1;
 	for (uint64_t off = 0; off < size; off += VNPU_PAGE_SIZE) {
-		uint64_t *e = pte_slot(h, ctx, va + off, VNPU_PT_LEVELS - 1,
-				       true);
+		uint64_t *e =
+			pte_slot(h, ctx, va + off, VNPU_PT_LEVELS - 1, true);
 
 		if (!e)
 			return -1;
@@ -387,8 +387,8 @@ void vnpu_simhost_unmap(struct vnpu_simhost *h, unsigned ctx, uint64_t va,
 			uint64_t size)
 {
 	for (uint64_t off = 0; off < size; off += VNPU_PAGE_SIZE) {
-		uint64_t *e = pte_slot(h, ctx, va + off, VNPU_PT_LEVELS - 1,
-				       false);
+		uint64_t *e =
+			pte_slot(h, ctx, va + off, VNPU_PT_LEVELS - 1, false);
 
 		if (e)
 			*e = 0;
@@ -452,12 +452,10 @@ int vnpu_simhost_queue_init(struct vnpu_simhost *h, unsigned q, unsigned ctx,
 	qu->ctx = ctx;
 	qu->entries = entries;
 	qu->next_seq = 1;
-	qu->ring_bus = vnpu_simhost_host_alloc(h, (uint64_t)entries *
-						   VNPU_CMD_SIZE,
-					       VNPU_RING_ALIGN);
-	qu->cpl_bus = vnpu_simhost_host_alloc(h, (uint64_t)entries *
-						  VNPU_CPL_SIZE,
-					      VNPU_RING_ALIGN);
+	qu->ring_bus = vnpu_simhost_host_alloc(
+		h, (uint64_t)entries * VNPU_CMD_SIZE, VNPU_RING_ALIGN);
+	qu->cpl_bus = vnpu_simhost_host_alloc(
+		h, (uint64_t)entries * VNPU_CPL_SIZE, VNPU_RING_ALIGN);
 	if (!qu->ring_bus || !qu->cpl_bus)
 		return -1;
 	vnpu_simhost_wr(h, VNPU_QUEUE_REG(q, VNPU_Q_RING_BASE_LO),
@@ -583,8 +581,7 @@ struct vnpu_cmd vnpu_simhost_cmd_nop(void)
 	return cmd_new(VNPU_OP_NOP);
 }
 
-struct vnpu_cmd vnpu_simhost_cmd_copy(uint64_t src, uint64_t dst,
-				      uint64_t size)
+struct vnpu_cmd vnpu_simhost_cmd_copy(uint64_t src, uint64_t dst, uint64_t size)
 {
 	struct vnpu_cmd c = cmd_new(VNPU_OP_DMA_COPY);
 
@@ -654,9 +651,9 @@ uint64_t vnpu_simhost_write_args(struct vnpu_simhost *h, unsigned ctx,
 				 uint32_t params_size, uint32_t *args_size)
 {
 	struct vnpu_simhost_ctx *c = &h->ctx[ctx];
-	struct vnpu_kargs_header hdr = { nbufs, params_size, 0 };
-	uint64_t size = sizeof(hdr) + (uint64_t)nbufs * sizeof(*bufs) +
-			params_size;
+	struct vnpu_kargs_header hdr = {nbufs, params_size, 0};
+	uint64_t size =
+		sizeof(hdr) + (uint64_t)nbufs * sizeof(*bufs) + params_size;
 	unsigned slot = c->args_slot++ % VNPU_SIMHOST_ARGS_SLOTS;
 	uint8_t *p = c->args_mem + (size_t)slot * VNPU_PAGE_SIZE;
 
@@ -682,11 +679,10 @@ uint32_t vnpu_simhost_launch(struct vnpu_simhost *h, unsigned q,
 
 	if (!va)
 		return UINT32_MAX;
-	return vnpu_simhost_exec(h, q,
-				 vnpu_simhost_cmd_launch(kernel_id,
-							 block_count, va,
-							 args_size),
-				 cpl);
+	return vnpu_simhost_exec(
+		h, q,
+		vnpu_simhost_cmd_launch(kernel_id, block_count, va, args_size),
+		cpl);
 }
 
 unsigned vnpu_simhost_irq_count(struct vnpu_simhost *h, unsigned vector)

@@ -21,33 +21,33 @@
 #include "vnpu/kernel_abi.h"
 #include "vnpu_sim.h"
 
-#define VNPU_SIMHOST_BUS_BASE	0x100000000ull	/* above 4 GiB: HI regs matter */
-#define VNPU_SIMHOST_HOLE_SIZE	0x10000ull
+#define VNPU_SIMHOST_BUS_BASE  0x100000000ull /* above 4 GiB: HI regs matter */
+#define VNPU_SIMHOST_HOLE_SIZE 0x10000ull
 /* Per context, the host keeps argument blocks in a read-only area here. */
 #define VNPU_SIMHOST_ARGS_VA	0x7000000000ull
-#define VNPU_SIMHOST_ARGS_SLOTS	16
+#define VNPU_SIMHOST_ARGS_SLOTS 16
 /* alloc_map() hands out VAs from here up. */
 #define VNPU_SIMHOST_VA_START	0x100000000ull
-#define VNPU_SIMHOST_TIMEOUT_MS	10000
+#define VNPU_SIMHOST_TIMEOUT_MS 10000
 
 struct vnpu_simhost_config {
-	uint64_t host_mem_size;	/* 0: 16 MiB */
+	uint64_t host_mem_size; /* 0: 16 MiB */
 	uint64_t vram_size;	/* 0: 16 MiB */
 	unsigned num_queues;	/* 0: 4 */
 	unsigned num_contexts;	/* 0: 4 */
 	unsigned num_cores;	/* 0: 2 */
 	enum vnpu_sim_mode mode;
 	bool test_mode;
-	bool real_clock;	/* CLOCK_MONOTONIC instead of a manual clock */
-	bool quiet;		/* do not print the device's log lines */
+	bool real_clock; /* CLOCK_MONOTONIC instead of a manual clock */
+	bool quiet;	 /* do not print the device's log lines */
 };
 
 struct vnpu_simhost_ctx {
 	bool init;
 	bool tables_in_vram;
-	uint64_t root;		/* bus address or VRAM offset */
+	uint64_t root; /* bus address or VRAM offset */
 	uint64_t va_next;
-	uint8_t *args_mem;	/* host view of the args area */
+	uint8_t *args_mem; /* host view of the args area */
 	unsigned args_slot;
 };
 
@@ -64,7 +64,7 @@ struct vnpu_simhost {
 	struct vnpu_simhost_config cfg;
 	uint8_t *host_mem;
 	uint8_t *vram;
-	uint64_t host_next;	/* bump allocators */
+	uint64_t host_next; /* bump allocators */
 	uint64_t vram_next;
 	atomic_uint_fast64_t clock_ns;
 	atomic_uint irq_count[VNPU_MSIX_VECTORS(VNPU_MAX_QUEUES)];
@@ -86,8 +86,7 @@ void vnpu_simhost_wr(struct vnpu_simhost *h, uint32_t offset, uint32_t value);
  * arena starts zeroed. host_ptr() is NULL outside the backed range. */
 uint64_t vnpu_simhost_host_alloc(struct vnpu_simhost *h, uint64_t size,
 				 uint64_t align);
-void *vnpu_simhost_host_ptr(struct vnpu_simhost *h, uint64_t bus,
-			    uint64_t len);
+void *vnpu_simhost_host_ptr(struct vnpu_simhost *h, uint64_t bus, uint64_t len);
 /* A page-aligned bus address the bus refuses. */
 uint64_t vnpu_simhost_hole(struct vnpu_simhost *h);
 /* VRAM: returns an offset (UINT64_MAX when full). */

@@ -66,14 +66,12 @@ static inline uint32_t ft_exec(struct vnpu_simhost *h, unsigned q,
 	return vnpu_simhost_exec(h, q, cmd, cpl);
 }
 
-static inline uint32_t ft_qreg(struct vnpu_simhost *h, unsigned q,
-			       uint32_t reg)
+static inline uint32_t ft_qreg(struct vnpu_simhost *h, unsigned q, uint32_t reg)
 {
 	return vnpu_simhost_rd(h, VNPU_QUEUE_REG(q, reg));
 }
 
-static inline uint32_t ft_creg(struct vnpu_simhost *h, unsigned c,
-			       uint32_t reg)
+static inline uint32_t ft_creg(struct vnpu_simhost *h, unsigned c, uint32_t reg)
 {
 	return vnpu_simhost_rd(h, VNPU_CTX_REG(c, reg));
 }

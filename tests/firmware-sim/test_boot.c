@@ -37,8 +37,8 @@ static struct vnpu_fw_kernel *entry(struct image *im, unsigned i)
 static void seal_header(struct image *im)
 {
 	hdr(im)->header_crc = 0;
-	hdr(im)->header_crc = vnpu_fw_crc32(0, im->bytes,
-					    sizeof(struct vnpu_fw_header));
+	hdr(im)->header_crc =
+		vnpu_fw_crc32(0, im->bytes, sizeof(struct vnpu_fw_header));
 }
 
 static uint32_t boot(struct vnpu_simhost *h, struct image *im)
@@ -50,9 +50,9 @@ static uint32_t boot(struct vnpu_simhost *h, struct image *im)
 START_TEST(crc_is_zlib_crc32)
 {
 	ck_assert_uint_eq(vnpu_fw_crc32(0, "123456789", 9), 0xcbf43926u);
-	ck_assert_uint_eq(vnpu_fw_crc32(vnpu_fw_crc32(0, "1234", 4), "56789",
-					5),
-			  0xcbf43926u);
+	ck_assert_uint_eq(
+		vnpu_fw_crc32(vnpu_fw_crc32(0, "1234", 4), "56789", 5),
+		0xcbf43926u);
 	ck_assert_uint_eq(vnpu_fw_crc32(0, "", 0), 0);
 }
 END_TEST

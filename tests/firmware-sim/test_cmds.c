@@ -47,9 +47,9 @@ START_TEST(nop_and_header)
 	for (unsigned op = 0x07; op < 0x100; op += 0x1d) {
 		c = vnpu_simhost_cmd_nop();
 		c.hdr.opcode = (uint8_t)op;
-		ck_assert_uint_eq(run0(c, &cpl), op == 0x7f
-						       ? VNPU_STATUS_OK
-						       : VNPU_STATUS_INVALID_OPCODE);
+		ck_assert_uint_eq(run0(c, &cpl),
+				  op == 0x7f ? VNPU_STATUS_OK
+					     : VNPU_STATUS_INVALID_OPCODE);
 		ck_assert_uint_eq(cpl.opcode, op);
 	}
 	c.hdr.opcode = 0x7e;
@@ -68,24 +68,23 @@ START_TEST(copy_host_vram_host)
 	ft_fill_random(a, 4 * 4096, 11);
 	memset(b, 0xee, 4 * 4096);
 	memset(c, 0xdd, 4 * 4096);
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_copy(va_a + 100, va_b + 4000,
-						     9000),
-			       NULL),
-			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(
+		run0(vnpu_simhost_cmd_copy(va_a + 100, va_b + 4000, 9000),
+		     NULL),
+		VNPU_STATUS_OK);
 	ck_assert_mem_eq(b + 4000, a + 100, 9000);
 	ck_assert_uint_eq(b[3999], 0xee);
 	ck_assert_uint_eq(b[13000], 0xee);
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_copy(va_b + 4000, va_c + 7,
-						     9000),
-			       NULL),
-			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(
+		run0(vnpu_simhost_cmd_copy(va_b + 4000, va_c + 7, 9000), NULL),
+		VNPU_STATUS_OK);
 	ck_assert_mem_eq(c + 7, a + 100, 9000);
 	ck_assert_uint_eq(c[6], 0xdd);
 	ck_assert_uint_eq(c[9007], 0xdd);
 	/* One byte, VRAM to VRAM. */
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_copy(va_b + 4000, va_b + 1, 1),
-			       NULL),
-			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(
+		run0(vnpu_simhost_cmd_copy(va_b + 4000, va_b + 1, 1), NULL),
+		VNPU_STATUS_OK);
 	ck_assert_uint_eq(b[1], a[100]);
 }
 END_TEST
@@ -93,8 +92,8 @@ END_TEST
 START_TEST(copy_noncontiguous_vram)
 {
 	uint64_t va_src, va = 0x200000000ull;
-	uint8_t *src = vnpu_simhost_alloc_map(h, 0, false, 4 * 4096, RW,
-					      &va_src);
+	uint8_t *src =
+		vnpu_simhost_alloc_map(h, 0, false, 4 * 4096, RW, &va_src);
 	uint64_t vram = vnpu_simhost_vram_alloc(h, 4 * 4096, 4096);
 	uint8_t *v = vnpu_simhost_vram_ptr(h, vram);
 
@@ -105,17 +104,16 @@ START_TEST(copy_noncontiguous_vram)
 						  4096, RW),
 				 0);
 	ft_fill_random(src, 4 * 4096, 12);
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_copy(va_src, va, 4 * 4096),
-			       NULL),
-			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(
+		run0(vnpu_simhost_cmd_copy(va_src, va, 4 * 4096), NULL),
+		VNPU_STATUS_OK);
 	for (unsigned i = 0; i < 4; i++)
 		ck_assert_mem_eq(v + (3 - i) * 4096, src + i * 4096, 4096);
 	/* And back, shifted by 3 bytes across every page boundary. */
 	memset(src, 0, 4 * 4096);
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_copy(va + 3, va_src,
-						     4 * 4096 - 3),
-			       NULL),
-			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(
+		run0(vnpu_simhost_cmd_copy(va + 3, va_src, 4 * 4096 - 3), NULL),
+		VNPU_STATUS_OK);
 	for (unsigned i = 0; i < 4 * 4096 - 3; i++) {
 		unsigned x = i + 3;
 
@@ -147,16 +145,15 @@ START_TEST(copy_errors)
 	vnpu_simhost_alloc_map(h, 0, true, 4096, RW, &va);
 	ck_assert_uint_eq(run0(vnpu_simhost_cmd_copy(va, va + 8, 0), NULL),
 			  VNPU_STATUS_OUT_OF_RANGE);
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_copy(va, va + 8,
-						     (1ull << 32) + 1),
-			       NULL),
-			  VNPU_STATUS_OUT_OF_RANGE);
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_copy(~0ull - 10, va, 100),
-			       NULL),
-			  VNPU_STATUS_OUT_OF_RANGE);
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_copy(va, ~0ull - 10, 100),
-			       NULL),
-			  VNPU_STATUS_OUT_OF_RANGE);
+	ck_assert_uint_eq(
+		run0(vnpu_simhost_cmd_copy(va, va + 8, (1ull << 32) + 1), NULL),
+		VNPU_STATUS_OUT_OF_RANGE);
+	ck_assert_uint_eq(
+		run0(vnpu_simhost_cmd_copy(~0ull - 10, va, 100), NULL),
+		VNPU_STATUS_OUT_OF_RANGE);
+	ck_assert_uint_eq(
+		run0(vnpu_simhost_cmd_copy(va, ~0ull - 10, 100), NULL),
+		VNPU_STATUS_OUT_OF_RANGE);
 	c = vnpu_simhost_cmd_copy(va, va + 8, 8);
 	c.copy.reserved[2] = 1;
 	ck_assert_uint_eq(run0(c, NULL), VNPU_STATUS_INVALID_FIELD);
@@ -176,25 +173,24 @@ START_TEST(fill_widths)
 
 	memset(b, 0x11, sizeof(ref));
 	memcpy(ref, b, sizeof(ref));
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_fill(va + 3, 5000, 0xabcdefa5,
-						     1),
-			       NULL),
-			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(
+		run0(vnpu_simhost_cmd_fill(va + 3, 5000, 0xabcdefa5, 1), NULL),
+		VNPU_STATUS_OK);
 	memset(ref + 3, 0xa5, 5000);
 	ck_assert_mem_eq(b, ref, sizeof(ref));
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_fill(va + 4094, 4100,
-						     0x12345678, 2),
-			       NULL),
-			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(
+		run0(vnpu_simhost_cmd_fill(va + 4094, 4100, 0x12345678, 2),
+		     NULL),
+		VNPU_STATUS_OK);
 	for (unsigned i = 0; i < 4100; i += 2) {
 		ref[4094 + i] = 0x78;
 		ref[4095 + i] = 0x56;
 	}
 	ck_assert_mem_eq(b, ref, sizeof(ref));
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_fill(va + 4092, 8196,
-						     0xcafebabe, 4),
-			       NULL),
-			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(
+		run0(vnpu_simhost_cmd_fill(va + 4092, 8196, 0xcafebabe, 4),
+		     NULL),
+		VNPU_STATUS_OK);
 	for (unsigned i = 0; i < 8196; i += 4)
 		memcpy(ref + 4092 + i, "\xbe\xba\xfe\xca", 4);
 	ck_assert_mem_eq(b, ref, sizeof(ref));
@@ -221,10 +217,9 @@ START_TEST(fill_errors)
 			  VNPU_STATUS_MISALIGNED);
 	ck_assert_uint_eq(run0(vnpu_simhost_cmd_fill(va, 0, 0, 1), NULL),
 			  VNPU_STATUS_OUT_OF_RANGE);
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_fill(va, (1ull << 32) + 4, 0,
-						     4),
-			       NULL),
-			  VNPU_STATUS_OUT_OF_RANGE);
+	ck_assert_uint_eq(
+		run0(vnpu_simhost_cmd_fill(va, (1ull << 32) + 4, 0, 4), NULL),
+		VNPU_STATUS_OUT_OF_RANGE);
 	ck_assert_uint_eq(run0(vnpu_simhost_cmd_fill(~0ull - 3, 8, 0, 4), NULL),
 			  VNPU_STATUS_OUT_OF_RANGE);
 	c = vnpu_simhost_cmd_fill(va, 16, 0, 4);
@@ -251,10 +246,10 @@ START_TEST(fence_across_queues)
 	struct vnpu_cpl cw, cs;
 
 	/* Queue 1 (context 1) waits for 5; queue 0 (context 0) signals. */
-	w1 = vnpu_simhost_submit(h, 1, vnpu_simhost_cmd_fence(
-					       VNPU_OP_FENCE_WAIT, va, 5));
-	w2 = vnpu_simhost_submit(h, 1, vnpu_simhost_cmd_fill(va + 8, 8,
-							     0x77, 1));
+	w1 = vnpu_simhost_submit(
+		h, 1, vnpu_simhost_cmd_fence(VNPU_OP_FENCE_WAIT, va, 5));
+	w2 = vnpu_simhost_submit(h, 1,
+				 vnpu_simhost_cmd_fill(va + 8, 8, 0x77, 1));
 	ck_assert_uint_eq(vnpu_sim_run(h->sim, 100), 0);
 	ck_assert_uint_eq(ft_qreg(h, 1, VNPU_Q_STATUS),
 			  VNPU_Q_STATUS_ENABLED | VNPU_Q_STATUS_WAITING);
@@ -262,14 +257,14 @@ START_TEST(fence_across_queues)
 	ck_assert(vnpu_sim_idle(h->sim)); /* waiting counts as idle */
 	/* Other queues keep running. */
 	vnpu_simhost_advance(h, 100);
-	s1 = vnpu_simhost_submit(h, 0, vnpu_simhost_cmd_fence(
-					       VNPU_OP_FENCE_SIGNAL, va, 4));
+	s1 = vnpu_simhost_submit(
+		h, 0, vnpu_simhost_cmd_fence(VNPU_OP_FENCE_SIGNAL, va, 4));
 	ck_assert_uint_eq(vnpu_sim_run(h->sim, 100), 1);
 	ck_assert_uint_eq(*fence, 4);
 	ck_assert(ft_qreg(h, 1, VNPU_Q_STATUS) & VNPU_Q_STATUS_WAITING);
 	vnpu_simhost_advance(h, 100);
-	s2 = vnpu_simhost_submit(h, 0, vnpu_simhost_cmd_fence(
-					       VNPU_OP_FENCE_SIGNAL, va, 6));
+	s2 = vnpu_simhost_submit(
+		h, 0, vnpu_simhost_cmd_fence(VNPU_OP_FENCE_SIGNAL, va, 6));
 	ck_assert_uint_eq(vnpu_sim_run(h->sim, 100), 3);
 	ck_assert_uint_eq(ft_qreg(h, 1, VNPU_Q_DONE_SEQ_LO), w2);
 	ck_assert_uint_eq(ft_qreg(h, 0, VNPU_Q_DONE_SEQ_LO), s2);
@@ -281,17 +276,17 @@ START_TEST(fence_across_queues)
 	ck_assert_uint_ge(cw.timestamp, cs.timestamp);
 
 	/* The host may release a waiter by writing the word itself. */
-	w3 = vnpu_simhost_submit(h, 1, vnpu_simhost_cmd_fence(
-					       VNPU_OP_FENCE_WAIT, va, 100));
+	w3 = vnpu_simhost_submit(
+		h, 1, vnpu_simhost_cmd_fence(VNPU_OP_FENCE_WAIT, va, 100));
 	ck_assert_uint_eq(vnpu_sim_run(h->sim, 100), 0);
 	*fence = 1000;
 	ck_assert_uint_eq(vnpu_sim_run(h->sim, 100), 1);
 	ck_assert_uint_eq(ft_qreg(h, 1, VNPU_Q_DONE_SEQ_LO), w3);
 	/* Comparison is unsigned. */
 	*fence = ~0ull;
-	ck_assert_uint_eq(ft_exec(h, 1, vnpu_simhost_cmd_fence(
-						   VNPU_OP_FENCE_WAIT, va,
-						   ~0ull - 1),
+	ck_assert_uint_eq(ft_exec(h, 1,
+				  vnpu_simhost_cmd_fence(VNPU_OP_FENCE_WAIT, va,
+							 ~0ull - 1),
 				  NULL),
 			  VNPU_STATUS_OK);
 }
@@ -303,14 +298,14 @@ START_TEST(fence_errors)
 	uint64_t va;
 
 	vnpu_simhost_alloc_map(h, 0, true, 4096, RW, &va);
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_fence(VNPU_OP_FENCE_SIGNAL,
-						      va + 4, 1),
-			       NULL),
-			  VNPU_STATUS_MISALIGNED);
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_fence(VNPU_OP_FENCE_WAIT,
-						      va + 1, 1),
-			       NULL),
-			  VNPU_STATUS_MISALIGNED);
+	ck_assert_uint_eq(
+		run0(vnpu_simhost_cmd_fence(VNPU_OP_FENCE_SIGNAL, va + 4, 1),
+		     NULL),
+		VNPU_STATUS_MISALIGNED);
+	ck_assert_uint_eq(
+		run0(vnpu_simhost_cmd_fence(VNPU_OP_FENCE_WAIT, va + 1, 1),
+		     NULL),
+		VNPU_STATUS_MISALIGNED);
 	c = vnpu_simhost_cmd_fence(VNPU_OP_FENCE_WAIT, va, 0);
 	c.fence.reserved[3] = 1;
 	ck_assert_uint_eq(run0(c, NULL), VNPU_STATUS_INVALID_FIELD);
@@ -349,8 +344,8 @@ START_TEST(dma_error_does_not_fault)
 
 	vnpu_simhost_alloc_map(h, 0, true, 4096, RW, &good);
 	/* A mapped page whose bus address the bus refuses. */
-	ck_assert_int_eq(vnpu_simhost_map(h, 0, va, false,
-					  vnpu_simhost_hole(h), 4096, RW),
+	ck_assert_int_eq(vnpu_simhost_map(h, 0, va, false, vnpu_simhost_hole(h),
+					  4096, RW),
 			 0);
 	ck_assert_uint_eq(run0(vnpu_simhost_cmd_copy(va + 16, good, 8), &cpl),
 			  VNPU_STATUS_DMA_ERROR);
@@ -362,10 +357,9 @@ START_TEST(dma_error_does_not_fault)
 			  VNPU_STATUS_DMA_ERROR);
 	ck_assert_uint_eq(run0(vnpu_simhost_cmd_timestamp(va), &cpl),
 			  VNPU_STATUS_DMA_ERROR);
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_fence(VNPU_OP_FENCE_WAIT, va,
-						      1),
-			       &cpl),
-			  VNPU_STATUS_DMA_ERROR);
+	ck_assert_uint_eq(
+		run0(vnpu_simhost_cmd_fence(VNPU_OP_FENCE_WAIT, va, 1), &cpl),
+		VNPU_STATUS_DMA_ERROR);
 	ck_assert_uint_eq(ft_creg(h, 0, VNPU_CTX_FAULT_STATUS), 0);
 	ck_assert_uint_eq(ft_creg(h, 0, VNPU_CTX_FAULT_COUNT), 0);
 	ck_assert_uint_eq(run0(vnpu_simhost_cmd_nop(), NULL), VNPU_STATUS_OK);
@@ -429,12 +423,12 @@ static uint32_t launch(uint32_t kernel, uint32_t blocks,
 
 START_TEST(launch_fill)
 {
-	int64_t sizes[2] = { 37, 29 };
+	int64_t sizes[2] = {37, 29};
 	struct vnpu_kp_fill p;
 	struct vnpu_kargs_buffer kb;
 	uint64_t va;
-	float *out = vnpu_simhost_alloc_map(h, 0, true, 37 * 29 * 4 + 8, RW,
-					    &va);
+	float *out =
+		vnpu_simhost_alloc_map(h, 0, true, 37 * 29 * 4 + 8, RW, &va);
 
 	memset(out, 0, 37 * 29 * 4 + 8);
 	memset(&p, 0, sizeof(p));
@@ -486,7 +480,7 @@ END_TEST
 START_TEST(launch_binary_add)
 {
 	const int64_t rows = 40, cols = 100;
-	int64_t sa[2] = { rows, cols }, sb[2] = { 1, cols };
+	int64_t sa[2] = {rows, cols}, sb[2] = {1, cols};
 	const uint64_t va_a = 0x400000000ull;
 	uint64_t vram = vnpu_simhost_vram_alloc(h, 4 * 4096, 4096);
 	uint64_t va_b, va_o;
@@ -532,7 +526,7 @@ END_TEST
 START_TEST(launch_gemm)
 {
 	const int64_t m = 19, k = 23, n = 17;
-	int64_t sa[2] = { m, k }, sb[2] = { k, n }, so[2] = { m, n };
+	int64_t sa[2] = {m, k}, sb[2] = {k, n}, so[2] = {m, n};
 	uint64_t va_a, va_b, va_o;
 	float *a = vnpu_simhost_alloc_map(h, 0, false, m * k * 4, RO, &va_a);
 	float *b = vnpu_simhost_alloc_map(h, 0, true, k * n * 4, RO, &va_b);
@@ -574,7 +568,7 @@ END_TEST
 
 START_TEST(launch_unknown_kernel)
 {
-	const uint32_t ids[] = { 0, VNPU_KERNEL_ID_MAX + 1, 200, 0xffffffffu };
+	const uint32_t ids[] = {0, VNPU_KERNEL_ID_MAX + 1, 200, 0xffffffffu};
 	struct vnpu_kargs_buffer kb = ft_kbuf(0x1000, 1, VNPU_ACCESS_READ);
 	struct vnpu_kp_fill p;
 

@@ -102,9 +102,9 @@ START_TEST(fault_reasons)
 	vnpu_simhost_set_pte(h, 0, bad, 2,
 			     ((16ull << 20) - 4096) | VNPU_PTE_VALID |
 				     VNPU_PTE_READ | VNPU_PTE_VRAM);
-	ck_assert_uint_eq(ft_exec(h, 0, vnpu_simhost_cmd_copy(bad, ok, 8),
-				  NULL),
-			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(
+		ft_exec(h, 0, vnpu_simhost_cmd_copy(bad, ok, 8), NULL),
+		VNPU_STATUS_OK);
 	/* table DMA: a level-1 table at a bus address the bus refuses */
 	vnpu_simhost_set_pte(h, 0, bad + (3ull << 30), 1,
 			     vnpu_simhost_hole(h) | VNPU_PTE_VALID);
@@ -115,16 +115,17 @@ START_TEST(fault_reasons)
 		     VNPU_VA_LIMIT, VNPU_FAULT_VA_RANGE, true);
 	expect_fault(0, vnpu_simhost_cmd_fill(VNPU_VA_LIMIT + 64, 8, 0, 1),
 		     VNPU_VA_LIMIT + 64, VNPU_FAULT_VA_RANGE, true);
-	expect_fault(0, vnpu_simhost_cmd_fence(VNPU_OP_FENCE_SIGNAL, ~0ull - 7,
-					       1),
+	expect_fault(0,
+		     vnpu_simhost_cmd_fence(VNPU_OP_FENCE_SIGNAL, ~0ull - 7, 1),
 		     ~0ull - 7, VNPU_FAULT_VA_RANGE, true);
 	/* injected: mapped -> INJECTED, unmapped -> the walk's reason */
-	expect_fault(0, vnpu_simhost_cmd_inject(VNPU_TEST_MMU_FAULT, ok + 24, 1),
+	expect_fault(0,
+		     vnpu_simhost_cmd_inject(VNPU_TEST_MMU_FAULT, ok + 24, 1),
 		     ok + 24, VNPU_FAULT_INJECTED, true);
 	expect_fault(0, vnpu_simhost_cmd_inject(VNPU_TEST_MMU_FAULT, ro, 1), ro,
 		     VNPU_FAULT_PERMISSION, true);
-	expect_fault(0, vnpu_simhost_cmd_inject(VNPU_TEST_MMU_FAULT, 0x999000,
-						0),
+	expect_fault(0,
+		     vnpu_simhost_cmd_inject(VNPU_TEST_MMU_FAULT, 0x999000, 0),
 		     0x999000, VNPU_FAULT_NOT_MAPPED, false);
 }
 END_TEST
@@ -149,15 +150,15 @@ START_TEST(isolation_and_recovery)
 	struct vnpu_cpl c;
 
 	/* Queue 2 (context 0) waits on a fence and has a fill queued. */
-	wait_seq = vnpu_simhost_submit(h, 2, vnpu_simhost_cmd_fence(
-						     VNPU_OP_FENCE_WAIT, va0, 1));
-	s1 = vnpu_simhost_submit(h, 2, vnpu_simhost_cmd_fill(va0 + 8, 8, 0xaa,
-							     1));
+	wait_seq = vnpu_simhost_submit(
+		h, 2, vnpu_simhost_cmd_fence(VNPU_OP_FENCE_WAIT, va0, 1));
+	s1 = vnpu_simhost_submit(h, 2,
+				 vnpu_simhost_cmd_fill(va0 + 8, 8, 0xaa, 1));
 	ck_assert_uint_eq(vnpu_sim_run(h->sim, 100), 0);
 	/* Queue 0 (context 0) faults. */
-	ck_assert_uint_eq(ft_exec(h, 0, vnpu_simhost_cmd_copy(0x5000, va0, 8),
-				  NULL),
-			  VNPU_STATUS_MMU_FAULT);
+	ck_assert_uint_eq(
+		ft_exec(h, 0, vnpu_simhost_cmd_copy(0x5000, va0, 8), NULL),
+		VNPU_STATUS_MMU_FAULT);
 	ck_assert_uint_eq(ft_rd(h, VNPU_REG_FAULTED_CTX_LO), 1);
 	/* Every queue of context 0 completes with CONTEXT_FAULTED, the
 	 * waiter too, without executing. */
@@ -167,9 +168,9 @@ START_TEST(isolation_and_recovery)
 	ck_assert_uint_eq(vnpu_simhost_cpl(h, 2, s1).status,
 			  VNPU_STATUS_CONTEXT_FAULTED);
 	ck_assert_uint_eq(b0[8], 0);
-	ck_assert_uint_eq(ft_exec(h, 0, vnpu_simhost_cmd_fill(va0, 8, 1, 1),
-				  &c),
-			  VNPU_STATUS_CONTEXT_FAULTED);
+	ck_assert_uint_eq(
+		ft_exec(h, 0, vnpu_simhost_cmd_fill(va0, 8, 1, 1), &c),
+		VNPU_STATUS_CONTEXT_FAULTED);
 	ck_assert_uint_eq(c.info, 0);
 	ck_assert_uint_eq(b0[0], 0);
 	/* even an invalid command is not looked at */
@@ -178,9 +179,9 @@ START_TEST(isolation_and_recovery)
 	ck_assert_uint_eq(ft_exec(h, 2, bogus, NULL),
 			  VNPU_STATUS_CONTEXT_FAULTED);
 	/* Context 1 never notices. */
-	ck_assert_uint_eq(ft_exec(h, 1, vnpu_simhost_cmd_fill(va1, 8, 0x5a, 1),
-				  NULL),
-			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(
+		ft_exec(h, 1, vnpu_simhost_cmd_fill(va1, 8, 0x5a, 1), NULL),
+		VNPU_STATUS_OK);
 	ck_assert_uint_eq(b1[7], 0x5a);
 	ck_assert_uint_eq(ft_creg(h, 1, VNPU_CTX_FAULT_STATUS), 0);
 	ck_assert_uint_eq(ft_creg(h, 0, VNPU_CTX_FAULT_COUNT), 1);
@@ -211,26 +212,26 @@ START_TEST(tlb_invalidation)
 	memset(v1, 1, 4096);
 	memset(v2, 2, 4096);
 	vnpu_simhost_map(h, 0, va, true, p1, 4096, RO);
-	ck_assert_uint_eq(ft_exec(h, 0, vnpu_simhost_cmd_copy(va, dst, 8),
-				  NULL),
-			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(
+		ft_exec(h, 0, vnpu_simhost_cmd_copy(va, dst, 8), NULL),
+		VNPU_STATUS_OK);
 	ck_assert_uint_eq(d[0], 1);
 	/* Remapped in memory: the device still uses the cached page. */
 	vnpu_simhost_map(h, 0, va, true, p2, 4096, RO);
-	ck_assert_uint_eq(ft_exec(h, 0, vnpu_simhost_cmd_copy(va, dst, 8),
-				  NULL),
-			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(
+		ft_exec(h, 0, vnpu_simhost_cmd_copy(va, dst, 8), NULL),
+		VNPU_STATUS_OK);
 	ck_assert_uint_eq(d[0], 1);
 	vnpu_simhost_tlb_invalidate(h, 0);
-	ck_assert_uint_eq(ft_exec(h, 0, vnpu_simhost_cmd_copy(va, dst, 8),
-				  NULL),
-			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(
+		ft_exec(h, 0, vnpu_simhost_cmd_copy(va, dst, 8), NULL),
+		VNPU_STATUS_OK);
 	ck_assert_uint_eq(d[0], 2);
 	/* Unmapped: stale until invalidated, then a fault. */
 	vnpu_simhost_unmap(h, 0, va, 4096);
-	ck_assert_uint_eq(ft_exec(h, 0, vnpu_simhost_cmd_copy(va, dst, 8),
-				  NULL),
-			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(
+		ft_exec(h, 0, vnpu_simhost_cmd_copy(va, dst, 8), NULL),
+		VNPU_STATUS_OK);
 	vnpu_simhost_tlb_invalidate(h, 0);
 	expect_fault(0, vnpu_simhost_cmd_copy(va, dst, 8), va,
 		     VNPU_FAULT_NOT_MAPPED, false);
@@ -238,13 +239,13 @@ START_TEST(tlb_invalidation)
 	 * read-only keeps accepting writes until the invalidation. */
 	vnpu_simhost_map(h, 0, va, true, p1, 4096, RW);
 	vnpu_simhost_tlb_invalidate(h, 0);
-	ck_assert_uint_eq(ft_exec(h, 0, vnpu_simhost_cmd_fill(va, 8, 7, 1),
-				  NULL),
-			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(
+		ft_exec(h, 0, vnpu_simhost_cmd_fill(va, 8, 7, 1), NULL),
+		VNPU_STATUS_OK);
 	vnpu_simhost_map(h, 0, va, true, p1, 4096, RO);
-	ck_assert_uint_eq(ft_exec(h, 0, vnpu_simhost_cmd_fill(va, 8, 8, 1),
-				  NULL),
-			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(
+		ft_exec(h, 0, vnpu_simhost_cmd_fill(va, 8, 8, 1), NULL),
+		VNPU_STATUS_OK);
 	ck_assert_uint_eq(v1[0], 8);
 	/* Disabling the context drops the cache; a disabled context maps
 	 * nothing. */
@@ -272,20 +273,20 @@ START_TEST(tables_in_vram)
 	s = vnpu_simhost_alloc_map(h, 2, false, 8192, RW, &src);
 	d = vnpu_simhost_alloc_map(h, 2, true, 8192, RW, &va);
 	ft_fill_random(s, 8192, 3);
-	ck_assert_uint_eq(ft_exec(h, 3, vnpu_simhost_cmd_copy(src, va, 8192),
-				  NULL),
-			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(
+		ft_exec(h, 3, vnpu_simhost_cmd_copy(src, va, 8192), NULL),
+		VNPU_STATUS_OK);
 	ck_assert_mem_eq(d, s, 8192);
 	/* A VRAM root beyond VRAM is a bad PTE. */
 	ft_wr(h, VNPU_CTX_REG(2, VNPU_CTX_PT_BASE_LO), VNPU_PT_BASE_VRAM);
 	ft_wr(h, VNPU_CTX_REG(2, VNPU_CTX_PT_BASE_HI), 1);
 	vnpu_simhost_tlb_invalidate(h, 2);
-	ck_assert_uint_eq(ft_exec(h, 3, vnpu_simhost_cmd_copy(src, va, 8),
-				  NULL),
-			  VNPU_STATUS_MMU_FAULT);
-	ck_assert_uint_eq(VNPU_FAULT_REASON(ft_creg(h, 2,
-						    VNPU_CTX_FAULT_STATUS)),
-			  VNPU_FAULT_BAD_PTE);
+	ck_assert_uint_eq(
+		ft_exec(h, 3, vnpu_simhost_cmd_copy(src, va, 8), NULL),
+		VNPU_STATUS_MMU_FAULT);
+	ck_assert_uint_eq(
+		VNPU_FAULT_REASON(ft_creg(h, 2, VNPU_CTX_FAULT_STATUS)),
+		VNPU_FAULT_BAD_PTE);
 	ck_assert_uint_eq(ft_rd(h, VNPU_REG_FAULTED_CTX_LO), 1u << 2);
 }
 END_TEST
@@ -339,13 +340,13 @@ START_TEST(launch_fault_writes_nothing)
 					      &p, sizeof(p), &c),
 			  VNPU_STATUS_MMU_FAULT);
 	ck_assert_uint_eq(c.info, VNPU_VA_LIMIT);
-	ck_assert_uint_eq(VNPU_FAULT_REASON(ft_creg(h, 0,
-						    VNPU_CTX_FAULT_STATUS)),
-			  VNPU_FAULT_VA_RANGE);
+	ck_assert_uint_eq(
+		VNPU_FAULT_REASON(ft_creg(h, 0, VNPU_CTX_FAULT_STATUS)),
+		VNPU_FAULT_VA_RANGE);
 	ft_clear_fault(h, 0);
 	/* The argument block itself unmapped. */
-	expect_fault(0, vnpu_simhost_cmd_launch(VNPU_KERNEL_FILL, 1, 0x8000,
-						64),
+	expect_fault(0,
+		     vnpu_simhost_cmd_launch(VNPU_KERNEL_FILL, 1, 0x8000, 64),
 		     0x8000, VNPU_FAULT_NOT_MAPPED, false);
 	/* A write buffer on a read-only page. */
 	vnpu_simhost_map(h, 0, va_x + 4096, false,

@@ -8,7 +8,8 @@ static void program(struct vnpu_simhost *h, unsigned q, uint64_t ring,
 		    uint64_t cpl, uint32_t log2, uint32_t ctx)
 {
 	ft_wr(h, VNPU_QUEUE_REG(q, VNPU_Q_RING_BASE_LO), (uint32_t)ring);
-	ft_wr(h, VNPU_QUEUE_REG(q, VNPU_Q_RING_BASE_HI), (uint32_t)(ring >> 32));
+	ft_wr(h, VNPU_QUEUE_REG(q, VNPU_Q_RING_BASE_HI),
+	      (uint32_t)(ring >> 32));
 	ft_wr(h, VNPU_QUEUE_REG(q, VNPU_Q_CPL_BASE_LO), (uint32_t)cpl);
 	ft_wr(h, VNPU_QUEUE_REG(q, VNPU_Q_CPL_BASE_HI), (uint32_t)(cpl >> 32));
 	ft_wr(h, VNPU_QUEUE_REG(q, VNPU_Q_RING_LOG2), log2);
@@ -100,8 +101,7 @@ START_TEST(doorbell_errors)
 	ck_assert_uint_eq(ft_qreg(h, 1, VNPU_Q_TAIL), 0);
 	ck_assert_uint_eq(ft_rd(h, VNPU_REG_EVENT_STATUS),
 			  VNPU_EVENT_DOORBELL_ERROR);
-	ck_assert_uint_eq(ft_rd(h, VNPU_REG_ERR_CODE),
-			  VNPU_ERR_DOORBELL_RANGE);
+	ck_assert_uint_eq(ft_rd(h, VNPU_REG_ERR_CODE), VNPU_ERR_DOORBELL_RANGE);
 	ck_assert_uint_eq(ft_rd(h, VNPU_REG_ERR_QUEUE), 1);
 	ck_assert_uint_eq(ft_rd(h, VNPU_REG_ERR_VALUE), 16);
 	ft_wr(h, VNPU_DOORBELL(1), 0xffffffff);
@@ -201,8 +201,7 @@ START_TEST(queue_interrupts)
 	ck_assert_uint_eq(ft_rd(h, VNPU_REG_IRQ_STATUS), VNPU_IRQ_QUEUE(2));
 	ck_assert_uint_eq(vnpu_simhost_irq_count(h, 3), 1);
 	/* Failure interrupts without F_IRQ; each completion is an edge. */
-	ck_assert_uint_eq(ft_exec(h, 2, bad, NULL),
-			  VNPU_STATUS_INVALID_OPCODE);
+	ck_assert_uint_eq(ft_exec(h, 2, bad, NULL), VNPU_STATUS_INVALID_OPCODE);
 	ck_assert_uint_eq(vnpu_simhost_irq_count(h, 3), 2);
 	ck_assert_uint_eq(VNPU_Q_STATUS_ERROR(ft_qreg(h, 2, VNPU_Q_STATUS)),
 			  VNPU_STATUS_INVALID_OPCODE);
@@ -228,8 +227,7 @@ START_TEST(queue_interrupts)
 	/* Q_CTRL.IRQ_ENABLE off: neither status nor message. */
 	ft_wr(h, VNPU_QUEUE_REG(1, VNPU_Q_CTRL), VNPU_Q_CTRL_ENABLE);
 	ck_assert_uint_eq(ft_exec(h, 1, irq_nop, NULL), VNPU_STATUS_OK);
-	ck_assert_uint_eq(ft_exec(h, 1, bad, NULL),
-			  VNPU_STATUS_INVALID_OPCODE);
+	ck_assert_uint_eq(ft_exec(h, 1, bad, NULL), VNPU_STATUS_INVALID_OPCODE);
 	ck_assert_uint_eq(ft_rd(h, VNPU_REG_IRQ_STATUS), 0);
 	ck_assert_uint_eq(vnpu_simhost_irq_count(h, 2), 0);
 	vnpu_simhost_destroy(h);
@@ -310,9 +308,9 @@ START_TEST(ring_fetch_failure_is_fatal)
 	ft_wr(h, VNPU_DOORBELL(1), 1);
 	vnpu_simhost_advance(h, 2500000);
 	ck_assert_uint_eq(vnpu_sim_run(h->sim, 100), 0);
-	ck_assert_uint_eq(ft_rd(h, VNPU_REG_STATUS),
-			  VNPU_STATUS_READY | VNPU_STATUS_FATAL |
-				  VNPU_STATUS_BUSY);
+	ck_assert_uint_eq(ft_rd(h, VNPU_REG_STATUS), VNPU_STATUS_READY |
+							     VNPU_STATUS_FATAL |
+							     VNPU_STATUS_BUSY);
 	ck_assert_uint_eq(ft_rd(h, VNPU_REG_FATAL_CODE), VNPU_FATAL_RING_DMA);
 	ck_assert(ft_rd(h, VNPU_REG_EVENT_STATUS) & VNPU_EVENT_FATAL);
 	ck_assert_uint_eq(vnpu_simhost_irq_count(h, 0), events + 1);

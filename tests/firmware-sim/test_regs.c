@@ -72,13 +72,20 @@ START_TEST(bad_offsets)
 	struct vnpu_simhost *h = ft_host(VNPU_SIM_DETERMINISTIC, true);
 	unsigned logs = vnpu_simhost_log_count(h);
 	const uint32_t bad[] = {
-		0x001, 0x062, 0x084, 0x0ffc, VNPU_REGS_SIZE, 0xfffffffc,
-		VNPU_CTX_REG(4, VNPU_CTX_PT_BASE_LO),	 /* ctx >= 4 */
+		0x001,
+		0x062,
+		0x084,
+		0x0ffc,
+		VNPU_REGS_SIZE,
+		0xfffffffc,
+		VNPU_CTX_REG(4, VNPU_CTX_PT_BASE_LO), /* ctx >= 4 */
 		VNPU_CTX_REG(63, VNPU_CTX_FAULT_COUNT),
-		VNPU_CTX_REG(0, 0x1c),			 /* no such ctx reg */
-		VNPU_QUEUE_REG(4, VNPU_Q_CTRL),		 /* queue >= 4 */
-		VNPU_QUEUE_REG(0, 0x30),		 /* no such queue reg */
-		VNPU_DOORBELL(4), 0x4000, 0x8000,
+		VNPU_CTX_REG(0, 0x1c),		/* no such ctx reg */
+		VNPU_QUEUE_REG(4, VNPU_Q_CTRL), /* queue >= 4 */
+		VNPU_QUEUE_REG(0, 0x30),	/* no such queue reg */
+		VNPU_DOORBELL(4),
+		0x4000,
+		0x8000,
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -275,10 +282,10 @@ static uint64_t dummy_clock(void *o)
 START_TEST(create_rejects_bad_config)
 {
 	static uint8_t vram[1 << 20];
-	struct vnpu_sim_hal hal = { NULL, dummy_dma, dummy_dma_w, dummy_irq,
-				    dummy_clock, NULL };
-	struct vnpu_sim_config good = { vram, sizeof(vram), 2, 2, 1,
-					VNPU_SIM_DETERMINISTIC, false };
+	struct vnpu_sim_hal hal = {NULL,      dummy_dma,   dummy_dma_w,
+				   dummy_irq, dummy_clock, NULL};
+	struct vnpu_sim_config good = {vram, sizeof(vram),	     2,	   2,
+				       1,    VNPU_SIM_DETERMINISTIC, false};
 	struct vnpu_sim_config c;
 	struct vnpu_sim_hal bad_hal;
 	struct vnpu_sim *sim;

@@ -49,9 +49,9 @@ START_TEST(reset_drops_work_keeps_vram)
 
 	memset(v, 0x17, 4096);
 	/* A fault, an error and a mask, to be cleared. */
-	ck_assert_uint_eq(ft_exec(h, 0, vnpu_simhost_cmd_copy(0x1000, va, 8),
-				  NULL),
-			  VNPU_STATUS_MMU_FAULT);
+	ck_assert_uint_eq(
+		ft_exec(h, 0, vnpu_simhost_cmd_copy(0x1000, va, 8), NULL),
+		VNPU_STATUS_MMU_FAULT);
 	ft_wr(h, VNPU_DOORBELL(0), 99);
 	ft_wr(h, VNPU_REG_IRQ_MASK, 3);
 	ft_wr(h, VNPU_REG_SCRATCH, 5);
@@ -118,8 +118,8 @@ START_TEST(hang_command)
 
 	vnpu_simhost_advance(h, 4200000);
 	ck_assert_uint_eq(ft_rd(h, VNPU_REG_HEARTBEAT), 4);
-	seq = vnpu_simhost_submit(h, 0, vnpu_simhost_cmd_inject(
-						VNPU_TEST_HANG, 0, 0));
+	seq = vnpu_simhost_submit(
+		h, 0, vnpu_simhost_cmd_inject(VNPU_TEST_HANG, 0, 0));
 	vnpu_simhost_submit(h, 0, vnpu_simhost_cmd_nop());
 	ck_assert_uint_eq(vnpu_sim_run(h->sim, 100), 0);
 	/* The hang command itself never completes. */
@@ -127,9 +127,8 @@ START_TEST(hang_command)
 	/* STATUS does not tell: still READY, not FATAL (work pending). */
 	ck_assert_uint_eq(ft_rd(h, VNPU_REG_STATUS),
 			  VNPU_STATUS_READY | VNPU_STATUS_BUSY);
-	ck_assert_uint_eq(ft_rd(h, VNPU_REG_EVENT_STATUS) &
-				  ~VNPU_EVENT_BOOT_DONE,
-			  0);
+	ck_assert_uint_eq(
+		ft_rd(h, VNPU_REG_EVENT_STATUS) & ~VNPU_EVENT_BOOT_DONE, 0);
 	check_hung(h, 4);
 	ck_assert(vnpu_sim_idle(h->sim));
 	/* Only reset recovers. */
@@ -179,8 +178,8 @@ START_TEST(fatal_command)
 	uint64_t seq;
 
 	vnpu_simhost_advance(h, 3000000);
-	seq = vnpu_simhost_submit(h, 0, vnpu_simhost_cmd_inject(
-						VNPU_TEST_FATAL, 0, 0));
+	seq = vnpu_simhost_submit(
+		h, 0, vnpu_simhost_cmd_inject(VNPU_TEST_FATAL, 0, 0));
 	ck_assert_uint_eq(vnpu_sim_run(h->sim, 100), 0);
 	ck_assert_uint_eq(vnpu_simhost_cpl(h, 0, seq).seqno, 0);
 	check_fatal(h, 3, events);

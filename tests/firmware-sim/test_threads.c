@@ -9,7 +9,7 @@
 
 static void sleep_ms(unsigned ms)
 {
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
 
 	nanosleep(&ts, NULL);
 }
@@ -38,11 +38,11 @@ static uint64_t scenario(enum vnpu_sim_mode mode)
 		a[i] = (float)i * 0.25f;
 
 	/* queue 1 (ctx 1) waits for the fence, then signals 2 */
-	vnpu_simhost_submit(h, 1, vnpu_simhost_cmd_fence(VNPU_OP_FENCE_WAIT,
-							 va_f, 1));
-	seq = vnpu_simhost_submit(h, 1, vnpu_simhost_cmd_fence(
-						VNPU_OP_FENCE_SIGNAL, va_f + 8,
-						2));
+	vnpu_simhost_submit(
+		h, 1, vnpu_simhost_cmd_fence(VNPU_OP_FENCE_WAIT, va_f, 1));
+	seq = vnpu_simhost_submit(
+		h, 1,
+		vnpu_simhost_cmd_fence(VNPU_OP_FENCE_SIGNAL, va_f + 8, 2));
 	/* queue 0: copy a -> b, fill o, o = b + 3 * o, signal 1 */
 	vnpu_simhost_push(h, 0, vnpu_simhost_cmd_copy(va_a, va_b, n * 4));
 	memset(&fill, 0, sizeof(fill));
@@ -51,8 +51,9 @@ static uint64_t scenario(enum vnpu_sim_mode mode)
 	kb[0] = ft_kbuf(va_o, n * 4, VNPU_ACCESS_WRITE);
 	args = vnpu_simhost_write_args(h, 0, kb, 1, &fill, sizeof(fill),
 				       &args_size);
-	vnpu_simhost_push(h, 0, vnpu_simhost_cmd_launch(VNPU_KERNEL_FILL, 5,
-							args, args_size));
+	vnpu_simhost_push(
+		h, 0,
+		vnpu_simhost_cmd_launch(VNPU_KERNEL_FILL, 5, args, args_size));
 	memset(&bin, 0, sizeof(bin));
 	bin.op = VNPU_BINARY_ADD;
 	bin.alpha = 3.0;
@@ -63,10 +64,11 @@ static uint64_t scenario(enum vnpu_sim_mode mode)
 	kb[1] = ft_kbuf(va_o, n * 4, VNPU_ACCESS_READ | VNPU_ACCESS_WRITE);
 	args = vnpu_simhost_write_args(h, 0, kb, 2, &bin, sizeof(bin),
 				       &args_size);
-	vnpu_simhost_push(h, 0, vnpu_simhost_cmd_launch(VNPU_KERNEL_BINARY, 8,
-							args, args_size));
-	vnpu_simhost_push(h, 0, vnpu_simhost_cmd_fence(VNPU_OP_FENCE_SIGNAL,
-						       va_f, 1));
+	vnpu_simhost_push(h, 0,
+			  vnpu_simhost_cmd_launch(VNPU_KERNEL_BINARY, 8, args,
+						  args_size));
+	vnpu_simhost_push(
+		h, 0, vnpu_simhost_cmd_fence(VNPU_OP_FENCE_SIGNAL, va_f, 1));
 	vnpu_simhost_ring(h, 0);
 	ck_assert_int_eq(vnpu_simhost_wait(h, 0, 4, 10000), 0);
 	ck_assert_int_eq(vnpu_simhost_wait(h, 1, seq, 10000), 0);
@@ -173,8 +175,8 @@ START_TEST(fence_released_by_host)
 	uint64_t va, seq;
 	uint64_t *f = vnpu_simhost_alloc_map(h, 0, false, 4096, RW, &va);
 
-	seq = vnpu_simhost_submit(h, 0, vnpu_simhost_cmd_fence(
-						VNPU_OP_FENCE_WAIT, va, 10));
+	seq = vnpu_simhost_submit(
+		h, 0, vnpu_simhost_cmd_fence(VNPU_OP_FENCE_WAIT, va, 10));
 	sleep_ms(20);
 	ck_assert(ft_qreg(h, 0, VNPU_Q_STATUS) & VNPU_Q_STATUS_WAITING);
 	ck_assert_uint_eq(ft_qreg(h, 0, VNPU_Q_DONE_SEQ_LO), 0);
@@ -193,7 +195,7 @@ static float *submit_long_gemms(struct vnpu_simhost *h, unsigned count,
 				uint64_t *bytes)
 {
 	const int64_t m = 512, k = 512, n = 512;
-	int64_t sa[2] = { m, k }, sb[2] = { k, n }, so[2] = { m, n };
+	int64_t sa[2] = {m, k}, sb[2] = {k, n}, so[2] = {m, n};
 	uint64_t va_a, va_b, va_o;
 	float *a = vnpu_simhost_alloc_map(h, 0, true, m * k * 4, RW, &va_a);
 	float *b = vnpu_simhost_alloc_map(h, 0, true, k * n * 4, RW, &va_b);
@@ -213,8 +215,7 @@ static float *submit_long_gemms(struct vnpu_simhost *h, unsigned count,
 	p.out = ft_tensor(2, VNPU_DTYPE_F32, 2, so);
 	kb[0] = ft_kbuf(va_a, m * k * 4, VNPU_ACCESS_READ);
 	kb[1] = ft_kbuf(va_b, k * n * 4, VNPU_ACCESS_READ);
-	kb[2] = ft_kbuf(va_o, m * n * 4,
-			VNPU_ACCESS_READ | VNPU_ACCESS_WRITE);
+	kb[2] = ft_kbuf(va_o, m * n * 4, VNPU_ACCESS_READ | VNPU_ACCESS_WRITE);
 	args = vnpu_simhost_write_args(h, 0, kb, 3, &p, sizeof(p), &args_size);
 	for (unsigned i = 0; i < count; i++)
 		vnpu_simhost_push(h, i % 2 ? 2 : 0,
@@ -282,8 +283,8 @@ START_TEST(hang_in_threaded_mode)
 	uint32_t beat;
 	uint64_t seq;
 
-	vnpu_simhost_submit(h, 0, vnpu_simhost_cmd_inject(VNPU_TEST_HANG, 0,
-							  0));
+	vnpu_simhost_submit(h, 0,
+			    vnpu_simhost_cmd_inject(VNPU_TEST_HANG, 0, 0));
 	seq = vnpu_simhost_submit(h, 1, vnpu_simhost_cmd_nop());
 	sleep_ms(20);
 	beat = ft_rd(h, VNPU_REG_HEARTBEAT);

@@ -51,10 +51,12 @@ static void check_invariants(struct vnpu_simhost *h, unsigned budget,
 	if (vnpu_simhost_rd(h, VNPU_REG_ID) != VNPU_ID_VALUE)
 		violated("ID changed");
 	for (unsigned q = 0; q < FUZZ_QUEUES; q++) {
-		uint32_t qs = vnpu_simhost_rd(h, VNPU_QUEUE_REG(q, VNPU_Q_STATUS));
-		uint32_t log2 = vnpu_simhost_rd(h,
-						VNPU_QUEUE_REG(q, VNPU_Q_RING_LOG2));
-		uint32_t head = vnpu_simhost_rd(h, VNPU_QUEUE_REG(q, VNPU_Q_HEAD));
+		uint32_t qs =
+			vnpu_simhost_rd(h, VNPU_QUEUE_REG(q, VNPU_Q_STATUS));
+		uint32_t log2 =
+			vnpu_simhost_rd(h, VNPU_QUEUE_REG(q, VNPU_Q_RING_LOG2));
+		uint32_t head =
+			vnpu_simhost_rd(h, VNPU_QUEUE_REG(q, VNPU_Q_HEAD));
 
 		if (VNPU_Q_STATUS_ERROR(qs) >= VNPU_STATUS_COUNT)
 			violated("Q_STATUS error code out of range");
@@ -174,7 +176,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct vnpu_simhost_config cfg;
 	struct vnpu_simhost *h;
-	struct reader r = { data, size };
+	struct reader r = {data, size};
 	unsigned ops = 0, retired;
 	uint8_t flags = 0, op, n;
 	uint32_t ns;

@@ -34,17 +34,17 @@ enum fuzz_op {
 	FUZZ_OP_COUNT
 };
 
-#define FUZZ_QUEUES		2
-#define FUZZ_CONTEXTS		2
-#define FUZZ_HOST_MEM		(1u << 20)
-#define FUZZ_VRAM		(1u << 20)
-#define FUZZ_HOST_WINDOW	0x10000u
-#define FUZZ_VRAM_WINDOW	0x10000u
-#define FUZZ_MAX_OPS		512
+#define FUZZ_QUEUES	 2
+#define FUZZ_CONTEXTS	 2
+#define FUZZ_HOST_MEM	 (1u << 20)
+#define FUZZ_VRAM	 (1u << 20)
+#define FUZZ_HOST_WINDOW 0x10000u
+#define FUZZ_VRAM_WINDOW 0x10000u
+#define FUZZ_MAX_OPS	 512
 /* Where the windows are: bus / VRAM offset, and device VA (both contexts). */
-#define FUZZ_HOST_BUS		(VNPU_SIMHOST_BUS_BASE + VNPU_SIMHOST_HOLE_SIZE)
-#define FUZZ_VRAM_OFFSET	0u
-#define FUZZ_HOST_VA		0x10000ull
-#define FUZZ_VRAM_VA		0x40000ull
+#define FUZZ_HOST_BUS	 (VNPU_SIMHOST_BUS_BASE + VNPU_SIMHOST_HOLE_SIZE)
+#define FUZZ_VRAM_OFFSET 0u
+#define FUZZ_HOST_VA	 0x10000ull
+#define FUZZ_VRAM_VA	 0x40000ull
 
 #endif /* VNPU_FUZZ_FORMAT_H */

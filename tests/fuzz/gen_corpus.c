@@ -102,12 +102,12 @@ static struct vnpu_tensor tensor(uint32_t buffer, uint32_t dtype, int64_t n0,
 
 /* Puts an argument block in the host window at `off` (255-byte pieces) and
  * submits the launch. */
-static void launch(struct seed *s, uint8_t q, uint32_t kernel,
-		   uint32_t blocks, const struct vnpu_kargs_buffer *bufs,
-		   uint32_t nbufs, const void *params, uint32_t psize)
+static void launch(struct seed *s, uint8_t q, uint32_t kernel, uint32_t blocks,
+		   const struct vnpu_kargs_buffer *bufs, uint32_t nbufs,
+		   const void *params, uint32_t psize)
 {
 	uint8_t args[4096];
-	struct vnpu_kargs_header hdr = { nbufs, psize, 0 };
+	struct vnpu_kargs_header hdr = {nbufs, psize, 0};
 	size_t size = sizeof(hdr) + nbufs * sizeof(*bufs) + psize;
 	const uint16_t off = 0x8000;
 	struct vnpu_cmd c;
@@ -142,7 +142,7 @@ static struct vnpu_cmd cmd(uint8_t opcode)
 static struct vnpu_kargs_buffer kbuf(uint64_t va, uint64_t size,
 				     uint32_t access)
 {
-	struct vnpu_kargs_buffer b = { va, size, access, 0 };
+	struct vnpu_kargs_buffer b = {va, size, access, 0};
 
 	return b;
 }
@@ -178,11 +178,11 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < sizeof(pattern); i++)
 		pattern[i] = (uint8_t)(i * 7 + 1);
 
-#define SEED(name, ...)                        \
-	do {                                   \
-		memset(&s, 0, sizeof(s));      \
-		__VA_ARGS__;                   \
-		err |= save(dir, name, &s);    \
+#define SEED(name, ...)                                                        \
+	do {                                                                   \
+		memset(&s, 0, sizeof(s));                                      \
+		__VA_ARGS__;                                                   \
+		err |= save(dir, name, &s);                                    \
 	} while (0)
 
 	SEED("nop", {
