@@ -56,17 +56,6 @@ static bool range_ok(struct vnpu_sim *sim, struct sim_exec *ex, uint64_t va,
 	return false;
 }
 
-static bool translate(struct vnpu_sim *sim, struct sim_exec *ex, uint64_t va,
-		      bool write, struct sim_phys *phys)
-{
-	struct sim_fault fault;
-
-	if (sim_mmu_translate(sim, ex, va, write, phys, &fault))
-		return true;
-	sim_mmu_fault(sim, ex, &fault);
-	return false;
-}
-
 static bool va_access(struct vnpu_sim *sim, struct sim_exec *ex, uint64_t va,
 		      void *buf, uint64_t len, bool write)
 {
@@ -79,7 +68,7 @@ static bool va_access(struct vnpu_sim *sim, struct sim_exec *ex, uint64_t va,
 		struct sim_phys phys;
 		bool ok;
 
-		if (!translate(sim, ex, va, write, &phys))
+		if (!sim_mmu_translate_or_fault(sim, ex, va, write, &phys))
 			return false;
 		ok = write ? sim_phys_write(sim, &phys, p, chunk)
 			   : sim_phys_read(sim, &phys, p, chunk);
@@ -126,8 +115,8 @@ void sim_dma_copy(struct vnpu_sim *sim, struct sim_exec *ex, uint64_t src,
 
 		if (atomic_load(&sim->cancel))
 			return; /* a reset drops this command anyway */
-		if (!translate(sim, ex, src, false, &ps) ||
-		    !translate(sim, ex, dst, true, &pd))
+		if (!sim_mmu_translate_or_fault(sim, ex, src, false, &ps) ||
+		    !sim_mmu_translate_or_fault(sim, ex, dst, true, &pd))
 			return;
 		if (ps.kind == SIM_PHYS_VRAM && pd.kind == SIM_PHYS_VRAM) {
 			memmove(sim->vram + pd.addr, sim->vram + ps.addr,
@@ -165,7 +154,7 @@ void sim_dma_fill(struct vnpu_sim *sim, struct sim_exec *ex, uint64_t dst,
 
 		if (atomic_load(&sim->cancel))
 			return;
-		if (!translate(sim, ex, dst, true, &pd))
+		if (!sim_mmu_translate_or_fault(sim, ex, dst, true, &pd))
 			return;
 		if (!sim_phys_write(sim, &pd, buf, chunk)) {
 			dma_error(ex, dst);

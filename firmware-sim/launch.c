@@ -27,17 +27,6 @@ struct launch {
 	uint64_t staged; /* bytes of bounce buffers */
 };
 
-static bool translate(struct vnpu_sim *sim, struct sim_exec *ex, uint64_t va,
-		      bool write, struct sim_phys *phys)
-{
-	struct sim_fault fault;
-
-	if (sim_mmu_translate(sim, ex, va, write, phys, &fault))
-		return true;
-	sim_mmu_fault(sim, ex, &fault);
-	return false;
-}
-
 /* Translates every page of b with the permissions its access needs and
  * decides direct or staged. False with ex->status set on failure. */
 static bool map_buffer(struct vnpu_sim *sim, struct sim_exec *ex,
@@ -71,10 +60,10 @@ static bool map_buffer(struct vnpu_sim *sim, struct sim_exec *ex,
 		if ((i & 1023) == 1023 && atomic_load(&sim->cancel))
 			return false; /* the reset drops this command */
 		if ((b->access & VNPU_ACCESS_READ) &&
-		    !translate(sim, ex, va, false, &p))
+		    !sim_mmu_translate_or_fault(sim, ex, va, false, &p))
 			return false;
 		if ((b->access & VNPU_ACCESS_WRITE) &&
-		    !translate(sim, ex, va, true, &p))
+		    !sim_mmu_translate_or_fault(sim, ex, va, true, &p))
 			return false;
 		if (i == 0)
 			p0 = p;

@@ -156,3 +156,14 @@ void sim_mmu_fault(struct vnpu_sim *sim, struct sim_exec *ex,
 	}
 	sim_unlock(sim);
 }
+
+bool sim_mmu_translate_or_fault(struct vnpu_sim *sim, struct sim_exec *ex,
+				uint64_t va, bool write, struct sim_phys *phys)
+{
+	struct sim_fault fault;
+
+	if (sim_mmu_translate(sim, ex, va, write, phys, &fault))
+		return true;
+	sim_mmu_fault(sim, ex, &fault);
+	return false;
+}

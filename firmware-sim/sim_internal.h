@@ -201,6 +201,9 @@ bool sim_mmu_range_ok(uint64_t va, uint64_t size, struct sim_fault *fault);
 /* Records a fault on the executing command's context; status MMU_FAULT. */
 void sim_mmu_fault(struct vnpu_sim *sim, struct sim_exec *ex,
 		   const struct sim_fault *fault);
+/* Translates, or records the fault (sim_mmu_fault) and returns false. */
+bool sim_mmu_translate_or_fault(struct vnpu_sim *sim, struct sim_exec *ex,
+				uint64_t va, bool write, struct sim_phys *phys);
 void sim_tlb_invalidate_locked(struct sim_ctx *ctx);
 
 /* dma.c: accesses through the executing context's MMU. They set ex->status

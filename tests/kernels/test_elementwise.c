@@ -19,8 +19,7 @@
 
 /* ------------------------------------------------------------ registry */
 
-/* Referenced by name so that the linker also pulls these kernels out of the
- * static library while registry.c refers to them weakly. */
+/* The definitions themselves, to check the registry hands them out. */
 extern const struct vnpu_kernel_def vnpu_kernel_fill, vnpu_kernel_cast,
 	vnpu_kernel_unary, vnpu_kernel_binary, vnpu_kernel_where;
 

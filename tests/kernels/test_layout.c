@@ -22,8 +22,7 @@
 #include "harness.h"
 #include "tensor.h"
 
-/* A strong reference: it also pulls the kernel out of the static library,
- * whose registry refers to it weakly. */
+/* The definition itself, to check the registry hands it out. */
 extern const struct vnpu_kernel_def vnpu_kernel_transdata;
 
 #define FILL_BYTE 0xa5 /* kt_buffer's fill: bytes nobody wrote */

@@ -19,31 +19,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench.h"
 #include "kernel.h"
 
-/* Strong reference: the registry's is weak while families are merged. */
-extern const struct vnpu_kernel_def vnpu_kernel_binary;
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void *alloc_bytes(uint64_t bytes)
-{
-	void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
-
-	if (!p) {
-		fprintf(stderr, "out of memory (%llu bytes)\n",
-			(unsigned long long)bytes);
-		exit(1);
-	}
-	memset(p, 1, bytes); /* fault the pages in before timing */
-	return p;
-}
 
 static struct vnpu_tensor dense_f32(uint32_t buffer, int64_t n)
 {
@@ -61,10 +39,10 @@ static struct vnpu_tensor dense_f32(uint32_t buffer, int64_t n)
 
 static double time_memcpy(void *dst, const void *src, size_t bytes)
 {
-	double t0 = now();
+	double t0 = bench_now();
 
 	memcpy(dst, src, bytes);
-	return now() - t0;
+	return bench_now() - t0;
 }
 
 static double min_d(double a, double b)
@@ -90,16 +68,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s [mebi-elements] [runs]\n", argv[0]);
 		return 2;
 	}
-	if (k != &vnpu_kernel_binary) {
+	if (!k) {
 		fprintf(stderr, "binary kernel not registered\n");
 		return 1;
 	}
-	a = alloc_bytes(bytes);
-	b = alloc_bytes(bytes);
-	out = alloc_bytes(bytes);
+	a = bench_alloc(bytes);
+	b = bench_alloc(bytes);
+	out = bench_alloc(bytes);
 	/* memcpy buffers of 1.5 arrays, the add's total traffic */
-	copy_src = alloc_bytes(bytes + bytes / 2);
-	copy_dst = alloc_bytes(bytes + bytes / 2);
+	copy_src = bench_alloc(bytes + bytes / 2);
+	copy_dst = bench_alloc(bytes + bytes / 2);
 	for (int64_t i = 0; i < n; i++) {
 		a[i] = (float)(i % 1000) * 0.5f;
 		b[i] = (float)(i % 777) * 0.25f;
@@ -117,7 +95,7 @@ int main(int argc, char **argv)
 	/* interleaved, so that load from other processes hits all alike */
 	t_out = t_all = 1e30;
 	for (int r = 0; r < runs; r++) {
-		double t0 = now();
+		double t0 = bench_now();
 
 		st = k->validate(&kp, bufs, 3);
 		if (st != VNPU_STATUS_OK) {
@@ -125,7 +103,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		k->run(&kp, bufs, 0, 1);
-		best_add = min_d(best_add, now() - t0);
+		best_add = min_d(best_add, bench_now() - t0);
 		t_out = min_d(t_out, time_memcpy(copy_dst, copy_src, bytes));
 		t_all = min_d(t_all, time_memcpy(copy_dst, copy_src,
 						 bytes + bytes / 2));

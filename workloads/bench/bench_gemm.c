@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "gemm_core.h"
+#include "bench.h"
 #include "kernel.h"
 
 struct shape {
@@ -28,14 +29,6 @@ static const struct shape shapes[] = {
 	{256, 256, 256, 0},  {512, 512, 512, 0},  {1024, 1024, 1024, 0},
 	{384, 1000, 512, 0}, {1000, 384, 768, 1},
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void fill(float *x, size_t n, unsigned seed)
 {
@@ -100,16 +93,16 @@ static int bench_shape(const struct vnpu_kernel_def *gemm,
 
 	/* Alternate the two so both see the same machine conditions. */
 	for (int r = 0; r < runs; r++) {
-		double t0 = now_s();
+		double t0 = bench_now();
 
 		gemm->run(&p, bufs, 0, 1);
-		double t1 = now_s();
+		double t1 = bench_now();
 
 		cblas_sgemm(CblasRowMajor, CblasNoTrans,
 			    s->trans_b ? CblasTrans : CblasNoTrans, s->m, s->n,
 			    s->k, 1.0f, a, s->k, b, s->trans_b ? s->k : s->n,
 			    0.0f, c_blas, s->n);
-		double t2 = now_s();
+		double t2 = bench_now();
 
 		if (t1 - t0 < best_vnpu)
 			best_vnpu = t1 - t0;

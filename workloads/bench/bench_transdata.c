@@ -14,11 +14,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench.h"
 #include "kernel.h"
 #include "tensor.h"
 
-/* Strong reference: the registry's is weak while families are merged. */
-extern const struct vnpu_kernel_def vnpu_kernel_transdata;
+static const struct vnpu_kernel_def *transdata;
 
 struct bench_case {
 	const char *name;
@@ -92,42 +92,21 @@ static const struct bench_case cases[] = {
 	 true},
 };
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void *alloc_bytes(uint64_t bytes)
-{
-	void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
-
-	if (!p) {
-		fprintf(stderr, "out of memory (%llu bytes)\n",
-			(unsigned long long)bytes);
-		exit(1);
-	}
-	memset(p, 1, bytes); /* fault the pages in before timing */
-	return p;
-}
-
 static double time_transdata(const struct vnpu_kp_transdata *kp,
 			     const struct vnpu_kbuf *bufs)
 {
-	double t0 = now();
+	double t0 = bench_now();
 
-	vnpu_kernel_transdata.run(kp, bufs, 0, 1);
-	return now() - t0;
+	transdata->run(kp, bufs, 0, 1);
+	return bench_now() - t0;
 }
 
 static double time_memcpy(void *dst, const void *src, uint64_t bytes)
 {
-	double t0 = now();
+	double t0 = bench_now();
 
 	memcpy(dst, src, bytes);
-	t0 = now() - t0;
+	t0 = bench_now() - t0;
 	/* keep the copy observable */
 	if (((volatile const char *)dst)[bytes / 2] == 42)
 		puts("");
@@ -188,23 +167,23 @@ static void run_case(const struct bench_case *c, int runs)
 	plain_bytes = numel * isz;
 	storage_bytes = snumel * isz;
 	larger = plain_bytes > storage_bytes ? plain_bytes : storage_bytes;
-	bufs[0].ptr = alloc_bytes(plain_bytes);
+	bufs[0].ptr = bench_alloc(plain_bytes);
 	bufs[0].size = plain_bytes;
 	bufs[0].access = VNPU_ACCESS_READ | VNPU_ACCESS_WRITE;
-	bufs[1].ptr = alloc_bytes(storage_bytes);
+	bufs[1].ptr = bench_alloc(storage_bytes);
 	bufs[1].size = storage_bytes;
 	bufs[1].access = VNPU_ACCESS_READ | VNPU_ACCESS_WRITE;
 	for (uint64_t i = 0; i < plain_bytes; i++)
 		((unsigned char *)bufs[0].ptr)[i] = (unsigned char)(i * 7);
-	copy_a = alloc_bytes(larger);
-	copy_b = alloc_bytes(larger);
+	copy_a = bench_alloc(larger);
+	copy_b = bench_alloc(larger);
 
 	pack.src = plain;
 	pack.out = packed;
 	unpack.src = packed;
 	unpack.out = plain;
-	if (vnpu_kernel_transdata.validate(&pack, bufs, 2) != VNPU_STATUS_OK ||
-	    vnpu_kernel_transdata.validate(&unpack, bufs, 2) !=
+	if (transdata->validate(&pack, bufs, 2) != VNPU_STATUS_OK ||
+	    transdata->validate(&unpack, bufs, 2) !=
 		    VNPU_STATUS_OK) {
 		fprintf(stderr, "%s: launch rejected\n", c->name);
 		exit(1);
@@ -242,6 +221,11 @@ int main(int argc, char **argv)
 
 	if (runs < 1)
 		runs = 1;
+	transdata = vnpu_kernel_find(VNPU_KERNEL_TRANSDATA);
+	if (!transdata) {
+		fprintf(stderr, "transdata kernel not registered\n");
+		return 1;
+	}
 	printf("TransData, one block on one thread, vs memcpy of the larger "
 	       "side's bytes;\nrates are larger-side bytes per second, best "
 	       "of %d runs; ratio = memcpy time / TransData time\n",
