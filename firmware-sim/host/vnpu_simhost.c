@@ -10,6 +10,8 @@
 #include "vnpu/hw_fw.h"
 #include "vnpu/hw_mmu.h"
 #include "vnpu/hw_status.h"
+#include "vnpu_pt.h"
+#include "vnpu_ring.h"
 #include "vnpu_simhost.h"
 
 #define MIB (1ull << 20)
@@ -272,8 +274,10 @@ uint32_t vnpu_simhost_boot(struct vnpu_simhost *h)
 
 /* ---- page tables --------------------------------------------------------- */
 
-static uint64_t *table_ptr(struct vnpu_simhost *h, uint64_t addr, bool vram)
+static uint64_t *table_ptr(void *opaque, uint64_t addr, bool vram)
 {
+	struct vnpu_simhost *h = opaque;
+
 	if (vram)
 		return addr <= h->cfg.vram_size - VNPU_PAGE_SIZE
 			       ? (uint64_t *)(h->vram + addr)
@@ -281,60 +285,35 @@ static uint64_t *table_ptr(struct vnpu_simhost *h, uint64_t addr, bool vram)
 	return vnpu_simhost_host_ptr(h, addr, VNPU_PAGE_SIZE);
 }
 
-static bool alloc_table(struct vnpu_simhost *h, bool vram, uint64_t *addr)
+static int alloc_table(void *opaque, bool vram, uint64_t *addr)
 {
-	uint64_t *t;
+	struct vnpu_simhost *h = opaque;
 
 	if (vram) {
 		*addr = vnpu_simhost_vram_alloc(h, VNPU_PAGE_SIZE,
 						VNPU_PAGE_SIZE);
-		if (*addr == UINT64_MAX)
-			return false;
-	} else {
-		*addr = vnpu_simhost_host_alloc(h, VNPU_PAGE_SIZE,
-						VNPU_PAGE_SIZE);
-		if (!*addr)
-			return false;
+		return *addr == UINT64_MAX ? -1 : 0;
 	}
-	t = table_ptr(h, *addr, vram);
-	if (!t)
-		return false;
-	memset(t, 0, VNPU_PAGE_SIZE);
-	return true;
+	*addr = vnpu_simhost_host_alloc(h, VNPU_PAGE_SIZE, VNPU_PAGE_SIZE);
+	return *addr ? 0 : -1;
 }
 
-/* The entry of `level` on va's walk; creates missing tables when asked. */
-static uint64_t *pte_slot(struct vnpu_simhost *h, unsigned ctx, uint64_t va,
-			  unsigned level, bool create)
+static const struct vnpu_pt_ops simhost_pt_ops = {
+	.alloc_table = alloc_table,
+	.table_ptr = table_ptr,
+};
+
+/* The shared page-table code's view of context ctx's tables. */
+static struct vnpu_pt ctx_pt(struct vnpu_simhost *h, unsigned ctx)
 {
-	struct vnpu_simhost_ctx *c = &h->ctx[ctx];
-	uint64_t table = c->root;
-	bool vram = c->tables_in_vram;
+	struct vnpu_pt pt = {
+		.ops = &simhost_pt_ops,
+		.opaque = h,
+		.root = h->ctx[ctx].root,
+		.tables_in_vram = h->ctx[ctx].tables_in_vram,
+	};
 
-	for (unsigned l = 0; l < level; l++) {
-		uint64_t *t = table_ptr(h, table, vram);
-		uint64_t *e;
-
-		if (!t)
-			return NULL;
-		e = &t[VNPU_PT_INDEX(va, l)];
-		if (!(*e & VNPU_PTE_VALID)) {
-			uint64_t addr;
-
-			if (!create ||
-			    !alloc_table(h, c->tables_in_vram, &addr))
-				return NULL;
-			*e = addr | VNPU_PTE_VALID |
-			     (c->tables_in_vram ? VNPU_PTE_VRAM : 0);
-		}
-		table = *e & VNPU_PTE_ADDR_MASK;
-		vram = *e & VNPU_PTE_VRAM;
-	}
-	{
-		uint64_t *t = table_ptr(h, table, vram);
-
-		return t ? &t[VNPU_PT_INDEX(va, level)] : NULL;
-	}
+	return pt;
 }
 
 int vnpu_simhost_ctx_init(struct vnpu_simhost *h, unsigned ctx,
@@ -345,19 +324,16 @@ int vnpu_simhost_ctx_init(struct vnpu_simhost *h, unsigned ctx,
 
 	if (ctx >= VNPU_MAX_CONTEXTS)
 		return -1;
+	struct vnpu_pt pt;
+
 	memset(c, 0, sizeof(*c));
 	c->tables_in_vram = tables_in_vram;
-	if (!alloc_table(h, tables_in_vram, &c->root))
+	if (vnpu_pt_init(&pt, &simhost_pt_ops, h, tables_in_vram))
 		return -1;
+	c->root = pt.root;
 	c->init = true;
 	c->va_next = VNPU_SIMHOST_VA_START;
-	vnpu_simhost_wr(h, VNPU_CTX_REG(ctx, VNPU_CTX_PT_BASE_LO),
-			(uint32_t)c->root |
-				(tables_in_vram ? VNPU_PT_BASE_VRAM : 0));
-	vnpu_simhost_wr(h, VNPU_CTX_REG(ctx, VNPU_CTX_PT_BASE_HI),
-			(uint32_t)(c->root >> 32));
-	vnpu_simhost_wr(h, VNPU_CTX_REG(ctx, VNPU_CTX_CTRL),
-			VNPU_CTX_CTRL_ENABLE);
+	vnpu_pt_enable_ctx(&pt, h->sim, ctx);
 	args_bus = vnpu_simhost_host_alloc(h, size, VNPU_PAGE_SIZE);
 	if (!args_bus)
 		return -1;
@@ -369,40 +345,28 @@ int vnpu_simhost_ctx_init(struct vnpu_simhost *h, unsigned ctx,
 int vnpu_simhost_map(struct vnpu_simhost *h, unsigned ctx, uint64_t va,
 		     bool vram, uint64_t addr, uint64_t size, uint64_t prot)
 {
-	if ((va | addr | size) & (VNPU_PAGE_SIZE - 1))
-		return -1;
-	for (uint64_t off = 0; off < size; off += VNPU_PAGE_SIZE) {
-		uint64_t *e =
-			pte_slot(h, ctx, va + off, VNPU_PT_LEVELS - 1, true);
+	struct vnpu_pt pt = ctx_pt(h, ctx);
 
-		if (!e)
-			return -1;
-		*e = (addr + off) | VNPU_PTE_VALID | prot |
-		     (vram ? VNPU_PTE_VRAM : 0);
-	}
-	return 0;
+	return vnpu_pt_map(&pt, va, vram, addr, size, prot);
 }
 
 void vnpu_simhost_unmap(struct vnpu_simhost *h, unsigned ctx, uint64_t va,
 			uint64_t size)
 {
-	for (uint64_t off = 0; off < size; off += VNPU_PAGE_SIZE) {
-		uint64_t *e =
-			pte_slot(h, ctx, va + off, VNPU_PT_LEVELS - 1, false);
+	struct vnpu_pt pt = ctx_pt(h, ctx);
 
-		if (e)
-			*e = 0;
-	}
+	vnpu_pt_unmap(&pt, va, size);
 }
 
 int vnpu_simhost_set_pte(struct vnpu_simhost *h, unsigned ctx, uint64_t va,
 			 unsigned level, uint64_t value)
 {
+	struct vnpu_pt pt = ctx_pt(h, ctx);
 	uint64_t *e;
 
 	if (level >= VNPU_PT_LEVELS)
 		return -1;
-	e = pte_slot(h, ctx, va, level, true);
+	e = vnpu_pt_slot(&pt, va, level, true);
 	if (!e)
 		return -1;
 	*e = value;
@@ -411,8 +375,7 @@ int vnpu_simhost_set_pte(struct vnpu_simhost *h, unsigned ctx, uint64_t va,
 
 void vnpu_simhost_tlb_invalidate(struct vnpu_simhost *h, unsigned ctx)
 {
-	vnpu_simhost_wr(h, VNPU_CTX_REG(ctx, VNPU_CTX_CTRL),
-			VNPU_CTX_CTRL_ENABLE | VNPU_CTX_CTRL_TLB_INVALIDATE);
+	vnpu_pt_tlb_invalidate(h->sim, ctx);
 }
 
 void *vnpu_simhost_alloc_map(struct vnpu_simhost *h, unsigned ctx, bool vram,
@@ -458,21 +421,8 @@ int vnpu_simhost_queue_init(struct vnpu_simhost *h, unsigned q, unsigned ctx,
 		h, (uint64_t)entries * VNPU_CPL_SIZE, VNPU_RING_ALIGN);
 	if (!qu->ring_bus || !qu->cpl_bus)
 		return -1;
-	vnpu_simhost_wr(h, VNPU_QUEUE_REG(q, VNPU_Q_RING_BASE_LO),
-			(uint32_t)qu->ring_bus);
-	vnpu_simhost_wr(h, VNPU_QUEUE_REG(q, VNPU_Q_RING_BASE_HI),
-			(uint32_t)(qu->ring_bus >> 32));
-	vnpu_simhost_wr(h, VNPU_QUEUE_REG(q, VNPU_Q_CPL_BASE_LO),
-			(uint32_t)qu->cpl_bus);
-	vnpu_simhost_wr(h, VNPU_QUEUE_REG(q, VNPU_Q_CPL_BASE_HI),
-			(uint32_t)(qu->cpl_bus >> 32));
-	vnpu_simhost_wr(h, VNPU_QUEUE_REG(q, VNPU_Q_RING_LOG2), ring_log2);
-	vnpu_simhost_wr(h, VNPU_QUEUE_REG(q, VNPU_Q_CTX), ctx);
-	vnpu_simhost_wr(h, VNPU_QUEUE_REG(q, VNPU_Q_CTRL),
-			VNPU_Q_CTRL_ENABLE |
-				(irq_enable ? VNPU_Q_CTRL_IRQ_ENABLE : 0));
-	return (vnpu_simhost_rd(h, VNPU_QUEUE_REG(q, VNPU_Q_STATUS)) &
-		VNPU_Q_STATUS_ENABLED)
+	return vnpu_ring_program(h->sim, q, qu->ring_bus, qu->cpl_bus,
+				 ring_log2, ctx, irq_enable)
 		       ? 0
 		       : -1;
 }
@@ -484,17 +434,18 @@ uint64_t vnpu_simhost_push(struct vnpu_simhost *h, unsigned q,
 	void *slot = vnpu_simhost_host_ptr(
 		h, qu->ring_bus + (uint64_t)qu->tail * VNPU_CMD_SIZE,
 		VNPU_CMD_SIZE);
+	struct vnpu_ring_view v = {slot, NULL, 1};
+	uint64_t seqno = qu->next_seq++;
 
-	cmd.hdr.seqno = qu->next_seq++;
 	if (slot)
-		memcpy(slot, &cmd, sizeof(cmd));
+		vnpu_ring_write(&v, 0, &cmd, seqno);
 	qu->tail = (qu->tail + 1) & (qu->entries - 1);
-	return cmd.hdr.seqno;
+	return seqno;
 }
 
 void vnpu_simhost_ring(struct vnpu_simhost *h, unsigned q)
 {
-	vnpu_simhost_wr(h, VNPU_DOORBELL(q), h->q[q].tail);
+	vnpu_ring_doorbell(h->sim, q, h->q[q].tail);
 }
 
 uint64_t vnpu_simhost_submit(struct vnpu_simhost *h, unsigned q,
@@ -508,15 +459,7 @@ uint64_t vnpu_simhost_submit(struct vnpu_simhost *h, unsigned q,
 
 static uint64_t done_seq(struct vnpu_simhost *h, unsigned q)
 {
-	uint32_t hi, lo;
-
-	/* DONE_SEQ may move between the two reads: re-read HI. */
-	do {
-		hi = vnpu_simhost_rd(h, VNPU_QUEUE_REG(q, VNPU_Q_DONE_SEQ_HI));
-		lo = vnpu_simhost_rd(h, VNPU_QUEUE_REG(q, VNPU_Q_DONE_SEQ_LO));
-	} while (hi !=
-		 vnpu_simhost_rd(h, VNPU_QUEUE_REG(q, VNPU_Q_DONE_SEQ_HI)));
-	return (uint64_t)hi << 32 | lo;
+	return vnpu_ring_done_seq(h->sim, q);
 }
 
 int vnpu_simhost_wait(struct vnpu_simhost *h, unsigned q, uint64_t seqno,
@@ -544,10 +487,11 @@ struct vnpu_cpl vnpu_simhost_cpl(struct vnpu_simhost *h, unsigned q,
 	struct vnpu_cpl cpl;
 	void *p = vnpu_simhost_host_ptr(h, qu->cpl_bus + slot * VNPU_CPL_SIZE,
 					VNPU_CPL_SIZE);
+	struct vnpu_ring_view v = {NULL, p, 1};
 
 	memset(&cpl, 0xff, sizeof(cpl));
 	if (p)
-		memcpy(&cpl, p, sizeof(cpl));
+		vnpu_ring_read_cpl(&v, 0, &cpl);
 	return cpl;
 }
 
