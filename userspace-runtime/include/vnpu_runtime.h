@@ -212,19 +212,36 @@ typedef struct vnpu_tensor_desc *vnpu_tensor_desc_t;
 #define VNPU_STORAGE_MAX_DIMS (VNPU_MAX_DIMS + 2)
 
 /* A dense tensor of `dtype` whose logical shape is `shape` (ndim 0..8)
- * stored in `format`. NCHW-family formats of rank < 4 are padded to 4-D as
- * torch_npu does ([C] -> [1,C,1,1], [C,H] -> [1,C,H,1], [C,H,W] ->
- * [1,C,H,W]). */
+ * stored in `format`. Descriptors are host metadata: they need no
+ * vnpu_init() and may be destroyed as soon as the calls using them returned.
+ *
+ * Ranks: ND and NCHW take 0..8, NHWC, NC1HWC0 and FRACTAL_Z 0..4,
+ * FRACTAL_NZ 2..6 (scalars and rank-1 tensors cannot be NZ, as in newer
+ * torch_npu). NCHW-family formats (NCHW, NHWC, NC1HWC0, FRACTAL_Z) of rank
+ * < 4 are padded to 4-D as torch_npu does ([] -> [1,1,1,1], [C] ->
+ * [1,C,1,1], [C,H] -> [1,C,H,1], [C,H,W] -> [1,C,H,W]); the logical shape
+ * stays as given. The logical shape of an NHWC tensor is [N,C,H,W] like
+ * every other format; its memory order is N, H, W, C.
+ *
+ * Errors: NULL desc or (ndim > 0) shape: VNPU_ERROR_NULL_POINTER; ndim > 8,
+ * an unknown dtype or format, a negative size, or a storage size that
+ * overflows: VNPU_ERROR_INVALID_VALUE; a rank the format does not take or
+ * an 8-byte dtype in an internal format: VNPU_ERROR_UNSUPPORTED. */
 vnpu_error_t vnpu_tensor_desc_create(vnpu_tensor_desc_t *desc,
 				     enum vnpu_dtype dtype, uint32_t ndim,
 				     const int64_t *shape,
 				     enum vnpu_format format);
 vnpu_error_t vnpu_tensor_desc_destroy(vnpu_tensor_desc_t desc);
+/* The descriptor as created (logical shape, unpadded; entries past ndim
+ * zero). Every output is required. */
 vnpu_error_t vnpu_tensor_desc_get(vnpu_tensor_desc_t desc,
 				  enum vnpu_dtype *dtype,
 				  enum vnpu_format *format, uint32_t *ndim,
 				  int64_t shape[VNPU_MAX_DIMS]);
-/* The physical (padded) shape in the descriptor's format. */
+/* The physical (padded) shape in the descriptor's format, in memory order
+ * (docs/formats.md): NC1HWC0 [N,C1,H,W,C0], FRACTAL_Z [C1*H*W,N1,16,C0],
+ * FRACTAL_NZ [b...,K1,M1,16,C0], NHWC [N,H,W,C], NCHW the padded 4-D
+ * shape, ND the shape itself. Entries past ndim are zero. */
 vnpu_error_t vnpu_tensor_desc_storage_shape(vnpu_tensor_desc_t desc,
 					    uint32_t *ndim,
 					    int64_t shape[VNPU_STORAGE_MAX_DIMS]);
@@ -232,8 +249,18 @@ vnpu_error_t vnpu_tensor_desc_storage_shape(vnpu_tensor_desc_t desc,
 vnpu_error_t vnpu_tensor_desc_storage_size(vnpu_tensor_desc_t desc,
 					   size_t *bytes);
 /* Converts the tensor at src (laid out as src_desc) into dst (dst_desc):
- * same dtype and logical shape, any two formats, on the device
- * (TransData; internal to internal goes through the base format). */
+ * same dtype and logical shape (else VNPU_ERROR_INVALID_DESCRIPTOR), any
+ * two formats, ordered on stream like a kernel launch. src and dst must
+ * each hold their descriptor's storage size inside one allocation
+ * (VNPU_ERROR_INVALID_DEVICE_POINTER) and must not overlap
+ * (VNPU_ERROR_INVALID_VALUE), except for a cast in place between two
+ * formats with one layout (ND <-> NCHW, or the same format), which does
+ * nothing. What runs: one D2D copy for formats of one layout; one TransData
+ * launch between a plain and any other format; for two different internal
+ * formats, two TransData launches through a temporary in the source's base
+ * format (NCHW for NC1HWC0 / FRACTAL_Z, ND for FRACTAL_NZ), which is freed
+ * before returning and so waits for the device (see vnpu_free). Padding of
+ * an internal-format destination is written as zero. */
 vnpu_error_t vnpu_format_cast(vnpu_tensor_desc_t src_desc, const void *src,
 			      vnpu_tensor_desc_t dst_desc, void *dst,
 			      vnpu_stream_t stream);
