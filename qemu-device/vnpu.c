@@ -1,0 +1,524 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * vnpu: the PCI NPU device, as thin QEMU glue over the vnpu firmware
+ * simulator (firmware-sim/, MIT). docs/hw-spec.md is the datasheet,
+ * docs/qemu-device.md describes this model.
+ *
+ * BAR0 forwards 32-bit register accesses to the simulator, BAR2 holds the
+ * MSI-X table and PBA, BAR4 is the VRAM, a RAM region whose host memory is
+ * the simulator's VRAM. The simulator reaches guest memory only through
+ * pci_dma_rw() with memory-only attributes: DMA aimed at MMIO (the device's
+ * own registers included) fails and becomes a DMA error in the device.
+ *
+ * Execution modes: "threads" runs the simulator's command processor and
+ * cores on their own threads, off the BQL; "deterministic" runs the command
+ * processor in a bottom half of the main loop. In both modes interrupts are
+ * delivered by a bottom half in the main loop, under the BQL.
+ *
+ * The device clock is QEMU_CLOCK_VIRTUAL: heartbeat, timestamps and fence
+ * polling in deterministic mode follow virtual time (under -accel qtest it
+ * moves only with clock_step).
+ */
+#include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "qemu/main-loop.h"
+#include "qemu/module.h"
+#include "qemu/range.h"
+#include "qemu/rcu.h"
+#include "qemu/timer.h"
+#include "qemu/units.h"
+#include "qapi/error.h"
+#include "hw/pci/msix.h"
+#include "hw/pci/pci_device.h"
+#include "hw/pci/pcie.h"
+#include "hw/qdev-properties.h"
+#include "migration/vmstate.h"
+#include "system/dma.h"
+
+#include "vnpu/hw_regs.h"
+#include "vnpu_sim.h"
+
+#define TYPE_VNPU "vnpu"
+OBJECT_DECLARE_SIMPLE_TYPE(VnpuState, VNPU)
+
+/* A deterministic bottom half runs commands for at most this long (host
+ * time) before yielding to the main loop, so that a long queue does not
+ * stall the monitor, other devices or the vCPUs. */
+#define VNPU_RUN_SLICE_NS (1 * SCALE_MS)
+/* Deterministic mode: how often a queue blocked in FENCE_WAIT re-reads its
+ * fence (virtual time). */
+#define VNPU_FENCE_POLL_NS (100 * SCALE_US)
+#define VNPU_PCIE_CAP_OFFSET 0x80
+
+struct VnpuState {
+    PCIDevice parent_obj;
+
+    MemoryRegion regs;
+    MemoryRegion vram;
+    struct vnpu_sim *sim;
+    bool deterministic;
+    bool msix_ok;
+
+    /* Deterministic mode: runs the command processor. */
+    QEMUBH *run_bh;
+    QEMUTimer *fence_timer;
+    /* Delivers the vectors in pending_vectors (set from any thread). */
+    QEMUBH *irq_bh;
+    uint32_t pending_vectors;
+
+    /* Properties. */
+    uint64_t vram_size;
+    uint32_t num_queues;
+    uint32_t num_contexts;
+    uint32_t num_cores;
+    char *exec_mode;
+    bool test_mode;
+};
+
+/*
+ * The simulator's threads are not QEMU threads: register them with RCU the
+ * first time they touch guest memory (address_space_rw reads the memory map
+ * under RCU), and unregister them when they exit.
+ */
+static pthread_key_t vnpu_rcu_key;
+static pthread_once_t vnpu_rcu_once = PTHREAD_ONCE_INIT;
+
+static void vnpu_rcu_thread_exit(void *arg)
+{
+    rcu_unregister_thread();
+}
+
+static void vnpu_rcu_key_init(void)
+{
+    if (pthread_key_create(&vnpu_rcu_key, vnpu_rcu_thread_exit)) {
+        abort();
+    }
+}
+
+static void vnpu_rcu_thread_enter(VnpuState *s)
+{
+    if (s->deterministic || bql_locked()) {
+        return;
+    }
+    pthread_once(&vnpu_rcu_once, vnpu_rcu_key_init);
+    if (!pthread_getspecific(vnpu_rcu_key)) {
+        rcu_register_thread();
+        pthread_setspecific(vnpu_rcu_key, s);
+    }
+}
+
+/* ---- HAL ------------------------------------------------------------------ */
+
+static int vnpu_hal_dma(VnpuState *s, uint64_t addr, void *buf, uint64_t len,
+                        DMADirection dir)
+{
+    /* Memory only: a transfer that would reach MMIO fails instead. */
+    const MemTxAttrs attrs = { .memory = 1 };
+
+    vnpu_rcu_thread_enter(s);
+    return pci_dma_rw(&s->parent_obj, addr, buf, len, dir, attrs) != MEMTX_OK;
+}
+
+static int vnpu_hal_dma_read(void *opaque, uint64_t addr, void *buf,
+                             uint64_t len)
+{
+    return vnpu_hal_dma(opaque, addr, buf, len, DMA_DIRECTION_TO_DEVICE);
+}
+
+static int vnpu_hal_dma_write(void *opaque, uint64_t addr, const void *buf,
+                              uint64_t len)
+{
+    /* pci_dma_rw only reads buf when writing to the bus. */
+    return vnpu_hal_dma(opaque, addr, (void *)buf, len,
+                        DMA_DIRECTION_FROM_DEVICE);
+}
+
+/* Any thread: record the vector, deliver it from the main loop. */
+static void vnpu_hal_irq(void *opaque, unsigned vector)
+{
+    VnpuState *s = opaque;
+
+    if (vector >= 32) {
+        return;
+    }
+    qatomic_or(&s->pending_vectors, 1u << vector);
+    qemu_bh_schedule(s->irq_bh);
+}
+
+static uint64_t vnpu_hal_clock_ns(void *opaque)
+{
+    return qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+}
+
+static void vnpu_hal_log(void *opaque, const char *msg)
+{
+    qemu_log_mask(LOG_GUEST_ERROR, "vnpu: %s\n", msg);
+}
+
+static const struct vnpu_sim_hal vnpu_hal_template = {
+    .dma_read = vnpu_hal_dma_read,
+    .dma_write = vnpu_hal_dma_write,
+    .irq = vnpu_hal_irq,
+    .clock_ns = vnpu_hal_clock_ns,
+    .log = vnpu_hal_log,
+};
+
+/* ---- interrupts (main loop, BQL) ------------------------------------------ */
+
+static void vnpu_update_intx(VnpuState *s)
+{
+    PCIDevice *pdev = &s->parent_obj;
+
+    if (msix_enabled(pdev)) {
+        pci_set_irq(pdev, 0);
+        return;
+    }
+    pci_set_irq(pdev, vnpu_sim_irq_level(s->sim));
+}
+
+static void vnpu_irq_bh(void *opaque)
+{
+    VnpuState *s = opaque;
+    PCIDevice *pdev = &s->parent_obj;
+    uint32_t vectors = qatomic_xchg(&s->pending_vectors, 0);
+
+    if (msix_enabled(pdev)) {
+        unsigned nvec = VNPU_MSIX_VECTORS(s->num_queues);
+
+        for (unsigned v = 0; v < nvec; v++) {
+            if (vectors & (1u << v)) {
+                msix_notify(pdev, v);
+            }
+        }
+    }
+    vnpu_update_intx(s);
+}
+
+/* ---- deterministic execution (main loop, BQL) ----------------------------- */
+
+static bool vnpu_any_queue_waiting(VnpuState *s)
+{
+    for (unsigned q = 0; q < s->num_queues; q++) {
+        uint32_t st = vnpu_sim_reg_read(s->sim,
+                                        VNPU_QUEUE_REG(q, VNPU_Q_STATUS));
+        if (st & VNPU_Q_STATUS_WAITING) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void vnpu_run_bh(void *opaque)
+{
+    VnpuState *s = opaque;
+    int64_t end = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + VNPU_RUN_SLICE_NS;
+
+    while (vnpu_sim_run(s->sim, 1) &&
+           qemu_clock_get_ns(QEMU_CLOCK_REALTIME) < end) {
+        /* one command at a time until the slice is used */
+    }
+    if (!vnpu_sim_idle(s->sim)) {
+        /* More to do: yield to the main loop, then continue. */
+        qemu_bh_schedule(s->run_bh);
+    } else if (vnpu_any_queue_waiting(s)) {
+        if (!timer_pending(s->fence_timer)) {
+            timer_mod(s->fence_timer,
+                      qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
+                      VNPU_FENCE_POLL_NS);
+        }
+    }
+    vnpu_update_intx(s);
+}
+
+static void vnpu_fence_poll(void *opaque)
+{
+    VnpuState *s = opaque;
+
+    qemu_bh_schedule(s->run_bh);
+}
+
+/* ---- BAR0 ----------------------------------------------------------------- */
+
+static uint64_t vnpu_regs_read(void *opaque, hwaddr addr, unsigned size)
+{
+    VnpuState *s = opaque;
+
+    if (size != 4) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "vnpu: %u-byte read at 0x%" HWADDR_PRIx
+                      " (registers are 32-bit)\n", size, addr);
+        return 0;
+    }
+    return vnpu_sim_reg_read(s->sim, addr);
+}
+
+static void vnpu_regs_write(void *opaque, hwaddr addr, uint64_t val,
+                            unsigned size)
+{
+    VnpuState *s = opaque;
+
+    if (size != 4) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "vnpu: %u-byte write at 0x%" HWADDR_PRIx
+                      " (registers are 32-bit)\n", size, addr);
+        return;
+    }
+    vnpu_sim_reg_write(s->sim, addr, val);
+    if (s->deterministic) {
+        qemu_bh_schedule(s->run_bh);
+    }
+    vnpu_update_intx(s);
+}
+
+static const MemoryRegionOps vnpu_regs_ops = {
+    .read = vnpu_regs_read,
+    .write = vnpu_regs_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = {
+        .min_access_size = 1,
+        .max_access_size = 8,
+    },
+    .impl = {
+        .min_access_size = 1,
+        .max_access_size = 8,
+    },
+};
+
+/* ---- reset ---------------------------------------------------------------- */
+
+/*
+ * System reset and FLR (pci_device_reset -> device_cold_reset) land here.
+ * The simulator's reset cancels the command in flight and waits until its
+ * command processor is idle; nothing it started is written afterwards.
+ * Interrupts signalled before that are dropped here.
+ */
+static void vnpu_reset_hold(Object *obj, ResetType type)
+{
+    VnpuState *s = VNPU(obj);
+
+    if (!s->sim) {
+        return;
+    }
+    qemu_bh_cancel(s->run_bh);
+    timer_del(s->fence_timer);
+    vnpu_sim_reset(s->sim);
+    qemu_bh_cancel(s->irq_bh);
+    qatomic_set(&s->pending_vectors, 0);
+    pci_set_irq(&s->parent_obj, 0);
+}
+
+static void vnpu_config_write(PCIDevice *pdev, uint32_t addr, uint32_t val,
+                              int len)
+{
+    pci_default_write_config(pdev, addr, val, len);
+    pcie_cap_flr_write_config(pdev, addr, val, len);
+    if (range_covers_byte(addr, len, PCI_COMMAND) ||
+        ranges_overlap(addr, len, pdev->msix_cap, MSIX_CAP_LENGTH)) {
+        /* INTx follows MSI-X enable and the INTx disable bit. */
+        vnpu_update_intx(VNPU(pdev));
+    }
+}
+
+/* ---- realize / unrealize -------------------------------------------------- */
+
+static void vnpu_free_resources(VnpuState *s)
+{
+    PCIDevice *pdev = &s->parent_obj;
+
+    /* Joins every simulator thread: nothing schedules the BHs afterwards. */
+    vnpu_sim_destroy(s->sim);
+    s->sim = NULL;
+    if (s->fence_timer) {
+        timer_free(s->fence_timer);
+        s->fence_timer = NULL;
+    }
+    if (s->run_bh) {
+        qemu_bh_delete(s->run_bh);
+        s->run_bh = NULL;
+    }
+    if (s->irq_bh) {
+        qemu_bh_delete(s->irq_bh);
+        s->irq_bh = NULL;
+    }
+    if (s->msix_ok) {
+        msix_unuse_all_vectors(pdev);
+        msix_uninit_exclusive_bar(pdev);
+        s->msix_ok = false;
+    }
+}
+
+static bool vnpu_check_properties(VnpuState *s, Error **errp)
+{
+    if (!s->exec_mode || !strcmp(s->exec_mode, "threads")) {
+        s->deterministic = false;
+    } else if (!strcmp(s->exec_mode, "deterministic")) {
+        s->deterministic = true;
+    } else {
+        error_setg(errp, "vnpu: exec-mode must be 'threads' or "
+                   "'deterministic', not '%s'", s->exec_mode);
+        return false;
+    }
+    if (!is_power_of_2(s->vram_size) || s->vram_size < VNPU_VRAM_SIZE_MIN ||
+        s->vram_size > VNPU_VRAM_SIZE_MAX) {
+        error_setg(errp, "vnpu: vram-size must be a power of two between "
+                   "1 MiB and 64 GiB, not %" PRIu64, s->vram_size);
+        return false;
+    }
+    if (s->num_queues < 1 || s->num_queues > VNPU_MAX_QUEUES) {
+        error_setg(errp, "vnpu: queues must be 1..%u", VNPU_MAX_QUEUES);
+        return false;
+    }
+    if (s->num_contexts < 1 || s->num_contexts > VNPU_MAX_CONTEXTS) {
+        error_setg(errp, "vnpu: contexts must be 1..%u", VNPU_MAX_CONTEXTS);
+        return false;
+    }
+    if (s->num_cores < 1 || s->num_cores > VNPU_MAX_CORES) {
+        error_setg(errp, "vnpu: cores must be 1..%u", VNPU_MAX_CORES);
+        return false;
+    }
+    return true;
+}
+
+static void vnpu_realize(PCIDevice *pdev, Error **errp)
+{
+    VnpuState *s = VNPU(pdev);
+    unsigned nvec;
+    struct vnpu_sim_config cfg;
+    struct vnpu_sim_hal hal = vnpu_hal_template;
+    int ret;
+
+    if (!vnpu_check_properties(s, errp)) {
+        return;
+    }
+    nvec = VNPU_MSIX_VECTORS(s->num_queues);
+
+    pci_config_set_interrupt_pin(pdev->config, 1);
+
+    memory_region_init_io(&s->regs, OBJECT(s), &vnpu_regs_ops, s,
+                          "vnpu-regs", VNPU_REGS_SIZE);
+    pci_register_bar(pdev, VNPU_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY,
+                     &s->regs);
+
+    if (!memory_region_init_ram(&s->vram, OBJECT(s), "vnpu-vram",
+                                s->vram_size, errp)) {
+        return;
+    }
+    pci_register_bar(pdev, VNPU_BAR_VRAM,
+                     PCI_BASE_ADDRESS_SPACE_MEMORY |
+                     PCI_BASE_ADDRESS_MEM_TYPE_64 |
+                     PCI_BASE_ADDRESS_MEM_PREFETCH, &s->vram);
+
+    ret = pcie_endpoint_cap_init(pdev, VNPU_PCIE_CAP_OFFSET);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "vnpu: cannot add the PCIe capability");
+        return;
+    }
+    pcie_cap_flr_init(pdev);
+
+    ret = msix_init_exclusive_bar(pdev, nvec, VNPU_BAR_MSIX, NULL);
+    if (ret == 0) {
+        s->msix_ok = true;
+        for (unsigned v = 0; v < nvec; v++) {
+            msix_vector_use(pdev, v);
+        }
+    } else if (ret != -ENOTSUP) {
+        error_setg_errno(errp, -ret, "vnpu: cannot set up MSI-X");
+        return;
+    }
+    /* Without MSI-X (-ENOTSUP: no MSI on this machine) the device uses INTx. */
+
+    s->irq_bh = qemu_bh_new_guarded(vnpu_irq_bh, s,
+                                    &DEVICE(s)->mem_reentrancy_guard);
+    s->run_bh = qemu_bh_new_guarded(vnpu_run_bh, s,
+                                    &DEVICE(s)->mem_reentrancy_guard);
+    s->fence_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, vnpu_fence_poll, s);
+
+    cfg = (struct vnpu_sim_config) {
+        .vram = memory_region_get_ram_ptr(&s->vram),
+        .vram_size = s->vram_size,
+        .num_queues = s->num_queues,
+        .num_contexts = s->num_contexts,
+        .num_cores = s->num_cores,
+        .mode = s->deterministic ? VNPU_SIM_DETERMINISTIC : VNPU_SIM_THREADS,
+        .test_mode = s->test_mode,
+    };
+    hal.opaque = s;
+    ret = vnpu_sim_create(&cfg, &hal, &s->sim);
+    if (ret) {
+        error_setg_errno(errp, -ret, "vnpu: cannot create the simulator");
+        vnpu_free_resources(s);
+    }
+}
+
+static void vnpu_exit(PCIDevice *pdev)
+{
+    vnpu_free_resources(VNPU(pdev));
+}
+
+/* ---- QOM ------------------------------------------------------------------ */
+
+static const Property vnpu_properties[] = {
+    DEFINE_PROP_SIZE("vram-size", VnpuState, vram_size, 256 * MiB),
+    DEFINE_PROP_UINT32("queues", VnpuState, num_queues, 4),
+    DEFINE_PROP_UINT32("contexts", VnpuState, num_contexts, 16),
+    DEFINE_PROP_UINT32("cores", VnpuState, num_cores, 2),
+    DEFINE_PROP_STRING("exec-mode", VnpuState, exec_mode),
+    DEFINE_PROP_BOOL("test-mode", VnpuState, test_mode, false),
+};
+
+/*
+ * The simulator's threads and in-flight commands cannot be saved yet: a
+ * migrated VM would lose work in progress.
+ */
+static const VMStateDescription vnpu_vmstate = {
+    .name = "vnpu",
+    .unmigratable = 1,
+};
+
+static void vnpu_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+    PCIDeviceClass *pc = PCI_DEVICE_CLASS(klass);
+    ResettableClass *rc = RESETTABLE_CLASS(klass);
+
+    pc->realize = vnpu_realize;
+    pc->exit = vnpu_exit;
+    pc->config_write = vnpu_config_write;
+    pc->vendor_id = VNPU_PCI_VENDOR_ID;
+    pc->device_id = VNPU_PCI_DEVICE_ID;
+    pc->revision = VNPU_PCI_REVISION;
+    pc->class_id = VNPU_PCI_CLASS;
+    rc->phases.hold = vnpu_reset_hold;
+    dc->desc = "vnpu neural processing unit (firmware simulator)";
+    dc->vmsd = &vnpu_vmstate;
+    set_bit(DEVICE_CATEGORY_MISC, dc->categories);
+    device_class_set_props(dc, vnpu_properties);
+    object_class_property_set_description(klass, "vram-size",
+        "VRAM (BAR4) size: a power of two, 1M..64G");
+    object_class_property_set_description(klass, "queues",
+        "command queues, 1..16; MSI-X vectors = 1 + queues");
+    object_class_property_set_description(klass, "contexts",
+        "MMU contexts, 1..64");
+    object_class_property_set_description(klass, "cores",
+        "simulated cores (worker threads in threads mode), 1..64");
+    object_class_property_set_description(klass, "exec-mode",
+        "threads (default: command processor and cores on their own "
+        "threads) or deterministic (main-loop bottom half)");
+    object_class_property_set_description(klass, "test-mode",
+        "allow hang, fault and fatal injection (TEST_INJECT)");
+}
+
+static const TypeInfo vnpu_types[] = {
+    {
+        .name = TYPE_VNPU,
+        .parent = TYPE_PCI_DEVICE,
+        .instance_size = sizeof(VnpuState),
+        .class_init = vnpu_class_init,
+        .interfaces = (InterfaceInfo[]) {
+            { INTERFACE_PCIE_DEVICE },
+            { }
+        },
+    },
+};
+
+DEFINE_TYPES(vnpu_types)

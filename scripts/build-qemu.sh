@@ -1,0 +1,259 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Builds qemu-system-x86_64 (QEMU 10.0.x from Debian's source package) with the
+# vnpu device compiled in, and prints the binary's path on stdout (progress
+# goes to stderr).
+#
+#   scripts/build-qemu.sh [--print-path] [--fuzz]
+#
+# --print-path  print the path of the cached binary and build nothing (fails
+#               when the cache does not match the current inputs)
+# --fuzz        the libFuzzer build (clang, ASan, UBSan): qemu-fuzz-x86_64
+#
+# Everything lives outside the checkout, in $VNPU_CACHE (default
+# ${XDG_CACHE_HOME:-$HOME/.cache}/vnpu): the source tarball, the pristine
+# tree, and one patched tree + build directory per variant. The upstream tree
+# is only touched by two build hooks (hw/Kconfig, hw/meson.build) and the
+# pc-bios edk2 neutralisation; our files are copied to hw/vnpu/. A build is
+# keyed by the hash of every input (our sources, the tarball checksum, the
+# configure flags, this script): when the key matches, nothing is rebuilt;
+# otherwise the build directory is updated incrementally.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+
+variant=system
+print_only=0
+for arg in "$@"; do
+	case $arg in
+	--print-path) print_only=1 ;;
+	--fuzz) variant=fuzz ;;
+	*)
+		echo "usage: $0 [--print-path] [--fuzz]" >&2
+		exit 2
+		;;
+	esac
+done
+
+cache=${VNPU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vnpu}
+jobs=${VNPU_JOBS:-2}
+log() { echo "build-qemu: $*" >&2; }
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+
+# ---- dependencies ----------------------------------------------------------
+apt_list=/etc/apt/sources.list.d/vnpu-qemu-backports.sources
+add_backports() {
+	# bookworm-backports has QEMU 10.0 (source) and meson >= 1.5; deb-src
+	# of bookworm too, for apt-cache showsrc. Same archive and keyring.
+	local versions
+	versions=$(apt-cache showsrc qemu 2>/dev/null || true)
+	if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list \
+		/etc/apt/sources.list.d/ ||
+		! grep -q '^Version: 1:10\.0\.' <<<"$versions"; then
+		log "adding bookworm-backports and deb-src ($apt_list)"
+		$sudo tee "$apt_list" >/dev/null <<'EOF'
+Types: deb deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+		$sudo apt-get update -qq
+	fi
+}
+
+packages=(build-essential ninja-build pkg-config python3 python3-venv
+	libglib2.0-dev libpixman-1-dev libslirp-dev libfdt-dev flex bison
+	xz-utils dpkg-dev seabios ipxe-qemu qemu-system-data)
+[ "$variant" = fuzz ] && packages+=(clang libclang-rt-14-dev)
+
+meson_ok() {
+	local v
+	v=$(/usr/bin/meson --version 2>/dev/null) || return 1
+	dpkg --compare-versions "$v" ge 1.5
+}
+installed() {
+	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed'
+}
+
+if [ "$print_only" -eq 0 ]; then
+	missing=()
+	for p in "${packages[@]}"; do
+		installed "$p" || missing+=("$p")
+	done
+	add_backports
+	if [ ${#missing[@]} -gt 0 ]; then
+		log "installing ${missing[*]}"
+		$sudo apt-get install -y -qq --no-install-recommends \
+			"${missing[@]}" >/dev/null
+	fi
+	# QEMU 10 needs meson >= 1.5 and pycotap (configure checks it even
+	# without tests); the +ds tarball bundles neither wheel.
+	if ! meson_ok || ! installed python3-pycotap; then
+		log "installing meson and pycotap from bookworm-backports"
+		$sudo apt-get install -y -qq --no-install-recommends \
+			-t bookworm-backports meson python3-pycotap >/dev/null
+	fi
+fi
+
+# ---- QEMU source -------------------------------------------------------------
+# The newest 10.0.x source package apt knows, and its orig tarball's checksum.
+read -r qemu_debver tarball tar_sha < <(apt-cache showsrc qemu 2>/dev/null |
+	awk '/^Version: /{v=$2} /^Checksums-Sha256:/{s=1; next}
+	     /^[^ ]/{s=0}
+	     s && v ~ /^1:10\.0\./ && $3 ~ /orig\.tar\.xz$/ {print v, $3, $1}' |
+	sort -V | tail -1)
+if [ -z "${tarball:-}" ]; then
+	echo "build-qemu: apt knows no QEMU 10.0.x source (bookworm-backports)" >&2
+	exit 1
+fi
+qemu_ver=${tarball#qemu_}
+qemu_ver=${qemu_ver%%+*}
+qemu_ver=${qemu_ver%.orig.tar.xz}
+
+mkdir -p "$cache/src"
+if [ "$print_only" -eq 0 ]; then
+	if [ ! -f "$cache/src/$tarball" ] ||
+		! echo "$tar_sha  $cache/src/$tarball" | sha256sum -c --status; then
+		log "downloading $tarball (source of qemu $qemu_debver)"
+		rm -f "$cache/src/$tarball"
+		# The .dsc and debian.tar.xz may 404 on the mirror; the orig
+		# tarball is all we use.
+		(cd "$cache/src" && apt-get source --download-only \
+			"qemu=$qemu_debver" >/dev/null 2>&1) || true
+	fi
+	if ! echo "$tar_sha  $cache/src/$tarball" | sha256sum -c --status; then
+		echo "build-qemu: $tarball missing or checksum mismatch" >&2
+		exit 1
+	fi
+fi
+
+# ---- configure flags and the cache key -------------------------------------
+common_flags=(--target-list=x86_64-softmmu --prefix=/usr/local
+	--python=/usr/bin/python3 --disable-download --disable-install-blobs
+	--enable-fdt=system --disable-docs --disable-tools --disable-werror)
+if [ "$variant" = fuzz ]; then
+	flags=("${common_flags[@]}" --cc=clang --cxx=clang++ --enable-fuzzing
+		--enable-asan --enable-ubsan)
+	target=qemu-fuzz-x86_64
+else
+	flags=("${common_flags[@]}")
+	target=qemu-system-x86_64
+fi
+
+overlay_dirs=(qemu-device firmware-sim kernels include)
+key=$({
+	echo "$tar_sha ${flags[*]}"
+	sha256sum "$repo/scripts/build-qemu.sh"
+	(cd "$repo" && find "${overlay_dirs[@]}" -type f -print0 | sort -z |
+		xargs -0 sha256sum)
+} | sha256sum | cut -c1-16)
+
+tree=$cache/qemu-$qemu_ver-$variant
+build=$tree/build
+binary=$build/$target
+stamp=$build/vnpu-key
+
+if [ -x "$binary" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$key" ]; then
+	log "up to date (key $key)"
+	echo "$binary"
+	exit 0
+fi
+if [ "$print_only" -eq 1 ]; then
+	echo "build-qemu: no build for the current inputs (key $key);" \
+		"run scripts/build-qemu.sh" >&2
+	exit 1
+fi
+
+# ---- pristine tree, patched copy, overlay ----------------------------------
+pristine=$cache/qemu-$qemu_ver
+if [ ! -f "$pristine/VERSION" ]; then
+	log "extracting $tarball"
+	rm -rf "$pristine" "$pristine.tmp"
+	mkdir -p "$pristine.tmp"
+	tar -C "$pristine.tmp" --strip-components=1 -xf "$cache/src/$tarball"
+	mv "$pristine.tmp" "$pristine"
+fi
+if [ ! -f "$tree/.vnpu-hooks" ]; then
+	log "copying the tree to $tree"
+	rm -rf "$tree"
+	cp -a "$pristine" "$tree"
+	# The two build hooks.
+	echo 'source vnpu/Kconfig' >>"$tree/hw/Kconfig"
+	echo "subdir('vnpu')" >>"$tree/hw/meson.build"
+	# The +ds tarball has no edk2 blobs: unpacking them fails when bzip2
+	# is installed.
+	sed -i "s/^if unpack_edk2_blobs$/if unpack_edk2_blobs and fs.exists('edk2-x86_64-code.fd.bz2')/" \
+		"$tree/pc-bios/meson.build"
+	grep -q "fs.exists('edk2-x86_64-code.fd.bz2')" "$tree/pc-bios/meson.build"
+	touch "$tree/.vnpu-hooks"
+fi
+
+# hw/vnpu/: qemu-device/* at its top, firmware-sim/, kernels/, include/ below.
+# Only changed files are rewritten so that ninja rebuilds only what changed.
+sync_file() {
+	if ! cmp -s "$1" "$2"; then
+		mkdir -p "$(dirname "$2")"
+		cp "$1" "$2"
+	fi
+}
+dest=$tree/hw/vnpu
+mkdir -p "$dest"
+wanted=$(mktemp)
+trap 'rm -f "$wanted"' EXIT
+for d in "${overlay_dirs[@]}"; do
+	while IFS= read -r -d '' f; do
+		if [ "$d" = qemu-device ]; then
+			rel=${f#qemu-device/}
+		else
+			rel=$f
+		fi
+		sync_file "$repo/$f" "$dest/$rel"
+		echo "$rel" >>"$wanted"
+	done < <(cd "$repo" && find "$d" -type f -print0)
+done
+# Files removed from the checkout go from the overlay too.
+(cd "$dest" && find . -type f | sed 's|^\./||') | sort |
+	comm -23 - <(sort "$wanted") | while IFS= read -r stale; do
+	rm -f "$dest/$stale"
+done
+
+# ---- configure and build ----------------------------------------------------
+if [ ! -f "$build/build.ninja" ] ||
+	[ "$(cat "$build/vnpu-flags" 2>/dev/null)" != "${flags[*]}" ]; then
+	log "configuring ($variant): ${flags[*]}"
+	rm -rf "$build"
+	mkdir -p "$build"
+	(cd "$build" && ../configure "${flags[@]}") >"$tree/configure.log" 2>&1 || {
+		tail -40 "$tree/configure.log" >&2
+		exit 1
+	}
+	echo "${flags[*]}" >"$build/vnpu-flags"
+fi
+log "building $target in $build (ninja -j$jobs)"
+ninja -C "$build" -j"$jobs" "$target" >&2
+
+# Firmware from the build tree: QEMU relocates its data directory to
+# build/qemu-bundle/<prefix>/share/qemu when run uninstalled, so the
+# configured firmware path is not searched; link Debian's SeaBIOS and iPXE
+# ROMs and qemu-system-data files there.
+datadir=$build/qemu-bundle/usr/local/share/qemu
+mkdir -p "$datadir"
+for f in /usr/share/qemu/* /usr/share/seabios/* /usr/lib/ipxe/qemu/*; do
+	[ -e "$f" ] || continue
+	base=$(basename "$f")
+	[ -e "$datadir/$base" ] || ln -s "$f" "$datadir/$base"
+done
+
+echo "$key" >"$stamp"
+log "done (key $key)"
+echo "$binary"
