@@ -1,0 +1,888 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The sim backend: an in-process driver for the firmware simulator. It
+ * owns VRAM and the device's view of host memory (a registry of the host
+ * ranges the device may master: page tables, rings, pinned BOs, the
+ * firmware image; everything else is refused), boots firmware built from
+ * the kernel table, builds page tables for one context, drives the queue
+ * rings, takes interrupts as HAL callbacks, records faults and clears them
+ * so later work runs, and resets a hung device.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "fw_image.h"
+#include "internal.h"
+#include "vnpu/hw_mmu.h"
+#include "vnpu/hw_regs.h"
+#include "vnpu/hw_status.h"
+#include "vnpu_pt.h"
+#include "vnpu_ring.h"
+#include "vnpu_sim.h"
+
+#define SIM_QUEUES 8
+#define SIM_RING_LOG2 12
+#define SIM_CTX 0
+#define SIM_VA_START (1ull << 32)
+#define SIM_FW_VERSION 0x00010000u
+#define SIM_FAILURES_MAX 4096
+#define SIM_BOOT_TIMEOUT_MS 5000
+
+struct host_range {
+	uint64_t start, len;
+};
+
+struct sim_queue {
+	pthread_mutex_t lock;
+	bool used;
+	void *ring, *cpl;
+	uint64_t next_seq;   /* seqno of the next command */
+	uint64_t slot0_seq;  /* seqno written to ring slot 0 since enable */
+	uint64_t done_floor; /* seqnos failed by a reset */
+	uint64_t done;	     /* last retired (and scanned) */
+	uint32_t tail;
+	struct vnpurt_failure *fail;
+	size_t fail_head, fail_n, fail_cap;
+	uint64_t fail_dropped;
+};
+
+struct vnpurt_bdev {
+	struct vnpu_sim *sim;
+	const struct vnpurt_config *cfg;
+	uint8_t *vram;
+	uint64_t vram_size;
+	unsigned cores;
+	/* host memory the device may master */
+	pthread_rwlock_t hosts_lock;
+	struct host_range *hosts;
+	size_t nhosts, hosts_cap;
+	/* memory management */
+	pthread_mutex_t mem_lock;
+	struct vnpu_pt pt;
+	void **tables;
+	size_t ntables, tables_cap;
+	struct rt_ranges vram_free, va_free;
+	void *fw_image;
+	size_t fw_size;
+	/* queues and reset */
+	pthread_rwlock_t reset_lock;
+	struct sim_queue q[SIM_QUEUES];
+	uint64_t reset_gen;
+	/* interrupts */
+	pthread_mutex_t irq_lock;
+	pthread_cond_t irq_cond;
+	uint64_t irq_gen;
+	bool events_pending, stopping;
+	pthread_t service;
+	bool service_started;
+	/* hang detection and faults */
+	pthread_mutex_t hb_lock;
+	uint32_t hb_last;
+	uint64_t hb_change_ms;
+	pthread_mutex_t fault_lock;
+	uint64_t fault_va;
+	uint32_t fault_reason;
+	bool fault_write;
+};
+
+static uint64_t now_ms(void)
+{
+	return rt_now_ns() / 1000000u;
+}
+
+/* ---- host memory the device may master ------------------------------------ */
+
+static bool host_register(struct vnpurt_bdev *d, const void *p, uint64_t len)
+{
+	uint64_t start = (uintptr_t)p;
+	size_t i;
+
+	pthread_rwlock_wrlock(&d->hosts_lock);
+	if (d->nhosts == d->hosts_cap) {
+		size_t cap = d->hosts_cap ? d->hosts_cap * 2 : 64;
+		struct host_range *n = realloc(d->hosts, cap * sizeof(*n));
+
+		if (!n) {
+			pthread_rwlock_unlock(&d->hosts_lock);
+			return false;
+		}
+		d->hosts = n;
+		d->hosts_cap = cap;
+	}
+	for (i = d->nhosts; i > 0 && d->hosts[i - 1].start > start; i--)
+		d->hosts[i] = d->hosts[i - 1];
+	d->hosts[i].start = start;
+	d->hosts[i].len = len;
+	d->nhosts++;
+	pthread_rwlock_unlock(&d->hosts_lock);
+	return true;
+}
+
+static void host_unregister(struct vnpurt_bdev *d, const void *p)
+{
+	uint64_t start = (uintptr_t)p;
+
+	pthread_rwlock_wrlock(&d->hosts_lock);
+	for (size_t i = 0; i < d->nhosts; i++) {
+		if (d->hosts[i].start == start) {
+			memmove(&d->hosts[i], &d->hosts[i + 1],
+				(d->nhosts - i - 1) * sizeof(*d->hosts));
+			d->nhosts--;
+			break;
+		}
+	}
+	pthread_rwlock_unlock(&d->hosts_lock);
+}
+
+/* Whether [addr, addr + len) lies in one registered range (lock held). */
+static bool host_allowed(struct vnpurt_bdev *d, uint64_t addr, uint64_t len)
+{
+	size_t lo = 0, hi = d->nhosts;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (d->hosts[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return false;
+	lo--;
+	return addr - d->hosts[lo].start <= d->hosts[lo].len &&
+	       len <= d->hosts[lo].len - (addr - d->hosts[lo].start);
+}
+
+static int hal_dma_read(void *opaque, uint64_t addr, void *buf, uint64_t len)
+{
+	struct vnpurt_bdev *d = opaque;
+	bool ok;
+
+	pthread_rwlock_rdlock(&d->hosts_lock);
+	ok = host_allowed(d, addr, len);
+	if (ok)
+		memcpy(buf, (const void *)(uintptr_t)addr, len);
+	pthread_rwlock_unlock(&d->hosts_lock);
+	return ok ? 0 : -1;
+}
+
+static int hal_dma_write(void *opaque, uint64_t addr, const void *buf,
+			 uint64_t len)
+{
+	struct vnpurt_bdev *d = opaque;
+	bool ok;
+
+	pthread_rwlock_rdlock(&d->hosts_lock);
+	ok = host_allowed(d, addr, len);
+	if (ok)
+		memcpy((void *)(uintptr_t)addr, buf, len);
+	pthread_rwlock_unlock(&d->hosts_lock);
+	return ok ? 0 : -1;
+}
+
+static void hal_irq(void *opaque, unsigned vector)
+{
+	struct vnpurt_bdev *d = opaque;
+
+	pthread_mutex_lock(&d->irq_lock);
+	d->irq_gen++;
+	if (vector == VNPU_MSIX_VECTOR_EVENTS)
+		d->events_pending = true;
+	pthread_cond_broadcast(&d->irq_cond);
+	pthread_mutex_unlock(&d->irq_lock);
+}
+
+static uint64_t hal_clock(void *opaque)
+{
+	return rt_now_ns();
+}
+
+static void hal_log(void *opaque, const char *msg)
+{
+	/* Guest errors of the in-process device are the runtime's own
+	 * mistakes; they are visible through statuses, not printed. */
+}
+
+/* Page-aligned, zeroed host memory the device may master. */
+static void *host_pages(struct vnpurt_bdev *d, uint64_t size)
+{
+	void *p;
+
+	if (size > SIZE_MAX - VNPU_PAGE_SIZE)
+		return NULL;
+	p = aligned_alloc(VNPU_PAGE_SIZE, size);
+	if (!p)
+		return NULL;
+	memset(p, 0, size);
+	if (!host_register(d, p, size)) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+static void host_pages_free(struct vnpurt_bdev *d, void *p)
+{
+	if (!p)
+		return;
+	host_unregister(d, p);
+	free(p);
+}
+
+/* ---- page tables (in host memory) ----------------------------------------- */
+
+static int pt_alloc_table(void *opaque, bool vram, uint64_t *addr)
+{
+	struct vnpurt_bdev *d = opaque;
+	void *t;
+
+	if (vram)
+		return -1;
+	if (d->ntables == d->tables_cap) {
+		size_t cap = d->tables_cap ? d->tables_cap * 2 : 64;
+		void **n = realloc(d->tables, cap * sizeof(*n));
+
+		if (!n)
+			return -1;
+		d->tables = n;
+		d->tables_cap = cap;
+	}
+	t = host_pages(d, VNPU_PAGE_SIZE);
+	if (!t)
+		return -1;
+	d->tables[d->ntables++] = t;
+	*addr = (uintptr_t)t;
+	return 0;
+}
+
+static uint64_t *pt_table_ptr(void *opaque, uint64_t addr, bool vram)
+{
+	return vram ? NULL : (uint64_t *)(uintptr_t)addr;
+}
+
+static const struct vnpu_pt_ops sim_pt_ops = {
+	.alloc_table = pt_alloc_table,
+	.table_ptr = pt_table_ptr,
+};
+
+/* ---- faults, events, hangs ------------------------------------------------ */
+
+/* Records and clears a pending fault of the context so later work runs. */
+static void handle_faults(struct vnpurt_bdev *d)
+{
+	uint32_t st;
+
+	pthread_mutex_lock(&d->fault_lock);
+	st = vnpu_sim_reg_read(d->sim,
+			       VNPU_CTX_REG(SIM_CTX, VNPU_CTX_FAULT_STATUS));
+	if (st & VNPU_FAULT_PENDING) {
+		d->fault_va = vnpu_sim_reg_read(d->sim,
+						VNPU_CTX_REG(SIM_CTX,
+							     VNPU_CTX_FAULT_VA_LO)) |
+			      (uint64_t)vnpu_sim_reg_read(
+				      d->sim,
+				      VNPU_CTX_REG(SIM_CTX,
+						   VNPU_CTX_FAULT_VA_HI))
+				      << 32;
+		d->fault_reason = VNPU_FAULT_REASON(st);
+		d->fault_write = st & VNPU_FAULT_WRITE;
+		vnpu_sim_reg_write(d->sim,
+				   VNPU_CTX_REG(SIM_CTX, VNPU_CTX_FAULT_STATUS),
+				   VNPU_FAULT_PENDING);
+	}
+	pthread_mutex_unlock(&d->fault_lock);
+}
+
+/* The bottom half of the device-event interrupt. */
+static void *service_main(void *arg)
+{
+	struct vnpurt_bdev *d = arg;
+
+	pthread_mutex_lock(&d->irq_lock);
+	while (!d->stopping) {
+		uint32_t ev;
+
+		if (!d->events_pending) {
+			pthread_cond_wait(&d->irq_cond, &d->irq_lock);
+			continue;
+		}
+		d->events_pending = false;
+		pthread_mutex_unlock(&d->irq_lock);
+		ev = vnpu_sim_reg_read(d->sim, VNPU_REG_EVENT_STATUS);
+		vnpu_sim_reg_write(d->sim, VNPU_REG_EVENT_STATUS, ev);
+		if (ev & VNPU_EVENT_MMU_FAULT)
+			handle_faults(d);
+		pthread_mutex_lock(&d->irq_lock);
+		/* Waiters re-check the device (fatal, faults). */
+		d->irq_gen++;
+		pthread_cond_broadcast(&d->irq_cond);
+	}
+	pthread_mutex_unlock(&d->irq_lock);
+	return NULL;
+}
+
+static bool boot(struct vnpurt_bdev *d)
+{
+	uint64_t bus = (uintptr_t)d->fw_image;
+	uint64_t deadline = now_ms() + SIM_BOOT_TIMEOUT_MS;
+
+	vnpu_sim_reg_write(d->sim, VNPU_REG_EVENT_STATUS, VNPU_EVENT_BOOT_DONE);
+	vnpu_sim_reg_write(d->sim, VNPU_REG_FW_ADDR_LO, (uint32_t)bus);
+	vnpu_sim_reg_write(d->sim, VNPU_REG_FW_ADDR_HI, (uint32_t)(bus >> 32));
+	vnpu_sim_reg_write(d->sim, VNPU_REG_FW_SIZE, (uint32_t)d->fw_size);
+	vnpu_sim_reg_write(d->sim, VNPU_REG_CTRL, VNPU_CTRL_BOOT);
+	while (vnpu_sim_reg_read(d->sim, VNPU_REG_BOOT_STATUS) !=
+	       VNPU_BOOT_READY) {
+		struct timespec ts = {0, 100000};
+
+		if (now_ms() > deadline)
+			return false;
+		nanosleep(&ts, NULL);
+	}
+	return true;
+}
+
+/* Queue registers and bookkeeping after enable (queue lock held). */
+static bool queue_program(struct vnpurt_bdev *d, unsigned qi)
+{
+	struct sim_queue *q = &d->q[qi];
+
+	q->tail = 0;
+	q->slot0_seq = q->next_seq;
+	return vnpu_ring_program(d->sim, qi, (uintptr_t)q->ring,
+				 (uintptr_t)q->cpl, SIM_RING_LOG2, SIM_CTX,
+				 true);
+}
+
+static void push_failure(struct sim_queue *q, const struct vnpurt_failure *f)
+{
+	if (q->fail_n) {
+		struct vnpurt_failure *last =
+			&q->fail[(q->fail_head + q->fail_n - 1) % q->fail_cap];
+
+		/* A run of commands refused for one cause is one failure. */
+		if (last->status == f->status &&
+		    f->status != VNPU_STATUS_MMU_FAULT &&
+		    last->last_seq + 1 == f->first_seq) {
+			last->last_seq = f->last_seq;
+			return;
+		}
+	}
+	if (q->fail_n == q->fail_cap) {
+		q->fail_dropped++;
+		return;
+	}
+	q->fail[(q->fail_head + q->fail_n) % q->fail_cap] = *f;
+	q->fail_n++;
+}
+
+/* Resets the device, boots it again and re-creates the context and the
+ * queues; every pending command fails with DEVICE_RESET. gen is the reset
+ * generation the caller saw: a reset another thread made is not
+ * repeated. */
+static void device_reset(struct vnpurt_bdev *d, uint64_t gen)
+{
+	pthread_rwlock_wrlock(&d->reset_lock);
+	if (d->reset_gen != gen) {
+		pthread_rwlock_unlock(&d->reset_lock);
+		return;
+	}
+	d->reset_gen++;
+	vnpu_sim_reset(d->sim);
+	boot(d);
+	vnpu_pt_enable_ctx(&d->pt, d->sim, SIM_CTX);
+	for (unsigned i = 0; i < SIM_QUEUES; i++) {
+		struct sim_queue *q = &d->q[i];
+
+		pthread_mutex_lock(&q->lock);
+		if (q->next_seq - 1 > q->done) {
+			struct vnpurt_failure f = {
+				.first_seq = q->done + 1,
+				.last_seq = q->next_seq - 1,
+				.status = VNPURT_STATUS_DEVICE_RESET,
+			};
+
+			push_failure(q, &f);
+		}
+		q->done = q->done_floor = q->next_seq - 1;
+		queue_program(d, i);
+		pthread_mutex_unlock(&q->lock);
+	}
+	pthread_mutex_lock(&d->hb_lock);
+	d->hb_last = 0;
+	d->hb_change_ms = now_ms();
+	pthread_mutex_unlock(&d->hb_lock);
+	pthread_rwlock_unlock(&d->reset_lock);
+	pthread_mutex_lock(&d->irq_lock);
+	d->irq_gen++;
+	pthread_cond_broadcast(&d->irq_cond);
+	pthread_mutex_unlock(&d->irq_lock);
+}
+
+/* Called while work is pending: resets a dead device (fatal, or heartbeat
+ * standing still for the timeout). */
+static void check_hang(struct vnpurt_bdev *d)
+{
+	uint32_t hb, status;
+	uint64_t now = now_ms(), gen;
+	bool dead;
+
+	pthread_mutex_lock(&d->hb_lock);
+	hb = vnpu_sim_reg_read(d->sim, VNPU_REG_HEARTBEAT);
+	status = vnpu_sim_reg_read(d->sim, VNPU_REG_STATUS);
+	if (hb != d->hb_last) {
+		d->hb_last = hb;
+		d->hb_change_ms = now;
+	}
+	dead = (status & VNPU_STATUS_FATAL) ||
+	       now - d->hb_change_ms >= d->cfg->sim_timeout_ms;
+	pthread_mutex_unlock(&d->hb_lock);
+	if (!dead)
+		return;
+	pthread_rwlock_rdlock(&d->reset_lock);
+	gen = d->reset_gen;
+	pthread_rwlock_unlock(&d->reset_lock);
+	device_reset(d, gen);
+}
+
+/* Reads DONE_SEQ and scans the new completion records (queue lock held). */
+static void update_done(struct vnpurt_bdev *d, unsigned qi)
+{
+	struct sim_queue *q = &d->q[qi];
+	struct vnpu_ring_view v = {q->ring, q->cpl, 1u << SIM_RING_LOG2};
+	uint64_t done = vnpu_ring_done_seq(d->sim, qi);
+	bool faults = false;
+
+	if (done < q->done_floor || done >= q->next_seq)
+		done = q->done_floor > q->done ? q->done_floor : q->done;
+	for (uint64_t s = q->done + 1; s <= done; s++) {
+		struct vnpu_cpl c;
+		struct vnpurt_failure f;
+
+		vnpu_ring_read_cpl(&v, (uint32_t)((s - q->slot0_seq) &
+						  (v.entries - 1)),
+				   &c);
+		if (c.status == VNPU_STATUS_OK)
+			continue;
+		memset(&f, 0, sizeof(f));
+		f.first_seq = f.last_seq = s;
+		f.status = c.status;
+		f.info = c.info;
+		if (c.status == VNPU_STATUS_MMU_FAULT ||
+		    c.status == VNPU_STATUS_CONTEXT_FAULTED) {
+			if (!faults)
+				handle_faults(d);
+			faults = true;
+			pthread_mutex_lock(&d->fault_lock);
+			if (c.status == VNPU_STATUS_MMU_FAULT &&
+			    d->fault_va == c.info) {
+				f.fault_reason = d->fault_reason;
+				f.fault_write = d->fault_write;
+			}
+			pthread_mutex_unlock(&d->fault_lock);
+		}
+		push_failure(q, &f);
+	}
+	if (done > q->done)
+		q->done = done;
+}
+
+/* Blocks until an interrupt newer than gen or timeout_ms. */
+static void wait_irq(struct vnpurt_bdev *d, uint64_t gen, unsigned timeout_ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += (long)timeout_ms * 1000000;
+	ts.tv_sec += ts.tv_nsec / 1000000000;
+	ts.tv_nsec %= 1000000000;
+	pthread_mutex_lock(&d->irq_lock);
+	while (d->irq_gen == gen) {
+		if (pthread_cond_timedwait(&d->irq_cond, &d->irq_lock, &ts))
+			break;
+	}
+	pthread_mutex_unlock(&d->irq_lock);
+}
+
+static uint64_t irq_gen(struct vnpurt_bdev *d)
+{
+	uint64_t g;
+
+	pthread_mutex_lock(&d->irq_lock);
+	g = d->irq_gen;
+	pthread_mutex_unlock(&d->irq_lock);
+	return g;
+}
+
+/* ---- backend operations ---------------------------------------------------- */
+
+static int sim_device_count(const struct vnpurt_config *cfg, char *why,
+			    size_t why_len)
+{
+	return 1;
+}
+
+static void sim_close(struct vnpurt_bdev *d)
+{
+	if (!d)
+		return;
+	if (d->service_started) {
+		pthread_mutex_lock(&d->irq_lock);
+		d->stopping = true;
+		pthread_cond_broadcast(&d->irq_cond);
+		pthread_mutex_unlock(&d->irq_lock);
+		pthread_join(d->service, NULL);
+	}
+	vnpu_sim_destroy(d->sim);
+	for (unsigned i = 0; i < SIM_QUEUES; i++) {
+		host_pages_free(d, d->q[i].ring);
+		host_pages_free(d, d->q[i].cpl);
+		free(d->q[i].fail);
+		pthread_mutex_destroy(&d->q[i].lock);
+	}
+	for (size_t i = 0; i < d->ntables; i++)
+		host_pages_free(d, d->tables[i]);
+	free(d->tables);
+	host_pages_free(d, d->fw_image);
+	if (d->vram)
+		munmap(d->vram, d->vram_size);
+	rt_ranges_fini(&d->vram_free);
+	rt_ranges_fini(&d->va_free);
+	free(d->hosts);
+	pthread_rwlock_destroy(&d->hosts_lock);
+	pthread_rwlock_destroy(&d->reset_lock);
+	pthread_mutex_destroy(&d->mem_lock);
+	pthread_mutex_destroy(&d->irq_lock);
+	pthread_cond_destroy(&d->irq_cond);
+	pthread_mutex_destroy(&d->hb_lock);
+	pthread_mutex_destroy(&d->fault_lock);
+	free(d);
+}
+
+static vnpu_error_t sim_open(int index, const struct vnpurt_config *cfg,
+			     struct vnpurt_bdev **out)
+{
+	struct vnpurt_bdev *d;
+	struct vnpu_sim_config sc;
+	struct vnpu_sim_hal hal;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t fw_cap = vnpu_fw_image_size();
+	vnpu_error_t err = VNPU_ERROR_OUT_OF_MEMORY;
+	int rc;
+
+	if (index != 0)
+		return rt_fail(VNPU_ERROR_NO_DEVICE, "sim has one device");
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return rt_fail(err, "allocating the sim device");
+	d->cfg = cfg;
+	pthread_rwlock_init(&d->hosts_lock, NULL);
+	pthread_rwlock_init(&d->reset_lock, NULL);
+	pthread_mutex_init(&d->mem_lock, NULL);
+	pthread_mutex_init(&d->irq_lock, NULL);
+	pthread_cond_init(&d->irq_cond, NULL);
+	pthread_mutex_init(&d->hb_lock, NULL);
+	pthread_mutex_init(&d->fault_lock, NULL);
+	for (unsigned i = 0; i < SIM_QUEUES; i++)
+		pthread_mutex_init(&d->q[i].lock, NULL);
+	d->vram_size = cfg->sim_vram_bytes;
+	d->cores = cfg->sim_cores ? cfg->sim_cores
+				  : (unsigned)(cpus < 1 ? 1
+						: cpus > 16 ? 16
+							    : cpus);
+	/* Untouched VRAM pages cost nothing. */
+	d->vram = mmap(NULL, d->vram_size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (d->vram == MAP_FAILED) {
+		d->vram = NULL;
+		goto fail;
+	}
+	if (rt_ranges_init(&d->vram_free, 0, d->vram_size) ||
+	    rt_ranges_init(&d->va_free, SIM_VA_START,
+			   VNPU_VA_LIMIT - 2 * SIM_VA_START))
+		goto fail;
+	d->fw_image = host_pages(d, (fw_cap + VNPU_PAGE_SIZE - 1) &
+					    ~(VNPU_PAGE_SIZE - 1));
+	if (!d->fw_image ||
+	    vnpu_fw_image_build(d->fw_image, fw_cap, SIM_FW_VERSION,
+				"libvnpurt-sim", &d->fw_size))
+		goto fail;
+	for (unsigned i = 0; i < SIM_QUEUES; i++) {
+		struct sim_queue *q = &d->q[i];
+
+		q->ring = host_pages(d, VNPU_CMD_SIZE << SIM_RING_LOG2);
+		q->cpl = host_pages(d, VNPU_CPL_SIZE << SIM_RING_LOG2);
+		q->fail_cap = SIM_FAILURES_MAX;
+		q->fail = calloc(q->fail_cap, sizeof(*q->fail));
+		q->next_seq = 1;
+		if (!q->ring || !q->cpl || !q->fail)
+			goto fail;
+	}
+	memset(&sc, 0, sizeof(sc));
+	sc.vram = d->vram;
+	sc.vram_size = d->vram_size;
+	sc.num_queues = SIM_QUEUES;
+	sc.num_contexts = 1;
+	sc.num_cores = d->cores;
+	sc.mode = VNPU_SIM_THREADS;
+	sc.test_mode = cfg->sim_test_mode;
+	hal.opaque = d;
+	hal.dma_read = hal_dma_read;
+	hal.dma_write = hal_dma_write;
+	hal.irq = hal_irq;
+	hal.clock_ns = hal_clock;
+	hal.log = hal_log;
+	rc = vnpu_sim_create(&sc, &hal, &d->sim);
+	if (rc) {
+		err = VNPU_ERROR_DEVICE_ERROR;
+		rt_fail(err, "creating the simulator: %s", strerror(-rc));
+		goto fail_quiet;
+	}
+	if (pthread_create(&d->service, NULL, service_main, d))
+		goto fail;
+	d->service_started = true;
+	if (!boot(d)) {
+		err = VNPU_ERROR_DEVICE_ERROR;
+		rt_fail(err, "the simulated device refused the firmware "
+			     "(BOOT_STATUS 0x%x)",
+			vnpu_sim_reg_read(d->sim, VNPU_REG_BOOT_STATUS));
+		goto fail_quiet;
+	}
+	if (vnpu_pt_init(&d->pt, &sim_pt_ops, d, false))
+		goto fail;
+	vnpu_pt_enable_ctx(&d->pt, d->sim, SIM_CTX);
+	for (unsigned i = 0; i < SIM_QUEUES; i++) {
+		if (!queue_program(d, i)) {
+			err = VNPU_ERROR_DEVICE_ERROR;
+			rt_fail(err, "the simulated device refused queue %u", i);
+			goto fail_quiet;
+		}
+	}
+	d->hb_change_ms = now_ms();
+	*out = d;
+	return VNPU_SUCCESS;
+fail:
+	rt_fail(err, "setting up the simulated device");
+fail_quiet:
+	sim_close(d);
+	return err;
+}
+
+static void sim_query(struct vnpurt_bdev *d, struct vnpurt_dev_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	snprintf(info->name, sizeof(info->name), "vnpu (sim)");
+	info->hw_version = vnpu_sim_reg_read(d->sim, VNPU_REG_HW_VERSION);
+	info->fw_version = vnpu_sim_reg_read(d->sim, VNPU_REG_FW_VERSION);
+	snprintf(info->fw_build, sizeof(info->fw_build), "libvnpurt-sim");
+	info->cores = VNPU_CAPS_CORES(vnpu_sim_reg_read(d->sim, VNPU_REG_CAPS));
+	info->queues = SIM_QUEUES;
+	info->vram_size = d->vram_size;
+	pthread_mutex_lock(&d->mem_lock);
+	info->vram_free = d->vram_free.free_bytes;
+	pthread_mutex_unlock(&d->mem_lock);
+	info->ring_entries = 1u << SIM_RING_LOG2;
+	info->reset_count = vnpu_sim_reg_read(d->sim, VNPU_REG_RESET_COUNT);
+}
+
+static vnpu_error_t sim_bo_create(struct vnpurt_bdev *d, uint64_t size,
+				  enum vnpurt_domain domain,
+				  struct vnpurt_bo *bo)
+{
+	uint64_t bytes, va, addr = 0;
+	void *cpu = NULL;
+
+	if (!size || size > VNPU_VA_LIMIT)
+		return VNPU_ERROR_OUT_OF_MEMORY;
+	bytes = (size + VNPU_PAGE_SIZE - 1) & ~(VNPU_PAGE_SIZE - 1);
+	if (domain == VNPURT_DOMAIN_HOST) {
+		cpu = host_pages(d, bytes);
+		if (!cpu)
+			return VNPU_ERROR_OUT_OF_MEMORY;
+		addr = (uintptr_t)cpu;
+	}
+	pthread_mutex_lock(&d->mem_lock);
+	if (domain == VNPURT_DOMAIN_VRAM &&
+	    !rt_ranges_alloc(&d->vram_free, bytes, VNPU_PAGE_SIZE, &addr))
+		goto nomem;
+	/* A guard page after each BO: overruns fault. */
+	if (!rt_ranges_alloc(&d->va_free, bytes + VNPU_PAGE_SIZE,
+			     VNPU_PAGE_SIZE, &va)) {
+		if (domain == VNPURT_DOMAIN_VRAM)
+			rt_ranges_free(&d->vram_free, addr, bytes);
+		goto nomem;
+	}
+	if (vnpu_pt_map(&d->pt, va, domain == VNPURT_DOMAIN_VRAM, addr, bytes,
+			VNPU_PTE_READ | VNPU_PTE_WRITE)) {
+		vnpu_pt_unmap(&d->pt, va, bytes);
+		rt_ranges_free(&d->va_free, va, bytes + VNPU_PAGE_SIZE);
+		if (domain == VNPURT_DOMAIN_VRAM)
+			rt_ranges_free(&d->vram_free, addr, bytes);
+		goto nomem;
+	}
+	pthread_mutex_unlock(&d->mem_lock);
+	bo->va = va;
+	bo->cpu = cpu;
+	bo->size = bytes;
+	bo->domain = domain;
+	bo->handle = addr;
+	return VNPU_SUCCESS;
+nomem:
+	pthread_mutex_unlock(&d->mem_lock);
+	host_pages_free(d, cpu);
+	return VNPU_ERROR_OUT_OF_MEMORY;
+}
+
+static void sim_bo_free(struct vnpurt_bdev *d, struct vnpurt_bo *bo)
+{
+	pthread_mutex_lock(&d->mem_lock);
+	vnpu_pt_unmap(&d->pt, bo->va, bo->size);
+	vnpu_pt_tlb_invalidate(d->sim, SIM_CTX);
+	rt_ranges_free(&d->va_free, bo->va, bo->size + VNPU_PAGE_SIZE);
+	if (bo->domain == VNPURT_DOMAIN_VRAM)
+		rt_ranges_free(&d->vram_free, bo->handle, bo->size);
+	pthread_mutex_unlock(&d->mem_lock);
+	if (bo->domain == VNPURT_DOMAIN_HOST)
+		host_pages_free(d, bo->cpu);
+	memset(bo, 0, sizeof(*bo));
+}
+
+static vnpu_error_t sim_queue_create(struct vnpurt_bdev *d, int priority,
+				     unsigned *queue)
+{
+	for (unsigned i = 0; i < SIM_QUEUES; i++) {
+		pthread_mutex_lock(&d->q[i].lock);
+		if (!d->q[i].used) {
+			d->q[i].used = true;
+			pthread_mutex_unlock(&d->q[i].lock);
+			*queue = i;
+			return VNPU_SUCCESS;
+		}
+		pthread_mutex_unlock(&d->q[i].lock);
+	}
+	return VNPU_ERROR_OUT_OF_MEMORY;
+}
+
+static void sim_queue_destroy(struct vnpurt_bdev *d, unsigned queue)
+{
+	pthread_mutex_lock(&d->q[queue].lock);
+	d->q[queue].used = false;
+	pthread_mutex_unlock(&d->q[queue].lock);
+}
+
+static vnpu_error_t sim_submit(struct vnpurt_bdev *d, unsigned qi,
+			       const struct vnpu_cmd *cmds, unsigned n,
+			       uint64_t *seqno)
+{
+	struct sim_queue *q = &d->q[qi];
+	struct vnpu_ring_view v = {q->ring, q->cpl, 1u << SIM_RING_LOG2};
+
+	if (qi >= SIM_QUEUES || !n || n > v.entries / 2)
+		return VNPU_ERROR_INVALID_VALUE;
+	for (;;) {
+		uint64_t gen = irq_gen(d);
+
+		pthread_rwlock_rdlock(&d->reset_lock);
+		pthread_mutex_lock(&q->lock);
+		if (q->next_seq - 1 - q->done + n > v.entries - 1)
+			update_done(d, qi);
+		if (q->next_seq - 1 - q->done + n <= v.entries - 1)
+			break;
+		pthread_mutex_unlock(&q->lock);
+		pthread_rwlock_unlock(&d->reset_lock);
+		check_hang(d);
+		wait_irq(d, gen, 2);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct vnpu_cmd c = cmds[i];
+
+		/* The last command of a submission wakes waiters. */
+		if (i == n - 1)
+			c.hdr.flags |= VNPU_CMD_F_IRQ;
+		vnpu_ring_write(&v, q->tail, &c, q->next_seq++);
+		q->tail = (q->tail + 1) & (v.entries - 1);
+	}
+	vnpu_ring_doorbell(d->sim, qi, q->tail);
+	*seqno = q->next_seq - 1;
+	pthread_mutex_unlock(&q->lock);
+	pthread_rwlock_unlock(&d->reset_lock);
+	return VNPU_SUCCESS;
+}
+
+static uint64_t sim_completed(struct vnpurt_bdev *d, unsigned qi)
+{
+	struct sim_queue *q = &d->q[qi];
+	uint64_t done;
+
+	pthread_mutex_lock(&q->lock);
+	update_done(d, qi);
+	done = q->done;
+	pthread_mutex_unlock(&q->lock);
+	return done;
+}
+
+static vnpu_error_t sim_wait(struct vnpurt_bdev *d, unsigned qi,
+			     uint64_t seqno, unsigned timeout_ms)
+{
+	uint64_t deadline = now_ms() + timeout_ms;
+
+	for (;;) {
+		uint64_t gen = irq_gen(d), now;
+
+		if (sim_completed(d, qi) >= seqno)
+			return VNPU_SUCCESS;
+		check_hang(d);
+		now = now_ms();
+		if (now >= deadline)
+			return VNPU_ERROR_TIMEOUT;
+		/* Interrupts wake us; the slice bounds a lost one. */
+		wait_irq(d, gen,
+			 (unsigned)(deadline - now < 5 ? deadline - now : 5));
+	}
+}
+
+static bool sim_take_failure(struct vnpurt_bdev *d, unsigned qi,
+			     struct vnpurt_failure *f)
+{
+	struct sim_queue *q = &d->q[qi];
+	bool got = false;
+
+	pthread_mutex_lock(&q->lock);
+	if (q->fail_n) {
+		*f = q->fail[q->fail_head];
+		q->fail_head = (q->fail_head + 1) % q->fail_cap;
+		q->fail_n--;
+		got = true;
+	}
+	pthread_mutex_unlock(&q->lock);
+	return got;
+}
+
+static bool sim_test_mode(struct vnpurt_bdev *d)
+{
+	return d->cfg->sim_test_mode;
+}
+
+const struct vnpurt_backend_ops vnpurt_backend_sim = {
+	.name = "sim",
+	.device_count = sim_device_count,
+	.open = sim_open,
+	.close = sim_close,
+	.query = sim_query,
+	.bo_create = sim_bo_create,
+	.bo_free = sim_bo_free,
+	.queue_create = sim_queue_create,
+	.queue_destroy = sim_queue_destroy,
+	.submit = sim_submit,
+	.wait = sim_wait,
+	.completed = sim_completed,
+	.take_failure = sim_take_failure,
+	.test_mode = sim_test_mode,
+};

@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Copies and memset. Device-side work is DMA_COPY / FILL on the stream;
+ * pageable host memory is staged through two pinned buffers per hardware
+ * queue (double buffered); pinned host memory is copied by DMA directly.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+enum side { SIDE_HOST, SIDE_PINNED, SIDE_DEVICE };
+
+static const char *const kind_names[] = {"H2H", "H2D", "D2H", "D2D"};
+
+static enum side classify(struct rt_device *d, const void *p, size_t size)
+{
+	uint64_t va;
+	bool host;
+
+	if (rt_is_device_ptr(d, p))
+		return SIDE_DEVICE;
+	/* Pinned only when the whole range is: else staged like any other
+	 * host memory. */
+	if (rt_is_pinned_ptr(d, p) && !rt_resolve(d, p, size, &va, &host))
+		return SIDE_PINNED;
+	return SIDE_HOST;
+}
+
+/* DMA_COPY of device VAs, split at the command's size limit. */
+static vnpu_error_t dma(struct rt_stream *s, const char *what, uint64_t src,
+			uint64_t dst, uint64_t size, uint64_t *seq)
+{
+	while (size) {
+		uint64_t n = size < VNPU_COPY_MAX_BYTES ? size
+							: VNPU_COPY_MAX_BYTES;
+		struct vnpu_cmd c = rt_cmd_copy(src, dst, n);
+		struct rt_opdesc op = {.what = what, .bytes = n};
+		vnpu_error_t err = rt_submit(s, &op, &c, 1, seq);
+
+		if (err)
+			return err;
+		src += n;
+		dst += n;
+		size -= n;
+	}
+	return VNPU_SUCCESS;
+}
+
+static vnpu_error_t staging_ready(struct rt_stream *s)
+{
+	struct rt_hwq *q = s->hwq;
+	struct rt_device *d = s->dev;
+
+	for (int i = 0; i < 2; i++) {
+		if (q->staging[i].size)
+			continue;
+		if (d->be->bo_create(d->bdev, RT_STAGING_BYTES,
+				     VNPURT_DOMAIN_HOST, &q->staging[i]))
+			return rt_fail(VNPU_ERROR_OUT_OF_MEMORY,
+				       "allocating a staging buffer");
+	}
+	return VNPU_SUCCESS;
+}
+
+/* Pageable -> device: returns once the source has been consumed. */
+static vnpu_error_t staged_h2d(struct rt_stream *s, uint64_t dst,
+			       const uint8_t *src, uint64_t size)
+{
+	struct rt_hwq *q = s->hwq;
+	vnpu_error_t err;
+
+	pthread_mutex_lock(&q->staging_lock);
+	err = staging_ready(s);
+	for (uint64_t off = 0, i = 0; !err && off < size; i++) {
+		uint64_t n = size - off < RT_STAGING_BYTES ? size - off
+							   : RT_STAGING_BYTES;
+		struct vnpurt_bo *b = &q->staging[i & 1];
+
+		rt_hwq_wait(q, q->staging_seq[i & 1]);
+		memcpy(b->cpu, src + off, n);
+		err = dma(s, "memcpy H2D (staged)", b->va, dst + off, n,
+			  &q->staging_seq[i & 1]);
+		off += n;
+	}
+	pthread_mutex_unlock(&q->staging_lock);
+	return err;
+}
+
+/* Device -> pageable: waits for the stream to reach and finish the copy,
+ * one chunk ahead of the host. */
+static vnpu_error_t staged_d2h(struct rt_stream *s, uint8_t *dst,
+			       uint64_t src, uint64_t size)
+{
+	struct rt_hwq *q = s->hwq;
+	uint64_t chunks = (size + RT_STAGING_BYTES - 1) / RT_STAGING_BYTES;
+	vnpu_error_t err;
+
+	pthread_mutex_lock(&q->staging_lock);
+	err = staging_ready(s);
+	for (uint64_t i = 0; !err && i <= chunks; i++) {
+		/* Queue chunk i, then drain chunk i - 1. */
+		if (i < chunks) {
+			uint64_t off = i * RT_STAGING_BYTES;
+			uint64_t n = size - off < RT_STAGING_BYTES
+					     ? size - off
+					     : RT_STAGING_BYTES;
+
+			err = dma(s, "memcpy D2H (staged)", src + off,
+				  q->staging[i & 1].va, n,
+				  &q->staging_seq[i & 1]);
+		}
+		if (!err && i > 0) {
+			uint64_t off = (i - 1) * RT_STAGING_BYTES;
+			uint64_t n = size - off < RT_STAGING_BYTES
+					     ? size - off
+					     : RT_STAGING_BYTES;
+
+			rt_hwq_wait(q, q->staging_seq[(i - 1) & 1]);
+			memcpy(dst + off, q->staging[(i - 1) & 1].cpu, n);
+		}
+	}
+	pthread_mutex_unlock(&q->staging_lock);
+	return err;
+}
+
+static vnpu_error_t kind_error(enum vnpu_memcpy_kind kind, const char *which,
+			       const char *is)
+{
+	return rt_fail(VNPU_ERROR_INVALID_COPY_KIND,
+		       "memcpy %s: the %s pointer is %s", kind_names[kind],
+		       which, is);
+}
+
+static const char *side_name(enum side s)
+{
+	return s == SIDE_DEVICE ? "device memory"
+	       : s == SIDE_PINNED ? "pinned host memory"
+				  : "host memory";
+}
+
+static vnpu_error_t copy(struct rt_stream *s, void *dst, const void *src,
+			 size_t size, enum vnpu_memcpy_kind kind)
+{
+	struct rt_device *d = s->dev;
+	enum side ds, ss;
+	uint64_t dva = 0, sva = 0, seq;
+	vnpu_error_t err;
+	char what[32];
+
+	if ((unsigned)kind > VNPU_MEMCPY_D2D)
+		return rt_fail(VNPU_ERROR_INVALID_COPY_KIND,
+			       "copy kind %d is none of H2H/H2D/D2H/D2D",
+			       (int)kind);
+	if (!dst || !src)
+		return rt_fail(VNPU_ERROR_NULL_POINTER, "memcpy %s: %s is NULL",
+			       kind_names[kind], dst ? "src" : "dst");
+	if (!size)
+		return VNPU_SUCCESS;
+	if ((uintptr_t)dst > UINTPTR_MAX - size ||
+	    (uintptr_t)src > UINTPTR_MAX - size)
+		return rt_fail(VNPU_ERROR_INVALID_VALUE,
+			       "memcpy of %zu bytes wraps the address space",
+			       size);
+	ds = classify(d, dst, size);
+	ss = classify(d, src, size);
+	bool dst_dev = kind == VNPU_MEMCPY_H2D || kind == VNPU_MEMCPY_D2D;
+	bool src_dev = kind == VNPU_MEMCPY_D2H || kind == VNPU_MEMCPY_D2D;
+
+	if (dst_dev != (ds == SIDE_DEVICE)) {
+		if (dst_dev && ds == SIDE_HOST && ss != SIDE_DEVICE)
+			return rt_fail(VNPU_ERROR_INVALID_DEVICE_POINTER,
+				       "memcpy %s: dst %p is not inside a "
+				       "live device allocation",
+				       kind_names[kind], dst);
+		return kind_error(kind, "dst", side_name(ds));
+	}
+	if (src_dev != (ss == SIDE_DEVICE)) {
+		if (src_dev && ss == SIDE_HOST && ds != SIDE_DEVICE)
+			return rt_fail(VNPU_ERROR_INVALID_DEVICE_POINTER,
+				       "memcpy %s: src %p is not inside a "
+				       "live device allocation",
+				       kind_names[kind], src);
+		return kind_error(kind, "src", side_name(ss));
+	}
+	if (ds != SIDE_HOST) {
+		err = rt_resolve(d, dst, size, &dva, NULL);
+		if (err)
+			return err;
+	}
+	if (ss != SIDE_HOST) {
+		err = rt_resolve(d, src, size, &sva, NULL);
+		if (err)
+			return err;
+	}
+	snprintf(what, sizeof(what), "memcpy %s", kind_names[kind]);
+	if (ds == SIDE_HOST && ss == SIDE_HOST) {
+		/* H2H: a host copy in stream order. */
+		uint64_t t0 = rt_now_ns();
+
+		rt_stream_sync(s, false);
+		memmove(dst, src, size);
+		rt_trace_host("memcpy H2H", t0, rt_now_ns());
+		return VNPU_SUCCESS;
+	}
+	if (ss == SIDE_HOST)
+		return staged_h2d(s, dva, src, size);
+	if (ds == SIDE_HOST)
+		return staged_d2h(s, dst, sva, size);
+	return dma(s, what, sva, dva, size, &seq);
+}
+
+vnpu_error_t vnpu_memcpy_async(void *dst, const void *src, size_t size,
+			       enum vnpu_memcpy_kind kind, vnpu_stream_t stream)
+{
+	struct rt_stream *s;
+	vnpu_error_t err = rt_stream_get(stream, &s);
+
+	if (err)
+		return err;
+	err = copy(s, dst, src, size, kind);
+	rt_stream_put(s);
+	return err;
+}
+
+vnpu_error_t vnpu_memcpy(void *dst, const void *src, size_t size,
+			 enum vnpu_memcpy_kind kind)
+{
+	struct rt_stream *s;
+	vnpu_error_t err = rt_stream_get(NULL, &s);
+
+	if (err)
+		return err;
+	err = copy(s, dst, src, size, kind);
+	if (!err)
+		err = rt_stream_sync(s, true);
+	return err;
+}
+
+static vnpu_error_t fill(struct rt_stream *s, void *devptr, int value,
+			 size_t size)
+{
+	uint64_t va;
+	vnpu_error_t err;
+
+	if (!devptr)
+		return rt_fail(VNPU_ERROR_NULL_POINTER, "memset: devptr is NULL");
+	if (!size)
+		return VNPU_SUCCESS;
+	err = rt_resolve(s->dev, devptr, size, &va, NULL);
+	if (err)
+		return err;
+	while (size) {
+		uint64_t n = size < VNPU_COPY_MAX_BYTES ? size
+							: VNPU_COPY_MAX_BYTES;
+		bool wide = !(va % 4) && !(n % 4);
+		struct vnpu_cmd c = rt_cmd_fill(va, n, (uint8_t)value, wide);
+		struct rt_opdesc op = {.what = "memset", .bytes = n};
+
+		err = rt_submit(s, &op, &c, 1, NULL);
+		if (err)
+			return err;
+		va += n;
+		size -= n;
+	}
+	return VNPU_SUCCESS;
+}
+
+vnpu_error_t vnpu_memset_async(void *devptr, int value, size_t size,
+			       vnpu_stream_t stream)
+{
+	struct rt_stream *s;
+	vnpu_error_t err = rt_stream_get(stream, &s);
+
+	if (err)
+		return err;
+	err = fill(s, devptr, value, size);
+	rt_stream_put(s);
+	return err;
+}
+
+vnpu_error_t vnpu_memset(void *devptr, int value, size_t size)
+{
+	struct rt_stream *s;
+	vnpu_error_t err = rt_stream_get(NULL, &s);
+
+	if (err)
+		return err;
+	err = fill(s, devptr, value, size);
+	if (!err)
+		err = rt_stream_sync(s, true);
+	return err;
+}

@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: MIT
+/* Initialisation, backend choice, devices and their properties. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct rt_runtime rt = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static _Thread_local int current_device;
+
+vnpu_error_t rt_ready(void)
+{
+	if (__atomic_load_n(&rt.refs, __ATOMIC_ACQUIRE) <= 0)
+		return rt_fail(VNPU_ERROR_NOT_INITIALIZED,
+			       "vnpu_init() has not been called (or the "
+			       "runtime was finalized)");
+	return VNPU_SUCCESS;
+}
+
+struct rt_device *rt_current_device(void)
+{
+	int i = current_device;
+
+	return rt.devs[i >= 0 && i < rt.ndev ? i : 0];
+}
+
+static void device_close(struct rt_device *d)
+{
+	if (!d)
+		return;
+	if (d->default_stream) {
+		rt_stream_free(d->default_stream);
+		d->default_stream = NULL;
+	}
+	rt_events_fini(d);
+	rt_memory_fini(d);
+	for (unsigned i = 0; i < d->nhwq; i++) {
+		unsigned qid = d->hwqs[i]->qid;
+
+		rt_hwq_destroy(d, d->hwqs[i]);
+		d->be->queue_destroy(d->bdev, qid);
+	}
+	if (d->bdev)
+		d->be->close(d->bdev);
+	pthread_mutex_destroy(&d->lock);
+	pthread_mutex_destroy(&d->mem_lock);
+	pthread_mutex_destroy(&d->ev_lock);
+	pthread_mutex_destroy(&d->err_lock);
+	free(d);
+}
+
+static vnpu_error_t device_open(int index, struct rt_device **out)
+{
+	struct rt_device *d = calloc(1, sizeof(*d));
+	vnpu_error_t err;
+
+	if (!d)
+		return rt_fail(VNPU_ERROR_OUT_OF_MEMORY, "allocating a device");
+	d->index = index;
+	d->be = rt.be;
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_mutex_init(&d->mem_lock, NULL);
+	pthread_mutex_init(&d->ev_lock, NULL);
+	pthread_mutex_init(&d->err_lock, NULL);
+	rt_memory_init(d);
+	err = d->be->open(index, &rt.cfg, &d->bdev);
+	if (err) {
+		d->bdev = NULL;
+		device_close(d);
+		return err;
+	}
+	d->be->query(d->bdev, &d->info);
+	err = rt_stream_new(d, VNPU_STREAM_PRIORITY_LOW, &d->default_stream);
+	if (err) {
+		device_close(d);
+		return err;
+	}
+	*out = d;
+	return VNPU_SUCCESS;
+}
+
+/* The backend VNPU_BACKEND names, or the detected one. */
+static vnpu_error_t choose_backend(int *count)
+{
+	char why[160] = "";
+	int n;
+
+	if (!strcmp(rt.cfg.backend, "sim")) {
+		rt.be = &vnpurt_backend_sim;
+	} else if (!strcmp(rt.cfg.backend, "drm")) {
+		rt.be = &vnpurt_backend_drm;
+	} else {
+		/* Auto: the real device when a vnpu accel node exists. */
+		n = vnpurt_backend_drm.device_count(&rt.cfg, why, sizeof(why));
+		rt.be = n > 0 ? &vnpurt_backend_drm : &vnpurt_backend_sim;
+	}
+	n = rt.be->device_count(&rt.cfg, why, sizeof(why));
+	if (n <= 0)
+		return rt_fail(VNPU_ERROR_BACKEND_UNAVAILABLE,
+			       "backend %s: %s", rt.be->name, why);
+	*count = n < RT_MAX_DEVICES ? n : RT_MAX_DEVICES;
+	return VNPU_SUCCESS;
+}
+
+static void free_stream_obj(void *obj)
+{
+	rt_stream_free(obj);
+}
+
+static void teardown(void)
+{
+	for (int i = 0; i < rt.ndev; i++)
+		if (rt.devs[i])
+			rt_device_wait_all(rt.devs[i]);
+	rt_handles_drain(&rt.events, rt_event_free_obj);
+	rt_handles_drain(&rt.streams, free_stream_obj);
+	for (int i = 0; i < rt.ndev; i++) {
+		device_close(rt.devs[i]);
+		rt.devs[i] = NULL;
+	}
+	rt.ndev = 0;
+	rt_handles_fini(&rt.events);
+	rt_handles_fini(&rt.streams);
+	rt_trace_write();
+	rt_config_free(&rt.cfg);
+}
+
+vnpu_error_t vnpu_init(void)
+{
+	vnpu_error_t err;
+	int count = 0;
+
+	pthread_mutex_lock(&rt.lock);
+	if (rt.refs > 0) {
+		rt.refs++;
+		pthread_mutex_unlock(&rt.lock);
+		return VNPU_SUCCESS;
+	}
+	err = rt_config_read(&rt.cfg);
+	if (!err)
+		err = choose_backend(&count);
+	if (err) {
+		rt_config_free(&rt.cfg);
+		pthread_mutex_unlock(&rt.lock);
+		return err;
+	}
+	rt_handles_init(&rt.streams, RT_HANDLE_STREAM);
+	rt_handles_init(&rt.events, RT_HANDLE_EVENT);
+	if (rt.cfg.trace_path)
+		rt_trace_start(rt.cfg.trace_path);
+	for (int i = 0; i < count && !err; i++) {
+		err = device_open(i, &rt.devs[i]);
+		if (!err)
+			rt.ndev = i + 1;
+	}
+	if (err) {
+		char detail[320];
+
+		/* Keep the failure's detail across the teardown. */
+		snprintf(detail, sizeof(detail), "%s", vnpu_last_error_detail());
+		teardown();
+		pthread_mutex_unlock(&rt.lock);
+		return rt_fail_detail(err, detail);
+	}
+	__atomic_store_n(&rt.refs, 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&rt.lock);
+	return VNPU_SUCCESS;
+}
+
+vnpu_error_t vnpu_finalize(void)
+{
+	pthread_mutex_lock(&rt.lock);
+	if (rt.refs <= 0) {
+		pthread_mutex_unlock(&rt.lock);
+		return rt_ready();
+	}
+	if (rt.refs > 1) {
+		rt.refs--;
+		pthread_mutex_unlock(&rt.lock);
+		return VNPU_SUCCESS;
+	}
+	__atomic_store_n(&rt.refs, 0, __ATOMIC_RELEASE);
+	teardown();
+	pthread_mutex_unlock(&rt.lock);
+	return VNPU_SUCCESS;
+}
+
+vnpu_error_t vnpu_device_count(int *count)
+{
+	vnpu_error_t err = rt_ready();
+
+	if (err)
+		return err;
+	if (!count)
+		return rt_fail(VNPU_ERROR_NULL_POINTER, "count is NULL");
+	*count = rt.ndev;
+	return VNPU_SUCCESS;
+}
+
+vnpu_error_t vnpu_set_device(int device)
+{
+	vnpu_error_t err = rt_ready();
+
+	if (err)
+		return err;
+	if (device < 0 || device >= rt.ndev)
+		return rt_fail(VNPU_ERROR_NO_DEVICE,
+			       "device %d: there are %d device(s)", device,
+			       rt.ndev);
+	current_device = device;
+	return VNPU_SUCCESS;
+}
+
+vnpu_error_t vnpu_get_device(int *device)
+{
+	vnpu_error_t err = rt_ready();
+
+	if (err)
+		return err;
+	if (!device)
+		return rt_fail(VNPU_ERROR_NULL_POINTER, "device is NULL");
+	*device = rt_current_device()->index;
+	return VNPU_SUCCESS;
+}
+
+vnpu_error_t vnpu_device_properties(int device, struct vnpu_device_props *p)
+{
+	vnpu_error_t err = rt_ready();
+	struct vnpurt_dev_info info;
+	struct rt_device *d;
+
+	if (err)
+		return err;
+	if (!p)
+		return rt_fail(VNPU_ERROR_NULL_POINTER, "props is NULL");
+	if (device < 0 || device >= rt.ndev)
+		return rt_fail(VNPU_ERROR_NO_DEVICE,
+			       "device %d: there are %d device(s)", device,
+			       rt.ndev);
+	d = rt.devs[device];
+	d->be->query(d->bdev, &info);
+	memset(p, 0, sizeof(*p));
+	snprintf(p->name, sizeof(p->name), "%s", info.name);
+	snprintf(p->backend, sizeof(p->backend), "%s", d->be->name);
+	p->hw_version = info.hw_version;
+	p->fw_version = info.fw_version;
+	p->cores = info.cores;
+	p->queues = info.queues;
+	p->vram_size = info.vram_size;
+	snprintf(p->fw_build, sizeof(p->fw_build), "%s", info.fw_build);
+	return VNPU_SUCCESS;
+}
+
+vnpu_error_t vnpu_mem_info(size_t *free_bytes, size_t *total_bytes)
+{
+	vnpu_error_t err = rt_ready();
+	struct vnpurt_dev_info info;
+	struct rt_device *d;
+
+	if (err)
+		return err;
+	if (!free_bytes || !total_bytes)
+		return rt_fail(VNPU_ERROR_NULL_POINTER,
+			       "free_bytes or total_bytes is NULL");
+	d = rt_current_device();
+	d->be->query(d->bdev, &info);
+	*free_bytes = info.vram_free;
+	*total_bytes = info.vram_size;
+	return VNPU_SUCCESS;
+}
+
+vnpu_error_t vnpu_device_synchronize(void)
+{
+	vnpu_error_t err = rt_ready();
+	uint64_t t0 = rt_now_ns();
+	struct rt_device *d;
+
+	if (err)
+		return err;
+	d = rt_current_device();
+	rt_device_wait_all(d);
+	rt_trace_host("device synchronize", t0, rt_now_ns());
+	pthread_mutex_lock(&d->err_lock);
+	err = d->err;
+	if (err) {
+		rt_fail_detail(err, d->err_detail);
+		d->err = VNPU_SUCCESS;
+	}
+	pthread_mutex_unlock(&d->err_lock);
+	return err;
+}

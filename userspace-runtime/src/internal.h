@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libvnpurt internals shared by the runtime's source files: configuration,
+ * devices, hardware-queue bookkeeping, streams, events, memory maps,
+ * handles, errors and tracing. Lock order: event lock -> staging lock ->
+ * hwq lock -> device lock / error lock / memory lock / trace lock; the
+ * backend's locks are innermost.
+ */
+#ifndef VNPURT_INTERNAL_H
+#define VNPURT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "vnpu/hw_cmd.h"
+#include "vnpu/hw_regs.h"
+#include "vnpu_runtime.h"
+
+#define RT_MAX_DEVICES 4
+#define RT_ARENA_BYTES (1u << 20)	    /* argument arena per hwq */
+#define RT_STAGING_BYTES (4u << 20)	    /* per staging buffer */
+#define RT_WAIT_SLICE_MS 20
+#define RT_MAX_OP_CMDS 8
+
+/* ---- configuration (env.c) ---------------------------------------------- */
+
+struct vnpurt_config {
+	char backend[8]; /* "", "sim" or "drm" */
+	bool launch_blocking;
+	char *trace_path; /* NULL: no trace */
+	uint64_t sim_vram_bytes;
+	bool sim_test_mode;
+	unsigned sim_timeout_ms;
+	unsigned sim_cores; /* 0: online CPUs, capped */
+};
+
+/* Reads VNPU_* variables; returns VNPU_ERROR_INVALID_VALUE with a detail
+ * naming the variable when one is malformed. */
+vnpu_error_t rt_config_read(struct vnpurt_config *cfg);
+void rt_config_free(struct vnpurt_config *cfg);
+
+/* ---- errors (status.c) ------------------------------------------------- */
+
+/* Sets the thread's last error with a formatted detail; returns err. */
+vnpu_error_t rt_fail(vnpu_error_t err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Sets the thread's last error with a plain detail. */
+vnpu_error_t rt_fail_detail(vnpu_error_t err, const char *detail);
+/* A device completion status as a runtime error. */
+vnpu_error_t rt_status_error(uint32_t status);
+const char *rt_status_name(uint32_t status);
+
+/* ---- range allocator (range.c): first fit, coalescing ------------------- */
+
+struct rt_range {
+	uint64_t start, size;
+};
+
+struct rt_ranges {
+	struct rt_range *free; /* sorted by start, never adjacent */
+	size_t n, cap;
+	uint64_t free_bytes;
+};
+
+int rt_ranges_init(struct rt_ranges *r, uint64_t start, uint64_t size);
+void rt_ranges_fini(struct rt_ranges *r);
+/* align: power of two. false when no range fits. */
+bool rt_ranges_alloc(struct rt_ranges *r, uint64_t size, uint64_t align,
+		     uint64_t *start);
+/* Returns [start, start + size) (previously allocated). false when the
+ * free list could not grow (the range is then lost, never corrupted). */
+bool rt_ranges_free(struct rt_ranges *r, uint64_t start, uint64_t size);
+
+/* ---- handles (handle.c) -------------------------------------------------- */
+
+enum rt_handle_type {
+	RT_HANDLE_STREAM = 1,
+	RT_HANDLE_EVENT = 2,
+};
+
+struct rt_hslot {
+	void *obj;
+	uint32_t gen;
+	uint32_t refs;
+	bool live;
+	uint32_t next_free;
+};
+
+struct rt_handles {
+	pthread_mutex_t lock;
+	pthread_cond_t released;
+	enum rt_handle_type type;
+	struct rt_hslot *slots;
+	uint32_t n, cap, free_head;
+};
+
+void rt_handles_init(struct rt_handles *t, enum rt_handle_type type);
+void rt_handles_fini(struct rt_handles *t);
+/* A new handle for obj, or NULL when out of memory. */
+void *rt_handle_add(struct rt_handles *t, void *obj);
+/* The live object of h with a reference taken, or NULL. */
+void *rt_handle_get(struct rt_handles *t, const void *h);
+void rt_handle_put(struct rt_handles *t, const void *h);
+/* Makes h invalid for every later get, waits for references taken before
+ * to be put, and returns the object (NULL when h was not live). */
+void *rt_handle_remove(struct rt_handles *t, const void *h);
+/* Every live object (for finalize): calls fn and invalidates each. */
+void rt_handles_drain(struct rt_handles *t, void (*fn)(void *obj));
+
+/* ---- devices, queues, streams -------------------------------------------- */
+
+struct rt_device;
+struct rt_stream;
+
+/* Event slots live in device-visible pinned pools (event.c). */
+struct rt_evslot {
+	uint64_t fence; /* written by FENCE_SIGNAL */
+	uint64_t start_ts; /* TIMESTAMP of the record (timing events) */
+};
+
+struct rt_op {
+	uint64_t first_seq, last_seq;
+	uint64_t op_id;
+	struct rt_stream *stream;
+	uint32_t stream_id;
+	char what[48];
+	uint64_t bytes;
+	uint32_t arena_end; /* UINT32_MAX: no argument block */
+	volatile uint64_t *signal_slot; /* event fence to release on failure */
+	uint64_t signal_value;
+	uint32_t *fail_mark; /* event failure status to set on failure */
+	bool traced;
+	uint64_t host_start_ns;
+};
+
+/* A hardware queue of the device and what was submitted to it. */
+struct rt_hwq {
+	struct rt_device *dev;
+	unsigned qid;
+	unsigned users, high_users;
+	pthread_mutex_t lock;
+	struct rt_op *ops; /* ring of ops not yet retired */
+	uint32_t op_cap, op_head, op_count;
+	struct vnpurt_bo arena;
+	uint32_t arena_head, arena_tail; /* ring of argument blocks */
+	uint32_t arena_live;		 /* ops holding an argument block */
+	uint64_t done;			 /* last retired seqno seen */
+	struct vnpurt_bo trace_bo; /* op_cap * 2 timestamps */
+	uint64_t last_seq;
+	/* Staging for pageable copies (copy.c). */
+	pthread_mutex_t staging_lock;
+	struct vnpurt_bo staging[2];
+	uint64_t staging_seq[2];
+};
+
+struct rt_stream {
+	struct rt_device *dev;
+	struct rt_hwq *hwq;
+	uint32_t id;
+	int priority;
+	void *handle;	    /* NULL for the default stream */
+	uint64_t last_seq;  /* hwq lock */
+	vnpu_error_t err;   /* first async error not yet reported; hwq lock */
+	char err_detail[256];
+};
+
+/* One device allocation the user sees (device memory or pinned host). */
+struct rt_alloc {
+	uint64_t key;	/* device VA (device map) or CPU address (host map) */
+	uint64_t size;	/* bytes the user asked for */
+	uint64_t va;	/* device VA */
+	uint64_t block; /* bytes of the block (cache class or BO size) */
+	int cls;	/* cache class, or -1 for a BO of its own */
+	struct vnpurt_bo bo; /* cls < 0: the BO */
+	struct rt_chunk *chunk;	 /* cls >= 0: the chunk */
+};
+
+struct rt_amap {
+	struct rt_alloc *a; /* sorted by key */
+	size_t n, cap;
+};
+
+#define RT_CACHE_CLASSES 13 /* 256 B .. 1 MiB */
+#define RT_CHUNK_BYTES (2u << 20)
+
+struct rt_chunk {
+	struct vnpurt_bo bo;
+	int cls;
+	uint32_t blocks, used;
+	struct rt_chunk *next;
+};
+
+struct rt_device {
+	int index;
+	const struct vnpurt_backend_ops *be;
+	struct vnpurt_bdev *bdev;
+	struct vnpurt_dev_info info;
+	pthread_mutex_t lock; /* hwq assignment */
+	struct rt_hwq *hwqs[VNPU_MAX_QUEUES];
+	unsigned nhwq, rr_next;
+	struct rt_stream *default_stream;
+	/* First async error of any stream since vnpu_device_synchronize
+	 * last reported one (hwq locks order before err_lock). */
+	pthread_mutex_t err_lock;
+	vnpu_error_t err;
+	char err_detail[256];
+	atomic_uint_fast32_t next_stream_id;
+	atomic_uint_fast64_t next_op_id;
+	/* memory.c */
+	pthread_mutex_t mem_lock;
+	struct rt_amap dmap, hmap;
+	struct rt_chunk *chunks;
+	uint64_t *class_free[RT_CACHE_CLASSES]; /* free block VAs */
+	size_t class_nfree[RT_CACHE_CLASSES], class_cap[RT_CACHE_CLASSES];
+	struct vnpu_mem_stats stats;
+	/* event.c */
+	pthread_mutex_t ev_lock;
+	struct vnpurt_bo *ev_pools;
+	size_t ev_npools;
+	uint32_t *ev_free;
+	size_t ev_nfree, ev_cap_free;
+	uint32_t *ev_fail; /* per slot: status of a failed record, or 0 */
+	uint64_t *ev_next_value; /* per slot, monotonic */
+};
+
+struct rt_runtime {
+	pthread_mutex_t lock;
+	int refs;
+	struct vnpurt_config cfg;
+	const struct vnpurt_backend_ops *be;
+	struct rt_device *devs[RT_MAX_DEVICES];
+	int ndev;
+	struct rt_handles streams, events;
+};
+
+extern struct rt_runtime rt;
+
+/* The runtime when initialised (VNPU_ERROR_NOT_INITIALIZED otherwise,
+ * with the last error set). */
+vnpu_error_t rt_ready(void);
+/* The calling thread's current device (after rt_ready). */
+struct rt_device *rt_current_device(void);
+
+/* Resolves a stream handle (NULL: default stream of the current device)
+ * with a reference; rt_stream_put releases it. */
+vnpu_error_t rt_stream_get(vnpu_stream_t h, struct rt_stream **s);
+void rt_stream_put(struct rt_stream *s);
+
+/* hwq.c: one submission of an operation on a stream. args (args_size
+ * bytes) is copied into the queue's argument arena and its VA patched into
+ * every KERNEL_LAUNCH of cmds. */
+struct rt_opdesc {
+	const char *what;
+	uint64_t bytes;
+	const void *args;
+	uint32_t args_size;
+	volatile uint64_t *signal_slot;
+	uint64_t signal_value;
+	uint32_t *fail_mark;
+};
+vnpu_error_t rt_submit(struct rt_stream *s, const struct rt_opdesc *op,
+		       struct vnpu_cmd *cmds, unsigned n, uint64_t *seq);
+/* Attributes failures and retires finished ops of hwq (hwq lock held). */
+void rt_hwq_drain_locked(struct rt_hwq *q);
+void rt_hwq_drain(struct rt_hwq *q);
+/* Waits until q retired seq, draining as it goes; never gives up while
+ * the backend still makes progress or recovers. */
+void rt_hwq_wait(struct rt_hwq *q, uint64_t seq);
+/* Stream: wait and take the pending error (VNPU_SUCCESS if none). */
+vnpu_error_t rt_stream_sync(struct rt_stream *s, bool report);
+vnpu_error_t rt_stream_take_error(struct rt_stream *s);
+void rt_device_wait_all(struct rt_device *d);
+vnpu_error_t rt_hwq_create(struct rt_device *d, int priority,
+			   struct rt_hwq **out);
+void rt_hwq_release(struct rt_device *d, struct rt_hwq *q);
+void rt_hwq_destroy(struct rt_device *d, struct rt_hwq *q);
+vnpu_error_t rt_stream_new(struct rt_device *d, int priority,
+			   struct rt_stream **out);
+void rt_stream_free(struct rt_stream *s);
+
+/* memory.c */
+void rt_memory_init(struct rt_device *d);
+void rt_memory_fini(struct rt_device *d);
+/* The device VA of [ptr, ptr + size) inside one live allocation (device
+ * memory or pinned host memory); *host tells which. */
+vnpu_error_t rt_resolve(struct rt_device *d, const void *ptr, uint64_t size,
+			uint64_t *va, bool *host);
+bool rt_is_device_ptr(struct rt_device *d, const void *ptr);
+bool rt_is_pinned_ptr(struct rt_device *d, const void *ptr);
+
+/* event.c */
+void rt_events_fini(struct rt_device *d);
+void rt_event_free_obj(void *obj);
+
+/* cmd.c: every command the runtime submits is built here. */
+struct vnpu_cmd rt_cmd_launch(uint32_t kernel_id, uint32_t blocks,
+			      uint64_t args_va, uint32_t args_size);
+struct vnpu_cmd rt_cmd_copy(uint64_t src_va, uint64_t dst_va, uint64_t size);
+struct vnpu_cmd rt_cmd_fill(uint64_t dst_va, uint64_t size, uint8_t value,
+			    bool wide);
+struct vnpu_cmd rt_cmd_fence_signal(uint64_t va, uint64_t value);
+struct vnpu_cmd rt_cmd_fence_wait(uint64_t va, uint64_t value);
+struct vnpu_cmd rt_cmd_timestamp(uint64_t va);
+struct vnpu_cmd rt_cmd_inject(uint32_t kind, uint64_t va, bool write);
+/* Writes a kernel argument block (header, buffers, params) into dst
+ * (capacity cap); returns its size or 0 when it does not fit. */
+uint32_t rt_args_build(void *dst, size_t cap,
+		       const struct vnpu_kargs_buffer *bufs, uint32_t nbufs,
+		       const void *params, uint32_t params_size);
+
+/* trace.c */
+bool rt_trace_on(void);
+void rt_trace_start(const char *path);
+void rt_trace_device(const char *what, uint32_t stream_id, uint64_t op_id,
+		     uint64_t bytes, uint64_t start_ns, uint64_t end_ns,
+		     bool failed);
+void rt_trace_host(const char *what, uint64_t start_ns, uint64_t end_ns);
+void rt_trace_write(void);
+uint64_t rt_now_ns(void);
+
+#endif /* VNPURT_INTERNAL_H */

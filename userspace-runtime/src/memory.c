@@ -1,0 +1,469 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Device memory and pinned host memory: the maps of live allocations every
+ * pointer is validated against, and the caching sub-allocator. Blocks up to
+ * 1 MiB come in power-of-two classes (256 B .. 1 MiB) carved from 2 MiB
+ * chunks and are cached when freed; larger ones are BOs of their own,
+ * returned to the device on free.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define MIN_BLOCK 256u
+
+void rt_memory_init(struct rt_device *d)
+{
+	memset(&d->dmap, 0, sizeof(d->dmap));
+	memset(&d->hmap, 0, sizeof(d->hmap));
+}
+
+void rt_memory_fini(struct rt_device *d)
+{
+	for (size_t i = 0; i < d->dmap.n; i++)
+		if (d->dmap.a[i].cls < 0)
+			d->be->bo_free(d->bdev, &d->dmap.a[i].bo);
+	for (size_t i = 0; i < d->hmap.n; i++)
+		d->be->bo_free(d->bdev, &d->hmap.a[i].bo);
+	while (d->chunks) {
+		struct rt_chunk *c = d->chunks;
+
+		d->chunks = c->next;
+		d->be->bo_free(d->bdev, &c->bo);
+		free(c);
+	}
+	for (int i = 0; i < RT_CACHE_CLASSES; i++)
+		free(d->class_free[i]);
+	free(d->dmap.a);
+	free(d->hmap.a);
+}
+
+/* Index of the first entry with key > k. */
+static size_t upper(const struct rt_amap *m, uint64_t k)
+{
+	size_t lo = 0, hi = m->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (m->a[mid].key <= k)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The allocation containing address k, or NULL. */
+static struct rt_alloc *amap_find(const struct rt_amap *m, uint64_t k)
+{
+	size_t i = upper(m, k);
+
+	if (!i)
+		return NULL;
+	i--;
+	return k - m->a[i].key < m->a[i].size ? &m->a[i] : NULL;
+}
+
+static bool amap_insert(struct rt_amap *m, const struct rt_alloc *a)
+{
+	size_t i;
+
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 64;
+		struct rt_alloc *n = realloc(m->a, cap * sizeof(*n));
+
+		if (!n)
+			return false;
+		m->a = n;
+		m->cap = cap;
+	}
+	i = upper(m, a->key);
+	memmove(&m->a[i + 1], &m->a[i], (m->n - i) * sizeof(*a));
+	m->a[i] = *a;
+	m->n++;
+	return true;
+}
+
+static void amap_remove(struct rt_amap *m, struct rt_alloc *a)
+{
+	size_t i = (size_t)(a - m->a);
+
+	memmove(&m->a[i], &m->a[i + 1], (m->n - i - 1) * sizeof(*a));
+	m->n--;
+}
+
+static int size_class(uint64_t size)
+{
+	int c = 0;
+
+	while (((uint64_t)MIN_BLOCK << c) < size)
+		c++;
+	return c < RT_CACHE_CLASSES ? c : -1;
+}
+
+static bool push_free(struct rt_device *d, int c, uint64_t va)
+{
+	if (d->class_nfree[c] == d->class_cap[c]) {
+		size_t cap = d->class_cap[c] ? d->class_cap[c] * 2 : 64;
+		uint64_t *n = realloc(d->class_free[c], cap * sizeof(*n));
+
+		if (!n)
+			return false;
+		d->class_free[c] = n;
+		d->class_cap[c] = cap;
+	}
+	d->class_free[c][d->class_nfree[c]++] = va;
+	return true;
+}
+
+static struct rt_chunk *chunk_of(struct rt_device *d, uint64_t va)
+{
+	for (struct rt_chunk *c = d->chunks; c; c = c->next)
+		if (va - c->bo.va < c->bo.size)
+			return c;
+	return NULL;
+}
+
+/* Releases chunks with no block in use (mem_lock held). */
+static void empty_cache(struct rt_device *d)
+{
+	struct rt_chunk **pp = &d->chunks;
+
+	while (*pp) {
+		struct rt_chunk *c = *pp;
+		size_t k = 0;
+		uint64_t block = (uint64_t)MIN_BLOCK << c->cls;
+
+		if (c->used) {
+			pp = &c->next;
+			continue;
+		}
+		for (size_t i = 0; i < d->class_nfree[c->cls]; i++) {
+			uint64_t va = d->class_free[c->cls][i];
+
+			if (va - c->bo.va >= c->bo.size)
+				d->class_free[c->cls][k++] = va;
+		}
+		d->class_nfree[c->cls] = k;
+		d->stats.cached -= block * c->blocks;
+		d->stats.reserved -= c->bo.size;
+		*pp = c->next;
+		d->be->bo_free(d->bdev, &c->bo);
+		free(c);
+	}
+}
+
+/* A BO, emptying the cache once when the device is full. */
+static vnpu_error_t bo_create(struct rt_device *d, uint64_t size,
+			      enum vnpurt_domain dom, struct vnpurt_bo *bo)
+{
+	vnpu_error_t err = d->be->bo_create(d->bdev, size, dom, bo);
+
+	if (err == VNPU_ERROR_OUT_OF_MEMORY && dom == VNPURT_DOMAIN_VRAM) {
+		empty_cache(d);
+		err = d->be->bo_create(d->bdev, size, dom, bo);
+	}
+	return err;
+}
+
+static vnpu_error_t new_chunk(struct rt_device *d, int cls)
+{
+	struct rt_chunk *c = calloc(1, sizeof(*c));
+	uint64_t block = (uint64_t)MIN_BLOCK << cls;
+	vnpu_error_t err;
+
+	if (!c)
+		return VNPU_ERROR_OUT_OF_MEMORY;
+	err = bo_create(d, RT_CHUNK_BYTES, VNPURT_DOMAIN_VRAM, &c->bo);
+	if (err) {
+		free(c);
+		return err;
+	}
+	c->cls = cls;
+	c->blocks = (uint32_t)(RT_CHUNK_BYTES / block);
+	/* Lowest addresses are handed out first. */
+	for (uint32_t i = c->blocks; i-- > 0;) {
+		if (!push_free(d, cls, c->bo.va + i * block)) {
+			d->class_nfree[cls] -= c->blocks - 1 - i;
+			d->be->bo_free(d->bdev, &c->bo);
+			free(c);
+			return VNPU_ERROR_OUT_OF_MEMORY;
+		}
+	}
+	c->next = d->chunks;
+	d->chunks = c;
+	d->stats.cached += block * c->blocks;
+	d->stats.reserved += c->bo.size;
+	return VNPU_SUCCESS;
+}
+
+vnpu_error_t vnpu_malloc(void **devptr, size_t size)
+{
+	vnpu_error_t err = rt_ready();
+	struct rt_device *d;
+	struct rt_alloc a;
+
+	if (err)
+		return err;
+	if (!devptr)
+		return rt_fail(VNPU_ERROR_NULL_POINTER, "devptr is NULL");
+	if (!size)
+		return rt_fail(VNPU_ERROR_INVALID_VALUE, "size 0");
+	d = rt_current_device();
+	if (size > d->info.vram_size)
+		return rt_fail(VNPU_ERROR_OUT_OF_MEMORY,
+			       "%zu bytes: more than the device's %" PRIu64,
+			       size, d->info.vram_size);
+	memset(&a, 0, sizeof(a));
+	a.size = size;
+	a.cls = size_class(size);
+	pthread_mutex_lock(&d->mem_lock);
+	if (a.cls >= 0) {
+		if (!d->class_nfree[a.cls])
+			err = new_chunk(d, a.cls);
+		if (!err) {
+			a.va = d->class_free[a.cls][--d->class_nfree[a.cls]];
+			a.block = (uint64_t)MIN_BLOCK << a.cls;
+			a.chunk = chunk_of(d, a.va);
+			a.chunk->used++;
+			d->stats.cached -= a.block;
+		}
+	} else {
+		err = bo_create(d, size, VNPURT_DOMAIN_VRAM, &a.bo);
+		if (!err) {
+			a.va = a.bo.va;
+			a.block = a.bo.size;
+			d->stats.reserved += a.bo.size;
+		}
+	}
+	if (!err) {
+		a.key = a.va;
+		if (!amap_insert(&d->dmap, &a)) {
+			/* Undo: back to the cache or the device. */
+			if (a.cls >= 0) {
+				d->class_nfree[a.cls]++;
+				a.chunk->used--;
+				d->stats.cached += a.block;
+			} else {
+				d->stats.reserved -= a.bo.size;
+				d->be->bo_free(d->bdev, &a.bo);
+			}
+			err = VNPU_ERROR_OUT_OF_MEMORY;
+		}
+	}
+	if (!err) {
+		d->stats.in_use += size;
+		if (d->stats.in_use > d->stats.peak)
+			d->stats.peak = d->stats.in_use;
+	}
+	pthread_mutex_unlock(&d->mem_lock);
+	if (err)
+		return rt_fail(err, "device allocation of %zu bytes", size);
+	*devptr = (void *)(uintptr_t)a.va;
+	return VNPU_SUCCESS;
+}
+
+vnpu_error_t vnpu_free(void *devptr)
+{
+	vnpu_error_t err = rt_ready();
+	uint64_t k = (uintptr_t)devptr;
+	struct rt_device *d;
+	struct rt_alloc *a;
+	bool known;
+
+	if (err || !devptr)
+		return err;
+	d = rt_current_device();
+	pthread_mutex_lock(&d->mem_lock);
+	a = amap_find(&d->dmap, k);
+	known = a && a->key == k;
+	pthread_mutex_unlock(&d->mem_lock);
+	if (!known)
+		return rt_fail(VNPU_ERROR_INVALID_DEVICE_POINTER,
+			       "free of %p: %s", devptr,
+			       a ? "inside an allocation, not its start"
+				 : "not a live device allocation (freed "
+				   "already, or never allocated)");
+	/* The device may still use it. */
+	rt_device_wait_all(d);
+	pthread_mutex_lock(&d->mem_lock);
+	a = amap_find(&d->dmap, k);
+	if (!a || a->key != k) { /* another thread freed it meanwhile */
+		pthread_mutex_unlock(&d->mem_lock);
+		return rt_fail(VNPU_ERROR_INVALID_DEVICE_POINTER,
+			       "free of %p: freed already", devptr);
+	}
+	d->stats.in_use -= a->size;
+	if (a->cls >= 0) {
+		if (push_free(d, a->cls, a->va)) {
+			a->chunk->used--;
+			d->stats.cached += a->block;
+		}
+	} else {
+		d->stats.reserved -= a->bo.size;
+		d->be->bo_free(d->bdev, &a->bo);
+	}
+	amap_remove(&d->dmap, a);
+	pthread_mutex_unlock(&d->mem_lock);
+	return VNPU_SUCCESS;
+}
+
+vnpu_error_t vnpu_mem_stats(struct vnpu_mem_stats *stats)
+{
+	vnpu_error_t err = rt_ready();
+	struct rt_device *d;
+
+	if (err)
+		return err;
+	if (!stats)
+		return rt_fail(VNPU_ERROR_NULL_POINTER, "stats is NULL");
+	d = rt_current_device();
+	pthread_mutex_lock(&d->mem_lock);
+	*stats = d->stats;
+	pthread_mutex_unlock(&d->mem_lock);
+	return VNPU_SUCCESS;
+}
+
+vnpu_error_t vnpu_mem_empty_cache(void)
+{
+	vnpu_error_t err = rt_ready();
+	struct rt_device *d;
+
+	if (err)
+		return err;
+	d = rt_current_device();
+	pthread_mutex_lock(&d->mem_lock);
+	empty_cache(d);
+	pthread_mutex_unlock(&d->mem_lock);
+	return VNPU_SUCCESS;
+}
+
+vnpu_error_t vnpu_host_malloc(void **ptr, size_t size)
+{
+	vnpu_error_t err = rt_ready();
+	struct rt_device *d;
+	struct rt_alloc a;
+
+	if (err)
+		return err;
+	if (!ptr)
+		return rt_fail(VNPU_ERROR_NULL_POINTER, "ptr is NULL");
+	if (!size)
+		return rt_fail(VNPU_ERROR_INVALID_VALUE, "size 0");
+	d = rt_current_device();
+	memset(&a, 0, sizeof(a));
+	err = d->be->bo_create(d->bdev, size, VNPURT_DOMAIN_HOST, &a.bo);
+	if (err)
+		return rt_fail(err, "pinned host allocation of %zu bytes",
+			       size);
+	a.key = (uintptr_t)a.bo.cpu;
+	a.size = size;
+	a.va = a.bo.va;
+	a.block = a.bo.size;
+	a.cls = -1;
+	pthread_mutex_lock(&d->mem_lock);
+	if (!amap_insert(&d->hmap, &a)) {
+		pthread_mutex_unlock(&d->mem_lock);
+		d->be->bo_free(d->bdev, &a.bo);
+		return rt_fail(VNPU_ERROR_OUT_OF_MEMORY,
+			       "pinned host allocation of %zu bytes", size);
+	}
+	pthread_mutex_unlock(&d->mem_lock);
+	*ptr = a.bo.cpu;
+	return VNPU_SUCCESS;
+}
+
+vnpu_error_t vnpu_host_free(void *ptr)
+{
+	vnpu_error_t err = rt_ready();
+	uint64_t k = (uintptr_t)ptr;
+	struct rt_device *d;
+	struct rt_alloc *a;
+	struct vnpurt_bo bo;
+
+	if (err || !ptr)
+		return err;
+	d = rt_current_device();
+	pthread_mutex_lock(&d->mem_lock);
+	a = amap_find(&d->hmap, k);
+	if (!a || a->key != k) {
+		pthread_mutex_unlock(&d->mem_lock);
+		return rt_fail(VNPU_ERROR_INVALID_HOST_POINTER,
+			       "host free of %p: not the start of a live "
+			       "vnpu_host_malloc() allocation",
+			       ptr);
+	}
+	pthread_mutex_unlock(&d->mem_lock);
+	rt_device_wait_all(d);
+	pthread_mutex_lock(&d->mem_lock);
+	a = amap_find(&d->hmap, k);
+	if (!a || a->key != k) {
+		pthread_mutex_unlock(&d->mem_lock);
+		return rt_fail(VNPU_ERROR_INVALID_HOST_POINTER,
+			       "host free of %p: freed already", ptr);
+	}
+	bo = a->bo;
+	amap_remove(&d->hmap, a);
+	pthread_mutex_unlock(&d->mem_lock);
+	d->be->bo_free(d->bdev, &bo);
+	return VNPU_SUCCESS;
+}
+
+bool rt_is_device_ptr(struct rt_device *d, const void *ptr)
+{
+	bool r;
+
+	pthread_mutex_lock(&d->mem_lock);
+	r = amap_find(&d->dmap, (uintptr_t)ptr) != NULL;
+	pthread_mutex_unlock(&d->mem_lock);
+	return r;
+}
+
+bool rt_is_pinned_ptr(struct rt_device *d, const void *ptr)
+{
+	bool r;
+
+	pthread_mutex_lock(&d->mem_lock);
+	r = amap_find(&d->hmap, (uintptr_t)ptr) != NULL;
+	pthread_mutex_unlock(&d->mem_lock);
+	return r;
+}
+
+vnpu_error_t rt_resolve(struct rt_device *d, const void *ptr, uint64_t size,
+			uint64_t *va, bool *host)
+{
+	uint64_t k = (uintptr_t)ptr;
+	struct rt_alloc *a;
+	bool is_host = false;
+
+	pthread_mutex_lock(&d->mem_lock);
+	a = amap_find(&d->dmap, k);
+	if (!a) {
+		a = amap_find(&d->hmap, k);
+		is_host = true;
+	}
+	if (!a) {
+		pthread_mutex_unlock(&d->mem_lock);
+		return rt_fail(VNPU_ERROR_INVALID_DEVICE_POINTER,
+			       "%p is not inside a live device or pinned "
+			       "allocation",
+			       ptr);
+	}
+	if (size > a->size - (k - a->key)) {
+		uint64_t avail = a->size - (k - a->key);
+
+		pthread_mutex_unlock(&d->mem_lock);
+		return rt_fail(VNPU_ERROR_INVALID_DEVICE_POINTER,
+			       "%p + %" PRIu64 " bytes runs past its "
+			       "allocation (%" PRIu64 " bytes left)",
+			       ptr, size, avail);
+	}
+	*va = a->va + (k - a->key);
+	if (host)
+		*host = is_host;
+	pthread_mutex_unlock(&d->mem_lock);
+	return VNPU_SUCCESS;
+}

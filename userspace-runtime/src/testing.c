@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+/* Test-only entry points (vnpurt_testing.h). */
+#include <stdio.h>
+
+#include "internal.h"
+#include "vnpurt_testing.h"
+
+vnpu_error_t vnpurt_test_inject(vnpu_stream_t stream, uint32_t kind,
+				uint64_t va, bool write)
+{
+	struct rt_stream *s;
+	struct vnpu_cmd c;
+	char what[32];
+	vnpu_error_t err = rt_stream_get(stream, &s);
+
+	if (err)
+		return err;
+	if (!s->dev->be->test_mode(s->dev->bdev)) {
+		rt_stream_put(s);
+		return rt_fail(VNPU_ERROR_UNSUPPORTED,
+			       "fault injection needs VNPU_SIM_TEST_MODE=1");
+	}
+	c = rt_cmd_inject(kind, va, write);
+	snprintf(what, sizeof(what), "test inject %u", kind);
+	{
+		struct rt_opdesc op = {.what = what};
+
+		err = rt_submit(s, &op, &c, 1, NULL);
+	}
+	rt_stream_put(s);
+	return err;
+}
+
+vnpu_error_t vnpurt_test_device_va(const void *ptr, uint64_t *va)
+{
+	vnpu_error_t err = rt_ready();
+
+	if (err)
+		return err;
+	return rt_resolve(rt_current_device(), ptr, 1, va, NULL);
+}
+
+vnpu_error_t vnpurt_test_reset_count(uint32_t *count)
+{
+	struct vnpurt_dev_info info;
+	struct rt_device *d;
+	vnpu_error_t err = rt_ready();
+
+	if (err)
+		return err;
+	d = rt_current_device();
+	d->be->query(d->bdev, &info);
+	*count = info.reset_count;
+	return VNPU_SUCCESS;
+}
+
+vnpu_error_t vnpurt_test_stream_queue(vnpu_stream_t stream, unsigned *qid)
+{
+	struct rt_stream *s;
+	vnpu_error_t err = rt_stream_get(stream, &s);
+
+	if (err)
+		return err;
+	*qid = s->hwq->qid;
+	rt_stream_put(s);
+	return VNPU_SUCCESS;
+}

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Test-only entry points of libvnpurt (not part of the public API; the
+ * tests link the static library). Fault injection needs the sim backend
+ * in test mode: VNPU_SIM_TEST_MODE=1.
+ */
+#ifndef VNPURT_TESTING_H
+#define VNPURT_TESTING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vnpu_runtime.h"
+
+/* Submits a TEST_INJECT command (enum vnpu_inject_kind: 1 hang, 2 MMU
+ * fault at va, 3 fatal, 4 lost interrupt) on stream, in stream order.
+ * VNPU_ERROR_UNSUPPORTED without test mode. */
+vnpu_error_t vnpurt_test_inject(vnpu_stream_t stream, uint32_t kind,
+				uint64_t va, bool write);
+/* The device VA behind a device or pinned host pointer. */
+vnpu_error_t vnpurt_test_device_va(const void *ptr, uint64_t *va);
+/* Resets of the current device since it was opened (RESET_COUNT). */
+vnpu_error_t vnpurt_test_reset_count(uint32_t *count);
+/* The hardware queue a stream submits to. */
+vnpu_error_t vnpurt_test_stream_queue(vnpu_stream_t stream, unsigned *qid);
+
+#endif /* VNPURT_TESTING_H */
