@@ -57,9 +57,10 @@ vnpu_error_t vnpu_peek_last_error(void)
 
 const char *vnpu_last_error_detail(void)
 {
-	if (last.err == VNPU_SUCCESS)
-		return "success";
-	return last.detail[0] ? last.detail : vnpu_error_string(last.err);
+	/* The detail outlives vnpu_get_last_error(): read it after. */
+	if (last.detail[0])
+		return last.detail;
+	return vnpu_error_string(last.err);
 }
 
 vnpu_error_t rt_fail_detail(vnpu_error_t err, const char *detail)
