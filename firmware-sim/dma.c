@@ -121,6 +121,19 @@ void sim_dma_copy(struct vnpu_sim *sim, struct sim_exec *ex, uint64_t src,
 		if (ps.kind == SIM_PHYS_VRAM && pd.kind == SIM_PHYS_VRAM) {
 			memmove(sim->vram + pd.addr, sim->vram + ps.addr,
 				chunk);
+		} else if (pd.kind == SIM_PHYS_VRAM) {
+			/* Host to VRAM: straight into VRAM, no bounce. */
+			if (!sim_phys_read(sim, &ps, sim->vram + pd.addr,
+					   chunk)) {
+				dma_error(ex, src);
+				return;
+			}
+		} else if (ps.kind == SIM_PHYS_VRAM) {
+			if (!sim_phys_write(sim, &pd, sim->vram + ps.addr,
+					    chunk)) {
+				dma_error(ex, dst);
+				return;
+			}
 		} else {
 			if (!sim_phys_read(sim, &ps, bounce, chunk)) {
 				dma_error(ex, src);
