@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: MIT
 # The whole test suite: installs dependencies, builds with warnings fatal,
 # runs every unit and device test, then again under ASan+UBSan with clang
-# (which also builds and briefly runs the libFuzzer target), and prints
+# (which also builds and briefly runs the libFuzzer target), then builds
+# QEMU with the vnpu device (cached outside the checkout) and runs the
+# 'qemu' suite against it in both execution modes, and prints
 # "N passed, N failed" over all of it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +25,23 @@ run_suite build-test --buildtype=debugoptimized
 CC=clang run_suite build-test-asan --buildtype=debug \
 	-Db_sanitize=address,undefined -Db_lundef=false
 
-python3 - build-test build-test-asan <<'PY'
+# The QEMU device: qemu-system-x86_64 built by scripts/build-qemu.sh, the
+# 'qemu' suite (threads and deterministic mode) in a build dir pointed at it.
+echo "== qemu: build"
+logs=(build-test build-test-asan)
+if qemu=$(scripts/build-qemu.sh); then
+	echo "== build-test-qemu: build"
+	scripts/build.sh build-test-qemu -Dwerror=true -Dqemu="$qemu"
+	meson configure build-test-qemu -Dqemu="$qemu"
+	echo "== build-test-qemu: test (suite qemu)"
+	meson test -C build-test-qemu --suite qemu --print-errorlogs || status=1
+	logs+=(build-test-qemu)
+else
+	echo "== qemu: build FAILED"
+	status=1
+fi
+
+python3 - "${logs[@]}" <<'PY'
 import json, sys
 passed = failed = skipped = 0
 for d in sys.argv[1:]:
