@@ -7,7 +7,7 @@
  * larger-side bytes per second, best of several runs, so the ratio is
  * memcpy time / TransData time for the same amount of data.
  *
- * Usage: bench-transdata [runs]   (default 9)
+ * Usage: bench-transdata [runs [name-substring]]   (default 9, all cases)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -267,6 +267,7 @@ int main(int argc, char **argv)
 	       "of %d runs; ratio = memcpy time / TransData time\n",
 	       runs);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		run_case(&cases[i], runs);
+		if (argc < 3 || strstr(cases[i].name, argv[2]))
+			run_case(&cases[i], runs);
 	return 0;
 }
