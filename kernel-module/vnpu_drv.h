@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * vnpu DRM accel driver: the device, per-file contexts, user queues, jobs.
+ */
+#ifndef VNPU_DRV_H
+#define VNPU_DRV_H
+
+#include <linux/dma-fence.h>
+#include <linux/kref.h>
+#include <linux/mutex.h>
+#include <linux/pci.h>
+#include <linux/spinlock.h>
+#include <linux/xarray.h>
+#include <drm/drm_device.h>
+#include <drm/drm_file.h>
+#include <drm/drm_gem_shmem_helper.h>
+#include <drm/drm_mm.h>
+#include <drm/gpu_scheduler.h>
+
+#include <vnpu/hw_cmd.h>
+#include <vnpu/hw_fw.h>
+#include <vnpu/hw_mmu.h>
+#include <vnpu/hw_regs.h>
+#include <vnpu/hw_status.h>
+#include <uapi/drm/vnpu_accel.h>
+
+#define VNPU_DRIVER_NAME	"vnpu"
+#define VNPU_FW_NAME		"vnpu/vnpu.fw"
+
+/* Device VA layout of every context: nothing below 1 MiB (catches NULL). */
+#define VNPU_VA_START		(1ull << 20)
+#define VNPU_VA_END		VNPU_VA_LIMIT
+
+/* Ring size the driver programs (capped by CAPS). */
+#define VNPU_DRV_RING_LOG2	10
+#define VNPU_QUEUE_DEPTH	64	/* unfinished jobs per user queue */
+#define VNPU_EVENT_LOG_LEN	64
+#define VNPU_EVENT_MSG_LEN	112
+
+extern int vnpu_job_timeout_ms;
+extern bool vnpu_allow_test_inject;
+
+struct vnpu_device;
+struct vnpu_ctx;
+
+/* One page-table page in DMA-coherent host memory. */
+struct vnpu_pt_table {
+	u64 *entries;
+	dma_addr_t dma;
+	struct vnpu_pt_table **child;	/* levels 0 and 1 only */
+};
+
+/* A hardware queue: its ring, its scheduler and the jobs in its ring. */
+struct vnpu_hwq {
+	struct vnpu_device *vdev;
+	u32 index;
+	u32 entries;
+	u32 ring_log2;
+	struct vnpu_cmd *ring;		/* entries commands */
+	dma_addr_t ring_dma;
+	struct vnpu_cpl *cpl;		/* entries completion records */
+	dma_addr_t cpl_dma;
+
+	struct drm_gpu_scheduler sched;
+	bool sched_ready;
+
+	spinlock_t fence_lock;		/* of the hardware fences */
+	spinlock_t lock;		/* all fields below */
+	u32 tail;			/* next free ring slot */
+	u64 next_seqno;			/* next command seqno, never 0 */
+	int cur_ctx;			/* context in Q_CTX, -1 none */
+	struct list_head inflight;	/* vnpu_job, ring order */
+	u64 fence_ctx;
+	u64 last_done_seq;		/* progress seen by the timeout check */
+	u32 last_heartbeat;
+	u32 stall_checks;
+	char name[16];
+};
+
+/* Recorded driver events, shown as debugfs fw_log. */
+struct vnpu_event_log {
+	spinlock_t lock;
+	u32 next;
+	u32 count;
+	struct {
+		u64 ns;
+		char msg[VNPU_EVENT_MSG_LEN];
+	} entry[VNPU_EVENT_LOG_LEN];
+};
+
+struct vnpu_device {
+	struct drm_device drm;
+	struct pci_dev *pdev;
+	void __iomem *regs;
+	void __iomem *vram_map;		/* BAR4, write-combined */
+	resource_size_t vram_bar;	/* bus address of BAR4 */
+	u64 vram_size;
+
+	u32 hw_version;
+	u32 caps;
+	u32 num_hwq;
+	u32 num_cores;
+	u32 num_contexts;
+	u32 fw_version;
+	bool test_mode;
+
+	/* firmware image kept for re-boots after reset */
+	void *fw_cpu;
+	dma_addr_t fw_dma;
+	u32 fw_size;
+
+	struct mutex vram_lock;		/* vram_mm, vram_used */
+	struct drm_mm vram_mm;
+	u64 vram_used;
+
+	spinlock_t ctx_lock;		/* ctxs[], ctx_map */
+	struct vnpu_ctx *ctxs[VNPU_MAX_CONTEXTS];
+	unsigned long ctx_map[BITS_TO_LONGS(VNPU_MAX_CONTEXTS)];
+	atomic_t open_files;
+	atomic_t queue_count;
+	atomic_t job_errors;
+
+	struct vnpu_hwq hwq[VNPU_MAX_QUEUES];
+	struct workqueue_struct *reset_wq;	/* ordered: timeouts of all hwqs */
+	struct mutex reset_lock;
+	atomic_t reset_count;
+	bool dead;			/* unplugged or unrecoverable */
+
+	struct vnpu_event_log log;
+};
+
+#define to_vnpu_device(d) container_of(d, struct vnpu_device, drm)
+
+/* Per-file context: its own device address space. */
+struct vnpu_ctx {
+	struct kref ref;
+	struct vnpu_device *vdev;
+	int index;			/* hardware context */
+
+	struct mutex mmu_lock;		/* page tables and va_mm */
+	struct vnpu_pt_table root;
+	struct drm_mm va_mm;
+
+	struct mutex queue_lock;	/* queues */
+	struct xarray queues;		/* id -> vnpu_queue */
+
+	bool faulted;
+	bool banned;
+	u32 fault_count;
+	u64 fault_va;
+	u32 fault_status;
+};
+
+/* A user queue: one scheduler entity on one hardware queue. */
+struct vnpu_queue {
+	struct kref ref;
+	u32 id;
+	struct vnpu_ctx *ctx;
+	struct vnpu_hwq *hwq;
+	struct drm_gpu_scheduler *sched_list[1];
+	struct drm_sched_entity entity;
+	struct drm_syncobj *syncobj;	/* timeline, point = seqno */
+
+	struct mutex submit_lock;	/* seqno, last_fence, arm + push order */
+	u64 seqno;
+	struct dma_fence *last_fence;
+	atomic_t pending;
+
+	spinlock_t err_lock;
+	int error;			/* first failed job, positive errno */
+	u64 error_seqno;
+	u64 done_seqno;
+};
+
+struct vnpu_job {
+	struct drm_sched_job base;
+	struct vnpu_queue *queue;
+	struct vnpu_ctx *ctx;
+	u64 seqno;			/* user-visible */
+	struct vnpu_cmd *cmds;
+	u32 cmd_count;
+	struct drm_gem_object **bos;
+	u32 bo_count;
+
+	/* ring placement, under hwq->lock */
+	struct dma_fence *hw_fence;
+	struct list_head node;		/* hwq->inflight */
+	u64 first_seqno;		/* seqno of cmds[0] */
+	u32 resume_idx;			/* first cmd in the current ring run */
+	u32 slot_base;			/* ring slot of cmds[resume_idx] */
+	int error;			/* from retired commands */
+	bool guilty;
+	struct dma_fence_cb finished_cb;
+};
+
+/* BO: system memory (shmem) or VRAM, mapped once per context using it. */
+struct vnpu_bo_mapping {
+	struct list_head node;
+	struct vnpu_ctx *ctx;
+	struct drm_mm_node va;
+	u32 users;
+};
+
+struct vnpu_bo {
+	struct drm_gem_shmem_object shmem;	/* base for both kinds */
+	u32 flags;				/* DRM_VNPU_BO_* */
+	bool vram;
+	struct drm_mm_node vram_node;
+	struct mutex map_lock;
+	struct list_head mappings;
+};
+
+#define to_vnpu_bo(obj) container_of(obj, struct vnpu_bo, shmem.base)
+
+/* vnpu_drv.c */
+void vnpu_log(struct vnpu_device *vdev, const char *fmt, ...) __printf(2, 3);
+struct vnpu_ctx *vnpu_ctx_get_by_index(struct vnpu_device *vdev, u32 index);
+void vnpu_ctx_put(struct vnpu_ctx *ctx);
+
+/* vnpu_fw.c */
+int vnpu_fw_load(struct vnpu_device *vdev);
+void vnpu_fw_fini(struct vnpu_device *vdev);
+int vnpu_fw_boot(struct vnpu_device *vdev);
+
+/* vnpu_mmu.c */
+int vnpu_mmu_ctx_init(struct vnpu_ctx *ctx);
+void vnpu_mmu_ctx_fini(struct vnpu_ctx *ctx);
+void vnpu_mmu_ctx_program(struct vnpu_ctx *ctx);
+int vnpu_mmu_map_bo(struct vnpu_ctx *ctx, struct vnpu_bo *bo, u64 *va);
+void vnpu_mmu_unmap_bo(struct vnpu_ctx *ctx, struct vnpu_bo *bo, u64 va);
+void vnpu_mmu_handle_faults(struct vnpu_device *vdev);
+
+/* vnpu_gem.c */
+struct drm_gem_object *vnpu_gem_create_object(struct drm_device *dev,
+					      size_t size);
+int vnpu_bo_create_ioctl(struct drm_device *dev, void *data,
+			 struct drm_file *file);
+int vnpu_bo_info_ioctl(struct drm_device *dev, void *data,
+		       struct drm_file *file);
+int vnpu_bo_wait_ioctl(struct drm_device *dev, void *data,
+		       struct drm_file *file);
+bool vnpu_bo_va(struct drm_gem_object *obj, struct vnpu_ctx *ctx, u64 *va);
+void vnpu_vram_init(struct vnpu_device *vdev);
+void vnpu_vram_fini(struct vnpu_device *vdev);
+
+/* vnpu_job.c */
+int vnpu_hwq_init(struct vnpu_device *vdev, u32 index);
+void vnpu_hwq_fini(struct vnpu_hwq *hwq);
+void vnpu_hwq_program(struct vnpu_hwq *hwq, int ctx_index);
+void vnpu_hwq_retire(struct vnpu_hwq *hwq);
+void vnpu_ctx_fault_abort(struct vnpu_device *vdev, int ctx_index);
+int vnpu_queue_create_ioctl(struct drm_device *dev, void *data,
+			    struct drm_file *file);
+int vnpu_queue_destroy_ioctl(struct drm_device *dev, void *data,
+			     struct drm_file *file);
+int vnpu_submit_ioctl(struct drm_device *dev, void *data,
+		      struct drm_file *file);
+void vnpu_ctx_destroy_queues(struct vnpu_ctx *ctx);
+struct vnpu_queue *vnpu_queue_lookup(struct vnpu_ctx *ctx, u32 id);
+void vnpu_queue_put(struct vnpu_queue *queue);
+int vnpu_device_reset(struct vnpu_device *vdev, struct vnpu_job *bad,
+		      const char *why);
+void vnpu_device_stop(struct vnpu_device *vdev);
+
+/* vnpu_debugfs.c */
+void vnpu_debugfs_init(struct vnpu_device *vdev);
+
+#endif /* VNPU_DRV_H */

@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * vnpu DRM accel driver: buffer objects. System-memory BOs are GEM shmem
+ * objects (PRIME export and import work); VRAM BOs are ranges of BAR4 from a
+ * drm_mm allocator, mmapped write-combined. A BO is mapped into a context's
+ * device address space when a handle to it is created in that file and
+ * unmapped when the file's last handle goes.
+ */
+#include <linux/dma-resv.h>
+#include <linux/iosys-map.h>
+#include <drm/drm_drv.h>
+#include <drm/drm_gem.h>
+#include <drm/drm_prime.h>
+#include <drm/drm_vma_manager.h>
+
+#include "vnpu_hw.h"
+
+static int vnpu_bo_open(struct drm_gem_object *obj, struct drm_file *file)
+{
+	struct vnpu_bo *bo = to_vnpu_bo(obj);
+	struct vnpu_ctx *ctx = file->driver_priv;
+	struct vnpu_bo_mapping *m;
+	u64 va;
+	int ret = 0;
+
+	mutex_lock(&bo->map_lock);
+	list_for_each_entry(m, &bo->mappings, node) {
+		if (m->ctx == ctx) {
+			m->users++;
+			goto out;
+		}
+	}
+	ret = vnpu_mmu_map_bo(ctx, bo, &va);
+out:
+	mutex_unlock(&bo->map_lock);
+	return ret;
+}
+
+static void vnpu_bo_close(struct drm_gem_object *obj, struct drm_file *file)
+{
+	struct vnpu_bo *bo = to_vnpu_bo(obj);
+	struct vnpu_ctx *ctx = file->driver_priv;
+	struct vnpu_bo_mapping *m;
+
+	mutex_lock(&bo->map_lock);
+	list_for_each_entry(m, &bo->mappings, node) {
+		if (m->ctx != ctx)
+			continue;
+		if (--m->users)
+			break;
+		/*
+		 * Jobs that use the BO hold it in their fences: let them end
+		 * (or be reset) before the pages leave the page table.
+		 */
+		dma_resv_wait_timeout(obj->resv, DMA_RESV_USAGE_BOOKKEEP, false,
+				      MAX_SCHEDULE_TIMEOUT);
+		vnpu_mmu_unmap_bo(ctx, bo, m->va.start);
+		break;
+	}
+	mutex_unlock(&bo->map_lock);
+}
+
+bool vnpu_bo_va(struct drm_gem_object *obj, struct vnpu_ctx *ctx, u64 *va)
+{
+	struct vnpu_bo *bo = to_vnpu_bo(obj);
+	struct vnpu_bo_mapping *m;
+	bool found = false;
+
+	mutex_lock(&bo->map_lock);
+	list_for_each_entry(m, &bo->mappings, node) {
+		if (m->ctx == ctx) {
+			*va = m->va.start;
+			found = true;
+			break;
+		}
+	}
+	mutex_unlock(&bo->map_lock);
+	return found;
+}
+
+static void vnpu_shmem_free(struct drm_gem_object *obj)
+{
+	struct vnpu_bo *bo = to_vnpu_bo(obj);
+
+	WARN_ON(!list_empty(&bo->mappings));
+	mutex_destroy(&bo->map_lock);
+	drm_gem_shmem_free(&bo->shmem);
+}
+
+static const struct drm_gem_object_funcs vnpu_shmem_funcs = {
+	.free = vnpu_shmem_free,
+	.open = vnpu_bo_open,
+	.close = vnpu_bo_close,
+	.print_info = drm_gem_shmem_object_print_info,
+	.pin = drm_gem_shmem_object_pin,
+	.unpin = drm_gem_shmem_object_unpin,
+	.get_sg_table = drm_gem_shmem_object_get_sg_table,
+	.vmap = drm_gem_shmem_object_vmap,
+	.vunmap = drm_gem_shmem_object_vunmap,
+	.mmap = drm_gem_shmem_object_mmap,
+	.vm_ops = &drm_gem_shmem_vm_ops,
+};
+
+/* drm_driver.gem_create_object: shmem BOs, own and PRIME-imported. */
+struct drm_gem_object *vnpu_gem_create_object(struct drm_device *dev,
+					      size_t size)
+{
+	struct vnpu_bo *bo = kzalloc(sizeof(*bo), GFP_KERNEL);
+
+	if (!bo)
+		return ERR_PTR(-ENOMEM);
+	bo->shmem.base.funcs = &vnpu_shmem_funcs;
+	mutex_init(&bo->map_lock);
+	INIT_LIST_HEAD(&bo->mappings);
+	return &bo->shmem.base;
+}
+
+/* ---- VRAM BOs ---------------------------------------------------------- */
+
+void vnpu_vram_init(struct vnpu_device *vdev)
+{
+	mutex_init(&vdev->vram_lock);
+	drm_mm_init(&vdev->vram_mm, 0, vdev->vram_size);
+}
+
+void vnpu_vram_fini(struct vnpu_device *vdev)
+{
+	drm_mm_takedown(&vdev->vram_mm);
+	mutex_destroy(&vdev->vram_lock);
+}
+
+static void vnpu_vram_free(struct drm_gem_object *obj)
+{
+	struct vnpu_device *vdev = to_vnpu_device(obj->dev);
+	struct vnpu_bo *bo = to_vnpu_bo(obj);
+
+	WARN_ON(!list_empty(&bo->mappings));
+	mutex_lock(&vdev->vram_lock);
+	if (drm_mm_node_allocated(&bo->vram_node)) {
+		drm_mm_remove_node(&bo->vram_node);
+		vdev->vram_used -= obj->size;
+	}
+	mutex_unlock(&vdev->vram_lock);
+	drm_gem_free_mmap_offset(obj);
+	drm_gem_object_release(obj);
+	mutex_destroy(&bo->map_lock);
+	kfree(bo);
+}
+
+static int vnpu_vram_mmap(struct drm_gem_object *obj,
+			  struct vm_area_struct *vma)
+{
+	struct vnpu_device *vdev = to_vnpu_device(obj->dev);
+	struct vnpu_bo *bo = to_vnpu_bo(obj);
+	unsigned long first = vma->vm_pgoff -
+			      drm_vma_node_start(&obj->vma_node);
+	unsigned long pages = vma_pages(vma);
+	unsigned long pfn;
+
+	if (first > obj->size >> PAGE_SHIFT ||
+	    pages > (obj->size >> PAGE_SHIFT) - first)
+		return -EINVAL;
+	pfn = (vdev->vram_bar + bo->vram_node.start) >> PAGE_SHIFT;
+	vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
+	vma->vm_page_prot =
+		pgprot_writecombine(vm_get_page_prot(vma->vm_flags));
+	return io_remap_pfn_range(vma, vma->vm_start, pfn + first,
+				  pages << PAGE_SHIFT, vma->vm_page_prot);
+}
+
+static int vnpu_vram_vmap(struct drm_gem_object *obj, struct iosys_map *map)
+{
+	struct vnpu_device *vdev = to_vnpu_device(obj->dev);
+
+	iosys_map_set_vaddr_iomem(map, vdev->vram_map +
+					       to_vnpu_bo(obj)->vram_node.start);
+	return 0;
+}
+
+static const struct vm_operations_struct vnpu_vram_vm_ops = {
+	.open = drm_gem_vm_open,
+	.close = drm_gem_vm_close,
+};
+
+static const struct drm_gem_object_funcs vnpu_vram_funcs = {
+	.free = vnpu_vram_free,
+	.open = vnpu_bo_open,
+	.close = vnpu_bo_close,
+	.vmap = vnpu_vram_vmap,
+	.mmap = vnpu_vram_mmap,
+	.vm_ops = &vnpu_vram_vm_ops,
+};
+
+static struct drm_gem_object *vnpu_vram_create(struct vnpu_device *vdev,
+					       u64 size)
+{
+	struct vnpu_bo *bo = kzalloc(sizeof(*bo), GFP_KERNEL);
+	struct drm_gem_object *obj;
+	int ret;
+
+	if (!bo)
+		return ERR_PTR(-ENOMEM);
+	obj = &bo->shmem.base;
+	obj->funcs = &vnpu_vram_funcs;
+	bo->vram = true;
+	mutex_init(&bo->map_lock);
+	INIT_LIST_HEAD(&bo->mappings);
+	drm_gem_private_object_init(&vdev->drm, obj, size);
+
+	mutex_lock(&vdev->vram_lock);
+	ret = drm_mm_insert_node_generic(&vdev->vram_mm, &bo->vram_node, size,
+					 VNPU_PAGE_SIZE, 0, DRM_MM_INSERT_BEST);
+	if (!ret)
+		vdev->vram_used += size;
+	mutex_unlock(&vdev->vram_lock);
+	if (ret) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	ret = drm_gem_create_mmap_offset(obj);
+	if (ret)
+		goto err;
+	/* VRAM keeps its contents across owners: never hand out old data. */
+	memset_io(vdev->vram_map + bo->vram_node.start, 0, size);
+	return obj;
+err:
+	drm_gem_object_put(obj);
+	return ERR_PTR(ret);
+}
+
+/* ---- ioctls ------------------------------------------------------------ */
+
+int vnpu_bo_create_ioctl(struct drm_device *dev, void *data,
+			 struct drm_file *file)
+{
+	struct vnpu_device *vdev = to_vnpu_device(dev);
+	struct drm_vnpu_bo_create *args = data;
+	struct drm_gem_object *obj;
+	struct drm_gem_shmem_object *shmem;
+	u64 size, va;
+	u32 handle;
+	int ret;
+
+	if (args->flags & ~DRM_VNPU_BO_FLAGS || !args->size ||
+	    args->size > VNPU_VA_END - VNPU_VA_START - VNPU_PAGE_SIZE)
+		return -EINVAL;
+	size = round_up(args->size, VNPU_PAGE_SIZE);
+	if (args->flags & DRM_VNPU_BO_VRAM) {
+		if (size > vdev->vram_size)
+			return -ENOMEM;
+		obj = vnpu_vram_create(vdev, size);
+	} else {
+		shmem = drm_gem_shmem_create(dev, size);
+		obj = IS_ERR(shmem) ? ERR_CAST(shmem) : &shmem->base;
+	}
+	if (IS_ERR(obj))
+		return PTR_ERR(obj);
+	to_vnpu_bo(obj)->flags = args->flags;
+	ret = drm_gem_handle_create(file, obj, &handle);
+	drm_gem_object_put(obj);
+	if (ret)
+		return ret;
+	if (!vnpu_bo_va(obj, file->driver_priv, &va)) {
+		drm_gem_handle_delete(file, handle);
+		return -EINVAL;
+	}
+	args->handle = handle;
+	args->device_va = va;
+	return 0;
+}
+
+int vnpu_bo_info_ioctl(struct drm_device *dev, void *data,
+		       struct drm_file *file)
+{
+	struct drm_vnpu_bo_info *args = data;
+	struct drm_gem_object *obj;
+	u64 va;
+	int ret;
+
+	obj = drm_gem_object_lookup(file, args->handle);
+	if (!obj)
+		return -ENOENT;
+	ret = drm_gem_create_mmap_offset(obj);
+	if (!ret && !vnpu_bo_va(obj, file->driver_priv, &va))
+		ret = -ENOENT;
+	if (!ret) {
+		args->flags = to_vnpu_bo(obj)->flags |
+			      (obj->import_attach ? DRM_VNPU_BO_IMPORTED : 0);
+		args->size = obj->size;
+		args->mmap_offset = drm_vma_node_offset_addr(&obj->vma_node);
+		args->device_va = va;
+	}
+	drm_gem_object_put(obj);
+	return ret;
+}
+
+/* The error of a failed job among the fences left in the BO's resv. */
+static int vnpu_bo_job_error(struct drm_gem_object *obj)
+{
+	struct dma_resv_iter cursor;
+	struct dma_fence *fence;
+	int error = 0;
+
+	dma_resv_lock(obj->resv, NULL);
+	dma_resv_for_each_fence(&cursor, obj->resv, DMA_RESV_USAGE_READ,
+				fence) {
+		if (dma_fence_is_signaled(fence) && fence->error < 0) {
+			error = fence->error;
+			break;
+		}
+	}
+	dma_resv_unlock(obj->resv);
+	return error;
+}
+
+int vnpu_bo_wait_ioctl(struct drm_device *dev, void *data,
+		       struct drm_file *file)
+{
+	struct drm_vnpu_bo_wait *args = data;
+	struct drm_gem_object *obj;
+	s64 remaining;
+	long timeout, ret;
+
+	if (args->flags || args->pad)
+		return -EINVAL;
+	remaining = args->timeout_ns - ktime_get_ns();
+	timeout = remaining <= 0 ? 0 : nsecs_to_jiffies64(remaining);
+	if (remaining > 0 && !timeout)
+		timeout = 1;
+	obj = drm_gem_object_lookup(file, args->handle);
+	if (!obj)
+		return -ENOENT;
+	ret = dma_resv_wait_timeout(obj->resv, DMA_RESV_USAGE_READ, true,
+				    min_t(u64, timeout, MAX_SCHEDULE_TIMEOUT));
+	if (ret == 0)
+		ret = -ETIMEDOUT;
+	if (ret > 0) {
+		args->job_error = vnpu_bo_job_error(obj);
+		ret = 0;
+	}
+	drm_gem_object_put(obj);
+	return ret;
+}

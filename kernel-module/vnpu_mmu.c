@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * vnpu DRM accel driver: per-context device page tables (docs/hw-spec.md
+ * section 8) in DMA-coherent host memory, the VA allocator, and MMU faults.
+ */
+#include <linux/dma-mapping.h>
+#include <linux/scatterlist.h>
+#include <drm/drm_drv.h>
+
+#include "vnpu_hw.h"
+
+static int vnpu_pt_table_alloc(struct vnpu_ctx *ctx, struct vnpu_pt_table *t,
+			       bool with_children)
+{
+	struct device *dev = ctx->vdev->drm.dev;
+
+	t->entries = dma_alloc_coherent(dev, VNPU_PAGE_SIZE, &t->dma,
+					GFP_KERNEL);
+	if (!t->entries)
+		return -ENOMEM;
+	t->child = NULL;
+	if (with_children) {
+		t->child = kcalloc(VNPU_PT_ENTRIES, sizeof(*t->child),
+				   GFP_KERNEL);
+		if (!t->child) {
+			dma_free_coherent(dev, VNPU_PAGE_SIZE, t->entries,
+					  t->dma);
+			t->entries = NULL;
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static void vnpu_pt_table_free(struct vnpu_ctx *ctx, struct vnpu_pt_table *t,
+			       int level)
+{
+	u32 i;
+
+	if (!t->entries)
+		return;
+	if (t->child) {
+		for (i = 0; i < VNPU_PT_ENTRIES; i++) {
+			if (!t->child[i])
+				continue;
+			vnpu_pt_table_free(ctx, t->child[i], level + 1);
+			kfree(t->child[i]);
+		}
+		kfree(t->child);
+	}
+	dma_free_coherent(ctx->vdev->drm.dev, VNPU_PAGE_SIZE, t->entries,
+			  t->dma);
+	t->entries = NULL;
+}
+
+/* The leaf entry of va, creating the tables on the way when asked. */
+static u64 *vnpu_pt_leaf(struct vnpu_ctx *ctx, u64 va, bool create)
+{
+	struct vnpu_pt_table *t = &ctx->root;
+	int level;
+
+	for (level = 0; level < VNPU_PT_LEVELS - 1; level++) {
+		u32 idx = VNPU_PT_INDEX(va, level);
+		struct vnpu_pt_table *next = t->child[idx];
+
+		if (!next) {
+			if (!create)
+				return NULL;
+			next = kzalloc(sizeof(*next), GFP_KERNEL);
+			if (!next || vnpu_pt_table_alloc(ctx, next,
+							 level + 1 <
+								 VNPU_PT_LEVELS - 1)) {
+				kfree(next);
+				return NULL;
+			}
+			t->child[idx] = next;
+			WRITE_ONCE(t->entries[idx],
+				   cpu_to_le64((next->dma & VNPU_PTE_ADDR_MASK) |
+					       VNPU_PTE_VALID));
+		}
+		t = next;
+	}
+	return &t->entries[VNPU_PT_INDEX(va, VNPU_PT_LEVELS - 1)];
+}
+
+static int vnpu_pt_map_page(struct vnpu_ctx *ctx, u64 va, u64 addr, u64 prot)
+{
+	u64 *pte = vnpu_pt_leaf(ctx, va, true);
+
+	if (!pte)
+		return -ENOMEM;
+	WRITE_ONCE(*pte, cpu_to_le64((addr & VNPU_PTE_ADDR_MASK) |
+				     VNPU_PTE_VALID | prot));
+	return 0;
+}
+
+static void vnpu_pt_unmap_range(struct vnpu_ctx *ctx, u64 va, u64 size)
+{
+	u64 off;
+
+	for (off = 0; off < size; off += VNPU_PAGE_SIZE) {
+		u64 *pte = vnpu_pt_leaf(ctx, va + off, false);
+
+		if (pte)
+			WRITE_ONCE(*pte, 0);
+	}
+}
+
+static void vnpu_tlb_invalidate(struct vnpu_ctx *ctx)
+{
+	struct vnpu_device *vdev = ctx->vdev;
+	int idx;
+
+	if (!drm_dev_enter(&vdev->drm, &idx))
+		return;
+	/* Table writes must be visible before the device walks again. */
+	wmb();
+	vnpu_wr(vdev, VNPU_CTX_REG(ctx->index, VNPU_CTX_CTRL),
+		VNPU_CTX_CTRL_ENABLE | VNPU_CTX_CTRL_TLB_INVALIDATE);
+	drm_dev_exit(idx);
+}
+
+void vnpu_mmu_ctx_program(struct vnpu_ctx *ctx)
+{
+	struct vnpu_device *vdev = ctx->vdev;
+
+	vnpu_wr(vdev, VNPU_CTX_REG(ctx->index, VNPU_CTX_PT_BASE_LO),
+		lower_32_bits(ctx->root.dma & VNPU_PT_BASE_ADDR_MASK));
+	vnpu_wr(vdev, VNPU_CTX_REG(ctx->index, VNPU_CTX_PT_BASE_HI),
+		upper_32_bits(ctx->root.dma & VNPU_PT_BASE_ADDR_MASK));
+	vnpu_wr(vdev, VNPU_CTX_REG(ctx->index, VNPU_CTX_CTRL),
+		VNPU_CTX_CTRL_ENABLE | VNPU_CTX_CTRL_TLB_INVALIDATE);
+}
+
+int vnpu_mmu_ctx_init(struct vnpu_ctx *ctx)
+{
+	int ret = vnpu_pt_table_alloc(ctx, &ctx->root, true);
+
+	if (ret)
+		return ret;
+	mutex_init(&ctx->mmu_lock);
+	drm_mm_init(&ctx->va_mm, VNPU_VA_START, VNPU_VA_END - VNPU_VA_START);
+	return 0;
+}
+
+void vnpu_mmu_ctx_fini(struct vnpu_ctx *ctx)
+{
+	drm_mm_takedown(&ctx->va_mm);
+	vnpu_pt_table_free(ctx, &ctx->root, 0);
+	mutex_destroy(&ctx->mmu_lock);
+}
+
+static int vnpu_mmu_fill(struct vnpu_ctx *ctx, struct vnpu_bo *bo, u64 va)
+{
+	u64 prot = VNPU_PTE_READ;
+	u64 off, size = bo->shmem.base.size;
+	struct sg_table *sgt;
+	struct sg_dma_page_iter it;
+	int ret;
+
+	if (!(bo->flags & DRM_VNPU_BO_DEVICE_READ_ONLY))
+		prot |= VNPU_PTE_WRITE;
+	if (bo->vram) {
+		for (off = 0; off < size; off += VNPU_PAGE_SIZE) {
+			ret = vnpu_pt_map_page(ctx, va + off,
+					       bo->vram_node.start + off,
+					       prot | VNPU_PTE_VRAM);
+			if (ret)
+				return ret;
+		}
+		return 0;
+	}
+	sgt = bo->shmem.sgt;
+	if (!sgt) {
+		sgt = drm_gem_shmem_get_pages_sgt(&bo->shmem);
+		if (IS_ERR(sgt))
+			return PTR_ERR(sgt);
+	}
+	off = 0;
+	for_each_sgtable_dma_page(sgt, &it, 0) {
+		if (off >= size)
+			break;
+		ret = vnpu_pt_map_page(ctx, va + off,
+				       sg_page_iter_dma_address(&it), prot);
+		if (ret)
+			return ret;
+		off += VNPU_PAGE_SIZE;
+	}
+	return off == size ? 0 : -EINVAL;
+}
+
+/*
+ * Maps the whole BO at a new VA of ctx, with an unmapped guard page after
+ * it so that running off the end faults.
+ */
+int vnpu_mmu_map_bo(struct vnpu_ctx *ctx, struct vnpu_bo *bo, u64 *va)
+{
+	struct drm_mm_node *node;
+	struct vnpu_bo_mapping *m;
+	u64 size = bo->shmem.base.size;
+	int ret;
+
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	if (!m)
+		return -ENOMEM;
+	node = &m->va;
+	mutex_lock(&ctx->mmu_lock);
+	ret = drm_mm_insert_node_generic(&ctx->va_mm, node,
+					 size + VNPU_PAGE_SIZE,
+					 VNPU_PAGE_SIZE, 0, DRM_MM_INSERT_BEST);
+	if (ret)
+		goto err_unlock;
+	ret = vnpu_mmu_fill(ctx, bo, node->start);
+	if (ret) {
+		vnpu_pt_unmap_range(ctx, node->start, size);
+		drm_mm_remove_node(node);
+		goto err_unlock;
+	}
+	mutex_unlock(&ctx->mmu_lock);
+	/* A new mapping replaces no cached translation; no invalidate. */
+	m->ctx = ctx;
+	m->users = 1;
+	kref_get(&ctx->ref);
+	list_add(&m->node, &bo->mappings);
+	*va = node->start;
+	return 0;
+
+err_unlock:
+	mutex_unlock(&ctx->mmu_lock);
+	kfree(m);
+	return ret;
+}
+
+void vnpu_mmu_unmap_bo(struct vnpu_ctx *ctx, struct vnpu_bo *bo, u64 va)
+{
+	struct vnpu_bo_mapping *m, *tmp;
+
+	list_for_each_entry_safe(m, tmp, &bo->mappings, node) {
+		if (m->ctx != ctx || m->va.start != va)
+			continue;
+		mutex_lock(&ctx->mmu_lock);
+		vnpu_pt_unmap_range(ctx, va, bo->shmem.base.size);
+		drm_mm_remove_node(&m->va);
+		vnpu_tlb_invalidate(ctx);
+		mutex_unlock(&ctx->mmu_lock);
+		list_del(&m->node);
+		kfree(m);
+		vnpu_ctx_put(ctx);
+		return;
+	}
+}
+
+/* MMU_FAULT event: record each faulted context's fault, then clear it. */
+void vnpu_mmu_handle_faults(struct vnpu_device *vdev)
+{
+	u64 faulted = (u64)vnpu_rd(vdev, VNPU_REG_FAULTED_CTX_HI) << 32 |
+		      vnpu_rd(vdev, VNPU_REG_FAULTED_CTX_LO);
+	u32 c;
+
+	for (c = 0; c < vdev->num_contexts; c++) {
+		struct vnpu_ctx *ctx;
+		u32 status;
+		u64 va;
+
+		if (!(faulted & BIT_ULL(c)))
+			continue;
+		status = vnpu_rd(vdev, VNPU_CTX_REG(c, VNPU_CTX_FAULT_STATUS));
+		va = vnpu_rd64_stable(vdev, VNPU_CTX_REG(c, VNPU_CTX_FAULT_VA_LO),
+				      VNPU_CTX_REG(c, VNPU_CTX_FAULT_VA_HI));
+		ctx = vnpu_ctx_get_by_index(vdev, c);
+		if (ctx) {
+			/* Set before the clear: jobs retiring later see it. */
+			WRITE_ONCE(ctx->fault_va, va);
+			WRITE_ONCE(ctx->fault_status, status);
+			WRITE_ONCE(ctx->fault_count, ctx->fault_count + 1);
+			WRITE_ONCE(ctx->faulted, true);
+			smp_wmb();
+		}
+		vnpu_log(vdev,
+			 "MMU fault: context %u queue %u VA %#llx reason %u %s",
+			 c, VNPU_FAULT_QUEUE(status), va,
+			 VNPU_FAULT_REASON(status),
+			 status & VNPU_FAULT_WRITE ? "write" : "read");
+		/* Nothing more of this context may run once it is cleared. */
+		vnpu_ctx_fault_abort(vdev, c);
+		vnpu_wr(vdev, VNPU_CTX_REG(c, VNPU_CTX_FAULT_STATUS),
+			VNPU_FAULT_PENDING);
+		if (ctx)
+			vnpu_ctx_put(ctx);
+	}
+}
