@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Builds vnpu.ko (kernel-module/) against the headers of the newest Debian
+# kernel in bookworm-backports and prints the .ko's path on stdout (progress
+# goes to stderr).
+#
+#   scripts/build-module.sh [--print-release]
+#
+# --print-release  print the kernel release the module is built for and exit
+#
+# The kernel is the one linux-image-amd64 in bookworm-backports depends on,
+# asked from apt each run (never written down here); its linux-headers
+# package is installed when missing. The build runs in a copy of the sources
+# under $VNPU_CACHE (default ${XDG_CACHE_HOME:-$HOME/.cache}/vnpu)/module/
+# <release>/, so kbuild writes nothing into the checkout. A build is keyed by
+# the hash of its inputs (the module sources, the device and UAPI headers,
+# this script, the release): when the key matches, the cached .ko is printed
+# without rebuilding.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+
+print_release=0
+for arg in "$@"; do
+	case $arg in
+	--print-release) print_release=1 ;;
+	*)
+		echo "usage: $0 [--print-release]" >&2
+		exit 2
+		;;
+	esac
+done
+
+cache=${VNPU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vnpu}
+jobs=${VNPU_JOBS:-2}
+log() { echo "build-module: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+apt_get() { $sudo apt-get -o DPkg::Lock::Timeout=600 "$@"; }
+
+# bookworm-backports comes from scripts/deps.sh.
+"$repo/scripts/deps.sh" >&2
+
+# The image package linux-image-amd64 (bookworm-backports) depends on.
+release_of_meta() {
+	apt-cache show linux-image-amd64 2>/dev/null |
+		awk '/^Version: /{v=$2} /^Depends: /{print v, $0}' |
+		grep '~bpo12' |
+		sed -n 's/.*linux-image-\([0-9][^ ,]*-amd64\).*/\1/p' |
+		sort -V | tail -1
+}
+release=$(release_of_meta)
+if [ -z "$release" ]; then
+	apt_get update -qq
+	release=$(release_of_meta)
+fi
+[ -n "$release" ] ||
+	die "apt knows no linux-image-amd64 in bookworm-backports"
+if [ "$print_release" -eq 1 ]; then
+	echo "$release"
+	exit 0
+fi
+
+headers=/usr/src/linux-headers-$release
+if [ ! -f "$headers/Makefile" ]; then
+	log "installing linux-headers-$release"
+	apt_get install -y -qq --no-install-recommends \
+		-t bookworm-backports "linux-headers-$release" >/dev/null
+fi
+[ -f "$headers/Makefile" ] || die "no kbuild tree at $headers"
+
+inputs=(Kbuild kernel-module include/vnpu include/uapi/drm/vnpu_accel.h
+	scripts/build-module.sh)
+key=$( (
+	echo "$release"
+	find "${inputs[@]}" -type f ! -name '*.o' ! -name '*.ko' \
+		! -name '*.cmd' ! -name '*.mod*' -print0 | sort -z |
+		xargs -0 sha256sum
+) | sha256sum | cut -c1-16)
+
+out=$cache/module/$release
+ko=$out/src/kernel-module/vnpu.ko
+if [ -f "$ko" ] && [ "$(cat "$out/key" 2>/dev/null)" = "$key" ]; then
+	log "up to date ($release)"
+	echo "$ko"
+	exit 0
+fi
+
+log "building vnpu.ko for $release"
+mkdir -p "$out"
+rm -rf "$out/src" "$out/key"
+mkdir -p "$out/src/include/uapi/drm"
+cp -r Kbuild kernel-module "$out/src/"
+cp -r include/vnpu "$out/src/include/"
+cp include/uapi/drm/vnpu_accel.h "$out/src/include/uapi/drm/"
+if ! make -C "$headers" M="$out/src" -j"$jobs" modules >"$out/build.log" 2>&1; then
+	cat "$out/build.log" >&2
+	die "build failed (log: $out/build.log)"
+fi
+[ -f "$ko" ] || die "kbuild produced no $ko"
+echo "$key" >"$out/key"
+echo "$ko"
