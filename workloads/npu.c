@@ -5,77 +5,104 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dtype.h"
+#include "kernel.h"
 #include "tensor.h"
-#include "vnpu/hw_mmu.h"
-#include "vnpu/hw_status.h"
-#include "vnpu_simhost.h"
 
-#define NPU_CTX 0
-#define NPU_QUEUE 0
+#define NPU_MAX_TENSORS 256
+#define NPU_MAX_TIMED 128
 
 struct npu {
-	struct vnpu_simhost *host;
-	unsigned cores;
-	uint64_t commands;
-	uint64_t device_ns;
-	uint64_t *stamp;	/* TIMESTAMP target before each launch */
-	uint64_t stamp_va;
+	struct vnpu_device_props props;
+	unsigned blocks;		/* per launch: a few per core */
+	void *tensors[NPU_MAX_TENSORS];	/* device allocations to release */
+	unsigned ntensors;
+	vnpu_event_t start[NPU_MAX_TIMED], end[NPU_MAX_TIMED];
+	unsigned ntimed;		/* launches since the last npu_stats */
+	uint64_t untimed;		/* launches beyond NPU_MAX_TIMED */
 };
 
-struct npu *npu_open(unsigned cores)
+static bool check(vnpu_error_t err, const char *what)
 {
-	struct vnpu_simhost_config cfg = {
-		.host_mem_size = 16ull << 20,
-		.vram_size = 512ull << 20,
-		.num_queues = 1,
-		.num_contexts = 1,
-		.num_cores = cores,
-		.mode = VNPU_SIM_THREADS,
-		.real_clock = true,
-	};
+	if (err == VNPU_SUCCESS)
+		return true;
+	fprintf(stderr, "npu: %s: %s (%s)\n", what, vnpu_error_string(err),
+		vnpu_last_error_detail());
+	return false;
+}
+
+struct npu *npu_open(void)
+{
 	struct npu *npu = calloc(1, sizeof(*npu));
-	uint32_t boot;
+	int dev;
 
 	if (!npu)
 		return NULL;
-	npu->cores = cores;
-	if (vnpu_simhost_create(&cfg, &npu->host)) {
-		fprintf(stderr, "npu: cannot create the device\n");
+	if (!check(vnpu_init(), "init")) {
 		free(npu);
 		return NULL;
 	}
-	boot = vnpu_simhost_boot(npu->host);
-	if (boot != VNPU_BOOT_READY ||
-	    vnpu_simhost_ctx_init(npu->host, NPU_CTX, false) ||
-	    vnpu_simhost_queue_init(npu->host, NPU_QUEUE, NPU_CTX, 8, true)) {
-		fprintf(stderr, "npu: boot or setup failed (BOOT_STATUS 0x%x)\n",
-			boot);
-		npu_close(npu);
-		return NULL;
-	}
-	npu->stamp = vnpu_simhost_alloc_map(npu->host, NPU_CTX, true, 8,
-					    VNPU_PTE_READ | VNPU_PTE_WRITE,
-					    &npu->stamp_va);
-	if (!npu->stamp) {
-		npu_close(npu);
-		return NULL;
-	}
+	if (!check(vnpu_get_device(&dev), "device") ||
+	    !check(vnpu_device_properties(dev, &npu->props), "properties"))
+		goto fail;
+	npu->blocks = npu->props.cores * 4;
+	for (unsigned i = 0; i < NPU_MAX_TIMED; i++)
+		if (!check(vnpu_event_create(&npu->start[i], VNPU_EVENT_DEFAULT),
+			   "event") ||
+		    !check(vnpu_event_create(&npu->end[i], VNPU_EVENT_DEFAULT),
+			   "event"))
+			goto fail;
 	return npu;
+fail:
+	npu_close(npu);
+	return NULL;
 }
 
 void npu_close(struct npu *npu)
 {
 	if (!npu)
 		return;
-	vnpu_simhost_destroy(npu->host);
+	npu_release(npu);
+	for (unsigned i = 0; i < NPU_MAX_TIMED; i++) {
+		if (npu->start[i])
+			vnpu_event_destroy(npu->start[i]);
+		if (npu->end[i])
+			vnpu_event_destroy(npu->end[i]);
+	}
+	vnpu_finalize();
 	free(npu);
 }
 
-void npu_stats(struct npu *npu, uint64_t *commands, uint64_t *device_ns)
+const char *npu_backend(struct npu *npu, unsigned *cores)
 {
-	*commands = npu->commands;
-	*device_ns = npu->device_ns;
+	*cores = npu->props.cores;
+	return npu->props.backend;
+}
+
+bool npu_stats(struct npu *npu, uint64_t *kernels, double *device_ms)
+{
+	bool ok = check(vnpu_stream_synchronize(NULL), "synchronize");
+
+	*kernels = npu->ntimed + npu->untimed;
+	*device_ms = 0;
+	for (unsigned i = 0; ok && i < npu->ntimed; i++) {
+		float ms;
+
+		ok = check(vnpu_event_elapsed_time(&ms, npu->start[i],
+						   npu->end[i]),
+			   "elapsed time");
+		*device_ms += ms;
+	}
+	npu->ntimed = 0;
+	npu->untimed = 0;
+	return ok;
+}
+
+void npu_release(struct npu *npu)
+{
+	vnpu_stream_synchronize(NULL);
+	for (unsigned i = 0; i < npu->ntensors; i++)
+		vnpu_free(npu->tensors[i]);
+	npu->ntensors = 0;
 }
 
 bool npu_tensor(struct npu *npu, struct npu_tensor *t, uint32_t dtype,
@@ -94,18 +121,14 @@ bool npu_tensor(struct npu *npu, struct npu_tensor *t, uint32_t dtype,
 			t->desc.strides[i] = stride;
 		stride *= sizes[i];
 	}
-	if (!vnpu_storage_numel(&t->desc, &numel))
+	if (!vnpu_storage_numel(&t->desc, &numel) ||
+	    npu->ntensors == NPU_MAX_TENSORS)
 		return false;
 	t->bytes = numel * vnpu_dtype_size(dtype);
-	t->host = vnpu_simhost_alloc_map(npu->host, NPU_CTX, true, t->bytes,
-					 VNPU_PTE_READ | VNPU_PTE_WRITE,
-					 &t->va);
-	if (!t->host) {
-		fprintf(stderr, "npu: out of device memory (%llu bytes)\n",
-			(unsigned long long)t->bytes);
+	if (!check(vnpu_malloc(&t->dev, t->bytes), "malloc") ||
+	    !check(vnpu_memset(t->dev, 0, t->bytes), "memset"))
 		return false;
-	}
-	memset(t->host, 0, t->bytes);
+	npu->tensors[npu->ntensors++] = t->dev;
 	return true;
 }
 
@@ -127,6 +150,18 @@ struct npu_tensor npu_view(const struct npu_tensor *t, uint32_t ndim,
 	return v;
 }
 
+bool npu_upload(struct npu *npu, struct npu_tensor *t, const void *data)
+{
+	return check(vnpu_memcpy(t->dev, data, t->bytes, VNPU_MEMCPY_H2D),
+		     "upload");
+}
+
+bool npu_download(struct npu *npu, const struct npu_tensor *t, void *data)
+{
+	return check(vnpu_memcpy(data, t->dev, t->bytes, VNPU_MEMCPY_D2H),
+		     "download");
+}
+
 struct vnpu_tensor npu_arg(struct npu_launch *l, const struct npu_tensor *t,
 			   uint32_t access)
 {
@@ -134,14 +169,14 @@ struct vnpu_tensor npu_arg(struct npu_launch *l, const struct npu_tensor *t,
 
 	/* A tensor already in the launch keeps its buffer, widening access. */
 	for (uint32_t i = 0; i < l->nbufs; i++) {
-		if (l->bufs[i].va == t->va) {
+		if (l->bufs[i].ptr == t->dev) {
 			l->bufs[i].access |= access;
 			d.buffer = i;
 			return d;
 		}
 	}
-	l->bufs[l->nbufs] = (struct vnpu_kargs_buffer){
-		.va = t->va, .size = t->bytes, .access = access,
+	l->bufs[l->nbufs] = (struct vnpu_launch_buffer){
+		.ptr = t->dev, .size = t->bytes, .access = access,
 	};
 	d.buffer = l->nbufs++;
 	return d;
@@ -151,33 +186,21 @@ bool npu_launch(struct npu *npu, const struct npu_launch *l, uint32_t id,
 		const void *params, uint32_t params_size)
 {
 	const struct vnpu_kernel_def *k = vnpu_kernel_find(id);
-	struct vnpu_simhost *h = npu->host;
-	struct vnpu_cpl cpl;
-	uint32_t args_size;
-	uint64_t args_va, seq;
+	bool timed = npu->ntimed < NPU_MAX_TIMED;
+	bool ok;
 
-	args_va = vnpu_simhost_write_args(h, NPU_CTX, l->bufs, l->nbufs, params,
-					  params_size, &args_size);
-	if (!args_va)
+	if (!k)
 		return false;
-	/* A timestamp right before the launch gives its device time. */
-	vnpu_simhost_push(h, NPU_QUEUE,
-			  vnpu_simhost_cmd_timestamp(npu->stamp_va));
-	seq = vnpu_simhost_push(h, NPU_QUEUE,
-				vnpu_simhost_cmd_launch(id, npu->cores * 4,
-							args_va, args_size));
-	vnpu_simhost_ring(h, NPU_QUEUE);
-	if (vnpu_simhost_wait(h, NPU_QUEUE, seq, VNPU_SIMHOST_TIMEOUT_MS)) {
-		fprintf(stderr, "npu: kernel %s timed out\n", k ? k->name : "?");
+	if (timed && !check(vnpu_event_record(npu->start[npu->ntimed], NULL),
+			    "event record"))
 		return false;
-	}
-	cpl = vnpu_simhost_cpl(h, NPU_QUEUE, seq);
-	if (cpl.status != VNPU_STATUS_OK) {
-		fprintf(stderr, "npu: kernel %s failed with status %u\n",
-			k ? k->name : "?", cpl.status);
-		return false;
-	}
-	npu->commands++;
-	npu->device_ns += cpl.timestamp - *npu->stamp;
-	return true;
+	ok = check(vnpu_launch_kernel(k->name, npu->blocks, l->bufs, l->nbufs,
+				      params, params_size, NULL),
+		   k->name);
+	if (ok && timed)
+		ok = check(vnpu_event_record(npu->end[npu->ntimed++], NULL),
+			   "event record");
+	else if (ok)
+		npu->untimed++;
+	return ok;
 }

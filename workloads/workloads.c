@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "npu.h"
 #include "reference.h"
@@ -46,14 +45,12 @@ static float *random_data(int64_t n, double lo, double hi, double **ref)
 	return f;
 }
 
-/* An f32 ND tensor holding `data`, written through the VRAM BAR. */
+/* An f32 ND tensor holding `data`. */
 static bool upload(struct npu *npu, struct npu_tensor *t, uint32_t ndim,
 		   const int64_t *sizes, const float *data)
 {
-	if (!npu_tensor(npu, t, VNPU_DTYPE_F32, VNPU_FORMAT_ND, ndim, sizes))
-		return false;
-	memcpy(t->host, data, t->bytes);
-	return true;
+	return npu_tensor(npu, t, VNPU_DTYPE_F32, VNPU_FORMAT_ND, ndim, sizes) &&
+	       npu_upload(npu, t, data);
 }
 
 static bool transdata(struct npu *npu, const struct npu_tensor *src,
@@ -152,10 +149,17 @@ static bool add(struct npu *npu, const struct npu_tensor *a,
 	return npu_launch(npu, &l, VNPU_KERNEL_BINARY, &p, sizeof(p));
 }
 
-/* Reads an f32 tensor back through the BAR. */
-static const float *f32_data(const struct npu_tensor *t)
+/* The error of an f32 result tensor against the reference. */
+static bool compare(struct npu *npu, const struct npu_tensor *t,
+		    const double *want, int64_t n, double *error)
 {
-	return t->host;
+	float *got = malloc(t->bytes);
+	bool ok = got && npu_download(npu, t, got);
+
+	if (ok)
+		*error = ref_error(got, want, n);
+	free(got);
+	return ok;
 }
 
 struct result {
@@ -211,8 +215,7 @@ static bool mlp(struct npu *npu, uint32_t dtype, struct result *res)
 	ref_gemm(1, B, O, H, rh, (int64_t[]){ 0, H, 1 }, rw2,
 		 (int64_t[]){ 0, O, 1 }, rb2, 1.0, REF_NONE, ro);
 	ref_softmax_rows(ro, B, O, 0);
-	if (ok)
-		res->error = ref_error(f32_data(&out), ro, B * O);
+	ok = ok && compare(npu, &out, ro, B * O, &res->error);
 	res->tolerance = dtype == VNPU_DTYPE_F32 ? 1e-5 :
 			 dtype == VNPU_DTYPE_F16 ? 2e-3 : 2e-2;
 	free(x), free(w1), free(b1), free(w2), free(b2);
@@ -307,8 +310,7 @@ static bool cnn(struct npu *npu, struct result *res)
 	ref_gemm(1, N, O, CO, rm, (int64_t[]){ 0, CO, 1 }, rfc,
 		 (int64_t[]){ 0, O, 1 }, NULL, 1.0, REF_NONE, ro);
 	ref_softmax_rows(ro, N, O, 1);
-	if (ok)
-		res->error = ref_error(f32_data(&lsm), ro, N * O);
+	ok = ok && compare(npu, &lsm, ro, N * O, &res->error);
 	res->tolerance = 1e-5;
 	free(x), free(w), free(b), free(fc);
 	free(rx), free(rw), free(rb), free(rfc), free(ry), free(rp), free(rm),
@@ -415,8 +417,7 @@ static bool transformer(struct npu *npu, struct result *res)
 		 (int64_t[]){ 0, D, 1 }, rc2, 1.0, REF_NONE, r_y);
 	for (int64_t i = 0; i < T * D; i++)
 		r_y[i] += r_h1[i];
-	if (ok)
-		res->error = ref_error(f32_data(&y), r_y, T * D);
+	ok = ok && compare(npu, &y, r_y, T * D, &res->error);
 	res->tolerance = 1e-4;
 	free(x), free(g1), free(b1), free(g2), free(b2), free(wqkv), free(wo),
 		free(w1), free(c1), free(w2), free(c2);
@@ -437,29 +438,32 @@ static double now_ms(void)
 
 int main(void)
 {
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	unsigned cores = ncpu > 0 && ncpu < 64 ? (unsigned)ncpu : 2;
-	struct npu *npu = npu_open(cores);
+	struct npu *npu = npu_open();
 	int failed = 0, passed = 0;
+	const char *backend;
+	unsigned cores;
 	static const char *const names[] = { "mlp-f32", "mlp-f16", "mlp-bf16",
 					     "cnn-f32", "transformer-f32" };
 
 	if (!npu)
 		return 1;
-	printf("device: vnpu simulator in-process, %u cores\n", cores);
+	backend = npu_backend(npu, &cores);
+	printf("device: vnpu, %s backend (%s), %u cores\n", backend,
+	       strcmp(backend, "drm") == 0 ? "the vnpu kernel driver"
+					   : "the device simulator in-process",
+	       cores);
 	printf("error: max |npu - cpu| / max(1, max |cpu|) against a double "
-	       "reference\ntotal ms: wall time incl. data generation and the "
-	       "CPU reference\ndevice ms: device clock from a TIMESTAMP before "
-	       "each launch to its completion\n\n");
+	       "reference\ntotal ms: wall time incl. data generation, copies "
+	       "and the CPU reference\ndevice ms: device time of the kernels "
+	       "(timing events around each launch)\n\n");
 	printf("%-16s %-5s %10s %9s %10s %9s  %s\n", "workload", "check",
 	       "error", "limit", "total ms", "device ms", "fallback");
 	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		struct result r = { .error = INFINITY };
-		uint64_t cmd0, ns0, cmd1, ns1;
-		double t0 = now_ms(), t1;
+		double t0 = now_ms(), t1, device_ms;
+		uint64_t kernels;
 		bool ok;
 
-		npu_stats(npu, &cmd0, &ns0);
 		switch (i) {
 		case 0: ok = mlp(npu, VNPU_DTYPE_F32, &r); break;
 		case 1: ok = mlp(npu, VNPU_DTYPE_F16, &r); break;
@@ -467,13 +471,14 @@ int main(void)
 		case 3: ok = cnn(npu, &r); break;
 		default: ok = transformer(npu, &r); break;
 		}
+		ok = npu_stats(npu, &kernels, &device_ms) && ok;
 		t1 = now_ms();
-		npu_stats(npu, &cmd1, &ns1);
+		npu_release(npu);
 		ok = ok && r.error <= r.tolerance;
-		printf("%-16s %-5s %10.2e %9.0e %10.2f %9.2f  none (%llu kernels on the NPU)\n",
+		printf("%-16s %-5s %10.2e %9.0e %10.2f %9.2f  none (%llu kernels "
+		       "on the NPU)\n",
 		       names[i], ok ? "PASS" : "FAIL", r.error, r.tolerance,
-		       t1 - t0, (double)(ns1 - ns0) / 1e6,
-		       (unsigned long long)(cmd1 - cmd0));
+		       t1 - t0, device_ms, (unsigned long long)kernels);
 		ok ? passed++ : failed++;
 	}
 	npu_close(npu);
