@@ -32,7 +32,7 @@
 #include "hw/pci/pci_device.h"
 #include "hw/pci/pcie.h"
 #include "hw/qdev-properties.h"
-#include "migration/vmstate.h"
+#include "migration/blocker.h"
 #include "system/dma.h"
 
 #include "vnpu/hw_regs.h"
@@ -65,6 +65,8 @@ struct VnpuState {
     /* Delivers the vectors in pending_vectors (set from any thread). */
     QEMUBH *irq_bh;
     uint32_t pending_vectors;
+
+    Error *migration_blocker;
 
     /* Properties. */
     uint64_t vram_size;
@@ -340,6 +342,7 @@ static void vnpu_free_resources(VnpuState *s)
         qemu_bh_delete(s->irq_bh);
         s->irq_bh = NULL;
     }
+    migrate_del_blocker(&s->migration_blocker);
     if (s->msix_ok) {
         msix_unuse_all_vectors(pdev);
         msix_uninit_exclusive_bar(pdev);
@@ -447,6 +450,17 @@ static void vnpu_realize(PCIDevice *pdev, Error **errp)
     if (ret) {
         error_setg_errno(errp, -ret, "vnpu: cannot create the simulator");
         vnpu_free_resources(s);
+        return;
+    }
+
+    /*
+     * The simulator's threads and in-flight commands cannot be saved yet:
+     * a migrated VM would lose work in progress.
+     */
+    error_setg(&s->migration_blocker, "vnpu: migration is not supported: "
+               "commands in flight on the simulator cannot be saved");
+    if (migrate_add_blocker(&s->migration_blocker, errp) < 0) {
+        vnpu_free_resources(s);
     }
 }
 
@@ -466,15 +480,6 @@ static const Property vnpu_properties[] = {
     DEFINE_PROP_BOOL("test-mode", VnpuState, test_mode, false),
 };
 
-/*
- * The simulator's threads and in-flight commands cannot be saved yet: a
- * migrated VM would lose work in progress.
- */
-static const VMStateDescription vnpu_vmstate = {
-    .name = "vnpu",
-    .unmigratable = 1,
-};
-
 static void vnpu_class_init(ObjectClass *klass, void *data)
 {
     DeviceClass *dc = DEVICE_CLASS(klass);
@@ -490,7 +495,6 @@ static void vnpu_class_init(ObjectClass *klass, void *data)
     pc->class_id = VNPU_PCI_CLASS;
     rc->phases.hold = vnpu_reset_hold;
     dc->desc = "vnpu neural processing unit (firmware simulator)";
-    dc->vmsd = &vnpu_vmstate;
     set_bit(DEVICE_CATEGORY_MISC, dc->categories);
     device_class_set_props(dc, vnpu_properties);
     object_class_property_set_description(klass, "vram-size",
