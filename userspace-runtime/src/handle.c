@@ -135,8 +135,12 @@ void *rt_handle_remove(struct rt_handles *t, const void *h)
 	s = &t->slots[idx];
 	obj = s->obj;
 	s->obj = NULL;
-	s->next_free = t->free_head;
-	t->free_head = idx;
+	/* A slot whose generation would wrap is retired, so that no old
+	 * handle can ever name a new object. */
+	if (((s->gen + 1) & ((1u << GEN_BITS) - 1)) != 0) {
+		s->next_free = t->free_head;
+		t->free_head = idx;
+	}
 	pthread_mutex_unlock(&t->lock);
 	return obj;
 }

@@ -80,6 +80,7 @@ bool rt_ranges_free(struct rt_ranges *r, uint64_t start, uint64_t size);
 enum rt_handle_type {
 	RT_HANDLE_STREAM = 1,
 	RT_HANDLE_EVENT = 2,
+	RT_HANDLE_TENSOR_DESC = 3,
 };
 
 struct rt_hslot {

@@ -3,12 +3,9 @@
  * Tensor descriptors: dtype, logical shape and format, with the storage
  * shape and size computed once at creation.
  *
- * A handle is never dereferenced: it encodes a slot index and the slot's
- * generation, and every call looks the slot up in a table under a lock. A
- * destroyed handle (the slot's generation moved on) or a foreign value (no
- * such slot, wrong generation) is VNPU_ERROR_INVALID_HANDLE, with no
- * use-after-free possible. Descriptors are host metadata only, so they work
- * without vnpu_init().
+ * Handles come from the runtime's handle tables (handle.c), so a destroyed
+ * or foreign handle is VNPU_ERROR_INVALID_HANDLE, never dereferenced.
+ * Descriptors are host metadata only, so they work without vnpu_init().
  */
 #include "tensor_desc.h"
 
@@ -19,44 +16,14 @@
 #include "tensor.h"
 #include "internal.h"
 
-_Static_assert(sizeof(uintptr_t) >= 8,
-	       "a handle holds a 32-bit index and a 32-bit generation");
+/* Descriptors live for the process, not between init and finalize, so
+ * their handle table is created once and never torn down. */
+static struct rt_handles td_table;
+static pthread_once_t td_table_once = PTHREAD_ONCE_INIT;
 
-/* Bounds the table (and the damage of a leak loop): 16M live descriptors. */
-#define TD_MAX_SLOTS (1u << 24)
-#define TD_NO_SLOT   UINT32_MAX
-
-struct td_slot {
-	uint32_t gen;	    /* of the live descriptor or of the next one */
-	uint32_t next_free; /* free list link while not live */
-	bool live;
-	struct vnpu_tdesc_info info;
-};
-
-static pthread_mutex_t td_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct td_slot *td_slots;
-static uint32_t td_count; /* slots ever used */
-static uint32_t td_cap;
-static uint32_t td_free = TD_NO_SLOT;
-
-static vnpu_tensor_desc_t td_handle(uint32_t index, uint32_t gen)
+static void td_table_init(void)
 {
-	return (vnpu_tensor_desc_t)(uintptr_t)(((uint64_t)gen << 32) |
-					       ((uint64_t)index + 1));
-}
-
-/* The live slot a handle names, or NULL. Called with td_lock held. */
-static struct td_slot *td_find(vnpu_tensor_desc_t desc)
-{
-	uint64_t v = (uint64_t)(uintptr_t)desc;
-	uint64_t index = (v & 0xffffffffu);
-	uint32_t gen = (uint32_t)(v >> 32);
-
-	if (index == 0 || index > td_count)
-		return NULL;
-	if (!td_slots[index - 1].live || td_slots[index - 1].gen != gen)
-		return NULL;
-	return &td_slots[index - 1];
+	rt_handles_init(&td_table, RT_HANDLE_TENSOR_DESC);
 }
 
 bool vnpu_format_is_nchw_family(uint32_t format)
@@ -215,41 +182,14 @@ static vnpu_error_t td_build(struct vnpu_tdesc_info *info,
 	return VNPU_SUCCESS;
 }
 
-/* A free slot index (growing the table), or TD_NO_SLOT. Lock held. */
-static uint32_t td_take_slot(void)
-{
-	uint32_t index;
-
-	if (td_free != TD_NO_SLOT) {
-		index = td_free;
-		td_free = td_slots[index].next_free;
-		return index;
-	}
-	if (td_count == TD_MAX_SLOTS)
-		return TD_NO_SLOT;
-	if (td_count == td_cap) {
-		uint32_t cap = td_cap ? td_cap * 2 : 64;
-		struct td_slot *s = realloc(td_slots, cap * sizeof(*s));
-
-		if (!s)
-			return TD_NO_SLOT;
-		td_slots = s;
-		td_cap = cap;
-	}
-	index = td_count++;
-	td_slots[index].gen = 1;
-	td_slots[index].live = false;
-	return index;
-}
-
 vnpu_error_t vnpu_tensor_desc_create(vnpu_tensor_desc_t *desc,
 				     enum vnpu_dtype dtype, uint32_t ndim,
 				     const int64_t *shape,
 				     enum vnpu_format format)
 {
-	struct vnpu_tdesc_info info;
+	struct vnpu_tdesc_info info, *obj;
 	vnpu_error_t err;
-	uint32_t index;
+	void *h;
 
 	if (!desc)
 		return rt_fail(VNPU_ERROR_NULL_POINTER,
@@ -257,58 +197,46 @@ vnpu_error_t vnpu_tensor_desc_create(vnpu_tensor_desc_t *desc,
 	err = td_build(&info, dtype, ndim, shape, format);
 	if (err != VNPU_SUCCESS)
 		return err;
-
-	pthread_mutex_lock(&td_lock);
-	index = td_take_slot();
-	if (index == TD_NO_SLOT) {
-		pthread_mutex_unlock(&td_lock);
+	pthread_once(&td_table_once, td_table_init);
+	obj = malloc(sizeof(*obj));
+	h = obj ? rt_handle_add(&td_table, obj) : NULL;
+	if (!h) {
+		free(obj);
 		return rt_fail(VNPU_ERROR_OUT_OF_MEMORY,
 			       "tensor descriptor: no memory for the "
-			       "handle table");
+			       "descriptor or its handle");
 	}
-	td_slots[index].live = true;
-	td_slots[index].info = info;
-	*desc = td_handle(index, td_slots[index].gen);
-	pthread_mutex_unlock(&td_lock);
+	*obj = info;
+	*desc = h;
 	return VNPU_SUCCESS;
 }
 
 vnpu_error_t vnpu_tensor_desc_destroy(vnpu_tensor_desc_t desc)
 {
-	struct td_slot *slot;
-	uint32_t index;
+	struct vnpu_tdesc_info *obj;
 
-	pthread_mutex_lock(&td_lock);
-	slot = td_find(desc);
-	if (!slot) {
-		pthread_mutex_unlock(&td_lock);
+	pthread_once(&td_table_once, td_table_init);
+	obj = rt_handle_remove(&td_table, desc);
+	if (!obj)
 		return rt_fail(VNPU_ERROR_INVALID_HANDLE,
 			       "tensor descriptor %p is not live",
 			       (void *)desc);
-	}
-	index = (uint32_t)(slot - td_slots);
-	slot->live = false;
-	/* A slot whose generation would wrap is retired, so that no old
-	 * handle can ever name a new descriptor. */
-	if (++slot->gen != 0) {
-		slot->next_free = td_free;
-		td_free = index;
-	}
-	pthread_mutex_unlock(&td_lock);
+	free(obj);
 	return VNPU_SUCCESS;
 }
 
 vnpu_error_t vnpu_tensor_desc_lookup(vnpu_tensor_desc_t desc,
 				     struct vnpu_tdesc_info *info)
 {
-	struct td_slot *slot;
+	struct vnpu_tdesc_info *obj;
 
-	pthread_mutex_lock(&td_lock);
-	slot = td_find(desc);
-	if (slot)
-		*info = slot->info;
-	pthread_mutex_unlock(&td_lock);
-	return slot ? VNPU_SUCCESS : VNPU_ERROR_INVALID_HANDLE;
+	pthread_once(&td_table_once, td_table_init);
+	obj = rt_handle_get(&td_table, desc);
+	if (!obj)
+		return VNPU_ERROR_INVALID_HANDLE;
+	*info = *obj;
+	rt_handle_put(&td_table, desc);
+	return VNPU_SUCCESS;
 }
 
 static vnpu_error_t td_get_info(vnpu_tensor_desc_t desc,
