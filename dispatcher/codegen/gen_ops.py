@@ -1,0 +1,556 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Generates the dispatcher's operator code from native_functions.yaml.
+
+  gen_ops.py --yaml native_functions.yaml --outdir DIR [--require-cpu]
+             [kernel sources...]
+
+Writes DIR/vnpu_ops.h (public: typed entry points and redispatch calls),
+DIR/vnpu_ops_kernels.h (kernel prototypes, fallback calls) and
+DIR/vnpu_ops_gen.c (entry points, boxing/unboxing adapters, BackendSelect
+kernels, registration tables). Kernel sources are scanned for definitions of
+vnpu_{cpu,npu,cea,cia,autograd}_<op>; each found kernel is registered, and a
+kernel the yaml's `dispatch:` names but no source defines is a build error
+(as torchgen's error_on_missing_kernels).
+"""
+import argparse
+import os
+import re
+import sys
+
+# ---- the yaml subset: "- func:" entries with "key: value" lines ----------
+
+
+def parse_yaml(path):
+    entries = []
+    cur = None
+    with open(path) as f:
+        for lineno, raw in enumerate(f, 1):
+            line = raw.rstrip('\n')
+            stripped = line.strip()
+            if not stripped or stripped.startswith('#'):
+                continue
+            m = re.match(r'^- func:\s*(.+)$', line)
+            if m:
+                cur = {'func': m.group(1).strip(), 'line': lineno}
+                entries.append(cur)
+                continue
+            m = re.match(r'^  (\w+):\s*(.+)$', line)
+            if m and cur is not None:
+                key, val = m.group(1), m.group(2).strip()
+                if key not in ('dispatch', 'backend_select', 'autograd'):
+                    sys.exit('%s:%d: unknown key %r' % (path, lineno, key))
+                cur[key] = val
+                continue
+            sys.exit('%s:%d: cannot parse %r' % (path, lineno, line))
+    return entries
+
+# ---- schema parsing (the same grammar as dispatcher/src/schema.c) ---------
+
+
+class Arg:
+    def __init__(self, typ, name, default, kwarg_only, alias, write):
+        self.typ = typ          # base type text without '?' / list suffix
+        self.name = name
+        self.default = default
+        self.kwarg_only = kwarg_only
+        self.alias = alias
+        self.write = write
+        self.optional = False
+        self.is_list = False
+        self.list_len = None
+        self.elem_optional = False
+
+
+def parse_type(text):
+    """'Tensor(a!)?' -> (base, alias, write, optional, list, len, elemopt)."""
+    m = re.match(r'^(\w+)(\(([a-z])(!?)\))?(\?)?(\[(\d*)\])?(\?)?$', text)
+    if not m:
+        raise ValueError('bad type %r' % text)
+    base, _, alias, bang, q1, lst, llen, q2 = m.groups()
+    if lst is not None:
+        return base, alias, bool(bang), bool(q2), True, \
+            (int(llen) if llen else None), bool(q1)
+    return base, alias, bool(bang), bool(q1), False, None, False
+
+
+def split_top(s):
+    parts, depth, cur = [], 0, ''
+    for ch in s:
+        if ch in '([':
+            depth += 1
+        elif ch in ')]':
+            depth -= 1
+        if ch == ',' and depth == 0:
+            parts.append(cur)
+            cur = ''
+        else:
+            cur += ch
+    if cur.strip():
+        parts.append(cur)
+    return [p.strip() for p in parts]
+
+
+def parse_schema(text):
+    m = re.match(r'^(?:(\w+)::)?([\w]+)(?:\.(\w+))?\((.*)\)\s*->\s*(.+)$',
+                 text)
+    if not m:
+        raise ValueError('bad schema %r' % text)
+    ns, name, overload, args_s, rets_s = m.groups()
+    args, kw = [], False
+    for a in split_top(args_s):
+        if a == '*':
+            kw = True
+            continue
+        mm = re.match(r'^(\S+)\s+(\w+)(?:=(.+))?$', a)
+        if not mm:
+            raise ValueError('bad argument %r in %r' % (a, text))
+        t, n, d = mm.groups()
+        base, alias, write, opt, lst, llen, eopt = parse_type(t)
+        arg = Arg(base, n, d, kw, alias, write)
+        arg.optional, arg.is_list, arg.list_len = opt, lst, llen
+        arg.elem_optional = eopt
+        args.append(arg)
+    rets_s = rets_s.strip()
+    if rets_s.startswith('('):
+        rets_s = rets_s[1:-1]
+    rets = []
+    for r in split_top(rets_s):
+        parts = r.split()
+        base, alias, write, opt, lst, llen, eopt = parse_type(parts[0])
+        ret = Arg(base, parts[1] if len(parts) > 1 else None, None, False,
+                  alias, write)
+        ret.optional, ret.is_list = opt, lst
+        rets.append(ret)
+    return ns or 'aten', name, overload or '', args, rets
+
+# ---- C types ------------------------------------------------------------------
+
+INTS = ('int', 'SymInt')
+
+
+def kind(a):
+    """A short kind string the generator switches on."""
+    if a.typ == 'Tensor':
+        if a.is_list:
+            return 'tensor_list'
+        return 'opt_tensor' if a.optional else 'tensor'
+    if a.typ in INTS:
+        if a.is_list:
+            return 'opt_int_list' if a.optional else 'int_list'
+        return 'opt_int' if a.optional else 'int'
+    if a.typ == 'float' and not a.is_list:
+        return 'opt_double' if a.optional else 'double'
+    if a.typ == 'bool' and not a.is_list and not a.optional:
+        return 'bool'
+    if a.typ == 'str' and not a.is_list and not a.optional:
+        return 'string'
+    if a.typ == 'Scalar' and not a.is_list:
+        return 'opt_scalar' if a.optional else 'scalar'
+    if a.typ == 'ScalarType' and not a.is_list:
+        return 'dtype'
+    if a.typ == 'Device' and not a.is_list:
+        return 'device'
+    raise ValueError('unsupported type %s%s%s' %
+                     (a.typ, '[]' if a.is_list else '', '?' if a.optional else ''))
+
+
+CTYPE = {
+    'tensor': 'struct vnpu_at_tensor *',
+    'opt_tensor': 'struct vnpu_at_tensor *',
+    'tensor_list': 'struct vnpu_at_tensor_list ',
+    'int': 'int64_t ',
+    'opt_int': 'struct vnpu_at_opt_int ',
+    'int_list': 'struct vnpu_at_int_array ',
+    'opt_int_list': 'struct vnpu_at_opt_int_array ',
+    'double': 'double ',
+    'opt_double': 'struct vnpu_at_opt_double ',
+    'bool': 'bool ',
+    'string': 'const char *',
+    'scalar': 'struct vnpu_at_scalar ',
+    'opt_scalar': 'struct vnpu_at_scalar ',
+    'dtype': 'enum vnpu_at_dtype ',
+    'device': 'struct vnpu_at_device ',
+}
+
+RET_CTYPE = {
+    'tensor': 'struct vnpu_at_tensor *',
+    'scalar': 'struct vnpu_at_scalar ',
+    'int': 'int64_t ',
+    'double': 'double ',
+    'bool': 'bool ',
+}
+
+RET_ERROR = {
+    'tensor': 'NULL',
+    'scalar': 'VNPU_AT_SCALAR_NONEV',
+    'int': '0',
+    'double': '0.0',
+    'bool': 'false',
+}
+
+
+class Op:
+    def __init__(self, entry):
+        self.entry = entry
+        self.schema = entry['func']
+        (self.ns, self.name, self.overload, self.args,
+         self.rets) = parse_schema(self.schema)
+        self.qualified = '%s::%s%s' % (self.ns, self.name,
+                                       '.' + self.overload if self.overload else '')
+        self.c = self.name + ('_' + self.overload if self.overload else '')
+        self.dispatch = [d.strip() for d in entry.get('dispatch', '').split(',')
+                         if d.strip()]
+        self.backend_select = entry.get('backend_select') == 'True'
+        self.autograd = entry.get('autograd') == 'True'
+        for a in self.args:
+            a.kind = kind(a)
+        for r in self.rets:
+            if r.is_list or r.optional:
+                raise ValueError('%s: unsupported return type' % self.schema)
+            r.kind = kind(r)
+            if r.kind not in RET_CTYPE:
+                raise ValueError('%s: unsupported return %s' % (self.schema, r.typ))
+        for d in self.dispatch:
+            if d not in ('CPU', 'NPU', 'CompositeExplicitAutograd',
+                         'CompositeImplicitAutograd'):
+                raise ValueError('%s: unknown dispatch key %s' % (self.schema, d))
+        if self.backend_select and not any(a.kind == 'device' for a in self.args):
+            raise ValueError('%s: backend_select needs a Device argument' % self.schema)
+
+    def ret_type(self):
+        if not self.rets:
+            return 'void '
+        if len(self.rets) == 1:
+            return RET_CTYPE[self.rets[0].kind]
+        return 'struct vnpu_ret_%s ' % self.c
+
+    def ret_error(self):
+        if not self.rets:
+            return ''
+        if len(self.rets) == 1:
+            return RET_ERROR[self.rets[0].kind]
+        return '(struct vnpu_ret_%s){ 0 }' % self.c
+
+    def params(self):
+        return ', '.join('%s%s' % (CTYPE[a.kind], a.name) for a in self.args)
+
+    def names(self):
+        return ', '.join(a.name for a in self.args)
+
+
+def proto(ret, fname, params):
+    return '%s%s(%s)' % (ret, fname, params if params else 'void')
+
+# ---- generation ---------------------------------------------------------------
+
+
+def gen_header(ops):
+    o = []
+    o.append('/* SPDX-License-Identifier: MIT */')
+    o.append('/* Generated by dispatcher/codegen/gen_ops.py from')
+    o.append(' * dispatcher/ops/native_functions.yaml: do not edit. */')
+    o.append('#ifndef VNPU_OPS_H\n#define VNPU_OPS_H\n')
+    o.append('#include "vnpu_dispatch.h"\n')
+    o.append('#define VNPU_NUM_GEN_OPS %d\n' % len(ops))
+    for op in ops:
+        o.append('/* %s */' % op.schema)
+        if len(op.rets) > 1:
+            o.append('struct vnpu_ret_%s {' % op.c)
+            for i, r in enumerate(op.rets):
+                o.append('\t%sr%d;%s' % (RET_CTYPE[r.kind], i,
+                                         ('\t/* %s */' % r.name) if r.name else ''))
+            o.append('};')
+        ks_params = 'vnpu_keyset_t ks' + (', ' + op.params() if op.args else '')
+        o.append('typedef %s(*vnpu_fn_%s)(%s);' % (op.ret_type(), op.c, ks_params))
+        o.append(proto(op.ret_type(), 'vnpu_op_' + op.c, op.params()) + ';')
+        o.append(proto(op.ret_type(), 'vnpu_redispatch_' + op.c, ks_params) + ';')
+        o.append('')
+    o.append('#endif /* VNPU_OPS_H */')
+    return '\n'.join(o) + '\n'
+
+
+KPREFIX = {'cpu': 'CPU', 'npu': 'NPU', 'cea': 'CompositeExplicitAutograd',
+           'cia': 'CompositeImplicitAutograd', 'autograd': 'Autograd'}
+KKEY = {'cpu': 'VNPU_KEY_CPU', 'npu': 'VNPU_KEY_PRIVATEUSE1',
+        'cea': 'VNPU_KEY_COMPOSITE_EXPLICIT_AUTOGRAD',
+        'cia': 'VNPU_KEY_COMPOSITE_IMPLICIT_AUTOGRAD',
+        'autograd': 'VNPU_KEY_AUTOGRAD'}
+
+
+def gen_kernels_header(ops):
+    o = []
+    o.append('/* SPDX-License-Identifier: MIT */')
+    o.append('/* Generated by dispatcher/codegen/gen_ops.py: do not edit.')
+    o.append(' * The prototype every kernel must have, by kind and op. */')
+    o.append('#ifndef VNPU_OPS_KERNELS_H\n#define VNPU_OPS_KERNELS_H\n')
+    o.append('#include "vnpu_ops.h"\n')
+    for op in ops:
+        ks_params = 'vnpu_keyset_t ks' + (', ' + op.params() if op.args else '')
+        for pfx in KPREFIX:
+            o.append(proto(op.ret_type(), 'vnpu_%s_%s' % (pfx, op.c), ks_params) + ';')
+        o.append('/* runs the CPU fallback from inside a kernel */')
+        o.append(proto(op.ret_type(), 'vnpu_fallback_' + op.c, ks_params) + ';')
+        o.append('')
+    o.append('#endif /* VNPU_OPS_KERNELS_H */')
+    return '\n'.join(o) + '\n'
+
+
+def push_code(a, stack='&s'):
+    k, n = a.kind, a.name
+    if k == 'tensor' or k == 'opt_tensor':
+        return 'ok = ok && (%s ? vnpu_stack_push_tensor(%s, %s) : vnpu_stack_push_none(%s));' % (n, stack, n, stack)
+    if k == 'tensor_list':
+        return 'ok = ok && vnpu_stack_push_tensor_list(%s, %s);' % (stack, n)
+    if k == 'int':
+        return 'ok = ok && vnpu_stack_push_int(%s, %s);' % (stack, n)
+    if k == 'opt_int':
+        return 'ok = ok && (%s.has ? vnpu_stack_push_int(%s, %s.v) : vnpu_stack_push_none(%s));' % (n, stack, n, stack)
+    if k == 'int_list':
+        return 'ok = ok && vnpu_stack_push_int_list(%s, %s);' % (stack, n)
+    if k == 'opt_int_list':
+        return 'ok = ok && (%s.has ? vnpu_stack_push_int_list(%s, %s.a) : vnpu_stack_push_none(%s));' % (n, stack, n, stack)
+    if k == 'double':
+        return 'ok = ok && vnpu_stack_push_double(%s, %s);' % (stack, n)
+    if k == 'opt_double':
+        return 'ok = ok && (%s.has ? vnpu_stack_push_double(%s, %s.v) : vnpu_stack_push_none(%s));' % (n, stack, n, stack)
+    if k == 'bool':
+        return 'ok = ok && vnpu_stack_push_bool(%s, %s);' % (stack, n)
+    if k == 'string':
+        return 'ok = ok && vnpu_stack_push_string(%s, %s);' % (stack, n)
+    if k in ('scalar', 'opt_scalar'):
+        return 'ok = ok && vnpu_stack_push_scalar(%s, %s);' % (stack, n)
+    if k == 'dtype':
+        return 'ok = ok && (%s != VNPU_AT_DTYPE_NONE ? vnpu_stack_push_int(%s, %s) : vnpu_stack_push_none(%s));' % (n, stack, n, stack)
+    if k == 'device':
+        return 'ok = ok && (%s.type != VNPU_AT_DEVICE_NONE ? vnpu_stack_push_device(%s, %s) : vnpu_stack_push_none(%s));' % (n, stack, n, stack)
+    raise ValueError(k)
+
+
+def unbox_code(a, idx):
+    """Reads argument idx (from the bottom of the N args) into a C local."""
+    k = a.kind
+    v = '&args[%d]' % idx
+    q = '"%s"' % a.name
+    return '\t%sa%d;\n\tif (!vnpu_iv_get_%s(op, %s, %s, &a%d))\n\t\treturn;' % (
+        CTYPE[k], idx, k, v, q, idx)
+
+
+def gen_source(ops, found):
+    o = []
+    o.append('/* SPDX-License-Identifier: MIT */')
+    o.append('/* Generated by dispatcher/codegen/gen_ops.py from')
+    o.append(' * dispatcher/ops/native_functions.yaml: do not edit. */')
+    o.append('#include "dispatch_internal.h"')
+    o.append('#include "vnpu_ops_kernels.h"\n')
+    o.append('struct vnpu_op *vnpu_gen_ops[VNPU_NUM_GEN_OPS];\n')
+    for i, op in enumerate(ops):
+        n = len(op.args)
+        nr = len(op.rets)
+        ks_params = 'vnpu_keyset_t ks' + (', ' + op.params() if op.args else '')
+        call_names = 'ks' + (', ' + op.names() if op.args else '')
+        rt = op.ret_type()
+        # stack -> unboxed (boxed adapter of an unboxed kernel)
+        o.append('static void unbox_%s(const struct vnpu_kernel *k, const struct vnpu_op *op,' % op.c)
+        o.append('\t\tvnpu_keyset_t ks, struct vnpu_stack *stack)')
+        o.append('{')
+        o.append('\tstruct vnpu_ivalue *args;\n')
+        o.append('\tif (!vnpu_stack_has(op, stack, %d))\n\t\treturn;' % n)
+        o.append('\targs = stack->v + stack->size - %d;' % n)
+        o.append('\t(void)args;')
+        for j, a in enumerate(op.args):
+            o.append(unbox_code(a, j))
+        cargs = 'ks' + ''.join(', a%d' % j for j in range(n))
+        if not op.rets:
+            o.append('\t((vnpu_fn_%s)k->unboxed)(%s);' % (op.c, cargs))
+            o.append('\tvnpu_stack_drop(stack, %d);' % n)
+        else:
+            o.append('\t%sr = ((vnpu_fn_%s)k->unboxed)(%s);' % (rt, op.c, cargs))
+            o.append('\tvnpu_stack_drop(stack, %d);' % n)
+            if nr == 1:
+                o.append('\tvnpu_iv_push_ret_%s(stack, r);' % op.rets[0].kind)
+            else:
+                for j, r in enumerate(op.rets):
+                    o.append('\tvnpu_iv_push_ret_%s(stack, r.r%d);' % (r.kind, j))
+        o.append('}\n')
+        # typed -> boxed (unboxing adapter of a boxed kernel)
+        o.append('static %sbox_%s(const struct vnpu_op *op, const struct vnpu_kernel *k, %s)' % (rt, op.c, ks_params))
+        o.append('{')
+        o.append('\tstruct vnpu_stack s;\n\tbool ok = true;')
+        if op.rets:
+            o.append('\t%sr = %s;' % (rt, op.ret_error()))
+        o.append('\n\tvnpu_stack_init(&s);')
+        for a in op.args:
+            o.append('\t' + push_code(a))
+        o.append('\tif (ok)\n\t\tk->boxed(k, op, ks, &s);')
+        o.append('\tif (ok && vnpu_stack_returns_ok(op, &s, %d)) {' % nr)
+        if nr == 1:
+            o.append('\t\tvnpu_iv_take_ret_%s(&s.v[0], &r);' % op.rets[0].kind)
+        else:
+            for j, r in enumerate(op.rets):
+                o.append('\t\tvnpu_iv_take_ret_%s(&s.v[%d], &r.r%d);' % (r.kind, j, j))
+        o.append('\t}')
+        o.append('\tvnpu_stack_destroy(&s);')
+        if op.rets:
+            o.append('\treturn r;')
+        o.append('}\n')
+        # key extraction
+        tens = [a for a in op.args if a.kind in ('tensor', 'opt_tensor', 'tensor_list')]
+        keys = []
+        for a in tens:
+            if a.kind == 'tensor_list':
+                keys.append('vnpu_list_keys(%s)' % a.name)
+            else:
+                keys.append('vnpu_keys_of(%s)' % a.name)
+        keyexpr = ' | '.join(keys) if keys else '0'
+        req = [a for a in op.args if a.kind == 'tensor']
+        def body(entry):
+            b = []
+            b.append('\tconst struct vnpu_op *op = vnpu_gen_ops[%d];' % i)
+            b.append('\tconst struct vnpu_kernel *k;\n')
+            for a in req:
+                b.append('\tif (__builtin_expect(!%s, 0))' % a.name)
+                b.append('\t\treturn vnpu_null_arg(op, "%s"), %s;' % (a.name, op.ret_error()) if op.rets else
+                         '\t\treturn (void)vnpu_null_arg(op, "%s");' % a.name)
+            if entry:
+                b.append('\tvnpu_keyset_t ks = vnpu_dispatch_keyset(op, %s);' % keyexpr)
+            else:
+                b.append('\tks &= op->non_fallthrough;')
+            b.append('\tk = vnpu_dispatch_kernel(op, ks);')
+            ret = 'return ' if op.rets else ''
+            b.append('\tif (__builtin_expect(k->unboxed != NULL, 1))')
+            b.append('\t\t%s((vnpu_fn_%s)k->unboxed)(%s);' % (ret, op.c, call_names))
+            if op.rets:
+                b.append('\treturn box_%s(op, k, %s);' % (op.c, call_names))
+            else:
+                b.append('\tbox_%s(op, k, %s);' % (op.c, call_names))
+            return b
+        o.append(proto(rt, 'vnpu_op_' + op.c, op.params()))
+        o.append('{')
+        o.extend(body(True))
+        o.append('}\n')
+        o.append(proto(rt, 'vnpu_redispatch_' + op.c, ks_params))
+        o.append('{')
+        o.extend(body(False))
+        o.append('}\n')
+        # typed call of the CPU fallback from inside a kernel
+        o.append(proto(rt, 'vnpu_fallback_' + op.c, ks_params))
+        o.append('{')
+        o.append('\tstatic const struct vnpu_kernel fallback = {')
+        o.append('\t\t.boxed = vnpu_kernel_call_user_boxed,')
+        o.append('\t\t.user_boxed = vnpu_cpu_fallback,')
+        o.append('\t};\n')
+        ret = 'return ' if op.rets else ''
+        o.append('\t%sbox_%s(vnpu_gen_ops[%d], &fallback, %s);' % (ret, op.c, i, call_names))
+        o.append('}\n')
+        if op.backend_select:
+            dev = [a for a in op.args if a.kind == 'device'][0]
+            o.append('static %sbselect_%s(%s)' % (rt, op.c, ks_params))
+            o.append('{')
+            o.append('\t%svnpu_redispatch_%s(vnpu_backend_keyset(%s), %s);' %
+                     (ret, op.c, dev.name, op.names()))
+            o.append('}\n')
+    # registration tables
+    o.append('const struct vnpu_gen_op_def vnpu_gen_op_defs[VNPU_NUM_GEN_OPS] = {')
+    for i, op in enumerate(ops):
+        o.append('\t{ "%s::%s", unbox_%s },' % (op.ns, op.schema.split('::')[-1], op.c))
+    o.append('};\n')
+    o.append('const struct vnpu_gen_kernel vnpu_gen_kernels[] = {')
+    count = 0
+    for i, op in enumerate(ops):
+        for pfx in KPREFIX:
+            if (pfx, op.c) in found:
+                o.append('\t{ %d, %s, (void *)vnpu_%s_%s },' % (i, KKEY[pfx], pfx, op.c))
+                count += 1
+        if op.backend_select:
+            o.append('\t{ %d, VNPU_KEY_BACKEND_SELECT, (void *)bselect_%s },' % (i, op.c))
+            count += 1
+    o.append('};')
+    o.append('const size_t vnpu_gen_num_kernels = %d;' % count)
+    return '\n'.join(o) + '\n'
+
+
+DEF_RE = re.compile(r'^[A-Za-z_][\w \t\*]*?\bvnpu_(cpu|npu|cea|cia|autograd)_(\w+)\s*\(')
+
+
+def scan(paths, ops):
+    """Kernel definitions: a line at column 0 naming vnpu_<kind>_<op>( whose
+    declaration is followed by '{' before any ';'."""
+    cnames = {op.c for op in ops}
+    found = {}
+    for p in paths:
+        with open(p) as f:
+            text = f.read()
+        lines = text.split('\n')
+        for no, line in enumerate(lines):
+            m = DEF_RE.match(line)
+            if not m or line.startswith(('static', 'extern', '#', 'typedef')):
+                continue
+            rest = '\n'.join(lines[no:no + 30])
+            semi, brace = rest.find(';'), rest.find('{')
+            if brace < 0 or (0 <= semi < brace):
+                continue
+            pfx, c = m.group(1), m.group(2)
+            if c not in cnames:
+                sys.exit('%s:%d: vnpu_%s_%s defines a kernel for an operator '
+                         'native_functions.yaml does not declare' % (p, no + 1, pfx, c))
+            if (pfx, c) in found:
+                sys.exit('%s:%d: vnpu_%s_%s defined twice (also %s)' %
+                         (p, no + 1, pfx, c, found[(pfx, c)]))
+            found[(pfx, c)] = '%s:%d' % (p, no + 1)
+    return found
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--yaml', required=True)
+    ap.add_argument('--outdir', required=True)
+    ap.add_argument('--require-cpu', action='store_true',
+                    help='fail unless every op has a CPU or composite kernel')
+    ap.add_argument('sources', nargs='*')
+    args = ap.parse_args()
+    try:
+        ops = [Op(e) for e in parse_yaml(args.yaml)]
+    except ValueError as e:
+        sys.exit('%s: %s' % (args.yaml, e))
+    seen = {}
+    for op in ops:
+        if op.c in seen:
+            sys.exit('%s: %s and %s have the same C name %s' %
+                     (args.yaml, seen[op.c], op.qualified, op.c))
+        seen[op.c] = op.qualified
+    found = scan(args.sources, ops)
+    need = {'CPU': 'cpu', 'NPU': 'npu', 'CompositeExplicitAutograd': 'cea',
+            'CompositeImplicitAutograd': 'cia'}
+    errors = []
+    for op in ops:
+        for d in op.dispatch:
+            if (need[d], op.c) not in found:
+                errors.append('%s: dispatch lists %s but no vnpu_%s_%s is defined'
+                              % (op.qualified, d, need[d], op.c))
+        if op.autograd and ('autograd', op.c) not in found:
+            errors.append('%s: autograd: True but no vnpu_autograd_%s is defined'
+                          % (op.qualified, op.c))
+        if args.require_cpu and not any((p, op.c) in found for p in ('cpu', 'cea', 'cia')):
+            errors.append('%s: no CPU kernel (vnpu_cpu_%s) nor composite'
+                          % (op.qualified, op.c))
+    if errors:
+        sys.exit('\n'.join(errors))
+    os.makedirs(args.outdir, exist_ok=True)
+
+    def write(name, text):
+        path = os.path.join(args.outdir, name)
+        old = None
+        if os.path.exists(path):
+            with open(path) as f:
+                old = f.read()
+        if old != text:
+            with open(path, 'w') as f:
+                f.write(text)
+    write('vnpu_ops.h', gen_header(ops))
+    write('vnpu_ops_kernels.h', gen_kernels_header(ops))
+    write('vnpu_ops_gen.c', gen_source(ops, found))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,3 @@
+/* SPDX-License-Identifier: MIT */
+/* CPU reference kernels: convolution and pooling (docs/dispatcher.md). */
+#include "../op_util.h"

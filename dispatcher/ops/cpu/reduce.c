@@ -1,0 +1,3 @@
+/* SPDX-License-Identifier: MIT */
+/* CPU reference kernels: reductions (docs/dispatcher.md). */
+#include "../op_util.h"

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Helpers for NPU kernels: device tensors, launch descriptors built from
+ * dispatcher tensors, launches on the current stream, internal formats.
+ */
+#ifndef VNPU_NPU_UTIL_H
+#define VNPU_NPU_UTIL_H
+
+#include "vnpu_runtime.h"
+#include "../op_util.h"
+
+/* Initialises the runtime and selects the thread's npu device on first use;
+ * false with the error set if the runtime cannot start. */
+bool vnpu_npu_ready(void);
+/* The thread's current stream (vnpu_at_npu_set_stream) and device. */
+vnpu_stream_t vnpu_npu_stream(void);
+struct vnpu_at_device vnpu_npu_device(void);
+
+/* The device dtype of a dispatcher dtype, or -1 (f64 has none). */
+int vnpu_npu_dtype(enum vnpu_at_dtype dtype);
+
+/* A launch being assembled: each tensor's storage becomes one buffer
+ * (shared when two tensors share a storage; accesses are OR-ed). */
+struct vnpu_npu_launch {
+	struct vnpu_launch_buffer bufs[VNPU_KARGS_MAX_BUFFERS];
+	const struct vnpu_at_storage *storages[VNPU_KARGS_MAX_BUFFERS];
+	uint32_t nbufs;
+};
+
+/* Fills desc for t as an operand of l with `access` (VNPU_ACCESS_*).
+ * Plain storages: t's sizes, strides and offset. Internal-format storages:
+ * t must be the whole base tensor (not a view); desc carries the npu format
+ * and zero strides. A WRITE operand bumps its storage's version. False
+ * with the error set on f64, a view of an internal format, or more than 8
+ * storages. */
+bool vnpu_npu_arg(struct vnpu_npu_launch *l, const struct vnpu_at_tensor *t,
+		  uint32_t access, struct vnpu_tensor *desc);
+/* As vnpu_npu_arg for a plain tensor broadcast to out_ndim dims (leading
+ * size-1 dims prepended; the kernels ignore strides of size-1 dims). */
+bool vnpu_npu_arg_bcast(struct vnpu_npu_launch *l,
+			const struct vnpu_at_tensor *t, uint32_t out_ndim,
+			uint32_t access, struct vnpu_tensor *desc);
+/* Launches kernel `name` on the current stream with blocks chosen from
+ * `work` (elements or rows); false with the error set ("aten::mm: launch
+ * gemm: <runtime error>"). Asynchronous: device-side errors surface at the
+ * next synchronisation (copies to the host, vnpu_at_npu_synchronize). */
+bool vnpu_npu_launch(const char *op, struct vnpu_npu_launch *l,
+		     const char *name, const void *params, size_t params_size,
+		     int64_t work);
+
+/* A contiguous ND tensor on the current npu device. */
+struct vnpu_at_tensor *vnpu_npu_empty(uint32_t ndim, const int64_t *sizes,
+				      enum vnpu_at_dtype dtype);
+/* A tensor of logical shape sizes whose storage is in `format` (enum
+ * vnpu_format), storage descriptor filled as torch_npu's. */
+struct vnpu_at_tensor *vnpu_npu_empty_format(uint32_t ndim,
+					     const int64_t *sizes,
+					     enum vnpu_at_dtype dtype,
+					     int format);
+/* The npu format of t's storage (ND for CPU tensors). */
+int vnpu_npu_format_of(const struct vnpu_at_tensor *t);
+/* t in a plain layout the kernels take with strides: t (retained) when its
+ * storage is plain, else a new ND copy (one TransData). */
+struct vnpu_at_tensor *vnpu_npu_plain(struct vnpu_at_tensor *t);
+/* t's data in `format` (whole contiguous tensor): t retained if already
+ * in it, else a format-cast copy that is cached on t's storage and reused
+ * while the storage is unchanged (torch_npu casts weights once). */
+struct vnpu_at_tensor *vnpu_npu_as_format(struct vnpu_at_tensor *t,
+					  int format);
+/* Copies between tensors of any devices/dtypes/layouts (the copy_ kernel's
+ * engine): H2D, D2H, D2D, format-aware as torch_npu's copy_h2d/d2h. */
+bool vnpu_npu_copy(const char *op, struct vnpu_at_tensor *dst,
+		   struct vnpu_at_tensor *src);
+
+#endif /* VNPU_NPU_UTIL_H */

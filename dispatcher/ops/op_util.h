@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Helpers for writing kernels (docs/dispatcher.md, "Writing an op kernel"):
+ * element loads/stores for every dtype, strided iteration with
+ * broadcasting, shape and dtype rules, argument checks.
+ */
+#ifndef VNPU_OP_UTIL_H
+#define VNPU_OP_UTIL_H
+
+#include <math.h>
+#include <string.h>
+
+#include "vnpu_dispatch.h"
+#include "vnpu_ops_kernels.h"
+
+/* ---- elements ------------------------------------------------------------ */
+
+float vnpu_at_f16_to_f32(uint16_t h);
+uint16_t vnpu_at_f32_to_f16(float f);	/* round to nearest even */
+float vnpu_at_bf16_to_f32(uint16_t h);
+uint16_t vnpu_at_f32_to_bf16(float f);	/* round to nearest even */
+
+/* Element at p of dtype as double / int64 (bool: 0/1; float to int
+ * truncates toward zero); stores convert (to bool: != 0; float to int
+ * saturates, NaN -> 0, as the device's CAST). */
+double vnpu_at_load(enum vnpu_at_dtype dtype, const void *p);
+int64_t vnpu_at_load_int(enum vnpu_at_dtype dtype, const void *p);
+void vnpu_at_store(enum vnpu_at_dtype dtype, void *p, double v);
+void vnpu_at_store_int(enum vnpu_at_dtype dtype, void *p, int64_t v);
+
+/* ---- strided iteration ------------------------------------------------------ */
+
+#define VNPU_AT_ITER_MAX 4
+
+/*
+ * Walks the index space `sizes` (ndim dims) over up to 4 tensors, each
+ * broadcast to it (dims aligned right; a size-1 dim repeats). p[i] is the
+ * host address of tensor i's current element. CPU tensors only.
+ *
+ *	struct vnpu_at_iter it;
+ *	if (!vnpu_at_iter_init(&it, out->ndim, out->sizes, 3,
+ *			       (const struct vnpu_at_tensor *[]){ out, a, b }))
+ *		return NULL;
+ *	while (vnpu_at_iter_next(&it))
+ *		vnpu_at_store(out->dtype, it.p[0],
+ *			      vnpu_at_load(a->dtype, it.p[1]) + ...);
+ */
+struct vnpu_at_iter {
+	uint32_t ndim, n;
+	int64_t sizes[VNPU_AT_MAX_DIMS];
+	int64_t idx[VNPU_AT_MAX_DIMS];
+	int64_t bstride[VNPU_AT_ITER_MAX][VNPU_AT_MAX_DIMS];	/* bytes */
+	char *base[VNPU_AT_ITER_MAX];
+	char *p[VNPU_AT_ITER_MAX];
+	int64_t remaining;
+	bool started;
+};
+bool vnpu_at_iter_init(struct vnpu_at_iter *it, uint32_t ndim,
+		       const int64_t *sizes, uint32_t n,
+		       const struct vnpu_at_tensor *const *tensors);
+bool vnpu_at_iter_next(struct vnpu_at_iter *it);
+
+/* ---- shapes and dtypes --------------------------------------------------------- */
+
+/* Broadcast shape of n tensors; false with "<op>: shapes [..] and [..]
+ * cannot be broadcast" set. */
+bool vnpu_at_broadcast_shapes(const char *op, uint32_t n,
+			      const struct vnpu_at_tensor *const *ts,
+			      uint32_t *ndim, int64_t *sizes);
+/* Result dtype of a binary op (vnpu_at_promote; a 0-dim tensor does not
+ * raise a dimensioned tensor's category, as PyTorch's result_type). */
+enum vnpu_at_dtype vnpu_at_result_type(const struct vnpu_at_tensor *a,
+				       const struct vnpu_at_tensor *b);
+/* All tensors on one device; else "<op>: expected all tensors on one
+ * device, got cpu and npu:0" (0-dim CPU tensors are allowed with npu). */
+bool vnpu_at_check_same_device(const char *op, uint32_t n,
+			       const struct vnpu_at_tensor *const *ts);
+/* Normalises a list of dims (negative allowed) into a bit mask; an empty
+ * list means every dim. False with the error set on a bad/repeated dim. */
+bool vnpu_at_dim_mask(const char *op, struct vnpu_at_int_array dims,
+		      uint32_t ndim, uint32_t *mask);
+/* Contiguous strides of sizes (elements). */
+void vnpu_at_contiguous_strides(uint32_t ndim, const int64_t *sizes,
+				int64_t *strides);
+/* sizes product with overflow check (-1 on overflow). */
+int64_t vnpu_at_shape_numel(uint32_t ndim, const int64_t *sizes);
+/* A contiguous tensor with t's data (t itself, retained, when already
+ * contiguous). Works on any device through copy_. */
+struct vnpu_at_tensor *vnpu_at_contiguous(struct vnpu_at_tensor *t);
+/* A new tensor shaped sizes, of dtype, on dev (via empty dispatch). */
+struct vnpu_at_tensor *vnpu_at_new(uint32_t ndim, const int64_t *sizes,
+				   enum vnpu_at_dtype dtype,
+				   struct vnpu_at_device dev);
+/* A 0-dim tensor holding s, of dtype, on dev. */
+struct vnpu_at_tensor *vnpu_at_scalar_tensor(struct vnpu_at_scalar s,
+					     enum vnpu_at_dtype dtype,
+					     struct vnpu_at_device dev);
+
+#endif /* VNPU_OP_UTIL_H */

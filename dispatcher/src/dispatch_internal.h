@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Dispatcher internals shared by the core, the generated code and kernels:
+ * operator and kernel structs, the hot-path table lookup, boxing helpers.
+ */
+#ifndef VNPU_DISPATCH_INTERNAL_H
+#define VNPU_DISPATCH_INTERNAL_H
+
+#include <stdatomic.h>
+
+#include "vnpu_dispatch.h"
+#include "vnpu_schema.h"
+
+/* Where a table entry came from (computeDispatchTableEntryWithDebug). */
+enum vnpu_table_source {
+	VNPU_SRC_MISSING = 0,
+	VNPU_SRC_KERNEL,
+	VNPU_SRC_COMPOSITE_EXPLICIT,
+	VNPU_SRC_COMPOSITE_IMPLICIT,
+	VNPU_SRC_AUTOGRAD_ALIAS,
+	VNPU_SRC_FALLBACK,
+	VNPU_SRC_FALLTHROUGH,
+};
+
+struct vnpu_kernel;
+typedef void (*vnpu_boxed_call_fn)(const struct vnpu_kernel *k,
+				   const struct vnpu_op *op, vnpu_keyset_t ks,
+				   struct vnpu_stack *stack);
+
+/* A kernel callable both ways: unboxed (typed pointer, may be NULL) and
+ * boxed (the generated adapter of the unboxed pointer, or a user boxed
+ * kernel through vnpu_kernel_call_user_boxed). */
+struct vnpu_kernel {
+	void *unboxed;
+	vnpu_boxed_call_fn boxed;
+	vnpu_boxed_kernel_fn user_boxed;
+	uint8_t source;		/* enum vnpu_table_source */
+	uint8_t key;		/* runtime key of the slot */
+};
+
+struct vnpu_registration {
+	struct vnpu_registration *next;	/* older registration, same key */
+	struct vnpu_op *op;		/* NULL for a backend fallback */
+	enum vnpu_dispatch_key key;
+	struct vnpu_kernel kernel;
+	bool fallthrough;
+};
+
+struct vnpu_op {
+	char *name;			/* "aten::add.Tensor" */
+	struct vnpu_schema *schema;
+	vnpu_boxed_call_fn unbox;	/* generated adapter, or NULL */
+	vnpu_keyset_t non_fallthrough;
+	uint32_t nargs, nrets;
+	uint64_t tensor_args;		/* bit i: argument i holds tensors */
+	struct vnpu_kernel table[VNPU_NUM_RUNTIME_KEYS];
+	struct vnpu_registration *kernels[VNPU_NUM_KEYS];	/* newest first */
+	/* CPU fallback and profiler counters */
+	_Atomic uint64_t fallback_count;
+	atomic_bool fallback_warned;
+	_Atomic uint64_t prof_calls;
+	_Atomic uint64_t prof_ns;
+};
+
+/* ---- the hot path -------------------------------------------------------- */
+
+struct vnpu_tls_state {
+	vnpu_keyset_t included_xor;	/* XOR the default included set */
+	vnpu_keyset_t excluded;
+};
+extern _Thread_local struct vnpu_tls_state vnpu_tls;
+
+#define VNPU_DEFAULT_INCLUDED \
+	(VNPU_KS_FUNC(VNPU_FUNC_BACKEND_SELECT) | \
+	 VNPU_KS_FUNC(VNPU_FUNC_AD_INPLACE_OR_VIEW))
+
+struct vnpu_offset_mask {
+	uint8_t offset;
+	vnpu_keyset_t mask;
+};
+extern const struct vnpu_offset_mask vnpu_offsets[VNPU_NUM_FUNCTIONALITIES];
+
+/* c10's getDispatchTableIndexForDispatchKeySet. */
+static inline unsigned vnpu_keyset_index(vnpu_keyset_t ks)
+{
+	uint64_t f = ks >> VNPU_NUM_BACKENDS;
+	unsigned fi;
+	vnpu_keyset_t b;
+
+	if (!f)
+		return 0;
+	fi = 64 - (unsigned)__builtin_clzll(f);
+	b = ks & vnpu_offsets[fi].mask;
+	return vnpu_offsets[fi].offset +
+	       (b ? 63 - (unsigned)__builtin_clzll(b) : 0);
+}
+
+static inline vnpu_keyset_t vnpu_dispatch_keyset(const struct vnpu_op *op,
+						 vnpu_keyset_t ks)
+{
+	ks |= vnpu_tls.included_xor ^ VNPU_DEFAULT_INCLUDED;
+	ks &= VNPU_KS_FULL_BACKENDS | ~vnpu_tls.excluded;
+	return ks & op->non_fallthrough;
+}
+
+static inline const struct vnpu_kernel *
+vnpu_dispatch_kernel(const struct vnpu_op *op, vnpu_keyset_t ks)
+{
+	return &op->table[vnpu_keyset_index(ks)];
+}
+
+static inline vnpu_keyset_t vnpu_keys_of(const struct vnpu_at_tensor *t)
+{
+	return t ? t->keys : 0;
+}
+
+vnpu_keyset_t vnpu_list_keys(struct vnpu_at_tensor_list l);
+/* {Dense + the device's backend}: what BackendSelect redispatches to. */
+vnpu_keyset_t vnpu_backend_keyset(struct vnpu_at_device dev);
+/* The key set of a tensor on dev (Dense + backend). */
+vnpu_keyset_t vnpu_device_keys(struct vnpu_at_device dev);
+
+/* ---- errors -------------------------------------------------------------- */
+
+/* Counts errors set on this thread: a boxed call failed iff it changed. */
+uint64_t vnpu_error_seq(void);
+/* "aten::op: argument 'name' is None" unless an error is already set. */
+void *vnpu_null_arg(const struct vnpu_op *op, const char *name);
+
+/* ---- boxing helpers used by the generated adapters ------------------------ */
+
+void vnpu_kernel_call_user_boxed(const struct vnpu_kernel *k,
+				 const struct vnpu_op *op, vnpu_keyset_t ks,
+				 struct vnpu_stack *stack);
+bool vnpu_stack_has(const struct vnpu_op *op, struct vnpu_stack *s,
+		    size_t n);
+bool vnpu_stack_returns_ok(const struct vnpu_op *op, struct vnpu_stack *s,
+			   size_t nrets);
+
+bool vnpu_iv_get_tensor(const struct vnpu_op *op, struct vnpu_ivalue *v,
+			const char *name, struct vnpu_at_tensor **out);
+bool vnpu_iv_get_opt_tensor(const struct vnpu_op *op, struct vnpu_ivalue *v,
+			    const char *name, struct vnpu_at_tensor **out);
+bool vnpu_iv_get_tensor_list(const struct vnpu_op *op, struct vnpu_ivalue *v,
+			     const char *name,
+			     struct vnpu_at_tensor_list *out);
+bool vnpu_iv_get_int(const struct vnpu_op *op, struct vnpu_ivalue *v,
+		     const char *name, int64_t *out);
+bool vnpu_iv_get_opt_int(const struct vnpu_op *op, struct vnpu_ivalue *v,
+			 const char *name, struct vnpu_at_opt_int *out);
+bool vnpu_iv_get_int_list(const struct vnpu_op *op, struct vnpu_ivalue *v,
+			  const char *name, struct vnpu_at_int_array *out);
+bool vnpu_iv_get_opt_int_list(const struct vnpu_op *op,
+			      struct vnpu_ivalue *v, const char *name,
+			      struct vnpu_at_opt_int_array *out);
+bool vnpu_iv_get_double(const struct vnpu_op *op, struct vnpu_ivalue *v,
+			const char *name, double *out);
+bool vnpu_iv_get_opt_double(const struct vnpu_op *op, struct vnpu_ivalue *v,
+			    const char *name, struct vnpu_at_opt_double *out);
+bool vnpu_iv_get_bool(const struct vnpu_op *op, struct vnpu_ivalue *v,
+		      const char *name, bool *out);
+bool vnpu_iv_get_string(const struct vnpu_op *op, struct vnpu_ivalue *v,
+			const char *name, const char **out);
+bool vnpu_iv_get_scalar(const struct vnpu_op *op, struct vnpu_ivalue *v,
+			const char *name, struct vnpu_at_scalar *out);
+bool vnpu_iv_get_opt_scalar(const struct vnpu_op *op, struct vnpu_ivalue *v,
+			    const char *name, struct vnpu_at_scalar *out);
+bool vnpu_iv_get_dtype(const struct vnpu_op *op, struct vnpu_ivalue *v,
+		       const char *name, enum vnpu_at_dtype *out);
+bool vnpu_iv_get_device(const struct vnpu_op *op, struct vnpu_ivalue *v,
+			const char *name, struct vnpu_at_device *out);
+
+/* Returns: push moves ownership onto the stack; take moves it out. */
+void vnpu_iv_push_ret_tensor(struct vnpu_stack *s, struct vnpu_at_tensor *t);
+void vnpu_iv_push_ret_scalar(struct vnpu_stack *s, struct vnpu_at_scalar v);
+void vnpu_iv_push_ret_int(struct vnpu_stack *s, int64_t v);
+void vnpu_iv_push_ret_double(struct vnpu_stack *s, double v);
+void vnpu_iv_push_ret_bool(struct vnpu_stack *s, bool v);
+void vnpu_iv_take_ret_tensor(struct vnpu_ivalue *v, struct vnpu_at_tensor **r);
+void vnpu_iv_take_ret_scalar(struct vnpu_ivalue *v, struct vnpu_at_scalar *r);
+void vnpu_iv_take_ret_int(struct vnpu_ivalue *v, int64_t *r);
+void vnpu_iv_take_ret_double(struct vnpu_ivalue *v, double *r);
+void vnpu_iv_take_ret_bool(struct vnpu_ivalue *v, bool *r);
+
+/* ---- generated tables -------------------------------------------------------- */
+
+struct vnpu_gen_op_def {
+	const char *schema;		/* "aten::add.Tensor(...) -> Tensor" */
+	vnpu_boxed_call_fn unbox;
+};
+struct vnpu_gen_kernel {
+	uint32_t op;			/* index into vnpu_gen_op_defs */
+	enum vnpu_dispatch_key key;
+	void *fn;
+};
+extern struct vnpu_op *vnpu_gen_ops[];
+extern const struct vnpu_gen_op_def vnpu_gen_op_defs[];
+extern const struct vnpu_gen_kernel vnpu_gen_kernels[];
+extern const size_t vnpu_gen_num_kernels;
+
+/* def with the generated adapter (the registry's internal form). */
+struct vnpu_op *vnpu_def_internal(const char *schema, vnpu_boxed_call_fn unbox);
+/* Registers the dispatcher's own fallbacks (CPU fallback on PrivateUse1,
+ * autograd, profiler, fallthroughs). */
+void vnpu_register_builtin_fallbacks(void);
+/* Autograd's boxed fallback for ops without an autograd kernel. */
+void vnpu_autograd_fallback(const struct vnpu_op *op, vnpu_keyset_t ks,
+			    struct vnpu_stack *stack);
+void vnpu_profiler_fallback(const struct vnpu_op *op, vnpu_keyset_t ks,
+			    struct vnpu_stack *stack);
+
+#endif /* VNPU_DISPATCH_INTERNAL_H */
