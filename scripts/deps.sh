@@ -10,6 +10,7 @@ packages=(
 	check                   # unit tests
 	clang libclang-rt-14-dev  # libFuzzer and clang's sanitizer runtimes
 	libopenblas-dev         # GEMM benchmark baseline only
+	libdrm-dev              # the runtime's drm backend
 )
 backports_list=/etc/apt/sources.list.d/vnpu-backports.sources
 

@@ -1,129 +1,1039 @@
 // SPDX-License-Identifier: MIT
 /*
- * The drm backend: the vnpu kernel driver through /dev/accel/accel*. The
- * driver (and its UAPI) come with a later issue; until then this backend
- * only detects vnpu nodes, so that auto-detection can prefer the real
- * device, and reports itself unavailable.
+ * The drm backend: the vnpu kernel driver (kernel-module/) through libdrm
+ * on /dev/accel/accel* (include/uapi/drm/vnpu_accel.h, docs/uapi.md).
  *
- * Detection: an accel node belongs to vnpu when the name of its driver,
- * the link /sys/class/accel/accelN/device/driver, is "vnpu" (the same name
- * DRM_IOCTL_VERSION returns, read without opening the node or libdrm).
+ * Devices: every /dev/accel/accelN whose DRM_IOCTL_VERSION name is "vnpu",
+ * in node order (libdrm's device enumeration does not list accel nodes).
+ *
+ * Memory: BO_CREATE gives a handle and a device VA in this file's address
+ * space; host BOs are mapped for the CPU through BO_INFO's mmap offset.
+ * Every BO is kept in a table sorted by VA, so that a submission can name
+ * the BOs its commands touch (SUBMIT's BO list) from the VAs in them.
+ *
+ * Queues: one driver queue per runtime queue, each on its own hardware
+ * queue. A submission's commands are written into one of the queue's
+ * command-buffer BOs (one page each, QUEUE_DEPTH of them, reused once
+ * their job retired) and submitted as one job. The runtime numbers
+ * commands, the driver numbers jobs: the backend keeps the pending jobs in
+ * order with both. A job retires when BO_WAIT on its command buffer says
+ * so; that also returns the job's error (the command buffer is in the job's
+ * BO list and only that job's fence is left in it), which becomes a
+ * failure of the job's command range.
  */
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
+#include <xf86drm.h>
 
 #include "backend.h"
 #include "internal.h"
+#include "kernel.h"
+#include "uapi/drm/vnpu_accel.h"
+#include "vnpu/hw_mmu.h"
+#include "vnpu/hw_status.h"
 
-#define DRM_UNAVAILABLE                                                       \
-	"the drm backend needs the vnpu kernel driver and its UAPI, which "  \
-	"are not part of this build yet; use VNPU_BACKEND=sim (or leave it " \
-	"unset without a vnpu accel node)"
+#define DRM_DRIVER_NAME "vnpu"
+#define DRM_MAX_DEVICES 16
+#define DRM_CMDBUF_BYTES 4096u
+#define DRM_CMDBUF_CMDS (DRM_CMDBUF_BYTES / VNPU_CMD_SIZE)
+#define DRM_MAX_DEPTH 256u
+#define DRM_MAX_QUEUES 16u
+#define DRM_FAILURES_MAX 4096
+/* A job error the completion-status diagnosis could not name. */
+#define DRM_STATUS_UNKNOWN VNPU_STATUS_COUNT
+
+struct drm_bo_entry {
+	uint64_t va, size;
+	uint32_t handle;
+	void *cpu;
+};
+
+struct drm_job {
+	uint64_t kseq;	     /* driver seqno; 0: failed at submission */
+	uint64_t first_seq;  /* runtime seqnos of its commands */
+	uint64_t last_seq;
+	int32_t submit_err;  /* kseq 0: the SUBMIT error */
+	uint32_t slot;
+};
+
+struct drm_queue {
+	pthread_mutex_t lock;
+	bool used;
+	uint32_t id, syncobj;
+	uint32_t slot_handle[DRM_MAX_DEPTH];
+	void *slot_cpu[DRM_MAX_DEPTH];
+	uint32_t free_slot[DRM_MAX_DEPTH], nfree;
+	struct drm_job job[DRM_MAX_DEPTH];
+	uint32_t job_head, job_count;
+	uint64_t next_seq, done;
+	struct vnpurt_failure *fail;
+	size_t fail_head, fail_n;
+	/* BO handles of one submission (queue lock held) */
+	uint32_t *bo_list;
+	uint32_t bo_cap;
+};
+
+struct vnpurt_bdev {
+	int fd;
+	int minor;
+	const struct vnpurt_config *cfg;
+	uint32_t depth, nqueues, max_cmds;
+	uint64_t caps;
+	pthread_rwlock_t bo_lock;
+	struct drm_bo_entry *bos; /* sorted by va */
+	size_t nbos, bos_cap;
+	pthread_mutex_t fault_lock;
+	uint64_t faults_seen;
+	struct drm_queue q[DRM_MAX_QUEUES];
+};
+
+/* ---- devices -------------------------------------------------------------- */
+
+static int minor_cmp(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Opens /dev/accel/accel<minor> when its driver is vnpu; -1 otherwise. */
+static int open_vnpu_node(int minor)
+{
+	char path[64];
+	drmVersionPtr v;
+	int fd;
+
+	snprintf(path, sizeof(path), "/dev/accel/accel%d", minor);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	v = drmGetVersion(fd);
+	if (!v || !v->name || strcmp(v->name, DRM_DRIVER_NAME)) {
+		drmFreeVersion(v);
+		close(fd);
+		return -1;
+	}
+	drmFreeVersion(v);
+	return fd;
+}
+
+/* The minors of the vnpu accel nodes, ascending; their count. */
+static int vnpu_minors(int *minors, int max, int *unusable)
+{
+	int found[DRM_MAX_DEVICES], nfound = 0, n = 0;
+	DIR *dir = opendir("/dev/accel");
+	struct dirent *e;
+
+	*unusable = 0;
+	if (!dir)
+		return 0;
+	while ((e = readdir(dir)) && nfound < DRM_MAX_DEVICES) {
+		char *end;
+		long m;
+
+		if (strncmp(e->d_name, "accel", 5))
+			continue;
+		m = strtol(e->d_name + 5, &end, 10);
+		if (end == e->d_name + 5 || *end || m < 0 || m > INT_MAX)
+			continue;
+		found[nfound++] = (int)m;
+	}
+	closedir(dir);
+	qsort(found, (size_t)nfound, sizeof(found[0]), minor_cmp);
+	for (int i = 0; i < nfound && n < max; i++) {
+		int fd = open_vnpu_node(found[i]);
+
+		if (fd < 0) {
+			if (errno == EACCES || errno == EPERM)
+				(*unusable)++;
+			continue;
+		}
+		close(fd);
+		minors[n++] = found[i];
+	}
+	return n;
+}
 
 static int drm_device_count(const struct vnpurt_config *cfg, char *why,
 			    size_t why_len)
 {
-	DIR *dir = opendir("/sys/class/accel");
-	struct dirent *e;
-	int n = 0;
+	int minors[DRM_MAX_DEVICES], unusable;
+	int n = vnpu_minors(minors, DRM_MAX_DEVICES, &unusable);
 
-	if (!dir) {
-		snprintf(why, why_len, "no /sys/class/accel (no accel nodes)");
-		return 0;
-	}
-	while ((e = readdir(dir))) {
-		char path[PATH_MAX], target[PATH_MAX];
-		const char *base;
-		ssize_t len;
-
-		if (strncmp(e->d_name, "accel", 5))
-			continue;
-		snprintf(path, sizeof(path), "/sys/class/accel/%s/device/driver",
-			 e->d_name);
-		len = readlink(path, target, sizeof(target) - 1);
-		if (len <= 0)
-			continue;
-		target[len] = '\0';
-		base = strrchr(target, '/');
-		base = base ? base + 1 : target;
-		if (!strcmp(base, "vnpu"))
-			n++;
-	}
-	closedir(dir);
 	if (!n)
 		snprintf(why, why_len,
-			 "no /dev/accel/accel* node with driver \"vnpu\"");
+			 unusable ? "/dev/accel/accel* exists but cannot be "
+				    "opened (permission denied)"
+				  : "no /dev/accel/accel* node with driver "
+				    "\"vnpu\"");
 	return n;
+}
+
+static int get_param(struct vnpurt_bdev *d, uint32_t param, uint32_t index,
+		     uint64_t *value)
+{
+	struct drm_vnpu_get_param p = {.param = param, .index = index};
+
+	if (drmIoctl(d->fd, DRM_IOCTL_VNPU_GET_PARAM, &p))
+		return -errno;
+	*value = p.value;
+	return 0;
+}
+
+static uint64_t param_or_zero(struct vnpurt_bdev *d, uint32_t param)
+{
+	uint64_t v = 0;
+
+	get_param(d, param, 0, &v);
+	return v;
+}
+
+static void queue_release(struct vnpurt_bdev *d, struct drm_queue *q);
+
+static void drm_close(struct vnpurt_bdev *d)
+{
+	if (!d)
+		return;
+	for (unsigned i = 0; i < DRM_MAX_QUEUES; i++) {
+		if (d->fd >= 0)
+			queue_release(d, &d->q[i]);
+		pthread_mutex_destroy(&d->q[i].lock);
+	}
+	/* Closing the file releases its BOs, queues and syncobjs. */
+	for (size_t i = 0; i < d->nbos; i++)
+		if (d->bos[i].cpu)
+			munmap(d->bos[i].cpu, d->bos[i].size);
+	free(d->bos);
+	if (d->fd >= 0)
+		close(d->fd);
+	pthread_rwlock_destroy(&d->bo_lock);
+	pthread_mutex_destroy(&d->fault_lock);
+	free(d);
 }
 
 static vnpu_error_t drm_open(int index, const struct vnpurt_config *cfg,
 			     struct vnpurt_bdev **out)
 {
-	return rt_fail_detail(VNPU_ERROR_BACKEND_UNAVAILABLE, DRM_UNAVAILABLE);
+	int minors[DRM_MAX_DEVICES], unusable;
+	int n = vnpu_minors(minors, DRM_MAX_DEVICES, &unusable);
+	struct vnpurt_bdev *d;
+	uint64_t v = 0;
+
+	if (index < 0 || index >= n)
+		return rt_fail(VNPU_ERROR_NO_DEVICE,
+			       "drm: no vnpu accel node number %d (%d found)",
+			       index, n);
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return rt_fail(VNPU_ERROR_OUT_OF_MEMORY, "drm: allocating");
+	d->fd = -1;
+	d->cfg = cfg;
+	d->minor = minors[index];
+	pthread_rwlock_init(&d->bo_lock, NULL);
+	pthread_mutex_init(&d->fault_lock, NULL);
+	for (unsigned i = 0; i < DRM_MAX_QUEUES; i++)
+		pthread_mutex_init(&d->q[i].lock, NULL);
+	d->fd = open_vnpu_node(d->minor);
+	if (d->fd < 0) {
+		drm_close(d);
+		return rt_fail(VNPU_ERROR_BACKEND_UNAVAILABLE,
+			       "drm: opening /dev/accel/accel%d: %s",
+			       minors[index], strerror(errno));
+	}
+	if (get_param(d, DRM_VNPU_PARAM_QUEUE_DEPTH, 0, &v) || !v) {
+		drm_close(d);
+		return rt_fail(VNPU_ERROR_DEVICE_ERROR,
+			       "drm: GET_PARAM(QUEUE_DEPTH) failed: %s",
+			       strerror(errno));
+	}
+	d->depth = v < DRM_MAX_DEPTH ? (uint32_t)v : DRM_MAX_DEPTH;
+	d->nqueues = (uint32_t)param_or_zero(d, DRM_VNPU_PARAM_NUM_HW_QUEUES);
+	if (d->nqueues > DRM_MAX_QUEUES)
+		d->nqueues = DRM_MAX_QUEUES;
+	v = param_or_zero(d, DRM_VNPU_PARAM_MAX_SUBMIT_CMDS);
+	d->max_cmds = v < DRM_CMDBUF_CMDS ? (uint32_t)v : DRM_CMDBUF_CMDS;
+	d->caps = param_or_zero(d, DRM_VNPU_PARAM_CAPABILITIES);
+	d->faults_seen = param_or_zero(d, DRM_VNPU_PARAM_FAULT_COUNT);
+	if (!d->nqueues || d->max_cmds < 2 * (RT_MAX_OP_CMDS + 2)) {
+		drm_close(d);
+		return rt_fail(VNPU_ERROR_DEVICE_ERROR,
+			       "drm: the driver reports %u hardware queues and "
+			       "%u commands per submission",
+			       d->nqueues, d->max_cmds);
+	}
+	*out = d;
+	return VNPU_SUCCESS;
 }
 
-/* Nothing below is reachable: open never succeeds. They exist so that the
- * table is complete and the runtime never calls through NULL. */
-static void drm_close(struct vnpurt_bdev *dev)
+static void drm_query(struct vnpurt_bdev *d, struct vnpurt_dev_info *info)
 {
-}
+	uint64_t used;
 
-static void drm_query(struct vnpurt_bdev *dev, struct vnpurt_dev_info *info)
-{
 	memset(info, 0, sizeof(*info));
+	snprintf(info->name, sizeof(info->name), "vnpu (drm, accel%d)",
+		 d->minor);
+	info->hw_version = (uint32_t)param_or_zero(d, DRM_VNPU_PARAM_HW_VERSION);
+	info->fw_version = (uint32_t)param_or_zero(d, DRM_VNPU_PARAM_FW_VERSION);
+	snprintf(info->fw_build, sizeof(info->fw_build), "vnpu.ko firmware");
+	info->cores = (uint32_t)param_or_zero(d, DRM_VNPU_PARAM_NUM_CORES);
+	info->queues = d->nqueues;
+	info->vram_size = param_or_zero(d, DRM_VNPU_PARAM_VRAM_SIZE);
+	used = param_or_zero(d, DRM_VNPU_PARAM_VRAM_USED);
+	info->vram_free = used < info->vram_size ? info->vram_size - used : 0;
+	/* Runtime ops in flight per queue; SUBMIT's -EBUSY bounds the rest. */
+	info->ring_entries = 2 * d->max_cmds;
+	info->reset_count =
+		(uint32_t)param_or_zero(d, DRM_VNPU_PARAM_RESET_COUNT);
 }
 
-static vnpu_error_t drm_bo_create(struct vnpurt_bdev *dev, uint64_t size,
-				  enum vnpurt_domain domain,
-				  struct vnpurt_bo *bo)
+/* ---- BOs ------------------------------------------------------------------ */
+
+/* Index of the first BO whose va > key (bo lock held). */
+static size_t bo_upper(struct vnpurt_bdev *d, uint64_t key)
 {
-	return VNPU_ERROR_BACKEND_UNAVAILABLE;
+	size_t lo = 0, hi = d->nbos;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (d->bos[mid].va <= key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
-static void drm_bo_free(struct vnpurt_bdev *dev, struct vnpurt_bo *bo)
+/* The BO containing va, or NULL (bo lock held). */
+static const struct drm_bo_entry *bo_find(struct vnpurt_bdev *d, uint64_t va)
 {
+	size_t i = bo_upper(d, va);
+
+	if (!i)
+		return NULL;
+	i--;
+	return va - d->bos[i].va < d->bos[i].size ? &d->bos[i] : NULL;
 }
 
-static vnpu_error_t drm_queue_create(struct vnpurt_bdev *dev, int priority,
-				     unsigned *queue)
+static bool bo_insert(struct vnpurt_bdev *d, const struct drm_bo_entry *e)
 {
-	return VNPU_ERROR_BACKEND_UNAVAILABLE;
+	size_t i;
+
+	pthread_rwlock_wrlock(&d->bo_lock);
+	if (d->nbos == d->bos_cap) {
+		size_t cap = d->bos_cap ? 2 * d->bos_cap : 64;
+		struct drm_bo_entry *n = realloc(d->bos, cap * sizeof(*n));
+
+		if (!n) {
+			pthread_rwlock_unlock(&d->bo_lock);
+			return false;
+		}
+		d->bos = n;
+		d->bos_cap = cap;
+	}
+	i = bo_upper(d, e->va);
+	memmove(&d->bos[i + 1], &d->bos[i], (d->nbos - i) * sizeof(*d->bos));
+	d->bos[i] = *e;
+	d->nbos++;
+	pthread_rwlock_unlock(&d->bo_lock);
+	return true;
 }
 
-static void drm_queue_destroy(struct vnpurt_bdev *dev, unsigned queue)
+static void bo_remove(struct vnpurt_bdev *d, uint64_t va)
 {
+	size_t i;
+
+	pthread_rwlock_wrlock(&d->bo_lock);
+	i = bo_upper(d, va);
+	if (i && d->bos[i - 1].va == va) {
+		i--;
+		memmove(&d->bos[i], &d->bos[i + 1],
+			(d->nbos - i - 1) * sizeof(*d->bos));
+		d->nbos--;
+	}
+	pthread_rwlock_unlock(&d->bo_lock);
 }
 
-static vnpu_error_t drm_submit(struct vnpurt_bdev *dev, unsigned queue,
-			       const struct vnpu_cmd *cmds, unsigned n,
-			       uint64_t *seqno)
+static void gem_close(struct vnpurt_bdev *d, uint32_t handle)
 {
-	return VNPU_ERROR_BACKEND_UNAVAILABLE;
+	struct drm_gem_close c = {.handle = handle};
+
+	drmIoctl(d->fd, DRM_IOCTL_GEM_CLOSE, &c);
 }
 
-static vnpu_error_t drm_wait(struct vnpurt_bdev *dev, unsigned queue,
-			     uint64_t seqno, unsigned timeout_ms)
+/* Creates a BO, maps host BOs for the CPU; no table entry. */
+static int bo_new(struct vnpurt_bdev *d, uint64_t size, bool vram,
+		  struct drm_bo_entry *e)
 {
-	return VNPU_ERROR_BACKEND_UNAVAILABLE;
-}
+	struct drm_vnpu_bo_create c = {.size = size};
+	struct drm_vnpu_bo_info info;
+	void *cpu = NULL;
+	int err;
 
-static uint64_t drm_completed(struct vnpurt_bdev *dev, unsigned queue)
-{
+	c.flags = vram ? DRM_VNPU_BO_VRAM : 0;
+	if (drmIoctl(d->fd, DRM_IOCTL_VNPU_BO_CREATE, &c))
+		return -errno;
+	memset(&info, 0, sizeof(info));
+	info.handle = c.handle;
+	if (drmIoctl(d->fd, DRM_IOCTL_VNPU_BO_INFO, &info)) {
+		err = -errno;
+		gem_close(d, c.handle);
+		return err;
+	}
+	if (!vram) {
+		cpu = mmap(NULL, info.size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			   d->fd, (off_t)info.mmap_offset);
+		if (cpu == MAP_FAILED) {
+			err = -errno;
+			gem_close(d, c.handle);
+			return err;
+		}
+	}
+	e->va = info.device_va;
+	e->size = info.size;
+	e->handle = c.handle;
+	e->cpu = cpu;
 	return 0;
 }
 
-static bool drm_take_failure(struct vnpurt_bdev *dev, unsigned queue,
-			     struct vnpurt_failure *f)
+static void bo_delete(struct vnpurt_bdev *d, struct drm_bo_entry *e)
 {
-	return false;
+	if (e->cpu)
+		munmap(e->cpu, e->size);
+	gem_close(d, e->handle);
 }
 
-static bool drm_test_mode(struct vnpurt_bdev *dev)
+static vnpu_error_t drm_bo_create(struct vnpurt_bdev *d, uint64_t size,
+				  enum vnpurt_domain domain,
+				  struct vnpurt_bo *bo)
 {
-	return false;
+	struct drm_bo_entry e;
+	int err;
+
+	if (!size)
+		return VNPU_ERROR_OUT_OF_MEMORY;
+	err = bo_new(d, size, domain == VNPURT_DOMAIN_VRAM, &e);
+	if (err == -ENOMEM || err == -ENOSPC || err == -EINVAL)
+		return VNPU_ERROR_OUT_OF_MEMORY;
+	if (err)
+		return rt_fail(VNPU_ERROR_DEVICE_ERROR,
+			       "drm: creating a %llu-byte BO: %s",
+			       (unsigned long long)size, strerror(-err));
+	if (!bo_insert(d, &e)) {
+		bo_delete(d, &e);
+		return VNPU_ERROR_OUT_OF_MEMORY;
+	}
+	bo->va = e.va;
+	bo->cpu = e.cpu;
+	bo->size = e.size;
+	bo->domain = domain;
+	bo->handle = e.handle;
+	return VNPU_SUCCESS;
+}
+
+static void drm_bo_free(struct vnpurt_bdev *d, struct vnpurt_bo *bo)
+{
+	struct drm_bo_entry e = {bo->va, bo->size, (uint32_t)bo->handle,
+				 bo->cpu};
+
+	bo_remove(d, bo->va);
+	bo_delete(d, &e);
+	memset(bo, 0, sizeof(*bo));
+}
+
+/* ---- queues --------------------------------------------------------------- */
+
+static void queue_release(struct vnpurt_bdev *d, struct drm_queue *q)
+{
+	for (uint32_t i = 0; i < d->depth; i++) {
+		if (!q->slot_handle[i])
+			continue;
+		if (q->slot_cpu[i])
+			munmap(q->slot_cpu[i], DRM_CMDBUF_BYTES);
+		gem_close(d, q->slot_handle[i]);
+		q->slot_handle[i] = 0;
+		q->slot_cpu[i] = NULL;
+	}
+	if (q->id) {
+		struct drm_vnpu_queue_destroy qd = {.queue_id = q->id};
+
+		/* The queue's syncobj handle stays with the file. */
+		drmIoctl(d->fd, DRM_IOCTL_VNPU_QUEUE_DESTROY, &qd);
+		if (q->syncobj)
+			drmSyncobjDestroy(d->fd, q->syncobj);
+	}
+	free(q->fail);
+	free(q->bo_list);
+	q->fail = NULL;
+	q->bo_list = NULL;
+	q->id = q->syncobj = 0;
+	q->used = false;
+}
+
+static vnpu_error_t queue_setup(struct vnpurt_bdev *d, struct drm_queue *q,
+				unsigned hw_queue)
+{
+	struct drm_vnpu_queue_create qc = {.hw_queue = hw_queue};
+
+	q->fail = calloc(DRM_FAILURES_MAX, sizeof(*q->fail));
+	q->bo_cap = 64;
+	q->bo_list = calloc(q->bo_cap, sizeof(*q->bo_list));
+	if (!q->fail || !q->bo_list)
+		return VNPU_ERROR_OUT_OF_MEMORY;
+	q->fail_head = q->fail_n = 0;
+	q->job_head = q->job_count = 0;
+	q->next_seq = 1;
+	q->done = 0;
+	q->nfree = 0;
+	for (uint32_t i = 0; i < d->depth; i++) {
+		struct drm_bo_entry e;
+
+		if (bo_new(d, DRM_CMDBUF_BYTES, false, &e))
+			return VNPU_ERROR_OUT_OF_MEMORY;
+		q->slot_handle[i] = e.handle;
+		q->slot_cpu[i] = e.cpu;
+		q->free_slot[q->nfree++] = d->depth - 1 - i;
+	}
+	if (drmIoctl(d->fd, DRM_IOCTL_VNPU_QUEUE_CREATE, &qc))
+		return errno == ENOSPC ? VNPU_ERROR_OUT_OF_MEMORY
+				       : rt_fail(VNPU_ERROR_DEVICE_ERROR,
+						 "drm: QUEUE_CREATE: %s",
+						 strerror(errno));
+	q->id = qc.queue_id;
+	q->syncobj = qc.syncobj;
+	return VNPU_SUCCESS;
+}
+
+static vnpu_error_t drm_queue_create(struct vnpurt_bdev *d, int priority,
+				     unsigned *queue)
+{
+	for (unsigned i = 0; i < d->nqueues; i++) {
+		struct drm_queue *q = &d->q[i];
+		vnpu_error_t err;
+
+		pthread_mutex_lock(&q->lock);
+		if (q->used) {
+			pthread_mutex_unlock(&q->lock);
+			continue;
+		}
+		/* One driver queue per hardware queue: streams spread. */
+		err = queue_setup(d, q, i);
+		if (err) {
+			queue_release(d, q);
+			pthread_mutex_unlock(&q->lock);
+			return err;
+		}
+		q->used = true;
+		pthread_mutex_unlock(&q->lock);
+		*queue = i;
+		return VNPU_SUCCESS;
+	}
+	return VNPU_ERROR_OUT_OF_MEMORY;
+}
+
+static void drm_queue_destroy(struct vnpurt_bdev *d, unsigned queue)
+{
+	struct drm_queue *q = &d->q[queue];
+
+	pthread_mutex_lock(&q->lock);
+	queue_release(d, q);
+	pthread_mutex_unlock(&q->lock);
+}
+
+/* ---- failures ------------------------------------------------------------- */
+
+static void push_failure(struct drm_queue *q, const struct vnpurt_failure *f)
+{
+	if (q->fail_n) {
+		struct vnpurt_failure *last =
+			&q->fail[(q->fail_head + q->fail_n - 1) %
+				 DRM_FAILURES_MAX];
+
+		/* A run of jobs refused for one cause is one failure. */
+		if (last->status == f->status &&
+		    f->status != VNPU_STATUS_MMU_FAULT &&
+		    last->last_seq + 1 == f->first_seq) {
+			last->last_seq = f->last_seq;
+			return;
+		}
+	}
+	if (q->fail_n == DRM_FAILURES_MAX)
+		return;
+	q->fail[(q->fail_head + q->fail_n) % DRM_FAILURES_MAX] = *f;
+	q->fail_n++;
+}
+
+/* The device status of a launch that the driver failed with -EIO, found by
+ * running the checks the firmware runs on the argument block (which is in
+ * host memory the runtime wrote); OK when they pass. */
+static uint32_t launch_status(struct vnpurt_bdev *d,
+			      const struct vnpu_cmd_launch *c)
+{
+	const struct vnpu_kernel_def *k = vnpu_kernel_find(c->kernel_id);
+	_Alignas(16) uint8_t args[VNPU_KARGS_MAX_BYTES];
+	struct vnpu_kbuf kbufs[VNPU_KARGS_MAX_BUFFERS];
+	const struct drm_bo_entry *bo;
+	struct vnpu_kargs_header hdr;
+	uint64_t need;
+	bool read = false;
+	uint32_t st;
+
+	if (!k)
+		return VNPU_STATUS_UNKNOWN_KERNEL;
+	if (c->block_count == 0 || c->block_count > VNPU_LAUNCH_MAX_BLOCKS ||
+	    c->args_size < sizeof(hdr) || c->args_size > VNPU_KARGS_MAX_BYTES ||
+	    c->args_va % 8)
+		return VNPU_STATUS_INVALID_ARGS;
+	pthread_rwlock_rdlock(&d->bo_lock);
+	bo = bo_find(d, c->args_va);
+	if (bo && bo->cpu && c->args_size <= bo->size - (c->args_va - bo->va)) {
+		memcpy(args, (uint8_t *)bo->cpu + (c->args_va - bo->va),
+		       c->args_size);
+		read = true;
+	}
+	pthread_rwlock_unlock(&d->bo_lock);
+	if (!read)
+		return VNPU_STATUS_OK;
+	memcpy(&hdr, args, sizeof(hdr));
+	need = sizeof(hdr) +
+	       (uint64_t)hdr.num_buffers * sizeof(struct vnpu_kargs_buffer) +
+	       hdr.params_size;
+	if (hdr.reserved || hdr.num_buffers > VNPU_KARGS_MAX_BUFFERS ||
+	    hdr.params_size != k->params_size || need != c->args_size)
+		return VNPU_STATUS_INVALID_ARGS;
+	for (uint32_t i = 0; i < hdr.num_buffers; i++) {
+		struct vnpu_kargs_buffer kb;
+		uint64_t end;
+
+		memcpy(&kb, args + sizeof(hdr) + i * sizeof(kb), sizeof(kb));
+		if (kb.size == 0 || kb.reserved || kb.access == 0 ||
+		    kb.access & ~(VNPU_ACCESS_READ | VNPU_ACCESS_WRITE) ||
+		    __builtin_add_overflow(kb.va, kb.size, &end))
+			return VNPU_STATUS_INVALID_ARGS;
+		/* validate() reads sizes only. */
+		kbufs[i].ptr = NULL;
+		kbufs[i].size = kb.size;
+		kbufs[i].access = kb.access;
+	}
+	st = k->validate(args + c->args_size - k->params_size, kbufs,
+			 hdr.num_buffers);
+	if (st == VNPU_STATUS_OK || st == VNPU_STATUS_UNSUPPORTED)
+		return st;
+	return VNPU_STATUS_INVALID_ARGS;
+}
+
+/* The failure of a job the driver finished with `error` (< 0). */
+static void job_failure(struct vnpurt_bdev *d, struct drm_queue *q,
+			const struct drm_job *j, int error,
+			struct vnpurt_failure *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->first_seq = j->first_seq;
+	f->last_seq = j->last_seq;
+	f->status = DRM_STATUS_UNKNOWN;
+	f->info = (uint64_t)-error;
+	switch (error) {
+	case -EFAULT: {
+		uint64_t count = 0, va = 0, st = 0;
+
+		/* A new fault of this file is this job's; later jobs of the
+		 * faulted context did not run. */
+		pthread_mutex_lock(&d->fault_lock);
+		if (!get_param(d, DRM_VNPU_PARAM_FAULT_COUNT, 0, &count) &&
+		    count > d->faults_seen &&
+		    !get_param(d, DRM_VNPU_PARAM_FAULT_VA, 0, &va) &&
+		    !get_param(d, DRM_VNPU_PARAM_FAULT_STATUS, 0, &st)) {
+			d->faults_seen = count;
+			f->status = VNPU_STATUS_MMU_FAULT;
+			f->info = va;
+			f->fault_reason = VNPU_FAULT_REASON((uint32_t)st);
+			f->fault_write = st & VNPU_FAULT_WRITE;
+		} else {
+			f->status = VNPU_STATUS_CONTEXT_FAULTED;
+			f->info = 0;
+		}
+		pthread_mutex_unlock(&d->fault_lock);
+		break;
+	}
+	case -ETIMEDOUT:
+	case -ECANCELED:
+	case -ENODEV:
+		f->status = VNPURT_STATUS_DEVICE_RESET;
+		break;
+	case -EIO: {
+		/* The driver folds every failed completion into -EIO: name
+		 * the launch whose arguments the firmware refuses. */
+		const struct vnpu_cmd *cmds = q->slot_cpu[j->slot];
+		uint64_t n = j->last_seq - j->first_seq + 1;
+
+		for (uint64_t i = 0; i < n; i++) {
+			uint32_t st;
+
+			if (cmds[i].hdr.opcode != VNPU_OP_KERNEL_LAUNCH)
+				continue;
+			st = launch_status(d, &cmds[i].launch);
+			if (st != VNPU_STATUS_OK) {
+				f->status = st;
+				f->info = 0;
+				break;
+			}
+		}
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+/* Retires the finished jobs in order (queue lock held). */
+static void retire(struct vnpurt_bdev *d, struct drm_queue *q)
+{
+	while (q->job_count) {
+		struct drm_job *j = &q->job[q->job_head];
+		struct vnpurt_failure f;
+		int error;
+
+		if (j->kseq) {
+			struct drm_vnpu_bo_wait w = {
+				.handle = q->slot_handle[j->slot],
+				.timeout_ns = 0,
+			};
+
+			if (drmIoctl(d->fd, DRM_IOCTL_VNPU_BO_WAIT, &w))
+				break;
+			error = w.job_error;
+		} else {
+			error = j->submit_err;
+		}
+		if (error) {
+			job_failure(d, q, j, error, &f);
+			push_failure(q, &f);
+		}
+		if (j->kseq)
+			q->free_slot[q->nfree++] = j->slot;
+		q->done = j->last_seq;
+		q->job_head = (q->job_head + 1) % DRM_MAX_DEPTH;
+		q->job_count--;
+	}
+}
+
+/* Waits for driver seqno kseq of q until the absolute time deadline_ns;
+ * false on timeout. Called without the queue lock. */
+static bool wait_kseq(struct vnpurt_bdev *d, uint32_t syncobj, uint64_t kseq,
+		      int64_t deadline_ns)
+{
+	int r = drmSyncobjTimelineWait(d->fd, &syncobj, &kseq, 1, deadline_ns,
+				       0, NULL);
+
+	return r != -ETIME && r != -ETIMEDOUT;
+}
+
+/* ---- submission ----------------------------------------------------------- */
+
+static bool bo_list_add(struct drm_queue *q, uint32_t *n, uint32_t handle)
+{
+	for (uint32_t i = 0; i < *n; i++)
+		if (q->bo_list[i] == handle)
+			return true;
+	if (*n == q->bo_cap) {
+		uint32_t cap = q->bo_cap * 2;
+		uint32_t *nl = realloc(q->bo_list, cap * sizeof(*nl));
+
+		if (!nl)
+			return false;
+		q->bo_list = nl;
+		q->bo_cap = cap;
+	}
+	q->bo_list[(*n)++] = handle;
+	return true;
+}
+
+/* Adds every BO that [va, va + size) overlaps (bo lock held). */
+static bool bo_list_range(struct vnpurt_bdev *d, struct drm_queue *q,
+			  uint32_t *n, uint64_t va, uint64_t size)
+{
+	uint64_t end;
+	size_t i;
+
+	if (!size)
+		size = 1;
+	if (__builtin_add_overflow(va, size, &end))
+		end = UINT64_MAX;
+	i = bo_upper(d, va);
+	if (i && va - d->bos[i - 1].va < d->bos[i - 1].size)
+		i--;
+	for (; i < d->nbos && d->bos[i].va < end; i++)
+		if (!bo_list_add(q, n, d->bos[i].handle))
+			return false;
+	return true;
+}
+
+/* The launch's argument block and the buffers it names (bo lock held). */
+static bool bo_list_launch(struct vnpurt_bdev *d, struct drm_queue *q,
+			   uint32_t *n, const struct vnpu_cmd_launch *c)
+{
+	const struct drm_bo_entry *bo = bo_find(d, c->args_va);
+	struct vnpu_kargs_header hdr;
+	const uint8_t *args;
+	uint64_t off;
+
+	if (!bo_list_range(d, q, n, c->args_va, c->args_size))
+		return false;
+	if (!bo || !bo->cpu)
+		return true;
+	off = c->args_va - bo->va;
+	if (c->args_size < sizeof(hdr) || c->args_size > bo->size - off)
+		return true;
+	args = (const uint8_t *)bo->cpu + off;
+	memcpy(&hdr, args, sizeof(hdr));
+	for (uint32_t i = 0; i < hdr.num_buffers && i < VNPU_KARGS_MAX_BUFFERS;
+	     i++) {
+		struct vnpu_kargs_buffer kb;
+
+		if (sizeof(hdr) + (i + 1) * sizeof(kb) > c->args_size)
+			break;
+		memcpy(&kb, args + sizeof(hdr) + i * sizeof(kb), sizeof(kb));
+		if (!bo_list_range(d, q, n, kb.va, kb.size))
+			return false;
+	}
+	return true;
+}
+
+/* Fills q->bo_list with the command buffer and every BO the commands
+ * reference; returns the count, or -1 without memory. */
+static int build_bo_list(struct vnpurt_bdev *d, struct drm_queue *q,
+			 uint32_t slot, const struct vnpu_cmd *cmds,
+			 unsigned ncmds)
+{
+	uint32_t n = 0;
+	bool ok = true;
+
+	q->bo_list[n++] = q->slot_handle[slot];
+	pthread_rwlock_rdlock(&d->bo_lock);
+	for (unsigned i = 0; i < ncmds && ok; i++) {
+		const struct vnpu_cmd *c = &cmds[i];
+
+		switch (c->hdr.opcode) {
+		case VNPU_OP_KERNEL_LAUNCH:
+			ok = bo_list_launch(d, q, &n, &c->launch);
+			break;
+		case VNPU_OP_DMA_COPY:
+			ok = bo_list_range(d, q, &n, c->copy.src_va,
+					   c->copy.size) &&
+			     bo_list_range(d, q, &n, c->copy.dst_va,
+					   c->copy.size);
+			break;
+		case VNPU_OP_FILL:
+			ok = bo_list_range(d, q, &n, c->fill.dst_va,
+					   c->fill.size);
+			break;
+		case VNPU_OP_FENCE_SIGNAL:
+		case VNPU_OP_FENCE_WAIT:
+			ok = bo_list_range(d, q, &n, c->fence.va, 8);
+			break;
+		case VNPU_OP_TIMESTAMP:
+			ok = bo_list_range(d, q, &n, c->timestamp.va, 8);
+			break;
+		default:
+			break;
+		}
+	}
+	pthread_rwlock_unlock(&d->bo_lock);
+	return ok ? (int)n : -1;
+}
+
+/* Waits for the oldest pending job of q (queue lock held, dropped while
+ * waiting) and retires what finished. */
+static void wait_oldest(struct vnpurt_bdev *d, struct drm_queue *q)
+{
+	struct drm_job *j;
+	uint64_t kseq;
+
+	retire(d, q);
+	if (!q->job_count)
+		return;
+	j = &q->job[q->job_head];
+	kseq = j->kseq;
+	if (kseq) {
+		uint32_t syncobj = q->syncobj;
+
+		pthread_mutex_unlock(&q->lock);
+		wait_kseq(d, syncobj, kseq,
+			  (int64_t)(rt_now_ns() + RT_WAIT_SLICE_MS * 1000000ull));
+		pthread_mutex_lock(&q->lock);
+	}
+	retire(d, q);
+}
+
+static vnpu_error_t drm_submit(struct vnpurt_bdev *d, unsigned qi,
+			       const struct vnpu_cmd *cmds, unsigned n,
+			       uint64_t *seqno)
+{
+	struct drm_queue *q = &d->q[qi];
+	struct drm_vnpu_submit s;
+	struct vnpu_cmd *buf;
+	struct drm_job *j;
+	uint32_t slot;
+	int nbos, err;
+
+	if (qi >= DRM_MAX_QUEUES || !n || n > d->max_cmds)
+		return VNPU_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&q->lock);
+	if (!q->used) {
+		pthread_mutex_unlock(&q->lock);
+		return VNPU_ERROR_INVALID_VALUE;
+	}
+	while (!q->nfree || q->job_count == DRM_MAX_DEPTH) {
+		retire(d, q);
+		if (!q->nfree || q->job_count == DRM_MAX_DEPTH)
+			wait_oldest(d, q);
+	}
+	slot = q->free_slot[--q->nfree];
+	buf = q->slot_cpu[slot];
+	for (unsigned i = 0; i < n; i++) {
+		buf[i] = cmds[i];
+		/* The driver assigns its own; these name the runtime's. */
+		buf[i].hdr.seqno = q->next_seq + i;
+		buf[i].hdr.flags = 0;
+	}
+	nbos = build_bo_list(d, q, slot, cmds, n);
+	if (nbos < 0) {
+		q->free_slot[q->nfree++] = slot;
+		pthread_mutex_unlock(&q->lock);
+		return VNPU_ERROR_OUT_OF_MEMORY;
+	}
+	for (;;) {
+		memset(&s, 0, sizeof(s));
+		s.queue_id = q->id;
+		s.cmd_bo = q->slot_handle[slot];
+		s.cmd_count = n;
+		s.bo_handles = (uintptr_t)q->bo_list;
+		s.bo_count = (uint32_t)nbos;
+		err = drmIoctl(d->fd, DRM_IOCTL_VNPU_SUBMIT, &s) ? errno : 0;
+		if (err != EBUSY)
+			break;
+		/* The driver's queue is full: let its oldest job finish. The
+		 * BO list stays valid: BOs are freed only when idle. */
+		wait_oldest(d, q);
+	}
+	if (err && err != ECANCELED && err != ENODEV) {
+		q->free_slot[q->nfree++] = slot;
+		pthread_mutex_unlock(&q->lock);
+		if (err == EPERM)
+			return rt_fail(VNPU_ERROR_UNSUPPORTED,
+				       "drm: the driver refuses test commands "
+				       "(vnpu.ko without test injection)");
+		return rt_fail(err == ENOMEM ? VNPU_ERROR_OUT_OF_MEMORY
+					     : VNPU_ERROR_DEVICE_ERROR,
+			       "drm: SUBMIT of %u commands: %s", n,
+			       strerror(err));
+	}
+	j = &q->job[(q->job_head + q->job_count) % DRM_MAX_DEPTH];
+	j->first_seq = q->next_seq;
+	j->last_seq = q->next_seq + n - 1;
+	if (err) {
+		/* The context is banned after a hang or the device is gone:
+		 * the work retires failed, in order, like lost work. */
+		j->kseq = 0;
+		j->submit_err = -err;
+		q->free_slot[q->nfree++] = slot;
+	} else {
+		j->kseq = s.seqno;
+		j->submit_err = 0;
+		j->slot = slot;
+	}
+	q->job_count++;
+	q->next_seq += n;
+	*seqno = j->last_seq;
+	pthread_mutex_unlock(&q->lock);
+	return VNPU_SUCCESS;
+}
+
+static uint64_t drm_completed(struct vnpurt_bdev *d, unsigned qi)
+{
+	struct drm_queue *q = &d->q[qi];
+	uint64_t done;
+
+	pthread_mutex_lock(&q->lock);
+	retire(d, q);
+	done = q->done;
+	pthread_mutex_unlock(&q->lock);
+	return done;
+}
+
+static vnpu_error_t drm_wait(struct vnpurt_bdev *d, unsigned qi,
+			     uint64_t seqno, unsigned timeout_ms)
+{
+	struct drm_queue *q = &d->q[qi];
+	int64_t deadline = (int64_t)(rt_now_ns() + timeout_ms * 1000000ull);
+
+	for (;;) {
+		uint64_t kseq = 0;
+		uint32_t syncobj;
+
+		pthread_mutex_lock(&q->lock);
+		retire(d, q);
+		if (q->done >= seqno) {
+			pthread_mutex_unlock(&q->lock);
+			return VNPU_SUCCESS;
+		}
+		/* The first job not retired that holds seqno or precedes it:
+		 * jobs retire in order. */
+		for (uint32_t i = 0; i < q->job_count; i++) {
+			const struct drm_job *j =
+				&q->job[(q->job_head + i) % DRM_MAX_DEPTH];
+
+			if (j->kseq)
+				kseq = j->kseq;
+			if (j->last_seq >= seqno)
+				break;
+		}
+		syncobj = q->syncobj;
+		pthread_mutex_unlock(&q->lock);
+		if ((int64_t)rt_now_ns() >= deadline)
+			return VNPU_ERROR_TIMEOUT;
+		/* The driver detects hangs and resets the device; a reset
+		 * fails the guilty job and signals its fence. */
+		if (!kseq) {
+			/* seqno was never submitted: nothing will retire it. */
+			struct timespec ts = {0, 1000000};
+
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		if (!wait_kseq(d, syncobj, kseq, deadline))
+			return VNPU_ERROR_TIMEOUT;
+	}
+}
+
+static bool drm_take_failure(struct vnpurt_bdev *d, unsigned qi,
+			     struct vnpurt_failure *f)
+{
+	struct drm_queue *q = &d->q[qi];
+	bool got = false;
+
+	pthread_mutex_lock(&q->lock);
+	if (q->fail_n) {
+		*f = q->fail[q->fail_head];
+		q->fail_head = (q->fail_head + 1) % DRM_FAILURES_MAX;
+		q->fail_n--;
+		got = true;
+	}
+	pthread_mutex_unlock(&q->lock);
+	return got;
+}
+
+static bool drm_test_mode(struct vnpurt_bdev *d)
+{
+	return d->caps & DRM_VNPU_CAP_TEST_INJECT;
 }
 
 const struct vnpurt_backend_ops vnpurt_backend_drm = {
