@@ -278,7 +278,7 @@ static void drm_query(struct vnpurt_bdev *d, struct vnpurt_dev_info *info)
 	uint64_t used;
 
 	memset(info, 0, sizeof(*info));
-	snprintf(info->name, sizeof(info->name), "vnpu (drm, accel%d)",
+	snprintf(info->name, sizeof(info->name), "vnpu (drm accel%d)",
 		 d->minor);
 	info->hw_version = (uint32_t)param_or_zero(d, DRM_VNPU_PARAM_HW_VERSION);
 	info->fw_version = (uint32_t)param_or_zero(d, DRM_VNPU_PARAM_FW_VERSION);
