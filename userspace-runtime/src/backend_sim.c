@@ -33,6 +33,7 @@
 #define SIM_FW_VERSION 0x00010000u
 #define SIM_FAILURES_MAX 4096
 #define SIM_BOOT_TIMEOUT_MS 5000
+#define SIM_NO_WAITER UINT64_MAX
 
 struct host_range {
 	uint64_t start, len;
@@ -50,6 +51,11 @@ struct sim_queue {
 	struct vnpurt_failure *fail;
 	size_t fail_head, fail_n, fail_cap;
 	uint64_t fail_dropped;
+	/* Interrupt filtering (see hal_irq): the smallest seqno a thread
+	 * sleeps for (SIM_NO_WAITER: none), and a count of the queue's
+	 * interrupts. */
+	_Atomic uint64_t wake_seq;
+	atomic_uint_fast64_t irqs;
 };
 
 struct vnpurt_bdev {
@@ -74,9 +80,10 @@ struct vnpurt_bdev {
 	pthread_rwlock_t reset_lock;
 	struct sim_queue q[SIM_QUEUES];
 	uint64_t reset_gen;
-	/* interrupts */
+	/* interrupts: waiters sleep on irq_cond until irq_gen moves; the
+	 * service thread sleeps on service_cond */
 	pthread_mutex_t irq_lock;
-	pthread_cond_t irq_cond;
+	pthread_cond_t irq_cond, service_cond;
 	uint64_t irq_gen;
 	bool events_pending, stopping;
 	pthread_t service;
@@ -187,16 +194,66 @@ static int hal_dma_write(void *opaque, uint64_t addr, const void *buf,
 	return ok ? 0 : -1;
 }
 
+/* Wakes every waiter (irq_lock held); each re-registers what it waits
+ * for if it sleeps again. */
+static void wake_waiters_locked(struct vnpurt_bdev *d)
+{
+	d->irq_gen++;
+	for (unsigned i = 0; i < SIM_QUEUES; i++)
+		atomic_store(&d->q[i].wake_seq, SIM_NO_WAITER);
+	pthread_cond_broadcast(&d->irq_cond);
+}
+
+static void wake_waiters(struct vnpurt_bdev *d)
+{
+	pthread_mutex_lock(&d->irq_lock);
+	wake_waiters_locked(d);
+	pthread_mutex_unlock(&d->irq_lock);
+}
+
+/* Whether seqno has a completion record: the record of its ring slot
+ * names it (seqnos are never reused). Called on the device's thread right
+ * after it wrote the records, so they are visible. */
+static bool cpl_written(struct vnpurt_bdev *d, unsigned qi, uint64_t seqno)
+{
+	struct sim_queue *q = &d->q[qi];
+	uint32_t mask = (1u << SIM_RING_LOG2) - 1;
+	const struct vnpu_cpl *c =
+		(const struct vnpu_cpl *)q->cpl +
+		((seqno - q->slot0_seq) & mask);
+
+	return c->seqno == seqno;
+}
+
+/*
+ * Every submission asks for a completion interrupt, but most have nobody
+ * waiting: a queue interrupt wakes the sleeping threads only once the
+ * oldest seqno one of them sleeps for has completed. No lock and no
+ * system call otherwise. Device events always wake the service thread
+ * and every waiter (they re-check faults, fatal errors and hangs).
+ */
 static void hal_irq(void *opaque, unsigned vector)
 {
 	struct vnpurt_bdev *d = opaque;
+	unsigned qi = vector - VNPU_MSIX_VECTOR_QUEUE(0);
+	uint64_t want;
 
-	pthread_mutex_lock(&d->irq_lock);
-	d->irq_gen++;
-	if (vector == VNPU_MSIX_VECTOR_EVENTS)
-		d->events_pending = true;
-	pthread_cond_broadcast(&d->irq_cond);
-	pthread_mutex_unlock(&d->irq_lock);
+	if (vector == VNPU_MSIX_VECTOR_EVENTS || qi >= SIM_QUEUES) {
+		pthread_mutex_lock(&d->irq_lock);
+		if (vector == VNPU_MSIX_VECTOR_EVENTS) {
+			d->events_pending = true;
+			pthread_cond_signal(&d->service_cond);
+		}
+		wake_waiters_locked(d);
+		pthread_mutex_unlock(&d->irq_lock);
+		return;
+	}
+	/* Counted before wake_seq is read: a waiter registering later sees
+	 * the count move (wait_irq). */
+	atomic_fetch_add(&d->q[qi].irqs, 1);
+	want = atomic_load(&d->q[qi].wake_seq);
+	if (want != SIM_NO_WAITER && cpl_written(d, qi, want))
+		wake_waiters(d);
 }
 
 static uint64_t hal_clock(void *opaque)
@@ -310,7 +367,7 @@ static void *service_main(void *arg)
 		uint32_t ev;
 
 		if (!d->events_pending) {
-			pthread_cond_wait(&d->irq_cond, &d->irq_lock);
+			pthread_cond_wait(&d->service_cond, &d->irq_lock);
 			continue;
 		}
 		d->events_pending = false;
@@ -321,8 +378,7 @@ static void *service_main(void *arg)
 			handle_faults(d);
 		pthread_mutex_lock(&d->irq_lock);
 		/* Waiters re-check the device (fatal, faults). */
-		d->irq_gen++;
-		pthread_cond_broadcast(&d->irq_cond);
+		wake_waiters_locked(d);
 	}
 	pthread_mutex_unlock(&d->irq_lock);
 	return NULL;
@@ -420,10 +476,7 @@ static void device_reset(struct vnpurt_bdev *d, uint64_t gen)
 	d->hb_change_ms = now_ms();
 	pthread_mutex_unlock(&d->hb_lock);
 	pthread_rwlock_unlock(&d->reset_lock);
-	pthread_mutex_lock(&d->irq_lock);
-	d->irq_gen++;
-	pthread_cond_broadcast(&d->irq_cond);
-	pthread_mutex_unlock(&d->irq_lock);
+	wake_waiters(d);
 }
 
 /* Called while work is pending: resets a dead device (fatal, or heartbeat
@@ -494,9 +547,34 @@ static void update_done(struct vnpurt_bdev *d, unsigned qi)
 		q->done = done;
 }
 
-/* Blocks until an interrupt newer than gen or timeout_ms. */
-static void wait_irq(struct vnpurt_bdev *d, uint64_t gen, unsigned timeout_ms)
+/* What a waiter saw before it checked the queue: the interrupts so far. */
+struct irq_mark {
+	uint64_t gen;  /* wakes so far */
+	uint64_t irqs; /* interrupts of the queue so far */
+};
+
+static struct irq_mark irq_mark(struct vnpurt_bdev *d, unsigned qi)
 {
+	struct irq_mark m;
+
+	pthread_mutex_lock(&d->irq_lock);
+	m.gen = d->irq_gen;
+	pthread_mutex_unlock(&d->irq_lock);
+	m.irqs = atomic_load(&d->q[qi].irqs);
+	return m;
+}
+
+/*
+ * Blocks until seqno of queue qi may have completed (its interrupt, or a
+ * device event or reset), or timeout_ms. The caller found seqno not
+ * completed after taking mark. An interrupt of the queue between the mark
+ * and the registration of seqno returns at once: it may have been the
+ * one, and hal_irq did not know yet that anyone waited for it.
+ */
+static void wait_irq(struct vnpurt_bdev *d, unsigned qi, uint64_t seqno,
+		     struct irq_mark mark, unsigned timeout_ms)
+{
+	struct sim_queue *q = &d->q[qi];
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -504,21 +582,15 @@ static void wait_irq(struct vnpurt_bdev *d, uint64_t gen, unsigned timeout_ms)
 	ts.tv_sec += ts.tv_nsec / 1000000000;
 	ts.tv_nsec %= 1000000000;
 	pthread_mutex_lock(&d->irq_lock);
-	while (d->irq_gen == gen) {
+	while (d->irq_gen == mark.gen) {
+		if (atomic_load(&q->wake_seq) > seqno)
+			atomic_store(&q->wake_seq, seqno);
+		if (atomic_load(&q->irqs) != mark.irqs)
+			break;
 		if (pthread_cond_timedwait(&d->irq_cond, &d->irq_lock, &ts))
 			break;
 	}
 	pthread_mutex_unlock(&d->irq_lock);
-}
-
-static uint64_t irq_gen(struct vnpurt_bdev *d)
-{
-	uint64_t g;
-
-	pthread_mutex_lock(&d->irq_lock);
-	g = d->irq_gen;
-	pthread_mutex_unlock(&d->irq_lock);
-	return g;
 }
 
 /* ---- backend operations ---------------------------------------------------- */
@@ -536,7 +608,7 @@ static void sim_close(struct vnpurt_bdev *d)
 	if (d->service_started) {
 		pthread_mutex_lock(&d->irq_lock);
 		d->stopping = true;
-		pthread_cond_broadcast(&d->irq_cond);
+		pthread_cond_signal(&d->service_cond);
 		pthread_mutex_unlock(&d->irq_lock);
 		pthread_join(d->service, NULL);
 	}
@@ -561,6 +633,7 @@ static void sim_close(struct vnpurt_bdev *d)
 	pthread_mutex_destroy(&d->mem_lock);
 	pthread_mutex_destroy(&d->irq_lock);
 	pthread_cond_destroy(&d->irq_cond);
+	pthread_cond_destroy(&d->service_cond);
 	pthread_mutex_destroy(&d->hb_lock);
 	pthread_mutex_destroy(&d->fault_lock);
 	free(d);
@@ -588,10 +661,14 @@ static vnpu_error_t sim_open(int index, const struct vnpurt_config *cfg,
 	pthread_mutex_init(&d->mem_lock, NULL);
 	pthread_mutex_init(&d->irq_lock, NULL);
 	pthread_cond_init(&d->irq_cond, NULL);
+	pthread_cond_init(&d->service_cond, NULL);
 	pthread_mutex_init(&d->hb_lock, NULL);
 	pthread_mutex_init(&d->fault_lock, NULL);
-	for (unsigned i = 0; i < SIM_QUEUES; i++)
+	for (unsigned i = 0; i < SIM_QUEUES; i++) {
 		pthread_mutex_init(&d->q[i].lock, NULL);
+		atomic_init(&d->q[i].wake_seq, SIM_NO_WAITER);
+		atomic_init(&d->q[i].irqs, 0);
+	}
 	d->vram_size = cfg->sim_vram_bytes;
 	d->cores = cfg->sim_cores ? cfg->sim_cores
 				  : (unsigned)(cpus < 1 ? 1
@@ -787,18 +864,25 @@ static vnpu_error_t sim_submit(struct vnpurt_bdev *d, unsigned qi,
 	if (qi >= SIM_QUEUES || !n || n > v.entries / 2)
 		return VNPU_ERROR_INVALID_VALUE;
 	for (;;) {
-		uint64_t gen = irq_gen(d);
+		struct irq_mark mark;
+		uint64_t need;
 
 		pthread_rwlock_rdlock(&d->reset_lock);
 		pthread_mutex_lock(&q->lock);
-		if (q->next_seq - 1 - q->done + n > v.entries - 1)
-			update_done(d, qi);
+		if (q->next_seq - 1 - q->done + n <= v.entries - 1)
+			break;
+		pthread_mutex_unlock(&q->lock);
+		/* Full: wait for the commands that make room. */
+		mark = irq_mark(d, qi);
+		pthread_mutex_lock(&q->lock);
+		update_done(d, qi);
+		need = q->next_seq - 1 + n - (v.entries - 1);
 		if (q->next_seq - 1 - q->done + n <= v.entries - 1)
 			break;
 		pthread_mutex_unlock(&q->lock);
 		pthread_rwlock_unlock(&d->reset_lock);
 		check_hang(d);
-		wait_irq(d, gen, 2);
+		wait_irq(d, qi, need, mark, 2);
 	}
 	for (unsigned i = 0; i < n; i++) {
 		struct vnpu_cmd c = cmds[i];
@@ -834,7 +918,8 @@ static vnpu_error_t sim_wait(struct vnpurt_bdev *d, unsigned qi,
 	uint64_t deadline = now_ms() + timeout_ms;
 
 	for (;;) {
-		uint64_t gen = irq_gen(d), now;
+		struct irq_mark mark = irq_mark(d, qi);
+		uint64_t now;
 
 		if (sim_completed(d, qi) >= seqno)
 			return VNPU_SUCCESS;
@@ -843,7 +928,7 @@ static vnpu_error_t sim_wait(struct vnpurt_bdev *d, unsigned qi,
 		if (now >= deadline)
 			return VNPU_ERROR_TIMEOUT;
 		/* Interrupts wake us; the slice bounds a lost one. */
-		wait_irq(d, gen,
+		wait_irq(d, qi, seqno, mark,
 			 (unsigned)(deadline - now < 5 ? deadline - now : 5));
 	}
 }

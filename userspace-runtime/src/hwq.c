@@ -219,10 +219,14 @@ vnpu_error_t rt_submit(struct rt_stream *s, const struct rt_opdesc *desc,
 		rt_hwq_drain_locked(q);
 		if (q->op_count == q->op_cap ||
 		    (args_size && !arena_alloc(q, arena_need, &arena_off))) {
-			uint64_t oldest = q->ops[q->op_head].last_seq;
+			/* Wait for a quarter of the ops, not just the
+			 * oldest: one wake-up per many retirements. */
+			uint64_t upto = q->ops[(q->op_head + q->op_count / 4) %
+					       q->op_cap]
+						.last_seq;
 
 			pthread_mutex_unlock(&q->lock);
-			rt_hwq_wait(q, oldest);
+			rt_hwq_wait(q, upto);
 			pthread_mutex_lock(&q->lock);
 			continue;
 		}
@@ -260,7 +264,12 @@ vnpu_error_t rt_submit(struct rt_stream *s, const struct rt_opdesc *desc,
 	op->op_id = atomic_fetch_add(&d->next_op_id, 1) + 1;
 	op->stream = s;
 	op->stream_id = s->id;
-	snprintf(op->what, sizeof(op->what), "%s", desc->what);
+	{
+		size_t len = strnlen(desc->what, sizeof(op->what) - 1);
+
+		memcpy(op->what, desc->what, len);
+		op->what[len] = '\0';
+	}
 	op->bytes = desc->bytes;
 	op->arena_end = args_size ? arena_off + arena_need : UINT32_MAX;
 	if (args_size)

@@ -93,7 +93,15 @@ vnpu_error_t vnpu_launch_kernel(const char *name, uint32_t blocks,
 	args_size = rt_args_build(args, sizeof(args), kb, nbufs, params,
 				  (uint32_t)params_size);
 	c = rt_cmd_launch(k->id, blocks, 0, args_size);
-	snprintf(what, sizeof(what), "launch %s", k->name);
+	{
+		/* "launch <name>" without the cost of snprintf per launch */
+		static const char prefix[] = "launch ";
+		size_t len = strnlen(k->name, sizeof(what) - sizeof(prefix));
+
+		memcpy(what, prefix, sizeof(prefix) - 1);
+		memcpy(what + sizeof(prefix) - 1, k->name, len);
+		what[sizeof(prefix) - 1 + len] = '\0';
+	}
 	{
 		struct rt_opdesc op = {
 			.what = what,

@@ -9,6 +9,12 @@
  *  - synchronize round trip (one launch + sync) vs a condvar ping-pong
  *    between two threads;
  *  - H2D / D2H bandwidth, pageable and pinned, vs memcpy of the same size.
+ *
+ * Usage: bench-runtime [N [SECTIONS]]; SECTIONS is any of "launch", "sync",
+ * "copy" joined by commas (default: all). "launch" alone with a fixed N is
+ * what an instruction-counting profiler runs (valgrind --tool=callgrind):
+ * the difference between two N divided by their difference is the cost of
+ * one launch, device side included.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -95,6 +101,7 @@ static double bw_gbs(size_t bytes, double s)
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 20000;
+	const char *sections = argc > 2 ? argv[2] : "launch,sync,copy";
 	size_t bw_bytes = 64u << 20;
 	struct vnpu_kp_fill p;
 	struct vnpu_launch_buffer b;
@@ -106,7 +113,7 @@ int main(int argc, char **argv)
 
 	CHECK(vnpu_init());
 	CHECK(vnpu_stream_create(&s, VNPU_STREAM_PRIORITY_LOW));
-	CHECK(vnpu_malloc(&d, bw_bytes));
+	CHECK(vnpu_malloc(&d, strstr(sections, "copy") ? bw_bytes : 4096));
 	memset(&p, 0, sizeof(p));
 	p.out.dtype = VNPU_DTYPE_F32;
 	p.out.ndim = 1; /* sizes[0] = 0: nothing to fill */
@@ -119,6 +126,8 @@ int main(int argc, char **argv)
 		CHECK(vnpu_launch_kernel("fill", 1, &b, 1, &p, sizeof(p), s));
 	CHECK(vnpu_stream_synchronize(s));
 
+	if (!strstr(sections, "launch"))
+		goto sync;
 	t = now_s();
 	for (int i = 0; i < n; i++)
 		CHECK(vnpu_launch_kernel("fill", 1, &b, 1, &p, sizeof(p), s));
@@ -144,7 +153,8 @@ int main(int argc, char **argv)
 	       launch_us, lock_us, launch_us / lock_us, memcpy64_us,
 	       launch_us / memcpy64_us);
 
-	{
+sync:
+	if (strstr(sections, "sync")) {
 		int rounds = n / 10;
 
 		t = now_s();
@@ -160,6 +170,8 @@ int main(int argc, char **argv)
 		       sync_us, pp_us, sync_us / pp_us);
 	}
 
+	if (!strstr(sections, "copy"))
+		goto out;
 	host = malloc(bw_bytes);
 	host2 = malloc(bw_bytes);
 	memset(host, 3, bw_bytes);
@@ -211,6 +223,7 @@ int main(int argc, char **argv)
 	CHECK(vnpu_host_free(dst_pin));
 	free(host);
 	free(host2);
+out:
 	CHECK(vnpu_free(d));
 	CHECK(vnpu_stream_destroy(s));
 	CHECK(vnpu_finalize());
