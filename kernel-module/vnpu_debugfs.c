@@ -35,10 +35,10 @@ static int vnpu_queues_show(struct seq_file *s, void *unused)
 		u32 jobs = 0;
 
 		spin_lock_irqsave(&hwq->lock, flags);
-		list_for_each_entry(job, &hwq->inflight, node)
-			jobs++;
+		list_for_each_entry(job, &hwq->inflight, node) jobs++;
 		seq_printf(s,
-			   "%s: ctx %d entries %u tail %u next_seqno %llu jobs %u | HEAD %u TAIL %u DONE_SEQ %u Q_STATUS %#x\n",
+			   "%s: ctx %d entries %u tail %u next_seqno %llu jobs "
+			   "%u | HEAD %u TAIL %u DONE_SEQ %u Q_STATUS %#x\n",
 			   hwq->name, hwq->cur_ctx, hwq->entries, hwq->tail,
 			   hwq->next_seqno, jobs, vnpu_qrd(hwq, VNPU_Q_HEAD),
 			   vnpu_qrd(hwq, VNPU_Q_TAIL),
@@ -78,7 +78,8 @@ static int vnpu_contexts_show(struct seq_file *s, void *unused)
 
 		if (!ctx)
 			continue;
-		seq_printf(s, "ctx %u:%s%s faults %u last VA %#llx status %#x\n",
+		seq_printf(s,
+			   "ctx %u:%s%s faults %u last VA %#llx status %#x\n",
 			   c, ctx->faulted ? " faulted" : "",
 			   ctx->banned ? " banned" : "", ctx->fault_count,
 			   ctx->fault_va, ctx->fault_status);
@@ -120,9 +121,8 @@ static int vnpu_reset_counter_show(struct seq_file *s, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(vnpu_reset_counter);
 
-static ssize_t vnpu_force_reset_write(struct file *file,
-				      const char __user *buf, size_t len,
-				      loff_t *pos)
+static ssize_t vnpu_force_reset_write(struct file *file, const char __user *buf,
+				      size_t len, loff_t *pos)
 {
 	struct vnpu_device *vdev = file_inode(file)->i_private;
 	bool yes;
@@ -176,8 +176,7 @@ void vnpu_debugfs_init(struct vnpu_device *vdev)
 		return;
 	debugfs_create_file("queues", 0444, root, vdev, &vnpu_queues_fops);
 	debugfs_create_file("bos", 0444, root, vdev, &vnpu_bos_fops);
-	debugfs_create_file("contexts", 0444, root, vdev,
-			    &vnpu_contexts_fops);
+	debugfs_create_file("contexts", 0444, root, vdev, &vnpu_contexts_fops);
 	debugfs_create_file("fw_log", 0444, root, vdev, &vnpu_fw_log_fops);
 	debugfs_create_file("reset_counter", 0444, root, vdev,
 			    &vnpu_reset_counter_fops);

@@ -16,8 +16,8 @@
 
 int vnpu_job_timeout_ms = 1000;
 module_param_named(job_timeout_ms, vnpu_job_timeout_ms, int, 0444);
-MODULE_PARM_DESC(job_timeout_ms,
-		 "ms without progress before a job's queue is checked for a hang (default 1000)");
+MODULE_PARM_DESC(job_timeout_ms, "ms without progress before a job's queue is "
+				 "checked for a hang (default 1000)");
 
 bool vnpu_allow_test_inject;
 module_param_named(allow_test_inject, vnpu_allow_test_inject, bool, 0644);
@@ -148,8 +148,7 @@ static void vnpu_postclose(struct drm_device *dev, struct drm_file *file)
 
 /* ---- GET_PARAM ----------------------------------------------------------- */
 
-static int vnpu_queue_param(struct vnpu_ctx *ctx, u32 param, u32 id,
-			    u64 *value)
+static int vnpu_queue_param(struct vnpu_ctx *ctx, u32 param, u32 id, u64 *value)
 {
 	struct vnpu_queue *queue = vnpu_queue_lookup(ctx, id);
 	unsigned long flags;
@@ -180,8 +179,8 @@ static int vnpu_get_param_ioctl(struct drm_device *dev, void *data,
 	case DRM_VNPU_PARAM_QUEUE_ERROR:
 	case DRM_VNPU_PARAM_QUEUE_ERROR_SEQNO:
 	case DRM_VNPU_PARAM_QUEUE_DONE_SEQNO: {
-		int ret = vnpu_queue_param(ctx, args->param, args->index,
-					   &value);
+		int ret =
+			vnpu_queue_param(ctx, args->param, args->index, &value);
 
 		if (ret)
 			return ret;
@@ -234,8 +233,9 @@ static int vnpu_get_param_ioctl(struct drm_device *dev, void *data,
 		break;
 	case DRM_VNPU_PARAM_CAPABILITIES:
 		value = (vdev->test_mode ? DRM_VNPU_CAP_TEST_MODE : 0) |
-			(READ_ONCE(vnpu_allow_test_inject) ?
-				 DRM_VNPU_CAP_TEST_INJECT : 0);
+			(READ_ONCE(vnpu_allow_test_inject)
+				 ? DRM_VNPU_CAP_TEST_INJECT
+				 : 0);
 		break;
 	case DRM_VNPU_PARAM_RESET_COUNT:
 		value = atomic_read(&vdev->reset_count);
@@ -244,7 +244,8 @@ static int vnpu_get_param_ioctl(struct drm_device *dev, void *data,
 		value = ctx->index;
 		break;
 	case DRM_VNPU_PARAM_CONTEXT_STATE:
-		value = (READ_ONCE(ctx->faulted) ? DRM_VNPU_CONTEXT_FAULTED : 0) |
+		value = (READ_ONCE(ctx->faulted) ? DRM_VNPU_CONTEXT_FAULTED
+						 : 0) |
 			(READ_ONCE(ctx->banned) ? DRM_VNPU_CONTEXT_BANNED : 0);
 		break;
 	case DRM_VNPU_PARAM_FAULT_COUNT:
@@ -284,20 +285,21 @@ static int vnpu_get_param_ioctl(struct drm_device *dev, void *data,
 	return 0;
 }
 
-/* ---- ioctl table ---------------------------------------------------------- */
+/* ---- ioctl table ----------------------------------------------------------
+ */
 
 /* Ioctls that touch the device run inside drm_dev_enter/exit. */
-#define VNPU_GUARDED(fn)                                                    \
-	static int fn##_guarded(struct drm_device *dev, void *data,         \
-				struct drm_file *file)                      \
-	{                                                                   \
-		int idx, ret;                                               \
-									    \
-		if (!drm_dev_enter(dev, &idx))                              \
-			return -ENODEV;                                     \
-		ret = fn(dev, data, file);                                  \
-		drm_dev_exit(idx);                                          \
-		return ret;                                                 \
+#define VNPU_GUARDED(fn)                                                       \
+	static int fn##_guarded(struct drm_device *dev, void *data,            \
+				struct drm_file *file)                         \
+	{                                                                      \
+		int idx, ret;                                                  \
+                                                                               \
+		if (!drm_dev_enter(dev, &idx))                                 \
+			return -ENODEV;                                        \
+		ret = fn(dev, data, file);                                     \
+		drm_dev_exit(idx);                                             \
+		return ret;                                                    \
 	}
 
 VNPU_GUARDED(vnpu_get_param_ioctl)
@@ -313,7 +315,8 @@ static const struct drm_ioctl_desc vnpu_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(VNPU_BO_INFO, vnpu_bo_info_ioctl_guarded, 0),
 	/* Waits must not hold off unplug: they end when it fails the jobs. */
 	DRM_IOCTL_DEF_DRV(VNPU_BO_WAIT, vnpu_bo_wait_ioctl, 0),
-	DRM_IOCTL_DEF_DRV(VNPU_QUEUE_CREATE, vnpu_queue_create_ioctl_guarded, 0),
+	DRM_IOCTL_DEF_DRV(VNPU_QUEUE_CREATE, vnpu_queue_create_ioctl_guarded,
+			  0),
 	DRM_IOCTL_DEF_DRV(VNPU_QUEUE_DESTROY, vnpu_queue_destroy_ioctl_guarded,
 			  0),
 	DRM_IOCTL_DEF_DRV(VNPU_SUBMIT, vnpu_submit_ioctl_guarded, 0),
@@ -338,7 +341,8 @@ static const struct drm_driver vnpu_drm_driver = {
 	.minor = 0,
 };
 
-/* ---- PCI ------------------------------------------------------------------ */
+/* ---- PCI ------------------------------------------------------------------
+ */
 
 /* Released with the drm_device, after the last file is closed. */
 static void vnpu_drm_release(struct drm_device *drm, void *arg)
@@ -370,6 +374,7 @@ static int vnpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	spin_lock_init(&vdev->log.lock);
 	spin_lock_init(&vdev->ctx_lock);
 	mutex_init(&vdev->reset_lock);
+	mutex_init(&vdev->fault_lock);
 
 	ret = pcim_enable_device(pdev);
 	if (ret)
@@ -428,7 +433,8 @@ static int vnpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	}
 	vnpu_debugfs_init(vdev);
 	dev_info(dev,
-		 "vnpu: %u queues, %u cores, %u contexts, %llu MiB VRAM%s, firmware %#x\n",
+		 "vnpu: %u queues, %u cores, %u contexts, %llu MiB VRAM%s, "
+		 "firmware %#x\n",
 		 vdev->num_hwq, vdev->num_cores, vdev->num_contexts,
 		 vdev->vram_size >> 20, vdev->test_mode ? ", test mode" : "",
 		 vdev->fw_version);
@@ -445,9 +451,7 @@ static void vnpu_remove(struct pci_dev *pdev)
 }
 
 static const struct pci_device_id vnpu_pci_ids[] = {
-	{ PCI_DEVICE(VNPU_PCI_VENDOR_ID, VNPU_PCI_DEVICE_ID) },
-	{ }
-};
+	{PCI_DEVICE(VNPU_PCI_VENDOR_ID, VNPU_PCI_DEVICE_ID)}, {}};
 MODULE_DEVICE_TABLE(pci, vnpu_pci_ids);
 
 static struct pci_driver vnpu_pci_driver = {

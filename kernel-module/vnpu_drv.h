@@ -24,18 +24,18 @@
 #include <vnpu/hw_status.h>
 #include <uapi/drm/vnpu_accel.h>
 
-#define VNPU_DRIVER_NAME	"vnpu"
-#define VNPU_FW_NAME		"vnpu/vnpu.fw"
+#define VNPU_DRIVER_NAME "vnpu"
+#define VNPU_FW_NAME	 "vnpu/vnpu.fw"
 
 /* Device VA layout of every context: nothing below 1 MiB (catches NULL). */
-#define VNPU_VA_START		(1ull << 20)
-#define VNPU_VA_END		VNPU_VA_LIMIT
+#define VNPU_VA_START (1ull << 20)
+#define VNPU_VA_END   VNPU_VA_LIMIT
 
 /* Ring size the driver programs (capped by CAPS). */
-#define VNPU_DRV_RING_LOG2	10
-#define VNPU_QUEUE_DEPTH	64	/* unfinished jobs per user queue */
-#define VNPU_EVENT_LOG_LEN	64
-#define VNPU_EVENT_MSG_LEN	112
+#define VNPU_DRV_RING_LOG2 10
+#define VNPU_QUEUE_DEPTH   64 /* unfinished jobs per user queue */
+#define VNPU_EVENT_LOG_LEN 64
+#define VNPU_EVENT_MSG_LEN 112
 
 extern int vnpu_job_timeout_ms;
 extern bool vnpu_allow_test_inject;
@@ -47,7 +47,7 @@ struct vnpu_ctx;
 struct vnpu_pt_table {
 	u64 *entries;
 	dma_addr_t dma;
-	struct vnpu_pt_table **child;	/* levels 0 and 1 only */
+	struct vnpu_pt_table **child; /* levels 0 and 1 only */
 };
 
 /* A hardware queue: its ring, its scheduler and the jobs in its ring. */
@@ -56,22 +56,22 @@ struct vnpu_hwq {
 	u32 index;
 	u32 entries;
 	u32 ring_log2;
-	struct vnpu_cmd *ring;		/* entries commands */
+	struct vnpu_cmd *ring; /* entries commands */
 	dma_addr_t ring_dma;
-	struct vnpu_cpl *cpl;		/* entries completion records */
+	struct vnpu_cpl *cpl; /* entries completion records */
 	dma_addr_t cpl_dma;
 
 	struct drm_gpu_scheduler sched;
 	bool sched_ready;
 
-	spinlock_t fence_lock;		/* of the hardware fences */
-	spinlock_t lock;		/* all fields below */
-	u32 tail;			/* next free ring slot */
-	u64 next_seqno;			/* next command seqno, never 0 */
-	int cur_ctx;			/* context in Q_CTX, -1 none */
-	struct list_head inflight;	/* vnpu_job, ring order */
+	spinlock_t fence_lock;	   /* of the hardware fences */
+	spinlock_t lock;	   /* all fields below */
+	u32 tail;		   /* next free ring slot */
+	u64 next_seqno;		   /* next command seqno, never 0 */
+	int cur_ctx;		   /* context in Q_CTX, -1 none */
+	struct list_head inflight; /* vnpu_job, ring order */
 	u64 fence_ctx;
-	u64 last_done_seq;		/* progress seen by the timeout check */
+	u64 last_done_seq; /* progress seen by the timeout check */
 	u32 last_heartbeat;
 	u32 stall_checks;
 	char name[16];
@@ -92,8 +92,8 @@ struct vnpu_device {
 	struct drm_device drm;
 	struct pci_dev *pdev;
 	void __iomem *regs;
-	void __iomem *vram_map;		/* BAR4, write-combined */
-	resource_size_t vram_bar;	/* bus address of BAR4 */
+	void __iomem *vram_map;	  /* BAR4, write-combined */
+	resource_size_t vram_bar; /* bus address of BAR4 */
 	u64 vram_size;
 
 	u32 hw_version;
@@ -109,22 +109,23 @@ struct vnpu_device {
 	dma_addr_t fw_dma;
 	u32 fw_size;
 
-	struct mutex vram_lock;		/* vram_mm, vram_used */
+	struct mutex vram_lock; /* vram_mm, vram_used */
 	struct drm_mm vram_mm;
 	u64 vram_used;
 
-	spinlock_t ctx_lock;		/* ctxs[], ctx_map */
+	spinlock_t ctx_lock; /* ctxs[], ctx_map */
 	struct vnpu_ctx *ctxs[VNPU_MAX_CONTEXTS];
 	unsigned long ctx_map[BITS_TO_LONGS(VNPU_MAX_CONTEXTS)];
 	atomic_t open_files;
 	atomic_t queue_count;
 	atomic_t job_errors;
+	struct mutex fault_lock; /* one reader of the fault registers */
 
 	struct vnpu_hwq hwq[VNPU_MAX_QUEUES];
-	struct workqueue_struct *reset_wq;	/* ordered: timeouts of all hwqs */
+	struct workqueue_struct *reset_wq; /* ordered: timeouts of all hwqs */
 	struct mutex reset_lock;
 	atomic_t reset_count;
-	bool dead;			/* unplugged or unrecoverable */
+	bool dead; /* unplugged or unrecoverable */
 
 	struct vnpu_event_log log;
 };
@@ -135,14 +136,14 @@ struct vnpu_device {
 struct vnpu_ctx {
 	struct kref ref;
 	struct vnpu_device *vdev;
-	int index;			/* hardware context */
+	int index; /* hardware context */
 
-	struct mutex mmu_lock;		/* page tables and va_mm */
+	struct mutex mmu_lock; /* page tables and va_mm */
 	struct vnpu_pt_table root;
 	struct drm_mm va_mm;
 
-	struct mutex queue_lock;	/* queues */
-	struct xarray queues;		/* id -> vnpu_queue */
+	struct mutex queue_lock; /* queues */
+	struct xarray queues;	 /* id -> vnpu_queue */
 
 	bool faulted;
 	bool banned;
@@ -159,15 +160,15 @@ struct vnpu_queue {
 	struct vnpu_hwq *hwq;
 	struct drm_gpu_scheduler *sched_list[1];
 	struct drm_sched_entity entity;
-	struct drm_syncobj *syncobj;	/* timeline, point = seqno */
+	struct drm_syncobj *syncobj; /* timeline, point = seqno */
 
-	struct mutex submit_lock;	/* seqno, last_fence, arm + push order */
+	struct mutex submit_lock; /* seqno, last_fence, arm + push order */
 	u64 seqno;
 	struct dma_fence *last_fence;
 	atomic_t pending;
 
 	spinlock_t err_lock;
-	int error;			/* first failed job, positive errno */
+	int error; /* first failed job, positive errno */
 	u64 error_seqno;
 	u64 done_seqno;
 };
@@ -176,7 +177,7 @@ struct vnpu_job {
 	struct drm_sched_job base;
 	struct vnpu_queue *queue;
 	struct vnpu_ctx *ctx;
-	u64 seqno;			/* user-visible */
+	u64 seqno; /* user-visible */
 	struct vnpu_cmd *cmds;
 	u32 cmd_count;
 	struct drm_gem_object **bos;
@@ -184,11 +185,11 @@ struct vnpu_job {
 
 	/* ring placement, under hwq->lock */
 	struct dma_fence *hw_fence;
-	struct list_head node;		/* hwq->inflight */
-	u64 first_seqno;		/* seqno of cmds[0] */
-	u32 resume_idx;			/* first cmd in the current ring run */
-	u32 slot_base;			/* ring slot of cmds[resume_idx] */
-	int error;			/* from retired commands */
+	struct list_head node; /* hwq->inflight */
+	u64 first_seqno;       /* seqno of cmds[0] */
+	u32 resume_idx;	       /* first cmd in the current ring run */
+	u32 slot_base;	       /* ring slot of cmds[resume_idx] */
+	int error;	       /* from retired commands */
 	bool guilty;
 	struct dma_fence_cb finished_cb;
 };
@@ -202,8 +203,8 @@ struct vnpu_bo_mapping {
 };
 
 struct vnpu_bo {
-	struct drm_gem_shmem_object shmem;	/* base for both kinds */
-	u32 flags;				/* DRM_VNPU_BO_* */
+	struct drm_gem_shmem_object shmem; /* base for both kinds */
+	u32 flags;			   /* DRM_VNPU_BO_* */
 	bool vram;
 	struct drm_mm_node vram_node;
 	struct mutex map_lock;

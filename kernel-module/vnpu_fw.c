@@ -12,22 +12,33 @@
 
 #include "vnpu_hw.h"
 
-#define VNPU_BOOT_TIMEOUT_US	(5 * USEC_PER_SEC)
+#define VNPU_BOOT_TIMEOUT_US (5 * USEC_PER_SEC)
 
 static const char *vnpu_boot_status_name(u32 status)
 {
 	switch (status) {
-	case VNPU_BOOT_OFF: return "no answer (OFF)";
-	case VNPU_BOOT_READY: return "READY";
-	case VNPU_BOOT_ERR_SIZE: return "image size rejected (ERR_SIZE)";
-	case VNPU_BOOT_ERR_DMA: return "image not readable (ERR_DMA)";
-	case VNPU_BOOT_ERR_MAGIC: return "bad magic (ERR_MAGIC)";
-	case VNPU_BOOT_ERR_VERSION: return "ABI version mismatch (ERR_VERSION)";
-	case VNPU_BOOT_ERR_HEADER: return "bad header (ERR_HEADER)";
-	case VNPU_BOOT_ERR_CHECKSUM: return "payload CRC (ERR_CHECKSUM)";
-	case VNPU_BOOT_ERR_MANIFEST: return "kernel manifest (ERR_MANIFEST)";
-	case VNPU_BOOT_ERR_STATE: return "already booted (ERR_STATE)";
-	default: return "unknown status";
+	case VNPU_BOOT_OFF:
+		return "no answer (OFF)";
+	case VNPU_BOOT_READY:
+		return "READY";
+	case VNPU_BOOT_ERR_SIZE:
+		return "image size rejected (ERR_SIZE)";
+	case VNPU_BOOT_ERR_DMA:
+		return "image not readable (ERR_DMA)";
+	case VNPU_BOOT_ERR_MAGIC:
+		return "bad magic (ERR_MAGIC)";
+	case VNPU_BOOT_ERR_VERSION:
+		return "ABI version mismatch (ERR_VERSION)";
+	case VNPU_BOOT_ERR_HEADER:
+		return "bad header (ERR_HEADER)";
+	case VNPU_BOOT_ERR_CHECKSUM:
+		return "payload CRC (ERR_CHECKSUM)";
+	case VNPU_BOOT_ERR_MANIFEST:
+		return "kernel manifest (ERR_MANIFEST)";
+	case VNPU_BOOT_ERR_STATE:
+		return "already booted (ERR_STATE)";
+	default:
+		return "unknown status";
 	}
 }
 
@@ -52,7 +63,8 @@ static int vnpu_fw_check(struct vnpu_device *vdev, const struct firmware *fw)
 	if (le16_to_cpu(h->abi_major) != dev_major ||
 	    le16_to_cpu(h->abi_minor) > dev_minor) {
 		dev_err(dev,
-			"%s: firmware for hardware ABI %u.%u, device is %u.%u: install a matching firmware\n",
+			"%s: firmware for hardware ABI %u.%u, device is %u.%u: "
+			"install a matching firmware\n",
 			VNPU_FW_NAME, le16_to_cpu(h->abi_major),
 			le16_to_cpu(h->abi_minor), dev_major, dev_minor);
 		return -EINVAL;
@@ -91,8 +103,8 @@ int vnpu_fw_load(struct vnpu_device *vdev)
 	ret = vnpu_fw_check(vdev, fw);
 	if (ret)
 		goto out;
-	vdev->fw_cpu = dma_alloc_coherent(dev, fw->size, &vdev->fw_dma,
-					  GFP_KERNEL);
+	vdev->fw_cpu =
+		dma_alloc_coherent(dev, fw->size, &vdev->fw_dma, GFP_KERNEL);
 	if (!vdev->fw_cpu) {
 		ret = -ENOMEM;
 		goto out;
@@ -100,7 +112,9 @@ int vnpu_fw_load(struct vnpu_device *vdev)
 	memcpy(vdev->fw_cpu, fw->data, fw->size);
 	vdev->fw_size = fw->size;
 	h = vdev->fw_cpu;
-	dev_info(dev, "firmware %s: version %#x, ABI %u.%u, %u kernels, build \"%.*s\"\n",
+	dev_info(dev,
+		 "firmware %s: version %#x, ABI %u.%u, %u kernels, build "
+		 "\"%.*s\"\n",
 		 VNPU_FW_NAME, le32_to_cpu(h->fw_version),
 		 le16_to_cpu(h->abi_major), le16_to_cpu(h->abi_minor),
 		 le32_to_cpu(h->num_kernels), VNPU_FW_BUILD_LEN, h->build_id);

@@ -24,7 +24,8 @@ static int vnpu_bo_open(struct drm_gem_object *obj, struct drm_file *file)
 	int ret = 0;
 
 	mutex_lock(&bo->map_lock);
-	list_for_each_entry(m, &bo->mappings, node) {
+	list_for_each_entry(m, &bo->mappings, node)
+	{
 		if (m->ctx == ctx) {
 			m->users++;
 			goto out;
@@ -43,7 +44,8 @@ static void vnpu_bo_close(struct drm_gem_object *obj, struct drm_file *file)
 	struct vnpu_bo_mapping *m;
 
 	mutex_lock(&bo->map_lock);
-	list_for_each_entry(m, &bo->mappings, node) {
+	list_for_each_entry(m, &bo->mappings, node)
+	{
 		if (m->ctx != ctx)
 			continue;
 		if (--m->users)
@@ -67,7 +69,8 @@ bool vnpu_bo_va(struct drm_gem_object *obj, struct vnpu_ctx *ctx, u64 *va)
 	bool found = false;
 
 	mutex_lock(&bo->map_lock);
-	list_for_each_entry(m, &bo->mappings, node) {
+	list_for_each_entry(m, &bo->mappings, node)
+	{
 		if (m->ctx == ctx) {
 			*va = m->va.start;
 			found = true;
@@ -152,8 +155,8 @@ static int vnpu_vram_mmap(struct drm_gem_object *obj,
 {
 	struct vnpu_device *vdev = to_vnpu_device(obj->dev);
 	struct vnpu_bo *bo = to_vnpu_bo(obj);
-	unsigned long first = vma->vm_pgoff -
-			      drm_vma_node_start(&obj->vma_node);
+	unsigned long first =
+		vma->vm_pgoff - drm_vma_node_start(&obj->vma_node);
 	unsigned long pages = vma_pages(vma);
 	unsigned long pfn;
 
@@ -172,8 +175,8 @@ static int vnpu_vram_vmap(struct drm_gem_object *obj, struct iosys_map *map)
 {
 	struct vnpu_device *vdev = to_vnpu_device(obj->dev);
 
-	iosys_map_set_vaddr_iomem(map, vdev->vram_map +
-					       to_vnpu_bo(obj)->vram_node.start);
+	iosys_map_set_vaddr_iomem(
+		map, vdev->vram_map + to_vnpu_bo(obj)->vram_node.start);
 	return 0;
 }
 
@@ -302,8 +305,8 @@ static int vnpu_bo_job_error(struct drm_gem_object *obj)
 	int error = 0;
 
 	dma_resv_lock(obj->resv, NULL);
-	dma_resv_for_each_fence(&cursor, obj->resv, DMA_RESV_USAGE_READ,
-				fence) {
+	dma_resv_for_each_fence(&cursor, obj->resv, DMA_RESV_USAGE_READ, fence)
+	{
 		if (dma_fence_is_signaled(fence) && fence->error < 0) {
 			error = fence->error;
 			break;

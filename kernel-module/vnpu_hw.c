@@ -25,8 +25,9 @@ int vnpu_hw_init(struct vnpu_device *vdev)
 	u32 id = vnpu_rd(vdev, VNPU_REG_ID);
 
 	if (id != VNPU_ID_VALUE) {
-		dev_err(dev, "ID register reads %#x, expected %#x: not a vnpu\n",
-			id, VNPU_ID_VALUE);
+		dev_err(dev,
+			"ID register reads %#x, expected %#x: not a vnpu\n", id,
+			VNPU_ID_VALUE);
 		return -ENODEV;
 	}
 	vdev->hw_version = vnpu_rd(vdev, VNPU_REG_HW_VERSION);
@@ -38,8 +39,8 @@ int vnpu_hw_init(struct vnpu_device *vdev)
 		return -ENODEV;
 	}
 	vdev->caps = vnpu_rd(vdev, VNPU_REG_CAPS);
-	vdev->num_hwq = min_t(u32, VNPU_CAPS_QUEUES(vdev->caps),
-			      VNPU_MAX_QUEUES);
+	vdev->num_hwq =
+		min_t(u32, VNPU_CAPS_QUEUES(vdev->caps), VNPU_MAX_QUEUES);
 	vdev->num_cores = VNPU_CAPS_CORES(vdev->caps);
 	vdev->num_contexts = min_t(u32, vnpu_rd(vdev, VNPU_REG_NUM_CONTEXTS),
 				   VNPU_MAX_CONTEXTS);
@@ -68,7 +69,7 @@ u32 vnpu_hw_heartbeat(struct vnpu_device *vdev)
 
 u64 vnpu_hw_timestamp(struct vnpu_device *vdev)
 {
-	u32 lo = vnpu_rd(vdev, VNPU_REG_TIMESTAMP_LO);	/* latches HI */
+	u32 lo = vnpu_rd(vdev, VNPU_REG_TIMESTAMP_LO); /* latches HI */
 
 	return (u64)vnpu_rd(vdev, VNPU_REG_TIMESTAMP_HI) << 32 | lo;
 }
@@ -81,9 +82,9 @@ int vnpu_hw_inject(struct vnpu_device *vdev, u32 kind)
 	    kind != VNPU_INJECT_LOST_IRQ)
 		return -EINVAL;
 	vnpu_log(vdev, "injecting %s through TEST_INJECT",
-		 kind == VNPU_INJECT_HANG  ? "a hang" :
-		 kind == VNPU_INJECT_FATAL ? "a fatal error" :
-					     "a lost interrupt");
+		 kind == VNPU_INJECT_HANG    ? "a hang"
+		 : kind == VNPU_INJECT_FATAL ? "a fatal error"
+					     : "a lost interrupt");
 	vnpu_wr(vdev, VNPU_REG_TEST_INJECT, kind);
 	return 0;
 }
@@ -136,7 +137,17 @@ static irqreturn_t vnpu_irq_queue(int irq, void *arg)
 {
 	struct vnpu_hwq *hwq = arg;
 
-	vnpu_wr(hwq->vdev, VNPU_REG_IRQ_STATUS, VNPU_IRQ_QUEUE(hwq->index));
+	struct vnpu_device *vdev = hwq->vdev;
+
+	vnpu_wr(vdev, VNPU_REG_IRQ_STATUS, VNPU_IRQ_QUEUE(hwq->index));
+	/*
+	 * A fault is recorded before the faulting command's completion: take
+	 * it now, so the context is marked faulted before its job signals
+	 * (the event vector's thread may not have run yet).
+	 */
+	if (vnpu_rd(vdev, VNPU_REG_FAULTED_CTX_LO) ||
+	    vnpu_rd(vdev, VNPU_REG_FAULTED_CTX_HI))
+		vnpu_mmu_handle_faults(vdev);
 	vnpu_hwq_retire(hwq);
 	return IRQ_HANDLED;
 }
@@ -154,22 +165,21 @@ int vnpu_hw_irq_init(struct vnpu_device *vdev)
 		return ret;
 	}
 	for (v = 0; v < nvec; v++) {
-		void *arg = v == VNPU_MSIX_VECTOR_EVENTS ?
-				    (void *)vdev :
-				    (void *)&vdev->hwq[v - 1];
+		void *arg = v == VNPU_MSIX_VECTOR_EVENTS
+				    ? (void *)vdev
+				    : (void *)&vdev->hwq[v - 1];
 
-		ret = request_threaded_irq(pci_irq_vector(pdev, v),
-					   vnpu_irq_hard,
-					   v == VNPU_MSIX_VECTOR_EVENTS ?
-						   vnpu_irq_events :
-						   vnpu_irq_queue,
-					   0, VNPU_DRIVER_NAME, arg);
+		ret = request_threaded_irq(
+			pci_irq_vector(pdev, v), vnpu_irq_hard,
+			v == VNPU_MSIX_VECTOR_EVENTS ? vnpu_irq_events
+						     : vnpu_irq_queue,
+			0, VNPU_DRIVER_NAME, arg);
 		if (ret) {
 			while (v--)
 				free_irq(pci_irq_vector(pdev, v),
-					 v == VNPU_MSIX_VECTOR_EVENTS ?
-						 (void *)vdev :
-						 (void *)&vdev->hwq[v - 1]);
+					 v == VNPU_MSIX_VECTOR_EVENTS
+						 ? (void *)vdev
+						 : (void *)&vdev->hwq[v - 1]);
 			pci_free_irq_vectors(pdev);
 			return ret;
 		}
@@ -192,8 +202,8 @@ void vnpu_hw_irq_fini(struct vnpu_device *vdev)
 
 	for (v = 0; v < VNPU_MSIX_VECTORS(vdev->num_hwq); v++)
 		free_irq(pci_irq_vector(pdev, v),
-			 v == VNPU_MSIX_VECTOR_EVENTS ?
-				 (void *)vdev :
-				 (void *)&vdev->hwq[v - 1]);
+			 v == VNPU_MSIX_VECTOR_EVENTS
+				 ? (void *)vdev
+				 : (void *)&vdev->hwq[v - 1]);
 	pci_free_irq_vectors(pdev);
 }

@@ -22,8 +22,8 @@
 
 #include "vnpu_hw.h"
 
-#define VNPU_MAX_WAIT_CHECKS	10	/* timeouts a FENCE_WAIT may take */
-#define VNPU_MAX_QUEUES_PER_CTX	64
+#define VNPU_MAX_WAIT_CHECKS	10 /* timeouts a FENCE_WAIT may take */
+#define VNPU_MAX_QUEUES_PER_CTX 64
 
 static inline struct vnpu_job *to_vnpu_job(struct drm_sched_job *sj)
 {
@@ -61,7 +61,8 @@ void vnpu_hwq_program(struct vnpu_hwq *hwq, int ctx_index)
 	hwq->tail = 0;
 	hwq->cur_ctx = ctx_index;
 	if (!(vnpu_qrd(hwq, VNPU_Q_STATUS) & VNPU_Q_STATUS_ENABLED))
-		vnpu_log(hwq->vdev, "%s: enable for context %d refused (ERR_CODE %u)",
+		vnpu_log(hwq->vdev,
+			 "%s: enable for context %d refused (ERR_CODE %u)",
 			 hwq->name, ctx_index,
 			 vnpu_rd(hwq->vdev, VNPU_REG_ERR_CODE));
 }
@@ -93,8 +94,7 @@ static void vnpu_hwq_push(struct vnpu_hwq *hwq, struct vnpu_job *job)
 	vnpu_wr(hwq->vdev, VNPU_DOORBELL(hwq->index), hwq->tail);
 }
 
-static bool vnpu_cmd_retired(struct vnpu_hwq *hwq, struct vnpu_job *job,
-			     u32 i)
+static bool vnpu_cmd_retired(struct vnpu_hwq *hwq, struct vnpu_job *job, u32 i)
 {
 	struct vnpu_cpl *cpl = &hwq->cpl[vnpu_job_slot(hwq, job, i)];
 
@@ -123,7 +123,8 @@ static void vnpu_job_collect(struct vnpu_hwq *hwq, struct vnpu_job *job,
 	dma_rmb();
 	for (i = job->resume_idx; i < end; i++) {
 		struct vnpu_cpl *cpl = &hwq->cpl[vnpu_job_slot(hwq, job, i)];
-		int err = vnpu_status_errno(le32_to_cpu(READ_ONCE(cpl->status)));
+		int err =
+			vnpu_status_errno(le32_to_cpu(READ_ONCE(cpl->status)));
 
 		if (err && !job->error)
 			job->error = err;
@@ -145,7 +146,8 @@ void vnpu_hwq_retire(struct vnpu_hwq *hwq)
 	unsigned long flags;
 
 	spin_lock_irqsave(&hwq->lock, flags);
-	list_for_each_entry_safe(job, tmp, &hwq->inflight, node) {
+	list_for_each_entry_safe(job, tmp, &hwq->inflight, node)
+	{
 		if (!vnpu_cmd_retired(hwq, job, job->cmd_count - 1))
 			break;
 		vnpu_job_collect(hwq, job, job->cmd_count);
@@ -171,7 +173,8 @@ static void vnpu_hwq_abort_ctx(struct vnpu_hwq *hwq, int ctx_index)
 	}
 	vnpu_qwr(hwq, VNPU_Q_CTRL, 0);
 	hwq->cur_ctx = -1;
-	list_for_each_entry_safe(job, tmp, &hwq->inflight, node) {
+	list_for_each_entry_safe(job, tmp, &hwq->inflight, node)
+	{
 		bool done = vnpu_cmd_retired(hwq, job, job->cmd_count - 1);
 
 		vnpu_job_collect(hwq, job, job->cmd_count);
@@ -200,9 +203,9 @@ static struct dma_fence *vnpu_prepare_job(struct drm_sched_job *sj,
 
 	spin_lock_irqsave(&hwq->lock, flags);
 	if (hwq->cur_ctx != job->ctx->index && !list_empty(&hwq->inflight))
-		wait = dma_fence_get(list_last_entry(&hwq->inflight,
-						     struct vnpu_job, node)
-					     ->hw_fence);
+		wait = dma_fence_get(
+			list_last_entry(&hwq->inflight, struct vnpu_job, node)
+				->hw_fence);
 	spin_unlock_irqrestore(&hwq->lock, flags);
 	return wait;
 }
@@ -236,8 +239,8 @@ static struct dma_fence *vnpu_run_job(struct drm_sched_job *sj)
 	job->first_seqno = hwq->next_seqno;
 	hwq->next_seqno += job->cmd_count;
 	job->resume_idx = 0;
-	dma_fence_init(fence, &vnpu_fence_ops, &hwq->fence_lock,
-		       hwq->fence_ctx, job->first_seqno + job->cmd_count - 1);
+	dma_fence_init(fence, &vnpu_fence_ops, &hwq->fence_lock, hwq->fence_ctx,
+		       job->first_seqno + job->cmd_count - 1);
 	job->hw_fence = fence;
 	list_add_tail(&job->node, &hwq->inflight);
 	vnpu_hwq_push(hwq, job);
@@ -257,7 +260,8 @@ static struct vnpu_job *vnpu_find_injected_hang(struct vnpu_device *vdev)
 		struct vnpu_hwq *hwq = &vdev->hwq[q];
 
 		spin_lock_irqsave(&hwq->lock, flags);
-		list_for_each_entry(job, &hwq->inflight, node) {
+		list_for_each_entry(job, &hwq->inflight, node)
+		{
 			for (i = job->resume_idx; i < job->cmd_count; i++) {
 				const struct vnpu_cmd *c = &job->cmds[i];
 
@@ -267,7 +271,7 @@ static struct vnpu_job *vnpu_find_injected_hang(struct vnpu_device *vdev)
 				    (c->inject.kind == VNPU_TEST_HANG ||
 				     c->inject.kind == VNPU_TEST_FATAL))
 					found = job;
-				break;	/* first unretired command only */
+				break; /* first unretired command only */
 			}
 			if (found || i < job->cmd_count)
 				break;
@@ -292,7 +296,8 @@ static void vnpu_hwq_recover(struct vnpu_hwq *hwq, bool booted)
 	ctx_index = hwq->cur_ctx;
 	hwq->cur_ctx = -1;
 	hwq->tail = 0;
-	list_for_each_entry_safe(job, tmp, &hwq->inflight, node) {
+	list_for_each_entry_safe(job, tmp, &hwq->inflight, node)
+	{
 		u32 r = job->resume_idx;
 
 		while (r < job->cmd_count && vnpu_cmd_retired(hwq, job, r))
@@ -329,7 +334,8 @@ static void vnpu_hwq_recover(struct vnpu_hwq *hwq, bool booted)
 		hwq->cur_ctx = -1;
 	spin_unlock_irqrestore(&hwq->lock, flags);
 	if (programmed && ctx_index >= 0)
-		vnpu_log(hwq->vdev, "%s: resubmitted unfinished jobs", hwq->name);
+		vnpu_log(hwq->vdev, "%s: resubmitted unfinished jobs",
+			 hwq->name);
 }
 
 /*
@@ -359,7 +365,8 @@ int vnpu_device_reset(struct vnpu_device *vdev, struct vnpu_job *bad,
 	if (guilty) {
 		guilty->guilty = true;
 		WRITE_ONCE(guilty->ctx->banned, true);
-		vnpu_log(vdev, "reset (%s): guilty job %llu of context %d banned",
+		vnpu_log(vdev,
+			 "reset (%s): guilty job %llu of context %d banned",
 			 why, guilty->seqno, guilty->ctx->index);
 	} else {
 		vnpu_log(vdev, "reset (%s)", why);
@@ -438,8 +445,8 @@ static enum drm_gpu_sched_stat vnpu_timedout_job(struct drm_sched_job *sj)
 		drm_dev_exit(idx);
 		return DRM_GPU_SCHED_STAT_NOMINAL;
 	}
-	done = vnpu_rd64_stable(vdev, VNPU_QUEUE_REG(hwq->index,
-						     VNPU_Q_DONE_SEQ_LO),
+	done = vnpu_rd64_stable(vdev,
+				VNPU_QUEUE_REG(hwq->index, VNPU_Q_DONE_SEQ_LO),
 				VNPU_QUEUE_REG(hwq->index, VNPU_Q_DONE_SEQ_HI));
 	hb = vnpu_hw_heartbeat(vdev);
 	waiting = vnpu_qrd(hwq, VNPU_Q_STATUS) & VNPU_Q_STATUS_WAITING;
@@ -454,17 +461,17 @@ static enum drm_gpu_sched_stat vnpu_timedout_job(struct drm_sched_job *sj)
 	else
 		hwq->stall_checks++;
 	if (fatal || (!progressed && !alive))
-		hang = true;	/* firmware stopped */
+		hang = true; /* firmware stopped */
 	else if (waiting && hwq->stall_checks >= VNPU_MAX_WAIT_CHECKS)
-		hang = true;	/* a FENCE_WAIT nobody signals */
+		hang = true; /* a FENCE_WAIT nobody signals */
 	if (hang)
 		hwq->stall_checks = 0;
 	spin_unlock_irqrestore(&hwq->lock, flags);
 	if (hang)
 		vnpu_device_reset(vdev, job,
-				  fatal ? "firmware fatal error" :
-				  waiting ? "fence wait timeout" :
-					    "heartbeat stopped");
+				  fatal	    ? "firmware fatal error"
+				  : waiting ? "fence wait timeout"
+					    : "heartbeat stopped");
 	drm_dev_exit(idx);
 	return DRM_GPU_SCHED_STAT_NOMINAL;
 }
@@ -587,7 +594,8 @@ void vnpu_ctx_destroy_queues(struct vnpu_ctx *ctx)
 	unsigned long id;
 
 	mutex_lock(&ctx->queue_lock);
-	xa_for_each(&ctx->queues, id, queue) {
+	xa_for_each(&ctx->queues, id, queue)
+	{
 		xa_erase(&ctx->queues, id);
 		mutex_unlock(&ctx->queue_lock);
 		vnpu_queue_teardown(queue);
@@ -787,8 +795,7 @@ static void vnpu_job_finished(struct dma_fence *f, struct dma_fence_cb *cb)
 	atomic_dec(&queue->pending);
 }
 
-int vnpu_submit_ioctl(struct drm_device *dev, void *data,
-		      struct drm_file *file)
+int vnpu_submit_ioctl(struct drm_device *dev, void *data, struct drm_file *file)
 {
 	struct vnpu_device *vdev = to_vnpu_device(dev);
 	struct drm_vnpu_submit *args = data;
@@ -884,7 +891,7 @@ int vnpu_submit_ioctl(struct drm_device *dev, void *data,
 	/* Point of no return. */
 	drm_sched_job_arm(&job->base);
 	job->seqno = ++queue->seqno;
-	kref_get(&queue->ref);		/* the job's */
+	kref_get(&queue->ref); /* the job's */
 	finished = &job->base.s_fence->finished;
 	for (i = 0; i < job->bo_count; i++)
 		dma_resv_add_fence(job->bos[i]->resv, finished,

@@ -14,14 +14,14 @@ static int vnpu_pt_table_alloc(struct vnpu_ctx *ctx, struct vnpu_pt_table *t,
 {
 	struct device *dev = ctx->vdev->drm.dev;
 
-	t->entries = dma_alloc_coherent(dev, VNPU_PAGE_SIZE, &t->dma,
-					GFP_KERNEL);
+	t->entries =
+		dma_alloc_coherent(dev, VNPU_PAGE_SIZE, &t->dma, GFP_KERNEL);
 	if (!t->entries)
 		return -ENOMEM;
 	t->child = NULL;
 	if (with_children) {
-		t->child = kcalloc(VNPU_PT_ENTRIES, sizeof(*t->child),
-				   GFP_KERNEL);
+		t->child =
+			kcalloc(VNPU_PT_ENTRIES, sizeof(*t->child), GFP_KERNEL);
 		if (!t->child) {
 			dma_free_coherent(dev, VNPU_PAGE_SIZE, t->entries,
 					  t->dma);
@@ -67,16 +67,17 @@ static u64 *vnpu_pt_leaf(struct vnpu_ctx *ctx, u64 va, bool create)
 			if (!create)
 				return NULL;
 			next = kzalloc(sizeof(*next), GFP_KERNEL);
-			if (!next || vnpu_pt_table_alloc(ctx, next,
-							 level + 1 <
-								 VNPU_PT_LEVELS - 1)) {
+			if (!next || vnpu_pt_table_alloc(
+					     ctx, next,
+					     level + 1 < VNPU_PT_LEVELS - 1)) {
 				kfree(next);
 				return NULL;
 			}
 			t->child[idx] = next;
-			WRITE_ONCE(t->entries[idx],
-				   cpu_to_le64((next->dma & VNPU_PTE_ADDR_MASK) |
-					       VNPU_PTE_VALID));
+			WRITE_ONCE(
+				t->entries[idx],
+				cpu_to_le64((next->dma & VNPU_PTE_ADDR_MASK) |
+					    VNPU_PTE_VALID));
 		}
 		t = next;
 	}
@@ -177,7 +178,8 @@ static int vnpu_mmu_fill(struct vnpu_ctx *ctx, struct vnpu_bo *bo, u64 va)
 			return PTR_ERR(sgt);
 	}
 	off = 0;
-	for_each_sgtable_dma_page(sgt, &it, 0) {
+	for_each_sgtable_dma_page(sgt, &it, 0)
+	{
 		if (off >= size)
 			break;
 		ret = vnpu_pt_map_page(ctx, va + off,
@@ -206,8 +208,8 @@ int vnpu_mmu_map_bo(struct vnpu_ctx *ctx, struct vnpu_bo *bo, u64 *va)
 	node = &m->va;
 	mutex_lock(&ctx->mmu_lock);
 	ret = drm_mm_insert_node_generic(&ctx->va_mm, node,
-					 size + VNPU_PAGE_SIZE,
-					 VNPU_PAGE_SIZE, 0, DRM_MM_INSERT_BEST);
+					 size + VNPU_PAGE_SIZE, VNPU_PAGE_SIZE,
+					 0, DRM_MM_INSERT_BEST);
 	if (ret)
 		goto err_unlock;
 	ret = vnpu_mmu_fill(ctx, bo, node->start);
@@ -235,7 +237,8 @@ void vnpu_mmu_unmap_bo(struct vnpu_ctx *ctx, struct vnpu_bo *bo, u64 va)
 {
 	struct vnpu_bo_mapping *m, *tmp;
 
-	list_for_each_entry_safe(m, tmp, &bo->mappings, node) {
+	list_for_each_entry_safe(m, tmp, &bo->mappings, node)
+	{
 		if (m->ctx != ctx || m->va.start != va)
 			continue;
 		mutex_lock(&ctx->mmu_lock);
@@ -253,9 +256,12 @@ void vnpu_mmu_unmap_bo(struct vnpu_ctx *ctx, struct vnpu_bo *bo, u64 va)
 /* MMU_FAULT event: record each faulted context's fault, then clear it. */
 void vnpu_mmu_handle_faults(struct vnpu_device *vdev)
 {
-	u64 faulted = (u64)vnpu_rd(vdev, VNPU_REG_FAULTED_CTX_HI) << 32 |
-		      vnpu_rd(vdev, VNPU_REG_FAULTED_CTX_LO);
+	u64 faulted;
 	u32 c;
+
+	mutex_lock(&vdev->fault_lock);
+	faulted = (u64)vnpu_rd(vdev, VNPU_REG_FAULTED_CTX_HI) << 32 |
+		  vnpu_rd(vdev, VNPU_REG_FAULTED_CTX_LO);
 
 	for (c = 0; c < vdev->num_contexts; c++) {
 		struct vnpu_ctx *ctx;
@@ -265,7 +271,8 @@ void vnpu_mmu_handle_faults(struct vnpu_device *vdev)
 		if (!(faulted & BIT_ULL(c)))
 			continue;
 		status = vnpu_rd(vdev, VNPU_CTX_REG(c, VNPU_CTX_FAULT_STATUS));
-		va = vnpu_rd64_stable(vdev, VNPU_CTX_REG(c, VNPU_CTX_FAULT_VA_LO),
+		va = vnpu_rd64_stable(vdev,
+				      VNPU_CTX_REG(c, VNPU_CTX_FAULT_VA_LO),
 				      VNPU_CTX_REG(c, VNPU_CTX_FAULT_VA_HI));
 		ctx = vnpu_ctx_get_by_index(vdev, c);
 		if (ctx) {
@@ -288,4 +295,5 @@ void vnpu_mmu_handle_faults(struct vnpu_device *vdev)
 		if (ctx)
 			vnpu_ctx_put(ctx);
 	}
+	mutex_unlock(&vdev->fault_lock);
 }
