@@ -1,3 +1,173 @@
 /* SPDX-License-Identifier: MIT */
-/* CPU reference kernels: bmm, addmm (docs/dispatcher.md). */
-#include "../op_util.h"
+/*
+ * CPU reference kernels: bmm, addmm (docs/dispatcher.md). Any strides;
+ * float products accumulate in double, integer ones in int64.
+ */
+#include "../kernel_common.h"
+
+/* Element (i, j) of matrix b of a 2-D or 3-D strided tensor. */
+static const char *mat_at(const struct vnpu_at_tensor *t, int64_t b,
+			  int64_t i, int64_t j)
+{
+	int64_t isz = (int64_t)vnpu_at_dtype_size(t->dtype);
+	uint32_t nd = t->ndim;
+	int64_t off = i * t->strides[nd - 2] + j * t->strides[nd - 1];
+
+	if (nd == 3)
+		off += b * t->strides[0];
+	return (const char *)vnpu_at_data(t) + off * isz;
+}
+
+/*
+ * out[b] = beta * c + alpha * a[b] @ m[b]; c (may be NULL) is read as
+ * broadcast to [M, N] through cs_i/cs_j element strides.
+ */
+static void matmul_into(struct vnpu_at_tensor *out, int64_t batch,
+			const struct vnpu_at_tensor *a,
+			const struct vnpu_at_tensor *m,
+			const struct vnpu_at_tensor *c, int64_t cs_i,
+			int64_t cs_j, struct vnpu_at_scalar beta,
+			struct vnpu_at_scalar alpha)
+{
+	int64_t M = a->sizes[a->ndim - 2], K = a->sizes[a->ndim - 1];
+	int64_t N = m->sizes[m->ndim - 1];
+	enum vnpu_at_dtype dt = out->dtype;
+	size_t osz = vnpu_at_dtype_size(dt);
+	char *o = vnpu_at_data(out);
+	const char *cdata = c ? vnpu_at_data(c) : NULL;
+	int64_t csz = c ? (int64_t)vnpu_at_dtype_size(c->dtype) : 0;
+
+	for (int64_t b = 0; b < batch; b++)
+		for (int64_t i = 0; i < M; i++)
+			for (int64_t j = 0; j < N; j++, o += osz) {
+				const char *cp = cdata ?
+					cdata + (i * cs_i + j * cs_j) * csz :
+					NULL;
+
+				if (kc_is_int(dt)) {
+					uint64_t acc = 0;
+
+					for (int64_t k = 0; k < K; k++)
+						acc += (uint64_t)vnpu_at_load_int(dt,
+							mat_at(a, b, i, k)) *
+						       (uint64_t)vnpu_at_load_int(dt,
+							mat_at(m, b, k, j));
+					acc *= (uint64_t)vnpu_at_scalar_to_int(alpha);
+					if (cp)
+						acc += (uint64_t)vnpu_at_scalar_to_int(beta) *
+						       (uint64_t)vnpu_at_load_int(dt, cp);
+					vnpu_at_store_int(dt, o, (int64_t)acc);
+				} else {
+					double acc = 0.0;
+
+					for (int64_t k = 0; k < K; k++)
+						acc += vnpu_at_load(dt,
+							mat_at(a, b, i, k)) *
+						       vnpu_at_load(dt,
+							mat_at(m, b, k, j));
+					acc *= vnpu_at_scalar_to_double(alpha);
+					if (cp)
+						acc += vnpu_at_scalar_to_double(beta) *
+						       vnpu_at_load(dt, cp);
+					vnpu_at_store(dt, o, acc);
+				}
+			}
+}
+
+struct vnpu_at_tensor *vnpu_cpu_bmm(vnpu_keyset_t ks,
+				    struct vnpu_at_tensor *self,
+				    struct vnpu_at_tensor *mat2)
+{
+	struct vnpu_at_tensor *out;
+
+	(void)ks;
+	if (self->ndim != 3)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "aten::bmm: batch1 must be a 3D tensor");
+	if (mat2->ndim != 3)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "aten::bmm: batch2 must be a 3D tensor");
+	if (mat2->sizes[0] != self->sizes[0] ||
+	    mat2->sizes[1] != self->sizes[2])
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"aten::bmm: Expected size for first two dimensions of batch2 tensor to be: [%lld, %lld] but got: [%lld, %lld].",
+			(long long)self->sizes[0], (long long)self->sizes[2],
+			(long long)mat2->sizes[0], (long long)mat2->sizes[1]);
+	if (self->dtype != mat2->dtype)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"aten::bmm: expected self and mat2 to have the same dtype, but got: %s != %s",
+			vnpu_at_dtype_name(self->dtype),
+			vnpu_at_dtype_name(mat2->dtype));
+	if (self->dtype == VNPU_AT_BOOL)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"aten::bmm: \"bmm\" not implemented for 'Bool'");
+	out = vnpu_at_empty(3, (int64_t[]){ self->sizes[0], self->sizes[1],
+					    mat2->sizes[2] },
+			    self->dtype, VNPU_AT_DEV_CPU);
+	if (!out)
+		return NULL;
+	matmul_into(out, self->sizes[0], self, mat2, NULL, 0, 0,
+		    VNPU_AT_INT(0), VNPU_AT_INT(1));
+	return out;
+}
+
+struct vnpu_at_tensor *vnpu_cpu_addmm(vnpu_keyset_t ks,
+				      struct vnpu_at_tensor *self,
+				      struct vnpu_at_tensor *mat1,
+				      struct vnpu_at_tensor *mat2,
+				      struct vnpu_at_scalar beta,
+				      struct vnpu_at_scalar alpha)
+{
+	struct vnpu_at_tensor *out;
+	int64_t M, N, cs_i = 0, cs_j = 0;
+	bool use_self;
+
+	(void)ks;
+	if (mat1->ndim != 2)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"aten::addmm: mat1 must be a matrix, got %u-D tensor",
+			mat1->ndim);
+	if (mat2->ndim != 2)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"aten::addmm: mat2 must be a matrix, got %u-D tensor",
+			mat2->ndim);
+	if (mat1->sizes[1] != mat2->sizes[0])
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"aten::addmm: mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)",
+			(long long)mat1->sizes[0], (long long)mat1->sizes[1],
+			(long long)mat2->sizes[0], (long long)mat2->sizes[1]);
+	if (mat1->dtype != mat2->dtype || self->dtype != mat1->dtype)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"aten::addmm: self, mat1 and mat2 must have the same dtype, but got %s, %s and %s",
+			vnpu_at_dtype_name(self->dtype),
+			vnpu_at_dtype_name(mat1->dtype),
+			vnpu_at_dtype_name(mat2->dtype));
+	if (self->dtype == VNPU_AT_BOOL)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"aten::addmm: \"addmm\" not implemented for 'Bool'");
+	M = mat1->sizes[0];
+	N = mat2->sizes[1];
+	/* self broadcasts to [M, N] (expand semantics: size 1 repeats). */
+	if (self->ndim > 2 ||
+	    (self->ndim >= 1 && self->sizes[self->ndim - 1] != N &&
+	     self->sizes[self->ndim - 1] != 1) ||
+	    (self->ndim == 2 && self->sizes[0] != M && self->sizes[0] != 1))
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"aten::addmm: The expanded size of the tensor (%lld) must match the existing size of self at non-singleton dimensions, target sizes [%lld, %lld]",
+			(long long)(self->ndim ? self->sizes[self->ndim - 1] : 1),
+			(long long)M, (long long)N);
+	if (self->ndim >= 1 && self->sizes[self->ndim - 1] != 1)
+		cs_j = self->strides[self->ndim - 1];
+	if (self->ndim == 2 && self->sizes[0] != 1)
+		cs_i = self->strides[0];
+	out = vnpu_at_empty(2, (int64_t[]){ M, N }, self->dtype,
+			    VNPU_AT_DEV_CPU);
+	if (!out)
+		return NULL;
+	/* beta == 0 ignores self entirely (NaN and inf in it too). */
+	use_self = kc_is_int(self->dtype) ? vnpu_at_scalar_to_int(beta) != 0 :
+					    vnpu_at_scalar_to_double(beta) != 0.0;
+	matmul_into(out, 1, mat1, mat2, use_self ? self : NULL, cs_i, cs_j,
+		    beta, alpha);
+	return out;
+}

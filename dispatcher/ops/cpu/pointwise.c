@@ -1,3 +1,741 @@
 /* SPDX-License-Identifier: MIT */
-/* CPU reference kernels: pointwise ops and comparisons (docs/dispatcher.md). */
-#include "../op_util.h"
+/*
+ * CPU reference kernels: pointwise ops, comparisons and the pointwise
+ * backward ops (docs/dispatcher.md). Any strides, broadcasting, every
+ * dtype the op takes in PyTorch; floats are computed in double, integers
+ * in int64 and stored back in the result dtype.
+ */
+#include "../kernel_common.h"
+
+enum pw_op {
+	PW_SUB,
+	PW_DIV,
+	PW_MAXIMUM,
+	PW_MINIMUM,
+	PW_EQ,
+	PW_NE,
+	PW_LT,
+	PW_LE,
+	PW_GT,
+	PW_GE,
+	PW_THRESHOLD_BW,
+	PW_SIGMOID_BW,
+	PW_TANH_BW,
+	PW_GELU_BW,
+	PW_GELU_TANH_BW,
+};
+
+#define KC_SQRT1_2 0.70710678118654752440
+#define KC_SQRT2_PI 0.79788456080286535588	/* sqrt(2 / pi) */
+#define KC_GELU_C 0.044715
+
+static double gelu_erf(double x)
+{
+	return 0.5 * x * (1.0 + erf(x * KC_SQRT1_2));
+}
+
+static double gelu_tanh(double x)
+{
+	return 0.5 * x * (1.0 + tanh(KC_SQRT2_PI * (x + KC_GELU_C * x * x * x)));
+}
+
+static double gelu_erf_grad(double x)
+{
+	double cdf = 0.5 * (1.0 + erf(x * KC_SQRT1_2));
+	double pdf = exp(-0.5 * x * x) * 0.39894228040143267794; /* 1/sqrt(2pi) */
+
+	return cdf + x * pdf;
+}
+
+static double gelu_tanh_grad(double x)
+{
+	double inner = KC_SQRT2_PI * (x + KC_GELU_C * x * x * x);
+	double th = tanh(inner);
+	double dinner = KC_SQRT2_PI * (1.0 + 3.0 * KC_GELU_C * x * x);
+
+	return 0.5 * (1.0 + th) + 0.5 * x * (1.0 - th * th) * dinner;
+}
+
+/* NaN-propagating maximum/minimum (torch.maximum). */
+static double pw_fmax(double a, double b)
+{
+	if (isnan(a) || isnan(b))
+		return NAN;
+	return a > b ? a : b;
+}
+
+static double pw_fmin(double a, double b)
+{
+	if (isnan(a) || isnan(b))
+		return NAN;
+	return a < b ? a : b;
+}
+
+static double pw_float(enum pw_op op, double a, double b, double alpha)
+{
+	switch (op) {
+	case PW_SUB:
+		return a - alpha * b;
+	case PW_DIV:
+		return a / b;
+	case PW_MAXIMUM:
+		return pw_fmax(a, b);
+	case PW_MINIMUM:
+		return pw_fmin(a, b);
+	case PW_EQ:
+		return a == b;
+	case PW_NE:
+		return a != b;
+	case PW_LT:
+		return a < b;
+	case PW_LE:
+		return a <= b;
+	case PW_GT:
+		return a > b;
+	case PW_GE:
+		return a >= b;
+	case PW_THRESHOLD_BW:	/* a = grad, b = self, alpha = threshold */
+		return b <= alpha ? 0.0 : a;
+	case PW_SIGMOID_BW:	/* a = grad, b = sigmoid output */
+		return a * (1.0 - b) * b;
+	case PW_TANH_BW:
+		return a * (1.0 - b * b);
+	case PW_GELU_BW:
+		return a * gelu_erf_grad(b);
+	case PW_GELU_TANH_BW:
+		return a * gelu_tanh_grad(b);
+	}
+	return 0.0;
+}
+
+static int64_t pw_int(enum pw_op op, int64_t a, int64_t b, int64_t alpha)
+{
+	switch (op) {
+	case PW_SUB:
+		return (int64_t)((uint64_t)a - (uint64_t)alpha * (uint64_t)b);
+	case PW_MAXIMUM:
+		return a > b ? a : b;
+	case PW_MINIMUM:
+		return a < b ? a : b;
+	case PW_EQ:
+		return a == b;
+	case PW_NE:
+		return a != b;
+	case PW_LT:
+		return a < b;
+	case PW_LE:
+		return a <= b;
+	case PW_GT:
+		return a > b;
+	case PW_GE:
+		return a >= b;
+	case PW_THRESHOLD_BW:
+		return b <= alpha ? 0 : a;
+	case PW_SIGMOID_BW:
+		return (int64_t)((uint64_t)a * (uint64_t)(1 - b) * (uint64_t)b);
+	case PW_TANH_BW:
+		return (int64_t)((uint64_t)a * (uint64_t)(1 - b * b));
+	default:
+		return 0;
+	}
+}
+
+/*
+ * out = op(a, b) with a and b broadcast, computed in `compute` (ints in
+ * int64, floats in double) and stored as `out_dt`.
+ */
+static struct vnpu_at_tensor *pw_binary(const char *name, enum pw_op op,
+					struct vnpu_at_tensor *a,
+					struct vnpu_at_tensor *b,
+					enum vnpu_at_dtype compute,
+					enum vnpu_at_dtype out_dt,
+					struct vnpu_at_scalar alpha)
+{
+	const struct vnpu_at_tensor *in[2] = { a, b };
+	int64_t sizes[VNPU_AT_MAX_DIMS];
+	struct vnpu_at_tensor *out;
+	struct vnpu_at_iter it;
+	uint32_t nd;
+
+	if (!vnpu_at_broadcast_shapes(name, 2, in, &nd, sizes))
+		return NULL;
+	out = vnpu_at_empty(nd, sizes, out_dt, VNPU_AT_DEV_CPU);
+	if (!out || !vnpu_at_iter_init(&it, nd, sizes, 3,
+			(const struct vnpu_at_tensor *[]){ out, a, b })) {
+		vnpu_at_release(out);
+		return NULL;
+	}
+	if (kc_is_int(compute)) {
+		int64_t al = vnpu_at_scalar_to_int(alpha);
+
+		while (vnpu_at_iter_next(&it)) {
+			/* Operands are cast to the compute dtype first (an
+			 * int64 0-dim operand wraps to int8 as in PyTorch). */
+			int64_t x = kc_round_int(compute,
+					vnpu_at_load_int(a->dtype, it.p[1]));
+			int64_t y = kc_round_int(compute,
+					vnpu_at_load_int(b->dtype, it.p[2]));
+
+			vnpu_at_store_int(out_dt, it.p[0], pw_int(op, x, y, al));
+		}
+	} else {
+		double al = vnpu_at_scalar_to_double(alpha);
+
+		while (vnpu_at_iter_next(&it)) {
+			double x = vnpu_at_load(a->dtype, it.p[1]);
+			double y = vnpu_at_load(b->dtype, it.p[2]);
+
+			/* Compare and compute at the compute dtype's
+			 * precision, as PyTorch casts operands first. */
+			if (compute != VNPU_AT_F64) {
+				x = kc_round(compute, x);
+				y = kc_round(compute, y);
+			}
+			vnpu_at_store(out_dt, it.p[0], pw_float(op, x, y, al));
+		}
+	}
+	return out;
+}
+
+/* A 0-dim CPU tensor of dtype holding s (for the .Scalar overloads). */
+static struct vnpu_at_tensor *pw_wrap(struct vnpu_at_scalar s,
+				      enum vnpu_at_dtype dt)
+{
+	return vnpu_at_scalar_tensor(s, dt, VNPU_AT_DEV_CPU);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_sub_Tensor(vnpu_keyset_t ks,
+					   struct vnpu_at_tensor *self,
+					   struct vnpu_at_tensor *other,
+					   struct vnpu_at_scalar alpha)
+{
+	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
+
+	(void)ks;
+	if (self->dtype == VNPU_AT_BOOL && other->dtype == VNPU_AT_BOOL)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"aten::sub.Tensor: Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.");
+	if (kc_is_int(dt) && alpha.kind == VNPU_AT_SCALAR_DOUBLE)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"aten::sub.Tensor: For integral input tensors, argument alpha must not be a floating point number.");
+	return pw_binary("aten::sub.Tensor", PW_SUB, self, other, dt, dt, alpha);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_div_Tensor(vnpu_keyset_t ks,
+					   struct vnpu_at_tensor *self,
+					   struct vnpu_at_tensor *other)
+{
+	/* True division: integer operands give the default float dtype. */
+	enum vnpu_at_dtype dt = kc_float_of(vnpu_at_result_type(self, other));
+
+	(void)ks;
+	return pw_binary("aten::div.Tensor", PW_DIV, self, other, dt, dt,
+			 VNPU_AT_INT(1));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_maximum(vnpu_keyset_t ks,
+					struct vnpu_at_tensor *self,
+					struct vnpu_at_tensor *other)
+{
+	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
+
+	(void)ks;
+	return pw_binary("aten::maximum", PW_MAXIMUM, self, other, dt, dt,
+			 VNPU_AT_INT(1));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_minimum(vnpu_keyset_t ks,
+					struct vnpu_at_tensor *self,
+					struct vnpu_at_tensor *other)
+{
+	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
+
+	(void)ks;
+	return pw_binary("aten::minimum", PW_MINIMUM, self, other, dt, dt,
+			 VNPU_AT_INT(1));
+}
+
+static struct vnpu_at_tensor *pw_compare(const char *name, enum pw_op op,
+					 struct vnpu_at_tensor *self,
+					 struct vnpu_at_tensor *other)
+{
+	return pw_binary(name, op, self, other,
+			 vnpu_at_result_type(self, other), VNPU_AT_BOOL,
+			 VNPU_AT_INT(1));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_eq_Tensor(vnpu_keyset_t ks,
+					  struct vnpu_at_tensor *self,
+					  struct vnpu_at_tensor *other)
+{
+	(void)ks;
+	return pw_compare("aten::eq.Tensor", PW_EQ, self, other);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_ne_Tensor(vnpu_keyset_t ks,
+					  struct vnpu_at_tensor *self,
+					  struct vnpu_at_tensor *other)
+{
+	(void)ks;
+	return pw_compare("aten::ne.Tensor", PW_NE, self, other);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_lt_Tensor(vnpu_keyset_t ks,
+					  struct vnpu_at_tensor *self,
+					  struct vnpu_at_tensor *other)
+{
+	(void)ks;
+	return pw_compare("aten::lt.Tensor", PW_LT, self, other);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_le_Tensor(vnpu_keyset_t ks,
+					  struct vnpu_at_tensor *self,
+					  struct vnpu_at_tensor *other)
+{
+	(void)ks;
+	return pw_compare("aten::le.Tensor", PW_LE, self, other);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_gt_Tensor(vnpu_keyset_t ks,
+					  struct vnpu_at_tensor *self,
+					  struct vnpu_at_tensor *other)
+{
+	(void)ks;
+	return pw_compare("aten::gt.Tensor", PW_GT, self, other);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_ge_Tensor(vnpu_keyset_t ks,
+					  struct vnpu_at_tensor *self,
+					  struct vnpu_at_tensor *other)
+{
+	(void)ks;
+	return pw_compare("aten::ge.Tensor", PW_GE, self, other);
+}
+
+static struct vnpu_at_tensor *pw_compare_scalar(const char *name,
+						enum pw_op op,
+						struct vnpu_at_tensor *self,
+						struct vnpu_at_scalar other)
+{
+	enum vnpu_at_dtype dt = kc_scalar_result(self->dtype, other);
+	struct vnpu_at_tensor *s = pw_wrap(other, dt), *out;
+
+	if (!s)
+		return NULL;
+	out = pw_binary(name, op, self, s, dt, VNPU_AT_BOOL, VNPU_AT_INT(1));
+	vnpu_at_release(s);
+	return out;
+}
+
+struct vnpu_at_tensor *vnpu_cpu_eq_Scalar(vnpu_keyset_t ks,
+					  struct vnpu_at_tensor *self,
+					  struct vnpu_at_scalar other)
+{
+	(void)ks;
+	return pw_compare_scalar("aten::eq.Scalar", PW_EQ, self, other);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_gt_Scalar(vnpu_keyset_t ks,
+					  struct vnpu_at_tensor *self,
+					  struct vnpu_at_scalar other)
+{
+	(void)ks;
+	return pw_compare_scalar("aten::gt.Scalar", PW_GT, self, other);
+}
+
+/* ---- unary ---------------------------------------------------------------- */
+
+enum pw_unary {
+	PU_ABS,
+	PU_NEG,
+	PU_EXP,
+	PU_LOG,
+	PU_SQRT,
+	PU_RSQRT,
+	PU_GELU,
+	PU_GELU_TANH,
+	PU_SILU,
+	PU_SIGMOID,
+	PU_TANH,
+};
+
+static double pu_float(enum pw_unary op, double x)
+{
+	switch (op) {
+	case PU_ABS:
+		return fabs(x);
+	case PU_NEG:
+		return -x;
+	case PU_EXP:
+		return exp(x);
+	case PU_LOG:
+		return log(x);
+	case PU_SQRT:
+		return sqrt(x);
+	case PU_RSQRT:
+		return 1.0 / sqrt(x);
+	case PU_GELU:
+		return gelu_erf(x);
+	case PU_GELU_TANH:
+		return gelu_tanh(x);
+	case PU_SILU:
+		return x / (1.0 + exp(-x));
+	case PU_SIGMOID:
+		return 1.0 / (1.0 + exp(-x));
+	case PU_TANH:
+		return tanh(x);
+	}
+	return 0.0;
+}
+
+/* out (dtype out_dt, self's shape) = op(self). */
+static struct vnpu_at_tensor *pw_unary(enum pw_unary op,
+				       struct vnpu_at_tensor *self,
+				       enum vnpu_at_dtype out_dt)
+{
+	struct vnpu_at_tensor *out;
+	struct vnpu_at_iter it;
+
+	out = vnpu_at_empty(self->ndim, self->sizes, out_dt, VNPU_AT_DEV_CPU);
+	if (!out || !vnpu_at_iter_init(&it, self->ndim, self->sizes, 2,
+			(const struct vnpu_at_tensor *[]){ out, self })) {
+		vnpu_at_release(out);
+		return NULL;
+	}
+	if (kc_is_int(out_dt)) {
+		while (vnpu_at_iter_next(&it)) {
+			uint64_t v = (uint64_t)vnpu_at_load_int(self->dtype,
+								it.p[1]);
+
+			if (op == PU_NEG || (op == PU_ABS && (int64_t)v < 0))
+				v = 0 - v;
+			vnpu_at_store_int(out_dt, it.p[0], (int64_t)v);
+		}
+	} else {
+		while (vnpu_at_iter_next(&it))
+			vnpu_at_store(out_dt, it.p[0],
+				      pu_float(op, vnpu_at_load(self->dtype,
+								it.p[1])));
+	}
+	return out;
+}
+
+struct vnpu_at_tensor *vnpu_cpu_neg(vnpu_keyset_t ks,
+				    struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	if (self->dtype == VNPU_AT_BOOL)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"aten::neg: Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+	return pw_unary(PU_NEG, self, self->dtype);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_abs(vnpu_keyset_t ks,
+				    struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	if (self->dtype == VNPU_AT_BOOL)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"aten::abs: \"abs_cpu\" not implemented for 'Bool'");
+	return pw_unary(PU_ABS, self, self->dtype);
+}
+
+/* Float ufuncs: integer and bool inputs compute in float32 (PyTorch's
+ * promote_integer_inputs_to_float). */
+struct vnpu_at_tensor *vnpu_cpu_exp(vnpu_keyset_t ks,
+				    struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	return pw_unary(PU_EXP, self, kc_float_of(self->dtype));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_log(vnpu_keyset_t ks,
+				    struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	return pw_unary(PU_LOG, self, kc_float_of(self->dtype));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_sqrt(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	return pw_unary(PU_SQRT, self, kc_float_of(self->dtype));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_rsqrt(vnpu_keyset_t ks,
+				      struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	return pw_unary(PU_RSQRT, self, kc_float_of(self->dtype));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_sigmoid(vnpu_keyset_t ks,
+					struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	return pw_unary(PU_SIGMOID, self, kc_float_of(self->dtype));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_tanh(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	return pw_unary(PU_TANH, self, kc_float_of(self->dtype));
+}
+
+static bool pw_float_only(const char *name, const char *impl,
+			  const struct vnpu_at_tensor *t)
+{
+	if (vnpu_at_dtype_is_float(t->dtype))
+		return true;
+	vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			  "%s: \"%s\" not implemented for '%s'", name, impl,
+			  vnpu_at_dtype_name(t->dtype));
+	return false;
+}
+
+/* 'none' -> 0, 'tanh' -> 1, else -1 with PyTorch's message. */
+static int pw_gelu_mode(const char *name, const char *approximate)
+{
+	if (approximate && strcmp(approximate, "none") == 0)
+		return 0;
+	if (approximate && strcmp(approximate, "tanh") == 0)
+		return 1;
+	vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			  "%s: approximate argument must be either none or tanh.",
+			  name);
+	return -1;
+}
+
+struct vnpu_at_tensor *vnpu_cpu_gelu(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self,
+				     const char *approximate)
+{
+	int mode = pw_gelu_mode("aten::gelu", approximate);
+
+	(void)ks;
+	if (mode < 0 || !pw_float_only("aten::gelu", "GeluKernelImpl", self))
+		return NULL;
+	return pw_unary(mode ? PU_GELU_TANH : PU_GELU, self, self->dtype);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_silu(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	if (!pw_float_only("aten::silu", "silu_cpu", self))
+		return NULL;
+	return pw_unary(PU_SILU, self, self->dtype);
+}
+
+/* Integer power by squaring with wrap-around (as int64 in PyTorch). */
+static int64_t pw_ipow(int64_t base, int64_t e)
+{
+	uint64_t r = 1, b = (uint64_t)base;
+
+	while (e > 0) {
+		if (e & 1)
+			r *= b;
+		b *= b;
+		e >>= 1;
+	}
+	return (int64_t)r;
+}
+
+struct vnpu_at_tensor *vnpu_cpu_pow_Tensor_Scalar(vnpu_keyset_t ks,
+						  struct vnpu_at_tensor *self,
+						  struct vnpu_at_scalar exponent)
+{
+	enum vnpu_at_dtype dt = kc_scalar_result(self->dtype, exponent);
+	struct vnpu_at_tensor *out;
+	struct vnpu_at_iter it;
+
+	(void)ks;
+	if (dt == VNPU_AT_BOOL)
+		dt = VNPU_AT_I64;	/* bool ** bool: no bool pow; int64 */
+	if (kc_is_int(dt) && vnpu_at_scalar_to_int(exponent) < 0)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"aten::pow.Tensor_Scalar: Integers to negative integer powers are not allowed.");
+	out = vnpu_at_empty(self->ndim, self->sizes, dt, VNPU_AT_DEV_CPU);
+	if (!out || !vnpu_at_iter_init(&it, self->ndim, self->sizes, 2,
+			(const struct vnpu_at_tensor *[]){ out, self })) {
+		vnpu_at_release(out);
+		return NULL;
+	}
+	if (kc_is_int(dt)) {
+		int64_t e = vnpu_at_scalar_to_int(exponent);
+
+		while (vnpu_at_iter_next(&it))
+			vnpu_at_store_int(dt, it.p[0],
+				pw_ipow(vnpu_at_load_int(self->dtype, it.p[1]),
+					e));
+	} else {
+		double e = vnpu_at_scalar_to_double(exponent);
+
+		while (vnpu_at_iter_next(&it))
+			vnpu_at_store(dt, it.p[0],
+				      pow(vnpu_at_load(self->dtype, it.p[1]),
+					  e));
+	}
+	return out;
+}
+
+struct vnpu_at_tensor *vnpu_cpu_clamp(vnpu_keyset_t ks,
+				      struct vnpu_at_tensor *self,
+				      struct vnpu_at_scalar min,
+				      struct vnpu_at_scalar max)
+{
+	enum vnpu_at_dtype dt;
+	struct vnpu_at_tensor *out;
+	struct vnpu_at_iter it;
+	bool has_min = min.kind != VNPU_AT_SCALAR_NONE;
+	bool has_max = max.kind != VNPU_AT_SCALAR_NONE;
+
+	(void)ks;
+	if (!has_min && !has_max)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"aten::clamp: At least one of 'min' or 'max' must not be None");
+	dt = kc_scalar_result(kc_scalar_result(self->dtype, min), max);
+	if (dt == VNPU_AT_BOOL)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"aten::clamp: \"clamp_scalar_cpu\" not implemented for 'Bool'");
+	out = vnpu_at_empty(self->ndim, self->sizes, dt, VNPU_AT_DEV_CPU);
+	if (!out || !vnpu_at_iter_init(&it, self->ndim, self->sizes, 2,
+			(const struct vnpu_at_tensor *[]){ out, self })) {
+		vnpu_at_release(out);
+		return NULL;
+	}
+	if (kc_is_int(dt)) {
+		int64_t lo = vnpu_at_scalar_to_int(min);
+		int64_t hi = vnpu_at_scalar_to_int(max);
+
+		while (vnpu_at_iter_next(&it)) {
+			int64_t v = vnpu_at_load_int(self->dtype, it.p[1]);
+
+			if (has_min && v < lo)
+				v = lo;
+			if (has_max && v > hi)
+				v = hi;
+			vnpu_at_store_int(dt, it.p[0], v);
+		}
+	} else {
+		double lo = vnpu_at_scalar_to_double(min);
+		double hi = vnpu_at_scalar_to_double(max);
+
+		/* min(max(x, lo), hi): NaN stays NaN, lo > hi gives hi. */
+		while (vnpu_at_iter_next(&it)) {
+			double v = vnpu_at_load(self->dtype, it.p[1]);
+
+			if (has_min)
+				v = pw_fmax(v, lo);
+			if (has_max)
+				v = pw_fmin(v, hi);
+			vnpu_at_store(dt, it.p[0], v);
+		}
+	}
+	return out;
+}
+
+struct vnpu_at_tensor *vnpu_cpu_where_self(vnpu_keyset_t ks,
+					   struct vnpu_at_tensor *condition,
+					   struct vnpu_at_tensor *self,
+					   struct vnpu_at_tensor *other)
+{
+	const struct vnpu_at_tensor *in[3] = { condition, self, other };
+	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
+	int64_t sizes[VNPU_AT_MAX_DIMS];
+	struct vnpu_at_tensor *out;
+	struct vnpu_at_iter it;
+	size_t isz = vnpu_at_dtype_size(dt);
+	uint32_t nd;
+
+	(void)ks;
+	if (condition->dtype != VNPU_AT_BOOL)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"aten::where.self: where expected condition to be a boolean tensor, but got a tensor with dtype %s",
+			vnpu_at_dtype_name(condition->dtype));
+	if (!vnpu_at_broadcast_shapes("aten::where.self", 3, in, &nd, sizes))
+		return NULL;
+	out = vnpu_at_empty(nd, sizes, dt, VNPU_AT_DEV_CPU);
+	if (!out || !vnpu_at_iter_init(&it, nd, sizes, 4,
+			(const struct vnpu_at_tensor *[]){ out, condition,
+							   self, other })) {
+		vnpu_at_release(out);
+		return NULL;
+	}
+	while (vnpu_at_iter_next(&it)) {
+		bool c = *(const uint8_t *)it.p[1] != 0;
+		const struct vnpu_at_tensor *src = c ? self : other;
+		const void *p = it.p[c ? 2 : 3];
+
+		if (src->dtype == dt)
+			memcpy(it.p[0], p, isz);	/* exact, even NaN bits */
+		else if (kc_is_int(dt))
+			vnpu_at_store_int(dt, it.p[0],
+					  vnpu_at_load_int(src->dtype, p));
+		else
+			vnpu_at_store(dt, it.p[0], vnpu_at_load(src->dtype, p));
+	}
+	return out;
+}
+
+/* ---- pointwise backward ops ----------------------------------------------- */
+
+struct vnpu_at_tensor *vnpu_cpu_threshold_backward(vnpu_keyset_t ks,
+						   struct vnpu_at_tensor *grad_output,
+						   struct vnpu_at_tensor *self,
+						   struct vnpu_at_scalar threshold)
+{
+	enum vnpu_at_dtype dt = vnpu_at_result_type(grad_output, self);
+
+	(void)ks;
+	return pw_binary("aten::threshold_backward", PW_THRESHOLD_BW,
+			 grad_output, self, dt, dt, threshold);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_sigmoid_backward(vnpu_keyset_t ks,
+						 struct vnpu_at_tensor *grad_output,
+						 struct vnpu_at_tensor *output)
+{
+	enum vnpu_at_dtype dt = vnpu_at_result_type(grad_output, output);
+
+	(void)ks;
+	if (!pw_float_only("aten::sigmoid_backward", "sigmoid_backward_cpu",
+			   grad_output))
+		return NULL;
+	return pw_binary("aten::sigmoid_backward", PW_SIGMOID_BW, grad_output,
+			 output, dt, dt, VNPU_AT_INT(1));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_tanh_backward(vnpu_keyset_t ks,
+					      struct vnpu_at_tensor *grad_output,
+					      struct vnpu_at_tensor *output)
+{
+	enum vnpu_at_dtype dt = vnpu_at_result_type(grad_output, output);
+
+	(void)ks;
+	if (!pw_float_only("aten::tanh_backward", "tanh_backward_cpu",
+			   grad_output))
+		return NULL;
+	return pw_binary("aten::tanh_backward", PW_TANH_BW, grad_output,
+			 output, dt, dt, VNPU_AT_INT(1));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_gelu_backward(vnpu_keyset_t ks,
+					      struct vnpu_at_tensor *grad_output,
+					      struct vnpu_at_tensor *self,
+					      const char *approximate)
+{
+	int mode = pw_gelu_mode("aten::gelu_backward", approximate);
+	enum vnpu_at_dtype dt = vnpu_at_result_type(grad_output, self);
+
+	(void)ks;
+	if (mode < 0 ||
+	    !pw_float_only("aten::gelu_backward", "GeluBackwardKernelImpl",
+			   self))
+		return NULL;
+	return pw_binary("aten::gelu_backward",
+			 mode ? PW_GELU_TANH_BW : PW_GELU_BW, grad_output, self,
+			 dt, dt, VNPU_AT_INT(1));
+}

@@ -1,3 +1,341 @@
 /* SPDX-License-Identifier: MIT */
-/* CPU reference kernels: reductions (docs/dispatcher.md). */
-#include "../op_util.h"
+/*
+ * CPU reference kernels: reductions (docs/dispatcher.md). Any strides and
+ * dim lists; floats accumulate in double, integers in int64; max/min
+ * propagate NaN and argmax/argmin take the first NaN or the first extremum
+ * as PyTorch.
+ */
+#include "../kernel_common.h"
+
+enum red_op {
+	RED_SUM,
+	RED_MEAN,
+	RED_MAX,
+	RED_MIN,
+	RED_ARGMAX,
+	RED_ARGMIN,
+};
+
+/*
+ * Dim list to mask. A 0-dim tensor accepts dim 0 / -1 (reducing nothing),
+ * as PyTorch treats it as 1-D for dim wrapping.
+ */
+static bool red_mask(const char *op, const struct vnpu_at_tensor *t,
+		     struct vnpu_at_int_array dims, bool all_if_empty,
+		     uint32_t *mask)
+{
+	if (t->ndim == 0) {
+		for (int64_t i = 0; i < dims.n; i++)
+			if (dims.v[i] != 0 && dims.v[i] != -1) {
+				vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					"%s: Dimension out of range (expected to be in range of [-1, 0], but got %lld)",
+					op, (long long)dims.v[i]);
+				return false;
+			}
+		*mask = 0;
+		return true;
+	}
+	if (dims.n == 0 && !all_if_empty) {
+		*mask = 0;
+		return true;
+	}
+	return vnpu_at_dim_mask(op, dims, t->ndim, mask);
+}
+
+/* Extremum reductions refuse an empty reduced dim, naming it. */
+static bool red_nonempty(const char *op, const char *py,
+			 const struct vnpu_at_tensor *t, uint32_t mask)
+{
+	for (uint32_t d = 0; d < t->ndim; d++)
+		if ((mask >> d & 1) && t->sizes[d] == 0) {
+			vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				"%s: %s(): Expected reduction dim %u to have non-zero size.",
+				op, py, d);
+			return false;
+		}
+	return true;
+}
+
+/* Is candidate better than best for op (NaN counts as the extremum)? */
+static bool red_better(enum red_op op, double cand, double best)
+{
+	if (isnan(best))
+		return false;
+	if (isnan(cand))
+		return true;
+	if (op == RED_MAX || op == RED_ARGMAX)
+		return cand > best;
+	return cand < best;
+}
+
+/*
+ * Reduces t over mask into a new tensor (values of out_dt and/or int64
+ * indices; either may be NULL-requested by passing NULL pointers).
+ * `acc_dt` is the dtype elements are cast to before accumulating.
+ */
+static bool red_run(const struct vnpu_at_tensor *t, uint32_t mask,
+		    bool keepdim, enum red_op op, enum vnpu_at_dtype acc_dt,
+		    enum vnpu_at_dtype out_dt, struct vnpu_at_tensor **values,
+		    struct vnpu_at_tensor **indices)
+{
+	struct kc_reduce_plan rp;
+	const char *base = vnpu_at_data(t);
+	char *vout = NULL;
+	int64_t *iout = NULL;
+	size_t vsz = vnpu_at_dtype_size(out_dt);
+	bool int_acc = kc_is_int(acc_dt);
+
+	kc_reduce_plan_init(&rp, t, mask, keepdim);
+	if (values) {
+		*values = vnpu_at_empty(rp.out_ndim, rp.out_sizes, out_dt,
+					VNPU_AT_DEV_CPU);
+		if (!*values)
+			return false;
+		vout = vnpu_at_data(*values);
+	}
+	if (indices) {
+		*indices = vnpu_at_empty(rp.out_ndim, rp.out_sizes, VNPU_AT_I64,
+					 VNPU_AT_DEV_CPU);
+		if (!*indices) {
+			if (values)
+				vnpu_at_release(*values);
+			return false;
+		}
+		iout = vnpu_at_data(*indices);
+	}
+	for (int64_t o = 0; o < rp.nout; o++) {
+		const char *row = base + kc_reduce_outer(&rp, o);
+		double dacc = 0.0;
+		int64_t iacc = 0, best_i = 0;
+
+		if (op == RED_SUM || op == RED_MEAN) {
+			for (int64_t r = 0; r < rp.nred_elems; r++) {
+				const char *p = row + kc_reduce_inner(&rp, r);
+
+				if (int_acc)
+					iacc = (int64_t)((uint64_t)iacc +
+						(uint64_t)kc_round_int(acc_dt,
+						vnpu_at_load_int(t->dtype, p)));
+				else
+					dacc += kc_round(acc_dt,
+						vnpu_at_load(t->dtype, p));
+			}
+			if (op == RED_MEAN)
+				dacc /= (double)rp.nred_elems;
+		} else if (int_acc) {
+			for (int64_t r = 0; r < rp.nred_elems; r++) {
+				int64_t v = vnpu_at_load_int(t->dtype,
+					row + kc_reduce_inner(&rp, r));
+				bool max = op == RED_MAX || op == RED_ARGMAX;
+
+				if (r == 0 || (max ? v > iacc : v < iacc)) {
+					iacc = v;
+					best_i = r;
+				}
+			}
+		} else {
+			for (int64_t r = 0; r < rp.nred_elems; r++) {
+				double v = vnpu_at_load(t->dtype,
+					row + kc_reduce_inner(&rp, r));
+
+				if (r == 0 || red_better(op, v, dacc)) {
+					dacc = v;
+					best_i = r;
+				}
+			}
+		}
+		if (vout) {
+			if (int_acc)
+				vnpu_at_store_int(out_dt, vout + o * vsz, iacc);
+			else
+				vnpu_at_store(out_dt, vout + o * vsz, dacc);
+		}
+		if (iout)
+			iout[o] = best_i;
+	}
+	return true;
+}
+
+static enum vnpu_at_dtype sum_dtype(const struct vnpu_at_tensor *t,
+				    enum vnpu_at_dtype dtype)
+{
+	if (dtype != VNPU_AT_DTYPE_NONE)
+		return dtype;
+	return kc_is_int(t->dtype) ? VNPU_AT_I64 : t->dtype;
+}
+
+struct vnpu_at_tensor *vnpu_cpu_sum_dim_IntList(vnpu_keyset_t ks,
+						struct vnpu_at_tensor *self,
+						struct vnpu_at_opt_int_array dim,
+						bool keepdim,
+						enum vnpu_at_dtype dtype)
+{
+	struct vnpu_at_int_array dims = dim.has ? dim.a : VNPU_AT_NO_INTS;
+	enum vnpu_at_dtype dt = sum_dtype(self, dtype);
+	struct vnpu_at_tensor *out;
+	uint32_t mask;
+
+	(void)ks;
+	if (!vnpu_at_dtype_valid(dt))
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "aten::sum.dim_IntList: invalid dtype");
+	if (!red_mask("aten::sum.dim_IntList", self, dims, true, &mask))
+		return NULL;
+	if (!red_run(self, mask, keepdim, RED_SUM, dt, dt, &out, NULL))
+		return NULL;
+	return out;
+}
+
+static enum vnpu_at_dtype mean_dtype(const char *op,
+				     const struct vnpu_at_tensor *t,
+				     enum vnpu_at_dtype dtype)
+{
+	enum vnpu_at_dtype dt = dtype != VNPU_AT_DTYPE_NONE ? dtype : t->dtype;
+
+	if (!vnpu_at_dtype_is_float(dt)) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"%s: mean(): could not infer output dtype. %s dtype must be either a floating point or complex dtype. Got: %s",
+			op, dtype != VNPU_AT_DTYPE_NONE ? "Optional" : "Input",
+			vnpu_at_dtype_name(dt));
+		return VNPU_AT_DTYPE_NONE;
+	}
+	return dt;
+}
+
+struct vnpu_at_tensor *vnpu_cpu_mean(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self,
+				     enum vnpu_at_dtype dtype)
+{
+	enum vnpu_at_dtype dt = mean_dtype("aten::mean", self, dtype);
+	struct vnpu_at_tensor *out;
+	uint32_t mask = (1u << self->ndim) - 1;
+
+	(void)ks;
+	if (dt == VNPU_AT_DTYPE_NONE)
+		return NULL;
+	if (!red_run(self, mask, false, RED_MEAN, dt, dt, &out, NULL))
+		return NULL;
+	return out;
+}
+
+struct vnpu_at_tensor *vnpu_cpu_mean_dim(vnpu_keyset_t ks,
+					 struct vnpu_at_tensor *self,
+					 struct vnpu_at_opt_int_array dim,
+					 bool keepdim, enum vnpu_at_dtype dtype)
+{
+	struct vnpu_at_int_array dims = dim.has ? dim.a : VNPU_AT_NO_INTS;
+	enum vnpu_at_dtype dt = mean_dtype("aten::mean.dim", self, dtype);
+	struct vnpu_at_tensor *out;
+	uint32_t mask;
+
+	(void)ks;
+	if (dt == VNPU_AT_DTYPE_NONE ||
+	    !red_mask("aten::mean.dim", self, dims, true, &mask))
+		return NULL;
+	if (!red_run(self, mask, keepdim, RED_MEAN, dt, dt, &out, NULL))
+		return NULL;
+	return out;
+}
+
+static struct vnpu_at_tensor *amax_amin(const char *op, const char *py,
+					enum red_op rop,
+					struct vnpu_at_tensor *self,
+					struct vnpu_at_int_array dim,
+					bool keepdim)
+{
+	struct vnpu_at_tensor *out;
+	uint32_t mask;
+
+	if (!red_mask(op, self, dim, true, &mask) ||
+	    !red_nonempty(op, py, self, mask))
+		return NULL;
+	if (!red_run(self, mask, keepdim, rop, self->dtype, self->dtype, &out,
+		     NULL))
+		return NULL;
+	return out;
+}
+
+struct vnpu_at_tensor *vnpu_cpu_amax(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self,
+				     struct vnpu_at_int_array dim,
+				     bool keepdim)
+{
+	(void)ks;
+	return amax_amin("aten::amax", "amax", RED_MAX, self, dim, keepdim);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_amin(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self,
+				     struct vnpu_at_int_array dim,
+				     bool keepdim)
+{
+	(void)ks;
+	return amax_amin("aten::amin", "amin", RED_MIN, self, dim, keepdim);
+}
+
+static struct vnpu_at_tensor *arg_extremum(const char *op, const char *py,
+					   enum red_op rop,
+					   struct vnpu_at_tensor *self,
+					   struct vnpu_at_opt_int dim,
+					   bool keepdim)
+{
+	struct vnpu_at_tensor *idx;
+	uint32_t mask;
+
+	if (!dim.has) {
+		if (vnpu_at_numel(self) == 0)
+			return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				"%s: %s(): Expected reduction dim to be specified for input.numel() == 0.",
+				op, py);
+		/* Over the flattened tensor: the inner walk is row-major
+		 * over every dim, so its counter is the flat index. */
+		mask = (1u << self->ndim) - 1;
+	} else {
+		if (!red_mask(op, self, (struct vnpu_at_int_array){ &dim.v, 1 },
+			      true, &mask) ||
+		    !red_nonempty(op, py, self, mask))
+			return NULL;
+	}
+	if (!red_run(self, mask, keepdim, rop, self->dtype, self->dtype, NULL,
+		     &idx))
+		return NULL;
+	return idx;
+}
+
+struct vnpu_at_tensor *vnpu_cpu_argmax(vnpu_keyset_t ks,
+				       struct vnpu_at_tensor *self,
+				       struct vnpu_at_opt_int dim,
+				       bool keepdim)
+{
+	(void)ks;
+	return arg_extremum("aten::argmax", "argmax", RED_ARGMAX, self, dim,
+			    keepdim);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_argmin(vnpu_keyset_t ks,
+				       struct vnpu_at_tensor *self,
+				       struct vnpu_at_opt_int dim,
+				       bool keepdim)
+{
+	(void)ks;
+	return arg_extremum("aten::argmin", "argmin", RED_ARGMIN, self, dim,
+			    keepdim);
+}
+
+struct vnpu_ret_max_dim vnpu_cpu_max_dim(vnpu_keyset_t ks,
+					 struct vnpu_at_tensor *self,
+					 int64_t dim, bool keepdim)
+{
+	struct vnpu_ret_max_dim r = { 0 };
+	uint32_t mask;
+
+	(void)ks;
+	if (!red_mask("aten::max.dim", self,
+		      (struct vnpu_at_int_array){ &dim, 1 }, true, &mask) ||
+	    !red_nonempty("aten::max.dim", "max", self, mask))
+		return r;
+	if (!red_run(self, mask, keepdim, RED_ARGMAX, self->dtype, self->dtype,
+		     &r.r0, &r.r1))
+		return (struct vnpu_ret_max_dim){ 0 };
+	return r;
+}
