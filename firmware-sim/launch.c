@@ -17,6 +17,7 @@ struct launch_buf {
 	uint8_t *staging;	/* NULL when direct */
 	struct sim_phys *pages; /* staged buffers: one entry per page */
 	uint64_t npages;
+	struct sim_phys one_page; /* pages of a one-page buffer (no malloc) */
 };
 
 struct launch {
@@ -46,7 +47,9 @@ static bool map_buffer(struct vnpu_sim *sim, struct sim_exec *ex,
 		return false;
 	}
 	/* Only a buffer that may be staged needs its page list. */
-	if (b->size <= SIM_STAGING_LIMIT) {
+	if (npages == 1) {
+		b->pages = &b->one_page;
+	} else if (b->size <= SIM_STAGING_LIMIT) {
 		b->pages = malloc(npages * sizeof(*b->pages));
 		if (!b->pages) {
 			ex->status = VNPU_STATUS_TOO_LARGE;
@@ -77,7 +80,8 @@ static bool map_buffer(struct vnpu_sim *sim, struct sim_exec *ex,
 	kb->access = b->access;
 	if (contiguous) {
 		kb->ptr = sim->vram + p0.addr;
-		free(b->pages);
+		if (b->pages != &b->one_page)
+			free(b->pages);
 		b->pages = NULL;
 		return true;
 	}
@@ -165,7 +169,8 @@ static void launch_free(struct launch *l)
 {
 	for (uint32_t i = 0; i < l->nbufs; i++) {
 		free(l->bufs[i].staging);
-		free(l->bufs[i].pages);
+		if (l->bufs[i].pages != &l->bufs[i].one_page)
+			free(l->bufs[i].pages);
 	}
 }
 

@@ -7,9 +7,9 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 	       "page-table entries are read as little-endian words");
 
+/* The command processor drops its entries when it sees the new gen. */
 void sim_tlb_invalidate_locked(struct sim_ctx *ctx)
 {
-	memset(ctx->tlb, 0, sizeof(ctx->tlb));
 	ctx->tlb_gen++;
 }
 
@@ -97,31 +97,38 @@ bool sim_mmu_translate(struct vnpu_sim *sim, struct sim_exec *ex, uint64_t va,
 		fault->reason = VNPU_FAULT_VA_RANGE;
 		return false;
 	}
-	sim_lock(sim);
-	if (!ctx->enabled) {
-		sim_unlock(sim);
-		fault->reason = VNPU_FAULT_NOT_MAPPED;
-		return false;
-	}
 	e = &ctx->tlb[vpn % SIM_TLB_ENTRIES];
-	if (e->vpn_plus_one == vpn + 1) {
+	gen = atomic_load_explicit(&ctx->tlb_gen, memory_order_acquire);
+	if (gen == ctx->tlb_seen_gen && ctx->tlb_enabled &&
+	    e->vpn_plus_one == vpn + 1) {
 		pte = e->pte;
-		sim_unlock(sim);
 	} else {
+		bool enabled;
+
+		sim_lock(sim);
+		enabled = ctx->enabled;
 		pt_base = ctx->pt_base;
-		gen = ctx->tlb_gen;
+		gen = atomic_load(&ctx->tlb_gen);
 		sim_unlock(sim);
+		if (gen != ctx->tlb_seen_gen) {
+			memset(ctx->tlb, 0, sizeof(ctx->tlb));
+			ctx->tlb_seen_gen = gen;
+		}
+		ctx->tlb_enabled = enabled;
+		if (!enabled) {
+			fault->reason = VNPU_FAULT_NOT_MAPPED;
+			return false;
+		}
 		if (!walk(sim, pt_base, va, &pte, &reason)) {
 			fault->reason = reason;
 			return false;
 		}
-		sim_lock(sim);
-		/* An invalidation during the walk wins over this result. */
-		if (ctx->tlb_gen == gen && sim->epoch == ex->epoch) {
+		/* An invalidation (or reset) during the walk wins over this
+		 * result. */
+		if (atomic_load(&ctx->tlb_gen) == gen) {
 			e->vpn_plus_one = vpn + 1;
 			e->pte = pte;
 		}
-		sim_unlock(sim);
 	}
 	if (!(pte & (write ? VNPU_PTE_WRITE : VNPU_PTE_READ))) {
 		fault->reason = VNPU_FAULT_PERMISSION;

@@ -228,12 +228,13 @@ struct cp_slot {
 	bool faulted; /* the context has a pending fault */
 };
 
-static bool still_current_locked(const struct vnpu_sim *sim,
-				 const struct sim_exec *ex)
+/* No reset and no disable (nor re-enable) of the queue since the
+ * snapshot, when the queue was enabled: every enable change bumps the
+ * queue's generation. Lock-free (both counters are atomic). */
+static bool still_current(struct vnpu_sim *sim, const struct sim_exec *ex)
 {
-	return sim->epoch == ex->epoch &&
-	       sim->queue[ex->queue].gen == ex->qgen &&
-	       sim->queue[ex->queue].enabled;
+	return atomic_load(&sim->epoch) == ex->epoch &&
+	       atomic_load(&sim->queue[ex->queue].gen) == ex->qgen;
 }
 
 static void fatal_if_current(struct vnpu_sim *sim, const struct sim_exec *ex,
@@ -245,7 +246,12 @@ static void fatal_if_current(struct vnpu_sim *sim, const struct sim_exec *ex,
 	sim_unlock(sim);
 }
 
-/* Fetches (once), executes and retires one command; true when retired. */
+/*
+ * Fetches (once), executes and retires one command; true when retired.
+ * Called without the lock; returns with it held, so that the retirement
+ * and the next command's snapshot share one critical section (the
+ * interrupt is delivered when the lock is next dropped).
+ */
 static bool cp_execute_one(struct vnpu_sim *sim, struct sim_exec *ex,
 			   const struct cp_slot *slot)
 {
@@ -263,6 +269,7 @@ static bool cp_execute_one(struct vnpu_sim *sim, struct sim_exec *ex,
 			sim_log(sim, "vnpu: queue %u: ring fetch failed",
 				ex->queue);
 			fatal_if_current(sim, ex, VNPU_FATAL_RING_DMA);
+			sim_lock(sim);
 			return false;
 		}
 	}
@@ -270,15 +277,16 @@ static bool cp_execute_one(struct vnpu_sim *sim, struct sim_exec *ex,
 		ex->status = VNPU_STATUS_CONTEXT_FAULTED;
 	else
 		sim_cmd_execute(sim, ex);
-	if (ex->stop)
+	if (ex->stop) {
+		sim_lock(sim);
 		return false;
+	}
 	if (ex->wait) {
 		sim_lock(sim);
-		if (still_current_locked(sim, ex)) {
+		if (still_current(sim, ex)) {
 			qu->waiting = true;
 			qu->wait_cmd = ex->cmd;
 		}
-		sim_unlock(sim);
 		return false;
 	}
 
@@ -289,12 +297,12 @@ static bool cp_execute_one(struct vnpu_sim *sim, struct sim_exec *ex,
 	cpl.info = ex->info;
 	cpl.timestamp = sim_clock(sim);
 
-	sim_lock(sim);
-	if (!still_current_locked(sim, ex)) {
-		sim_unlock(sim);
+	/* A reset waits for this command (cp_busy), so a record written
+	 * after this check is still written before the reset returns. */
+	if (!still_current(sim, ex)) {
+		sim_lock(sim);
 		return false;
 	}
-	sim_unlock(sim);
 	if (__builtin_add_overflow(slot->cpl_base,
 				   (uint64_t)slot->slot * VNPU_CPL_SIZE,
 				   &addr) ||
@@ -302,11 +310,12 @@ static bool cp_execute_one(struct vnpu_sim *sim, struct sim_exec *ex,
 		sim_log(sim, "vnpu: queue %u: completion write failed",
 			ex->queue);
 		fatal_if_current(sim, ex, VNPU_FATAL_CPL_DMA);
+		sim_lock(sim);
 		return false;
 	}
 
 	sim_lock(sim);
-	if (still_current_locked(sim, ex)) {
+	if (still_current(sim, ex)) {
 		bool irq = (ex->cmd.hdr.flags & VNPU_CMD_F_IRQ) ||
 			   ex->status != VNPU_STATUS_OK;
 
@@ -320,7 +329,6 @@ static bool cp_execute_one(struct vnpu_sim *sim, struct sim_exec *ex,
 					     VNPU_MSIX_VECTOR_QUEUE(ex->queue));
 		retired = true;
 	}
-	sim_unlock(sim); /* delivers the interrupt */
 	return retired;
 }
 
@@ -330,13 +338,11 @@ static void cp_done_locked(struct vnpu_sim *sim)
 	pthread_cond_broadcast(&sim->idle_cv);
 }
 
-bool sim_cp_step(struct vnpu_sim *sim)
+bool sim_cp_step_locked(struct vnpu_sim *sim)
 {
 	unsigned nq = sim->cfg.num_queues;
-	unsigned start;
+	unsigned start = sim->rr_next;
 
-	sim_lock(sim);
-	start = sim->rr_next;
 	for (unsigned i = 0; i < nq; i++) {
 		unsigned q = (start + i) % nq;
 		struct sim_queue *qu = &sim->queue[q];
@@ -363,20 +369,27 @@ bool sim_cp_step(struct vnpu_sim *sim)
 		if (qu->waiting)
 			ex.cmd = qu->wait_cmd;
 		sim->cp_busy = true;
-		sim_unlock(sim);
+		sim_unlock(sim); /* delivers the last retirement's interrupt */
 
 		retired = cp_execute_one(sim, &ex, &slot);
 
-		sim_lock(sim);
 		cp_done_locked(sim);
 		if (retired) {
 			sim->rr_next = (q + 1) % nq;
-			sim_unlock(sim);
 			return true;
 		}
 	}
-	sim_unlock(sim);
 	return false;
+}
+
+bool sim_cp_step(struct vnpu_sim *sim)
+{
+	bool retired;
+
+	sim_lock(sim);
+	retired = sim_cp_step_locked(sim);
+	sim_unlock(sim);
+	return retired;
 }
 
 static uint32_t boot_load(struct vnpu_sim *sim, uint64_t addr, uint32_t size,

@@ -5,6 +5,9 @@
 
 void sim_wake_cp_locked(struct vnpu_sim *sim)
 {
+	/* Seen by a polling command processor; the broadcast is a system
+	 * call only when it sleeps. */
+	atomic_fetch_add_explicit(&sim->wakes, 1, memory_order_release);
 	pthread_cond_broadcast(&sim->wake_cv);
 }
 
@@ -352,7 +355,9 @@ static void ctx_write_locked(struct vnpu_sim *sim, unsigned c, uint32_t reg,
 									<< 32;
 		break;
 	case VNPU_CTX_CTRL:
-		if (ctx->enabled && !(value & VNPU_CTX_CTRL_ENABLE))
+		/* Any change of ENABLE flushes the TLB (the command
+		 * processor's cached `enabled` goes with it). */
+		if (ctx->enabled != !!(value & VNPU_CTX_CTRL_ENABLE))
 			sim_tlb_invalidate_locked(ctx);
 		ctx->enabled = value & VNPU_CTX_CTRL_ENABLE;
 		if (value & VNPU_CTX_CTRL_TLB_INVALIDATE)

@@ -85,6 +85,8 @@ int vnpu_sim_create(const struct vnpu_sim_config *cfg,
 	pthread_cond_init(&sim->idle_cv, NULL);
 	pthread_cond_init(&sim->wake_cv, NULL);
 	atomic_init(&sim->cancel, false);
+	atomic_init(&sim->wakes, 0);
+	atomic_init(&sim->epoch, 0);
 	if (cfg->mode == VNPU_SIM_THREADS) {
 		err = sim_workers_start(sim);
 		if (!err) {
@@ -131,7 +133,7 @@ void sim_hw_reset_locked(struct vnpu_sim *sim)
 
 	atomic_store(&sim->cancel, true);
 	sim->epoch++;
-	pthread_cond_broadcast(&sim->wake_cv);
+	sim_wake_cp_locked(sim);
 	while (sim->cp_busy)
 		pthread_cond_wait(&sim->idle_cv, &sim->lock);
 
@@ -151,16 +153,16 @@ void sim_hw_reset_locked(struct vnpu_sim *sim)
 	memset(sim->kernel_loaded, 0, sizeof(sim->kernel_loaded));
 	for (unsigned c = 0; c < VNPU_MAX_CONTEXTS; c++) {
 		struct sim_ctx *ctx = &sim->ctx[c];
-		uint64_t gen = ctx->tlb_gen;
+		uint64_t gen = atomic_load(&ctx->tlb_gen);
 
 		memset(ctx, 0, sizeof(*ctx));
-		ctx->tlb_gen = gen + 1;
+		atomic_store(&ctx->tlb_gen, gen + 1);
 	}
 	for (unsigned q = 0; q < VNPU_MAX_QUEUES; q++) {
-		uint64_t gen = sim->queue[q].gen;
+		uint64_t gen = atomic_load(&sim->queue[q].gen);
 
 		memset(&sim->queue[q], 0, sizeof(sim->queue[q]));
-		sim->queue[q].gen = gen + 1;
+		atomic_store(&sim->queue[q].gen, gen + 1);
 	}
 	sim->rr_next = 0;
 	sim->pending_vectors = 0;

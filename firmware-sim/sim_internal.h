@@ -34,6 +34,10 @@
 #define SIM_TLB_ENTRIES 64
 /* Threaded mode: how often a queue in FENCE_WAIT re-reads its fence. */
 #define SIM_FENCE_POLL_NS 1000000ull
+/* Threaded mode: how long the command processor keeps polling for a
+ * doorbell after its queues ran dry, before it sleeps (a burst of
+ * submissions then costs no thread wake-up per doorbell). */
+#define SIM_CP_SPIN_NS 50000ull
 /* ERR_QUEUE value when an error concerns no queue. */
 #define SIM_ERR_NO_QUEUE 0xffffffffu
 
@@ -48,7 +52,15 @@ struct sim_ctx {
 	uint32_t fault_status; /* 0 when no fault is pending */
 	uint64_t fault_va;
 	uint32_t fault_count;
-	uint64_t tlb_gen; /* bumped by every invalidation */
+	/* Bumped (under the lock) by every invalidation, every change of
+	 * `enabled` and reset; read by the command processor without it. */
+	_Atomic uint64_t tlb_gen;
+	/* The TLB belongs to the command processor (only code executing a
+	 * command, cp_busy, touches it; reset clears it while the CP is
+	 * idle): a hit takes no lock. Its entries are valid while tlb_gen
+	 * equals tlb_seen_gen; tlb_enabled is `enabled` as of that gen. */
+	uint64_t tlb_seen_gen;
+	bool tlb_enabled;
 	struct sim_tlb_entry tlb[SIM_TLB_ENTRIES];
 };
 
@@ -64,7 +76,9 @@ struct sim_queue {
 	uint32_t head;
 	uint32_t tail;
 	uint64_t done_seq;
-	uint64_t gen; /* bumped on enable and disable */
+	/* Bumped on enable and disable (under the lock); atomic so that the
+	 * command processor checks it without the lock. */
+	_Atomic uint64_t gen;
 	bool waiting; /* blocked in FENCE_WAIT on wait_cmd */
 	struct vnpu_cmd wait_cmd;
 };
@@ -111,6 +125,7 @@ struct vnpu_sim {
 	pthread_mutex_t lock;
 	pthread_cond_t idle_cv; /* CP became not busy */
 	pthread_cond_t wake_cv; /* work for the CP thread */
+	atomic_uint wakes;	/* bumped with every wake_cv signal */
 
 	/* global registers and firmware state */
 	uint32_t boot_status;
@@ -132,7 +147,7 @@ struct vnpu_sim {
 	unsigned rr_next; /* round-robin start queue */
 
 	/* command processor */
-	uint64_t epoch;	    /* bumped by every reset */
+	_Atomic uint64_t epoch; /* bumped by every reset (under the lock) */
 	atomic_bool cancel; /* a reset wants the CP to stop */
 	bool cp_busy;
 	pthread_mutex_t run_lock; /* serialises vnpu_sim_run callers */
@@ -171,8 +186,12 @@ uint32_t sim_queue_read_locked(struct vnpu_sim *sim, unsigned q, uint32_t reg);
 void sim_doorbell_locked(struct vnpu_sim *sim, unsigned q, uint32_t value);
 void sim_wake_cp_locked(struct vnpu_sim *sim);
 
-/* queue.c: one scheduling pass; true when a command retired. */
+/* queue.c: one scheduling pass; true when a command retired. The _locked
+ * form is entered and left with the lock held (it drops it while a
+ * command executes); interrupts of its last retirement are delivered at
+ * the caller's next sim_unlock. */
 bool sim_cp_step(struct vnpu_sim *sim);
+bool sim_cp_step_locked(struct vnpu_sim *sim);
 /* Pending boot, if any (CP context). */
 void sim_cp_boot(struct vnpu_sim *sim);
 

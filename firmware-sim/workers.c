@@ -119,6 +119,54 @@ static void timed_wait_locked(struct vnpu_sim *sim, uint64_t ns)
 	pthread_cond_timedwait(&sim->wake_cv, &sim->lock, &ts);
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield");
+#endif
+}
+
+/*
+ * Polls for a wake (doorbell, Q_CTRL, CTRL.BOOT, fault clear) for up to
+ * SIM_CP_SPIN_NS without the lock, so that the next doorbell of a burst
+ * finds the command processor awake. Entered and left with the lock held;
+ * the interrupts collected meanwhile are delivered when it is dropped.
+ * True when a wake came (the caller looks for work again).
+ */
+static bool cp_poll_wake(struct vnpu_sim *sim)
+{
+	unsigned seen = atomic_load_explicit(&sim->wakes, memory_order_relaxed);
+	uint64_t deadline;
+	bool woken = false;
+
+	sim_unlock(sim);
+	deadline = mono_ns() + SIM_CP_SPIN_NS;
+	do {
+		for (int i = 0; i < 16; i++)
+			cpu_relax();
+		if (atomic_load_explicit(&sim->wakes, memory_order_acquire) !=
+		    seen) {
+			woken = true;
+			break;
+		}
+	} while (mono_ns() < deadline);
+	sim_lock(sim);
+	/* A wake between the last poll and the lock is seen here: wakes
+	 * only move under the lock. */
+	return woken || atomic_load_explicit(&sim->wakes,
+					     memory_order_relaxed) != seen;
+}
+
 static bool cp_has_work_locked(const struct vnpu_sim *sim)
 {
 	if (sim->boot_pending)
@@ -133,23 +181,30 @@ static void *cp_main(void *arg)
 {
 	struct vnpu_sim *sim = arg;
 
-	pthread_mutex_lock(&sim->lock);
+	sim_lock(sim);
 	while (!sim->cp_stop) {
-		bool progress;
-
-		pthread_mutex_unlock(&sim->lock);
-		sim_cp_boot(sim);
-		progress = sim_cp_step(sim);
-		pthread_mutex_lock(&sim->lock);
-		if (sim->cp_stop || progress)
+		if (sim->boot_pending) {
+			sim_unlock(sim);
+			sim_cp_boot(sim);
+			sim_lock(sim);
 			continue;
+		}
+		if (sim_cp_step_locked(sim) || sim->cp_stop)
+			continue;
+		if (sim->pending_vectors) {
+			/* deliver before sleeping */
+			sim_unlock(sim);
+			sim_lock(sim);
+			continue;
+		}
 		if (atomic_load(&sim->cancel) || sim_any_waiting_locked(sim))
 			/* let a reset finish; re-read fences periodically */
 			timed_wait_locked(sim, SIM_FENCE_POLL_NS);
-		else if (!cp_has_work_locked(sim))
+		else if (!cp_has_work_locked(sim) && !cp_poll_wake(sim) &&
+			 !cp_has_work_locked(sim) && !sim->cp_stop)
 			pthread_cond_wait(&sim->wake_cv, &sim->lock);
 	}
-	pthread_mutex_unlock(&sim->lock);
+	sim_unlock(sim);
 	return NULL;
 }
 
@@ -172,7 +227,7 @@ void sim_cp_thread_stop(struct vnpu_sim *sim)
 	/* Stop a long command early; nothing it did is retired any more. */
 	atomic_store(&sim->cancel, true);
 	sim->epoch++;
-	pthread_cond_broadcast(&sim->wake_cv);
+	sim_wake_cp_locked(sim);
 	pthread_mutex_unlock(&sim->lock);
 	pthread_join(sim->cp_thread, NULL);
 	sim->cp_started = false;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* Threaded mode: a scenario shared with deterministic mode, concurrent
- * doorbells from many threads, fences released by the host, and reset and
- * destroy while long kernels run. */
+ * doorbells from many threads, doorbells while the command processor polls
+ * and after it slept, the TLB invalidated from another thread, fences
+ * released by the host, and reset and destroy while long kernels run. */
 #include <pthread.h>
 #include <time.h>
 
@@ -277,6 +278,127 @@ START_TEST(destroy_while_kernels_run)
 }
 END_TEST
 
+static void sleep_us(unsigned us)
+{
+	struct timespec ts = {us / 1000000, (long)(us % 1000000) * 1000L};
+
+	nanosleep(&ts, NULL);
+}
+
+/* The interrupt follows DONE_SEQ: give it up to a second to arrive. */
+static unsigned irqs_reaching(struct vnpu_simhost *h, unsigned vector,
+			      unsigned want)
+{
+	for (int i = 0; i < 20000 && vnpu_simhost_irq_count(h, vector) < want;
+	     i++)
+		sleep_us(50);
+	return vnpu_simhost_irq_count(h, vector);
+}
+
+/*
+ * After its queues run dry the command processor polls for doorbells for a
+ * while, then sleeps: a doorbell is taken at any gap, commands written
+ * without a doorbell never run, and every F_IRQ completion interrupts.
+ */
+START_TEST(doorbells_while_polling_and_asleep)
+{
+	static const unsigned gaps_us[] = {0, 5, 20, 45, 55, 80, 200, 2000};
+	struct vnpu_simhost *h = ft_ready(VNPU_SIM_THREADS, true);
+	uint64_t va, seq = 0;
+	uint32_t *mem = vnpu_simhost_alloc_map(h, 0, true, 4096, RW, &va);
+	unsigned irqs = vnpu_simhost_irq_count(h, 1);
+
+	for (unsigned round = 0; round < 3; round++) {
+		for (unsigned g = 0; g < sizeof(gaps_us) / sizeof(gaps_us[0]);
+		     g++) {
+			uint32_t value = round << 8 | g;
+			struct vnpu_cmd c =
+				vnpu_simhost_cmd_fill(va + 4 * g, 4, value, 4);
+
+			c.hdr.flags = VNPU_CMD_F_IRQ;
+			sleep_us(gaps_us[g]);
+			seq = vnpu_simhost_submit(h, 0, c);
+			ck_assert_int_eq(vnpu_simhost_wait(h, 0, seq, 10000),
+					 0);
+			ck_assert_uint_eq(mem[g], value);
+			irqs++;
+			ck_assert_uint_eq(irqs_reaching(h, 1, irqs), irqs);
+		}
+	}
+	/* Written into the ring but not rung: polling must not run it. */
+	vnpu_simhost_push(h, 0, vnpu_simhost_cmd_fill(va + 512, 4, 77, 4));
+	sleep_us(20);
+	sleep_ms(5);
+	ck_assert_uint_eq(ft_qreg(h, 0, VNPU_Q_DONE_SEQ_LO), seq);
+	ck_assert_uint_eq(mem[128], 0);
+	vnpu_simhost_ring(h, 0);
+	ck_assert_int_eq(vnpu_simhost_wait(h, 0, seq + 1, 10000), 0);
+	ck_assert_uint_eq(mem[128], 77);
+	vnpu_simhost_destroy(h);
+}
+END_TEST
+
+/* The TLB is the command processor's own, invalidated from the register
+ * thread: a remapped page is used stale until TLB_INVALIDATE, then the new
+ * page; an unmapped one until the invalidation, then it faults; a context
+ * disabled and enabled again forgets its translations. */
+START_TEST(tlb_invalidation_threaded)
+{
+	struct vnpu_simhost *h = ft_ready(VNPU_SIM_THREADS, true);
+	const uint64_t va = 0x600000000ull + 5 * 4096;
+	uint64_t dst, p1 = vnpu_simhost_vram_alloc(h, 4096, 4096);
+	uint64_t p2 = vnpu_simhost_vram_alloc(h, 4096, 4096);
+	uint8_t *d = vnpu_simhost_alloc_map(h, 0, false, 4096, RW, &dst);
+	struct vnpu_cpl cpl;
+
+	memset(vnpu_simhost_vram_ptr(h, p1), 1, 4096);
+	memset(vnpu_simhost_vram_ptr(h, p2), 2, 4096);
+	vnpu_simhost_map(h, 0, va, true, p1, 4096, RO);
+	ck_assert_uint_eq(
+		ft_exec(h, 0, vnpu_simhost_cmd_copy(va, dst, 8), NULL),
+		VNPU_STATUS_OK);
+	ck_assert_uint_eq(d[0], 1);
+	vnpu_simhost_map(h, 0, va, true, p2, 4096, RO);
+	ck_assert_uint_eq(
+		ft_exec(h, 0, vnpu_simhost_cmd_copy(va, dst, 8), NULL),
+		VNPU_STATUS_OK);
+	ck_assert_uint_eq(d[0], 1);
+	vnpu_simhost_tlb_invalidate(h, 0);
+	ck_assert_uint_eq(
+		ft_exec(h, 0, vnpu_simhost_cmd_copy(va, dst, 8), NULL),
+		VNPU_STATUS_OK);
+	ck_assert_uint_eq(d[0], 2);
+	vnpu_simhost_unmap(h, 0, va, 4096);
+	ck_assert_uint_eq(
+		ft_exec(h, 0, vnpu_simhost_cmd_copy(va, dst, 8), NULL),
+		VNPU_STATUS_OK);
+	vnpu_simhost_tlb_invalidate(h, 0);
+	ck_assert_uint_eq(
+		ft_exec(h, 0, vnpu_simhost_cmd_copy(va, dst, 8), &cpl),
+		VNPU_STATUS_MMU_FAULT);
+	ck_assert_uint_eq(cpl.info, va);
+	ck_assert_uint_eq(VNPU_FAULT_REASON(ft_creg(h, 0,
+						    VNPU_CTX_FAULT_STATUS)),
+			  VNPU_FAULT_NOT_MAPPED);
+	ft_wr(h, VNPU_CTX_REG(0, VNPU_CTX_FAULT_STATUS), VNPU_FAULT_PENDING);
+	/* Cached again, then the context goes off and on: walked anew. */
+	vnpu_simhost_map(h, 0, va, true, p1, 4096, RO);
+	vnpu_simhost_tlb_invalidate(h, 0);
+	ck_assert_uint_eq(
+		ft_exec(h, 0, vnpu_simhost_cmd_copy(va, dst, 8), NULL),
+		VNPU_STATUS_OK);
+	ck_assert_uint_eq(d[0], 1);
+	vnpu_simhost_map(h, 0, va, true, p2, 4096, RO);
+	ft_wr(h, VNPU_CTX_REG(0, VNPU_CTX_CTRL), 0);
+	ft_wr(h, VNPU_CTX_REG(0, VNPU_CTX_CTRL), VNPU_CTX_CTRL_ENABLE);
+	ck_assert_uint_eq(
+		ft_exec(h, 0, vnpu_simhost_cmd_copy(va, dst, 8), NULL),
+		VNPU_STATUS_OK);
+	ck_assert_uint_eq(d[0], 2);
+	vnpu_simhost_destroy(h);
+}
+END_TEST
+
 START_TEST(hang_in_threaded_mode)
 {
 	struct vnpu_simhost *h = ft_ready(VNPU_SIM_THREADS, true);
@@ -308,6 +430,8 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, same_results_in_both_modes);
 	tcase_add_test(tc, concurrent_doorbells);
+	tcase_add_test(tc, doorbells_while_polling_and_asleep);
+	tcase_add_test(tc, tlb_invalidation_threaded);
 	tcase_add_test(tc, fence_released_by_host);
 	tcase_add_test(tc, reset_while_kernels_run);
 	tcase_add_test(tc, destroy_while_kernels_run);
