@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The guest kernel: Debian's newest kernel from bookworm-backports (the
+# version linux-image-amd64 currently depends on, asked from apt, never
+# written down here), downloaded with `apt-get download` and extracted into
+# a cache outside the checkout. Nothing is installed on the host.
+#
+#   scripts/guest-kernel.sh                 prepare, print the guest dir
+#   scripts/guest-kernel.sh --print-version print the kernel release only
+#                                           (e.g. for building the module
+#                                           against the matching headers)
+#
+# The guest dir, $VNPU_CACHE/guest/<release>/ (VNPU_CACHE defaults to
+# ${XDG_CACHE_HOME:-$HOME/.cache}/vnpu), holds:
+#   vmlinuz, config, System.map      from the package's /boot
+#   lib/modules/<release>/           every module (.ko.xz, the kernel
+#                                    decompresses them itself) with
+#                                    modules.dep from depmod
+#   package                          the package name and version
+# scripts/initramfs.sh takes the modules it needs from there. Progress goes
+# to stderr, the answer to stdout.
+set -euo pipefail
+
+print_version=0
+for arg in "$@"; do
+	case $arg in
+	--print-version) print_version=1 ;;
+	*)
+		echo "usage: $0 [--print-version]" >&2
+		exit 2
+		;;
+	esac
+done
+
+cache=${VNPU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vnpu}
+log() { echo "guest-kernel: $*" >&2; }
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+apt_get() { $sudo apt-get -o DPkg::Lock::Timeout=600 "$@"; }
+
+# The same list file scripts/deps.sh writes, so the two never duplicate it.
+backports_list=/etc/apt/sources.list.d/vnpu-backports.sources
+add_backports() {
+	log "adding bookworm-backports ($backports_list)"
+	$sudo tee "$backports_list" >/dev/null <<'LIST'
+Types: deb deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+LIST
+	apt_get update -qq
+}
+
+# Prints "<image package> <version>": what the newest linux-image-amd64 in
+# bookworm-backports depends on.
+discover() {
+	apt-cache show linux-image-amd64 2>/dev/null | awk '
+		/^Version: /{v=$2}
+		/^Depends: / && v ~ /bpo/ {
+			split($0, d, /[ ,]+/)
+			for (i in d) if (d[i] ~ /^linux-image-[0-9]/) print v, d[i]
+		}' | sort -V | tail -1 | awk '{print $2}' | {
+		read -r pkg || exit 1
+		ver=$(apt-cache show "$pkg" 2>/dev/null |
+			awk '/^Version: /{print $2}' | sort -V | tail -1)
+		[ -n "$ver" ] || exit 1
+		echo "$pkg $ver"
+	}
+}
+
+# apt-cache takes seconds; its answer only changes with the package lists, so
+# it is remembered per state of /var/lib/apt/lists.
+lists_state=$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' \
+	-printf '%T@ %s %f\n' 2>/dev/null | sort | sha256sum | cut -c1-16)
+memo=$cache/guest/discovered
+found=""
+if [ -f "$memo" ]; then
+	read -r memo_state memo_pkg memo_ver <"$memo" || true
+	[ "${memo_state:-}" = "$lists_state" ] && found="$memo_pkg $memo_ver"
+fi
+if [ -z "$found" ] && ! found=$(discover); then
+	if ! grep -rqs bookworm-backports /etc/apt/sources.list \
+		/etc/apt/sources.list.d/; then
+		add_backports
+	else
+		log "apt knows no backports kernel; updating the package lists"
+		apt_get update -qq
+	fi
+	found=$(discover) || {
+		log "no linux-image-amd64 in bookworm-backports"
+		exit 1
+	}
+fi
+read -r pkg pkgver <<<"$found"
+mkdir -p "$cache/guest"
+echo "$lists_state $found" >"$memo"
+kver=${pkg#linux-image-}
+
+if [ "$print_version" -eq 1 ]; then
+	echo "$kver"
+	exit 0
+fi
+
+dir=$cache/guest/$kver
+if [ -f "$dir/package" ] && [ "$(cat "$dir/package")" = "$pkg $pkgver" ]; then
+	echo "$dir"
+	exit 0
+fi
+
+# depmod (kmod) computes modules.dep for the extracted tree.
+if ! command -v depmod >/dev/null && [ ! -x /usr/sbin/depmod ] &&
+	[ ! -x /sbin/depmod ]; then
+	log "installing kmod (depmod)"
+	apt_get install -y -qq --no-install-recommends kmod >/dev/null
+fi
+depmod=$(command -v depmod || echo /usr/sbin/depmod)
+
+tmp=$cache/guest/.tmp-$kver.$$
+trap 'rm -rf "$tmp"' EXIT
+rm -rf "$tmp"
+mkdir -p "$tmp/root"
+log "downloading $pkg $pkgver"
+(cd "$tmp" && apt-get download -q "$pkg=$pkgver" >/dev/null 2>&1) || {
+	log "apt-get download $pkg=$pkgver failed"
+	exit 1
+}
+log "extracting $pkg"
+dpkg-deb -x "$tmp"/*.deb "$tmp/root"
+rm -f "$tmp"/*.deb
+mods=$tmp/root/lib/modules/$kver
+if [ ! -f "$tmp/root/boot/vmlinuz-$kver" ] || [ ! -d "$mods/kernel" ]; then
+	log "the package has no /boot/vmlinuz-$kver or modules"
+	exit 1
+fi
+log "depmod $kver"
+"$depmod" -b "$tmp/root" "$kver"
+
+rm -rf "$dir"
+mkdir -p "$dir/lib/modules"
+mv "$tmp/root/boot/vmlinuz-$kver" "$dir/vmlinuz"
+mv "$tmp/root/boot/config-$kver" "$dir/config"
+mv "$tmp/root/boot/System.map-$kver" "$dir/System.map"
+mv "$mods" "$dir/lib/modules/$kver"
+echo "$pkg $pkgver" >"$dir/package"
+log "ready: $dir"
+echo "$dir"

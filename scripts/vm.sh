@@ -1,0 +1,305 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Boots the vnpu guest (Debian's backports kernel, a busybox initramfs) in
+# our QEMU with the vnpu PCI device, and runs a command in it or opens a
+# shell. See docs/vm.md.
+#
+#   scripts/vm.sh run [OPTIONS] -- COMMAND [ARGS...]
+#   scripts/vm.sh shell [OPTIONS]
+#   scripts/vm.sh check-log FILE...
+#
+# run: prints the command's stdout on stdout and its stderr on stderr as it
+#      runs, and exits with its exit status. Exits 124 when the time limit
+#      kills the VM, 125 when the guest never reported a status (crash,
+#      panic, boot failure) or when the guest kernel logged a WARN, BUG,
+#      oops, panic or call trace (the lines are printed).
+# shell: an interactive shell on the serial console (Ctrl-A X quits QEMU).
+# check-log: the kernel-log scanner alone (exit 1 and the lines on a hit).
+#
+# Options:
+#   --user             run the command as user 'vnpu' (group 'accel')
+#   --timeout S        time limit in seconds (run; default 600)
+#   --module PATH      our vnpu.ko, loaded at boot
+#   --firmware PATH    installed as /lib/firmware/vnpu/vnpu.fw
+#   --add SRC:DST      copy SRC (file or dir) to DST in the guest (repeatable)
+#   --device-opts OPTS properties for -device vnpu (e.g. cores=2,test-mode=on)
+#   --no-device        no vnpu device
+#   --smp N            vCPUs (default 2)     --mem SIZE  memory (default 2G)
+#   --accel A          auto (default), tcg or kvm
+#   --qemu PATH        qemu-system-x86_64 (default: $VNPU_QEMU, else what
+#                      scripts/build-qemu.sh builds)
+#   --quiet            no progress messages
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+cache=${VNPU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vnpu}
+
+quiet=0
+log() { [ "$quiet" -eq 1 ] || echo "vm: $*" >&2; }
+die() { echo "vm: $*" >&2; exit 2; }
+usage() {
+	sed -n '7,9p;19,33p' "$0" | sed 's/^# \{0,1\}//' >&2
+	exit 2
+}
+
+# The scanner: lines that mean the kernel went wrong. A match fails the run.
+bad_log_regex='WARNING: CPU|------------\[ cut here \]|BUG: |kernel BUG at|Oops|Call Trace:|Kernel panic|general protection fault|UBSAN:|KASAN:|refcount_t:|list_(add|del) corruption|INFO: task .* blocked for|detected stalls|soft lockup|hard LOCKUP|RIP: 00'
+check_log() {
+	local f hits=0 lines
+	for f in "$@"; do
+		[ -f "$f" ] || continue
+		lines=$(grep -a -n -E -- "$bad_log_regex" "$f" || true)
+		[ -n "$lines" ] || continue
+		hits=1
+		echo "vm: kernel problem in $(basename "$f"):" >&2
+		# The first hit with what follows it (the trace), then the rest.
+		local first
+		first=$(head -1 <<<"$lines" | cut -d: -f1)
+		sed -n "${first},$((first + 40))p" "$f" | sed 's/^/  | /' >&2
+		echo "$lines" | sed 's/^/  > /' | head -40 >&2
+	done
+	return $hits
+}
+
+[ $# -ge 1 ] || usage
+mode=$1
+shift
+case $mode in
+run | shell) ;;
+check-log)
+	[ $# -ge 1 ] || usage
+	check_log "$@"
+	exit $?
+	;;
+*) usage ;;
+esac
+
+user=0
+timeout=${VNPU_VM_TIMEOUT:-600}
+module=""
+firmware=""
+adds=()
+device=1
+device_opts=""
+smp=${VNPU_VM_SMP:-2}
+mem=${VNPU_VM_MEM:-2G}
+accel=${VNPU_VM_ACCEL:-auto}
+qemu=${VNPU_QEMU:-}
+while [ $# -gt 0 ]; do
+	case $1 in
+	--user) user=1; shift ;;
+	--timeout) timeout=${2:?}; shift 2 ;;
+	--module) module=${2:?}; shift 2 ;;
+	--firmware) firmware=${2:?}; shift 2 ;;
+	--add) adds+=(--add "${2:?}"); shift 2 ;;
+	--device-opts) device_opts=${2:?}; shift 2 ;;
+	--no-device) device=0; shift ;;
+	--smp) smp=${2:?}; shift 2 ;;
+	--mem) mem=${2:?}; shift 2 ;;
+	--accel) accel=${2:?}; shift 2 ;;
+	--qemu) qemu=${2:?}; shift 2 ;;
+	--quiet) quiet=1; shift ;;
+	--) shift; break ;;
+	*) usage ;;
+	esac
+done
+if [ "$mode" = run ]; then
+	[ $# -ge 1 ] || die "run: no command (scripts/vm.sh run -- COMMAND)"
+	[[ $timeout =~ ^[0-9]+$ ]] && [ "$timeout" -gt 0 ] ||
+		die "--timeout wants whole seconds"
+else
+	[ $# -eq 0 ] || usage
+fi
+case $accel in auto | tcg | kvm) ;; *) die "--accel auto|tcg|kvm" ;; esac
+
+# ---- ingredients ---------------------------------------------------------------
+t_start=$(date +%s.%N)
+if [ -z "$qemu" ]; then
+	if ! qemu=$("$here/build-qemu.sh" --print-path 2>/dev/null); then
+		log "building QEMU with the vnpu device (scripts/build-qemu.sh)"
+		qemu=$("$here/build-qemu.sh")
+	fi
+fi
+[ -x "$qemu" ] || die "no QEMU at $qemu"
+log "preparing the guest kernel"
+guest=$("$here/guest-kernel.sh")
+log "preparing the initramfs"
+initramfs=$("$here/initramfs.sh" --guest "$guest" \
+	${module:+--module "$module"} ${firmware:+--firmware "$firmware"} \
+	"${adds[@]}")
+
+mkdir -p "$cache/vm-runs"
+run=$(mktemp -d "$cache/vm-runs/$(date +%Y%m%d-%H%M%S).XXXX")
+qpid=""
+cleanup() {
+	[ -z "$qpid" ] || kill -9 "$qpid" 2>/dev/null || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# The per-run part of the initramfs: mode, command, user. The kernel unpacks
+# concatenated archives in order, so it is simply appended.
+mkdir -p "$run/extra/vnpu"
+echo "$mode" >"$run/extra/vnpu/mode"
+if [ "$mode" = run ]; then
+	# Each argument single-quoted for sh, so it arrives unchanged.
+	for arg in "$@"; do
+		printf "'%s' " "${arg//\'/\'\\\'\'}"
+	done >"$run/extra/vnpu/cmd"
+	echo >>"$run/extra/vnpu/cmd"
+	chmod 0644 "$run/extra/vnpu/cmd"
+	[ "$user" -eq 0 ] || touch "$run/extra/vnpu/user"
+fi
+# An uncompressed archive must start 4-byte aligned; zeros between
+# archives are skipped.
+size=$(stat -c %s "$initramfs")
+{
+	cat "$initramfs"
+	head -c $(((4 - size % 4) % 4)) /dev/zero
+	(cd "$run/extra" && find vnpu | cpio --quiet -o -H newc -R 0:0)
+} >"$run/initrd"
+
+# ---- QEMU command line -----------------------------------------------------------
+kvm_verdict=$cache/vm/kvm-$(uname -r)
+kvm_usable() {
+	[ -r /dev/kvm ] && [ -w /dev/kvm ] &&
+		[ "$(cat "$kvm_verdict" 2>/dev/null)" != bad ]
+}
+if [ "$accel" = auto ]; then
+	# KVM only where it has been seen to boot this guest; a first attempt
+	# that fails is remembered and never retried on this host kernel.
+	if kvm_usable && [ "$mode" = run ]; then accel=kvm-try; else accel=tcg; fi
+fi
+
+qemu_args() {
+	local a=$1
+	local -a args=(-machine q35 -m "$mem" -smp "$smp" -nodefaults
+		-no-user-config -no-reboot -display none
+		-kernel "$guest/vmlinuz" -initrd "$run/initrd")
+	if [ "$a" = tcg ]; then
+		args+=(-accel tcg -cpu max)
+	else
+		args+=(-accel kvm -cpu host)
+	fi
+	# loglevel=5: warnings reach the console (and so the console log) as
+	# they happen, without the boot chatter of info messages.
+	local append="console=ttyS0 loglevel=5 panic=-1 rdinit=/init"
+	if [ "$mode" = run ]; then
+		args+=(-serial "file:$run/console.log"
+			-device virtio-serial-pci,id=vser)
+		local p
+		for p in stdout stderr kmsg status; do
+			args+=(-chardev "file,id=vnpu_$p,path=$run/$p"
+				-device "virtserialport,bus=vser.0,chardev=vnpu_$p,name=vnpu.$p")
+		done
+	else
+		args+=(-serial mon:stdio)
+	fi
+	[ "$device" -eq 0 ] || args+=(-device "vnpu${device_opts:+,$device_opts}")
+	args+=(-append "$append")
+	printf '%s\0' "$qemu" "${args[@]}"
+}
+
+if [ "$mode" = shell ]; then
+	log "booting ($accel, $smp vCPUs, $mem) -- Ctrl-A X quits"
+	mapfile -d '' cmd < <(qemu_args tcg)
+	exec "${cmd[@]}"
+fi
+
+# ---- run -------------------------------------------------------------------------
+# Returns 0 when QEMU ended by itself, 1 on the time limit, 2 when KVM was
+# being tried and did not boot.
+boot_and_wait() {
+	local a=$1 limit=$2
+	local -a cmd
+	local p
+	mapfile -d '' cmd < <(qemu_args "${a%-try}")
+	for p in stdout stderr kmsg status console.log; do : >"$run/$p"; done
+	"${cmd[@]}" </dev/null >"$run/qemu.log" 2>&1 &
+	qpid=$!
+	local deadline=$((SECONDS + limit)) booted=0
+	if [ "$a" = kvm-try ]; then
+		# Under KVM the guest is up in about a second; an emulation
+		# failure pauses the VM (QEMU does not exit).
+		local boot_deadline=$((SECONDS + 20))
+		while kill -0 "$qpid" 2>/dev/null; do
+			if grep -q booted "$run/status"; then booted=1; break; fi
+			if grep -q 'KVM internal error' "$run/qemu.log" ||
+				[ $SECONDS -ge $boot_deadline ]; then
+				break
+			fi
+			sleep 0.1
+		done
+		if [ $booted -eq 0 ]; then
+			kill -9 "$qpid" 2>/dev/null || true
+			wait "$qpid" 2>/dev/null || true
+			qpid=""
+			return 2
+		fi
+	fi
+	tail -c +1 -s 0.1 -f --pid="$qpid" "$run/stdout" &
+	local t_out=$!
+	tail -c +1 -s 0.1 -f --pid="$qpid" "$run/stderr" >&2 &
+	local t_err=$!
+	sleep $((deadline - SECONDS > 0 ? deadline - SECONDS : 0)) &
+	local sleeper=$!
+	wait -n "$qpid" "$sleeper" || true
+	local rc=0
+	if kill -0 "$qpid" 2>/dev/null; then
+		rc=1
+		kill "$qpid" 2>/dev/null || true
+		sleep 1
+		kill -9 "$qpid" 2>/dev/null || true
+	fi
+	kill "$sleeper" 2>/dev/null || true
+	wait "$qpid" 2>/dev/null || true
+	qpid=""
+	wait "$t_out" "$t_err" 2>/dev/null || true
+	return $rc
+}
+
+log "booting ($accel, $smp vCPUs, $mem${device:+, -device vnpu${device_opts:+,$device_opts}})"
+t_boot=$(date +%s.%N)
+rc=0
+boot_and_wait "$accel" "$timeout" || rc=$?
+if [ $rc -eq 2 ]; then
+	mkdir -p "$cache/vm"
+	echo bad >"$kvm_verdict"
+	log "KVM cannot run this guest here (remembered); using TCG"
+	accel=tcg
+	t_boot=$(date +%s.%N)
+	rc=0
+	boot_and_wait tcg "$timeout" || rc=$?
+elif [ "$accel" = kvm-try ]; then
+	mkdir -p "$cache/vm"
+	echo good >"$kvm_verdict"
+fi
+t_end=$(date +%s.%N)
+
+status=$(awk '$1 == "exit" {print $2}' "$run/status")
+kernel_ok=0
+check_log "$run/console.log" "$run/kmsg" || kernel_ok=1
+if [ $rc -eq 1 ]; then
+	echo "vm: time limit of ${timeout} s reached; QEMU killed (logs: $run)" >&2
+	exit 124
+fi
+if [ -z "$status" ]; then
+	echo "vm: the guest reported no exit status (logs: $run); console:" >&2
+	tail -30 "$run/console.log" | sed 's/^/  | /' >&2
+	sed 's/^/  qemu: /' "$run/qemu.log" | tail -10 >&2
+	exit 125
+fi
+if [ $kernel_ok -ne 0 ]; then
+	echo "vm: the command exited $status but the guest kernel logged" \
+		"the problems above; failing the run (logs: $run)" >&2
+	exit 125
+fi
+log "$(awk -v a="$t_start" -v b="$t_boot" -v c="$t_end" \
+	'BEGIN {printf "prepare %.1f s, boot+command+poweroff %.1f s", b - a, c - b}')"
+if [ -n "${VNPU_VM_KEEP:-}" ]; then
+	log "logs kept in $run"
+else
+	rm -rf "$run"
+fi
+# Old kept runs (failures) beyond the ten newest go.
+ls -dt "$cache/vm-runs"/*/ 2>/dev/null | tail -n +11 | xargs -r rm -rf
+exit "$status"
