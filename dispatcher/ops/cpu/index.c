@@ -1,3 +1,260 @@
 /* SPDX-License-Identifier: MIT */
-/* CPU reference kernels: embedding, cat, index_select (docs/dispatcher.md). */
-#include "../op_util.h"
+/*
+ * CPU reference kernels: embedding, cat, index_select (docs/dispatcher.md).
+ * Element copies through strides; indices are int64 or int32 and are
+ * checked against the indexed dim before anything is written.
+ */
+#include "../kernel_common.h"
+
+/* Copies element src (dtype sdt) to dst (dtype ddt), exactly when equal. */
+static void copy_elem(enum vnpu_at_dtype ddt, void *dst,
+		      enum vnpu_at_dtype sdt, const void *src)
+{
+	if (ddt == sdt)
+		memcpy(dst, src, vnpu_at_dtype_size(ddt));
+	else if (kc_is_int(ddt) && kc_is_int(sdt))
+		vnpu_at_store_int(ddt, dst, vnpu_at_load_int(sdt, src));
+	else
+		vnpu_at_store(ddt, dst, vnpu_at_load(sdt, src));
+}
+
+static bool index_dtype_ok(const char *op, const struct vnpu_at_tensor *idx)
+{
+	if (idx->dtype == VNPU_AT_I64 || idx->dtype == VNPU_AT_I32)
+		return true;
+	vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			  "%s: Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got %s instead",
+			  op, vnpu_at_dtype_name(idx->dtype));
+	return false;
+}
+
+/*
+ * out = self with dim `dim` replaced by the rows index picks: the output
+ * shape is out_sizes; dims [dim, dim + idx_ndim) of the output walk the
+ * index (any rank, row-major) and pick row index[...] of self's dim.
+ */
+static struct vnpu_at_tensor *gather_rows(const char *op,
+					  struct vnpu_at_tensor *self,
+					  uint32_t dim,
+					  const struct vnpu_at_tensor *index)
+{
+	int64_t out_sizes[VNPU_AT_MAX_DIMS], idx_strides[VNPU_AT_MAX_DIMS];
+	uint32_t ni = index->ndim, out_nd = self->ndim - 1 + ni;
+	int64_t rows = self->sizes[dim], nidx = vnpu_at_numel(index);
+	struct vnpu_at_tensor *out;
+	struct vnpu_at_iter it;
+	int64_t isz = (int64_t)vnpu_at_dtype_size(self->dtype);
+	int64_t xsz = (int64_t)vnpu_at_dtype_size(index->dtype);
+	const char *ibase = vnpu_at_data(index);
+
+	if (out_nd > VNPU_AT_MAX_DIMS)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "%s: result would have more than %d dims",
+					 op, VNPU_AT_MAX_DIMS);
+	/* Every index is checked before the output is written. */
+	{
+		struct kc_reduce_plan ip;
+
+		kc_reduce_plan_init(&ip, index, (1u << ni) - 1, true);
+		for (int64_t k = 0; k < nidx; k++) {
+			int64_t v = vnpu_at_load_int(index->dtype,
+					ibase + kc_reduce_inner(&ip, k));
+
+			if (v < -rows || v >= rows)
+				return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					"%s: index out of range in self (index %lld, size %lld)",
+					op, (long long)v, (long long)rows);
+		}
+	}
+	for (uint32_t d = 0; d < dim; d++)
+		out_sizes[d] = self->sizes[d];
+	for (uint32_t d = 0; d < ni; d++) {
+		out_sizes[dim + d] = index->sizes[d];
+		idx_strides[d] = index->strides[d];
+	}
+	for (uint32_t d = dim + 1; d < self->ndim; d++)
+		out_sizes[d - 1 + ni] = self->sizes[d];
+	out = vnpu_at_empty(out_nd, out_sizes, self->dtype, VNPU_AT_DEV_CPU);
+	if (!out)
+		return NULL;
+	/* Walk the output with a plain counter over its (contiguous) sizes. */
+	if (!vnpu_at_iter_init(&it, out_nd, out_sizes, 1,
+			       (const struct vnpu_at_tensor *[]){ out })) {
+		vnpu_at_release(out);
+		return NULL;
+	}
+	while (vnpu_at_iter_next(&it)) {
+		int64_t ioff = 0, soff = 0, row;
+
+		for (uint32_t d = 0; d < ni; d++)
+			ioff += it.idx[dim + d] * idx_strides[d];
+		row = vnpu_at_load_int(index->dtype, ibase + ioff * xsz);
+		if (row < 0)
+			row += rows;
+		for (uint32_t d = 0; d < dim; d++)
+			soff += it.idx[d] * self->strides[d];
+		soff += row * self->strides[dim];
+		for (uint32_t d = dim + 1; d < self->ndim; d++)
+			soff += it.idx[d - 1 + ni] * self->strides[d];
+		memcpy(it.p[0], (const char *)vnpu_at_data(self) + soff * isz,
+		       (size_t)isz);
+	}
+	return out;
+}
+
+struct vnpu_at_tensor *vnpu_cpu_embedding(vnpu_keyset_t ks,
+					  struct vnpu_at_tensor *weight,
+					  struct vnpu_at_tensor *indices,
+					  int64_t padding_idx,
+					  bool scale_grad_by_freq, bool sparse)
+{
+	(void)ks;
+	(void)padding_idx;	/* only affects the backward */
+	(void)scale_grad_by_freq;
+	(void)sparse;
+	if (weight->ndim != 2)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"aten::embedding: 'weight' must be 2-D");
+	if (!index_dtype_ok("aten::embedding", indices))
+		return NULL;
+	return gather_rows("aten::embedding", weight, 0, indices);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_index_select(vnpu_keyset_t ks,
+					     struct vnpu_at_tensor *self,
+					     int64_t dim,
+					     struct vnpu_at_tensor *index)
+{
+	static const char op[] = "aten::index_select";
+	struct vnpu_at_tensor *view, *out;
+	int64_t d;
+
+	(void)ks;
+	if (index->ndim > 1)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"%s: index_select(): Index is supposed to be a vector",
+			op);
+	if (index->dtype != VNPU_AT_I64 && index->dtype != VNPU_AT_I32)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"%s: index_select(): Expected dtype int32/int64 for index but got: %s",
+			op, vnpu_at_dtype_name(index->dtype));
+	d = vnpu_at_wrap_dim(dim, self->ndim ? self->ndim : 1);
+	if (d < 0)
+		return NULL;
+	if (self->ndim == 0) {
+		/* A scalar is indexed as a 1-element vector. */
+		view = vnpu_at_view_of(self, 1, (int64_t[]){ 1 },
+				       (int64_t[]){ 1 }, self->offset);
+		if (!view)
+			return NULL;
+		out = gather_rows(op, view, 0, index);
+		vnpu_at_release(view);
+		if (out && index->ndim == 0) {
+			struct vnpu_at_tensor *s = vnpu_at_view_of(out, 0, NULL,
+							NULL, out->offset);
+
+			vnpu_at_release(out);
+			out = s;
+		}
+		return out;
+	}
+	if (index->ndim == 0) {
+		/* A 0-dim index keeps the dim with size 1. */
+		view = vnpu_at_view_of(index, 1, (int64_t[]){ 1 },
+				       (int64_t[]){ 1 }, index->offset);
+		if (!view)
+			return NULL;
+		out = gather_rows(op, self, (uint32_t)d, view);
+		vnpu_at_release(view);
+		return out;
+	}
+	return gather_rows(op, self, (uint32_t)d, index);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_cat(vnpu_keyset_t ks,
+				    struct vnpu_at_tensor_list tensors,
+				    int64_t dim)
+{
+	static const char op[] = "aten::cat";
+	const struct vnpu_at_tensor *ref = NULL;
+	int64_t sizes[VNPU_AT_MAX_DIMS], d, pos = 0;
+	enum vnpu_at_dtype dt = VNPU_AT_DTYPE_NONE;
+	struct vnpu_at_tensor *out;
+
+	(void)ks;
+	if (tensors.n == 0)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"%s: torch.cat(): expected a non-empty list of Tensors",
+			op);
+	/* Legacy rule: 1-D empty tensors are skipped; the first other
+	 * tensor fixes the rank and the sizes off the cat dim. */
+	for (int64_t i = 0; i < tensors.n; i++) {
+		const struct vnpu_at_tensor *t = tensors.v[i];
+
+		if (!t)
+			return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				"%s: tensor %lld is None", op, (long long)i);
+		dt = dt == VNPU_AT_DTYPE_NONE ? (enum vnpu_at_dtype)t->dtype :
+			vnpu_at_promote(dt, (enum vnpu_at_dtype)t->dtype);
+		if (!ref && !(t->ndim == 1 && t->sizes[0] == 0))
+			ref = t;
+	}
+	if (!ref)	/* all legacy-empty: the result is empty too */
+		ref = tensors.v[0];
+	if (ref->ndim == 0)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"%s: zero-dimensional tensor (at position 0) cannot be concatenated",
+			op);
+	d = vnpu_at_wrap_dim(dim, ref->ndim);
+	if (d < 0)
+		return NULL;
+	memcpy(sizes, ref->sizes, sizeof(int64_t) * ref->ndim);
+	sizes[d] = 0;
+	for (int64_t i = 0; i < tensors.n; i++) {
+		const struct vnpu_at_tensor *t = tensors.v[i];
+
+		if (t->ndim == 1 && t->sizes[0] == 0 && t != ref)
+			continue;
+		if (t->ndim != ref->ndim)
+			return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				"%s: Tensors must have same number of dimensions: got %u and %u",
+				op, ref->ndim, t->ndim);
+		for (uint32_t k = 0; k < t->ndim; k++)
+			if ((int64_t)k != d && t->sizes[k] != ref->sizes[k])
+				return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					"%s: Sizes of tensors must match except in dimension %lld. Expected size %lld but got size %lld for tensor number %lld in the list.",
+					op, (long long)d,
+					(long long)ref->sizes[k],
+					(long long)t->sizes[k], (long long)i);
+		if (__builtin_add_overflow(sizes[d], t->sizes[d], &sizes[d]))
+			return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+						 "%s: size overflow", op);
+	}
+	out = vnpu_at_empty(ref->ndim, sizes, dt, VNPU_AT_DEV_CPU);
+	if (!out)
+		return NULL;
+	for (int64_t i = 0; i < tensors.n; i++) {
+		struct vnpu_at_tensor *t = tensors.v[i];
+		struct vnpu_at_tensor *slot;
+		struct vnpu_at_iter it;
+		int64_t ssz[VNPU_AT_MAX_DIMS];
+
+		if (t->ndim == 1 && t->sizes[0] == 0 && t != ref)
+			continue;
+		memcpy(ssz, sizes, sizeof(int64_t) * ref->ndim);
+		ssz[d] = t->sizes[d];
+		slot = vnpu_at_view_of(out, ref->ndim, ssz, out->strides,
+				       out->offset + pos * out->strides[d]);
+		if (!slot || !vnpu_at_iter_init(&it, ref->ndim, ssz, 2,
+				(const struct vnpu_at_tensor *[]){ slot, t })) {
+			vnpu_at_release(slot);
+			vnpu_at_release(out);
+			return NULL;
+		}
+		while (vnpu_at_iter_next(&it))
+			copy_elem(dt, it.p[0], t->dtype, it.p[1]);
+		vnpu_at_release(slot);
+		pos += t->sizes[d];
+	}
+	return out;
+}

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * CPU reference kernels: reductions (docs/dispatcher.md). Any strides and
+ * CPU reference kernels: reductions other than sum and mean (those are in
+ * core.c), docs/dispatcher.md. Any strides and
  * dim lists; floats accumulate in double, integers in int64; max/min
  * propagate NaN and argmax/argmin take the first NaN or the first extremum
  * as PyTorch.
@@ -154,87 +155,6 @@ static bool red_run(const struct vnpu_at_tensor *t, uint32_t mask,
 			iout[o] = best_i;
 	}
 	return true;
-}
-
-static enum vnpu_at_dtype sum_dtype(const struct vnpu_at_tensor *t,
-				    enum vnpu_at_dtype dtype)
-{
-	if (dtype != VNPU_AT_DTYPE_NONE)
-		return dtype;
-	return kc_is_int(t->dtype) ? VNPU_AT_I64 : t->dtype;
-}
-
-struct vnpu_at_tensor *vnpu_cpu_sum_dim_IntList(vnpu_keyset_t ks,
-						struct vnpu_at_tensor *self,
-						struct vnpu_at_opt_int_array dim,
-						bool keepdim,
-						enum vnpu_at_dtype dtype)
-{
-	struct vnpu_at_int_array dims = dim.has ? dim.a : VNPU_AT_NO_INTS;
-	enum vnpu_at_dtype dt = sum_dtype(self, dtype);
-	struct vnpu_at_tensor *out;
-	uint32_t mask;
-
-	(void)ks;
-	if (!vnpu_at_dtype_valid(dt))
-		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
-					 "aten::sum.dim_IntList: invalid dtype");
-	if (!red_mask("aten::sum.dim_IntList", self, dims, true, &mask))
-		return NULL;
-	if (!red_run(self, mask, keepdim, RED_SUM, dt, dt, &out, NULL))
-		return NULL;
-	return out;
-}
-
-static enum vnpu_at_dtype mean_dtype(const char *op,
-				     const struct vnpu_at_tensor *t,
-				     enum vnpu_at_dtype dtype)
-{
-	enum vnpu_at_dtype dt = dtype != VNPU_AT_DTYPE_NONE ? dtype : t->dtype;
-
-	if (!vnpu_at_dtype_is_float(dt)) {
-		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
-			"%s: mean(): could not infer output dtype. %s dtype must be either a floating point or complex dtype. Got: %s",
-			op, dtype != VNPU_AT_DTYPE_NONE ? "Optional" : "Input",
-			vnpu_at_dtype_name(dt));
-		return VNPU_AT_DTYPE_NONE;
-	}
-	return dt;
-}
-
-struct vnpu_at_tensor *vnpu_cpu_mean(vnpu_keyset_t ks,
-				     struct vnpu_at_tensor *self,
-				     enum vnpu_at_dtype dtype)
-{
-	enum vnpu_at_dtype dt = mean_dtype("aten::mean", self, dtype);
-	struct vnpu_at_tensor *out;
-	uint32_t mask = (1u << self->ndim) - 1;
-
-	(void)ks;
-	if (dt == VNPU_AT_DTYPE_NONE)
-		return NULL;
-	if (!red_run(self, mask, false, RED_MEAN, dt, dt, &out, NULL))
-		return NULL;
-	return out;
-}
-
-struct vnpu_at_tensor *vnpu_cpu_mean_dim(vnpu_keyset_t ks,
-					 struct vnpu_at_tensor *self,
-					 struct vnpu_at_opt_int_array dim,
-					 bool keepdim, enum vnpu_at_dtype dtype)
-{
-	struct vnpu_at_int_array dims = dim.has ? dim.a : VNPU_AT_NO_INTS;
-	enum vnpu_at_dtype dt = mean_dtype("aten::mean.dim", self, dtype);
-	struct vnpu_at_tensor *out;
-	uint32_t mask;
-
-	(void)ks;
-	if (dt == VNPU_AT_DTYPE_NONE ||
-	    !red_mask("aten::mean.dim", self, dims, true, &mask))
-		return NULL;
-	if (!red_run(self, mask, keepdim, RED_MEAN, dt, dt, &out, NULL))
-		return NULL;
-	return out;
 }
 
 static struct vnpu_at_tensor *amax_amin(const char *op, const char *py,
