@@ -1,3 +1,519 @@
 /* SPDX-License-Identifier: MIT */
-/* NPU kernels (PrivateUse1): pointwise ops and comparisons (docs/dispatcher.md). */
-#include "npu_util.h"
+/*
+ * NPU kernels (PrivateUse1): pointwise ops, comparisons, the pointwise
+ * backward ops and cat (docs/dispatcher.md), on UNARY, BINARY, WHERE and
+ * CAST. What the device cannot compute (float64, a dtype the kernel does
+ * not take, tanh-approximated GELU, most powers) runs the CPU fallback from
+ * inside the kernel, where it is counted in the fallback report; so do
+ * invalid arguments, so that the CPU kernel words the error.
+ */
+#include "npu_ops_common.h"
+
+static struct vnpu_at_tensor *binary_op(const char *name, uint32_t op,
+					struct vnpu_at_tensor *a,
+					struct vnpu_at_tensor *b,
+					enum vnpu_at_dtype dt, double alpha)
+{
+	return npk_binary(name, op, a, b, dt, alpha);
+}
+
+struct vnpu_at_tensor *vnpu_npu_sub_Tensor(vnpu_keyset_t ks,
+					   struct vnpu_at_tensor *self,
+					   struct vnpu_at_tensor *other,
+					   struct vnpu_at_scalar alpha)
+{
+	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
+
+	if (!npk_float_or_int(dt) ||
+	    (kc_is_int(dt) && alpha.kind == VNPU_AT_SCALAR_DOUBLE))
+		return vnpu_fallback_sub_Tensor(ks, self, other, alpha);
+	return binary_op("aten::sub.Tensor", VNPU_BINARY_SUB, self, other, dt,
+			 vnpu_at_scalar_to_double(alpha));
+}
+
+struct vnpu_at_tensor *vnpu_npu_div_Tensor(vnpu_keyset_t ks,
+					   struct vnpu_at_tensor *self,
+					   struct vnpu_at_tensor *other)
+{
+	enum vnpu_at_dtype dt = kc_float_of(vnpu_at_result_type(self, other));
+
+	if (!npk_float(dt))
+		return vnpu_fallback_div_Tensor(ks, self, other);
+	return binary_op("aten::div.Tensor", VNPU_BINARY_DIV, self, other, dt,
+			 1.0);
+}
+
+struct vnpu_at_tensor *vnpu_npu_maximum(vnpu_keyset_t ks,
+					struct vnpu_at_tensor *self,
+					struct vnpu_at_tensor *other)
+{
+	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
+
+	if (!npk_float_or_int(dt))
+		return vnpu_fallback_maximum(ks, self, other);
+	return binary_op("aten::maximum", VNPU_BINARY_MAXIMUM, self, other, dt,
+			 1.0);
+}
+
+struct vnpu_at_tensor *vnpu_npu_minimum(vnpu_keyset_t ks,
+					struct vnpu_at_tensor *self,
+					struct vnpu_at_tensor *other)
+{
+	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
+
+	if (!npk_float_or_int(dt))
+		return vnpu_fallback_minimum(ks, self, other);
+	return binary_op("aten::minimum", VNPU_BINARY_MINIMUM, self, other, dt,
+			 1.0);
+}
+
+/* ---- comparisons -------------------------------------------------------------- */
+
+/* x op y on BINARY in the promoted dtype; *fell when the device has no
+ * kernel for it. */
+static struct vnpu_at_tensor *compare(vnpu_keyset_t ks, const char *name,
+				      uint32_t code,
+				      struct vnpu_at_tensor *self,
+				      struct vnpu_at_tensor *other, bool *fell)
+{
+	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
+
+	(void)ks;
+	*fell = !npk_float_or_int(dt);
+	if (*fell)
+		return NULL;
+	return binary_op(name, code, self, other, dt, 1.0);
+}
+
+struct vnpu_at_tensor *vnpu_npu_eq_Tensor(vnpu_keyset_t ks,
+					  struct vnpu_at_tensor *self,
+					  struct vnpu_at_tensor *other)
+{
+	bool fell;
+	struct vnpu_at_tensor *r = compare(ks, "aten::eq.Tensor",
+					   VNPU_BINARY_EQ, self, other, &fell);
+
+	return fell ? vnpu_fallback_eq_Tensor(ks, self, other) : r;
+}
+
+struct vnpu_at_tensor *vnpu_npu_ne_Tensor(vnpu_keyset_t ks,
+					  struct vnpu_at_tensor *self,
+					  struct vnpu_at_tensor *other)
+{
+	bool fell;
+	struct vnpu_at_tensor *r = compare(ks, "aten::ne.Tensor",
+					   VNPU_BINARY_NE, self, other, &fell);
+
+	return fell ? vnpu_fallback_ne_Tensor(ks, self, other) : r;
+}
+
+struct vnpu_at_tensor *vnpu_npu_lt_Tensor(vnpu_keyset_t ks,
+					  struct vnpu_at_tensor *self,
+					  struct vnpu_at_tensor *other)
+{
+	bool fell;
+	struct vnpu_at_tensor *r = compare(ks, "aten::lt.Tensor",
+					   VNPU_BINARY_LT, self, other, &fell);
+
+	return fell ? vnpu_fallback_lt_Tensor(ks, self, other) : r;
+}
+
+struct vnpu_at_tensor *vnpu_npu_le_Tensor(vnpu_keyset_t ks,
+					  struct vnpu_at_tensor *self,
+					  struct vnpu_at_tensor *other)
+{
+	bool fell;
+	struct vnpu_at_tensor *r = compare(ks, "aten::le.Tensor",
+					   VNPU_BINARY_LE, self, other, &fell);
+
+	return fell ? vnpu_fallback_le_Tensor(ks, self, other) : r;
+}
+
+struct vnpu_at_tensor *vnpu_npu_gt_Tensor(vnpu_keyset_t ks,
+					  struct vnpu_at_tensor *self,
+					  struct vnpu_at_tensor *other)
+{
+	bool fell;
+	struct vnpu_at_tensor *r = compare(ks, "aten::gt.Tensor",
+					   VNPU_BINARY_GT, self, other, &fell);
+
+	return fell ? vnpu_fallback_gt_Tensor(ks, self, other) : r;
+}
+
+struct vnpu_at_tensor *vnpu_npu_ge_Tensor(vnpu_keyset_t ks,
+					  struct vnpu_at_tensor *self,
+					  struct vnpu_at_tensor *other)
+{
+	bool fell;
+	struct vnpu_at_tensor *r = compare(ks, "aten::ge.Tensor",
+					   VNPU_BINARY_GE, self, other, &fell);
+
+	return fell ? vnpu_fallback_ge_Tensor(ks, self, other) : r;
+}
+
+/* x op scalar: the scalar becomes a 0-dim device tensor of the compute
+ * dtype (PyTorch's wrapped number). */
+static struct vnpu_at_tensor *compare_scalar(const char *name, uint32_t code,
+					     struct vnpu_at_tensor *self,
+					     struct vnpu_at_scalar other,
+					     enum vnpu_at_dtype dt)
+{
+	struct vnpu_at_tensor *s = npk_scalar_of(other, dt), *out;
+
+	if (!s)
+		return NULL;
+	out = binary_op(name, code, self, s, dt, 1.0);
+	vnpu_at_release(s);
+	return out;
+}
+
+struct vnpu_at_tensor *vnpu_npu_eq_Scalar(vnpu_keyset_t ks,
+					  struct vnpu_at_tensor *self,
+					  struct vnpu_at_scalar other)
+{
+	enum vnpu_at_dtype dt = kc_scalar_result(self->dtype, other);
+
+	if (!npk_float_or_int(dt))
+		return vnpu_fallback_eq_Scalar(ks, self, other);
+	return compare_scalar("aten::eq.Scalar", VNPU_BINARY_EQ, self, other,
+			      dt);
+}
+
+struct vnpu_at_tensor *vnpu_npu_gt_Scalar(vnpu_keyset_t ks,
+					  struct vnpu_at_tensor *self,
+					  struct vnpu_at_scalar other)
+{
+	enum vnpu_at_dtype dt = kc_scalar_result(self->dtype, other);
+
+	if (!npk_float_or_int(dt))
+		return vnpu_fallback_gt_Scalar(ks, self, other);
+	return compare_scalar("aten::gt.Scalar", VNPU_BINARY_GT, self, other,
+			      dt);
+}
+
+/* ---- unary --------------------------------------------------------------------- */
+
+/* op(self) computed in dt (self converted first). */
+static struct vnpu_at_tensor *unary_in(const char *name, uint32_t op,
+				       struct vnpu_at_tensor *self,
+				       enum vnpu_at_dtype dt)
+{
+	struct vnpu_at_tensor *src = npk_operand(self, dt), *out;
+
+	if (!src)
+		return NULL;
+	out = npk_unary(name, op, src);
+	vnpu_at_release(src);
+	return out;
+}
+
+struct vnpu_at_tensor *vnpu_npu_neg(vnpu_keyset_t ks,
+				    struct vnpu_at_tensor *self)
+{
+	if (!npk_float_or_int(self->dtype))
+		return vnpu_fallback_neg(ks, self);
+	return unary_in("aten::neg", VNPU_UNARY_NEG, self, self->dtype);
+}
+
+struct vnpu_at_tensor *vnpu_npu_abs(vnpu_keyset_t ks,
+				    struct vnpu_at_tensor *self)
+{
+	if (!npk_float_or_int(self->dtype))
+		return vnpu_fallback_abs(ks, self);
+	return unary_in("aten::abs", VNPU_UNARY_ABS, self, self->dtype);
+}
+
+/* Float ufuncs: integer inputs are converted to float32 on the device. */
+#define NPU_FLOAT_UNARY_BODY(fallback, qname, code)			\
+	enum vnpu_at_dtype dt = kc_float_of(self->dtype);		\
+									\
+	if (!npk_float(dt) || vnpu_npu_dtype(self->dtype) < 0)		\
+		return fallback(ks, self);				\
+	return unary_in(qname, code, self, dt)
+
+struct vnpu_at_tensor *vnpu_npu_exp(vnpu_keyset_t ks,
+				    struct vnpu_at_tensor *self)
+{
+	NPU_FLOAT_UNARY_BODY(vnpu_fallback_exp, "aten::exp", VNPU_UNARY_EXP);
+}
+
+struct vnpu_at_tensor *vnpu_npu_log(vnpu_keyset_t ks,
+				    struct vnpu_at_tensor *self)
+{
+	NPU_FLOAT_UNARY_BODY(vnpu_fallback_log, "aten::log", VNPU_UNARY_LOG);
+}
+
+struct vnpu_at_tensor *vnpu_npu_sqrt(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self)
+{
+	NPU_FLOAT_UNARY_BODY(vnpu_fallback_sqrt, "aten::sqrt",
+			     VNPU_UNARY_SQRT);
+}
+
+struct vnpu_at_tensor *vnpu_npu_rsqrt(vnpu_keyset_t ks,
+				      struct vnpu_at_tensor *self)
+{
+	NPU_FLOAT_UNARY_BODY(vnpu_fallback_rsqrt, "aten::rsqrt",
+			     VNPU_UNARY_RSQRT);
+}
+
+struct vnpu_at_tensor *vnpu_npu_sigmoid(vnpu_keyset_t ks,
+					struct vnpu_at_tensor *self)
+{
+	NPU_FLOAT_UNARY_BODY(vnpu_fallback_sigmoid, "aten::sigmoid",
+			     VNPU_UNARY_SIGMOID);
+}
+
+struct vnpu_at_tensor *vnpu_npu_tanh(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self)
+{
+	NPU_FLOAT_UNARY_BODY(vnpu_fallback_tanh, "aten::tanh",
+			     VNPU_UNARY_TANH);
+}
+
+struct vnpu_at_tensor *vnpu_npu_gelu(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self,
+				     const char *approximate)
+{
+	/* The device's GELU is the erf form; 'tanh' and errors go to the
+	 * CPU kernel. */
+	if (!npk_float(self->dtype) || !approximate ||
+	    strcmp(approximate, "none") != 0)
+		return vnpu_fallback_gelu(ks, self, approximate);
+	return unary_in("aten::gelu", VNPU_UNARY_GELU, self, self->dtype);
+}
+
+struct vnpu_at_tensor *vnpu_npu_silu(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self)
+{
+	if (!npk_float(self->dtype))
+		return vnpu_fallback_silu(ks, self);
+	return unary_in("aten::silu", VNPU_UNARY_SILU, self, self->dtype);
+}
+
+struct vnpu_at_tensor *vnpu_npu_pow_Tensor_Scalar(vnpu_keyset_t ks,
+						  struct vnpu_at_tensor *self,
+						  struct vnpu_at_scalar exponent)
+{
+	static const char name[] = "aten::pow.Tensor_Scalar";
+	enum vnpu_at_dtype dt = kc_scalar_result(self->dtype, exponent);
+	double e = vnpu_at_scalar_to_double(exponent);
+	struct vnpu_at_tensor *x, *out;
+
+	/* Powers the device has an exact kernel for; others on the CPU. */
+	if (!npk_float(dt) || vnpu_npu_dtype(self->dtype) < 0 ||
+	    (e != 1.0 && e != 2.0 && e != 0.5 && e != -0.5 && e != -1.0))
+		return vnpu_fallback_pow_Tensor_Scalar(ks, self, exponent);
+	x = npk_operand(self, dt);
+	if (!x)
+		return NULL;
+	if (e == 2.0) {
+		out = npk_binary(name, VNPU_BINARY_MUL, x, x, dt, 1.0);
+	} else if (e == 0.5) {
+		out = npk_unary(name, VNPU_UNARY_SQRT, x);
+	} else if (e == -0.5) {
+		out = npk_unary(name, VNPU_UNARY_RSQRT, x);
+	} else if (e == -1.0) {
+		struct vnpu_at_tensor *one = npk_scalar(1.0, dt);
+
+		out = one ? npk_binary(name, VNPU_BINARY_DIV, one, x, dt, 1.0) :
+			    NULL;
+		vnpu_at_release(one);
+	} else {
+		/* x ** 1: a copy (the result never aliases self) */
+		out = vnpu_npu_empty(x->ndim, x->sizes, dt);
+		if (out && !vnpu_npu_copy(name, out, x)) {
+			vnpu_at_release(out);
+			out = NULL;
+		}
+	}
+	vnpu_at_release(x);
+	return out;
+}
+
+struct vnpu_at_tensor *vnpu_npu_clamp(vnpu_keyset_t ks,
+				      struct vnpu_at_tensor *self,
+				      struct vnpu_at_scalar min,
+				      struct vnpu_at_scalar max)
+{
+	static const char name[] = "aten::clamp";
+	bool has_min = min.kind != VNPU_AT_SCALAR_NONE;
+	bool has_max = max.kind != VNPU_AT_SCALAR_NONE;
+	enum vnpu_at_dtype dt =
+		kc_scalar_result(kc_scalar_result(self->dtype, min), max);
+	struct vnpu_at_tensor *cur, *bound, *next;
+
+	if ((!has_min && !has_max) || !npk_float_or_int(dt) ||
+	    vnpu_npu_dtype(self->dtype) < 0)
+		return vnpu_fallback_clamp(ks, self, min, max);
+	/* min(max(x, lo), hi) on BINARY MAXIMUM/MINIMUM (NaN propagates). */
+	cur = npk_operand(self, dt);
+	if (cur && has_min) {
+		bound = npk_scalar_of(min, dt);
+		next = bound ? npk_binary(name, VNPU_BINARY_MAXIMUM, cur,
+					  bound, dt, 1.0) : NULL;
+		vnpu_at_release(bound);
+		vnpu_at_release(cur);
+		cur = next;
+	}
+	if (cur && has_max) {
+		bound = npk_scalar_of(max, dt);
+		next = bound ? npk_binary(name, VNPU_BINARY_MINIMUM, cur,
+					  bound, dt, 1.0) : NULL;
+		vnpu_at_release(bound);
+		vnpu_at_release(cur);
+		cur = next;
+	}
+	return cur;
+}
+
+struct vnpu_at_tensor *vnpu_npu_where_self(vnpu_keyset_t ks,
+					   struct vnpu_at_tensor *condition,
+					   struct vnpu_at_tensor *self,
+					   struct vnpu_at_tensor *other)
+{
+	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
+
+	if (condition->dtype != VNPU_AT_BOOL || vnpu_npu_dtype(dt) < 0)
+		return vnpu_fallback_where_self(ks, condition, self, other);
+	return npk_where("aten::where.self", condition, self, other, dt);
+}
+
+/* ---- pointwise backward ops ------------------------------------------------------ */
+
+struct vnpu_at_tensor *vnpu_npu_threshold_backward(vnpu_keyset_t ks,
+						   struct vnpu_at_tensor *grad_output,
+						   struct vnpu_at_tensor *self,
+						   struct vnpu_at_scalar threshold)
+{
+	static const char name[] = "aten::threshold_backward";
+	enum vnpu_at_dtype dt = vnpu_at_result_type(grad_output, self);
+	struct vnpu_at_tensor *th, *mask, *zero, *out = NULL;
+	enum vnpu_at_dtype sdt = kc_scalar_result(self->dtype, threshold);
+
+	if (!npk_float(dt) || !npk_float_or_int(sdt))
+		return vnpu_fallback_threshold_backward(ks, grad_output, self,
+							threshold);
+	/* grad where self > threshold, else 0 */
+	th = npk_scalar_of(threshold, sdt);
+	mask = th ? npk_binary(name, VNPU_BINARY_GT, self, th, sdt, 1.0) : NULL;
+	zero = mask ? npk_scalar(0.0, dt) : NULL;
+	if (zero)
+		out = npk_where(name, mask, grad_output, zero, dt);
+	vnpu_at_release(th);
+	vnpu_at_release(mask);
+	vnpu_at_release(zero);
+	return out;
+}
+
+struct vnpu_at_tensor *vnpu_npu_sigmoid_backward(vnpu_keyset_t ks,
+						 struct vnpu_at_tensor *grad_output,
+						 struct vnpu_at_tensor *output)
+{
+	static const char name[] = "aten::sigmoid_backward";
+	enum vnpu_at_dtype dt = vnpu_at_result_type(grad_output, output);
+	struct vnpu_at_tensor *gy, *gyy = NULL, *out = NULL;
+
+	if (!npk_float(dt) || !vnpu_at_dtype_is_float(grad_output->dtype))
+		return vnpu_fallback_sigmoid_backward(ks, grad_output, output);
+	/* g * y * (1 - y) = g*y - g*y*y */
+	gy = npk_binary(name, VNPU_BINARY_MUL, grad_output, output, dt, 1.0);
+	if (gy)
+		gyy = npk_binary(name, VNPU_BINARY_MUL, gy, output, dt, 1.0);
+	if (gyy)
+		out = npk_binary(name, VNPU_BINARY_SUB, gy, gyy, dt, 1.0);
+	vnpu_at_release(gy);
+	vnpu_at_release(gyy);
+	return out;
+}
+
+struct vnpu_at_tensor *vnpu_npu_tanh_backward(vnpu_keyset_t ks,
+					      struct vnpu_at_tensor *grad_output,
+					      struct vnpu_at_tensor *output)
+{
+	static const char name[] = "aten::tanh_backward";
+	enum vnpu_at_dtype dt = vnpu_at_result_type(grad_output, output);
+	struct vnpu_at_tensor *gy, *gyy = NULL, *out = NULL;
+
+	if (!npk_float(dt) || !vnpu_at_dtype_is_float(grad_output->dtype))
+		return vnpu_fallback_tanh_backward(ks, grad_output, output);
+	/* g * (1 - y^2) = g - g*y*y */
+	gy = npk_binary(name, VNPU_BINARY_MUL, grad_output, output, dt, 1.0);
+	if (gy)
+		gyy = npk_binary(name, VNPU_BINARY_MUL, gy, output, dt, 1.0);
+	if (gyy)
+		out = npk_binary(name, VNPU_BINARY_SUB, grad_output, gyy, dt,
+				 1.0);
+	vnpu_at_release(gy);
+	vnpu_at_release(gyy);
+	return out;
+}
+
+/* ---- cat: one strided CAST per input into its slice of the output -------------- */
+
+struct vnpu_at_tensor *vnpu_npu_cat(vnpu_keyset_t ks,
+				    struct vnpu_at_tensor_list tensors,
+				    int64_t dim)
+{
+	static const char name[] = "aten::cat";
+	const struct vnpu_at_tensor *ref = NULL;
+	enum vnpu_at_dtype dt = VNPU_AT_DTYPE_NONE;
+	int64_t sizes[VNPU_AT_MAX_DIMS], d, pos = 0;
+	struct vnpu_at_tensor *out;
+
+	/* Anything irregular (legacy empty inputs, bad shapes, CPU
+	 * tensors, float64) goes to the CPU kernel, which words errors. */
+	for (int64_t i = 0; i < tensors.n; i++) {
+		const struct vnpu_at_tensor *t = tensors.v[i];
+
+		if (!t || !vnpu_at_is_npu(t) || !t->ndim ||
+		    vnpu_npu_dtype(t->dtype) < 0)
+			return vnpu_fallback_cat(ks, tensors, dim);
+		dt = dt == VNPU_AT_DTYPE_NONE ? (enum vnpu_at_dtype)t->dtype :
+			vnpu_at_promote(dt, (enum vnpu_at_dtype)t->dtype);
+		if (ref && t->ndim != ref->ndim)
+			return vnpu_fallback_cat(ks, tensors, dim);
+		ref = ref ? ref : t;
+	}
+	if (!ref || vnpu_npu_dtype(dt) < 0)
+		return vnpu_fallback_cat(ks, tensors, dim);
+	d = dim < 0 ? dim + ref->ndim : dim;
+	if (d < 0 || d >= ref->ndim)
+		return vnpu_fallback_cat(ks, tensors, dim);
+	memcpy(sizes, ref->sizes, sizeof(int64_t) * ref->ndim);
+	sizes[d] = 0;
+	for (int64_t i = 0; i < tensors.n; i++) {
+		const struct vnpu_at_tensor *t = tensors.v[i];
+
+		for (uint32_t k = 0; k < ref->ndim; k++)
+			if ((int64_t)k != d && t->sizes[k] != ref->sizes[k])
+				return vnpu_fallback_cat(ks, tensors, dim);
+		if (__builtin_add_overflow(sizes[d], t->sizes[d], &sizes[d]))
+			return vnpu_fallback_cat(ks, tensors, dim);
+	}
+	out = vnpu_npu_empty(ref->ndim, sizes, dt);
+	if (!out)
+		return NULL;
+	for (int64_t i = 0; i < tensors.n; i++) {
+		struct vnpu_at_tensor *t = tensors.v[i], *slot;
+		int64_t ssz[VNPU_AT_MAX_DIMS];
+		bool ok;
+
+		if (!t->sizes[d])
+			continue;
+		memcpy(ssz, sizes, sizeof(int64_t) * ref->ndim);
+		ssz[d] = t->sizes[d];
+		slot = vnpu_at_view_of(out, ref->ndim, ssz, out->strides,
+				       pos * out->strides[d]);
+		/* vnpu_npu_copy: one CAST (with the dtype conversion) for a
+		 * plain input, TransData first for an internal format */
+		ok = slot && vnpu_npu_copy(name, slot, t);
+		vnpu_at_release(slot);
+		if (!ok) {
+			vnpu_at_release(out);
+			return NULL;
+		}
+		pos += t->sizes[d];
+	}
+	return out;
+}

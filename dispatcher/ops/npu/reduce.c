@@ -1,3 +1,229 @@
 /* SPDX-License-Identifier: MIT */
-/* NPU kernels (PrivateUse1): reductions (docs/dispatcher.md). */
-#include "npu_util.h"
+/*
+ * NPU kernels (PrivateUse1): reductions on the device's REDUCE kernel
+ * (docs/dispatcher.md). Float sums accumulate in f32 on the device (f64 for
+ * f32 input); integer sums (which PyTorch returns as int64), float64 and
+ * invalid arguments run the CPU fallback.
+ */
+#include "npu_ops_common.h"
+
+/* The dim list as a mask; false (no error set) when the CPU kernel should
+ * judge the arguments. */
+static bool dims_mask(const struct vnpu_at_tensor *t,
+		      struct vnpu_at_int_array dims, uint32_t *mask)
+{
+	*mask = 0;
+	if (!t->ndim)
+		return false;
+	if (!dims.n) {
+		*mask = (1u << t->ndim) - 1;
+		return true;
+	}
+	for (int64_t i = 0; i < dims.n; i++) {
+		int64_t d = dims.v[i] < 0 ? dims.v[i] + t->ndim : dims.v[i];
+
+		if (d < 0 || d >= t->ndim || (*mask >> d & 1))
+			return false;
+		*mask |= 1u << d;
+	}
+	return true;
+}
+
+static bool reduced_nonempty(const struct vnpu_at_tensor *t, uint32_t mask)
+{
+	for (uint32_t d = 0; d < t->ndim; d++)
+		if ((mask >> d & 1) && !t->sizes[d])
+			return false;
+	return true;
+}
+
+/* REDUCE of self (made plain on the device) in dtype dt. */
+static struct vnpu_at_tensor *reduce_in(const char *name, uint32_t op,
+					struct vnpu_at_tensor *self,
+					enum vnpu_at_dtype dt, uint32_t mask,
+					bool keepdim)
+{
+	struct vnpu_at_tensor *src = npk_operand(self, dt), *out;
+
+	if (!src)
+		return NULL;
+	out = npk_reduce(name, op, src, mask, keepdim);
+	vnpu_at_release(src);
+	return out;
+}
+
+struct vnpu_at_tensor *vnpu_npu_sum_dim_IntList(vnpu_keyset_t ks,
+						struct vnpu_at_tensor *self,
+						struct vnpu_at_opt_int_array dim,
+						bool keepdim,
+						enum vnpu_at_dtype dtype)
+{
+	enum vnpu_at_dtype dt = dtype != VNPU_AT_DTYPE_NONE ? dtype :
+							       self->dtype;
+	uint32_t mask;
+
+	if (!npk_float(dt) || vnpu_npu_dtype(self->dtype) < 0 ||
+	    !dims_mask(self, dim.has ? dim.a : VNPU_AT_NO_INTS, &mask))
+		return vnpu_fallback_sum_dim_IntList(ks, self, dim, keepdim,
+						     dtype);
+	return reduce_in("aten::sum.dim_IntList", VNPU_REDUCE_SUM, self, dt,
+			 mask, keepdim);
+}
+
+struct vnpu_at_tensor *vnpu_npu_mean(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self,
+				     enum vnpu_at_dtype dtype)
+{
+	enum vnpu_at_dtype dt = dtype != VNPU_AT_DTYPE_NONE ? dtype :
+							       self->dtype;
+
+	if (!npk_float(dt) || !self->ndim || vnpu_npu_dtype(self->dtype) < 0)
+		return vnpu_fallback_mean(ks, self, dtype);
+	return reduce_in("aten::mean", VNPU_REDUCE_MEAN, self, dt,
+			 (1u << self->ndim) - 1, false);
+}
+
+struct vnpu_at_tensor *vnpu_npu_mean_dim(vnpu_keyset_t ks,
+					 struct vnpu_at_tensor *self,
+					 struct vnpu_at_opt_int_array dim,
+					 bool keepdim, enum vnpu_at_dtype dtype)
+{
+	enum vnpu_at_dtype dt = dtype != VNPU_AT_DTYPE_NONE ? dtype :
+							       self->dtype;
+	uint32_t mask;
+
+	if (!npk_float(dt) || vnpu_npu_dtype(self->dtype) < 0 ||
+	    !dims_mask(self, dim.has ? dim.a : VNPU_AT_NO_INTS, &mask))
+		return vnpu_fallback_mean_dim(ks, self, dim, keepdim, dtype);
+	return reduce_in("aten::mean.dim", VNPU_REDUCE_MEAN, self, dt, mask,
+			 keepdim);
+}
+
+/* MAX/MIN take floats and I32 on the device. */
+static bool extremum_dtype(enum vnpu_at_dtype dt)
+{
+	return npk_float(dt) || dt == VNPU_AT_I32;
+}
+
+struct vnpu_at_tensor *vnpu_npu_amax(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self,
+				     struct vnpu_at_int_array dim,
+				     bool keepdim)
+{
+	uint32_t mask;
+
+	if (!extremum_dtype(self->dtype) || !dims_mask(self, dim, &mask) ||
+	    !reduced_nonempty(self, mask))
+		return vnpu_fallback_amax(ks, self, dim, keepdim);
+	return reduce_in("aten::amax", VNPU_REDUCE_MAX, self, self->dtype,
+			 mask, keepdim);
+}
+
+struct vnpu_at_tensor *vnpu_npu_amin(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self,
+				     struct vnpu_at_int_array dim,
+				     bool keepdim)
+{
+	uint32_t mask;
+
+	if (!extremum_dtype(self->dtype) || !dims_mask(self, dim, &mask) ||
+	    !reduced_nonempty(self, mask))
+		return vnpu_fallback_amin(ks, self, dim, keepdim);
+	return reduce_in("aten::amin", VNPU_REDUCE_MIN, self, self->dtype,
+			 mask, keepdim);
+}
+
+/*
+ * ARGMAX/ARGMIN along one dim; with dim None over the flattened tensor
+ * (a contiguous copy viewed 1-D), the result then 0-dim or all ones.
+ */
+static struct vnpu_at_tensor *arg_ext(const char *name, uint32_t op,
+				      struct vnpu_at_tensor *self,
+				      struct vnpu_at_opt_int dim, bool keepdim)
+{
+	struct vnpu_at_tensor *src, *flat, *r, *v;
+	int64_t n = vnpu_at_numel(self), ones[VNPU_AT_MAX_DIMS];
+	int64_t strides[VNPU_AT_MAX_DIMS] = { 0 };
+	int64_t d;
+
+	if (dim.has) {
+		d = dim.v < 0 ? dim.v + self->ndim : dim.v;
+		return reduce_in(name, op, self, self->dtype, 1u << d, keepdim);
+	}
+	src = npk_operand(self, self->dtype);
+	flat = src ? vnpu_at_contiguous(src) : NULL;
+	vnpu_at_release(src);
+	if (!flat)
+		return NULL;
+	v = vnpu_at_view_of(flat, 1, &n, (int64_t[]){ 1 }, flat->offset);
+	vnpu_at_release(flat);
+	r = v ? npk_reduce(name, op, v, 1, false) : NULL;
+	vnpu_at_release(v);
+	if (!r || !keepdim)
+		return r;
+	for (uint32_t i = 0; i < self->ndim; i++)
+		ones[i] = 1;
+	v = vnpu_at_view_of(r, self->ndim, ones, strides, r->offset);
+	vnpu_at_release(r);
+	return v;
+}
+
+/* Whether the device can take argmax/argmin(self, dim). */
+static bool arg_ok(const struct vnpu_at_tensor *self,
+		   struct vnpu_at_opt_int dim)
+{
+	int64_t d;
+
+	if (!extremum_dtype(self->dtype) || !self->ndim)
+		return false;
+	if (!dim.has)
+		return vnpu_at_numel(self) > 0;
+	d = dim.v < 0 ? dim.v + self->ndim : dim.v;
+	return d >= 0 && d < self->ndim && self->sizes[d] > 0;
+}
+
+struct vnpu_at_tensor *vnpu_npu_argmax(vnpu_keyset_t ks,
+				       struct vnpu_at_tensor *self,
+				       struct vnpu_at_opt_int dim,
+				       bool keepdim)
+{
+	if (!arg_ok(self, dim))
+		return vnpu_fallback_argmax(ks, self, dim, keepdim);
+	return arg_ext("aten::argmax", VNPU_REDUCE_ARGMAX, self, dim, keepdim);
+}
+
+struct vnpu_at_tensor *vnpu_npu_argmin(vnpu_keyset_t ks,
+				       struct vnpu_at_tensor *self,
+				       struct vnpu_at_opt_int dim,
+				       bool keepdim)
+{
+	if (!arg_ok(self, dim))
+		return vnpu_fallback_argmin(ks, self, dim, keepdim);
+	return arg_ext("aten::argmin", VNPU_REDUCE_ARGMIN, self, dim, keepdim);
+}
+
+struct vnpu_ret_max_dim vnpu_npu_max_dim(vnpu_keyset_t ks,
+					 struct vnpu_at_tensor *self,
+					 int64_t dim, bool keepdim)
+{
+	struct vnpu_ret_max_dim r = { 0 };
+	struct vnpu_at_tensor *src;
+	uint32_t mask;
+
+	if (!arg_ok(self, VNPU_AT_SOME_INT(dim)))
+		return vnpu_fallback_max_dim(ks, self, dim, keepdim);
+	mask = 1u << (dim < 0 ? dim + self->ndim : dim);
+	src = npk_operand(self, self->dtype);
+	if (!src)
+		return r;
+	/* values and indices: two launches reading the same operand */
+	r.r0 = npk_reduce("aten::max.dim", VNPU_REDUCE_MAX, src, mask, keepdim);
+	r.r1 = r.r0 ? npk_reduce("aten::max.dim", VNPU_REDUCE_ARGMAX, src,
+				 mask, keepdim) : NULL;
+	vnpu_at_release(src);
+	if (!r.r1) {
+		vnpu_at_release(r.r0);
+		return (struct vnpu_ret_max_dim){ 0 };
+	}
+	return r;
+}

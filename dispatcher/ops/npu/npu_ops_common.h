@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Building blocks of the kernels helper's NPU kernels: operands moved to
+ * the device in the dtype a kernel needs, and one launch each of UNARY,
+ * BINARY, WHERE and REDUCE on the current stream. Every function returns a
+ * new reference or NULL with the dispatch error set.
+ */
+#ifndef VNPU_NPU_OPS_COMMON_H
+#define VNPU_NPU_OPS_COMMON_H
+
+#include "npu_util.h"
+#include "../kernel_common.h"
+
+/* Dtypes the device computes floats in. */
+static inline bool npk_float(enum vnpu_at_dtype dt)
+{
+	return dt == VNPU_AT_F32 || dt == VNPU_AT_F16 || dt == VNPU_AT_BF16;
+}
+
+/* Dtypes BINARY/UNARY(abs, neg, relu) take: floats, I32, I8. */
+static inline bool npk_float_or_int(enum vnpu_at_dtype dt)
+{
+	return npk_float(dt) || dt == VNPU_AT_I32 || dt == VNPU_AT_I8;
+}
+
+/*
+ * t as a plain device tensor of dtype dt: t itself (retained, or made
+ * plain) when it already is one, else a converted copy on the device (a
+ * 0-dim CPU operand is moved there, as CUDA kernels take CPU scalars).
+ */
+static inline struct vnpu_at_tensor *npk_operand(struct vnpu_at_tensor *t,
+						 enum vnpu_at_dtype dt)
+{
+	if (t->dtype == dt && vnpu_at_is_npu(t))
+		return vnpu_npu_plain(t);
+	return vnpu_op__to_copy(t, dt, vnpu_npu_device(), false);
+}
+
+/* A 0-dim device tensor of dt holding v. */
+static inline struct vnpu_at_tensor *npk_scalar(double v,
+						enum vnpu_at_dtype dt)
+{
+	return vnpu_at_scalar_tensor(VNPU_AT_DOUBLE(v), dt, vnpu_npu_device());
+}
+
+/* A 0-dim device tensor of dt holding scalar s (ints stay exact). */
+static inline struct vnpu_at_tensor *npk_scalar_of(struct vnpu_at_scalar s,
+						   enum vnpu_at_dtype dt)
+{
+	return vnpu_at_scalar_tensor(s, dt, vnpu_npu_device());
+}
+
+/* out = unary op(src) in src's dtype (src plain, on the device). */
+static inline struct vnpu_at_tensor *npk_unary(const char *name, uint32_t op,
+					       struct vnpu_at_tensor *src)
+{
+	struct vnpu_kp_unary p = { .op = op };
+	struct vnpu_npu_launch l = { 0 };
+	struct vnpu_at_tensor *out;
+
+	out = vnpu_npu_empty(src->ndim, src->sizes,
+			     (enum vnpu_at_dtype)src->dtype);
+	if (out && vnpu_at_numel(out) &&
+	    (!vnpu_npu_arg(&l, src, VNPU_ACCESS_READ, &p.src) ||
+	     !vnpu_npu_arg(&l, out, VNPU_ACCESS_WRITE, &p.out) ||
+	     !vnpu_npu_launch(name, &l, "unary", &p, sizeof(p),
+			      vnpu_at_numel(out)))) {
+		vnpu_at_release(out);
+		return NULL;
+	}
+	return out;
+}
+
+/*
+ * out = binary op(a, b) broadcast; both operands converted to `dt` first,
+ * out in dt (BOOL for comparisons).
+ */
+static inline struct vnpu_at_tensor *npk_binary(const char *name, uint32_t op,
+						struct vnpu_at_tensor *a,
+						struct vnpu_at_tensor *b,
+						enum vnpu_at_dtype dt,
+						double alpha)
+{
+	const struct vnpu_at_tensor *in[2] = { a, b };
+	struct vnpu_kp_binary p = { .op = op, .alpha = alpha };
+	struct vnpu_npu_launch l = { 0 };
+	struct vnpu_at_tensor *x, *y, *out = NULL;
+	int64_t sizes[VNPU_AT_MAX_DIMS];
+	bool cmp = op >= VNPU_BINARY_EQ && op <= VNPU_BINARY_GE;
+	uint32_t nd;
+
+	if (!vnpu_at_broadcast_shapes(name, 2, in, &nd, sizes) ||
+	    !vnpu_at_check_same_device(name, 2, in))
+		return NULL;
+	x = npk_operand(a, dt);
+	y = x ? npk_operand(b, dt) : NULL;
+	if (y)
+		out = vnpu_npu_empty(nd, sizes, cmp ? VNPU_AT_BOOL : dt);
+	if (out && vnpu_at_numel(out) &&
+	    (!vnpu_npu_arg_bcast(&l, x, nd, VNPU_ACCESS_READ, &p.a) ||
+	     !vnpu_npu_arg_bcast(&l, y, nd, VNPU_ACCESS_READ, &p.b) ||
+	     !vnpu_npu_arg(&l, out, VNPU_ACCESS_WRITE, &p.out) ||
+	     !vnpu_npu_launch(name, &l, "binary", &p, sizeof(p),
+			      vnpu_at_numel(out)))) {
+		vnpu_at_release(out);
+		out = NULL;
+	}
+	vnpu_at_release(x);
+	vnpu_at_release(y);
+	return out;
+}
+
+/* out = cond ? a : b broadcast, a and b converted to dt. */
+static inline struct vnpu_at_tensor *npk_where(const char *name,
+					       struct vnpu_at_tensor *cond,
+					       struct vnpu_at_tensor *a,
+					       struct vnpu_at_tensor *b,
+					       enum vnpu_at_dtype dt)
+{
+	const struct vnpu_at_tensor *in[3] = { cond, a, b };
+	struct vnpu_kp_where p;
+	struct vnpu_npu_launch l = { 0 };
+	struct vnpu_at_tensor *c, *x = NULL, *y = NULL, *out = NULL;
+	int64_t sizes[VNPU_AT_MAX_DIMS];
+	uint32_t nd;
+
+	if (!vnpu_at_broadcast_shapes(name, 3, in, &nd, sizes) ||
+	    !vnpu_at_check_same_device(name, 3, in))
+		return NULL;
+	c = npk_operand(cond, VNPU_AT_BOOL);
+	x = c ? npk_operand(a, dt) : NULL;
+	y = x ? npk_operand(b, dt) : NULL;
+	if (y)
+		out = vnpu_npu_empty(nd, sizes, dt);
+	if (out && vnpu_at_numel(out) &&
+	    (!vnpu_npu_arg_bcast(&l, c, nd, VNPU_ACCESS_READ, &p.cond) ||
+	     !vnpu_npu_arg_bcast(&l, x, nd, VNPU_ACCESS_READ, &p.a) ||
+	     !vnpu_npu_arg_bcast(&l, y, nd, VNPU_ACCESS_READ, &p.b) ||
+	     !vnpu_npu_arg(&l, out, VNPU_ACCESS_WRITE, &p.out) ||
+	     !vnpu_npu_launch(name, &l, "where", &p, sizeof(p),
+			      vnpu_at_numel(out)))) {
+		vnpu_at_release(out);
+		out = NULL;
+	}
+	vnpu_at_release(c);
+	vnpu_at_release(x);
+	vnpu_at_release(y);
+	return out;
+}
+
+/*
+ * REDUCE op of src (plain, on the device) over mask; the result has
+ * src's rank with reduced dims of size 1 (keepdim), or is viewed without
+ * them. Out dtype: src's, I64 for ARGMAX/ARGMIN.
+ */
+static inline struct vnpu_at_tensor *npk_reduce(const char *name, uint32_t op,
+						struct vnpu_at_tensor *src,
+						uint32_t mask, bool keepdim)
+{
+	struct vnpu_kp_reduce p = { .op = op, .dim_mask = mask };
+	struct vnpu_npu_launch l = { 0 };
+	struct vnpu_at_tensor *out, *v;
+	int64_t ksz[VNPU_AT_MAX_DIMS], sq[VNPU_AT_MAX_DIMS];
+	int64_t strides[VNPU_AT_MAX_DIMS];
+	bool arg = op == VNPU_REDUCE_ARGMAX || op == VNPU_REDUCE_ARGMIN;
+	uint32_t nsq = 0;
+
+	for (uint32_t d = 0; d < src->ndim; d++) {
+		ksz[d] = mask >> d & 1 ? 1 : src->sizes[d];
+		if (!(mask >> d & 1))
+			sq[nsq++] = src->sizes[d];
+	}
+	out = vnpu_npu_empty(src->ndim, ksz,
+			     arg ? VNPU_AT_I64 : (enum vnpu_at_dtype)src->dtype);
+	if (!out)
+		return NULL;
+	if (vnpu_at_numel(out) &&
+	    (!vnpu_npu_arg(&l, src, VNPU_ACCESS_READ, &p.input) ||
+	     !vnpu_npu_arg(&l, out, VNPU_ACCESS_WRITE, &p.out) ||
+	     !vnpu_npu_launch(name, &l, "reduce", &p, sizeof(p),
+			      vnpu_at_numel(out)))) {
+		vnpu_at_release(out);
+		return NULL;
+	}
+	if (keepdim)
+		return out;
+	vnpu_at_contiguous_strides(nsq, sq, strides);
+	v = vnpu_at_view_of(out, nsq, sq, strides, 0);
+	vnpu_at_release(out);
+	return v;
+}
+
+/* The result of a kernel in dtype dt (converted on the device if needed;
+ * consumes t). */
+static inline struct vnpu_at_tensor *npk_to(struct vnpu_at_tensor *t,
+					    enum vnpu_at_dtype dt)
+{
+	struct vnpu_at_tensor *r;
+
+	if (!t || t->dtype == dt)
+		return t;
+	r = vnpu_op__to_copy(t, dt, vnpu_npu_device(), false);
+	vnpu_at_release(t);
+	return r;
+}
+
+#endif /* VNPU_NPU_OPS_COMMON_H */
