@@ -376,14 +376,14 @@ def gen_source(ops, found):
         # typed -> boxed (unboxing adapter of a boxed kernel)
         o.append('static %sbox_%s(const struct vnpu_op *op, const struct vnpu_kernel *k, %s)' % (rt, op.c, ks_params))
         o.append('{')
-        o.append('\tstruct vnpu_stack s;\n\tbool ok = true;')
+        o.append('\tstruct vnpu_stack s;\n\tbool ok = true;\n\tuint64_t seq = vnpu_error_seq();')
         if op.rets:
             o.append('\t%sr = %s;' % (rt, op.ret_error()))
         o.append('\n\tvnpu_stack_init(&s);')
         for a in op.args:
             o.append('\t' + push_code(a))
         o.append('\tif (ok)\n\t\tk->boxed(k, op, ks, &s);')
-        o.append('\tif (ok && vnpu_stack_returns_ok(op, &s, %d)) {' % nr)
+        o.append('\tif (ok && vnpu_error_seq() == seq && vnpu_stack_returns_ok(op, &s, %d)) {' % nr)
         if nr == 1:
             o.append('\t\tvnpu_iv_take_ret_%s(&s.v[0], &r);' % op.rets[0].kind)
         else:

@@ -10,6 +10,7 @@
 
 #include "vnpu_dispatch.h"
 #include "vnpu_schema.h"
+#include "vnpu/kernel_abi.h"
 
 /* Where a table entry came from (computeDispatchTableEntryWithDebug). */
 enum vnpu_table_source {
@@ -200,6 +201,9 @@ extern const size_t vnpu_gen_num_kernels;
 
 /* def with the generated adapter (the registry's internal form). */
 struct vnpu_op *vnpu_def_internal(const char *schema, vnpu_boxed_call_fn unbox);
+/* vnpu_fallback without the init call (used during init). */
+struct vnpu_registration *vnpu_fallback_internal(enum vnpu_dispatch_key key,
+						 vnpu_boxed_kernel_fn fn);
 /* Registers the dispatcher's own fallbacks (CPU fallback on PrivateUse1,
  * autograd, profiler, fallthroughs). */
 void vnpu_register_builtin_fallbacks(void);
@@ -208,5 +212,31 @@ void vnpu_autograd_fallback(const struct vnpu_op *op, vnpu_keyset_t ks,
 			    struct vnpu_stack *stack);
 void vnpu_profiler_fallback(const struct vnpu_op *op, vnpu_keyset_t ks,
 			    struct vnpu_stack *stack);
+
+/* ---- storages, autograd ------------------------------------------------------ */
+
+/* A storage of nbytes on dev (npu: from the dispatcher's caching device
+ * allocator); refcount 1. NULL with the error set. */
+struct vnpu_at_storage *vnpu_storage_new(size_t nbytes, struct vnpu_at_device dev);
+void vnpu_storage_release(struct vnpu_at_storage *s);
+/* A tensor on a storage (takes the storage reference). */
+struct vnpu_at_tensor *vnpu_tensor_on_storage(struct vnpu_at_storage *s,
+					      uint32_t ndim,
+					      const int64_t *sizes,
+					      const int64_t *strides,
+					      int64_t offset,
+					      enum vnpu_at_dtype dtype);
+/* Bytes a strided tensor spans from element 0 (0 when empty); false on
+ * overflow or negative sizes/strides. */
+bool vnpu_strided_span(uint32_t ndim, const int64_t *sizes,
+		       const int64_t *strides, size_t itemsize, size_t *bytes);
+void vnpu_at_contiguous_strides_impl(uint32_t ndim, const int64_t *sizes,
+				     int64_t *strides);
+int64_t vnpu_at_shape_numel_impl(uint32_t ndim, const int64_t *sizes);
+void vnpu_autograd_meta_free(struct vnpu_autograd_meta *m);
+/* Lazily initialises libvnpurt (once per process). */
+bool vnpu_npu_runtime_init(void);
+extern _Thread_local void *vnpu_npu_cur_stream;
+extern _Thread_local int vnpu_npu_cur_device;
 
 #endif /* VNPU_DISPATCH_INTERNAL_H */

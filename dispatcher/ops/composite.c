@@ -1,0 +1,627 @@
+// SPDX-License-Identifier: MIT
+/* Composite kernels: CompositeExplicitAutograd (factories, copies, views:
+ * one kernel for every backend) and CompositeImplicitAutograd
+ * (decompositions into other ops). */
+#include "op_util.h"
+#include "dispatch_internal.h"
+
+static struct vnpu_at_device dev_or_cpu(struct vnpu_at_device d)
+{
+	return d.type == VNPU_AT_DEVICE_NONE ? VNPU_AT_DEV_CPU : d;
+}
+
+static enum vnpu_at_dtype dt_or(enum vnpu_at_dtype d, enum vnpu_at_dtype def)
+{
+	return d == VNPU_AT_DTYPE_NONE ? def : d;
+}
+
+struct vnpu_at_tensor *vnpu_cea_empty_like(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					   enum vnpu_at_dtype dtype, struct vnpu_at_device device)
+{
+	return vnpu_op_empty_memory_format((struct vnpu_at_int_array){ self->sizes, self->ndim },
+		dt_or(dtype, (enum vnpu_at_dtype)self->dtype),
+		device.type == VNPU_AT_DEVICE_NONE ? self->storage->device : device);
+}
+
+struct vnpu_at_tensor *vnpu_cea_full(vnpu_keyset_t ks, struct vnpu_at_int_array size,
+				     struct vnpu_at_scalar fill_value,
+				     enum vnpu_at_dtype dtype, struct vnpu_at_device device)
+{
+	enum vnpu_at_dtype def = fill_value.kind == VNPU_AT_SCALAR_DOUBLE ? VNPU_AT_F32 :
+				 fill_value.kind == VNPU_AT_SCALAR_BOOL ? VNPU_AT_BOOL : VNPU_AT_I64;
+	struct vnpu_at_tensor *t = vnpu_op_empty_memory_format(size, dt_or(dtype, def),
+							       dev_or_cpu(device));
+	struct vnpu_at_tensor *r;
+
+	if (!t)
+		return NULL;
+	r = vnpu_op_fill__Scalar(t, fill_value);
+	vnpu_at_release(t);
+	return r;
+}
+
+struct vnpu_at_tensor *vnpu_cea_zeros(vnpu_keyset_t ks, struct vnpu_at_int_array size,
+				      enum vnpu_at_dtype dtype, struct vnpu_at_device device)
+{
+	return vnpu_op_full(size, VNPU_AT_INT(0), dt_or(dtype, VNPU_AT_F32), device);
+}
+
+struct vnpu_at_tensor *vnpu_cea_ones(vnpu_keyset_t ks, struct vnpu_at_int_array size,
+				     enum vnpu_at_dtype dtype, struct vnpu_at_device device)
+{
+	return vnpu_op_full(size, VNPU_AT_INT(1), dt_or(dtype, VNPU_AT_F32), device);
+}
+
+static struct vnpu_at_tensor *full_like(struct vnpu_at_tensor *self, int64_t v,
+					enum vnpu_at_dtype dtype, struct vnpu_at_device device)
+{
+	return vnpu_op_full((struct vnpu_at_int_array){ self->sizes, self->ndim },
+			    VNPU_AT_INT(v), dt_or(dtype, (enum vnpu_at_dtype)self->dtype),
+			    device.type == VNPU_AT_DEVICE_NONE ? self->storage->device : device);
+}
+
+struct vnpu_at_tensor *vnpu_cea_zeros_like(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					   enum vnpu_at_dtype dtype, struct vnpu_at_device device)
+{
+	return full_like(self, 0, dtype, device);
+}
+
+struct vnpu_at_tensor *vnpu_cea_ones_like(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					  enum vnpu_at_dtype dtype, struct vnpu_at_device device)
+{
+	return full_like(self, 1, dtype, device);
+}
+
+struct vnpu_at_tensor *vnpu_cea_arange_start_step(vnpu_keyset_t ks,
+	struct vnpu_at_scalar start, struct vnpu_at_scalar end, struct vnpu_at_scalar step,
+	enum vnpu_at_dtype dtype, struct vnpu_at_device device)
+{
+	bool fl = start.kind == VNPU_AT_SCALAR_DOUBLE || end.kind == VNPU_AT_SCALAR_DOUBLE ||
+		  step.kind == VNPU_AT_SCALAR_DOUBLE;
+	double s = vnpu_at_scalar_to_double(start), e = vnpu_at_scalar_to_double(end);
+	double st = vnpu_at_scalar_to_double(step), nd;
+	enum vnpu_at_dtype dt = dt_or(dtype, fl ? VNPU_AT_F32 : VNPU_AT_I64);
+	struct vnpu_at_tensor *c, *r;
+	int64_t n;
+
+	if (st == 0 || ((e - s) / st) < 0 || !((e - s) / st < 9e15))
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "aten::arange: upper bound and larger bound inconsistent with step sign");
+	nd = ceil((e - s) / st);
+	n = (int64_t)nd;
+	c = vnpu_at_empty(1, &n, dt, VNPU_AT_DEV_CPU);
+	if (!c)
+		return NULL;
+	for (int64_t i = 0; i < n; i++)
+		vnpu_at_store(dt, (char *)vnpu_at_data(c) + i * (int64_t)vnpu_at_dtype_size(dt),
+			      s + (double)i * st);
+	if (dev_or_cpu(device).type == VNPU_AT_CPU)
+		return c;
+	r = vnpu_op__to_copy(c, VNPU_AT_DTYPE_NONE, device, false);
+	vnpu_at_release(c);
+	return r;
+}
+
+struct vnpu_at_tensor *vnpu_cea_zero_(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return vnpu_op_fill__Scalar(self, VNPU_AT_INT(0));
+}
+
+struct vnpu_at_tensor *vnpu_cea__to_copy(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					 enum vnpu_at_dtype dtype, struct vnpu_at_device device,
+					 bool non_blocking)
+{
+	struct vnpu_at_tensor *t = vnpu_op_empty_memory_format(
+		(struct vnpu_at_int_array){ self->sizes, self->ndim },
+		dt_or(dtype, (enum vnpu_at_dtype)self->dtype),
+		device.type == VNPU_AT_DEVICE_NONE ? self->storage->device : device);
+	struct vnpu_at_tensor *r;
+
+	if (!t)
+		return NULL;
+	r = vnpu_op_copy_(t, self, non_blocking);
+	vnpu_at_release(t);
+	return r;
+}
+
+struct vnpu_at_tensor *vnpu_cea_clone(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return vnpu_op__to_copy(self, VNPU_AT_DTYPE_NONE, VNPU_AT_DEV_NONE, false);
+}
+
+struct vnpu_at_tensor *vnpu_cia_to_dtype(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					 enum vnpu_at_dtype dtype, bool non_blocking, bool copy)
+{
+	if (!copy && dtype == self->dtype)
+		return vnpu_at_retain(self);
+	return vnpu_op__to_copy(self, dtype, VNPU_AT_DEV_NONE, non_blocking);
+}
+
+struct vnpu_at_tensor *vnpu_cia_to_device(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					  struct vnpu_at_device device, enum vnpu_at_dtype dtype,
+					  bool non_blocking, bool copy)
+{
+	if (!copy && dtype == self->dtype && device.type == self->storage->device.type &&
+	    device.index == self->storage->device.index)
+		return vnpu_at_retain(self);
+	return vnpu_op__to_copy(self, dtype, device, non_blocking);
+}
+
+struct vnpu_at_tensor *vnpu_cia_contiguous(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	if (vnpu_at_is_contiguous(self))
+		return vnpu_at_retain(self);
+	return vnpu_op_clone(self);
+}
+
+struct vnpu_at_scalar vnpu_cia_item(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return vnpu_op__local_scalar_dense(self);
+}
+
+/* ---- views ------------------------------------------------------------------------ */
+
+/* c10's computeStride: strides for viewing (sizes, strides) as new sizes
+ * without a copy, or false. */
+static bool view_strides(const struct vnpu_at_tensor *t, uint32_t nd,
+			 const int64_t *ns, int64_t *out)
+{
+	int64_t numel = vnpu_at_numel(t), view_d = (int64_t)nd - 1;
+	int64_t chunk_base = t->ndim ? t->strides[t->ndim - 1] : 1;
+	int64_t tensor_numel = 1, view_numel = 1;
+
+	if (!numel) {
+		vnpu_at_contiguous_strides(nd, ns, out);
+		return true;
+	}
+	for (int64_t d = (int64_t)t->ndim - 1; d >= 0; d--) {
+		tensor_numel *= t->sizes[d];
+		if (d == 0 || (t->sizes[d - 1] != 1 &&
+			       t->strides[d - 1] != tensor_numel * chunk_base)) {
+			while (view_d >= 0 && (view_numel < tensor_numel || ns[view_d] == 1)) {
+				out[view_d] = view_numel * chunk_base;
+				view_numel *= ns[view_d];
+				view_d--;
+			}
+			if (view_numel != tensor_numel)
+				return false;
+			if (d > 0) {
+				chunk_base = t->strides[d - 1];
+				tensor_numel = 1;
+				view_numel = 1;
+			}
+		}
+	}
+	return view_d == -1;
+}
+
+/* Resolves one -1 in a size list against numel. */
+static bool infer_size(const char *op, struct vnpu_at_int_array size, int64_t numel,
+		       int64_t *out)
+{
+	int64_t prod = 1, infer = -1;
+
+	if (size.n > VNPU_AT_MAX_DIMS) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE, "%s: too many dims", op);
+		return false;
+	}
+	for (int64_t i = 0; i < size.n; i++) {
+		out[i] = size.v[i];
+		if (size.v[i] == -1) {
+			if (infer >= 0) {
+				vnpu_at_error_set(VNPU_AT_ERR_VALUE, "%s: only one dimension can be inferred", op);
+				return false;
+			}
+			infer = i;
+		} else if (size.v[i] < 0) {
+			vnpu_at_error_set(VNPU_AT_ERR_VALUE, "%s: invalid shape dimension %lld",
+					  op, (long long)size.v[i]);
+			return false;
+		} else {
+			prod *= size.v[i];
+		}
+	}
+	if (infer >= 0 && prod > 0 && numel % prod == 0)
+		out[infer] = numel / prod;
+	else if (infer >= 0 || prod != numel) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE, "%s: shape is invalid for input of size %lld",
+				  op, (long long)numel);
+		return false;
+	}
+	return true;
+}
+
+struct vnpu_at_tensor *vnpu_cea_view(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+				     struct vnpu_at_int_array size)
+{
+	int64_t ns[VNPU_AT_MAX_DIMS], st[VNPU_AT_MAX_DIMS];
+
+	if (!infer_size("aten::view", size, vnpu_at_numel(self), ns))
+		return NULL;
+	if (!view_strides(self, (uint32_t)size.n, ns, st))
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "aten::view: view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead.");
+	return vnpu_at_view_of(self, (uint32_t)size.n, ns, st, self->offset);
+}
+
+struct vnpu_at_tensor *vnpu_cia_reshape(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					struct vnpu_at_int_array shape)
+{
+	int64_t ns[VNPU_AT_MAX_DIMS], st[VNPU_AT_MAX_DIMS];
+	struct vnpu_at_tensor *c, *r;
+
+	if (!infer_size("aten::reshape", shape, vnpu_at_numel(self), ns))
+		return NULL;
+	if (view_strides(self, (uint32_t)shape.n, ns, st))
+		return vnpu_op_view(self, (struct vnpu_at_int_array){ ns, shape.n });
+	c = vnpu_op_clone(self);
+	if (!c)
+		return NULL;
+	r = vnpu_op_view(c, (struct vnpu_at_int_array){ ns, shape.n });
+	vnpu_at_release(c);
+	return r;
+}
+
+struct vnpu_at_tensor *vnpu_cea_as_strided(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					   struct vnpu_at_int_array size,
+					   struct vnpu_at_int_array stride,
+					   struct vnpu_at_opt_int storage_offset)
+{
+	if (size.n != stride.n || size.n > VNPU_AT_MAX_DIMS)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "aten::as_strided: mismatch in length of strides and shape");
+	return vnpu_at_view_of(self, (uint32_t)size.n, size.v, stride.v,
+			       storage_offset.has ? storage_offset.v : self->offset);
+}
+
+struct vnpu_at_tensor *vnpu_cea_permute(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					struct vnpu_at_int_array dims)
+{
+	int64_t ns[VNPU_AT_MAX_DIMS], st[VNPU_AT_MAX_DIMS];
+	uint32_t seen = 0;
+
+	if (dims.n != self->ndim)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "aten::permute: number of dims don't match in permute");
+	for (int64_t i = 0; i < dims.n; i++) {
+		int64_t d = vnpu_at_wrap_dim(dims.v[i], self->ndim);
+
+		if (d < 0)
+			return NULL;
+		if (seen & (1u << d))
+			return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+						 "aten::permute: repeated dim in permute");
+		seen |= 1u << d;
+		ns[i] = self->sizes[d];
+		st[i] = self->strides[d];
+	}
+	return vnpu_at_view_of(self, self->ndim, ns, st, self->offset);
+}
+
+struct vnpu_at_tensor *vnpu_cea_transpose_int(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					      int64_t dim0, int64_t dim1)
+{
+	int64_t perm[VNPU_AT_MAX_DIMS], a, b;
+
+	a = vnpu_at_wrap_dim(dim0, self->ndim);
+	b = a < 0 ? -1 : vnpu_at_wrap_dim(dim1, self->ndim);
+	if (b < 0)
+		return NULL;
+	if (!self->ndim)
+		return vnpu_at_view_of(self, 0, NULL, NULL, self->offset);
+	for (uint32_t i = 0; i < self->ndim; i++)
+		perm[i] = i;
+	perm[a] = b;
+	perm[b] = a;
+	return vnpu_cea_permute(ks, self, (struct vnpu_at_int_array){ perm, self->ndim });
+}
+
+struct vnpu_at_tensor *vnpu_cia_t(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	if (self->ndim > 2)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "aten::t: t() expects a tensor with <= 2 dimensions, but self is %uD",
+					 self->ndim);
+	if (self->ndim < 2)
+		return vnpu_op_view(self, (struct vnpu_at_int_array){ self->sizes, self->ndim });
+	return vnpu_op_transpose_int(self, 0, 1);
+}
+
+struct vnpu_at_tensor *vnpu_cea_unsqueeze(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					  int64_t dim)
+{
+	int64_t ns[VNPU_AT_MAX_DIMS], st[VNPU_AT_MAX_DIMS], d;
+
+	if (self->ndim == VNPU_AT_MAX_DIMS)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE, "aten::unsqueeze: too many dims");
+	d = vnpu_at_wrap_dim(dim, self->ndim + 1);
+	if (d < 0)
+		return NULL;
+	for (int64_t i = 0, j = 0; i <= self->ndim; i++) {
+		if (i == d) {
+			ns[i] = 1;
+			st[i] = j < self->ndim ? self->sizes[j] * self->strides[j] : 1;
+			continue;
+		}
+		ns[i] = self->sizes[j];
+		st[i] = self->strides[j++];
+	}
+	return vnpu_at_view_of(self, self->ndim + 1u, ns, st, self->offset);
+}
+
+struct vnpu_at_tensor *vnpu_cea_squeeze_dim(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					    int64_t dim)
+{
+	int64_t ns[VNPU_AT_MAX_DIMS], st[VNPU_AT_MAX_DIMS], d;
+	uint32_t n = 0;
+
+	d = vnpu_at_wrap_dim(dim, self->ndim);
+	if (d < 0)
+		return NULL;
+	for (uint32_t i = 0; i < self->ndim; i++) {
+		if ((int64_t)i == d && self->sizes[i] == 1)
+			continue;
+		ns[n] = self->sizes[i];
+		st[n++] = self->strides[i];
+	}
+	return vnpu_at_view_of(self, n, ns, st, self->offset);
+}
+
+struct vnpu_at_tensor *vnpu_cea_expand(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+				       struct vnpu_at_int_array size, bool implicit)
+{
+	int64_t ns[VNPU_AT_MAX_DIMS], st[VNPU_AT_MAX_DIMS];
+	int64_t lead = size.n - self->ndim;
+
+	if (size.n > VNPU_AT_MAX_DIMS || lead < 0)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "aten::expand: the number of sizes provided (%lld) must be greater or equal to the number of dimensions in the tensor (%u)",
+					 (long long)size.n, self->ndim);
+	for (int64_t i = 0; i < size.n; i++) {
+		int64_t s = i < lead ? 1 : self->sizes[i - lead];
+		int64_t want = size.v[i] == -1 ? s : size.v[i];
+
+		if (i < lead && size.v[i] == -1)
+			return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+						 "aten::expand: -1 not allowed in a leading, non-existing dimension");
+		if (s != want && s != 1)
+			return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+						 "aten::expand: the expanded size of the tensor (%lld) must match the existing size (%lld) at non-singleton dimension %lld",
+						 (long long)want, (long long)s, (long long)i);
+		ns[i] = want;
+		st[i] = i < lead || (s == 1 && want != 1) ? 0 : self->strides[i - lead];
+	}
+	return vnpu_at_view_of(self, (uint32_t)size.n, ns, st, self->offset);
+}
+
+struct vnpu_at_tensor *vnpu_cea_slice_Tensor(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					     int64_t dim, struct vnpu_at_opt_int start,
+					     struct vnpu_at_opt_int end, int64_t step)
+{
+	int64_t ns[VNPU_AT_MAX_DIMS], st[VNPU_AT_MAX_DIMS], d, s, e, len;
+
+	if (!self->ndim)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE, "aten::slice: slice() cannot be applied to a 0-dim tensor.");
+	d = vnpu_at_wrap_dim(dim, self->ndim);
+	if (d < 0)
+		return NULL;
+	if (step <= 0)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE, "aten::slice: slice step must be positive");
+	len = self->sizes[d];
+	s = start.has ? start.v : 0;
+	e = end.has ? end.v : len;
+	if (s < 0)
+		s += len;
+	if (e < 0)
+		e += len;
+	s = s < 0 ? 0 : s > len ? len : s;
+	e = e < s ? s : e > len ? len : e;
+	for (uint32_t i = 0; i < self->ndim; i++) {
+		ns[i] = self->sizes[i];
+		st[i] = self->strides[i];
+	}
+	ns[d] = (e - s + step - 1) / step;
+	st[d] = self->strides[d] * step;
+	return vnpu_at_view_of(self, self->ndim, ns, st, self->offset + s * self->strides[d]);
+}
+
+struct vnpu_at_tensor *vnpu_cea_select_int(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					   int64_t dim, int64_t index)
+{
+	int64_t ns[VNPU_AT_MAX_DIMS], st[VNPU_AT_MAX_DIMS], d;
+	uint32_t n = 0;
+
+	if (!self->ndim)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE, "aten::select: select() cannot be applied to a 0-dim tensor.");
+	d = vnpu_at_wrap_dim(dim, self->ndim);
+	if (d < 0)
+		return NULL;
+	if (index < -self->sizes[d] || index >= self->sizes[d])
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "aten::select: index %lld out of range for tensor of size %lld at dimension %lld",
+					 (long long)index, (long long)self->sizes[d], (long long)d);
+	if (index < 0)
+		index += self->sizes[d];
+	for (uint32_t i = 0; i < self->ndim; i++) {
+		if ((int64_t)i == d)
+			continue;
+		ns[n] = self->sizes[i];
+		st[n++] = self->strides[i];
+	}
+	return vnpu_at_view_of(self, n, ns, st, self->offset + index * self->strides[d]);
+}
+
+struct vnpu_at_tensor *vnpu_cia_flatten_using_ints(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+						   int64_t start_dim, int64_t end_dim)
+{
+	int64_t ns[VNPU_AT_MAX_DIMS], s, e, n = 0;
+
+	if (!self->ndim)
+		return vnpu_op_reshape(self, VNPU_AT_INTS(1));
+	s = vnpu_at_wrap_dim(start_dim, self->ndim);
+	e = s < 0 ? -1 : vnpu_at_wrap_dim(end_dim, self->ndim);
+	if (e < 0)
+		return NULL;
+	if (s > e)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE, "aten::flatten: start_dim cannot come after end_dim");
+	for (int64_t i = 0; i < self->ndim; i++) {
+		if (i > s && i <= e) {
+			ns[n - 1] *= self->sizes[i];
+			continue;
+		}
+		ns[n++] = self->sizes[i];
+	}
+	return vnpu_op_reshape(self, (struct vnpu_at_int_array){ ns, n });
+}
+
+/* ---- arithmetic decompositions --------------------------------------------------- */
+
+struct vnpu_at_tensor *vnpu_cia_add_Scalar(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					   struct vnpu_at_scalar other, struct vnpu_at_scalar alpha)
+{
+	struct vnpu_at_tensor *s = vnpu_op_full(VNPU_AT_NO_INTS, other, VNPU_AT_DTYPE_NONE,
+						self->storage->device), *r;
+
+	if (!s)
+		return NULL;
+	r = vnpu_op_add_Tensor(self, s, alpha);
+	vnpu_at_release(s);
+	return r;
+}
+
+struct vnpu_at_tensor *vnpu_cia_mul_Scalar(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					   struct vnpu_at_scalar other)
+{
+	struct vnpu_at_tensor *s = vnpu_op_full(VNPU_AT_NO_INTS, other, VNPU_AT_DTYPE_NONE,
+						self->storage->device), *r;
+
+	if (!s)
+		return NULL;
+	r = vnpu_op_mul_Tensor(self, s);
+	vnpu_at_release(s);
+	return r;
+}
+
+struct vnpu_at_tensor *vnpu_cia_matmul(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+				       struct vnpu_at_tensor *other)
+{
+	if (self->ndim == 2 && other->ndim == 2)
+		return vnpu_op_mm(self, other);
+	if (self->ndim >= 3 && other->ndim == 2) {	/* fold the batch into rows */
+		int64_t rows = vnpu_at_numel(self) / (self->sizes[self->ndim - 1] ?
+						      self->sizes[self->ndim - 1] : 1);
+		int64_t os[VNPU_AT_MAX_DIMS];
+		struct vnpu_at_tensor *a, *m, *r;
+
+		if (!self->sizes[self->ndim - 1])
+			rows = 0;
+		for (uint32_t i = 0; i < self->ndim; i++)
+			os[i] = self->sizes[i];
+		os[self->ndim - 1] = other->sizes[1];
+		a = vnpu_op_reshape(self, VNPU_AT_INTS(rows, self->sizes[self->ndim - 1]));
+		m = a ? vnpu_op_mm(a, other) : NULL;
+		r = m ? vnpu_op_view(m, (struct vnpu_at_int_array){ os, self->ndim }) : NULL;
+		vnpu_at_release(a);
+		vnpu_at_release(m);
+		return r;
+	}
+	if (self->ndim == 3 && other->ndim == 3)
+		return vnpu_op_bmm(self, other);
+	return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				 "aten::matmul: unsupported ranks %u and %u", self->ndim, other->ndim);
+}
+
+struct vnpu_at_tensor *vnpu_cia_linear(vnpu_keyset_t ks, struct vnpu_at_tensor *input,
+				       struct vnpu_at_tensor *weight, struct vnpu_at_tensor *bias)
+{
+	struct vnpu_at_tensor *wt = vnpu_op_t(weight), *y, *r;
+
+	y = wt ? vnpu_op_matmul(input, wt) : NULL;
+	vnpu_at_release(wt);
+	if (!y || !bias)
+		return y;
+	r = vnpu_op_add_Tensor(y, bias, VNPU_AT_INT(1));
+	vnpu_at_release(y);
+	return r;
+}
+
+struct vnpu_at_tensor *vnpu_cia_conv2d(vnpu_keyset_t ks, struct vnpu_at_tensor *input,
+				       struct vnpu_at_tensor *weight, struct vnpu_at_tensor *bias,
+				       struct vnpu_at_int_array stride, struct vnpu_at_int_array padding,
+				       struct vnpu_at_int_array dilation, int64_t groups)
+{
+	return vnpu_op_convolution(input, weight, bias, stride, padding, dilation, false,
+				   VNPU_AT_INTS(0, 0), groups);
+}
+
+struct vnpu_at_tensor *vnpu_cia_max_pool2d(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					   struct vnpu_at_int_array kernel_size,
+					   struct vnpu_at_int_array stride,
+					   struct vnpu_at_int_array padding,
+					   struct vnpu_at_int_array dilation, bool ceil_mode)
+{
+	struct vnpu_ret_max_pool2d_with_indices r = vnpu_op_max_pool2d_with_indices(
+		self, kernel_size, stride, padding, dilation, ceil_mode);
+
+	vnpu_at_release(r.r1);
+	return r.r0;
+}
+
+struct vnpu_at_tensor *vnpu_cia_softmax_int(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					    int64_t dim, enum vnpu_at_dtype dtype)
+{
+	struct vnpu_at_tensor *c, *r;
+
+	if (dtype == VNPU_AT_DTYPE_NONE || dtype == self->dtype)
+		return vnpu_op__softmax(self, dim, false);
+	c = vnpu_op__to_copy(self, dtype, VNPU_AT_DEV_NONE, false);
+	r = c ? vnpu_op__softmax(c, dim, false) : NULL;
+	vnpu_at_release(c);
+	return r;
+}
+
+struct vnpu_at_tensor *vnpu_cia_log_softmax_int(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+						int64_t dim, enum vnpu_at_dtype dtype)
+{
+	struct vnpu_at_tensor *c, *r;
+
+	if (dtype == VNPU_AT_DTYPE_NONE || dtype == self->dtype)
+		return vnpu_op__log_softmax(self, dim, false);
+	c = vnpu_op__to_copy(self, dtype, VNPU_AT_DEV_NONE, false);
+	r = c ? vnpu_op__log_softmax(c, dim, false) : NULL;
+	vnpu_at_release(c);
+	return r;
+}
+
+struct vnpu_at_tensor *vnpu_cia_layer_norm(vnpu_keyset_t ks, struct vnpu_at_tensor *input,
+					   struct vnpu_at_int_array normalized_shape,
+					   struct vnpu_at_tensor *weight, struct vnpu_at_tensor *bias,
+					   double eps, bool cudnn_enable)
+{
+	struct vnpu_ret_native_layer_norm r = vnpu_op_native_layer_norm(
+		input, normalized_shape, weight, bias, eps);
+
+	vnpu_at_release(r.r1);
+	vnpu_at_release(r.r2);
+	return r.r0;
+}
+
+struct vnpu_at_tensor *vnpu_cia_cross_entropy_loss(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+						   struct vnpu_at_tensor *target,
+						   struct vnpu_at_tensor *weight, int64_t reduction,
+						   int64_t ignore_index, double label_smoothing)
+{
+	struct vnpu_at_tensor *ls;
+	struct vnpu_ret_nll_loss_forward r;
+
+	if (label_smoothing != 0.0)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "aten::cross_entropy_loss: label_smoothing is not supported");
+	ls = vnpu_op__log_softmax(self, 1, false);
+	if (!ls)
+		return NULL;
+	r = vnpu_op_nll_loss_forward(ls, target, weight, reduction, ignore_index);
+	vnpu_at_release(ls);
+	vnpu_at_release(r.r1);
+	return r.r0;
+}

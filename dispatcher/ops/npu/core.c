@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: MIT
+/* NPU kernels (PrivateUse1): creation, copies (H2D/D2H/D2D, format-aware),
+ * fill_, add, mul, relu, mm (FRACTAL_NZ operands taken as they are), sum,
+ * and torch_npu's npu_format_cast / get_npu_format. */
+#include "npu_util.h"
+#include "dispatch_internal.h"
+
+struct vnpu_at_tensor *vnpu_resize_impl(struct vnpu_at_tensor *self,
+					struct vnpu_at_int_array size);
+
+struct vnpu_at_tensor *vnpu_npu_empty_memory_format(vnpu_keyset_t ks,
+	struct vnpu_at_int_array size, enum vnpu_at_dtype dtype,
+	struct vnpu_at_device device)
+{
+	if (size.n > VNPU_AT_MAX_DIMS)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE, "aten::empty: too many dims");
+	if (!vnpu_npu_ready())
+		return NULL;
+	return vnpu_at_empty((uint32_t)size.n, size.v,
+			     dtype == VNPU_AT_DTYPE_NONE ? VNPU_AT_F32 : dtype,
+			     device.type == VNPU_AT_NPU ? device : vnpu_npu_device());
+}
+
+struct vnpu_at_tensor *vnpu_npu_empty_strided(vnpu_keyset_t ks,
+	struct vnpu_at_int_array size, struct vnpu_at_int_array stride,
+	enum vnpu_at_dtype dtype, struct vnpu_at_device device)
+{
+	if (size.n > VNPU_AT_MAX_DIMS || size.n != stride.n)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "aten::empty_strided: size and stride differ in length");
+	if (!vnpu_npu_ready())
+		return NULL;
+	return vnpu_at_empty_strided((uint32_t)size.n, size.v, stride.v,
+				     dtype == VNPU_AT_DTYPE_NONE ? VNPU_AT_F32 : dtype,
+				     device.type == VNPU_AT_NPU ? device : vnpu_npu_device());
+}
+
+struct vnpu_at_tensor *vnpu_npu_fill__Scalar(vnpu_keyset_t ks,
+					     struct vnpu_at_tensor *self,
+					     struct vnpu_at_scalar value)
+{
+	struct vnpu_kp_fill p = { .value = vnpu_at_scalar_to_double(value),
+				  .ivalue = vnpu_at_scalar_to_int(value) };
+	struct vnpu_npu_launch l = { 0 };
+	struct vnpu_at_tensor *tgt = self;
+	bool ok;
+
+	if (!vnpu_at_numel(self))
+		return vnpu_at_retain(self);
+	if (vnpu_npu_dtype((enum vnpu_at_dtype)self->dtype) < 0)
+		return vnpu_fallback_fill__Scalar(ks, self, value);
+	if (vnpu_npu_format_of(self) != VNPU_FORMAT_ND) {
+		tgt = vnpu_npu_empty(self->ndim, self->sizes, (enum vnpu_at_dtype)self->dtype);
+		if (!tgt)
+			return NULL;
+	}
+	ok = vnpu_npu_arg(&l, tgt, VNPU_ACCESS_WRITE, &p.out) &&
+	     vnpu_npu_launch("aten::fill_", &l, "fill", &p, sizeof(p), vnpu_at_numel(tgt));
+	if (ok && tgt != self)
+		ok = vnpu_npu_copy("aten::fill_", self, tgt);
+	if (tgt != self)
+		vnpu_at_release(tgt);
+	return ok ? vnpu_at_retain(self) : NULL;
+}
+
+struct vnpu_at_tensor *vnpu_npu_copy_(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+				      struct vnpu_at_tensor *src, bool non_blocking)
+{
+	if (src->ndim > self->ndim)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "aten::copy_: source has more dims than the destination");
+	return vnpu_npu_copy("aten::copy_", self, src) ? vnpu_at_retain(self) : NULL;
+}
+
+struct vnpu_at_tensor *vnpu_npu__copy_from(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					   struct vnpu_at_tensor *dst, bool non_blocking)
+{
+	return vnpu_npu_copy("aten::_copy_from", dst, self) ? vnpu_at_retain(dst) : NULL;
+}
+
+struct vnpu_at_tensor *vnpu_npu__copy_from_and_resize(vnpu_keyset_t ks,
+						      struct vnpu_at_tensor *self,
+						      struct vnpu_at_tensor *dst)
+{
+	bool same = self->ndim == dst->ndim;
+
+	for (uint32_t i = 0; same && i < dst->ndim; i++)
+		same = self->sizes[i] == dst->sizes[i];
+	if (!same) {
+		struct vnpu_at_tensor *r = vnpu_resize_impl(dst,
+			(struct vnpu_at_int_array){ self->sizes, self->ndim });
+
+		if (!r)
+			return NULL;
+		vnpu_at_release(r);
+	}
+	return vnpu_npu_copy("aten::_copy_from_and_resize", dst, self) ?
+	       vnpu_at_retain(dst) : NULL;
+}
+
+struct vnpu_at_scalar vnpu_npu__local_scalar_dense(vnpu_keyset_t ks,
+						   struct vnpu_at_tensor *self)
+{
+	struct vnpu_at_tensor *h = vnpu_op__to_copy(self, VNPU_AT_DTYPE_NONE,
+						    VNPU_AT_DEV_CPU, false);
+	struct vnpu_at_scalar s;
+
+	if (!h)
+		return VNPU_AT_SCALAR_NONEV;
+	s = vnpu_op__local_scalar_dense(h);
+	vnpu_at_release(h);
+	return s;
+}
+
+struct vnpu_at_tensor *vnpu_npu_resize_(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					struct vnpu_at_int_array size)
+{
+	return vnpu_resize_impl(self, size);
+}
+
+/* BINARY with broadcasting; operands cast to the result dtype on the
+ * device first; 0-dim CPU operands are moved to the device. */
+static struct vnpu_at_tensor *binary(const char *name, vnpu_keyset_t ks, uint32_t op,
+				     struct vnpu_at_tensor *a, struct vnpu_at_tensor *b,
+				     struct vnpu_at_scalar alpha)
+{
+	const struct vnpu_at_tensor *in[2] = { a, b };
+	enum vnpu_at_dtype dt = vnpu_at_result_type(a, b);
+	struct vnpu_at_tensor *x = NULL, *y = NULL, *out = NULL;
+	struct vnpu_kp_binary p = { .op = op, .alpha = vnpu_at_scalar_to_double(alpha) };
+	struct vnpu_npu_launch l = { 0 };
+	int64_t sizes[VNPU_AT_MAX_DIMS];
+	uint32_t nd;
+
+	if (!vnpu_at_broadcast_shapes(name, 2, in, &nd, sizes) ||
+	    !vnpu_at_check_same_device(name, 2, in))
+		return NULL;
+	x = a->dtype == dt && vnpu_at_is_npu(a) ? vnpu_npu_plain(a) :
+	    vnpu_op__to_copy(a, dt, vnpu_npu_device(), false);
+	y = b->dtype == dt && vnpu_at_is_npu(b) ? vnpu_npu_plain(b) :
+	    vnpu_op__to_copy(b, dt, vnpu_npu_device(), false);
+	out = x && y ? vnpu_npu_empty(nd, sizes, dt) : NULL;
+	if (out && vnpu_at_numel(out) &&
+	    (!vnpu_npu_arg_bcast(&l, x, nd, VNPU_ACCESS_READ, &p.a) ||
+	     !vnpu_npu_arg_bcast(&l, y, nd, VNPU_ACCESS_READ, &p.b) ||
+	     !vnpu_npu_arg(&l, out, VNPU_ACCESS_WRITE, &p.out) ||
+	     !vnpu_npu_launch(name, &l, "binary", &p, sizeof(p), vnpu_at_numel(out)))) {
+		vnpu_at_release(out);
+		out = NULL;
+	}
+	vnpu_at_release(x);
+	vnpu_at_release(y);
+	return out;
+}
+
+static bool device_float_or_int(enum vnpu_at_dtype dt)
+{
+	return dt == VNPU_AT_F32 || dt == VNPU_AT_F16 || dt == VNPU_AT_BF16 ||
+	       dt == VNPU_AT_I32 || dt == VNPU_AT_I8;
+}
+
+struct vnpu_at_tensor *vnpu_npu_add_Tensor(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					   struct vnpu_at_tensor *other,
+					   struct vnpu_at_scalar alpha)
+{
+	if (!device_float_or_int(vnpu_at_result_type(self, other)))
+		return vnpu_fallback_add_Tensor(ks, self, other, alpha);
+	return binary("aten::add.Tensor", ks, VNPU_BINARY_ADD, self, other, alpha);
+}
+
+struct vnpu_at_tensor *vnpu_npu_mul_Tensor(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					   struct vnpu_at_tensor *other)
+{
+	if (!device_float_or_int(vnpu_at_result_type(self, other)))
+		return vnpu_fallback_mul_Tensor(ks, self, other);
+	return binary("aten::mul.Tensor", ks, VNPU_BINARY_MUL, self, other, VNPU_AT_INT(1));
+}
+
+struct vnpu_at_tensor *vnpu_npu_relu(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	struct vnpu_kp_unary p = { .op = VNPU_UNARY_RELU };
+	struct vnpu_npu_launch l = { 0 };
+	struct vnpu_at_tensor *src, *out;
+
+	if (!device_float_or_int((enum vnpu_at_dtype)self->dtype))
+		return vnpu_fallback_relu(ks, self);
+	src = vnpu_npu_plain(self);
+	out = src ? vnpu_npu_empty(src->ndim, src->sizes, (enum vnpu_at_dtype)src->dtype) : NULL;
+	if (out && vnpu_at_numel(out) &&
+	    (!vnpu_npu_arg(&l, src, VNPU_ACCESS_READ, &p.src) ||
+	     !vnpu_npu_arg(&l, out, VNPU_ACCESS_WRITE, &p.out) ||
+	     !vnpu_npu_launch("aten::relu", &l, "unary", &p, sizeof(p), vnpu_at_numel(out)))) {
+		vnpu_at_release(out);
+		out = NULL;
+	}
+	vnpu_at_release(src);
+	return out;
+}
+
+/* GEMM takes ND (strided views included: a transposed operand becomes
+ * trans_a/trans_b) or FRACTAL_NZ operands as they are. */
+static bool gemm_operand(struct vnpu_at_tensor *t, struct vnpu_at_tensor **use,
+			 uint32_t *trans)
+{
+	*trans = 0;
+	if (vnpu_npu_format_of(t) == VNPU_FORMAT_FRACTAL_NZ && vnpu_at_is_contiguous(t) &&
+	    !t->offset && t->ndim == t->storage->npu.base_ndim) {
+		*use = vnpu_at_retain(t);
+		return true;
+	}
+	if (vnpu_npu_format_of(t) != VNPU_FORMAT_ND) {
+		*use = vnpu_npu_plain(t);
+		return *use != NULL;
+	}
+	if (t->ndim == 2 && t->strides[0] == 1 && t->sizes[0] > 1 && t->sizes[1] > 1) {
+		/* column-major view: the transpose is row-major */
+		*use = vnpu_at_view_of(t, 2, (int64_t[]){ t->sizes[1], t->sizes[0] },
+				       (int64_t[]){ t->strides[1], t->strides[0] }, t->offset);
+		*trans = 1;
+		return *use != NULL;
+	}
+	*use = vnpu_at_retain(t);
+	return true;
+}
+
+struct vnpu_at_tensor *vnpu_npu_mm(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+				   struct vnpu_at_tensor *mat2)
+{
+	enum vnpu_at_dtype dt = (enum vnpu_at_dtype)self->dtype;
+	struct vnpu_kp_gemm p = { .alpha = 1.0f };
+	struct vnpu_npu_launch l = { 0 };
+	struct vnpu_at_tensor *a = NULL, *b = NULL, *out = NULL;
+
+	if (self->ndim != 2 || mat2->ndim != 2 || self->sizes[1] != mat2->sizes[0] ||
+	    self->dtype != mat2->dtype)
+		return vnpu_fallback_mm(ks, self, mat2);	/* the CPU kernel words the error */
+	if (dt != VNPU_AT_F32 && dt != VNPU_AT_F16 && dt != VNPU_AT_BF16)
+		return vnpu_fallback_mm(ks, self, mat2);
+	out = vnpu_npu_empty(2, (int64_t[]){ self->sizes[0], mat2->sizes[1] }, dt);
+	if (!out || !vnpu_at_numel(out))
+		return out;
+	if (!self->sizes[1]) {
+		struct vnpu_at_tensor *r = vnpu_op_fill__Scalar(out, VNPU_AT_INT(0));
+
+		vnpu_at_release(r);
+		return r ? out : (vnpu_at_release(out), NULL);
+	}
+	if (!gemm_operand(self, &a, &p.trans_a) || !gemm_operand(mat2, &b, &p.trans_b) ||
+	    !vnpu_npu_arg(&l, a, VNPU_ACCESS_READ, &p.a) ||
+	    !vnpu_npu_arg(&l, b, VNPU_ACCESS_READ, &p.b) ||
+	    !vnpu_npu_arg(&l, out, VNPU_ACCESS_WRITE, &p.out) ||
+	    !vnpu_npu_arg(&l, out, VNPU_ACCESS_WRITE, &p.bias) ||
+	    !vnpu_npu_launch("aten::mm", &l, "gemm", &p, sizeof(p),
+			     vnpu_at_numel(out) * self->sizes[1])) {
+		vnpu_at_release(out);
+		out = NULL;
+	}
+	vnpu_at_release(a);
+	vnpu_at_release(b);
+	return out;
+}
+
+struct vnpu_at_tensor *vnpu_npu_sum(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+				    enum vnpu_at_dtype dtype)
+{
+	enum vnpu_at_dtype dt = (enum vnpu_at_dtype)self->dtype;
+	struct vnpu_kp_reduce p = { .op = VNPU_REDUCE_SUM };
+	struct vnpu_npu_launch l = { 0 };
+	struct vnpu_at_tensor *src, *out, *v;
+	int64_t ones[VNPU_AT_MAX_DIMS];
+
+	if ((dt != VNPU_AT_F32 && dt != VNPU_AT_F16 && dt != VNPU_AT_BF16) ||
+	    (dtype != VNPU_AT_DTYPE_NONE && dtype != dt) || !self->ndim ||
+	    !vnpu_at_numel(self))
+		return vnpu_fallback_sum(ks, self, dtype);
+	for (uint32_t i = 0; i < self->ndim; i++)
+		ones[i] = 1;
+	p.dim_mask = (1u << self->ndim) - 1;
+	src = vnpu_npu_plain(self);
+	out = src ? vnpu_npu_empty(self->ndim, ones, dt) : NULL;
+	if (!out || !vnpu_npu_arg(&l, src, VNPU_ACCESS_READ, &p.input) ||
+	    !vnpu_npu_arg(&l, out, VNPU_ACCESS_WRITE, &p.out) ||
+	    !vnpu_npu_launch("aten::sum", &l, "reduce", &p, sizeof(p), 1)) {
+		vnpu_at_release(src);
+		vnpu_at_release(out);
+		return NULL;
+	}
+	vnpu_at_release(src);
+	v = vnpu_at_view_of(out, 0, NULL, NULL, 0);
+	vnpu_at_release(out);
+	return v;
+}
+
+struct vnpu_at_tensor *vnpu_npu_npu_format_cast(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+						int64_t acl_format)
+{
+	if (acl_format != VNPU_FORMAT_ND && acl_format != VNPU_FORMAT_NCHW &&
+	    acl_format != VNPU_FORMAT_NC1HWC0 && acl_format != VNPU_FORMAT_FRACTAL_Z &&
+	    acl_format != VNPU_FORMAT_FRACTAL_NZ)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "npu::npu_format_cast: unsupported format %lld",
+					 (long long)acl_format);
+	if (acl_format == VNPU_FORMAT_ND || acl_format == VNPU_FORMAT_NCHW) {
+		struct vnpu_at_tensor *p = vnpu_npu_plain(self), *c;
+
+		if (!p)
+			return NULL;
+		c = vnpu_at_contiguous(p);
+		vnpu_at_release(p);
+		return c;
+	}
+	return vnpu_npu_as_format(self, (int)acl_format);
+}
+
+int64_t vnpu_npu_get_npu_format(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return vnpu_npu_format_of(self);
+}

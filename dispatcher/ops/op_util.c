@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: MIT
+/* Kernel helpers: element conversions, strided iteration, shape rules. */
+#include <stdio.h>
+
+#include "op_util.h"
+#include "dispatch_internal.h"
+
+float vnpu_at_f16_to_f32(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f;
+	uint32_t man = h & 0x3ff, u;
+	float f;
+
+	if (exp == 0x1f) {
+		u = sign | 0x7f800000u | (man << 13);
+	} else if (exp) {
+		u = sign | ((exp + 112) << 23) | (man << 13);
+	} else if (man) {	/* subnormal: value man * 2^-24 */
+		f = ldexpf((float)man, -24);
+		return sign ? -f : f;
+	} else {
+		u = sign;
+	}
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+uint16_t vnpu_at_f32_to_f16(float f)
+{
+	uint32_t u, sign, exp, man;
+
+	memcpy(&u, &f, sizeof(u));
+	sign = (u >> 16) & 0x8000;
+	exp = (u >> 23) & 0xff;
+	man = u & 0x7fffff;
+	if (exp == 0xff)
+		return (uint16_t)(sign | 0x7c00 | (man ? 0x200 | (man >> 13) : 0));
+	{
+		int e = (int)exp - 127 + 15;
+		uint32_t m, rest, half;
+
+		if (e >= 0x1f)
+			return (uint16_t)(sign | 0x7c00);
+		if (e <= 0) {
+			if (e < -10)
+				return (uint16_t)sign;
+			m = man | 0x800000;
+			{
+				uint32_t shift = (uint32_t)(14 - e);
+
+				rest = m & ((1u << shift) - 1);
+				half = 1u << (shift - 1);
+				m >>= shift;
+			}
+			if (rest > half || (rest == half && (m & 1)))
+				m++;
+			return (uint16_t)(sign | m);
+		}
+		m = man >> 13;
+		rest = man & 0x1fff;
+		if (rest > 0x1000 || (rest == 0x1000 && (m & 1))) {
+			m++;
+			if (m == 0x400) {
+				m = 0;
+				e++;
+				if (e >= 0x1f)
+					return (uint16_t)(sign | 0x7c00);
+			}
+		}
+		return (uint16_t)(sign | ((uint32_t)e << 10) | m);
+	}
+}
+
+float vnpu_at_bf16_to_f32(uint16_t h)
+{
+	uint32_t u = (uint32_t)h << 16;
+	float f;
+
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+uint16_t vnpu_at_f32_to_bf16(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, sizeof(u));
+	if ((u & 0x7fffffff) > 0x7f800000)
+		return (uint16_t)((u >> 16) | 0x40);
+	u += 0x7fff + ((u >> 16) & 1);
+	return (uint16_t)(u >> 16);
+}
+
+double vnpu_at_load(enum vnpu_at_dtype dtype, const void *p)
+{
+	switch (dtype) {
+	case VNPU_AT_F32: { float v; memcpy(&v, p, 4); return v; }
+	case VNPU_AT_F64: { double v; memcpy(&v, p, 8); return v; }
+	case VNPU_AT_F16: { uint16_t v; memcpy(&v, p, 2); return vnpu_at_f16_to_f32(v); }
+	case VNPU_AT_BF16: { uint16_t v; memcpy(&v, p, 2); return vnpu_at_bf16_to_f32(v); }
+	default: return (double)vnpu_at_load_int(dtype, p);
+	}
+}
+
+int64_t vnpu_at_load_int(enum vnpu_at_dtype dtype, const void *p)
+{
+	switch (dtype) {
+	case VNPU_AT_U8: return *(const uint8_t *)p;
+	case VNPU_AT_I8: return *(const int8_t *)p;
+	case VNPU_AT_BOOL: return *(const uint8_t *)p != 0;
+	case VNPU_AT_I32: { int32_t v; memcpy(&v, p, 4); return v; }
+	case VNPU_AT_I64: { int64_t v; memcpy(&v, p, 8); return v; }
+	default:
+		return vnpu_at_scalar_to_int(VNPU_AT_DOUBLE(vnpu_at_load(dtype, p)));
+	}
+}
+
+static int64_t sat(double v, double lo, double hi)
+{
+	if (!(v == v))
+		return 0;
+	if (v <= lo)
+		return (int64_t)lo;
+	if (v >= hi)
+		return (int64_t)hi;
+	return (int64_t)v;
+}
+
+void vnpu_at_store(enum vnpu_at_dtype dtype, void *p, double v)
+{
+	switch (dtype) {
+	case VNPU_AT_F32: { float f = (float)v; memcpy(p, &f, 4); return; }
+	case VNPU_AT_F64: memcpy(p, &v, 8); return;
+	case VNPU_AT_F16: { uint16_t h = vnpu_at_f32_to_f16((float)v); memcpy(p, &h, 2); return; }
+	case VNPU_AT_BF16: { uint16_t h = vnpu_at_f32_to_bf16((float)v); memcpy(p, &h, 2); return; }
+	case VNPU_AT_BOOL: *(uint8_t *)p = v != 0; return;
+	case VNPU_AT_U8: *(uint8_t *)p = (uint8_t)sat(v, 0, 255); return;
+	case VNPU_AT_I8: *(int8_t *)p = (int8_t)sat(v, -128, 127); return;
+	case VNPU_AT_I32: { int32_t i = (int32_t)sat(v, -2147483648.0, 2147483647.0); memcpy(p, &i, 4); return; }
+	case VNPU_AT_I64: { int64_t i = vnpu_at_scalar_to_int(VNPU_AT_DOUBLE(v)); memcpy(p, &i, 8); return; }
+	default: return;
+	}
+}
+
+void vnpu_at_store_int(enum vnpu_at_dtype dtype, void *p, int64_t v)
+{
+	switch (dtype) {
+	case VNPU_AT_BOOL: *(uint8_t *)p = v != 0; return;
+	case VNPU_AT_U8: *(uint8_t *)p = (uint8_t)v; return;	/* wraps, as C */
+	case VNPU_AT_I8: *(int8_t *)p = (int8_t)v; return;
+	case VNPU_AT_I32: { int32_t i = (int32_t)v; memcpy(p, &i, 4); return; }
+	case VNPU_AT_I64: memcpy(p, &v, 8); return;
+	default: vnpu_at_store(dtype, p, (double)v); return;
+	}
+}
+
+bool vnpu_at_iter_init(struct vnpu_at_iter *it, uint32_t ndim,
+		       const int64_t *sizes, uint32_t n,
+		       const struct vnpu_at_tensor *const *tensors)
+{
+	memset(it, 0, sizeof(*it));
+	if (n > VNPU_AT_ITER_MAX || ndim > VNPU_AT_MAX_DIMS) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE, "iter: too many operands or dims");
+		return false;
+	}
+	it->ndim = ndim;
+	it->n = n;
+	it->remaining = 1;
+	for (uint32_t d = 0; d < ndim; d++) {
+		it->sizes[d] = sizes[d];
+		it->remaining *= sizes[d];
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		const struct vnpu_at_tensor *t = tensors[i];
+		int64_t isz = (int64_t)vnpu_at_dtype_size((enum vnpu_at_dtype)t->dtype);
+		uint32_t lead;
+
+		if (t->ndim > ndim || t->storage->device.type != VNPU_AT_CPU) {
+			vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					  "iter: operand %u does not broadcast to the iteration shape (or is not on the CPU)", i);
+			return false;
+		}
+		lead = ndim - t->ndim;
+		for (uint32_t d = 0; d < t->ndim; d++) {
+			if (t->sizes[d] != sizes[lead + d] && t->sizes[d] != 1) {
+				vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+						  "iter: operand %u does not broadcast to the iteration shape", i);
+				return false;
+			}
+			it->bstride[i][lead + d] = t->sizes[d] == 1 ? 0 : t->strides[d] * isz;
+		}
+		it->base[i] = vnpu_at_data(t);
+		it->p[i] = it->base[i];
+	}
+	return true;
+}
+
+bool vnpu_at_iter_next(struct vnpu_at_iter *it)
+{
+	if (it->remaining <= 0)
+		return false;
+	if (!it->started) {
+		it->started = true;
+		it->remaining--;
+		return true;
+	}
+	for (uint32_t d = it->ndim; d-- > 0;) {
+		if (++it->idx[d] < it->sizes[d]) {
+			for (uint32_t i = 0; i < it->n; i++)
+				it->p[i] += it->bstride[i][d];
+			it->remaining--;
+			return true;
+		}
+		for (uint32_t i = 0; i < it->n; i++)
+			it->p[i] -= it->bstride[i][d] * (it->sizes[d] - 1);
+		it->idx[d] = 0;
+	}
+	return false;
+}
+
+bool vnpu_at_broadcast_shapes(const char *op, uint32_t n,
+			      const struct vnpu_at_tensor *const *ts,
+			      uint32_t *ndim, int64_t *sizes)
+{
+	uint32_t nd = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (ts[i]->ndim > nd)
+			nd = ts[i]->ndim;
+	for (uint32_t d = 0; d < nd; d++)
+		sizes[d] = 1;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t lead = nd - ts[i]->ndim;
+
+		for (uint32_t d = 0; d < ts[i]->ndim; d++) {
+			int64_t s = ts[i]->sizes[d];
+
+			if (s == sizes[lead + d] || s == 1)
+				continue;
+			if (sizes[lead + d] == 1) {
+				sizes[lead + d] = s;
+				continue;
+			}
+			{
+				char a[128], b[128];
+
+				vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+						  "%s: shapes %s and %s cannot be broadcast",
+						  op, vnpu_at_format_sizes(ts[0], a, sizeof(a)),
+						  vnpu_at_format_sizes(ts[i], b, sizeof(b)));
+			}
+			return false;
+		}
+	}
+	*ndim = nd;
+	return true;
+}
+
+static int category(enum vnpu_at_dtype d)
+{
+	return d == VNPU_AT_BOOL ? 0 : vnpu_at_dtype_is_float(d) ? 2 : 1;
+}
+
+enum vnpu_at_dtype vnpu_at_result_type(const struct vnpu_at_tensor *a,
+				       const struct vnpu_at_tensor *b)
+{
+	enum vnpu_at_dtype da = (enum vnpu_at_dtype)a->dtype;
+	enum vnpu_at_dtype db = (enum vnpu_at_dtype)b->dtype;
+
+	/* a 0-dim operand only decides within a higher category */
+	if (a->ndim && !b->ndim)
+		return category(db) > category(da) ? vnpu_at_promote(da, db) : da;
+	if (!a->ndim && b->ndim)
+		return category(da) > category(db) ? vnpu_at_promote(da, db) : db;
+	return vnpu_at_promote(da, db);
+}
+
+bool vnpu_at_check_same_device(const char *op, uint32_t n,
+			       const struct vnpu_at_tensor *const *ts)
+{
+	const struct vnpu_at_tensor *first = NULL;
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct vnpu_at_tensor *t = ts[i];
+
+		if (!t || (t->storage->device.type == VNPU_AT_CPU && !t->ndim))
+			continue;
+		if (!first) {
+			first = t;
+			continue;
+		}
+		if (first->storage->device.type != t->storage->device.type ||
+		    first->storage->device.index != t->storage->device.index) {
+			vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					  "%s: Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
+					  op, first->storage->device.type == VNPU_AT_NPU ? "npu" : "cpu",
+					  t->storage->device.type == VNPU_AT_NPU ? "npu" : "cpu");
+			return false;
+		}
+	}
+	return true;
+}
+
+bool vnpu_at_dim_mask(const char *op, struct vnpu_at_int_array dims,
+		      uint32_t ndim, uint32_t *mask)
+{
+	*mask = 0;
+	if (!dims.n) {
+		*mask = ndim ? (uint32_t)((1u << ndim) - 1) : 0;
+		return true;
+	}
+	for (int64_t i = 0; i < dims.n; i++) {
+		int64_t d = vnpu_at_wrap_dim(dims.v[i], ndim);
+
+		if (d < 0)
+			return false;
+		if (!ndim)
+			continue;
+		if (*mask & (1u << d)) {
+			vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					  "%s: dim %lld appears multiple times in the list of dims",
+					  op, (long long)d);
+			return false;
+		}
+		*mask |= 1u << d;
+	}
+	return true;
+}
+
+void vnpu_at_contiguous_strides(uint32_t ndim, const int64_t *sizes,
+				int64_t *strides)
+{
+	vnpu_at_contiguous_strides_impl(ndim, sizes, strides);
+}
+
+int64_t vnpu_at_shape_numel(uint32_t ndim, const int64_t *sizes)
+{
+	return vnpu_at_shape_numel_impl(ndim, sizes);
+}
+
+struct vnpu_at_tensor *vnpu_at_contiguous(struct vnpu_at_tensor *t)
+{
+	struct vnpu_at_tensor *c, *r;
+
+	if (vnpu_at_is_contiguous(t) && t->storage->npu.npu_format == VNPU_FORMAT_ND)
+		return vnpu_at_retain(t);
+	c = vnpu_at_new(t->ndim, t->sizes, (enum vnpu_at_dtype)t->dtype,
+			t->storage->device);
+	if (!c)
+		return NULL;
+	r = vnpu_op_copy_(c, t, false);
+	vnpu_at_release(c);
+	return r;
+}
+
+struct vnpu_at_tensor *vnpu_at_new(uint32_t ndim, const int64_t *sizes,
+				   enum vnpu_at_dtype dtype,
+				   struct vnpu_at_device dev)
+{
+	return vnpu_op_empty_memory_format((struct vnpu_at_int_array){ sizes, ndim },
+					   dtype, dev);
+}
+
+struct vnpu_at_tensor *vnpu_at_scalar_tensor(struct vnpu_at_scalar s,
+					     enum vnpu_at_dtype dtype,
+					     struct vnpu_at_device dev)
+{
+	return vnpu_op_full(VNPU_AT_NO_INTS, s, dtype, dev);
+}

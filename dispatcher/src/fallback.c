@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: MIT
+/* The CPU fallback for PrivateUse1 (PyTorch's at::native::cpu_fallback):
+ * tensor arguments to the CPU in schema order, the CPU kernel by
+ * redispatch, written (a!) arguments copied back, returns moved to the
+ * target device. Per-op counters, the allow/warn/error policy, a report. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dispatch_internal.h"
+
+static pthread_once_t policy_once = PTHREAD_ONCE_INIT;
+static _Atomic int policy = VNPU_FALLBACK_ALLOW;
+
+static void read_policy(void)
+{
+	const char *e = getenv("VNPU_FALLBACK");
+
+	if (!e || !*e || !strcmp(e, "allow"))
+		return;
+	if (!strcmp(e, "warn"))
+		policy = VNPU_FALLBACK_WARN;
+	else if (!strcmp(e, "error"))
+		policy = VNPU_FALLBACK_ERROR;
+	else
+		fprintf(stderr, "vnpu dispatcher: VNPU_FALLBACK=%s is not allow, warn or error; using allow\n", e);
+}
+
+void vnpu_fallback_set_policy(enum vnpu_fallback_policy p)
+{
+	pthread_once(&policy_once, read_policy);
+	policy = p;
+}
+
+enum vnpu_fallback_policy vnpu_fallback_policy(void)
+{
+	pthread_once(&policy_once, read_policy);
+	return policy;
+}
+
+static struct vnpu_at_tensor *to_device(struct vnpu_at_tensor *t,
+					struct vnpu_at_device dev)
+{
+	return vnpu_op__to_copy(t, VNPU_AT_DTYPE_NONE, dev, false);
+}
+
+static bool is_npu_tensor(const struct vnpu_ivalue *v)
+{
+	return v->tag == VNPU_IV_TENSOR && v->t->storage->device.type == VNPU_AT_NPU;
+}
+
+void vnpu_cpu_fallback(const struct vnpu_op *op, vnpu_keyset_t ks,
+		       struct vnpu_stack *stack)
+{
+	const struct vnpu_schema *s = op->schema;
+	uint32_t n = op->nargs, nr = op->nrets;
+	struct vnpu_ivalue *orig;
+	struct vnpu_at_tensor **cpu;
+	struct vnpu_at_device tgt = VNPU_AT_DEV_NONE;
+	struct vnpu_tls_guard g;
+	size_t base;
+	bool ok = false;
+	enum vnpu_fallback_policy p = vnpu_fallback_policy();
+
+	if (p == VNPU_FALLBACK_ERROR) {
+		vnpu_at_error_set(VNPU_AT_ERR_FALLBACK,
+				  "The operator '%s' is not currently implemented for the npu device, and CPU fallback is disabled (VNPU_FALLBACK=error).",
+				  op->name);
+		return;
+	}
+	if (p == VNPU_FALLBACK_WARN &&
+	    !atomic_exchange(&((struct vnpu_op *)op)->fallback_warned, true))
+		fprintf(stderr,
+			"vnpu dispatcher: CAUTION: The operator '%s' is not currently supported on the npu backend and will fall back to run on the CPU. This may have performance implications.\n",
+			op->name);
+	atomic_fetch_add(&((struct vnpu_op *)op)->fallback_count, 1);
+	if (!vnpu_stack_has(op, stack, n))
+		return;
+	base = stack->size - n;
+	orig = calloc(n ? n : 1, sizeof(*orig));
+	cpu = calloc(n ? n : 1, sizeof(*cpu));
+	if (!orig || !cpu) {
+		free(orig);
+		free(cpu);
+		vnpu_at_error_set(VNPU_AT_ERR_OOM, "%s: CPU fallback: out of memory",
+				  op->name);
+		return;
+	}
+	/* below autograd: the copies must not be recorded */
+	vnpu_no_grad_begin(&g);
+
+	/* 1. inputs to the CPU, in schema order */
+	for (uint32_t i = 0; i < n; i++) {
+		struct vnpu_ivalue *a = &stack->v[base + i];
+
+		if (is_npu_tensor(a)) {
+			struct vnpu_at_tensor *c = to_device(a->t, VNPU_AT_DEV_CPU);
+
+			if (!c)
+				goto restore;
+			orig[i] = *a;	/* keeps the reference */
+			a->t = c;
+			cpu[i] = vnpu_at_retain(c);
+		} else if (a->tag == VNPU_IV_TENSOR_LIST) {
+			struct vnpu_ivalue copy;
+			bool any = false;
+
+			for (int64_t j = 0; j < a->tl->n; j++)
+				any |= a->tl->v[j] && vnpu_at_is_npu(a->tl->v[j]);
+			if (!any)
+				continue;
+			if (!vnpu_ivalue_copy(&copy, a))
+				goto restore;
+			for (int64_t j = 0; j < copy.tl->n; j++) {
+				struct vnpu_at_tensor *t = copy.tl->v[j];
+
+				if (!t || !vnpu_at_is_npu(t))
+					continue;
+				copy.tl->v[j] = to_device(t, VNPU_AT_DEV_CPU);
+				vnpu_at_release(t);
+				if (!copy.tl->v[j]) {
+					vnpu_ivalue_drop(&copy);
+					goto restore;
+				}
+			}
+			orig[i] = *a;
+			*a = copy;
+		} else if (a->tag == VNPU_IV_DEVICE) {
+			tgt = a->dev;
+			a->dev = VNPU_AT_DEV_CPU;
+		}
+	}
+	if (tgt.type == VNPU_AT_DEVICE_NONE) {
+		for (uint32_t i = 0; i < n && tgt.type == VNPU_AT_DEVICE_NONE; i++) {
+			if (orig[i].tag == VNPU_IV_TENSOR)
+				tgt = orig[i].t->storage->device;
+			else if (orig[i].tag == VNPU_IV_TENSOR_LIST)
+				for (int64_t j = 0; j < orig[i].tl->n; j++)
+					if (orig[i].tl->v[j]) {
+						tgt = orig[i].tl->v[j]->storage->device;
+						break;
+					}
+		}
+	}
+
+	/* 2. the CPU kernel, by redispatch (no extraction, no TLS) */
+	if (!vnpu_redispatch_boxed(op, vnpu_keyset_of(VNPU_KEY_CPU), stack))
+		goto out;
+	if (stack->size != base + nr) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				  "%s: CPU fallback: the CPU kernel left %zu values, expected %u",
+				  op->name, stack->size - base, nr);
+		goto out;
+	}
+
+	ok = true;
+out:
+	{
+		/* 3. written (a!) arguments: copy the CPU result back into the
+		 * original npu tensor (resizing it as _copy_from_and_resize) */
+		for (uint32_t i = 0; ok && i < n; i++) {
+			struct vnpu_at_tensor *r;
+
+			if (!s->args[i].is_write || !cpu[i] ||
+			    orig[i].tag != VNPU_IV_TENSOR)
+				continue;
+			r = vnpu_op__copy_from_and_resize(cpu[i], orig[i].t);
+			if (!r)
+				ok = false;
+			vnpu_at_release(r);
+		}
+		/* 4. returns */
+		for (uint32_t r = 0; ok && r < nr; r++) {
+			struct vnpu_ivalue *rv = &stack->v[base + r];
+			const struct vnpu_schema_arg *sr = &s->rets[r];
+
+			if (sr->is_write) {
+				bool found = false;
+
+				for (uint32_t i = 0; i < n; i++) {
+					if (s->args[i].alias_set != sr->alias_set ||
+					    !s->args[i].is_write)
+						continue;
+					found = true;
+					if (orig[i].tag != VNPU_IV_NONE) {
+						vnpu_ivalue_drop(rv);
+						vnpu_ivalue_copy(rv, &orig[i]);
+					}
+				}
+				if (!found) {
+					vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+							  "%s: CPU fallback: the schema appears to have invalid alias information",
+							  op->name);
+					ok = false;
+				}
+				continue;
+			}
+			if (sr->alias_set)
+				fprintf(stderr,
+					"vnpu dispatcher: warning: %s appears to be a view operator, but it has no implementation for the npu backend; its result is a copy, not a view\n",
+					op->name);
+			if (tgt.type != VNPU_AT_NPU)
+				continue;
+			if (rv->tag == VNPU_IV_TENSOR) {
+				struct vnpu_at_tensor *d = to_device(rv->t, tgt);
+
+				if (!d) {
+					ok = false;
+					break;
+				}
+				vnpu_at_release(rv->t);
+				rv->t = d;
+			} else if (rv->tag == VNPU_IV_TENSOR_LIST) {
+				for (int64_t j = 0; j < rv->tl->n; j++) {
+					struct vnpu_at_tensor *t = rv->tl->v[j];
+
+					if (!t)
+						continue;
+					rv->tl->v[j] = to_device(t, tgt);
+					vnpu_at_release(t);
+					if (!rv->tl->v[j])
+						ok = false;
+				}
+			}
+		}
+	}
+	if (!ok && stack->size >= base)
+		vnpu_stack_drop(stack, stack->size - base);
+	for (uint32_t i = 0; i < n; i++) {
+		vnpu_ivalue_drop(&orig[i]);
+		vnpu_at_release(cpu[i]);
+	}
+	free(orig);
+	free(cpu);
+	vnpu_tls_guard_end(&g);
+	return;
+restore:
+	/* put the original arguments back, drop the copies made so far */
+	for (uint32_t i = 0; i < n; i++)
+		if (orig[i].tag != VNPU_IV_NONE) {
+			vnpu_ivalue_drop(&stack->v[base + i]);
+			stack->v[base + i] = orig[i];
+			orig[i].tag = VNPU_IV_NONE;
+		}
+	for (uint32_t i = 0; i < n; i++)
+		vnpu_at_release(cpu[i]);
+	free(orig);
+	free(cpu);
+	vnpu_tls_guard_end(&g);
+}
+
+/* ---- the report ------------------------------------------------------------- */
+
+struct fb_sort {
+	const char *op;
+	uint64_t count;
+};
+
+static int by_count(const void *a, const void *b)
+{
+	const struct fb_sort *x = a, *y = b;
+
+	if (x->count != y->count)
+		return x->count < y->count ? 1 : -1;
+	return strcmp(x->op, y->op);
+}
+
+size_t vnpu_fallback_report(struct vnpu_fallback_entry *out, size_t max)
+{
+	struct fb_sort *all;
+	size_t n = 0;
+
+	vnpu_dispatch_init();
+	all = calloc(VNPU_NUM_GEN_OPS + 1, sizeof(*all));
+	if (!all)
+		return 0;
+	for (size_t i = 0; i < VNPU_NUM_GEN_OPS; i++) {
+		uint64_t c = atomic_load(&vnpu_gen_ops[i]->fallback_count);
+
+		if (c)
+			all[n++] = (struct fb_sort){ vnpu_gen_ops[i]->name, c };
+	}
+	qsort(all, n, sizeof(*all), by_count);
+	for (size_t i = 0; i < n && i < max; i++)
+		out[i] = (struct vnpu_fallback_entry){ all[i].op, all[i].count };
+	free(all);
+	return n;
+}
+
+void vnpu_fallback_print(void *file)
+{
+	FILE *f = file ? file : stdout;
+	struct vnpu_fallback_entry e[VNPU_NUM_GEN_OPS];
+	size_t n = vnpu_fallback_report(e, VNPU_NUM_GEN_OPS);
+	uint64_t calls = 0;
+
+	for (size_t i = 0; i < n; i++)
+		calls += e[i].count;
+	fprintf(f, "CPU fallback: %zu op%s, %llu call%s\n", n, n == 1 ? "" : "s",
+		(unsigned long long)calls, calls == 1 ? "" : "s");
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "  %-36s %llu\n", e[i].op, (unsigned long long)e[i].count);
+}
+
+void vnpu_fallback_reset(void)
+{
+	vnpu_dispatch_init();
+	for (size_t i = 0; i < VNPU_NUM_GEN_OPS; i++) {
+		atomic_store(&vnpu_gen_ops[i]->fallback_count, 0);
+		atomic_store(&vnpu_gen_ops[i]->fallback_warned, false);
+	}
+}
+
+void vnpu_register_builtin_fallbacks(void)
+{
+	vnpu_fallback_internal(VNPU_KEY_PRIVATEUSE1, vnpu_cpu_fallback);
+	vnpu_fallback_internal(VNPU_KEY_BACKEND_SELECT, NULL);
+	vnpu_fallback_internal(VNPU_KEY_AD_INPLACE_OR_VIEW, NULL);
+	vnpu_fallback_internal(VNPU_KEY_AUTOGRAD_CPU, vnpu_autograd_fallback);
+	vnpu_fallback_internal(VNPU_KEY_AUTOGRAD_PRIVATEUSE1, vnpu_autograd_fallback);
+	vnpu_fallback_internal(VNPU_KEY_PROFILER, vnpu_profiler_fallback);
+}
