@@ -1,3 +1,300 @@
 /* SPDX-License-Identifier: MIT */
-/* NPU kernels (PrivateUse1): convolution and pooling (docs/dispatcher.md). */
-#include "npu_util.h"
+/*
+ * NPU kernels (PrivateUse1): 2-D convolution on CONV2D and pooling on
+ * POOL2D (docs/dispatcher.md). Convolution runs as torch_npu's: the input
+ * in NC1HWC0 (one TransData unless it already lives there), the weight in
+ * FRACTAL_Z cast once and cached on its storage until it is written, the
+ * output produced in NC1HWC0 and returned plain (one TransData back).
+ * Transposed and 1-D convolutions, float64 and invalid arguments run the
+ * CPU fallback.
+ */
+#include "npu_ops_common.h"
+
+/* A 2-entry list (n == 1 repeats); false if it has another length. */
+static bool pair(struct vnpu_at_int_array a, int64_t dflt, int64_t out[2])
+{
+	if (a.n == 0) {
+		out[0] = out[1] = dflt;
+		return true;
+	}
+	if (a.n > 2)
+		return false;
+	out[0] = a.v[0];
+	out[1] = a.v[a.n - 1];
+	return true;
+}
+
+/* t (4-D) on the device in NC1HWC0: as it is, or converted once. */
+static struct vnpu_at_tensor *to_nc1hwc0(const char *name,
+					 struct vnpu_at_tensor *t)
+{
+	struct vnpu_at_tensor *r;
+
+	if (vnpu_npu_format_of(t) == VNPU_FORMAT_NC1HWC0 && !t->offset &&
+	    vnpu_at_is_contiguous(t) && t->ndim == t->storage->npu.base_ndim)
+		return vnpu_at_retain(t);
+	r = vnpu_npu_empty_format(4, t->sizes, t->dtype, VNPU_FORMAT_NC1HWC0);
+	if (r && !vnpu_npu_copy(name, r, t)) {
+		vnpu_at_release(r);
+		return NULL;
+	}
+	return r;
+}
+
+struct vnpu_at_tensor *vnpu_npu_convolution(vnpu_keyset_t ks,
+					    struct vnpu_at_tensor *input,
+					    struct vnpu_at_tensor *weight,
+					    struct vnpu_at_tensor *bias,
+					    struct vnpu_at_int_array stride,
+					    struct vnpu_at_int_array padding,
+					    struct vnpu_at_int_array dilation,
+					    bool transposed,
+					    struct vnpu_at_int_array output_padding,
+					    int64_t groups)
+{
+	static const char name[] = "aten::convolution";
+	struct vnpu_kp_conv2d p = { 0 };
+	struct vnpu_npu_launch l = { 0 };
+	struct vnpu_at_tensor *x = NULL, *w = NULL, *b = NULL, *o = NULL;
+	struct vnpu_at_tensor *out = NULL;
+	int64_t s[2], pd[2], d[2], HO, WO;
+	enum vnpu_at_dtype dt = input->dtype;
+	bool ok;
+
+	if (transposed || input->ndim != 4 || weight->ndim != 4 ||
+	    !npk_float(dt) || weight->dtype != dt ||
+	    (bias && (bias->dtype != dt || bias->ndim != 1 ||
+		      bias->sizes[0] != weight->sizes[0])) ||
+	    !pair(stride, 1, s) || !pair(padding, 0, pd) ||
+	    !pair(dilation, 1, d) || groups < 1 || groups > UINT32_MAX ||
+	    weight->sizes[0] % groups ||
+	    weight->sizes[1] * groups != input->sizes[1] ||
+	    !vnpu_at_is_npu(input) || !vnpu_at_is_npu(weight) ||
+	    (bias && !vnpu_at_is_npu(bias)))
+		return vnpu_fallback_convolution(ks, input, weight, bias,
+						 stride, padding, dilation,
+						 transposed, output_padding,
+						 groups);
+	for (int i = 0; i < 2; i++)
+		if (s[i] < 1 || s[i] > UINT32_MAX || pd[i] < 0 ||
+		    pd[i] > UINT32_MAX || d[i] < 1 || d[i] > UINT32_MAX)
+			return vnpu_fallback_convolution(ks, input, weight,
+					bias, stride, padding, dilation,
+					transposed, output_padding, groups);
+	HO = input->sizes[2] + 2 * pd[0] - d[0] * (weight->sizes[2] - 1) - 1;
+	WO = input->sizes[3] + 2 * pd[1] - d[1] * (weight->sizes[3] - 1) - 1;
+	if (HO < 0 || WO < 0 || !vnpu_at_numel(input) ||
+	    !vnpu_at_numel(weight))
+		return vnpu_fallback_convolution(ks, input, weight, bias,
+						 stride, padding, dilation,
+						 transposed, output_padding,
+						 groups);
+	HO = HO / s[0] + 1;
+	WO = WO / s[1] + 1;
+	p = (struct vnpu_kp_conv2d){
+		.stride_h = (uint32_t)s[0], .stride_w = (uint32_t)s[1],
+		.pad_h = (uint32_t)pd[0], .pad_w = (uint32_t)pd[1],
+		.dil_h = (uint32_t)d[0], .dil_w = (uint32_t)d[1],
+		.groups = (uint32_t)groups, .has_bias = bias != NULL,
+	};
+	x = to_nc1hwc0(name, input);
+	/* weights: FRACTAL_Z cast once, cached on the storage */
+	w = x ? vnpu_npu_as_format(weight, VNPU_FORMAT_FRACTAL_Z) : NULL;
+	b = w && bias ? vnpu_npu_plain(bias) : NULL;
+	o = w && (b || !bias) ?
+		vnpu_npu_empty_format(4, (int64_t[]){ input->sizes[0],
+					weight->sizes[0], HO, WO },
+				      dt, VNPU_FORMAT_NC1HWC0) : NULL;
+	ok = o && vnpu_npu_arg(&l, x, VNPU_ACCESS_READ, &p.input) &&
+	     vnpu_npu_arg(&l, w, VNPU_ACCESS_READ, &p.weight) &&
+	     (!b || vnpu_npu_arg(&l, b, VNPU_ACCESS_READ, &p.bias)) &&
+	     vnpu_npu_arg(&l, o, VNPU_ACCESS_WRITE, &p.out) &&
+	     vnpu_npu_launch(name, &l, "conv2d", &p, sizeof(p),
+			     vnpu_at_numel(o) * weight->sizes[1] *
+				     weight->sizes[2] * weight->sizes[3]);
+	if (ok)	/* users see NCHW: one TransData back */
+		out = vnpu_npu_plain(o);
+	vnpu_at_release(x);
+	vnpu_at_release(w);
+	vnpu_at_release(b);
+	vnpu_at_release(o);
+	return out;
+}
+
+/* ---- pooling ---------------------------------------------------------------------- */
+
+/* The [N, C, H, W] view of a 3-D [C, H, W] input (plain). */
+static struct vnpu_at_tensor *as_4d(struct vnpu_at_tensor *t)
+{
+	int64_t sz[4], st[4];
+
+	if (t->ndim == 4)
+		return vnpu_at_retain(t);
+	sz[0] = 1;
+	st[0] = 0;
+	memcpy(sz + 1, t->sizes, 3 * sizeof(int64_t));
+	memcpy(st + 1, t->strides, 3 * sizeof(int64_t));
+	return vnpu_at_view_of(t, 4, sz, st, t->offset);
+}
+
+/* The 3-D view of a 4-D result of a 3-D input. */
+static struct vnpu_at_tensor *as_3d(struct vnpu_at_tensor *t)
+{
+	struct vnpu_at_tensor *v;
+
+	if (!t)
+		return NULL;
+	v = vnpu_at_view_of(t, 3, t->sizes + 1, t->strides + 1, t->offset);
+	vnpu_at_release(t);
+	return v;
+}
+
+/* PyTorch's pooling_output_shape. */
+static int64_t pool_out(int64_t in, int64_t k, int64_t pad, int64_t s,
+			int64_t d, bool ceil_mode)
+{
+	int64_t num = in + 2 * pad - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
+	int64_t out = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
+
+	if (ceil_mode && (out - 1) * s >= in + pad)
+		out--;
+	return out;
+}
+
+/* Geometry the device takes (else the CPU kernel judges it). */
+static bool pool_params(const struct vnpu_at_tensor *self,
+			struct vnpu_at_int_array kernel_size,
+			struct vnpu_at_int_array stride,
+			struct vnpu_at_int_array padding,
+			struct vnpu_at_int_array dilation, bool ceil_mode,
+			struct vnpu_kp_pool2d *p, int64_t osz[4])
+{
+	int64_t k[2], s[2], pd[2], d[2];
+
+	if ((self->ndim != 3 && self->ndim != 4) || !npk_float(self->dtype) ||
+	    !vnpu_at_is_npu(self) || !kernel_size.n ||
+	    !pair(kernel_size, 1, k) || !pair(stride, 0, s) ||
+	    !pair(padding, 0, pd) || !pair(dilation, 1, d))
+		return false;
+	if (!stride.n) {
+		s[0] = k[0];
+		s[1] = k[1];
+	}
+	for (int i = 0; i < 2; i++)
+		if (k[i] < 1 || k[i] > UINT32_MAX || s[i] < 1 ||
+		    s[i] > UINT32_MAX || d[i] < 1 || d[i] > UINT32_MAX ||
+		    pd[i] < 0 || pd[i] > k[i] / 2)
+			return false;
+	osz[0] = self->ndim == 4 ? self->sizes[0] : 1;
+	osz[1] = self->sizes[self->ndim - 3];
+	osz[2] = pool_out(self->sizes[self->ndim - 2], k[0], pd[0], s[0], d[0],
+			  ceil_mode);
+	osz[3] = pool_out(self->sizes[self->ndim - 1], k[1], pd[1], s[1], d[1],
+			  ceil_mode);
+	if (osz[1] <= 0 || osz[2] <= 0 || osz[3] <= 0 ||
+	    self->sizes[self->ndim - 2] <= 0 || self->sizes[self->ndim - 1] <= 0)
+		return false;
+	*p = (struct vnpu_kp_pool2d){
+		.kernel_h = (uint32_t)k[0], .kernel_w = (uint32_t)k[1],
+		.stride_h = (uint32_t)s[0], .stride_w = (uint32_t)s[1],
+		.pad_h = (uint32_t)pd[0], .pad_w = (uint32_t)pd[1],
+		.dil_h = (uint32_t)d[0], .dil_w = (uint32_t)d[1],
+		.ceil_mode = ceil_mode,
+	};
+	return true;
+}
+
+struct vnpu_ret_max_pool2d_with_indices
+vnpu_npu_max_pool2d_with_indices(vnpu_keyset_t ks,
+				 struct vnpu_at_tensor *self,
+				 struct vnpu_at_int_array kernel_size,
+				 struct vnpu_at_int_array stride,
+				 struct vnpu_at_int_array padding,
+				 struct vnpu_at_int_array dilation,
+				 bool ceil_mode)
+{
+	static const char name[] = "aten::max_pool2d_with_indices";
+	struct vnpu_ret_max_pool2d_with_indices r = { 0 };
+	struct vnpu_npu_launch l = { 0 };
+	struct vnpu_kp_pool2d p;
+	struct vnpu_at_tensor *src, *x;
+	int64_t osz[4];
+	bool ok;
+
+	if (!pool_params(self, kernel_size, stride, padding, dilation,
+			 ceil_mode, &p, osz))
+		return vnpu_fallback_max_pool2d_with_indices(ks, self,
+			kernel_size, stride, padding, dilation, ceil_mode);
+	p.mode = VNPU_POOL_MAX;
+	p.has_indices = 1;
+	src = vnpu_npu_plain(self);
+	x = src ? as_4d(src) : NULL;
+	vnpu_at_release(src);
+	r.r0 = x ? vnpu_npu_empty(4, osz, self->dtype) : NULL;
+	r.r1 = r.r0 ? vnpu_npu_empty(4, osz, VNPU_AT_I64) : NULL;
+	ok = r.r1 && (!vnpu_at_numel(r.r0) ||
+		      (vnpu_npu_arg(&l, x, VNPU_ACCESS_READ, &p.input) &&
+		       vnpu_npu_arg(&l, r.r0, VNPU_ACCESS_WRITE, &p.out) &&
+		       vnpu_npu_arg(&l, r.r1, VNPU_ACCESS_WRITE, &p.indices) &&
+		       vnpu_npu_launch(name, &l, "pool2d", &p, sizeof(p),
+				       vnpu_at_numel(r.r0))));
+	vnpu_at_release(x);
+	if (!ok) {
+		vnpu_at_release(r.r0);
+		vnpu_at_release(r.r1);
+		return (struct vnpu_ret_max_pool2d_with_indices){ 0 };
+	}
+	if (self->ndim == 3) {
+		r.r0 = as_3d(r.r0);
+		r.r1 = as_3d(r.r1);
+		if (!r.r0 || !r.r1) {
+			vnpu_at_release(r.r0);
+			vnpu_at_release(r.r1);
+			return (struct vnpu_ret_max_pool2d_with_indices){ 0 };
+		}
+	}
+	return r;
+}
+
+struct vnpu_at_tensor *vnpu_npu_avg_pool2d(vnpu_keyset_t ks,
+					   struct vnpu_at_tensor *self,
+					   struct vnpu_at_int_array kernel_size,
+					   struct vnpu_at_int_array stride,
+					   struct vnpu_at_int_array padding,
+					   bool ceil_mode,
+					   bool count_include_pad,
+					   struct vnpu_at_opt_int divisor_override)
+{
+	static const char name[] = "aten::avg_pool2d";
+	struct vnpu_npu_launch l = { 0 };
+	struct vnpu_kp_pool2d p;
+	struct vnpu_at_tensor *src, *x, *out;
+	int64_t osz[4];
+	bool ok;
+
+	/* divisor_override has no device form: the CPU computes it */
+	if (divisor_override.has ||
+	    !pool_params(self, kernel_size, stride, padding, VNPU_AT_NO_INTS,
+			 ceil_mode, &p, osz))
+		return vnpu_fallback_avg_pool2d(ks, self, kernel_size, stride,
+						padding, ceil_mode,
+						count_include_pad,
+						divisor_override);
+	p.mode = VNPU_POOL_AVG;
+	p.count_include_pad = count_include_pad;
+	src = vnpu_npu_plain(self);
+	x = src ? as_4d(src) : NULL;
+	vnpu_at_release(src);
+	out = x ? vnpu_npu_empty(4, osz, self->dtype) : NULL;
+	ok = out && (!vnpu_at_numel(out) ||
+		     (vnpu_npu_arg(&l, x, VNPU_ACCESS_READ, &p.input) &&
+		      vnpu_npu_arg(&l, out, VNPU_ACCESS_WRITE, &p.out) &&
+		      vnpu_npu_launch(name, &l, "pool2d", &p, sizeof(p),
+				      vnpu_at_numel(out))));
+	vnpu_at_release(x);
+	if (!ok) {
+		vnpu_at_release(out);
+		return NULL;
+	}
+	return self->ndim == 3 ? as_3d(out) : out;
+}

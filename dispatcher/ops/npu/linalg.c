@@ -1,3 +1,174 @@
 /* SPDX-License-Identifier: MIT */
-/* NPU kernels (PrivateUse1): bmm, addmm (docs/dispatcher.md). */
-#include "npu_util.h"
+/*
+ * NPU kernels (PrivateUse1): bmm and addmm on GEMM (docs/dispatcher.md).
+ * Format-aware as torch_npu: an operand whose storage is FRACTAL_NZ (a
+ * whole base, e.g. a weight cast with npu_format_cast) goes to GEMM as it
+ * is; a transposed view (x.t(), w.transpose(1, 2)) becomes trans_a/trans_b
+ * instead of a copy; addmm's 1-D bias is GEMM's fused bias.
+ */
+#include "npu_ops_common.h"
+
+/*
+ * The GEMM operand for t (rank 2 or 3): t itself if it is a whole
+ * FRACTAL_NZ base or a plain strided matrix; the row-major transpose with
+ * *trans set when t is a column-major view; a plain copy of other internal
+ * formats.
+ */
+static bool gemm_operand(struct vnpu_at_tensor *t, struct vnpu_at_tensor **use,
+			 uint32_t *trans)
+{
+	uint32_t nd = t->ndim;
+	int fmt = vnpu_npu_format_of(t);
+
+	*trans = 0;
+	if (fmt == VNPU_FORMAT_FRACTAL_NZ && !t->offset &&
+	    vnpu_at_is_contiguous(t) && t->ndim == t->storage->npu.base_ndim) {
+		*use = vnpu_at_retain(t);
+		return true;
+	}
+	if (fmt != VNPU_FORMAT_ND && fmt != VNPU_FORMAT_NCHW) {
+		*use = vnpu_npu_plain(t);
+		return *use != NULL;
+	}
+	if (t->strides[nd - 2] == 1 && t->sizes[nd - 2] > 1 &&
+	    t->sizes[nd - 1] > 1) {
+		int64_t sz[3], st[3];
+
+		memcpy(sz, t->sizes, nd * sizeof(int64_t));
+		memcpy(st, t->strides, nd * sizeof(int64_t));
+		sz[nd - 2] = t->sizes[nd - 1];
+		sz[nd - 1] = t->sizes[nd - 2];
+		st[nd - 2] = t->strides[nd - 1];
+		st[nd - 1] = t->strides[nd - 2];
+		*use = vnpu_at_view_of(t, nd, sz, st, t->offset);
+		*trans = 1;
+		return *use != NULL;
+	}
+	*use = vnpu_at_retain(t);
+	return true;
+}
+
+/*
+ * out = alpha * a @ b + beta * out + bias (bias may be NULL; beta != 0
+ * reads out). a, b, out of one float dtype.
+ */
+static bool gemm(const char *name, struct vnpu_at_tensor *a,
+		 struct vnpu_at_tensor *b, struct vnpu_at_tensor *out,
+		 struct vnpu_at_tensor *bias, double alpha, double beta)
+{
+	struct vnpu_kp_gemm p = { .alpha = (float)alpha, .beta = (float)beta };
+	struct vnpu_npu_launch l = { 0 };
+	struct vnpu_at_tensor *x = NULL, *y = NULL;
+	int64_t k = a->sizes[a->ndim - 1];
+	bool ok;
+
+	ok = gemm_operand(a, &x, &p.trans_a) &&
+	     gemm_operand(b, &y, &p.trans_b) &&
+	     vnpu_npu_arg(&l, x, VNPU_ACCESS_READ, &p.a) &&
+	     vnpu_npu_arg(&l, y, VNPU_ACCESS_READ, &p.b) &&
+	     vnpu_npu_arg(&l, out, VNPU_ACCESS_WRITE |
+			  (beta != 0.0 ? VNPU_ACCESS_READ : 0), &p.out);
+	if (ok && bias) {
+		p.has_bias = 1;
+		ok = vnpu_npu_arg(&l, bias, VNPU_ACCESS_READ, &p.bias);
+	}
+	ok = ok && vnpu_npu_launch(name, &l, "gemm", &p, sizeof(p),
+				   vnpu_at_numel(out) * (k ? k : 1));
+	vnpu_at_release(x);
+	vnpu_at_release(y);
+	return ok;
+}
+
+/* a @ b with an empty inner dim is all zeros. */
+static bool fill_zero(struct vnpu_at_tensor *out)
+{
+	struct vnpu_at_tensor *r = vnpu_op_fill__Scalar(out, VNPU_AT_INT(0));
+
+	vnpu_at_release(r);
+	return r != NULL;
+}
+
+struct vnpu_at_tensor *vnpu_npu_bmm(vnpu_keyset_t ks,
+				    struct vnpu_at_tensor *self,
+				    struct vnpu_at_tensor *mat2)
+{
+	struct vnpu_at_tensor *out;
+
+	if (self->ndim != 3 || mat2->ndim != 3 ||
+	    mat2->sizes[0] != self->sizes[0] ||
+	    mat2->sizes[1] != self->sizes[2] || self->dtype != mat2->dtype ||
+	    !npk_float(self->dtype) || !vnpu_at_is_npu(self) ||
+	    !vnpu_at_is_npu(mat2))
+		return vnpu_fallback_bmm(ks, self, mat2);
+	out = vnpu_npu_empty(3, (int64_t[]){ self->sizes[0], self->sizes[1],
+					     mat2->sizes[2] },
+			     self->dtype);
+	if (!out || !vnpu_at_numel(out))
+		return out;
+	if (!(self->sizes[2] ? gemm("aten::bmm", self, mat2, out, NULL, 1.0,
+				    0.0) : fill_zero(out))) {
+		vnpu_at_release(out);
+		return NULL;
+	}
+	return out;
+}
+
+struct vnpu_at_tensor *vnpu_npu_addmm(vnpu_keyset_t ks,
+				      struct vnpu_at_tensor *self,
+				      struct vnpu_at_tensor *mat1,
+				      struct vnpu_at_tensor *mat2,
+				      struct vnpu_at_scalar beta,
+				      struct vnpu_at_scalar alpha)
+{
+	static const char name[] = "aten::addmm";
+	double b = vnpu_at_scalar_to_double(beta);
+	double a = vnpu_at_scalar_to_double(alpha);
+	struct vnpu_at_tensor *out, *bias = NULL;
+	int64_t M, N;
+	bool ok;
+
+	if (mat1->ndim != 2 || mat2->ndim != 2 ||
+	    mat1->sizes[1] != mat2->sizes[0] || mat1->dtype != mat2->dtype ||
+	    self->dtype != mat1->dtype || !npk_float(self->dtype) ||
+	    self->ndim > 2 || !vnpu_at_is_npu(mat1) || !vnpu_at_is_npu(mat2) ||
+	    !vnpu_at_is_npu(self))
+		return vnpu_fallback_addmm(ks, self, mat1, mat2, beta, alpha);
+	M = mat1->sizes[0];
+	N = mat2->sizes[1];
+	if ((self->ndim >= 1 && self->sizes[self->ndim - 1] != N &&
+	     self->sizes[self->ndim - 1] != 1) ||
+	    (self->ndim == 2 && self->sizes[0] != M && self->sizes[0] != 1))
+		return vnpu_fallback_addmm(ks, self, mat1, mat2, beta, alpha);
+	out = vnpu_npu_empty(2, (int64_t[]){ M, N }, self->dtype);
+	if (!out || !vnpu_at_numel(out))
+		return out;
+	if (b == 1.0 && self->ndim == 1 && self->sizes[0] == N &&
+	    mat1->sizes[1]) {
+		/* nn.Linear's shape: the bias row fused into GEMM */
+		bias = vnpu_npu_plain(self);
+		ok = bias && gemm(name, mat1, mat2, out, bias, a, 0.0);
+		vnpu_at_release(bias);
+	} else if (b != 0.0) {
+		/* out = self broadcast (one CAST), then GEMM with beta */
+		ok = vnpu_npu_copy(name, out, self);
+		if (ok && mat1->sizes[1])
+			ok = gemm(name, mat1, mat2, out, NULL, a, b);
+		else if (ok && b != 1.0) {
+			struct vnpu_at_tensor *s = npk_scalar(b, self->dtype);
+			struct vnpu_at_tensor *r = s ? npk_binary(name,
+				VNPU_BINARY_MUL, out, s, self->dtype, 1.0) : NULL;
+
+			vnpu_at_release(s);
+			vnpu_at_release(out);
+			return r;
+		}
+	} else {
+		ok = mat1->sizes[1] ? gemm(name, mat1, mat2, out, NULL, a, 0.0) :
+				      fill_zero(out);
+	}
+	if (!ok) {
+		vnpu_at_release(out);
+		return NULL;
+	}
+	return out;
+}
