@@ -16,8 +16,12 @@
 # is only touched by two build hooks (hw/Kconfig, hw/meson.build) and the
 # pc-bios edk2 neutralisation; our files are copied to hw/vnpu/. A build is
 # keyed by the hash of every input (our sources, the tarball checksum, the
-# configure flags, this script): when the key matches, nothing is rebuilt;
-# otherwise the build directory is updated incrementally.
+# configure flags, this script): its binary is copied to
+# $VNPU_CACHE/bin/<variant>-<key>/ (with the qemu-bundle data directory QEMU
+# looks for next to it), so a later build for other inputs - another
+# checkout sharing the cache - never changes a binary in use. When the key
+# has a binary, nothing is built; otherwise the build directory is updated
+# incrementally (under a lock) and the new binary copied out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -160,10 +164,10 @@ key=$({
 
 tree=$cache/qemu-$qemu_ver-$variant
 build=$tree/build
-binary=$build/$target
-stamp=$build/vnpu-key
+result=$cache/bin/$variant-$key
+binary=$result/$target
 
-if [ -x "$binary" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$key" ]; then
+if [ -x "$binary" ]; then
 	log "up to date (key $key)"
 	echo "$binary"
 	exit 0
@@ -173,6 +177,11 @@ if [ "$print_only" -eq 1 ]; then
 		"run scripts/build-qemu.sh" >&2
 	exit 1
 fi
+
+# One build per variant at a time (checkouts may share the cache).
+mkdir -p "$cache/bin"
+exec 9>"$cache/bin/.lock-$variant"
+flock 9
 
 # ---- pristine tree, patched copy, overlay ----------------------------------
 pristine=$cache/qemu-$qemu_ver
@@ -254,6 +263,17 @@ for f in /usr/share/qemu/* /usr/share/seabios/* /usr/lib/ipxe/qemu/*; do
 	[ -e "$datadir/$base" ] || ln -s "$f" "$datadir/$base"
 done
 
-echo "$key" >"$stamp"
+# The result: the binary and its data directory, copied out of the build
+# tree (the firmware links are absolute), published by a rename. Only the
+# newest results of the variant are kept.
+tmp=$result.tmp.$$
+rm -rf "$tmp"
+mkdir -p "$tmp"
+cp "$build/$target" "$tmp/"
+cp -a "$build/qemu-bundle" "$tmp/"
+rm -rf "$result"
+mv "$tmp" "$result"
+ls -dt "$cache/bin/$variant"-* | grep -v '\.tmp\.' | tail -n +4 |
+	while IFS= read -r old; do rm -rf "$old"; done
 log "done (key $key)"
 echo "$binary"
