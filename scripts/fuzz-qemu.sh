@@ -24,7 +24,8 @@ esac
 cache=${VNPU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vnpu}
 
 fuzzer=$(scripts/build-qemu.sh --fuzz)
-qemu_tree=$(dirname "$(dirname "$fuzzer")")
+# QEMU's reproducer scripts come from the fuzz variant's source tree.
+qemu_tree=$(ls -d "$cache"/qemu-[0-9]*-fuzz | sort -V | tail -1)
 work=$cache/fuzz
 mkdir -p "$work/corpus" "$work/artifacts"
 
