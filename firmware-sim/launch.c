@@ -146,8 +146,8 @@ static bool parse_args(struct sim_exec *ex, struct launch *l,
 		ex->status = VNPU_STATUS_INVALID_ARGS;
 		return false;
 	}
-	l->nbufs = hdr.num_buffers;
-	for (uint32_t i = 0; i < l->nbufs; i++) {
+	for (uint32_t i = 0; i < hdr.num_buffers; i++) {
+		struct launch_buf *b = &l->bufs[i];
 		struct vnpu_kargs_buffer kb;
 		uint64_t end;
 
@@ -158,10 +158,15 @@ static bool parse_args(struct sim_exec *ex, struct launch *l,
 			ex->status = VNPU_STATUS_INVALID_ARGS;
 			return false;
 		}
-		l->bufs[i].va = kb.va;
-		l->bufs[i].size = kb.size;
-		l->bufs[i].access = kb.access;
+		b->va = kb.va;
+		b->size = kb.size;
+		b->access = kb.access;
+		b->staging = NULL;
+		b->pages = NULL;
+		b->npages = 0;
 	}
+	/* From here on launch_free releases what the buffers get. */
+	l->nbufs = hdr.num_buffers;
 	return true;
 }
 
@@ -223,7 +228,10 @@ void sim_launch(struct vnpu_sim *sim, struct sim_exec *ex)
 			return;
 		}
 	}
-	memset(&l, 0, sizeof(l));
+	/* Only what launch_free needs before parse_args fills the rest
+	 * (the structure is large; this runs for every launch). */
+	l.nbufs = 0;
+	l.staged = 0;
 	l.kernel = vnpu_kernel_find(c->kernel_id);
 	/* kernel_loaded only changes while the CP is idle (boot, reset). */
 	if (!l.kernel || c->kernel_id > VNPU_KERNEL_ID_MAX ||

@@ -84,11 +84,6 @@ void sim_hang_locked(struct vnpu_sim *sim)
 	sim->hung = true;
 }
 
-bool sim_processing_allowed_locked(const struct vnpu_sim *sim)
-{
-	return sim->ready && !sim->fatal && !sim->hung;
-}
-
 static uint32_t status_locked(const struct vnpu_sim *sim)
 {
 	uint32_t status = 0;

@@ -74,9 +74,10 @@ int vnpu_sim_create(const struct vnpu_sim_config *cfg,
 	*out = NULL;
 	if (!config_valid(cfg, hal))
 		return -EINVAL;
-	sim = calloc(1, sizeof(*sim));
+	sim = aligned_alloc(_Alignof(struct vnpu_sim), sizeof(*sim));
 	if (!sim)
 		return -ENOMEM;
+	memset(sim, 0, sizeof(*sim));
 	sim->cfg = *cfg;
 	sim->hal = *hal;
 	sim->vram = cfg->vram;

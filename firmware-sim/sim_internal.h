@@ -122,13 +122,17 @@ struct vnpu_sim {
 	struct vnpu_sim_hal hal;
 	uint8_t *vram;
 
-	pthread_mutex_t lock;
+	/* The lock, taken by every register access, and the wake counter,
+	 * polled by the command processor, each on a cache line of its own:
+	 * a doorbell must not evict what the command processor reads on
+	 * every command (cfg, hal). The structure is allocated aligned. */
+	_Alignas(64) pthread_mutex_t lock;
 	pthread_cond_t idle_cv; /* CP became not busy */
 	pthread_cond_t wake_cv; /* work for the CP thread */
-	atomic_uint wakes;	/* bumped with every wake_cv signal */
+	_Alignas(64) atomic_uint wakes; /* bumped with every wake_cv signal */
 
 	/* global registers and firmware state */
-	uint32_t boot_status;
+	_Alignas(64) uint32_t boot_status;
 	uint32_t fw_version;
 	uint32_t fw_addr_lo, fw_addr_hi, fw_size;
 	uint32_t fatal_code;
@@ -177,7 +181,6 @@ void sim_set_error_locked(struct vnpu_sim *sim, uint32_t code, uint32_t queue,
 void sim_fatal_locked(struct vnpu_sim *sim, uint32_t code);
 void sim_hang_locked(struct vnpu_sim *sim);
 uint32_t sim_heartbeat_locked(struct vnpu_sim *sim);
-bool sim_processing_allowed_locked(const struct vnpu_sim *sim);
 bool sim_queue_fetchable_locked(const struct vnpu_sim *sim, unsigned q);
 bool sim_any_waiting_locked(const struct vnpu_sim *sim);
 void sim_queue_write_locked(struct vnpu_sim *sim, unsigned q, uint32_t reg,
@@ -185,6 +188,12 @@ void sim_queue_write_locked(struct vnpu_sim *sim, unsigned q, uint32_t reg,
 uint32_t sim_queue_read_locked(struct vnpu_sim *sim, unsigned q, uint32_t reg);
 void sim_doorbell_locked(struct vnpu_sim *sim, unsigned q, uint32_t value);
 void sim_wake_cp_locked(struct vnpu_sim *sim);
+
+/* Booted and neither hung nor fatal (lock held). */
+static inline bool sim_processing_allowed_locked(const struct vnpu_sim *sim)
+{
+	return sim->ready && !sim->fatal && !sim->hung;
+}
 
 /* queue.c: one scheduling pass; true when a command retired. The _locked
  * form is entered and left with the lock held (it drops it while a

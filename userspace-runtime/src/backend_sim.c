@@ -53,8 +53,9 @@ struct sim_queue {
 	uint64_t fail_dropped;
 	/* Interrupt filtering (see hal_irq): the smallest seqno a thread
 	 * sleeps for (SIM_NO_WAITER: none), and a count of the queue's
-	 * interrupts. */
-	_Atomic uint64_t wake_seq;
+	 * interrupts. Written by the device's thread on every interrupt:
+	 * kept off the cache lines the submitting thread writes. */
+	_Alignas(64) _Atomic uint64_t wake_seq;
 	atomic_uint_fast64_t irqs;
 };
 
@@ -64,6 +65,11 @@ struct vnpurt_bdev {
 	uint8_t *vram;
 	uint64_t vram_size;
 	unsigned cores;
+	/* Every queue's command and completion ring, in one allocation that
+	 * lives as long as the device: the device reaches it without the
+	 * hosts lock (two of its three accesses per command). */
+	uint8_t *rings;
+	uint64_t rings_size;
 	/* host memory the device may master */
 	pthread_rwlock_t hosts_lock;
 	struct host_range *hosts;
@@ -167,11 +173,24 @@ static bool host_allowed(struct vnpurt_bdev *d, uint64_t addr, uint64_t len)
 	       len <= d->hosts[lo].len - (addr - d->hosts[lo].start);
 }
 
+/* Whether [addr, addr + len) lies in the rings (fixed until close). */
+static bool in_rings(const struct vnpurt_bdev *d, uint64_t addr, uint64_t len)
+{
+	uint64_t off = addr - (uintptr_t)d->rings;
+
+	return d->rings && addr >= (uintptr_t)d->rings &&
+	       off <= d->rings_size && len <= d->rings_size - off;
+}
+
 static int hal_dma_read(void *opaque, uint64_t addr, void *buf, uint64_t len)
 {
 	struct vnpurt_bdev *d = opaque;
 	bool ok;
 
+	if (in_rings(d, addr, len)) {
+		memcpy(buf, (const void *)(uintptr_t)addr, len);
+		return 0;
+	}
 	pthread_rwlock_rdlock(&d->hosts_lock);
 	ok = host_allowed(d, addr, len);
 	if (ok)
@@ -186,6 +205,10 @@ static int hal_dma_write(void *opaque, uint64_t addr, const void *buf,
 	struct vnpurt_bdev *d = opaque;
 	bool ok;
 
+	if (in_rings(d, addr, len)) {
+		memcpy((void *)(uintptr_t)addr, buf, len);
+		return 0;
+	}
 	pthread_rwlock_rdlock(&d->hosts_lock);
 	ok = host_allowed(d, addr, len);
 	if (ok)
@@ -613,9 +636,8 @@ static void sim_close(struct vnpurt_bdev *d)
 		pthread_join(d->service, NULL);
 	}
 	vnpu_sim_destroy(d->sim);
+	host_pages_free(d, d->rings);
 	for (unsigned i = 0; i < SIM_QUEUES; i++) {
-		host_pages_free(d, d->q[i].ring);
-		host_pages_free(d, d->q[i].cpl);
 		free(d->q[i].fail);
 		pthread_mutex_destroy(&d->q[i].lock);
 	}
@@ -652,9 +674,10 @@ static vnpu_error_t sim_open(int index, const struct vnpurt_config *cfg,
 
 	if (index != 0)
 		return rt_fail(VNPU_ERROR_NO_DEVICE, "sim has one device");
-	d = calloc(1, sizeof(*d));
+	d = aligned_alloc(_Alignof(struct vnpurt_bdev), sizeof(*d));
 	if (!d)
 		return rt_fail(err, "allocating the sim device");
+	memset(d, 0, sizeof(*d));
 	d->cfg = cfg;
 	pthread_rwlock_init(&d->hosts_lock, NULL);
 	pthread_rwlock_init(&d->reset_lock, NULL);
@@ -691,15 +714,22 @@ static vnpu_error_t sim_open(int index, const struct vnpurt_config *cfg,
 	    vnpu_fw_image_build(d->fw_image, fw_cap, SIM_FW_VERSION,
 				"libvnpurt-sim", &d->fw_size))
 		goto fail;
+	d->rings_size = (uint64_t)SIM_QUEUES *
+			(VNPU_CMD_SIZE + VNPU_CPL_SIZE) << SIM_RING_LOG2;
+	d->rings = host_pages(d, d->rings_size);
+	if (!d->rings)
+		goto fail;
 	for (unsigned i = 0; i < SIM_QUEUES; i++) {
 		struct sim_queue *q = &d->q[i];
 
-		q->ring = host_pages(d, VNPU_CMD_SIZE << SIM_RING_LOG2);
-		q->cpl = host_pages(d, VNPU_CPL_SIZE << SIM_RING_LOG2);
+		q->ring = d->rings + ((uint64_t)i * VNPU_CMD_SIZE << SIM_RING_LOG2);
+		q->cpl = d->rings +
+			 ((uint64_t)SIM_QUEUES * VNPU_CMD_SIZE << SIM_RING_LOG2) +
+			 ((uint64_t)i * VNPU_CPL_SIZE << SIM_RING_LOG2);
 		q->fail_cap = SIM_FAILURES_MAX;
 		q->fail = calloc(q->fail_cap, sizeof(*q->fail));
 		q->next_seq = 1;
-		if (!q->ring || !q->cpl || !q->fail)
+		if (!q->fail)
 			goto fail;
 	}
 	memset(&sc, 0, sizeof(sc));
