@@ -164,26 +164,54 @@ static int64_t plain_offset(const struct vnpu_tensor *t, const int64_t *idx)
 	return off;
 }
 
-/* A plain tensor with a random dim order in memory, random gaps between
- * dims and a random offset (dense row-major when `dense`). Returns the
- * buffer bytes it needs. */
+/* How a test lays out a plain side. The gapped 4-D layouts keep (h, w)
+ * or c contiguous, as the kernel's transposing paths need, and put random
+ * gaps between the other dims plus a random offset. */
+enum plain_layout {
+	PLAIN_RANDOM,	   /* random dim order, gaps and offset */
+	PLAIN_DENSE,	   /* row-major */
+	PLAIN_GAPPED_NCHW, /* w stride 1, h stride W, gaps above */
+	PLAIN_GAPPED_NHWC, /* c stride 1, gaps above */
+};
+
+static void gapped_4d(struct vnpu_tensor *t, const int64_t *s,
+		      enum plain_layout layout)
+{
+	int64_t *st = t->strides;
+
+	if (layout == PLAIN_GAPPED_NCHW) {
+		st[3] = 1;
+		st[2] = s[3];
+		st[1] = s[2] * s[3] + kt_rand_range(0, 3);
+		st[0] = s[1] * st[1] + kt_rand_range(0, 3);
+	} else {
+		st[1] = 1;
+		st[3] = s[1] + kt_rand_range(0, 2);
+		st[2] = s[3] * st[3] + kt_rand_range(0, 2);
+		st[0] = s[2] * st[2] + kt_rand_range(0, 3);
+	}
+	t->offset = kt_rand_range(0, 5);
+}
+
+/* A plain tensor in `layout` (see above; the gapped ones are 4-D).
+ * Returns the buffer bytes it needs. */
 static uint64_t random_plain(struct vnpu_tensor *t, uint32_t buffer,
 			     uint32_t dtype, uint32_t ndim, const int64_t *s,
-			     bool dense)
+			     enum plain_layout layout)
 {
 	uint32_t perm[VNPU_MAX_DIMS];
 	int64_t stride = 1, last = 0;
 
 	for (uint32_t i = 0; i < ndim; i++)
 		perm[i] = i;
-	for (uint32_t i = ndim; !dense && i > 1; i--) {
+	for (uint32_t i = ndim; layout == PLAIN_RANDOM && i > 1; i--) {
 		uint32_t j = kt_rand() % i, tmp = perm[i - 1];
 
 		perm[i - 1] = perm[j];
 		perm[j] = tmp;
 	}
 	*t = kt_tensor(buffer, dtype, ndim, s, NULL);
-	if (!dense) {
+	if (layout == PLAIN_RANDOM) {
 		for (uint32_t k = ndim; k-- > 0;) {
 			uint32_t d = perm[k];
 
@@ -192,6 +220,9 @@ static uint64_t random_plain(struct vnpu_tensor *t, uint32_t buffer,
 			stride *= s[d] > 0 ? s[d] : 1;
 		}
 		t->offset = kt_rand_range(0, 5);
+	} else if (layout != PLAIN_DENSE) {
+		ck_assert_uint_eq(ndim, 4);
+		gapped_4d(t, s, layout);
 	}
 	for (uint32_t i = 0; i < ndim; i++)
 		if (s[i] > 0)
@@ -226,7 +257,8 @@ static uint32_t launch(const struct vnpu_tensor *src,
  * keep kt_buffer's fill.
  */
 static void check_pack(uint32_t format, uint32_t dtype, uint32_t ndim,
-		       const int64_t *s, uint32_t nblocks, bool dense)
+		       const int64_t *s, uint32_t nblocks,
+		       enum plain_layout layout)
 {
 	size_t isz = itemsize(dtype);
 	int64_t numel = numel_of(ndim, s);
@@ -240,7 +272,7 @@ static void check_pack(uint32_t format, uint32_t dtype, uint32_t ndim,
 
 	ck_assert_ptr_nonnull(expect);
 	ck_assert_ptr_nonnull(hit);
-	bufs[0] = kt_buffer(random_plain(&src, 0, dtype, ndim, s, dense));
+	bufs[0] = kt_buffer(random_plain(&src, 0, dtype, ndim, s, layout));
 	random_bytes(&bufs[0], dtype);
 	bufs[1] = kt_buffer((uint64_t)(st_off + snumel) * isz + GUARD);
 	out = kt_tensor_fmt(1, dtype, format, ndim, s);
@@ -290,7 +322,8 @@ static void check_pack(uint32_t format, uint32_t dtype, uint32_t ndim,
  * byte of the plain buffer outside its elements is written.
  */
 static void check_unpack(uint32_t format, uint32_t dtype, uint32_t ndim,
-			 const int64_t *s, uint32_t nblocks, bool dense)
+			 const int64_t *s, uint32_t nblocks,
+			 enum plain_layout layout)
 {
 	size_t isz = itemsize(dtype);
 	int64_t numel = numel_of(ndim, s);
@@ -305,7 +338,7 @@ static void check_unpack(uint32_t format, uint32_t dtype, uint32_t ndim,
 	random_bytes(&bufs[0], dtype);
 	src = kt_tensor_fmt(0, dtype, format, ndim, s);
 	src.offset = st_off;
-	bufs[1] = kt_buffer(random_plain(&out, 1, dtype, ndim, s, dense));
+	bufs[1] = kt_buffer(random_plain(&out, 1, dtype, ndim, s, layout));
 	touched = calloc(bufs[1].size, 1);
 	ck_assert_ptr_nonnull(touched);
 
@@ -341,12 +374,12 @@ static void check_round_trip(uint32_t format, uint32_t dtype, uint32_t ndim,
 	struct vnpu_tensor a, mid, b;
 	struct vnpu_kbuf bufs[3];
 
-	bufs[0] = kt_buffer(random_plain(&a, 0, dtype, ndim, s, false));
+	bufs[0] = kt_buffer(random_plain(&a, 0, dtype, ndim, s, PLAIN_RANDOM));
 	random_bytes(&bufs[0], dtype);
 	bufs[1] = kt_buffer(
 		(uint64_t)ref_storage_numel(format, dtype, ndim, s) * isz);
 	mid = kt_tensor_fmt(1, dtype, format, ndim, s);
-	bufs[2] = kt_buffer(random_plain(&b, 2, dtype, ndim, s, false));
+	bufs[2] = kt_buffer(random_plain(&b, 2, dtype, ndim, s, PLAIN_RANDOM));
 
 	ck_assert_uint_eq(launch(&a, &mid, bufs, 3, nblocks), VNPU_STATUS_OK);
 	ck_assert_uint_eq(launch(&mid, &b, bufs, 3, nblocks), VNPU_STATUS_OK);
@@ -661,9 +694,9 @@ START_TEST(test_int8_c0_32)
 		uint32_t ndim = random_shape(format, s);
 
 		check_pack(format, dtype, ndim, s, block_counts[iter % 3],
-			   false);
+			   PLAIN_RANDOM);
 		check_unpack(format, dtype, ndim, s, block_counts[iter % 3],
-			     false);
+			     PLAIN_RANDOM);
 	}
 }
 END_TEST
@@ -678,10 +711,15 @@ static void pack_unpack_format(uint32_t format, uint64_t seed)
 		for (int iter = 0; iter < 6; iter++) {
 			uint32_t ndim = random_shape(format, s);
 			uint32_t nb = block_counts[iter % 3];
-			bool dense = iter < 2;
+			enum plain_layout layout = PLAIN_RANDOM;
 
-			check_pack(format, all_dtypes[d], ndim, s, nb, dense);
-			check_unpack(format, all_dtypes[d], ndim, s, nb, dense);
+			if (iter < 2)
+				layout = PLAIN_DENSE;
+			else if (iter == 2 && ndim == 4)
+				layout = PLAIN_GAPPED_NCHW;
+			check_pack(format, all_dtypes[d], ndim, s, nb, layout);
+			check_unpack(format, all_dtypes[d], ndim, s, nb,
+				     layout);
 		}
 	}
 }
@@ -693,11 +731,11 @@ START_TEST(test_nc1hwc0_elements)
 	pack_unpack_format(VNPU_FORMAT_NC1HWC0, 101);
 	for (uint32_t b = 0; b < 3; b++) {
 		check_pack(VNPU_FORMAT_NC1HWC0, VNPU_DTYPE_F16, 4, big,
-			   block_counts[b], true);
+			   block_counts[b], PLAIN_DENSE);
 		check_unpack(VNPU_FORMAT_NC1HWC0, VNPU_DTYPE_F32, 4, big,
-			     block_counts[b], true);
+			     block_counts[b], PLAIN_DENSE);
 		check_pack(VNPU_FORMAT_NC1HWC0, VNPU_DTYPE_I8, 4, big,
-			   block_counts[b], false);
+			   block_counts[b], PLAIN_RANDOM);
 	}
 }
 END_TEST
@@ -709,9 +747,11 @@ START_TEST(test_fractal_z_elements)
 	pack_unpack_format(VNPU_FORMAT_FRACTAL_Z, 202);
 	for (uint32_t b = 0; b < 3; b++) {
 		check_pack(VNPU_FORMAT_FRACTAL_Z, all_dtypes[b], 4, tall,
-			   block_counts[b], b == 0);
+			   block_counts[b],
+			   b == 0 ? PLAIN_DENSE : PLAIN_RANDOM);
 		check_unpack(VNPU_FORMAT_FRACTAL_Z, all_dtypes[b + 3], 4, tall,
-			     block_counts[b], b == 1);
+			     block_counts[b],
+			     b == 1 ? PLAIN_DENSE : PLAIN_RANDOM);
 	}
 }
 END_TEST
@@ -728,17 +768,19 @@ START_TEST(test_fractal_nz_elements)
 			uint32_t nd = i == 1 ? 3 : 2;
 
 			check_pack(VNPU_FORMAT_FRACTAL_NZ, all_dtypes[i + b],
-				   nd, tall[i], block_counts[b], b != 1);
+				   nd, tall[i], block_counts[b],
+				   b != 1 ? PLAIN_DENSE : PLAIN_RANDOM);
 			check_unpack(VNPU_FORMAT_FRACTAL_NZ,
 				     all_dtypes[i + b + 1], nd, tall[i],
-				     block_counts[b], b != 2);
+				     block_counts[b],
+				     b != 2 ? PLAIN_DENSE : PLAIN_RANDOM);
 		}
 	for (size_t d = 0; d < NUM_DTYPES; d++)
 		for (uint32_t b = 0; b < 3; b++) {
 			check_pack(VNPU_FORMAT_FRACTAL_NZ, all_dtypes[d], 2, s,
-				   block_counts[b], true);
+				   block_counts[b], PLAIN_DENSE);
 			check_unpack(VNPU_FORMAT_FRACTAL_NZ, all_dtypes[d], 2,
-				     s, block_counts[b], true);
+				     s, block_counts[b], PLAIN_DENSE);
 		}
 }
 END_TEST
@@ -871,9 +913,175 @@ START_TEST(test_nchw_nhwc)
 		ck_assert(memcmp(bufs[2].ptr, bufs[0].ptr, bytes) == 0);
 
 		/* channels-last straight into NC1HWC0 and back */
-		check_pack(VNPU_FORMAT_NC1HWC0, dtype, 4, s, 3, false);
+		check_pack(VNPU_FORMAT_NC1HWC0, dtype, 4, s, 3, PLAIN_RANDOM);
 		for (int i = 0; i < 3; i++)
 			kt_free(&bufs[i]);
+	}
+}
+END_TEST
+
+/*
+ * NCHW weights into FRACTAL_Z and back with (h, w) contiguous on the plain
+ * side, dense and with gaps between channel planes and images: the kernel
+ * transposes C0 x H*W blocks. N and C at the fractal edges (1, 15, 17,
+ * 33), H*W below, at and above the vector widths (2, 9 = 3x3, 17, 25, 33)
+ * so full vectors, 8-byte vectors and element copies all run.
+ */
+START_TEST(test_fractal_z_weights)
+{
+	static const int64_t nc[][2] = {{1, 1},	  {15, 17}, {17, 33},
+					{33, 15}, {16, 16}, {40, 64}};
+	static const int64_t hw[][2] = {{1, 2}, {3, 3}, {1, 17},
+					{5, 5}, {3, 11}};
+	int iter = 0;
+
+	kt_seed(909);
+	for (size_t i = 0; i < sizeof(nc) / sizeof(nc[0]); i++)
+		for (size_t j = 0; j < sizeof(hw) / sizeof(hw[0]); j++) {
+			int64_t s[4] = {nc[i][0], nc[i][1], hw[j][0],
+					hw[j][1]};
+			uint32_t dtype = all_dtypes[iter % NUM_DTYPES];
+			uint32_t nb = block_counts[iter % 3];
+			enum plain_layout layout = iter % 2
+							   ? PLAIN_GAPPED_NCHW
+							   : PLAIN_DENSE;
+
+			check_pack(VNPU_FORMAT_FRACTAL_Z, dtype, 4, s, nb,
+				   layout);
+			check_unpack(VNPU_FORMAT_FRACTAL_Z, dtype, 4, s, nb,
+				     layout);
+			iter++;
+		}
+	/* every dtype through the 3x3 case */
+	for (size_t d = 0; d < NUM_DTYPES; d++) {
+		int64_t s[4] = {33, 17, 3, 3};
+
+		check_pack(VNPU_FORMAT_FRACTAL_Z, all_dtypes[d], 4, s, 3,
+			   PLAIN_GAPPED_NCHW);
+		check_unpack(VNPU_FORMAT_FRACTAL_Z, all_dtypes[d], 4, s, 7,
+			     PLAIN_DENSE);
+	}
+}
+END_TEST
+
+/*
+ * Plain -> plain from `a` to `b` (descriptors without buffers' sizes):
+ * every element of b equals a's at the same logical index, computed from
+ * the strides here, and every other byte of b's buffer keeps the fill.
+ */
+static void check_copy(struct vnpu_tensor a, struct vnpu_tensor b,
+		       uint32_t nblocks)
+{
+	size_t isz = itemsize(a.dtype);
+	int64_t idx[VNPU_MAX_DIMS], alast = a.offset, blast = b.offset;
+	int64_t numel = numel_of(a.ndim, a.sizes);
+	struct vnpu_kbuf bufs[2];
+	uint8_t *touched;
+	const uint8_t *pa, *pb;
+
+	for (uint32_t i = 0; i < a.ndim; i++) {
+		alast += (a.sizes[i] - 1) * a.strides[i];
+		blast += (b.sizes[i] - 1) * b.strides[i];
+	}
+	a.buffer = 0;
+	b.buffer = 1;
+	bufs[0] = kt_buffer((uint64_t)(alast + 1) * isz);
+	bufs[1] = kt_buffer((uint64_t)(blast + 1) * isz);
+	random_bytes(&bufs[0], a.dtype);
+	touched = calloc(bufs[1].size, 1);
+	ck_assert_ptr_nonnull(touched);
+	ck_assert_uint_eq(launch(&a, &b, bufs, 2, nblocks), VNPU_STATUS_OK);
+	pa = bufs[0].ptr;
+	pb = bufs[1].ptr;
+	for (int64_t e = 0; e < numel; e++) {
+		int64_t ob;
+
+		unravel(e, a.ndim, a.sizes, idx);
+		ob = plain_offset(&b, idx) * (int64_t)isz;
+		ck_assert_msg(memcmp(pb + ob, pa + plain_offset(&a, idx) * isz,
+				     isz) == 0,
+			      "dtype %u element %lld of [%lld,%lld,%lld,%lld]",
+			      a.dtype, (long long)e, (long long)a.sizes[0],
+			      (long long)a.sizes[1], (long long)a.sizes[2],
+			      (long long)a.sizes[3]);
+		memset(touched + ob, 1, isz);
+	}
+	for (uint64_t i = 0; i < bufs[1].size; i++)
+		if (!touched[i])
+			ck_assert_uint_eq(pb[i], FILL_BYTE);
+	free(touched);
+	kt_free(&bufs[0]);
+	kt_free(&bufs[1]);
+}
+
+/*
+ * Copies that transpose two dim groups, which the kernel runs as tiled
+ * block transposes: NCHW <-> NHWC (dense and gapped, with offsets), 2-D
+ * matrix transposes and a broadcast source. The shapes cross the tile
+ * sides (16/32/64 rows where rows are 1 KiB or more apart, 8 KiB runs
+ * otherwise) with partial last tiles, and include 1, 3, 15, 17 and 33
+ * channels.
+ */
+START_TEST(test_plain_transposes)
+{
+	static const struct {
+		uint32_t dtype;
+		int64_t sizes[4];
+	} images[] = {
+		{VNPU_DTYPE_F32, {2, 33, 17, 17}}, /* far c rows: 16-row tiles */
+		{VNPU_DTYPE_F32, {1, 17, 47, 45}}, /* hw crosses 2048 */
+		{VNPU_DTYPE_F16, {1, 33, 23, 23}},
+		{VNPU_DTYPE_BF16, {3, 15, 5, 7}},
+		{VNPU_DTYPE_I8, {1, 65, 33, 33}},
+		{VNPU_DTYPE_U8, {1, 3, 91, 91}}, /* hw crosses 8192 */
+		{VNPU_DTYPE_I32, {2, 1, 4, 5}},
+		{VNPU_DTYPE_BOOL, {5, 33, 2, 9}},
+		{VNPU_DTYPE_F16, {2, 17, 1, 1}},
+		{VNPU_DTYPE_F32, {3, 3, 16, 15}},
+	};
+	static const int64_t mk[][2] = {{33, 17}, {100, 129}, {1, 70},
+					{16, 16}, {15, 2}};
+
+	kt_seed(1010);
+	for (size_t i = 0; i < sizeof(images) / sizeof(images[0]); i++) {
+		const int64_t *s = images[i].sizes;
+		uint32_t dtype = images[i].dtype;
+		struct vnpu_tensor nchw, nhwc;
+		uint32_t nb = block_counts[i % 3];
+
+		for (int gaps = 0; gaps < 2; gaps++) {
+			random_plain(&nchw, 0, dtype, 4, s,
+				     gaps ? PLAIN_GAPPED_NCHW : PLAIN_DENSE);
+			nhwc = kt_tensor(1, dtype, 4, s, NULL);
+			gapped_4d(&nhwc, s, PLAIN_GAPPED_NHWC);
+			if (!gaps) {
+				nhwc.strides[0] = s[1] * s[2] * s[3];
+				nhwc.strides[2] = s[1] * s[3];
+				nhwc.strides[3] = s[1];
+				nhwc.offset = 0;
+			}
+			check_copy(nchw, nhwc, nb);
+			check_copy(nhwc, nchw, nb);
+		}
+	}
+	/* row-major <-> column-major matrices */
+	for (size_t i = 0; i < sizeof(mk) / sizeof(mk[0]); i++) {
+		uint32_t dtype = all_dtypes[i % NUM_DTYPES];
+		int64_t rm[2] = {mk[i][1], 1}, cm[2] = {1, mk[i][0]};
+		struct vnpu_tensor a = kt_tensor(0, dtype, 2, mk[i], rm);
+		struct vnpu_tensor b = kt_tensor(1, dtype, 2, mk[i], cm);
+
+		check_copy(a, b, block_counts[i % 3]);
+		b.offset = 3;
+		check_copy(b, a, block_counts[(i + 1) % 3]);
+	}
+	/* a channel-broadcast source into NHWC */
+	{
+		int64_t s[4] = {2, 17, 5, 7}, bc[4] = {35, 0, 7, 1};
+		int64_t cl[4] = {5 * 7 * 17, 1, 7 * 17, 17};
+
+		check_copy(kt_tensor(0, VNPU_DTYPE_F16, 4, s, bc),
+			   kt_tensor(1, VNPU_DTYPE_F16, 4, s, cl), 3);
 	}
 }
 END_TEST
@@ -894,8 +1102,10 @@ START_TEST(test_plain_copy)
 
 		for (uint32_t i = 0; i < ndim; i++)
 			s[i] = kt_rand_range(iter == 7 ? 0 : 1, 6);
-		abytes = random_plain(&a, 0, VNPU_DTYPE_U8, ndim, s, false);
-		bbytes = random_plain(&b, 1, VNPU_DTYPE_U8, ndim, s, iter % 2);
+		abytes = random_plain(&a, 0, VNPU_DTYPE_U8, ndim, s,
+				      PLAIN_RANDOM);
+		bbytes = random_plain(&b, 1, VNPU_DTYPE_U8, ndim, s,
+				      iter % 2 ? PLAIN_DENSE : PLAIN_RANDOM);
 		a.dtype = b.dtype = dtype;
 		bufs[0] = kt_buffer(abytes * isz);
 		bufs[1] = kt_buffer(bbytes * isz);
@@ -973,14 +1183,19 @@ START_TEST(test_blocks_disjoint)
 	static const struct {
 		uint32_t format, ndim;
 		int64_t sizes[4];
+		enum plain_layout layout;
 	} cases[] = {
-		{VNPU_FORMAT_FRACTAL_NZ, 2, {100, 37}},
-		{VNPU_FORMAT_FRACTAL_NZ, 3, {3, 33, 200}},
-		{VNPU_FORMAT_NC1HWC0, 4, {2, 33, 20, 20}},
-		{VNPU_FORMAT_NC1HWC0, 4, {3, 17, 5, 7}},
-		{VNPU_FORMAT_FRACTAL_Z, 4, {33, 17, 3, 3}},
-		{VNPU_FORMAT_FRACTAL_Z, 4, {150, 40, 1, 2}},
-		{VNPU_FORMAT_FRACTAL_NZ, 2, {300, 70}},
+		{VNPU_FORMAT_FRACTAL_NZ, 2, {100, 37}, PLAIN_RANDOM},
+		{VNPU_FORMAT_FRACTAL_NZ, 3, {3, 33, 200}, PLAIN_DENSE},
+		{VNPU_FORMAT_NC1HWC0, 4, {2, 33, 20, 20}, PLAIN_RANDOM},
+		{VNPU_FORMAT_NC1HWC0, 4, {3, 17, 5, 7}, PLAIN_DENSE},
+		{VNPU_FORMAT_FRACTAL_Z, 4, {33, 17, 3, 3}, PLAIN_RANDOM},
+		{VNPU_FORMAT_FRACTAL_Z, 4, {150, 40, 1, 2}, PLAIN_DENSE},
+		{VNPU_FORMAT_FRACTAL_NZ, 2, {300, 70}, PLAIN_RANDOM},
+		/* FRACTAL_Z by (c1, 16 n) units over all (h, w) */
+		{VNPU_FORMAT_FRACTAL_Z, 4, {33, 17, 3, 3}, PLAIN_GAPPED_NCHW},
+		{VNPU_FORMAT_FRACTAL_Z, 4, {40, 33, 3, 3}, PLAIN_DENSE},
+		{VNPU_FORMAT_FRACTAL_Z, 4, {17, 15, 1, 17}, PLAIN_GAPPED_NCHW},
 	};
 
 	kt_seed(808);
@@ -997,7 +1212,8 @@ START_TEST(test_blocks_disjoint)
 
 			/* pack: storage written by exactly one block */
 			bufs[0] = kt_buffer(
-				random_plain(&plain, 0, dtype, nd, s, i % 2));
+				random_plain(&plain, 0, dtype, nd, s,
+					     cases[i].layout));
 			random_bytes(&bufs[0], dtype);
 			bufs[1] = kt_buffer((uint64_t)sn * isz);
 			packed =
@@ -1009,8 +1225,48 @@ START_TEST(test_blocks_disjoint)
 			kt_free(&bufs[0]);
 			bufs[0] = bufs[1];
 			bufs[1] = kt_buffer(
-				random_plain(&plain, 1, dtype, nd, s, i % 2));
+				random_plain(&plain, 1, dtype, nd, s,
+					     cases[i].layout));
 			check_block_ownership(&packed, &plain, bufs, nb);
+			kt_free(&bufs[0]);
+			kt_free(&bufs[1]);
+		}
+	}
+}
+END_TEST
+
+/* Blocks of the transposing copies own disjoint parts of the output. */
+START_TEST(test_plain_transposes_blocks)
+{
+	static const int64_t shapes[][4] = {
+		{2, 33, 17, 17}, {3, 15, 5, 7}, {1, 17, 47, 45}};
+
+	kt_seed(1111);
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		/* the large shape (several 2048-element tiles) once */
+		for (uint32_t nb = i == 2 ? 7 : 2; nb <= 7; nb += 5) {
+			uint32_t dtype = all_dtypes[(i + nb) % NUM_DTYPES];
+			struct vnpu_tensor nchw, nhwc;
+			struct vnpu_kbuf bufs[2];
+
+			bufs[0] = kt_buffer(random_plain(&nchw, 0, dtype, 4,
+							 shapes[i],
+							 PLAIN_GAPPED_NCHW));
+			random_bytes(&bufs[0], dtype);
+			bufs[1] = kt_buffer(random_plain(&nhwc, 1, dtype, 4,
+							 shapes[i],
+							 PLAIN_GAPPED_NHWC));
+			check_block_ownership(&nchw, &nhwc, bufs, nb);
+			/* and back, from the NHWC buffer into the NCHW one */
+			nchw.buffer = 1;
+			nhwc.buffer = 0;
+			kt_free(&bufs[0]);
+			bufs[0] = bufs[1];
+			random_bytes(&bufs[0], dtype);
+			bufs[1] = kt_buffer(random_plain(&nchw, 1, dtype, 4,
+							 shapes[i],
+							 PLAIN_GAPPED_NCHW));
+			check_block_ownership(&nhwc, &nchw, bufs, nb);
 			kt_free(&bufs[0]);
 			kt_free(&bufs[1]);
 		}
@@ -1236,6 +1492,9 @@ static Suite *layout_suite(void)
 	tcase_add_test(tc, test_round_trips);
 	tcase_add_test(tc, test_transposed_plain_sides);
 	tcase_add_test(tc, test_nchw_nhwc);
+	tcase_add_test(tc, test_fractal_z_weights);
+	tcase_add_test(tc, test_plain_transposes);
+	tcase_add_test(tc, test_plain_transposes_blocks);
 	tcase_add_test(tc, test_plain_copy);
 	tcase_add_test(tc, test_blocks_disjoint);
 	tcase_add_test(tc, test_empty);
