@@ -669,6 +669,7 @@ static vnpu_error_t sim_open(int index, const struct vnpurt_config *cfg,
 	struct vnpu_sim_hal hal;
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	size_t fw_cap = vnpu_fw_image_size();
+	uint64_t ring_bytes, cpl_bytes;
 	vnpu_error_t err = VNPU_ERROR_OUT_OF_MEMORY;
 	int rc;
 
@@ -714,18 +715,18 @@ static vnpu_error_t sim_open(int index, const struct vnpurt_config *cfg,
 	    vnpu_fw_image_build(d->fw_image, fw_cap, SIM_FW_VERSION,
 				"libvnpurt-sim", &d->fw_size))
 		goto fail;
-	d->rings_size = (uint64_t)SIM_QUEUES *
-			(VNPU_CMD_SIZE + VNPU_CPL_SIZE) << SIM_RING_LOG2;
+	ring_bytes = (uint64_t)VNPU_CMD_SIZE << SIM_RING_LOG2;
+	cpl_bytes = (uint64_t)VNPU_CPL_SIZE << SIM_RING_LOG2;
+	d->rings_size = SIM_QUEUES * (ring_bytes + cpl_bytes);
 	d->rings = host_pages(d, d->rings_size);
 	if (!d->rings)
 		goto fail;
 	for (unsigned i = 0; i < SIM_QUEUES; i++) {
 		struct sim_queue *q = &d->q[i];
 
-		q->ring = d->rings + ((uint64_t)i * VNPU_CMD_SIZE << SIM_RING_LOG2);
-		q->cpl = d->rings +
-			 ((uint64_t)SIM_QUEUES * VNPU_CMD_SIZE << SIM_RING_LOG2) +
-			 ((uint64_t)i * VNPU_CPL_SIZE << SIM_RING_LOG2);
+		/* command rings first, then completion rings */
+		q->ring = d->rings + i * ring_bytes;
+		q->cpl = d->rings + SIM_QUEUES * ring_bytes + i * cpl_bytes;
 		q->fail_cap = SIM_FAILURES_MAX;
 		q->fail = calloc(q->fail_cap, sizeof(*q->fail));
 		q->next_seq = 1;
