@@ -396,8 +396,7 @@ static const char *pool_at(const struct vnpu_at_tensor *t, bool batched,
 	return (const char *)vnpu_at_data(t) + off * isz;
 }
 
-struct vnpu_ret_max_pool2d_with_indices
-vnpu_cpu_max_pool2d_with_indices(vnpu_keyset_t ks,
+struct vnpu_ret_max_pool2d_with_indices vnpu_cpu_max_pool2d_with_indices(vnpu_keyset_t ks,
 				 struct vnpu_at_tensor *self,
 				 struct vnpu_at_int_array kernel_size,
 				 struct vnpu_at_int_array stride,

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * CPU reference kernels: embedding, cat, index_select (docs/dispatcher.md).
- * Element copies through strides; indices are int64 or int32 and are
- * checked against the indexed dim before anything is written.
+ * Element copies through strides; indices are int64 or int32 and must be
+ * in [0, size) of the indexed dim (negative ones are refused, as PyTorch's
+ * CPU kernels), checked before anything is written.
  */
 #include "../kernel_common.h"
 
@@ -60,7 +61,7 @@ static struct vnpu_at_tensor *gather_rows(const char *op,
 			int64_t v = vnpu_at_load_int(index->dtype,
 					ibase + kc_reduce_inner(&ip, k));
 
-			if (v < -rows || v >= rows)
+			if (v < 0 || v >= rows)
 				return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 					"%s: index out of range in self (index %lld, size %lld)",
 					op, (long long)v, (long long)rows);
@@ -89,8 +90,6 @@ static struct vnpu_at_tensor *gather_rows(const char *op,
 		for (uint32_t d = 0; d < ni; d++)
 			ioff += it.idx[dim + d] * idx_strides[d];
 		row = vnpu_at_load_int(index->dtype, ibase + ioff * xsz);
-		if (row < 0)
-			row += rows;
 		for (uint32_t d = 0; d < dim; d++)
 			soff += it.idx[d] * self->strides[d];
 		soff += row * self->strides[dim];

@@ -204,8 +204,7 @@ static bool pool_params(const struct vnpu_at_tensor *self,
 	return true;
 }
 
-struct vnpu_ret_max_pool2d_with_indices
-vnpu_npu_max_pool2d_with_indices(vnpu_keyset_t ks,
+struct vnpu_ret_max_pool2d_with_indices vnpu_npu_max_pool2d_with_indices(vnpu_keyset_t ks,
 				 struct vnpu_at_tensor *self,
 				 struct vnpu_at_int_array kernel_size,
 				 struct vnpu_at_int_array stride,

@@ -12,7 +12,8 @@ static bool mse_ok(const struct vnpu_at_tensor *self,
 	return reduction >= 0 && reduction <= 2 && npk_float(self->dtype) &&
 	       npk_float(target->dtype) &&
 	       npk_float(vnpu_at_result_type(self, target)) &&
-	       vnpu_at_is_npu(self) && vnpu_at_is_npu(target);
+	       (vnpu_at_is_npu(self) || !self->ndim) &&
+	       (vnpu_at_is_npu(target) || !target->ndim);
 }
 
 struct vnpu_at_tensor *vnpu_npu_mse_loss(vnpu_keyset_t ks,

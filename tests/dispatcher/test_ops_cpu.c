@@ -1,0 +1,843 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The CPU reference kernels of the kernels helper against straightforward
+ * double references written here (convolution in gather form, pooling,
+ * norms, softmax, losses, reductions with NaN, indexing), dtype promotion
+ * and error messages, and every backward op against central finite
+ * differences in float64.
+ */
+#include "ops_test_util.h"
+
+static struct vnpu_at_tensor *f64(uint32_t nd, const int64_t *sizes, double lo,
+				  double hi, enum ot_layout layout)
+{
+	return ot_rand(nd, sizes, VNPU_AT_F64, lo, hi, layout);
+}
+
+static int64_t numel_of(uint32_t nd, const int64_t *s)
+{
+	int64_t n = 1;
+
+	for (uint32_t i = 0; i < nd; i++)
+		n *= s[i];
+	return n;
+}
+
+/* A contiguous f64 CPU tensor holding ref[] (row-major). */
+static struct vnpu_at_tensor *from_ref(uint32_t nd, const int64_t *sizes,
+				       const double *ref)
+{
+	struct vnpu_at_tensor *t = vnpu_at_empty(nd, sizes, VNPU_AT_F64,
+						 VNPU_AT_DEV_CPU);
+
+	ck_assert_ptr_nonnull(t);
+	if (numel_of(nd, sizes))
+		memcpy(vnpu_at_data(t), ref,
+		       (size_t)numel_of(nd, sizes) * sizeof(double));
+	return t;
+}
+
+static void expect_ref(const char *what, struct vnpu_at_tensor *got,
+		       uint32_t nd, const int64_t *sizes, const double *ref,
+		       double tol)
+{
+	struct vnpu_at_tensor *want = from_ref(nd, sizes, ref);
+
+	ot_expect_close(what, want, got, tol, tol);
+	vnpu_at_release(want);
+}
+
+static void expect_error(const char *what, void *r, const char *needle)
+{
+	ck_assert_msg(r == NULL, "%s: expected an error", what);
+	ck_assert_msg(strstr(vnpu_at_error_message(), needle) != NULL,
+		      "%s: message '%s' lacks '%s'", what,
+		      vnpu_at_error_message(), needle);
+	vnpu_at_error_clear();
+}
+
+/* ---- convolution: gather-form reference --------------------------------------- */
+
+START_TEST(convolution_reference)
+{
+	static const struct {
+		int64_t in[4], w[4];
+		int64_t s[2], p[2], d[2], groups;
+		bool transposed, bias;
+		int64_t op;
+	} cs[] = {
+		{ { 2, 4, 7, 9 }, { 6, 2, 3, 2 }, { 2, 1 }, { 1, 0 }, { 1, 2 }, 2, false, true, 0 },
+		{ { 1, 3, 15, 17 }, { 5, 3, 3, 3 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, 1, false, false, 0 },
+		{ { 2, 4, 5, 6 }, { 4, 3, 3, 3 }, { 2, 2 }, { 1, 1 }, { 1, 1 }, 1, true, true, 1 },
+		{ { 1, 4, 4, 5 }, { 4, 1, 2, 3 }, { 1, 2 }, { 0, 1 }, { 2, 1 }, 2, true, false, 0 },
+	};
+
+	ot_seed(1);
+	for (size_t c = 0; c < sizeof(cs) / sizeof(cs[0]); c++) {
+		struct vnpu_at_tensor *x = f64(4, cs[c].in, -1, 1, c % 2 ? OT_STRIDED : OT_CONTIG);
+		struct vnpu_at_tensor *w = f64(4, cs[c].w, -1, 1, OT_TRANSPOSED);
+		int64_t N = cs[c].in[0], C = cs[c].in[1], H = cs[c].in[2], W = cs[c].in[3];
+		int64_t KH = cs[c].w[2], KW = cs[c].w[3], G = cs[c].groups;
+		int64_t CO, HO, WO, cin_g, cout_g, osz[4];
+		struct vnpu_at_tensor *b = NULL, *got;
+		double *ref;
+
+		if (!cs[c].transposed) {
+			CO = cs[c].w[0];
+			cin_g = cs[c].w[1];
+			cout_g = CO / G;
+			HO = (H + 2 * cs[c].p[0] - cs[c].d[0] * (KH - 1) - 1) / cs[c].s[0] + 1;
+			WO = (W + 2 * cs[c].p[1] - cs[c].d[1] * (KW - 1) - 1) / cs[c].s[1] + 1;
+		} else {
+			cin_g = C / G;
+			cout_g = cs[c].w[1];
+			CO = cout_g * G;
+			HO = (H - 1) * cs[c].s[0] - 2 * cs[c].p[0] + cs[c].d[0] * (KH - 1) + cs[c].op + 1;
+			WO = (W - 1) * cs[c].s[1] - 2 * cs[c].p[1] + cs[c].d[1] * (KW - 1) + cs[c].op + 1;
+		}
+		if (cs[c].bias)
+			b = f64(1, &CO, -1, 1, OT_STRIDED);
+		osz[0] = N;
+		osz[1] = CO;
+		osz[2] = HO;
+		osz[3] = WO;
+		ref = calloc((size_t)numel_of(4, osz), sizeof(double));
+		for (int64_t n = 0; n < N; n++)
+		for (int64_t co = 0; co < CO; co++)
+		for (int64_t oh = 0; oh < HO; oh++)
+		for (int64_t ow = 0; ow < WO; ow++) {
+			int64_t g = co / cout_g;
+			double acc = b ? ot_get(b, (int64_t[]){ co }) : 0;
+
+			for (int64_t ci = 0; ci < cin_g; ci++)
+			for (int64_t kh = 0; kh < KH; kh++)
+			for (int64_t kw = 0; kw < KW; kw++) {
+				int64_t c_in = g * cin_g + ci, ih, iw;
+				double wv;
+
+				if (!cs[c].transposed) {
+					ih = oh * cs[c].s[0] - cs[c].p[0] + kh * cs[c].d[0];
+					iw = ow * cs[c].s[1] - cs[c].p[1] + kw * cs[c].d[1];
+					wv = ot_get(w, (int64_t[]){ co, ci, kh, kw });
+				} else {
+					int64_t th = oh + cs[c].p[0] - kh * cs[c].d[0];
+					int64_t tw = ow + cs[c].p[1] - kw * cs[c].d[1];
+
+					if (th % cs[c].s[0] || tw % cs[c].s[1])
+						continue;
+					ih = th / cs[c].s[0];
+					iw = tw / cs[c].s[1];
+					wv = ot_get(w, (int64_t[]){ c_in, co % cout_g, kh, kw });
+				}
+				if (ih < 0 || iw < 0 || ih >= H || iw >= W)
+					continue;
+				acc += wv * ot_get(x, (int64_t[]){ n, c_in, ih, iw });
+			}
+			ref[((n * CO + co) * HO + oh) * WO + ow] = acc;
+		}
+		got = vnpu_op_convolution(x, w, b, (struct vnpu_at_int_array){ cs[c].s, 2 },
+					  (struct vnpu_at_int_array){ cs[c].p, 2 },
+					  (struct vnpu_at_int_array){ cs[c].d, 2 },
+					  cs[c].transposed,
+					  (struct vnpu_at_int_array){ &cs[c].op, 1 }, G);
+		expect_ref("convolution", got, 4, osz, ref, 1e-12);
+		free(ref);
+		vnpu_at_release(got);
+		vnpu_at_release(x);
+		vnpu_at_release(w);
+		vnpu_at_release(b);
+	}
+	/* 1-D convolution is 2-D with height 1 */
+	{
+		int64_t xs[3] = { 2, 3, 17 }, ws[3] = { 4, 3, 5 };
+		struct vnpu_at_tensor *x = f64(3, xs, -1, 1, OT_CONTIG);
+		struct vnpu_at_tensor *w = f64(3, ws, -1, 1, OT_CONTIG);
+		struct vnpu_at_tensor *got = vnpu_op_convolution(x, w, NULL, VNPU_AT_INTS(2),
+			VNPU_AT_INTS(2), VNPU_AT_INTS(1), false, VNPU_AT_INTS(0), 1);
+		int64_t osz[3] = { 2, 4, 9 };
+		double ref[2 * 4 * 9];
+
+		for (int64_t n = 0; n < 2; n++)
+		for (int64_t co = 0; co < 4; co++)
+		for (int64_t o = 0; o < 9; o++) {
+			double acc = 0;
+
+			for (int64_t ci = 0; ci < 3; ci++)
+				for (int64_t k = 0; k < 5; k++) {
+					int64_t i = o * 2 - 2 + k;
+
+					if (i >= 0 && i < 17)
+						acc += ot_get(x, (int64_t[]){ n, ci, i }) *
+						       ot_get(w, (int64_t[]){ co, ci, k });
+				}
+			ref[(n * 4 + co) * 9 + o] = acc;
+		}
+		expect_ref("conv1d", got, 3, osz, ref, 1e-12);
+		vnpu_at_release(got);
+		expect_error("conv channels", vnpu_op_convolution(x, w, NULL,
+			VNPU_AT_INTS(1), VNPU_AT_INTS(0), VNPU_AT_INTS(1), false,
+			VNPU_AT_INTS(0), 3), "aten::convolution: Given groups=3");
+		vnpu_at_release(x);
+		vnpu_at_release(w);
+	}
+}
+END_TEST
+
+/* ---- pooling ---------------------------------------------------------------------------- */
+
+START_TEST(pooling_reference)
+{
+	int64_t xs[4] = { 2, 3, 15, 17 };
+	struct vnpu_at_tensor *x = f64(4, xs, -2, 2, OT_TRANSPOSED);
+
+	ot_seed(2);
+	for (int cfg = 0; cfg < 3; cfg++) {
+		int64_t k = 3, s = 2, p = cfg == 2 ? 0 : 1, d = cfg == 1 ? 2 : 1;
+		bool ceil = cfg != 1;
+		int64_t HO, WO, osz[4];
+		struct vnpu_ret_max_pool2d_with_indices r;
+		double *vals, *idx;
+
+		/* PyTorch's output size: floor (or ceil) of the window count,
+		 * a last window starting in the right padding dropped */
+		HO = (15 + 2 * p - d * (k - 1) - 1 + (ceil ? s - 1 : 0)) / s + 1;
+		WO = (17 + 2 * p - d * (k - 1) - 1 + (ceil ? s - 1 : 0)) / s + 1;
+		if (ceil && (HO - 1) * s >= 15 + p)
+			HO--;
+		if (ceil && (WO - 1) * s >= 17 + p)
+			WO--;
+		osz[0] = 2;
+		osz[1] = 3;
+		osz[2] = HO;
+		osz[3] = WO;
+		vals = malloc(sizeof(double) * (size_t)numel_of(4, osz));
+		idx = malloc(sizeof(double) * (size_t)numel_of(4, osz));
+		for (int64_t n = 0; n < 2; n++)
+		for (int64_t c = 0; c < 3; c++)
+		for (int64_t oh = 0; oh < HO; oh++)
+		for (int64_t ow = 0; ow < WO; ow++) {
+			double best = -INFINITY, bi = -1;
+
+			for (int64_t i = 0; i < k; i++)
+				for (int64_t j = 0; j < k; j++) {
+					int64_t h = oh * s - p + i * d, w = ow * s - p + j * d;
+					double v;
+
+					if (h < 0 || w < 0 || h >= 15 || w >= 17)
+						continue;
+					v = ot_get(x, (int64_t[]){ n, c, h, w });
+					if (bi < 0 || v > best) {
+						best = v;
+						bi = (double)(h * 17 + w);
+					}
+				}
+			vals[((n * 3 + c) * HO + oh) * WO + ow] = best;
+			idx[((n * 3 + c) * HO + oh) * WO + ow] = bi;
+		}
+		r = vnpu_op_max_pool2d_with_indices(x, (struct vnpu_at_int_array){ &k, 1 },
+			(struct vnpu_at_int_array){ &s, 1 }, (struct vnpu_at_int_array){ &p, 1 },
+			(struct vnpu_at_int_array){ &d, 1 }, ceil);
+		expect_ref("max_pool2d", r.r0, 4, osz, vals, 0);
+		ck_assert_int_eq(r.r1->dtype, VNPU_AT_I64);
+		for (int64_t i = 0; i < numel_of(4, osz); i++)
+			ck_assert_int_eq((int64_t)ot_flat(r.r1, i), (int64_t)idx[i]);
+		vnpu_at_release(r.r0);
+		vnpu_at_release(r.r1);
+
+		if (d == 1) {
+			for (int cip = 0; cip < 2; cip++) {
+				struct vnpu_at_tensor *a;
+
+				for (int64_t n = 0; n < 2; n++)
+				for (int64_t c = 0; c < 3; c++)
+				for (int64_t oh = 0; oh < HO; oh++)
+				for (int64_t ow = 0; ow < WO; ow++) {
+					double sum = 0;
+					int64_t cnt = 0, padded = 0;
+
+					for (int64_t i = 0; i < k; i++)
+						for (int64_t j = 0; j < k; j++) {
+							int64_t h = oh * s - p + i, w = ow * s - p + j;
+
+							/* padded extent counts, past it not */
+							if (h < 15 + p && w < 17 + p)
+								padded++;
+							if (h < 0 || w < 0 || h >= 15 || w >= 17)
+								continue;
+							sum += ot_get(x, (int64_t[]){ n, c, h, w });
+							cnt++;
+						}
+					vals[((n * 3 + c) * HO + oh) * WO + ow] =
+						sum / (double)(cip ? padded : cnt);
+				}
+				a = vnpu_op_avg_pool2d(x, (struct vnpu_at_int_array){ &k, 1 },
+					(struct vnpu_at_int_array){ &s, 1 },
+					(struct vnpu_at_int_array){ &p, 1 }, ceil, cip,
+					VNPU_AT_NO_INT);
+				expect_ref("avg_pool2d", a, 4, osz, vals, 1e-12);
+				vnpu_at_release(a);
+			}
+		}
+		free(vals);
+		free(idx);
+	}
+	expect_error("pool pad", vnpu_op_max_pool2d_with_indices(x, VNPU_AT_INTS(2),
+		VNPU_AT_NO_INTS, VNPU_AT_INTS(2), VNPU_AT_INTS(1), false).r0,
+		"pad should be at most half");
+	vnpu_at_release(x);
+}
+END_TEST
+
+/* ---- norms and softmax ------------------------------------------------------------------ */
+
+START_TEST(norm_reference)
+{
+	int64_t xs[3] = { 3, 4, 17 };
+	struct vnpu_at_tensor *x, *w, *b, *rm, *rv;
+	struct vnpu_ret_native_layer_norm ln;
+	struct vnpu_ret_native_batch_norm bn;
+	double out[3 * 4 * 17], mean[12], rstd[12], rm_want[4], rv_want[4];
+
+	ot_seed(3);
+	x = f64(3, xs, -2, 2, OT_STRIDED);
+	w = f64(1, xs + 2, 0.5, 1.5, OT_CONTIG);
+	b = f64(1, xs + 2, -1, 1, OT_STRIDED);
+	for (int64_t r = 0; r < 12; r++) {
+		double m = 0, v = 0;
+
+		for (int64_t j = 0; j < 17; j++)
+			m += ot_flat(x, r * 17 + j);
+		m /= 17;
+		for (int64_t j = 0; j < 17; j++)
+			v += (ot_flat(x, r * 17 + j) - m) * (ot_flat(x, r * 17 + j) - m);
+		v /= 17;
+		mean[r] = m;
+		rstd[r] = 1 / sqrt(v + 1e-5);
+		for (int64_t j = 0; j < 17; j++)
+			out[r * 17 + j] = (ot_flat(x, r * 17 + j) - m) * rstd[r] *
+					  ot_flat(w, j) + ot_flat(b, j);
+	}
+	ln = vnpu_op_native_layer_norm(x, (struct vnpu_at_int_array){ xs + 2, 1 }, w, b, 1e-5);
+	expect_ref("layer_norm", ln.r0, 3, xs, out, 1e-12);
+	expect_ref("layer_norm mean", ln.r1, 3, (int64_t[]){ 3, 4, 1 }, mean, 1e-12);
+	expect_ref("layer_norm rstd", ln.r2, 3, (int64_t[]){ 3, 4, 1 }, rstd, 1e-12);
+	vnpu_at_release(ln.r0);
+	vnpu_at_release(ln.r1);
+	vnpu_at_release(ln.r2);
+	expect_error("layer_norm shape", vnpu_op_native_layer_norm(x, VNPU_AT_INTS(5),
+		NULL, NULL, 1e-5).r0, "expected input with shape [*, 5]");
+
+	/* batch norm over channel dim 1 (4 channels, 3 * 17 values each) */
+	rm = f64(1, xs + 1, -1, 1, OT_CONTIG);
+	rv = f64(1, xs + 1, 0.5, 2, OT_CONTIG);
+	for (int64_t c = 0; c < 4; c++) {
+		double m = 0, v = 0;
+
+		for (int64_t n = 0; n < 3; n++)
+			for (int64_t j = 0; j < 17; j++)
+				m += ot_get(x, (int64_t[]){ n, c, j });
+		m /= 51;
+		for (int64_t n = 0; n < 3; n++)
+			for (int64_t j = 0; j < 17; j++) {
+				double dv = ot_get(x, (int64_t[]){ n, c, j }) - m;
+
+				v += dv * dv;
+			}
+		mean[c] = m;
+		rstd[c] = 1 / sqrt(v / 51 + 1e-5);
+		rm_want[c] = 0.9 * ot_flat(rm, c) + 0.1 * m;
+		rv_want[c] = 0.9 * ot_flat(rv, c) + 0.1 * v / 50;
+		for (int64_t n = 0; n < 3; n++)
+			for (int64_t j = 0; j < 17; j++)
+				out[(n * 4 + c) * 17 + j] =
+					(ot_get(x, (int64_t[]){ n, c, j }) - m) * rstd[c];
+	}
+	bn = vnpu_op_native_batch_norm(x, NULL, NULL, rm, rv, true, 0.1, 1e-5);
+	expect_ref("batch_norm train", bn.r0, 3, xs, out, 1e-12);
+	expect_ref("batch_norm save_mean", bn.r1, 1, xs + 1, mean, 1e-12);
+	expect_ref("batch_norm save_invstd", bn.r2, 1, xs + 1, rstd, 1e-12);
+	expect_ref("batch_norm running_mean", rm, 1, xs + 1, rm_want, 1e-12);
+	expect_ref("batch_norm running_var", rv, 1, xs + 1, rv_want, 1e-12);
+	vnpu_at_release(bn.r0);
+	vnpu_at_release(bn.r1);
+	vnpu_at_release(bn.r2);
+	/* eval: the running statistics normalise, nothing is updated */
+	for (int64_t c = 0; c < 4; c++)
+		for (int64_t n = 0; n < 3; n++)
+			for (int64_t j = 0; j < 17; j++)
+				out[(n * 4 + c) * 17 + j] =
+					(ot_get(x, (int64_t[]){ n, c, j }) - rm_want[c]) /
+					sqrt(rv_want[c] + 1e-5) * ot_flat(w, 0) + 0.25;
+	{
+		struct vnpu_at_tensor *w4 = vnpu_op_full(VNPU_AT_INTS(4), VNPU_AT_DOUBLE(ot_flat(w, 0)),
+							 VNPU_AT_F64, VNPU_AT_DEV_CPU);
+		struct vnpu_at_tensor *b4 = vnpu_op_full(VNPU_AT_INTS(4), VNPU_AT_DOUBLE(0.25),
+							 VNPU_AT_F64, VNPU_AT_DEV_CPU);
+
+		bn = vnpu_op_native_batch_norm(x, w4, b4, rm, rv, false, 0.1, 1e-5);
+		expect_ref("batch_norm eval", bn.r0, 3, xs, out, 1e-12);
+		expect_ref("batch_norm eval keeps running_mean", rm, 1, xs + 1, rm_want, 0);
+		vnpu_at_release(bn.r0);
+		vnpu_at_release(bn.r1);
+		vnpu_at_release(bn.r2);
+		vnpu_at_release(w4);
+		vnpu_at_release(b4);
+	}
+
+	/* softmax / log_softmax along dim 1 of a transposed view */
+	{
+		struct vnpu_at_tensor *y = f64(3, xs, -3, 3, OT_TRANSPOSED), *s, *ls;
+
+		for (int64_t n = 0; n < 3; n++)
+			for (int64_t j = 0; j < 17; j++) {
+				double mx = -INFINITY, sum = 0;
+
+				for (int64_t c = 0; c < 4; c++)
+					mx = fmax(mx, ot_get(y, (int64_t[]){ n, c, j }));
+				for (int64_t c = 0; c < 4; c++)
+					sum += exp(ot_get(y, (int64_t[]){ n, c, j }) - mx);
+				for (int64_t c = 0; c < 4; c++)
+					out[(n * 4 + c) * 17 + j] =
+						exp(ot_get(y, (int64_t[]){ n, c, j }) - mx) / sum;
+			}
+		s = vnpu_op__softmax(y, 1, false);
+		expect_ref("softmax", s, 3, xs, out, 1e-12);
+		for (int64_t i = 0; i < 3 * 4 * 17; i++)
+			out[i] = log(out[i]);
+		ls = vnpu_op__log_softmax(y, -2, false);
+		expect_ref("log_softmax", ls, 3, xs, out, 1e-12);
+		vnpu_at_release(s);
+		vnpu_at_release(ls);
+		vnpu_at_release(y);
+	}
+	vnpu_at_release(x);
+	vnpu_at_release(w);
+	vnpu_at_release(b);
+	vnpu_at_release(rm);
+	vnpu_at_release(rv);
+}
+END_TEST
+
+/* ---- losses -------------------------------------------------------------------------- */
+
+START_TEST(loss_reference)
+{
+	int64_t xs[2] = { 17, 5 };
+	struct vnpu_at_tensor *x, *t, *w, *tgt;
+	struct vnpu_ret_nll_loss_forward r;
+	double none[17], sum = 0, wsum = 0;
+
+	ot_seed(4);
+	x = f64(2, xs, -2, 2, OT_TRANSPOSED);
+	w = f64(1, xs + 1, 0.5, 2, OT_CONTIG);
+	tgt = ot_rand(1, xs, VNPU_AT_I64, 0, 5, OT_STRIDED);
+	ot_set_flat(tgt, 3, -100);	/* ignored */
+	for (int64_t i = 0; i < 17; i++) {
+		int64_t c = (int64_t)ot_flat(tgt, i);
+
+		none[i] = c == -100 ? 0 : -ot_flat(w, c) * ot_get(x, (int64_t[]){ i, c });
+		sum += none[i];
+		wsum += c == -100 ? 0 : ot_flat(w, c);
+	}
+	r = vnpu_op_nll_loss_forward(x, tgt, w, 0, -100);
+	expect_ref("nll none", r.r0, 1, xs, none, 1e-12);
+	vnpu_at_release(r.r0);
+	vnpu_at_release(r.r1);
+	r = vnpu_op_nll_loss_forward(x, tgt, w, 1, -100);
+	expect_ref("nll mean", r.r0, 0, NULL, (double[]){ sum / wsum }, 1e-12);
+	expect_ref("nll total_weight", r.r1, 0, NULL, &wsum, 1e-12);
+	vnpu_at_release(r.r0);
+	vnpu_at_release(r.r1);
+	r = vnpu_op_nll_loss_forward(x, tgt, NULL, 2, -100);
+	sum = 0;
+	for (int64_t i = 0; i < 17; i++) {
+		int64_t c = (int64_t)ot_flat(tgt, i);
+
+		sum += c == -100 ? 0 : -ot_get(x, (int64_t[]){ i, c });
+	}
+	expect_ref("nll sum", r.r0, 0, NULL, &sum, 1e-12);
+	vnpu_at_release(r.r0);
+	vnpu_at_release(r.r1);
+	ot_set_flat(tgt, 4, 5);
+	expect_error("nll target", vnpu_op_nll_loss_forward(x, tgt, w, 1, -100).r0,
+		     "Target 5 is out of bounds");
+
+	/* mse with broadcasting target [5] */
+	t = f64(1, xs + 1, -1, 1, OT_CONTIG);
+	{
+		struct vnpu_at_tensor *m = vnpu_op_mse_loss(x, t, 1);
+		double s2 = 0;
+
+		for (int64_t i = 0; i < 17; i++)
+			for (int64_t j = 0; j < 5; j++) {
+				double dv = ot_get(x, (int64_t[]){ i, j }) - ot_flat(t, j);
+
+				s2 += dv * dv;
+			}
+		s2 /= 85;
+		expect_ref("mse mean", m, 0, NULL, &s2, 1e-12);
+		vnpu_at_release(m);
+	}
+	vnpu_at_release(x);
+	vnpu_at_release(t);
+	vnpu_at_release(w);
+	vnpu_at_release(tgt);
+}
+END_TEST
+
+/* ---- reductions, pointwise semantics, indexing ---------------------------------------------- */
+
+START_TEST(reduce_pointwise_index)
+{
+	int64_t xs[2] = { 3, 4 };
+	double d[12] = { 1, 5, 5, -2, NAN, 0, 7, 7, -1, -3, -3, 2 };
+	struct vnpu_at_tensor *x = from_ref(2, xs, d), *r;
+	struct vnpu_ret_max_dim m;
+
+	r = vnpu_op_amax(x, VNPU_AT_INTS(1), false);
+	expect_ref("amax NaN", r, 1, (int64_t[]){ 3 }, (double[]){ 5, NAN, 2 }, 0);
+	vnpu_at_release(r);
+	r = vnpu_op_argmax(x, VNPU_AT_SOME_INT(1), false);
+	ck_assert_int_eq((int64_t)ot_flat(r, 0), 1);	/* first of the ties */
+	ck_assert_int_eq((int64_t)ot_flat(r, 1), 0);	/* NaN wins */
+	ck_assert_int_eq((int64_t)ot_flat(r, 2), 3);
+	vnpu_at_release(r);
+	r = vnpu_op_argmin(x, VNPU_AT_NO_INT, true);
+	ck_assert_int_eq(r->ndim, 2);
+	ck_assert_int_eq((int64_t)ot_flat(r, 0), 4);	/* NaN is the extremum */
+	vnpu_at_release(r);
+	m = vnpu_op_max_dim(x, 0, true);
+	ck_assert_int_eq(m.r0->sizes[0], 1);
+	ck_assert(isnan(ot_flat(m.r0, 0)));
+	ck_assert_int_eq((int64_t)ot_flat(m.r1, 3), 1);
+	vnpu_at_release(m.r0);
+	vnpu_at_release(m.r1);
+	vnpu_at_release(x);
+	x = vnpu_at_empty(1, (int64_t[]){ 0 }, VNPU_AT_F32, VNPU_AT_DEV_CPU);
+	expect_error("amax empty", vnpu_op_amax(x, VNPU_AT_NO_INTS, false),
+		     "Expected reduction dim 0 to have non-zero size");
+	vnpu_at_release(x);
+
+	/* promotion: int tensor / int tensor is float32; int ** int stays
+	 * int; clamp of int with a float bound is float32 */
+	{
+		int64_t n = 5;
+		struct vnpu_at_tensor *a = ot_rand(1, &n, VNPU_AT_I32, -9, 9, OT_STRIDED);
+		struct vnpu_at_tensor *b = ot_rand(1, &n, VNPU_AT_I64, 1, 4, OT_CONTIG);
+		struct vnpu_at_tensor *q = vnpu_op_div_Tensor(a, b);
+		struct vnpu_at_tensor *p = vnpu_op_pow_Tensor_Scalar(a, VNPU_AT_INT(3));
+		struct vnpu_at_tensor *c = vnpu_op_clamp(a, VNPU_AT_DOUBLE(-2.5), VNPU_AT_SCALAR_NONEV);
+		struct vnpu_at_tensor *e = vnpu_op_eq_Scalar(a, VNPU_AT_DOUBLE(2.5));
+
+		ck_assert_int_eq(q->dtype, VNPU_AT_F32);
+		ck_assert_int_eq(p->dtype, VNPU_AT_I32);
+		ck_assert_int_eq(c->dtype, VNPU_AT_F32);
+		ck_assert_int_eq(e->dtype, VNPU_AT_BOOL);
+		for (int64_t i = 0; i < n; i++) {
+			double av = ot_flat(a, i);
+
+			ck_assert(fabs(ot_flat(q, i) - (double)(float)(av / ot_flat(b, i))) < 1e-6);
+			ck_assert(ot_flat(p, i) == av * av * av);
+			ck_assert(ot_flat(c, i) == fmax(av, -2.5));
+			ck_assert(ot_flat(e, i) == 0);
+		}
+		expect_error("neg bool", vnpu_op_neg(e), "aten::neg: Negation");
+		expect_error("pow negative", vnpu_op_pow_Tensor_Scalar(a, VNPU_AT_INT(-1)),
+			     "Integers to negative integer powers");
+		expect_error("where cond", vnpu_op_where_self(a, a, a),
+			     "where expected condition to be a boolean tensor");
+		vnpu_at_release(a);
+		vnpu_at_release(b);
+		vnpu_at_release(q);
+		vnpu_at_release(p);
+		vnpu_at_release(c);
+		vnpu_at_release(e);
+	}
+
+	/* index_select / embedding / cat */
+	{
+		int64_t ws[2] = { 6, 17 }, is[2] = { 2, 3 };
+		struct vnpu_at_tensor *w = f64(2, ws, -1, 1, OT_TRANSPOSED);
+		struct vnpu_at_tensor *idx = ot_rand(2, is, VNPU_AT_I64, 0, 6, OT_STRIDED);
+		struct vnpu_at_tensor *empty = vnpu_at_empty(1, (int64_t[]){ 0 },
+							     VNPU_AT_F32, VNPU_AT_DEV_CPU);
+		struct vnpu_at_tensor *e = vnpu_op_embedding(w, idx, -1, false, false);
+		struct vnpu_at_tensor *row = vnpu_op_select_int(idx, 0, 1);
+		struct vnpu_at_tensor *s = vnpu_op_index_select(w, 1, row);
+		struct vnpu_at_tensor *parts[3], *cat;
+
+		ck_assert_msg(e && s, "%s", vnpu_at_error_message());
+		ck_assert_int_eq(e->ndim, 3);
+		ck_assert_int_eq(e->sizes[2], 17);
+		for (int64_t i = 0; i < 6; i++) {
+			int64_t k = (int64_t)ot_flat(idx, i);
+
+			for (int64_t j = 0; j < 17; j++)
+				ck_assert(ot_flat(e, i * 17 + j) ==
+					  ot_get(w, (int64_t[]){ k, j }));
+		}
+		for (int64_t i = 0; i < 6; i++)
+			for (int64_t j = 0; j < 3; j++) {
+				int64_t k = (int64_t)ot_flat(row, j);
+
+				ck_assert(ot_get(s, (int64_t[]){ i, j }) ==
+					  ot_get(w, (int64_t[]){ i, k }));
+			}
+		ot_set_flat(idx, 0, 6);
+		expect_error("embedding range", vnpu_op_embedding(w, idx, -1, false, false),
+			     "index out of range in self");
+		ot_set_flat(idx, 0, -1);
+		expect_error("embedding negative", vnpu_op_embedding(w, idx, -1, false, false),
+			     "index out of range in self");
+		parts[0] = w;
+		parts[1] = empty;
+		parts[2] = s;
+		cat = vnpu_op_cat((struct vnpu_at_tensor_list){ parts, 3 }, 1);
+		ck_assert_msg(cat != NULL, "%s", vnpu_at_error_message());
+		ck_assert_int_eq(cat->sizes[1], 20);
+		ck_assert_int_eq(cat->dtype, VNPU_AT_F64);
+		for (int64_t i = 0; i < 6; i++) {
+			ck_assert(ot_get(cat, (int64_t[]){ i, 16 }) ==
+				  ot_get(w, (int64_t[]){ i, 16 }));
+			ck_assert(ot_get(cat, (int64_t[]){ i, 18 }) ==
+				  ot_get(s, (int64_t[]){ i, 1 }));
+		}
+		parts[1] = idx;
+		expect_error("cat sizes", vnpu_op_cat((struct vnpu_at_tensor_list){ parts, 2 }, 0),
+			     "Sizes of tensors must match except in dimension 0");
+		vnpu_at_release(cat);
+		vnpu_at_release(w);
+		vnpu_at_release(idx);
+		vnpu_at_release(e);
+		vnpu_at_release(row);
+		vnpu_at_release(s);
+		vnpu_at_release(empty);
+	}
+	{
+		int64_t a3[3] = { 2, 3, 4 }, b3[3] = { 2, 5, 6 };
+		struct vnpu_at_tensor *a = f64(3, a3, -1, 1, OT_CONTIG);
+		struct vnpu_at_tensor *b = f64(3, b3, -1, 1, OT_CONTIG);
+
+		expect_error("bmm shapes", vnpu_op_bmm(a, b),
+			     "aten::bmm: Expected size for first two dimensions of batch2 tensor to be: [2, 4] but got: [2, 5].");
+		vnpu_at_release(a);
+		vnpu_at_release(b);
+	}
+}
+END_TEST
+
+START_TEST(bmm_addmm_reference)
+{
+	int64_t as[3] = { 3, 15, 17 }, bs[3] = { 3, 17, 2 }, cs[1] = { 2 };
+	struct vnpu_at_tensor *a = f64(3, as, -1, 1, OT_TRANSPOSED);
+	struct vnpu_at_tensor *b = f64(3, bs, -1, 1, OT_STRIDED);
+	struct vnpu_at_tensor *c = f64(1, cs, -1, 1, OT_CONTIG);
+	struct vnpu_at_tensor *r, *a2, *b2;
+	double ref[3 * 15 * 2];
+
+	ot_seed(5);
+	for (int64_t n = 0; n < 3; n++)
+		for (int64_t i = 0; i < 15; i++)
+			for (int64_t j = 0; j < 2; j++) {
+				double acc = 0;
+
+				for (int64_t k = 0; k < 17; k++)
+					acc += ot_get(a, (int64_t[]){ n, i, k }) *
+					       ot_get(b, (int64_t[]){ n, k, j });
+				ref[(n * 15 + i) * 2 + j] = acc;
+			}
+	r = vnpu_op_bmm(a, b);
+	expect_ref("bmm", r, 3, (int64_t[]){ 3, 15, 2 }, ref, 1e-12);
+	vnpu_at_release(r);
+	a2 = vnpu_op_select_int(a, 0, 1);
+	b2 = vnpu_op_select_int(b, 0, 1);
+	for (int64_t i = 0; i < 15; i++)
+		for (int64_t j = 0; j < 2; j++)
+			ref[i * 2 + j] = 0.5 * ot_flat(c, j) + 2 * ref[(15 + i) * 2 + j];
+	r = vnpu_op_addmm(c, a2, b2, VNPU_AT_DOUBLE(0.5), VNPU_AT_DOUBLE(2));
+	expect_ref("addmm", r, 2, (int64_t[]){ 15, 2 }, ref, 1e-12);
+	vnpu_at_release(r);
+	vnpu_at_release(a2);
+	vnpu_at_release(b2);
+	vnpu_at_release(a);
+	vnpu_at_release(b);
+	vnpu_at_release(c);
+}
+END_TEST
+
+/* ---- backward ops against central differences (float64) ----------------------------------- */
+
+/* sum(g * f(x)) for the forward of a backward op. */
+typedef double (*objective_fn)(struct vnpu_at_tensor *x, struct vnpu_at_tensor *g,
+			       const void *ctx);
+
+static double weighted_sum(struct vnpu_at_tensor *y, struct vnpu_at_tensor *g)
+{
+	double s = 0;
+
+	ck_assert_msg(y != NULL, "%s", vnpu_at_error_message());
+	for (int64_t i = 0; i < vnpu_at_numel(y); i++)
+		s += ot_flat(y, i) * (g ? ot_flat(g, i) : 1.0);
+	vnpu_at_release(y);
+	return s;
+}
+
+static double obj_softmax(struct vnpu_at_tensor *x, struct vnpu_at_tensor *g, const void *c)
+{
+	return weighted_sum(vnpu_op__softmax(x, *(const int64_t *)c, false), g);
+}
+static double obj_log_softmax(struct vnpu_at_tensor *x, struct vnpu_at_tensor *g, const void *c)
+{
+	return weighted_sum(vnpu_op__log_softmax(x, *(const int64_t *)c, false), g);
+}
+static double obj_gelu(struct vnpu_at_tensor *x, struct vnpu_at_tensor *g, const void *c)
+{
+	return weighted_sum(vnpu_op_gelu(x, (const char *)c), g);
+}
+static double obj_sigmoid(struct vnpu_at_tensor *x, struct vnpu_at_tensor *g, const void *c)
+{
+	return weighted_sum(vnpu_op_sigmoid(x), g);
+}
+static double obj_tanh(struct vnpu_at_tensor *x, struct vnpu_at_tensor *g, const void *c)
+{
+	return weighted_sum(vnpu_op_tanh(x), g);
+}
+static double obj_relu(struct vnpu_at_tensor *x, struct vnpu_at_tensor *g, const void *c)
+{
+	return weighted_sum(vnpu_op_relu(x), g);
+}
+static double obj_mse(struct vnpu_at_tensor *x, struct vnpu_at_tensor *g, const void *c)
+{
+	const int64_t *red = c;
+	struct vnpu_at_tensor *t = (struct vnpu_at_tensor *)(uintptr_t)red[1];
+
+	return weighted_sum(vnpu_op_mse_loss(x, t, red[0]), red[0] ? NULL : g) *
+	       (red[0] ? ot_flat(g, 0) : 1.0);
+}
+static double obj_nll(struct vnpu_at_tensor *x, struct vnpu_at_tensor *g, const void *c)
+{
+	const int64_t *red = c;
+	struct vnpu_at_tensor *t = (struct vnpu_at_tensor *)(uintptr_t)red[1];
+	struct vnpu_at_tensor *w = (struct vnpu_at_tensor *)(uintptr_t)red[2];
+	struct vnpu_ret_nll_loss_forward r = vnpu_op_nll_loss_forward(x, t, w, red[0], 1);
+	double v;
+
+	vnpu_at_release(r.r1);
+	v = weighted_sum(r.r0, red[0] ? NULL : g);
+	return red[0] ? v * ot_flat(g, 0) : v;
+}
+
+/* Asserts analytic (a tensor shaped like x) matches d obj / dx. */
+static void check_fd(const char *what, objective_fn obj, const void *ctx,
+		     struct vnpu_at_tensor *x, struct vnpu_at_tensor *g,
+		     struct vnpu_at_tensor *analytic)
+{
+	const double h = 1e-6;
+
+	ck_assert_msg(analytic != NULL, "%s: %s", what, vnpu_at_error_message());
+	for (int64_t i = 0; i < vnpu_at_numel(x); i++) {
+		double x0 = ot_flat(x, i), fp, fm, num;
+
+		ot_set_flat(x, i, x0 + h);
+		fp = obj(x, g, ctx);
+		ot_set_flat(x, i, x0 - h);
+		fm = obj(x, g, ctx);
+		ot_set_flat(x, i, x0);
+		num = (fp - fm) / (2 * h);
+		ck_assert_msg(fabs(num - ot_flat(analytic, i)) <= 1e-6 + 1e-5 * fabs(num),
+			      "%s: d/dx[%lld] = %.10g, finite difference %.10g", what,
+			      (long long)i, ot_flat(analytic, i), num);
+	}
+	vnpu_at_release(analytic);
+}
+
+START_TEST(backward_finite_differences)
+{
+	int64_t xs[3] = { 2, 3, 5 }, dim = 1, ls[2] = { 7, 4 };
+	struct vnpu_at_tensor *x, *g, *y;
+
+	ot_seed(6);
+	x = f64(3, xs, -2, 2, OT_STRIDED);
+	g = f64(3, xs, -1, 1, OT_TRANSPOSED);
+	y = vnpu_op__softmax(x, dim, false);
+	check_fd("_softmax_backward_data", obj_softmax, &dim, x, g,
+		 vnpu_op__softmax_backward_data(g, y, dim, VNPU_AT_F64));
+	vnpu_at_release(y);
+	y = vnpu_op__log_softmax(x, dim, false);
+	check_fd("_log_softmax_backward_data", obj_log_softmax, &dim, x, g,
+		 vnpu_op__log_softmax_backward_data(g, y, dim, VNPU_AT_F64));
+	vnpu_at_release(y);
+	check_fd("gelu_backward", obj_gelu, "none", x, g,
+		 vnpu_op_gelu_backward(g, x, "none"));
+	check_fd("gelu_backward tanh", obj_gelu, "tanh", x, g,
+		 vnpu_op_gelu_backward(g, x, "tanh"));
+	y = vnpu_op_sigmoid(x);
+	check_fd("sigmoid_backward", obj_sigmoid, NULL, x, g, vnpu_op_sigmoid_backward(g, y));
+	vnpu_at_release(y);
+	y = vnpu_op_tanh(x);
+	check_fd("tanh_backward", obj_tanh, NULL, x, g, vnpu_op_tanh_backward(g, y));
+	vnpu_at_release(y);
+	/* relu's kink at 0 is avoided by the inputs (|x| > 1e-3 w.p. ~1) */
+	check_fd("threshold_backward", obj_relu, NULL, x, g,
+		 vnpu_op_threshold_backward(g, x, VNPU_AT_INT(0)));
+	vnpu_at_release(x);
+	vnpu_at_release(g);
+
+	/* losses: none (grad per element) and mean/sum (grad 0-dim) */
+	x = f64(2, ls, -2, 2, OT_TRANSPOSED);
+	for (int64_t red = 0; red < 3; red++) {
+		struct vnpu_at_tensor *t = f64(2, ls, -1, 1, OT_CONTIG);
+		struct vnpu_at_tensor *tgt = ot_rand(1, ls, VNPU_AT_I64, 0, 4, OT_STRIDED);
+		struct vnpu_at_tensor *w = f64(1, ls + 1, 0.5, 2, OT_CONTIG);
+		struct vnpu_ret_nll_loss_forward fw;
+		int64_t ctx[3] = { red, (int64_t)(uintptr_t)t, (int64_t)(uintptr_t)w };
+		struct vnpu_at_tensor *gg = red ? f64(0, NULL, 0.5, 1.5, OT_CONTIG) :
+						  f64(2, ls, -1, 1, OT_CONTIG);
+
+		check_fd("mse_loss_backward", obj_mse, ctx, x, gg,
+			 vnpu_op_mse_loss_backward(gg, x, t, red));
+		vnpu_at_release(gg);
+		gg = red ? f64(0, NULL, 0.5, 1.5, OT_CONTIG) : f64(1, ls, -1, 1, OT_CONTIG);
+		ot_set_flat(tgt, 2, 1);	/* ignore_index 1 in the objective */
+		ctx[1] = (int64_t)(uintptr_t)tgt;
+		fw = vnpu_op_nll_loss_forward(x, tgt, w, red, 1);
+		check_fd("nll_loss_backward", obj_nll, ctx, x, gg,
+			 vnpu_op_nll_loss_backward(gg, x, tgt, w, red, 1, fw.r1));
+		vnpu_at_release(fw.r0);
+		vnpu_at_release(fw.r1);
+		vnpu_at_release(gg);
+		vnpu_at_release(t);
+		vnpu_at_release(tgt);
+		vnpu_at_release(w);
+	}
+	vnpu_at_release(x);
+}
+END_TEST
+
+static Suite *ops_cpu_suite(void)
+{
+	Suite *s = suite_create("ops_cpu");
+	TCase *tc = tcase_create("reference");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, convolution_reference);
+	tcase_add_test(tc, pooling_reference);
+	tcase_add_test(tc, norm_reference);
+	tcase_add_test(tc, loss_reference);
+	tcase_add_test(tc, reduce_pointwise_index);
+	tcase_add_test(tc, bmm_addmm_reference);
+	tcase_add_test(tc, backward_finite_differences);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(ops_cpu_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

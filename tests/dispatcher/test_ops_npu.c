@@ -1,0 +1,784 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Every NPU op of the kernels helper against the CPU kernel on the same
+ * data: random shapes with sizes 0, 1, 15, 17, broadcasting, strided and
+ * transposed views, 0-dim CPU operands, in f32, f16 and bf16. Tolerances
+ * (atol + rtol * |cpu|): f32 1e-5 (1e-4 for reductions, GEMM, conv,
+ * norms), f16 2e-3, bf16 1.6e-2, with an atol that grows with the length
+ * of a reduction. Every case also checks that the op ran on the device
+ * (nothing in the fallback report), except those documented to fall back.
+ */
+#include "ops_test_util.h"
+#include "vnpu/kernel_abi.h"
+
+struct tol {
+	enum vnpu_at_dtype dt;
+	double rtol, atol;	/* elementwise */
+	double red;		/* reductions: rtol = atol */
+};
+
+static const struct tol dtypes[] = {
+	{ VNPU_AT_F32, 1e-5, 1e-5, 1e-4 },
+	{ VNPU_AT_F16, 2e-3, 2e-3, 1e-2 },
+	{ VNPU_AT_BF16, 1.6e-2, 1.6e-2, 6e-2 },
+};
+#define NDT (sizeof(dtypes) / sizeof(dtypes[0]))
+
+/* Nothing may have gone through the CPU fallback since the last reset. */
+static void expect_on_device(const char *what)
+{
+	struct vnpu_fallback_entry e[4];
+	size_t n = vnpu_fallback_report(e, 4);
+
+	ck_assert_msg(n == 0, "%s fell back to the CPU (%s)", what,
+		      n ? e[0].op : "");
+}
+
+static void expect_fell_back(const char *op)
+{
+	struct vnpu_fallback_entry e[8];
+	size_t n = vnpu_fallback_report(e, 8);
+	bool found = false;
+
+	for (size_t i = 0; i < n && i < 8; i++)
+		found |= strcmp(e[i].op, op) == 0;
+	ck_assert_msg(found, "%s did not fall back", op);
+}
+
+/* Values rounded to integers, so that comparisons see ties. */
+static void quantize(struct vnpu_at_tensor *t)
+{
+	for (int64_t i = 0; i < vnpu_at_numel(t); i++)
+		ot_set_flat(t, i, round(ot_flat(t, i)));
+}
+
+static const struct {
+	uint32_t nd;
+	int64_t s[4];
+} shapes[] = {
+	{ 1, { 0 } }, { 1, { 1 } }, { 2, { 15, 17 } }, { 3, { 2, 3, 17 } },
+	{ 0, { 0 } }, { 2, { 0, 17 } },
+};
+#define NSHAPES (sizeof(shapes) / sizeof(shapes[0]))
+
+/* ---- unary ---------------------------------------------------------------------- */
+
+typedef struct vnpu_at_tensor *(*unary_fn)(struct vnpu_at_tensor *x);
+
+static struct vnpu_at_tensor *u_neg(struct vnpu_at_tensor *x) { return vnpu_op_neg(x); }
+static struct vnpu_at_tensor *u_abs(struct vnpu_at_tensor *x) { return vnpu_op_abs(x); }
+static struct vnpu_at_tensor *u_exp(struct vnpu_at_tensor *x) { return vnpu_op_exp(x); }
+static struct vnpu_at_tensor *u_log(struct vnpu_at_tensor *x) { return vnpu_op_log(x); }
+static struct vnpu_at_tensor *u_sqrt(struct vnpu_at_tensor *x) { return vnpu_op_sqrt(x); }
+static struct vnpu_at_tensor *u_rsqrt(struct vnpu_at_tensor *x) { return vnpu_op_rsqrt(x); }
+static struct vnpu_at_tensor *u_sigmoid(struct vnpu_at_tensor *x) { return vnpu_op_sigmoid(x); }
+static struct vnpu_at_tensor *u_tanh(struct vnpu_at_tensor *x) { return vnpu_op_tanh(x); }
+static struct vnpu_at_tensor *u_gelu(struct vnpu_at_tensor *x) { return vnpu_op_gelu(x, "none"); }
+static struct vnpu_at_tensor *u_silu(struct vnpu_at_tensor *x) { return vnpu_op_silu(x); }
+static struct vnpu_at_tensor *u_pow2(struct vnpu_at_tensor *x)
+{
+	return vnpu_op_pow_Tensor_Scalar(x, VNPU_AT_DOUBLE(2.0));
+}
+static struct vnpu_at_tensor *u_pow_half(struct vnpu_at_tensor *x)
+{
+	return vnpu_op_pow_Tensor_Scalar(x, VNPU_AT_DOUBLE(0.5));
+}
+static struct vnpu_at_tensor *u_pow_m1(struct vnpu_at_tensor *x)
+{
+	return vnpu_op_pow_Tensor_Scalar(x, VNPU_AT_INT(-1));
+}
+static struct vnpu_at_tensor *u_clamp(struct vnpu_at_tensor *x)
+{
+	return vnpu_op_clamp(x, VNPU_AT_DOUBLE(-0.5), VNPU_AT_DOUBLE(0.25));
+}
+static struct vnpu_at_tensor *u_clamp_min(struct vnpu_at_tensor *x)
+{
+	return vnpu_op_clamp(x, VNPU_AT_DOUBLE(-0.5), VNPU_AT_SCALAR_NONEV);
+}
+static struct vnpu_at_tensor *u_softmax(struct vnpu_at_tensor *x)
+{
+	return vnpu_op__softmax(x, -1, false);
+}
+static struct vnpu_at_tensor *u_log_softmax(struct vnpu_at_tensor *x)
+{
+	return vnpu_op__log_softmax(x, 0, false);
+}
+
+static const struct {
+	const char *name;
+	unary_fn fn;
+	double lo, hi;
+	bool reduces;	/* looser tolerance: a reduction inside */
+} unaries[] = {
+	{ "neg", u_neg, -2, 2, false },
+	{ "abs", u_abs, -2, 2, false },
+	{ "exp", u_exp, -3, 3, false },
+	{ "log", u_log, 0.1, 4, false },
+	{ "sqrt", u_sqrt, 0.01, 4, false },
+	{ "rsqrt", u_rsqrt, 0.1, 4, false },
+	{ "sigmoid", u_sigmoid, -6, 6, false },
+	{ "tanh", u_tanh, -3, 3, false },
+	{ "gelu", u_gelu, -4, 4, false },
+	{ "silu", u_silu, -4, 4, false },
+	{ "pow 2", u_pow2, -2, 2, false },
+	{ "pow 0.5", u_pow_half, 0.01, 4, false },
+	{ "pow -1", u_pow_m1, 0.5, 2, false },
+	{ "clamp", u_clamp, -1, 1, false },
+	{ "clamp min", u_clamp_min, -1, 1, false },
+	{ "_softmax", u_softmax, -4, 4, true },
+	{ "_log_softmax", u_log_softmax, -4, 4, true },
+};
+
+START_TEST(unary_ops)
+{
+	const struct tol *tl = &dtypes[_i];
+
+	ot_seed(100 + (uint64_t)_i);
+	for (size_t u = 0; u < sizeof(unaries) / sizeof(unaries[0]); u++)
+		for (size_t s = 0; s < NSHAPES; s++)
+			for (int lay = OT_CONTIG; lay <= OT_TRANSPOSED; lay++) {
+		struct vnpu_at_tensor *x, *xn, *want, *got;
+		char what[96];
+
+		if (unaries[u].reduces && shapes[s].nd == 0)
+			continue;	/* 0-dim softmax: the CPU's case */
+		x = ot_rand(shapes[s].nd, shapes[s].s, tl->dt, unaries[u].lo,
+			    unaries[u].hi, (enum ot_layout)lay);
+		xn = ot_to_npu(x);
+		snprintf(what, sizeof(what), "%s %s layout %d", unaries[u].name,
+			 vnpu_at_dtype_name(tl->dt), lay);
+		want = unaries[u].fn(x);
+		vnpu_fallback_reset();
+		got = unaries[u].fn(xn);
+		expect_on_device(what);
+		ot_expect_close(what, want, got, tl->rtol,
+				unaries[u].reduces ? tl->red : tl->atol);
+		vnpu_at_release(x);
+		vnpu_at_release(xn);
+		vnpu_at_release(want);
+		vnpu_at_release(got);
+			}
+}
+END_TEST
+
+/* Integer dtypes the device's UNARY/BINARY take (I32, I8). */
+START_TEST(int_ops)
+{
+	static const enum vnpu_at_dtype its[] = { VNPU_AT_I32, VNPU_AT_I8 };
+
+	ot_seed(7);
+	for (size_t k = 0; k < 2; k++) {
+		int64_t sz[2] = { 15, 17 };
+		struct vnpu_at_tensor *a = ot_rand(2, sz, its[k], -50, 50, OT_STRIDED);
+		struct vnpu_at_tensor *b = ot_rand(1, sz + 1, its[k], -50, 50, OT_CONTIG);
+		struct vnpu_at_tensor *an = ot_to_npu(a), *bn = ot_to_npu(b);
+		struct vnpu_at_tensor *w, *g;
+
+		vnpu_fallback_reset();
+		w = vnpu_op_neg(a);
+		g = vnpu_op_neg(an);
+		ot_expect_close("neg int", w, g, 0, 0);
+		vnpu_at_release(w);
+		vnpu_at_release(g);
+		w = vnpu_op_sub_Tensor(a, b, VNPU_AT_INT(2));
+		g = vnpu_op_sub_Tensor(an, bn, VNPU_AT_INT(2));
+		ot_expect_close("sub int", w, g, 0, 0);
+		vnpu_at_release(w);
+		vnpu_at_release(g);
+		w = vnpu_op_maximum(a, b);
+		g = vnpu_op_maximum(an, bn);
+		ot_expect_close("maximum int", w, g, 0, 0);
+		vnpu_at_release(w);
+		vnpu_at_release(g);
+		w = vnpu_op_le_Tensor(a, b);
+		g = vnpu_op_le_Tensor(an, bn);
+		ot_expect_close("le int", w, g, 0, 0);
+		vnpu_at_release(w);
+		vnpu_at_release(g);
+		w = vnpu_op_clamp(a, VNPU_AT_INT(-10), VNPU_AT_INT(20));
+		g = vnpu_op_clamp(an, VNPU_AT_INT(-10), VNPU_AT_INT(20));
+		ot_expect_close("clamp int", w, g, 0, 0);
+		vnpu_at_release(w);
+		vnpu_at_release(g);
+		expect_on_device("int ops");
+		/* exp of ints is float32, converted on the device */
+		w = vnpu_op_exp(b);
+		g = vnpu_op_exp(bn);
+		ck_assert_int_eq(g->dtype, VNPU_AT_F32);
+		vnpu_at_release(w);
+		vnpu_at_release(g);
+		vnpu_at_release(a);
+		vnpu_at_release(b);
+		vnpu_at_release(an);
+		vnpu_at_release(bn);
+	}
+}
+END_TEST
+
+/* Powers without a device kernel and int64 go through the fallback. */
+START_TEST(fallback_cases)
+{
+	int64_t sz[2] = { 3, 5 };
+	struct vnpu_at_tensor *x = ot_rand(2, sz, VNPU_AT_F32, 0.5, 2, OT_CONTIG);
+	struct vnpu_at_tensor *xn = ot_to_npu(x), *w, *g;
+
+	vnpu_fallback_reset();
+	w = vnpu_op_pow_Tensor_Scalar(x, VNPU_AT_DOUBLE(3.0));
+	g = vnpu_op_pow_Tensor_Scalar(xn, VNPU_AT_DOUBLE(3.0));
+	ck_assert(vnpu_at_is_npu(g));
+	ot_expect_close("pow 3 (fallback)", w, g, 1e-6, 1e-6);
+	expect_fell_back("aten::pow.Tensor_Scalar");
+	vnpu_at_release(w);
+	vnpu_at_release(g);
+	w = vnpu_op_gelu(x, "tanh");
+	g = vnpu_op_gelu(xn, "tanh");
+	ot_expect_close("gelu tanh (fallback)", w, g, 1e-6, 1e-6);
+	expect_fell_back("aten::gelu");
+	vnpu_at_release(w);
+	vnpu_at_release(g);
+	/* errors come from the CPU kernel, naming the op */
+	g = vnpu_op_gelu(xn, "bogus");
+	ck_assert_ptr_null(g);
+	ck_assert_ptr_nonnull(strstr(vnpu_at_error_message(), "aten::gelu"));
+	vnpu_at_error_clear();
+	vnpu_at_release(x);
+	vnpu_at_release(xn);
+}
+END_TEST
+
+/* ---- binary ----------------------------------------------------------------------- */
+
+typedef struct vnpu_at_tensor *(*binary_fn)(struct vnpu_at_tensor *a,
+					    struct vnpu_at_tensor *b);
+
+static struct vnpu_at_tensor *b_sub(struct vnpu_at_tensor *a, struct vnpu_at_tensor *b)
+{
+	return vnpu_op_sub_Tensor(a, b, VNPU_AT_DOUBLE(2.0));
+}
+static struct vnpu_at_tensor *b_div(struct vnpu_at_tensor *a, struct vnpu_at_tensor *b)
+{
+	return vnpu_op_div_Tensor(a, b);
+}
+static struct vnpu_at_tensor *b_max(struct vnpu_at_tensor *a, struct vnpu_at_tensor *b)
+{
+	return vnpu_op_maximum(a, b);
+}
+static struct vnpu_at_tensor *b_min(struct vnpu_at_tensor *a, struct vnpu_at_tensor *b)
+{
+	return vnpu_op_minimum(a, b);
+}
+static struct vnpu_at_tensor *b_eq(struct vnpu_at_tensor *a, struct vnpu_at_tensor *b) { return vnpu_op_eq_Tensor(a, b); }
+static struct vnpu_at_tensor *b_ne(struct vnpu_at_tensor *a, struct vnpu_at_tensor *b) { return vnpu_op_ne_Tensor(a, b); }
+static struct vnpu_at_tensor *b_lt(struct vnpu_at_tensor *a, struct vnpu_at_tensor *b) { return vnpu_op_lt_Tensor(a, b); }
+static struct vnpu_at_tensor *b_le(struct vnpu_at_tensor *a, struct vnpu_at_tensor *b) { return vnpu_op_le_Tensor(a, b); }
+static struct vnpu_at_tensor *b_gt(struct vnpu_at_tensor *a, struct vnpu_at_tensor *b) { return vnpu_op_gt_Tensor(a, b); }
+static struct vnpu_at_tensor *b_ge(struct vnpu_at_tensor *a, struct vnpu_at_tensor *b) { return vnpu_op_ge_Tensor(a, b); }
+static struct vnpu_at_tensor *b_thr(struct vnpu_at_tensor *a, struct vnpu_at_tensor *b)
+{
+	return vnpu_op_threshold_backward(a, b, VNPU_AT_DOUBLE(0.0));
+}
+static struct vnpu_at_tensor *b_sigbw(struct vnpu_at_tensor *a, struct vnpu_at_tensor *b)
+{
+	return vnpu_op_sigmoid_backward(a, b);
+}
+static struct vnpu_at_tensor *b_tanhbw(struct vnpu_at_tensor *a, struct vnpu_at_tensor *b)
+{
+	return vnpu_op_tanh_backward(a, b);
+}
+static struct vnpu_at_tensor *b_mse(struct vnpu_at_tensor *a, struct vnpu_at_tensor *b)
+{
+	return vnpu_op_mse_loss(a, b, 0);
+}
+static struct vnpu_at_tensor *b_where(struct vnpu_at_tensor *a, struct vnpu_at_tensor *b)
+{
+	struct vnpu_at_tensor *c = vnpu_op_gt_Tensor(a, b), *r;
+
+	r = c ? vnpu_op_where_self(c, b, a) : NULL;
+	vnpu_at_release(c);
+	return r;
+}
+
+static const struct {
+	const char *name;
+	binary_fn fn;
+	bool quantized;	/* integer-valued inputs: ties for comparisons */
+} binaries[] = {
+	{ "sub", b_sub, false }, { "div", b_div, false },
+	{ "maximum", b_max, true }, { "minimum", b_min, true },
+	{ "eq", b_eq, true }, { "ne", b_ne, true }, { "lt", b_lt, true },
+	{ "le", b_le, true }, { "gt", b_gt, true }, { "ge", b_ge, true },
+	{ "threshold_backward", b_thr, false },
+	{ "sigmoid_backward", b_sigbw, false },
+	{ "tanh_backward", b_tanhbw, false },
+	{ "mse_loss none", b_mse, false },
+	{ "where", b_where, true },
+};
+
+static const struct {
+	uint32_t na, nb;
+	int64_t a[3], b[3];
+} bshapes[] = {
+	{ 2, 2, { 15, 17 }, { 15, 17 } },
+	{ 2, 1, { 15, 1 }, { 17 } },
+	{ 3, 2, { 2, 3, 17 }, { 3, 1 } },
+	{ 2, 1, { 0, 17 }, { 1 } },
+	{ 1, 0, { 16 }, { 0 } },
+};
+
+START_TEST(binary_ops)
+{
+	const struct tol *tl = &dtypes[_i];
+
+	ot_seed(200 + (uint64_t)_i);
+	for (size_t o = 0; o < sizeof(binaries) / sizeof(binaries[0]); o++)
+		for (size_t s = 0; s < sizeof(bshapes) / sizeof(bshapes[0]); s++)
+			for (int lay = OT_CONTIG; lay <= OT_TRANSPOSED; lay++) {
+		double lo = binaries[o].quantized ? -3 : -2;
+		double hi = binaries[o].quantized ? 3 : 2;
+		struct vnpu_at_tensor *a, *b, *an, *bn, *want, *got;
+		char what[96];
+
+		a = ot_rand(bshapes[s].na, bshapes[s].a, tl->dt, lo, hi,
+			    (enum ot_layout)lay);
+		/* divisors away from 0 */
+		b = ot_rand(bshapes[s].nb, bshapes[s].b, tl->dt,
+			    binaries[o].fn == b_div ? 0.5 : lo,
+			    binaries[o].fn == b_div ? 2 : hi, OT_CONTIG);
+		if (binaries[o].quantized) {
+			quantize(a);
+			quantize(b);
+		}
+		an = ot_to_npu(a);
+		/* a 0-dim b stays on the CPU, as a CUDA kernel's scalar */
+		bn = b->ndim ? ot_to_npu(b) : vnpu_at_retain(b);
+		snprintf(what, sizeof(what), "%s %s shape %zu layout %d",
+			 binaries[o].name, vnpu_at_dtype_name(tl->dt), s, lay);
+		want = binaries[o].fn(a, b);
+		vnpu_fallback_reset();
+		got = binaries[o].fn(an, bn);
+		expect_on_device(what);
+		ot_expect_close(what, want, got, tl->rtol, tl->atol);
+		vnpu_at_release(a);
+		vnpu_at_release(b);
+		vnpu_at_release(an);
+		vnpu_at_release(bn);
+		vnpu_at_release(want);
+		vnpu_at_release(got);
+			}
+}
+END_TEST
+
+START_TEST(scalar_compare_and_cat)
+{
+	const struct tol *tl = &dtypes[_i];
+	int64_t s1[2] = { 2, 17 }, s2[2] = { 0, 17 }, s3[2] = { 3, 17 };
+	struct vnpu_at_tensor *a, *b, *c, *an, *bn, *cn, *want, *got;
+
+	ot_seed(300 + (uint64_t)_i);
+	a = ot_rand(2, s1, tl->dt, -3, 3, OT_STRIDED);
+	quantize(a);
+	an = ot_to_npu(a);
+	vnpu_fallback_reset();
+	want = vnpu_op_eq_Scalar(a, VNPU_AT_INT(1));
+	got = vnpu_op_eq_Scalar(an, VNPU_AT_INT(1));
+	ot_expect_close("eq.Scalar", want, got, 0, 0);
+	vnpu_at_release(want);
+	vnpu_at_release(got);
+	want = vnpu_op_gt_Scalar(a, VNPU_AT_DOUBLE(0.5));
+	got = vnpu_op_gt_Scalar(an, VNPU_AT_DOUBLE(0.5));
+	ot_expect_close("gt.Scalar", want, got, 0, 0);
+	vnpu_at_release(want);
+	vnpu_at_release(got);
+
+	b = ot_rand(2, s2, tl->dt, -3, 3, OT_CONTIG);
+	c = ot_rand(2, s3, VNPU_AT_F32, -3, 3, OT_TRANSPOSED);
+	bn = ot_to_npu(b);
+	cn = ot_to_npu(c);
+	want = vnpu_op_cat((struct vnpu_at_tensor_list){
+		(struct vnpu_at_tensor *[]){ a, b, c }, 3 }, 0);
+	got = vnpu_op_cat((struct vnpu_at_tensor_list){
+		(struct vnpu_at_tensor *[]){ an, bn, cn }, 3 }, 0);
+	ot_expect_close("cat dim 0 (promoted)", want, got, 0, 0);
+	vnpu_at_release(want);
+	vnpu_at_release(got);
+	want = vnpu_op_cat((struct vnpu_at_tensor_list){
+		(struct vnpu_at_tensor *[]){ a, a }, 2 }, -1);
+	got = vnpu_op_cat((struct vnpu_at_tensor_list){
+		(struct vnpu_at_tensor *[]){ an, an }, 2 }, -1);
+	ot_expect_close("cat dim -1", want, got, 0, 0);
+	expect_on_device("eq/gt.Scalar, cat");
+	vnpu_at_release(want);
+	vnpu_at_release(got);
+	vnpu_at_release(a);
+	vnpu_at_release(b);
+	vnpu_at_release(c);
+	vnpu_at_release(an);
+	vnpu_at_release(bn);
+	vnpu_at_release(cn);
+}
+END_TEST
+
+/* ---- reductions ------------------------------------------------------------------- */
+
+START_TEST(reductions)
+{
+	const struct tol *tl = &dtypes[_i];
+	static const struct {
+		uint32_t nd;
+		int64_t s[3];
+	} rs[] = { { 2, { 15, 17 } }, { 3, { 2, 3, 17 } }, { 2, { 1, 33 } } };
+
+	ot_seed(400 + (uint64_t)_i);
+	for (size_t s = 0; s < 3; s++)
+		for (int lay = OT_CONTIG; lay <= OT_TRANSPOSED; lay++) {
+		struct vnpu_at_tensor *x = ot_rand(rs[s].nd, rs[s].s, tl->dt, -2, 2,
+						   (enum ot_layout)lay);
+		struct vnpu_at_tensor *xn = ot_to_npu(x);
+		struct vnpu_at_tensor *w, *g;
+		struct vnpu_ret_max_dim mw, mg;
+		int64_t d1 = 1, dl[2] = { 0, -1 };
+		struct vnpu_at_int_array one = { &d1, 1 }, two = { dl, 2 };
+
+		vnpu_fallback_reset();
+#define RED_CASE(label, call_cpu, call_npu, tol)				\
+		do {							\
+			w = call_cpu;					\
+			g = call_npu;					\
+			ot_expect_close(label, w, g, tol, tol);		\
+			vnpu_at_release(w);				\
+			vnpu_at_release(g);				\
+		} while (0)
+		RED_CASE("amax dim 1", vnpu_op_amax(x, one, false),
+			 vnpu_op_amax(xn, one, false), 0);
+		RED_CASE("amin all keepdim", vnpu_op_amin(x, VNPU_AT_NO_INTS, true),
+			 vnpu_op_amin(xn, VNPU_AT_NO_INTS, true), 0);
+		RED_CASE("argmax flat", vnpu_op_argmax(x, VNPU_AT_NO_INT, false),
+			 vnpu_op_argmax(xn, VNPU_AT_NO_INT, false), 0);
+		RED_CASE("argmax flat keepdim",
+			 vnpu_op_argmax(x, VNPU_AT_NO_INT, true),
+			 vnpu_op_argmax(xn, VNPU_AT_NO_INT, true), 0);
+		RED_CASE("argmin dim 1 keepdim",
+			 vnpu_op_argmin(x, VNPU_AT_SOME_INT(1), true),
+			 vnpu_op_argmin(xn, VNPU_AT_SOME_INT(1), true), 0);
+		RED_CASE("sum dims 0,-1",
+			 vnpu_op_sum_dim_IntList(x, (struct vnpu_at_opt_int_array){ true, two },
+						 false, VNPU_AT_DTYPE_NONE),
+			 vnpu_op_sum_dim_IntList(xn, (struct vnpu_at_opt_int_array){ true, two },
+						 false, VNPU_AT_DTYPE_NONE),
+			 tl->red);
+		RED_CASE("mean", vnpu_op_mean(x, VNPU_AT_DTYPE_NONE),
+			 vnpu_op_mean(xn, VNPU_AT_DTYPE_NONE), tl->red);
+		RED_CASE("mean dim 1 keepdim",
+			 vnpu_op_mean_dim(x, (struct vnpu_at_opt_int_array){ true, one },
+					  true, VNPU_AT_DTYPE_NONE),
+			 vnpu_op_mean_dim(xn, (struct vnpu_at_opt_int_array){ true, one },
+					  true, VNPU_AT_DTYPE_NONE),
+			 tl->red);
+		RED_CASE("mse_loss mean", vnpu_op_mse_loss(x, x, 1),
+			 vnpu_op_mse_loss(xn, xn, 1), tl->red);
+#undef RED_CASE
+		mw = vnpu_op_max_dim(x, -1, true);
+		mg = vnpu_op_max_dim(xn, -1, true);
+		ot_expect_close("max.dim values", mw.r0, mg.r0, 0, 0);
+		ot_expect_close("max.dim indices", mw.r1, mg.r1, 0, 0);
+		expect_on_device("reductions");
+		vnpu_at_release(mw.r0);
+		vnpu_at_release(mw.r1);
+		vnpu_at_release(mg.r0);
+		vnpu_at_release(mg.r1);
+		vnpu_at_release(x);
+		vnpu_at_release(xn);
+		}
+}
+END_TEST
+
+/* ---- softmax backward, layer norm, mse backward ---------------------------------------- */
+
+START_TEST(norms_and_backward)
+{
+	const struct tol *tl = &dtypes[_i];
+	int64_t sz[3] = { 2, 15, 17 }, ns[2] = { 15, 17 };
+
+	ot_seed(500 + (uint64_t)_i);
+	for (int lay = OT_CONTIG; lay <= OT_TRANSPOSED; lay++) {
+		struct vnpu_at_tensor *x = ot_rand(3, sz, tl->dt, -2, 2, (enum ot_layout)lay);
+		struct vnpu_at_tensor *gr = ot_rand(3, sz, tl->dt, -1, 1, OT_CONTIG);
+		struct vnpu_at_tensor *wt = ot_rand(2, ns, tl->dt, 0.5, 1.5, OT_CONTIG);
+		struct vnpu_at_tensor *bs = ot_rand(1, ns + 1, VNPU_AT_F32, -1, 1, OT_CONTIG);
+		struct vnpu_at_tensor *xn = ot_to_npu(x), *gn = ot_to_npu(gr);
+		struct vnpu_at_tensor *wn = ot_to_npu(wt), *bn = ot_to_npu(bs);
+		struct vnpu_at_tensor *y, *yn, *w, *g;
+		struct vnpu_ret_native_layer_norm lw, lg;
+
+		vnpu_fallback_reset();
+		y = vnpu_op__softmax(x, 1, false);
+		yn = vnpu_op__softmax(xn, 1, false);
+		w = vnpu_op__softmax_backward_data(gr, y, 1, tl->dt);
+		g = vnpu_op__softmax_backward_data(gn, yn, 1, tl->dt);
+		ot_expect_close("_softmax_backward_data", w, g, tl->red, tl->red);
+		vnpu_at_release(w);
+		vnpu_at_release(g);
+		vnpu_at_release(y);
+		vnpu_at_release(yn);
+		y = vnpu_op__log_softmax(x, -1, false);
+		yn = vnpu_op__log_softmax(xn, -1, false);
+		w = vnpu_op__log_softmax_backward_data(gr, y, -1, tl->dt);
+		g = vnpu_op__log_softmax_backward_data(gn, yn, -1, tl->dt);
+		ot_expect_close("_log_softmax_backward_data", w, g, tl->red, tl->red);
+		vnpu_at_release(w);
+		vnpu_at_release(g);
+		vnpu_at_release(y);
+		vnpu_at_release(yn);
+		w = vnpu_op_mse_loss_backward(gr, x, gr, 2);
+		g = vnpu_op_mse_loss_backward(gn, xn, gn, 2);
+		ot_expect_close("mse_loss_backward", w, g, tl->rtol, tl->atol);
+		vnpu_at_release(w);
+		vnpu_at_release(g);
+
+		/* layer norm over [15, 17] with weight (input dtype) */
+		lw = vnpu_op_native_layer_norm(x, (struct vnpu_at_int_array){ ns, 2 },
+					       wt, NULL, 1e-5);
+		lg = vnpu_op_native_layer_norm(xn, (struct vnpu_at_int_array){ ns, 2 },
+					       wn, NULL, 1e-5);
+		ot_expect_close("layer_norm out", lw.r0, lg.r0, tl->red, tl->red);
+		/* f16/bf16 statistics are float32 on both sides */
+		ot_expect_close("layer_norm mean", lw.r1, lg.r1, 1e-4, 1e-4);
+		ot_expect_close("layer_norm rstd", lw.r2, lg.r2, 1e-4, 1e-4);
+		vnpu_at_release(lw.r0);
+		vnpu_at_release(lw.r1);
+		vnpu_at_release(lw.r2);
+		vnpu_at_release(lg.r0);
+		vnpu_at_release(lg.r1);
+		vnpu_at_release(lg.r2);
+		/* over [17] with a float32 bias only; and both */
+		lw = vnpu_op_native_layer_norm(x, (struct vnpu_at_int_array){ ns + 1, 1 },
+					       NULL, bs, 1e-5);
+		lg = vnpu_op_native_layer_norm(xn, (struct vnpu_at_int_array){ ns + 1, 1 },
+					       NULL, bn, 1e-5);
+		ot_expect_close("layer_norm bias", lw.r0, lg.r0, tl->red, tl->red);
+		vnpu_at_release(lw.r0);
+		vnpu_at_release(lw.r1);
+		vnpu_at_release(lw.r2);
+		vnpu_at_release(lg.r0);
+		vnpu_at_release(lg.r1);
+		vnpu_at_release(lg.r2);
+		expect_on_device("softmax backward, layer norm, mse backward");
+		vnpu_at_release(x);
+		vnpu_at_release(gr);
+		vnpu_at_release(wt);
+		vnpu_at_release(bs);
+		vnpu_at_release(xn);
+		vnpu_at_release(gn);
+		vnpu_at_release(wn);
+		vnpu_at_release(bn);
+	}
+}
+END_TEST
+
+/* ---- GEMM ------------------------------------------------------------------------- */
+
+START_TEST(bmm_addmm)
+{
+	const struct tol *tl = &dtypes[_i];
+	int64_t a3[3] = { 2, 15, 17 }, b3[3] = { 2, 17, 16 };
+	int64_t m1[2] = { 15, 33 }, m2[2] = { 33, 17 }, wts[2] = { 17, 33 };
+	int64_t bias1 = 17, bias2[2] = { 15, 1 };
+	double atol = tl->red * 4;	/* K = 33 terms of |x| < 1 */
+
+	ot_seed(600 + (uint64_t)_i);
+	for (int lay = OT_CONTIG; lay <= OT_TRANSPOSED; lay++) {
+		struct vnpu_at_tensor *a = ot_rand(3, a3, tl->dt, -1, 1, (enum ot_layout)lay);
+		struct vnpu_at_tensor *b = ot_rand(3, b3, tl->dt, -1, 1, (enum ot_layout)lay);
+		struct vnpu_at_tensor *x = ot_rand(2, m1, tl->dt, -1, 1, (enum ot_layout)lay);
+		struct vnpu_at_tensor *y = ot_rand(2, m2, tl->dt, -1, 1, OT_CONTIG);
+		struct vnpu_at_tensor *wt = ot_rand(2, wts, tl->dt, -1, 1, OT_CONTIG);
+		struct vnpu_at_tensor *c1 = ot_rand(1, &bias1, tl->dt, -1, 1, OT_CONTIG);
+		struct vnpu_at_tensor *c2 = ot_rand(2, bias2, tl->dt, -1, 1, OT_CONTIG);
+		struct vnpu_at_tensor *an = ot_to_npu(a), *bn = ot_to_npu(b);
+		struct vnpu_at_tensor *xn = ot_to_npu(x), *yn = ot_to_npu(y);
+		struct vnpu_at_tensor *wn = ot_to_npu(wt), *c1n = ot_to_npu(c1);
+		struct vnpu_at_tensor *c2n = ot_to_npu(c2);
+		struct vnpu_at_tensor *w, *g, *wtt, *wnt, *nz;
+
+		vnpu_fallback_reset();
+		w = vnpu_op_bmm(a, b);
+		g = vnpu_op_bmm(an, bn);
+		ot_expect_close("bmm", w, g, tl->red, atol);
+		vnpu_at_release(w);
+		vnpu_at_release(g);
+		/* nn.Linear: addmm(bias, x, W^T), W^T a transposed view */
+		wtt = vnpu_op_t(wt);
+		wnt = vnpu_op_t(wn);
+		w = vnpu_op_addmm(c1, x, wtt, VNPU_AT_INT(1), VNPU_AT_INT(1));
+		g = vnpu_op_addmm(c1n, xn, wnt, VNPU_AT_INT(1), VNPU_AT_INT(1));
+		ot_expect_close("addmm linear", w, g, tl->red, atol);
+		vnpu_at_release(w);
+		vnpu_at_release(g);
+		w = vnpu_op_addmm(c2, x, y, VNPU_AT_DOUBLE(0.5), VNPU_AT_DOUBLE(2.0));
+		g = vnpu_op_addmm(c2n, xn, yn, VNPU_AT_DOUBLE(0.5), VNPU_AT_DOUBLE(2.0));
+		ot_expect_close("addmm beta/alpha", w, g, tl->red, 2 * atol);
+		vnpu_at_release(w);
+		vnpu_at_release(g);
+		w = vnpu_op_addmm(c2, x, y, VNPU_AT_INT(0), VNPU_AT_INT(1));
+		g = vnpu_op_addmm(c2n, xn, yn, VNPU_AT_INT(0), VNPU_AT_INT(1));
+		ot_expect_close("addmm beta 0", w, g, tl->red, atol);
+		vnpu_at_release(w);
+		vnpu_at_release(g);
+		/* a FRACTAL_NZ mat2 goes to GEMM as it is */
+		nz = vnpu_op_npu_format_cast(yn, VNPU_FORMAT_FRACTAL_NZ);
+		ck_assert_msg(nz != NULL, "format cast: %s", vnpu_at_error_message());
+		ck_assert_int_eq(vnpu_op_get_npu_format(nz), VNPU_FORMAT_FRACTAL_NZ);
+		w = vnpu_op_addmm(c1, x, y, VNPU_AT_INT(1), VNPU_AT_INT(1));
+		g = vnpu_op_addmm(c1n, xn, nz, VNPU_AT_INT(1), VNPU_AT_INT(1));
+		ot_expect_close("addmm NZ weight", w, g, tl->red, atol);
+		vnpu_at_release(w);
+		vnpu_at_release(g);
+		expect_on_device("bmm/addmm");
+		vnpu_at_release(nz);
+		vnpu_at_release(wtt);
+		vnpu_at_release(wnt);
+		vnpu_at_release(a);
+		vnpu_at_release(b);
+		vnpu_at_release(x);
+		vnpu_at_release(y);
+		vnpu_at_release(wt);
+		vnpu_at_release(c1);
+		vnpu_at_release(c2);
+		vnpu_at_release(an);
+		vnpu_at_release(bn);
+		vnpu_at_release(xn);
+		vnpu_at_release(yn);
+		vnpu_at_release(wn);
+		vnpu_at_release(c1n);
+		vnpu_at_release(c2n);
+	}
+}
+END_TEST
+
+/* ---- convolution and pooling -------------------------------------------------------- */
+
+START_TEST(conv_pool)
+{
+	const struct tol *tl = &dtypes[_i];
+	static const struct {
+		int64_t in[4], w[4];
+		int64_t stride, pad, dil, groups;
+		bool bias;
+	} cs[] = {
+		{ { 2, 5, 9, 11 }, { 6, 5, 3, 3 }, 1, 1, 1, 1, true },
+		{ { 1, 6, 10, 9 }, { 4, 3, 3, 3 }, 2, 1, 1, 2, false },
+		{ { 2, 17, 7, 8 }, { 3, 17, 1, 1 }, 1, 0, 1, 1, true },
+		{ { 1, 3, 12, 12 }, { 5, 3, 3, 2 }, 1, 2, 2, 1, true },
+	};
+
+	ot_seed(700 + (uint64_t)_i);
+	for (size_t c = 0; c < sizeof(cs) / sizeof(cs[0]); c++) {
+		struct vnpu_at_tensor *x = ot_rand(4, cs[c].in, tl->dt, -1, 1,
+						   c % 2 ? OT_STRIDED : OT_CONTIG);
+		struct vnpu_at_tensor *wt = ot_rand(4, cs[c].w, tl->dt, -1, 1, OT_CONTIG);
+		struct vnpu_at_tensor *b = cs[c].bias ?
+			ot_rand(1, cs[c].w, tl->dt, -1, 1, OT_CONTIG) : NULL;
+		struct vnpu_at_tensor *xn = ot_to_npu(x), *wn = ot_to_npu(wt);
+		struct vnpu_at_tensor *bn = b ? ot_to_npu(b) : NULL, *w, *g;
+		struct vnpu_at_int_array st = { &cs[c].stride, 1 };
+		struct vnpu_at_int_array pd = { &cs[c].pad, 1 };
+		struct vnpu_at_int_array dl = { &cs[c].dil, 1 };
+		double atol = tl->red * 4;
+
+		vnpu_fallback_reset();
+		w = vnpu_op_convolution(x, wt, b, st, pd, dl, false,
+					VNPU_AT_NO_INTS, cs[c].groups);
+		for (int rep = 0; rep < 2; rep++) {	/* 2nd: cached FRACTAL_Z */
+			g = vnpu_op_convolution(xn, wn, bn, st, pd, dl, false,
+						VNPU_AT_NO_INTS, cs[c].groups);
+			ot_expect_close("convolution", w, g, tl->red, atol);
+			vnpu_at_release(g);
+		}
+		expect_on_device("convolution");
+		vnpu_at_release(w);
+		vnpu_at_release(x);
+		vnpu_at_release(wt);
+		vnpu_at_release(b);
+		vnpu_at_release(xn);
+		vnpu_at_release(wn);
+		vnpu_at_release(bn);
+	}
+	{
+		int64_t in4[4] = { 2, 3, 15, 17 }, in3[3] = { 4, 9, 9 };
+		struct vnpu_at_tensor *x = ot_rand(4, in4, tl->dt, -2, 2, OT_TRANSPOSED);
+		struct vnpu_at_tensor *y = ot_rand(3, in3, tl->dt, -2, 2, OT_STRIDED);
+		struct vnpu_at_tensor *xn = ot_to_npu(x), *yn = ot_to_npu(y);
+		struct vnpu_ret_max_pool2d_with_indices mw, mg;
+		struct vnpu_at_tensor *w, *g;
+
+		vnpu_fallback_reset();
+		mw = vnpu_op_max_pool2d_with_indices(x, VNPU_AT_INTS(3), VNPU_AT_INTS(2),
+						     VNPU_AT_INTS(1), VNPU_AT_INTS(1), true);
+		mg = vnpu_op_max_pool2d_with_indices(xn, VNPU_AT_INTS(3), VNPU_AT_INTS(2),
+						     VNPU_AT_INTS(1), VNPU_AT_INTS(1), true);
+		ot_expect_close("max_pool2d values", mw.r0, mg.r0, 0, 0);
+		ot_expect_close("max_pool2d indices", mw.r1, mg.r1, 0, 0);
+		vnpu_at_release(mw.r0);
+		vnpu_at_release(mw.r1);
+		vnpu_at_release(mg.r0);
+		vnpu_at_release(mg.r1);
+		mw = vnpu_op_max_pool2d_with_indices(y, VNPU_AT_INTS(2), VNPU_AT_NO_INTS,
+						     VNPU_AT_INTS(0), VNPU_AT_INTS(2), false);
+		mg = vnpu_op_max_pool2d_with_indices(yn, VNPU_AT_INTS(2), VNPU_AT_NO_INTS,
+						     VNPU_AT_INTS(0), VNPU_AT_INTS(2), false);
+		ot_expect_close("max_pool2d 3-D dilated", mw.r0, mg.r0, 0, 0);
+		ot_expect_close("max_pool2d 3-D indices", mw.r1, mg.r1, 0, 0);
+		vnpu_at_release(mw.r0);
+		vnpu_at_release(mw.r1);
+		vnpu_at_release(mg.r0);
+		vnpu_at_release(mg.r1);
+		for (int cip = 0; cip < 2; cip++) {
+			w = vnpu_op_avg_pool2d(x, VNPU_AT_INTS(3, 2), VNPU_AT_INTS(2),
+					       VNPU_AT_INTS(1), cip == 0, cip == 1,
+					       VNPU_AT_NO_INT);
+			g = vnpu_op_avg_pool2d(xn, VNPU_AT_INTS(3, 2), VNPU_AT_INTS(2),
+					       VNPU_AT_INTS(1), cip == 0, cip == 1,
+					       VNPU_AT_NO_INT);
+			ot_expect_close("avg_pool2d", w, g, tl->rtol * 2, tl->atol * 2);
+			vnpu_at_release(w);
+			vnpu_at_release(g);
+		}
+		expect_on_device("pooling");
+		vnpu_at_release(x);
+		vnpu_at_release(y);
+		vnpu_at_release(xn);
+		vnpu_at_release(yn);
+	}
+}
+END_TEST
+
+static Suite *ops_npu_suite(void)
+{
+	Suite *s = suite_create("ops_npu");
+	TCase *tc = tcase_create("ops");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, unary_ops, 0, NDT);
+	tcase_add_test(tc, int_ops);
+	tcase_add_test(tc, fallback_cases);
+	tcase_add_loop_test(tc, binary_ops, 0, NDT);
+	tcase_add_loop_test(tc, scalar_compare_and_cat, 0, NDT);
+	tcase_add_loop_test(tc, reductions, 0, NDT);
+	tcase_add_loop_test(tc, norms_and_backward, 0, NDT);
+	tcase_add_loop_test(tc, bmm_addmm, 0, NDT);
+	tcase_add_loop_test(tc, conv_pool, 0, NDT);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(ops_npu_suite());
+	int failed;
+
+	vnpu_fallback_set_policy(VNPU_FALLBACK_ALLOW);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
