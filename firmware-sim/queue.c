@@ -341,20 +341,21 @@ static void cp_done_locked(struct vnpu_sim *sim)
 bool sim_cp_step_locked(struct vnpu_sim *sim)
 {
 	unsigned nq = sim->cfg.num_queues;
-	unsigned start = sim->rr_next;
+	unsigned q = sim->rr_next % nq;
 
-	for (unsigned i = 0; i < nq; i++) {
-		unsigned q = (start + i) % nq;
+	/* Runs after every command over every queue: no division, and the
+	 * device-wide checks only for a queue with work. */
+	for (unsigned i = 0; i < nq; i++, q = q + 1 == nq ? 0 : q + 1) {
 		struct sim_queue *qu = &sim->queue[q];
 		struct sim_exec ex;
 		struct cp_slot slot;
 		bool retired;
 
+		if (!qu->enabled || (!qu->waiting && qu->head == qu->tail))
+			continue;
 		if (!sim_processing_allowed_locked(sim) ||
 		    atomic_load(&sim->cancel))
 			break;
-		if (!qu->enabled || (!qu->waiting && qu->head == qu->tail))
-			continue;
 		memset(&ex, 0, sizeof(ex));
 		ex.queue = q;
 		ex.ctx = qu->ctx;
@@ -375,7 +376,7 @@ bool sim_cp_step_locked(struct vnpu_sim *sim)
 
 		cp_done_locked(sim);
 		if (retired) {
-			sim->rr_next = (q + 1) % nq;
+			sim->rr_next = q + 1 == nq ? 0 : q + 1;
 			return true;
 		}
 	}

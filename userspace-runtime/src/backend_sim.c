@@ -70,8 +70,9 @@ struct vnpurt_bdev {
 	 * hosts lock (two of its three accesses per command). */
 	uint8_t *rings;
 	uint64_t rings_size;
-	/* host memory the device may master */
-	pthread_rwlock_t hosts_lock;
+	/* host memory the device may master (a mutex: its one reader is the
+	 * device's thread, and a mutex costs half an uncontended rwlock) */
+	pthread_mutex_t hosts_lock;
 	struct host_range *hosts;
 	size_t nhosts, hosts_cap;
 	/* memory management */
@@ -116,13 +117,13 @@ static bool host_register(struct vnpurt_bdev *d, const void *p, uint64_t len)
 	uint64_t start = (uintptr_t)p;
 	size_t i;
 
-	pthread_rwlock_wrlock(&d->hosts_lock);
+	pthread_mutex_lock(&d->hosts_lock);
 	if (d->nhosts == d->hosts_cap) {
 		size_t cap = d->hosts_cap ? d->hosts_cap * 2 : 64;
 		struct host_range *n = realloc(d->hosts, cap * sizeof(*n));
 
 		if (!n) {
-			pthread_rwlock_unlock(&d->hosts_lock);
+			pthread_mutex_unlock(&d->hosts_lock);
 			return false;
 		}
 		d->hosts = n;
@@ -133,7 +134,7 @@ static bool host_register(struct vnpurt_bdev *d, const void *p, uint64_t len)
 	d->hosts[i].start = start;
 	d->hosts[i].len = len;
 	d->nhosts++;
-	pthread_rwlock_unlock(&d->hosts_lock);
+	pthread_mutex_unlock(&d->hosts_lock);
 	return true;
 }
 
@@ -141,7 +142,7 @@ static void host_unregister(struct vnpurt_bdev *d, const void *p)
 {
 	uint64_t start = (uintptr_t)p;
 
-	pthread_rwlock_wrlock(&d->hosts_lock);
+	pthread_mutex_lock(&d->hosts_lock);
 	for (size_t i = 0; i < d->nhosts; i++) {
 		if (d->hosts[i].start == start) {
 			memmove(&d->hosts[i], &d->hosts[i + 1],
@@ -150,7 +151,7 @@ static void host_unregister(struct vnpurt_bdev *d, const void *p)
 			break;
 		}
 	}
-	pthread_rwlock_unlock(&d->hosts_lock);
+	pthread_mutex_unlock(&d->hosts_lock);
 }
 
 /* Whether [addr, addr + len) lies in one registered range (lock held). */
@@ -191,11 +192,11 @@ static int hal_dma_read(void *opaque, uint64_t addr, void *buf, uint64_t len)
 		memcpy(buf, (const void *)(uintptr_t)addr, len);
 		return 0;
 	}
-	pthread_rwlock_rdlock(&d->hosts_lock);
+	pthread_mutex_lock(&d->hosts_lock);
 	ok = host_allowed(d, addr, len);
 	if (ok)
 		memcpy(buf, (const void *)(uintptr_t)addr, len);
-	pthread_rwlock_unlock(&d->hosts_lock);
+	pthread_mutex_unlock(&d->hosts_lock);
 	return ok ? 0 : -1;
 }
 
@@ -209,11 +210,11 @@ static int hal_dma_write(void *opaque, uint64_t addr, const void *buf,
 		memcpy((void *)(uintptr_t)addr, buf, len);
 		return 0;
 	}
-	pthread_rwlock_rdlock(&d->hosts_lock);
+	pthread_mutex_lock(&d->hosts_lock);
 	ok = host_allowed(d, addr, len);
 	if (ok)
 		memcpy((void *)(uintptr_t)addr, buf, len);
-	pthread_rwlock_unlock(&d->hosts_lock);
+	pthread_mutex_unlock(&d->hosts_lock);
 	return ok ? 0 : -1;
 }
 
@@ -650,7 +651,7 @@ static void sim_close(struct vnpurt_bdev *d)
 	rt_ranges_fini(&d->vram_free);
 	rt_ranges_fini(&d->va_free);
 	free(d->hosts);
-	pthread_rwlock_destroy(&d->hosts_lock);
+	pthread_mutex_destroy(&d->hosts_lock);
 	pthread_rwlock_destroy(&d->reset_lock);
 	pthread_mutex_destroy(&d->mem_lock);
 	pthread_mutex_destroy(&d->irq_lock);
@@ -680,7 +681,7 @@ static vnpu_error_t sim_open(int index, const struct vnpurt_config *cfg,
 		return rt_fail(err, "allocating the sim device");
 	memset(d, 0, sizeof(*d));
 	d->cfg = cfg;
-	pthread_rwlock_init(&d->hosts_lock, NULL);
+	pthread_mutex_init(&d->hosts_lock, NULL);
 	pthread_rwlock_init(&d->reset_lock, NULL);
 	pthread_mutex_init(&d->mem_lock, NULL);
 	pthread_mutex_init(&d->irq_lock, NULL);
