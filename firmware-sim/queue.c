@@ -11,6 +11,18 @@ static uint32_t queue_entries(const struct sim_queue *qu)
 	return 1u << qu->ring_log2;
 }
 
+/* Keeps bit q of active_queues in step with the queue's state; called
+ * after every change of its enabled, waiting, head or tail. */
+static void queue_changed_locked(struct vnpu_sim *sim, unsigned q)
+{
+	const struct sim_queue *qu = &sim->queue[q];
+
+	if (qu->enabled && (qu->waiting || qu->head != qu->tail))
+		sim->active_queues |= 1u << q;
+	else
+		sim->active_queues &= ~(1u << q);
+}
+
 bool sim_queue_fetchable_locked(const struct vnpu_sim *sim, unsigned q)
 {
 	const struct sim_queue *qu = &sim->queue[q];
@@ -110,6 +122,7 @@ static void queue_ctrl_write_locked(struct vnpu_sim *sim, unsigned q,
 		qu->enabled = false;
 		qu->waiting = false;
 		qu->gen++;
+		queue_changed_locked(sim, q);
 		return;
 	}
 	qu->config_error = false;
@@ -135,6 +148,7 @@ static void queue_ctrl_write_locked(struct vnpu_sim *sim, unsigned q,
 	qu->done_seq = 0;
 	qu->last_error = VNPU_STATUS_OK;
 	qu->gen++;
+	queue_changed_locked(sim, q);
 }
 
 void sim_queue_write_locked(struct vnpu_sim *sim, unsigned q, uint32_t reg,
@@ -216,6 +230,7 @@ void sim_doorbell_locked(struct vnpu_sim *sim, unsigned q, uint32_t value)
 		return;
 	}
 	qu->tail = value;
+	queue_changed_locked(sim, q);
 	sim_wake_cp_locked(sim);
 }
 
@@ -286,6 +301,7 @@ static bool cp_execute_one(struct vnpu_sim *sim, struct sim_exec *ex,
 		if (still_current(sim, ex)) {
 			qu->waiting = true;
 			qu->wait_cmd = ex->cmd;
+			queue_changed_locked(sim, ex->queue);
 		}
 		return false;
 	}
@@ -321,6 +337,7 @@ static bool cp_execute_one(struct vnpu_sim *sim, struct sim_exec *ex,
 
 		qu->head = (slot->slot + 1) & (slot->entries - 1);
 		qu->waiting = false;
+		queue_changed_locked(sim, ex->queue);
 		qu->done_seq = ex->cmd.hdr.seqno;
 		if (ex->status != VNPU_STATUS_OK)
 			qu->last_error = ex->status;
@@ -343,15 +360,16 @@ bool sim_cp_step_locked(struct vnpu_sim *sim)
 	unsigned nq = sim->cfg.num_queues;
 	unsigned q = sim->rr_next % nq;
 
-	/* Runs after every command over every queue: no division, and the
-	 * device-wide checks only for a queue with work. */
+	/* Runs after every command over every queue: a bit test per queue
+	 * (not its state's cache lines), the device-wide checks only for a
+	 * queue with work. */
 	for (unsigned i = 0; i < nq; i++, q = q + 1 == nq ? 0 : q + 1) {
 		struct sim_queue *qu = &sim->queue[q];
 		struct sim_exec ex;
 		struct cp_slot slot;
 		bool retired;
 
-		if (!qu->enabled || (!qu->waiting && qu->head == qu->tail))
+		if (!(sim->active_queues & (1u << q)))
 			continue;
 		if (!sim_processing_allowed_locked(sim) ||
 		    atomic_load(&sim->cancel))

@@ -166,6 +166,7 @@ void sim_hw_reset_locked(struct vnpu_sim *sim)
 		atomic_store(&sim->queue[q].gen, gen + 1);
 	}
 	sim->rr_next = 0;
+	sim->active_queues = 0;
 	sim->pending_vectors = 0;
 	sim->reset_count = reset_count + 1;
 	atomic_store(&sim->cancel, false);

@@ -41,6 +41,8 @@
 /* ERR_QUEUE value when an error concerns no queue. */
 #define SIM_ERR_NO_QUEUE 0xffffffffu
 
+_Static_assert(VNPU_MAX_QUEUES <= 32, "active_queues is a 32-bit mask");
+
 struct sim_tlb_entry {
 	uint64_t vpn_plus_one; /* 0 = empty */
 	uint64_t pte;	       /* the leaf entry */
@@ -149,6 +151,8 @@ struct vnpu_sim {
 	struct sim_ctx ctx[VNPU_MAX_CONTEXTS];
 	struct sim_queue queue[VNPU_MAX_QUEUES];
 	unsigned rr_next; /* round-robin start queue */
+	/* Bit q: queue q is enabled and waiting or has HEAD != TAIL. */
+	uint32_t active_queues;
 
 	/* command processor */
 	_Atomic uint64_t epoch; /* bumped by every reset (under the lock) */
