@@ -1,13 +1,85 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The main job: build, then run the workloads on the NPU and check each
-# against the CPU. Until the QEMU device, driver and VM land, the NPU is the
-# device simulator in-process, in multi-core mode.
+# The main job: build everything, boot the VM with the NPU (our QEMU with
+# -device vnpu, Debian's backports kernel, vnpu.ko) and run the workloads in
+# it through the driver; each is checked against a CPU reference.
+#
+#   scripts/run.sh          the VM (falls back to the simulator, saying why,
+#                           when the VM cannot be built or booted here)
+#   scripts/run.sh --vm     the VM only: a VM failure is a failure
+#   scripts/run.sh --sim    the embedded simulator in-process, no VM
+#
+# The first run on a fresh machine builds QEMU, the module and the guest
+# (several minutes); later runs reuse the caches (see docs/vm.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+mode=auto
+case ${1:-} in
+--vm) mode=vm ;;
+--sim) mode=sim ;;
+"") ;;
+*)
+	echo "usage: $0 [--vm|--sim]" >&2
+	exit 2
+	;;
+esac
+
+step() { printf '\n== %s\n' "$*" >&2; }
+
+step "dependencies"
 scripts/deps.sh
-echo "== building (release)"
-scripts/build.sh build-release --buildtype=release -Dtests=disabled
-echo "== running workloads on the simulated NPU"
-exec build-release/workloads/vnpu-workloads "$@"
+step "building user space (release)"
+scripts/build.sh build-release --buildtype=release -Dtests=disabled >/dev/null
+bin=build-release
+
+# The workloads: the kernel-level ones, then the dispatcher's when built.
+workloads=("$bin/workloads/vnpu-workloads")
+[ -x "$bin/workloads/vnpu-dispatch-workloads" ] &&
+	workloads+=("$bin/workloads/vnpu-dispatch-workloads")
+
+run_sim() {
+	step "running the workloads on the simulator in-process"
+	local rc=0 w
+	for w in "${workloads[@]}"; do
+		VNPU_BACKEND=sim "$w" || rc=1
+	done
+	return $rc
+}
+
+run_vm() {
+	local qemu ko guest_cmd="" w adds=()
+	step "building QEMU with the vnpu device (cached after the first run)"
+	qemu=$(scripts/build-qemu.sh) || return 3
+	step "building vnpu.ko against Debian's backports kernel"
+	ko=$(scripts/build-module.sh) || return 3
+	for w in "${workloads[@]}"; do
+		adds+=(--add "$w:/opt/vnpu/bin/$(basename "$w")")
+		guest_cmd+="echo; echo '-- $(basename "$w")'; "
+		guest_cmd+="/opt/vnpu/bin/$(basename "$w") || rc=1; "
+	done
+	step "booting the VM and running the workloads through vnpu.ko"
+	scripts/vm.sh run --qemu "$qemu" --module "$ko" \
+		--firmware "$bin/tools/vnpu.fw" "${adds[@]}" --user -- \
+		sh -c "export VNPU_BACKEND=drm; rc=0; $guest_cmd exit \$rc"
+}
+
+case $mode in
+sim) run_sim ;;
+vm) run_vm ;;
+auto)
+	set +e
+	run_vm
+	rc=$?
+	set -e
+	# 3: QEMU or the module could not be built here. Anything else (the
+	# workloads' verdict, a guest kernel problem) stands.
+	if [ $rc -eq 3 ]; then
+		echo "run: the VM is not available here (status $rc);" \
+			"using the embedded simulator" >&2
+		run_sim
+	else
+		exit $rc
+	fi
+	;;
+esac
