@@ -97,7 +97,8 @@ static inline struct vnpu_at_tensor *ot_rand(uint32_t nd, const int64_t *sizes,
 	struct vnpu_at_tensor *base, *v;
 	int64_t off = 0;
 
-	memcpy(bsz, sizes, nd * sizeof(int64_t));
+	if (nd)
+		memcpy(bsz, sizes, nd * sizeof(int64_t));
 	if (nd < 2 && layout == OT_TRANSPOSED)
 		layout = OT_STRIDED;
 	if (nd == 0)
@@ -117,7 +118,8 @@ static inline struct vnpu_at_tensor *ot_rand(uint32_t nd, const int64_t *sizes,
 			      vnpu_at_dtype_is_float(dt) ?
 			      ot_uniform(lo, hi) :
 			      (double)ot_randint((int64_t)lo, (int64_t)hi));
-	memcpy(st, base->strides, nd * sizeof(int64_t));
+	if (nd)
+		memcpy(st, base->strides, nd * sizeof(int64_t));
 	if (layout == OT_STRIDED) {
 		st[nd - 1] = 2;
 	} else if (layout == OT_TRANSPOSED) {
