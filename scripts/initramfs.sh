@@ -13,9 +13,11 @@
 # --firmware  installed as /lib/firmware/vnpu/vnpu.fw (build-dir/tools/vnpu.fw)
 # --add       a file or directory copied to DST in the guest; the shared
 #             libraries of every ELF file in it are added (from ldd, at the
-#             paths ldd resolves), so host-built binaries run unchanged. A
-#             library found inside an added directory is not copied again:
-#             the build's $ORIGIN-relative run paths find it there.
+#             paths ldd resolves; others, such as a build tree's, in
+#             /opt/vnpu/lib, which is on the guest's LD_LIBRARY_PATH), so
+#             host-built binaries run unchanged. A library found inside an
+#             added directory is not copied again: the build's
+#             $ORIGIN-relative run paths find it there.
 # --out       where to write the image; by default a cache file keyed by
 #             every input, reused when nothing changed.
 #
@@ -208,9 +210,15 @@ find "$stage" -path "$stage/lib/modules" -prune -o -type f \
 done | sort -u >"$libs"
 while read -r lib; do
 	inside_added "$(readlink -f "$lib")" && continue
-	[ -e "$stage$lib" ] && continue
-	mkdir -p "$stage$(dirname "$lib")"
-	cp -L "$lib" "$stage$lib"
+	case $lib in
+	/lib/* | /lib64/* | /usr/lib/* | /usr/lib64/*) dest=$lib ;;
+	# A build tree's library next to a binary added alone: its run path
+	# does not lead there in the guest, LD_LIBRARY_PATH does (/init).
+	*) dest=/opt/vnpu/lib/$(basename "$lib") ;;
+	esac
+	[ -e "$stage$dest" ] && continue
+	mkdir -p "$stage$(dirname "$dest")"
+	cp -L "$lib" "$stage$dest"
 done <"$libs"
 rm -f "$libs"
 

@@ -4,7 +4,8 @@
 # runs every unit and device test, then again under ASan+UBSan with clang
 # (which also builds and briefly runs the libFuzzer target), then builds
 # QEMU with the vnpu device (cached outside the checkout) and runs the
-# 'qemu' suite against it in both execution modes, and prints
+# 'qemu' suite against it in both execution modes, then the 'vm' suite
+# (scripts/vm.sh booting the guest in that QEMU), and prints
 # "N passed, N failed" over all of it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +39,21 @@ if qemu=$(scripts/build-qemu.sh); then
 	logs+=(build-test-qemu)
 else
 	echo "== qemu: build FAILED"
+	status=1
+fi
+
+# The VM: scripts/vm.sh boots Debian's backports kernel with the vnpu device
+# in that QEMU; tests/vm is a meson project of its own (suite 'vm') so its
+# results are counted with the rest.
+if [ -n "${qemu:-}" ] && [ -x "$qemu" ]; then
+	echo "== build-test-vm: test (suite vm)"
+	[ -f build-test-vm/build.ninja ] ||
+		meson setup build-test-vm tests/vm -Dqemu="$qemu" >/dev/null
+	meson configure build-test-vm -Dqemu="$qemu"
+	meson test -C build-test-vm --suite vm --print-errorlogs || status=1
+	logs+=(build-test-vm)
+else
+	echo "== vm: not run (no QEMU)"
 	status=1
 fi
 

@@ -18,7 +18,8 @@
 #
 # Options:
 #   --user             run the command as user 'vnpu' (group 'accel')
-#   --timeout S        time limit in seconds (run; default 600)
+#   --timeout S        time limit in seconds for the whole run, boot
+#                      included (default 600)
 #   --module PATH      our vnpu.ko, loaded at boot
 #   --firmware PATH    installed as /lib/firmware/vnpu/vnpu.fw
 #   --add SRC:DST      copy SRC (file or dir) to DST in the guest (repeatable)
@@ -37,7 +38,7 @@ quiet=0
 log() { [ "$quiet" -eq 1 ] || echo "vm: $*" >&2; }
 die() { echo "vm: $*" >&2; exit 2; }
 usage() {
-	sed -n '7,9p;19,33p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '7,9p;19,32p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
@@ -257,7 +258,9 @@ boot_and_wait() {
 	return $rc
 }
 
-log "booting ($accel, $smp vCPUs, $mem${device:+, -device vnpu${device_opts:+,$device_opts}})"
+devdesc=", no vnpu device"
+[ "$device" -eq 0 ] || devdesc=", -device vnpu${device_opts:+,$device_opts}"
+log "booting ($accel, $smp vCPUs, $mem$devdesc)"
 t_boot=$(date +%s.%N)
 rc=0
 boot_and_wait "$accel" "$timeout" || rc=$?

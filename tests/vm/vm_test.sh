@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# One test of scripts/vm.sh per invocation (meson's 'vm' suite):
+#   vm_test.sh CASE
+# VNPU_VM_SH is scripts/vm.sh, VNPU_VM_LOGS the canned kernel logs, VNPU_QEMU
+# our QEMU. Prints what it checks; exits 0 on success, 1 on failure.
+set -uo pipefail
+
+vm=${VNPU_VM_SH:?}
+logs=${VNPU_VM_LOGS:?}
+fails=0
+work=$(mktemp -d "${TMPDIR:-/tmp}/vnpu-vm-test.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+ok() { echo "ok: $*"; }
+fail() {
+	echo "FAIL: $*"
+	fails=$((fails + 1))
+}
+# expect_rc WANT DESCRIPTION -- vm.sh arguments...: runs vm.sh, keeps its
+# stdout and stderr in $work/out and $work/err.
+expect_rc() {
+	local want=$1 what=$2
+	shift 3
+	"$vm" "$@" >"$work/out" 2>"$work/err"
+	local rc=$?
+	if [ "$rc" -eq "$want" ]; then
+		ok "$what: exit $rc"
+	else
+		fail "$what: exit $rc, want $want"
+		sed 's/^/  stderr: /' "$work/err" | tail -40
+	fi
+}
+
+case ${1:-} in
+log-scanner)
+	"$vm" check-log "$logs/clean.log" 2>"$work/err" &&
+		ok "clean log passes" || fail "clean log rejected: $(cat "$work/err")"
+	for bad in warn oops lockup; do
+		if "$vm" check-log "$logs/clean.log" "$logs/$bad.log" \
+			2>"$work/err"; then
+			fail "$bad.log not caught"
+		else
+			ok "$bad.log caught"
+		fi
+	done
+	# The offending lines are shown.
+	"$vm" check-log "$logs/warn.log" 2>"$work/err"
+	grep -q 'WARNING: CPU: 1 PID: 212 at drivers/accel/vnpu' "$work/err" &&
+		grep -q 'Call Trace:' "$work/err" && ok "warn lines printed" ||
+		fail "warn lines not printed: $(cat "$work/err")"
+	;;
+exit-status)
+	expect_rc 0 "true" -- run --quiet -- true
+	expect_rc 1 "false" -- run --quiet -- false
+	expect_rc 42 "exit 42" -- run --quiet -- sh -c 'exit 42'
+	expect_rc 127 "missing command" -- run --quiet -- no-such-command
+	;;
+output)
+	# 100 KiB of random bytes (every byte value, no trailing newline)
+	# through stdout must come back byte-exact, stderr separately, and
+	# arguments with spaces, quotes and $ must arrive unchanged.
+	head -c 102400 /dev/urandom >"$work/blob"
+	expect_rc 0 "cat 100 KiB" -- run --quiet --add "$work/blob:/data/blob" \
+		-- cat /data/blob
+	if cmp -s "$work/blob" "$work/out"; then
+		ok "100 KiB byte-exact ($(sha256sum <"$work/out" | cut -c1-16))"
+	else
+		fail "100 KiB differs: $(wc -c <"$work/out") bytes back"
+	fi
+	expect_rc 3 "args and stderr" -- run --quiet -- sh -c \
+		'printf "[%s]" "$@"; echo to-stderr >&2; exit 3' sh \
+		'a b' "it's" '$HOME' '' '"q"'
+	want="[a b][it's][\$HOME][][\"q\"]"
+	[ "$(cat "$work/out")" = "$want" ] && ok "arguments unchanged" ||
+		fail "arguments: got '$(cat "$work/out")', want '$want'"
+	grep -qx to-stderr "$work/err" && ! grep -q to-stderr "$work/out" &&
+		ok "stderr apart from stdout" || fail "stderr: $(cat "$work/err")"
+	;;
+user-and-device)
+	expect_rc 0 "--user id" -- run --quiet --user -- id
+	grep -q 'uid=1000(vnpu)' "$work/out" && grep -q '990(accel)' "$work/out" &&
+		ok "runs as vnpu in group accel: $(cat "$work/out")" ||
+		fail "id: $(cat "$work/out")"
+	expect_rc 0 "root id" -- run --quiet -- id -u
+	[ "$(cat "$work/out")" = 0 ] && ok "runs as root" || fail "id -u: $(cat "$work/out")"
+	expect_rc 0 "pci scan" -- run --quiet --device-opts cores=2,test-mode=on \
+		-- sh -c 'for d in /sys/bus/pci/devices/*; do
+			echo "$(cat $d/vendor):$(cat $d/device)"; done'
+	grep -qx '0x1af4:0x10f7' "$work/out" && ok "vnpu device 1af4:10f7 present" ||
+		fail "no 1af4:10f7 in: $(tr '\n' ' ' <"$work/out")"
+	expect_rc 0 "no device" -- run --quiet --no-device \
+		-- sh -c 'cat /sys/bus/pci/devices/*/device'
+	! grep -qx 0x10f7 "$work/out" && ok "--no-device has no vnpu" ||
+		fail "--no-device still has the device"
+	;;
+time-limit)
+	start=$(date +%s)
+	expect_rc 124 "sleep past the limit" -- run --quiet --timeout 20 \
+		-- sleep 1000
+	grep -q 'time limit of 20 s' "$work/err" && ok "says so" ||
+		fail "no time-limit message: $(cat "$work/err")"
+	[ $(($(date +%s) - start)) -lt 300 ] && ok "returned" ||
+		fail "took $(($(date +%s) - start)) s"
+	;;
+kernel-warn)
+	# sysrq 'l' prints a backtrace of every CPU ("Call Trace:") into the
+	# kernel log without harming the guest: the command succeeds, the
+	# run must not.
+	expect_rc 125 "backtrace in the kernel log" -- run --quiet \
+		-- sh -c 'echo l >/proc/sysrq-trigger; echo done'
+	grep -q 'Call Trace:' "$work/err" && ok "trace printed" ||
+		fail "trace not printed"
+	[ "$(cat "$work/out")" = done ] && ok "command output still shown" ||
+		fail "output: $(cat "$work/out")"
+	;;
+kernel-panic)
+	expect_rc 125 "panic" -- run --quiet --timeout 300 \
+		-- sh -c 'echo c >/proc/sysrq-trigger'
+	grep -q 'Kernel panic' "$work/err" && ok "panic printed" ||
+		fail "panic not printed"
+	;;
+*)
+	echo "usage: $0 log-scanner|exit-status|output|user-and-device|time-limit|kernel-warn|kernel-panic" >&2
+	exit 2
+	;;
+esac
+[ "$fails" -eq 0 ]
