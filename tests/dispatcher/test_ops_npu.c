@@ -575,6 +575,57 @@ START_TEST(norms_and_backward)
 }
 END_TEST
 
+/* Batch norm: training (running stats updated in place on both devices)
+ * then eval with the updated stats. */
+START_TEST(batch_norm)
+{
+	const struct tol *tl = &dtypes[_i];
+	int64_t xs[4] = { 3, 5, 7, 9 }, C = 5;
+
+	ot_seed(800 + (uint64_t)_i);
+	for (int lay = OT_CONTIG; lay <= OT_TRANSPOSED; lay++) {
+		struct vnpu_at_tensor *x = ot_rand(4, xs, tl->dt, -2, 2, (enum ot_layout)lay);
+		struct vnpu_at_tensor *w = ot_rand(1, &C, tl->dt, 0.5, 1.5, OT_CONTIG);
+		struct vnpu_at_tensor *b = ot_rand(1, &C, tl->dt, -1, 1, OT_STRIDED);
+		struct vnpu_at_tensor *rm = ot_rand(1, &C, VNPU_AT_F32, -1, 1, OT_CONTIG);
+		struct vnpu_at_tensor *rv = ot_rand(1, &C, VNPU_AT_F32, 0.5, 2, OT_CONTIG);
+		struct vnpu_at_tensor *xn = ot_to_npu(x), *wn = ot_to_npu(w);
+		struct vnpu_at_tensor *bn = ot_to_npu(b), *rmn = ot_to_npu(rm);
+		struct vnpu_at_tensor *rvn = ot_to_npu(rv);
+		struct vnpu_ret_native_batch_norm cw, cg;
+
+		vnpu_fallback_reset();
+		for (int train = 1; train >= 0; train--) {
+			cw = vnpu_op_native_batch_norm(x, w, b, rm, rv, train, 0.1, 1e-5);
+			cg = vnpu_op_native_batch_norm(xn, wn, bn, rmn, rvn, train, 0.1,
+						       1e-5);
+			ot_expect_close("batch_norm out", cw.r0, cg.r0, tl->red, tl->red);
+			ot_expect_close("batch_norm save_mean", cw.r1, cg.r1, 1e-4, 1e-4);
+			ot_expect_close("batch_norm save_invstd", cw.r2, cg.r2, 1e-4, 1e-4);
+			ot_expect_close("batch_norm running_mean", rm, rmn, 1e-4, 1e-4);
+			ot_expect_close("batch_norm running_var", rv, rvn, 1e-4, 1e-4);
+			vnpu_at_release(cw.r0);
+			vnpu_at_release(cw.r1);
+			vnpu_at_release(cw.r2);
+			vnpu_at_release(cg.r0);
+			vnpu_at_release(cg.r1);
+			vnpu_at_release(cg.r2);
+		}
+		expect_on_device("batch_norm");
+		vnpu_at_release(x);
+		vnpu_at_release(w);
+		vnpu_at_release(b);
+		vnpu_at_release(rm);
+		vnpu_at_release(rv);
+		vnpu_at_release(xn);
+		vnpu_at_release(wn);
+		vnpu_at_release(bn);
+		vnpu_at_release(rmn);
+		vnpu_at_release(rvn);
+	}
+}
+END_TEST
+
 /* ---- GEMM ------------------------------------------------------------------------- */
 
 START_TEST(bmm_addmm)
@@ -765,6 +816,7 @@ static Suite *ops_npu_suite(void)
 	tcase_add_loop_test(tc, scalar_compare_and_cat, 0, NDT);
 	tcase_add_loop_test(tc, reductions, 0, NDT);
 	tcase_add_loop_test(tc, norms_and_backward, 0, NDT);
+	tcase_add_loop_test(tc, batch_norm, 0, NDT);
 	tcase_add_loop_test(tc, bmm_addmm, 0, NDT);
 	tcase_add_loop_test(tc, conv_pool, 0, NDT);
 	suite_add_tcase(s, tc);

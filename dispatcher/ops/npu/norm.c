@@ -2,8 +2,9 @@
 /*
  * NPU kernels (PrivateUse1): softmax and log-softmax on SOFTMAX, their
  * backward on BINARY/REDUCE/UNARY, layer norm on LAYER_NORM
+ * and batch norm composed of REDUCE/BINARY/UNARY launches
  * (docs/dispatcher.md). half_to_float, float64 and invalid arguments run
- * the CPU fallback. Batch norm has no device kernel: it falls back.
+ * the CPU fallback.
  */
 #include "npu_ops_common.h"
 
@@ -224,4 +225,181 @@ struct vnpu_ret_native_layer_norm vnpu_npu_native_layer_norm(vnpu_keyset_t ks,
 fallback:
 	return vnpu_fallback_native_layer_norm(ks, input, normalized_shape,
 					       weight, bias, eps);
+}
+
+/* ---- batch norm: per-channel statistics with REDUCE, the rest BINARY ---------- */
+
+/* t ([C]) viewed as [C, 1, ...] (nd - 1 dims) so that it broadcasts
+ * against [N, C, ...]. */
+static struct vnpu_at_tensor *channel_view(struct vnpu_at_tensor *t,
+					   uint32_t nd)
+{
+	int64_t sz[VNPU_AT_MAX_DIMS], st[VNPU_AT_MAX_DIMS];
+
+	for (uint32_t i = 0; i + 1 < nd; i++) {
+		sz[i] = i ? 1 : t->sizes[0];
+		st[i] = i ? 0 : t->strides[0];
+	}
+	return vnpu_at_view_of(t, nd - 1, sz, st, t->offset);
+}
+
+/* t ([1, C, 1, ...] contiguous) viewed as [C]. */
+static struct vnpu_at_tensor *flat_c(struct vnpu_at_tensor *t, int64_t C)
+{
+	struct vnpu_at_tensor *v;
+
+	if (!t)
+		return NULL;
+	v = vnpu_at_view_of(t, 1, &C, (int64_t[]){ 1 }, t->offset);
+	vnpu_at_release(t);
+	return v;
+}
+
+static bool bn_param_ok(const struct vnpu_at_tensor *t, int64_t C)
+{
+	return !t || (vnpu_at_is_npu(t) && t->ndim == 1 && t->sizes[0] == C &&
+		      vnpu_npu_dtype(t->dtype) >= 0 &&
+		      vnpu_npu_format_of(t) == VNPU_FORMAT_ND);
+}
+
+/* y = x * a (+ b): a/b [C] as channel views; consumes x. */
+static struct vnpu_at_tensor *bn_affine(const char *name,
+					struct vnpu_at_tensor *x,
+					struct vnpu_at_tensor *a, uint32_t op,
+					uint32_t nd)
+{
+	struct vnpu_at_tensor *v, *r;
+
+	if (!x || !a)
+		return x;
+	v = channel_view(a, nd);
+	r = v ? npk_binary(name, op, x, v, VNPU_AT_F32, 1.0) : NULL;
+	vnpu_at_release(v);
+	vnpu_at_release(x);
+	return r;
+}
+
+/* dst = (1 - momentum) * dst + factor * stat, written back into dst. */
+static bool bn_update(const char *name, struct vnpu_at_tensor *dst,
+		      struct vnpu_at_tensor *stat, double momentum,
+		      double factor)
+{
+	struct vnpu_at_tensor *keep = npk_scalar(1.0 - momentum, VNPU_AT_F32);
+	struct vnpu_at_tensor *scaled = NULL, *sum = NULL;
+	bool ok;
+
+	if (keep)
+		scaled = npk_binary(name, VNPU_BINARY_MUL, dst, keep,
+				    VNPU_AT_F32, 1.0);
+	if (scaled)	/* ADD computes a + alpha * b */
+		sum = npk_binary(name, VNPU_BINARY_ADD, scaled, stat,
+				 VNPU_AT_F32, factor);
+	ok = sum && vnpu_npu_copy(name, dst, sum);
+	vnpu_at_release(keep);
+	vnpu_at_release(scaled);
+	vnpu_at_release(sum);
+	return ok;
+}
+
+struct vnpu_ret_native_batch_norm vnpu_npu_native_batch_norm(vnpu_keyset_t ks,
+							     struct vnpu_at_tensor *input,
+							     struct vnpu_at_tensor *weight,
+							     struct vnpu_at_tensor *bias,
+							     struct vnpu_at_tensor *running_mean,
+							     struct vnpu_at_tensor *running_var,
+							     bool training,
+							     double momentum,
+							     double eps)
+{
+	static const char name[] = "aten::native_batch_norm";
+	struct vnpu_ret_native_batch_norm r = { 0 };
+	struct vnpu_at_tensor *x = NULL, *mean = NULL, *diff = NULL;
+	struct vnpu_at_tensor *var = NULL, *ve = NULL, *inv = NULL, *y = NULL;
+	struct vnpu_at_tensor *epst = NULL, *tmp;
+	uint32_t nd = input->ndim, mask;
+	int64_t C, n, zero = 0;
+	bool ok;
+
+	if (nd < 2 || !npk_float(input->dtype) || !vnpu_at_is_npu(input))
+		goto fallback;
+	C = input->sizes[1];
+	n = C ? vnpu_at_numel(input) / C : 0;
+	if (!C || n < 2 || !bn_param_ok(weight, C) || !bn_param_ok(bias, C) ||
+	    !bn_param_ok(running_mean, C) || !bn_param_ok(running_var, C) ||
+	    (!training && (!running_mean || !running_var)) ||
+	    !(eps >= 0) || !isfinite(eps) || !isfinite(momentum))
+		goto fallback;
+	mask = ((1u << nd) - 1) & ~2u;
+	/* statistics and arithmetic in float32, as the CPU's for f16/bf16 */
+	x = npk_operand(input, VNPU_AT_F32);
+	epst = x ? npk_scalar(eps, VNPU_AT_F32) : NULL;
+	if (!epst)
+		goto out;
+	if (training) {
+		mean = npk_reduce(name, VNPU_REDUCE_MEAN, x, mask, true);
+		diff = mean ? npk_binary(name, VNPU_BINARY_SUB, x, mean,
+					 VNPU_AT_F32, 1.0) : NULL;
+		tmp = diff ? npk_binary(name, VNPU_BINARY_MUL, diff, diff,
+					VNPU_AT_F32, 1.0) : NULL;
+		var = tmp ? npk_reduce(name, VNPU_REDUCE_MEAN, tmp, mask, true) :
+			    NULL;
+		vnpu_at_release(tmp);
+	} else {
+		tmp = channel_view(running_mean, nd);
+		diff = tmp ? npk_binary(name, VNPU_BINARY_SUB, x, tmp,
+					VNPU_AT_F32, 1.0) : NULL;
+		vnpu_at_release(tmp);
+		tmp = diff ? channel_view(running_var, nd) : NULL;
+		var = tmp ? npk_operand(tmp, VNPU_AT_F32) : NULL;
+		vnpu_at_release(tmp);
+	}
+	ve = var ? npk_binary(name, VNPU_BINARY_ADD, var, epst, VNPU_AT_F32,
+			      1.0) : NULL;
+	inv = ve ? npk_unary(name, VNPU_UNARY_RSQRT, ve) : NULL;
+	y = inv ? npk_binary(name, VNPU_BINARY_MUL, diff, inv, VNPU_AT_F32,
+			     1.0) : NULL;
+	y = bn_affine(name, y, weight, VNPU_BINARY_MUL, nd);
+	y = bn_affine(name, y, bias, VNPU_BINARY_ADD, nd);
+	r.r0 = npk_to(y, input->dtype);
+	y = NULL;
+	ok = r.r0 != NULL;
+	if (ok && training) {
+		struct vnpu_at_tensor *m = flat_c(vnpu_at_retain(mean), C);
+		struct vnpu_at_tensor *v = flat_c(vnpu_at_retain(var), C);
+
+		ok = m && v &&
+		     (!running_mean ||
+		      bn_update(name, running_mean, m, momentum, momentum)) &&
+		     (!running_var ||
+		      bn_update(name, running_var, v, momentum,
+				momentum * (double)n / (double)(n - 1)));
+		vnpu_at_release(m);
+		vnpu_at_release(v);
+		r.r1 = ok ? flat_c(vnpu_at_retain(mean), C) : NULL;
+		r.r2 = ok ? flat_c(vnpu_at_retain(inv), C) : NULL;
+	} else if (ok) {
+		/* eval: empty saved statistics, as PyTorch's CPU kernel */
+		r.r1 = vnpu_npu_empty(1, &zero, VNPU_AT_F32);
+		r.r2 = vnpu_npu_empty(1, &zero, VNPU_AT_F32);
+	}
+out:
+	vnpu_at_release(x);
+	vnpu_at_release(epst);
+	vnpu_at_release(mean);
+	vnpu_at_release(diff);
+	vnpu_at_release(var);
+	vnpu_at_release(ve);
+	vnpu_at_release(inv);
+	if (!r.r0 || !r.r1 || !r.r2) {
+		vnpu_at_release(r.r0);
+		vnpu_at_release(r.r1);
+		vnpu_at_release(r.r2);
+		return (struct vnpu_ret_native_batch_norm){ 0 };
+	}
+	return r;
+
+fallback:
+	return vnpu_fallback_native_batch_norm(ks, input, weight, bias,
+					       running_mean, running_var,
+					       training, momentum, eps);
 }
