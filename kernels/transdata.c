@@ -19,6 +19,13 @@
  * vector transposes when it is contiguous along the rows, element copies
  * otherwise. Each tile is a disjoint part of the output, so blocks split
  * the tiles, and the block that owns a tile also writes its padding.
+ *
+ * Two cases have their own walks, because the tile kernels would copy
+ * them element by element: FRACTAL_Z with the plain side contiguous along
+ * (h, w), as NCHW weights are (block transposes of C0 x H*W per weight
+ * row), and plain -> plain copies that transpose two dim groups, as
+ * NCHW <-> NHWC does (tiled block transposes). Other plain -> plain
+ * copies are strided row copies.
  */
 #include <string.h>
 
