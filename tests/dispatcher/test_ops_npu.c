@@ -626,6 +626,79 @@ START_TEST(batch_norm)
 }
 END_TEST
 
+/* nll_loss forward/backward (one-hot on the device): weights, an ignored
+ * class, every reduction, 1-D input; a bad target is reported. */
+START_TEST(nll_loss)
+{
+	const struct tol *tl = &dtypes[_i];
+	int64_t xs[2] = { 17, 5 }, C = 5;
+
+	ot_seed(900 + (uint64_t)_i);
+	for (int64_t red = 0; red < 3; red++)
+		for (int wt = 0; wt < 2; wt++) {
+		struct vnpu_at_tensor *x = ot_rand(2, xs, tl->dt, -3, 0, OT_TRANSPOSED);
+		struct vnpu_at_tensor *t = ot_rand(1, xs, VNPU_AT_I64, 0, 5, OT_STRIDED);
+		struct vnpu_at_tensor *w = wt ? ot_rand(1, &C, tl->dt, 0.5, 2, OT_CONTIG) : NULL;
+		struct vnpu_at_tensor *xn = ot_to_npu(x), *tn, *wn = w ? ot_to_npu(w) : NULL;
+		struct vnpu_at_tensor *g, *gn, *bw, *bg, *x1, *x1n, *t0, *t0n;
+		struct vnpu_ret_nll_loss_forward fw, fg;
+		int64_t gs = red ? 0 : 17;
+
+		ot_set_flat(t, 0, 2);	/* class 2 is ignored */
+		tn = ot_to_npu(t);
+		vnpu_fallback_reset();
+		fw = vnpu_op_nll_loss_forward(x, t, w, red, 2);
+		fg = vnpu_op_nll_loss_forward(xn, tn, wn, red, 2);
+		ot_expect_close("nll_loss_forward", fw.r0, fg.r0, tl->red, tl->red);
+		ot_expect_close("nll_loss total_weight", fw.r1, fg.r1, tl->red, tl->red);
+		g = ot_rand(red ? 0 : 1, &gs, tl->dt, 0.5, 1.5, OT_CONTIG);
+		gn = ot_to_npu(g);
+		bw = vnpu_op_nll_loss_backward(g, x, t, w, red, 2, fw.r1);
+		bg = vnpu_op_nll_loss_backward(gn, xn, tn, wn, red, 2, fg.r1);
+		ot_expect_close("nll_loss_backward", bw, bg, tl->red, tl->red);
+		vnpu_at_release(bw);
+		vnpu_at_release(bg);
+		vnpu_at_release(fw.r0);
+		vnpu_at_release(fw.r1);
+		vnpu_at_release(fg.r0);
+		vnpu_at_release(fg.r1);
+		/* 1-D input, 0-dim target */
+		x1 = vnpu_op_select_int(x, 0, 3);
+		x1n = vnpu_op_select_int(xn, 0, 3);
+		t0 = vnpu_op_select_int(t, 0, 3);
+		t0n = vnpu_op_select_int(tn, 0, 3);
+		fw = vnpu_op_nll_loss_forward(x1, t0, w, red, -100);
+		fg = vnpu_op_nll_loss_forward(x1n, t0n, wn, red, -100);
+		ot_expect_close("nll_loss_forward 1-D", fw.r0, fg.r0, tl->red, tl->red);
+		expect_on_device("nll_loss");
+		vnpu_at_release(fw.r0);
+		vnpu_at_release(fw.r1);
+		vnpu_at_release(fg.r0);
+		vnpu_at_release(fg.r1);
+		vnpu_at_release(x1);
+		vnpu_at_release(x1n);
+		vnpu_at_release(t0);
+		vnpu_at_release(t0n);
+		vnpu_at_release(tn);
+		ot_set_flat(t, 5, 7);
+		tn = ot_to_npu(t);
+		fg = vnpu_op_nll_loss_forward(xn, tn, wn, red, 2);
+		ck_assert_ptr_null(fg.r0);
+		ck_assert_ptr_nonnull(strstr(vnpu_at_error_message(),
+					     "Target 7 is out of bounds"));
+		vnpu_at_error_clear();
+		vnpu_at_release(x);
+		vnpu_at_release(t);
+		vnpu_at_release(w);
+		vnpu_at_release(xn);
+		vnpu_at_release(tn);
+		vnpu_at_release(wn);
+		vnpu_at_release(g);
+		vnpu_at_release(gn);
+		}
+}
+END_TEST
+
 /* ---- GEMM ------------------------------------------------------------------------- */
 
 START_TEST(bmm_addmm)
@@ -817,6 +890,7 @@ static Suite *ops_npu_suite(void)
 	tcase_add_loop_test(tc, reductions, 0, NDT);
 	tcase_add_loop_test(tc, norms_and_backward, 0, NDT);
 	tcase_add_loop_test(tc, batch_norm, 0, NDT);
+	tcase_add_loop_test(tc, nll_loss, 0, NDT);
 	tcase_add_loop_test(tc, bmm_addmm, 0, NDT);
 	tcase_add_loop_test(tc, conv_pool, 0, NDT);
 	suite_add_tcase(s, tc);
