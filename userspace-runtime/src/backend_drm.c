@@ -696,11 +696,25 @@ static void job_failure(struct vnpurt_bdev *d, struct drm_queue *q,
 /* Retires the finished jobs in order (queue lock held). */
 static void retire(struct vnpurt_bdev *d, struct drm_queue *q)
 {
+	uint64_t signaled = 0;
+	bool queried = false;
+
 	while (q->job_count) {
 		struct drm_job *j = &q->job[q->job_head];
 		struct vnpurt_failure f;
 		int error;
 
+		if (j->kseq) {
+			/* The timeline's signaled point says which jobs are
+			 * done without waiting (BO_WAIT's shortest wait is a
+			 * tick); BO_WAIT then only reads their errors. */
+			if (!queried &&
+			    drmSyncobjQuery(d->fd, &q->syncobj, &signaled, 1))
+				break;
+			queried = true;
+			if (j->kseq > signaled)
+				break;
+		}
 		if (j->kseq) {
 			struct drm_vnpu_bo_wait w = {
 				.handle = q->slot_handle[j->slot],
