@@ -401,12 +401,25 @@ bool sim_cp_step_locked(struct vnpu_sim *sim)
 	return false;
 }
 
+void sim_cp_deliver_locked(struct vnpu_sim *sim)
+{
+	if (!sim->pending_vectors)
+		return;
+	/* Busy while delivering: a reset waits for it, so no interrupt of
+	 * earlier work follows a reset. */
+	sim->cp_busy = true;
+	sim_unlock(sim);
+	sim_lock(sim);
+	cp_done_locked(sim);
+}
+
 bool sim_cp_step(struct vnpu_sim *sim)
 {
 	bool retired;
 
 	sim_lock(sim);
 	retired = sim_cp_step_locked(sim);
+	sim_cp_deliver_locked(sim);
 	sim_unlock(sim);
 	return retired;
 }

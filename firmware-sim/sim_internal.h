@@ -205,6 +205,9 @@ static inline bool sim_processing_allowed_locked(const struct vnpu_sim *sim)
  * the caller's next sim_unlock. */
 bool sim_cp_step(struct vnpu_sim *sim);
 bool sim_cp_step_locked(struct vnpu_sim *sim);
+/* Delivers the command processor's collected interrupts (lock held on
+ * entry and exit; dropped meanwhile, with cp_busy set). */
+void sim_cp_deliver_locked(struct vnpu_sim *sim);
 /* Pending boot, if any (CP context). */
 void sim_cp_boot(struct vnpu_sim *sim);
 

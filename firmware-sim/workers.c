@@ -183,20 +183,23 @@ static void *cp_main(void *arg)
 
 	sim_lock(sim);
 	while (!sim->cp_stop) {
+		/* A retirement's interrupt goes out with the next command's
+		 * snapshot (sim_cp_step_locked drops the lock busy)... */
+		if (!sim->boot_pending && sim_cp_step_locked(sim))
+			continue;
+		if (sim->pending_vectors) {
+			/* ...or here, before anything else */
+			sim_cp_deliver_locked(sim);
+			continue;
+		}
 		if (sim->boot_pending) {
 			sim_unlock(sim);
 			sim_cp_boot(sim);
 			sim_lock(sim);
 			continue;
 		}
-		if (sim_cp_step_locked(sim) || sim->cp_stop)
-			continue;
-		if (sim->pending_vectors) {
-			/* deliver before sleeping */
-			sim_unlock(sim);
-			sim_lock(sim);
-			continue;
-		}
+		if (sim->cp_stop)
+			break;
 		if (atomic_load(&sim->cancel) || sim_any_waiting_locked(sim))
 			/* let a reset finish; re-read fences periodically */
 			timed_wait_locked(sim, SIM_FENCE_POLL_NS);
