@@ -5,6 +5,7 @@
  * blocks run in order on the caller's thread.
  */
 #include <errno.h>
+#include <sched.h>
 #include <time.h>
 
 #include "sim_internal.h"
@@ -139,27 +140,34 @@ static void cpu_relax(void)
 /*
  * Polls for a wake (doorbell, Q_CTRL, CTRL.BOOT, fault clear) for up to
  * SIM_CP_SPIN_NS without the lock, so that the next doorbell of a burst
- * finds the command processor awake. Entered and left with the lock held;
- * the interrupts collected meanwhile are delivered when it is dropped.
- * True when a wake came (the caller looks for work again).
+ * finds the command processor awake. After the first microseconds it
+ * yields between polls: on a loaded machine the submitting thread may be
+ * waiting for this very CPU. Entered and left with the lock held (no
+ * interrupt is pending: the caller delivered them). True when a wake came
+ * (the caller looks for work again).
  */
 static bool cp_poll_wake(struct vnpu_sim *sim)
 {
 	unsigned seen = atomic_load_explicit(&sim->wakes, memory_order_relaxed);
-	uint64_t deadline;
+	uint64_t start, now;
 	bool woken = false;
 
 	sim_unlock(sim);
-	deadline = mono_ns() + SIM_CP_SPIN_NS;
+	start = now = mono_ns();
 	do {
-		for (int i = 0; i < 16; i++)
-			cpu_relax();
+		if (now - start < SIM_CP_SPIN_NS / 10) {
+			for (int i = 0; i < 16; i++)
+				cpu_relax();
+		} else {
+			sched_yield();
+		}
 		if (atomic_load_explicit(&sim->wakes, memory_order_acquire) !=
 		    seen) {
 			woken = true;
 			break;
 		}
-	} while (mono_ns() < deadline);
+		now = mono_ns();
+	} while (now - start < SIM_CP_SPIN_NS);
 	sim_lock(sim);
 	/* A wake between the last poll and the lock is seen here: wakes
 	 * only move under the lock. */
