@@ -1,20 +1,73 @@
 // SPDX-License-Identifier: MIT
-/* Autograd kernels (the Autograd alias key): each runs its op below
+/*
+ * Autograd kernels (the Autograd alias key): each runs its op below
  * autograd and records a node whose backward computes input gradients
- * with other ops (so backward runs on the npu too). Inputs are saved,
- * never outputs (no reference cycles). */
+ * with other ops, so backward runs on the npu too. Inputs are saved;
+ * outputs only as detached aliases (no autograd meta: no reference
+ * cycles). Backward formulas follow PyTorch's derivatives.yaml; the ops
+ * without a dedicated backward kernel are composed: convolution's input
+ * gradient is a transposed convolution and its weight gradient a
+ * convolution of the input with the output gradient, pooling gradients go
+ * through a one-hot scatter (max) or a transposed convolution with a ones
+ * kernel (avg), norm gradients are pointwise ops and reductions.
+ */
+#include <stdlib.h>
+#include <string.h>
+
 #include "autograd.h"
 #include "vnpu_ops_kernels.h"
 
-static struct vnpu_at_tensor *sum_to_input(struct vnpu_at_tensor *g, const struct vnpu_ag_node *n,
-					   uint32_t i)
+/* ---- helpers ------------------------------------------------------------ */
+
+/* Whether input i of the node needs a gradient (has an edge). */
+static bool wants(const struct vnpu_ag_node *n, uint32_t i)
 {
-	return vnpu_ag_sum_to(g, (uint32_t)n->ints[i * VNPU_AT_MAX_DIMS + VNPU_AT_MAX_DIMS - 1],
-			      &n->ints[i * VNPU_AT_MAX_DIMS]);
+	return n->next[i].fn || n->next[i].leaf;
+}
+
+/* A second handle on t's data without autograd meta (a detached alias). */
+static struct vnpu_at_tensor *detach(struct vnpu_at_tensor *t)
+{
+	return vnpu_at_view_of(t, t->ndim, t->sizes, t->strides, t->offset);
+}
+
+static struct vnpu_at_int_array ints_of(const int64_t *v, int64_t n)
+{
+	return (struct vnpu_at_int_array){ v, n };
+}
+
+static struct vnpu_at_opt_int_array dims_of(const int64_t *v, int64_t n)
+{
+	return (struct vnpu_at_opt_int_array){ true, { v, n } };
+}
+
+/* t * s (a new reference to t when s == 1). */
+static struct vnpu_at_tensor *scale(struct vnpu_at_tensor *t, double s)
+{
+	if (!t)
+		return NULL;
+	if (s == 1.0)
+		return vnpu_at_retain(t);
+	return vnpu_op_mul_Scalar(t, VNPU_AT_DOUBLE(s));
+}
+
+/* Consumes t; returns it converted to dtype (gradients keep their
+ * input's dtype). */
+static struct vnpu_at_tensor *as_dtype(struct vnpu_at_tensor *t,
+				       enum vnpu_at_dtype dtype)
+{
+	struct vnpu_at_tensor *c;
+
+	if (!t || t->dtype == dtype)
+		return t;
+	c = vnpu_op__to_copy(t, dtype, VNPU_AT_DEV_NONE, false);
+	vnpu_at_release(t);
+	return c;
 }
 
 /* Remembers input i's shape in ints (sizes, ndim in the last slot). */
-static void save_shape(struct vnpu_ag_node *n, uint32_t i, const struct vnpu_at_tensor *t)
+static void save_shape(struct vnpu_ag_node *n, uint32_t i,
+		       const struct vnpu_at_tensor *t)
 {
 	int64_t *s = &n->ints[i * VNPU_AT_MAX_DIMS];
 
@@ -23,26 +76,45 @@ static void save_shape(struct vnpu_ag_node *n, uint32_t i, const struct vnpu_at_
 	s[VNPU_AT_MAX_DIMS - 1] = t->ndim;
 }
 
-static struct vnpu_at_tensor *record(struct vnpu_at_tensor *out, const char *name,
-				     vnpu_ag_backward_fn fn, uint32_t n,
-				     struct vnpu_at_tensor *const *in, bool save_inputs,
-				     double d0)
+static struct vnpu_at_int_array saved_shape(const struct vnpu_ag_node *n,
+					    uint32_t i)
 {
-	struct vnpu_ag_node *node;
+	const int64_t *s = &n->ints[i * VNPU_AT_MAX_DIMS];
 
-	if (!out || !vnpu_ag_needed(n, in))
-		return out;
-	node = vnpu_ag_node_new(name, fn, n, in, 1);
+	return ints_of(s, s[VNPU_AT_MAX_DIMS - 1]);
+}
+
+static struct vnpu_at_tensor *sum_to_input(struct vnpu_at_tensor *g,
+					   const struct vnpu_ag_node *n,
+					   uint32_t i)
+{
+	struct vnpu_at_int_array s = saved_shape(n, i);
+
+	return vnpu_ag_sum_to(g, (uint32_t)s.n, s.v);
+}
+
+/* A node for an op whose inputs are in[0..n), or NULL with the error set
+ * (the caller releases out). */
+static struct vnpu_ag_node *node_for(const char *name, vnpu_ag_backward_fn fn,
+				     uint32_t n,
+				     struct vnpu_at_tensor *const *in)
+{
+	struct vnpu_ag_node *node = vnpu_ag_node_new(name, fn, n, in, 1);
+
+	if (node)
+		node->device = vnpu_at_device_of(in[0]);
+	return node;
+}
+
+/* Makes out the output of node and drops the caller's node reference;
+ * out is released (NULL returned) on failure. */
+static struct vnpu_at_tensor *track(struct vnpu_at_tensor *out,
+				    struct vnpu_ag_node *node)
+{
 	if (!node) {
 		vnpu_at_release(out);
 		return NULL;
 	}
-	for (uint32_t i = 0; i < n && i < 2; i++) {
-		save_shape(node, i, in[i]);
-		if (save_inputs)
-			vnpu_ag_save(node, i, in[i]);
-	}
-	node->d[0] = d0;
 	if (!vnpu_ag_set_output(out, node, 0)) {
 		vnpu_at_release(out);
 		out = NULL;
@@ -51,34 +123,86 @@ static struct vnpu_at_tensor *record(struct vnpu_at_tensor *out, const char *nam
 	return out;
 }
 
+static struct vnpu_at_tensor *record(struct vnpu_at_tensor *out,
+				     const char *name, vnpu_ag_backward_fn fn,
+				     uint32_t n,
+				     struct vnpu_at_tensor *const *in,
+				     bool save_inputs, double d0)
+{
+	struct vnpu_ag_node *node;
+
+	if (!out || !vnpu_ag_needed(n, in))
+		return out;
+	node = node_for(name, fn, n, in);
+	if (node) {
+		for (uint32_t i = 0; i < n && i < 2; i++) {
+			save_shape(node, i, in[i]);
+			if (save_inputs)
+				vnpu_ag_save(node, i, in[i]);
+		}
+		node->d[0] = d0;
+	}
+	return track(out, node);
+}
+
+/* Records a one-input op whose backward needs its output: the output is
+ * saved as a detached alias in slot 0, the input in slot 1. */
+static struct vnpu_at_tensor *record_with_output(struct vnpu_at_tensor *out,
+						 const char *name,
+						 vnpu_ag_backward_fn fn,
+						 struct vnpu_at_tensor *self)
+{
+	struct vnpu_ag_node *node;
+	struct vnpu_at_tensor *alias;
+
+	if (!out || !vnpu_ag_needed(1, &self))
+		return out;
+	node = node_for(name, fn, 1, &self);
+	alias = node ? detach(out) : NULL;
+	if (!alias) {
+		vnpu_ag_node_release(node);
+		vnpu_at_release(out);
+		return NULL;
+	}
+	vnpu_ag_save(node, 0, alias);
+	vnpu_ag_save(node, 1, self);
+	vnpu_at_release(alias);
+	save_shape(node, 1, self);
+	node->dtype = self->dtype;
+	return track(out, node);
+}
+
+/* ---- pointwise ------------------------------------------------------------ */
+
 /* add / sub: grad, alpha * grad (reduced to each input's shape) */
 static bool add_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
 			 struct vnpu_at_tensor **in)
 {
 	struct vnpu_at_tensor *scaled;
 
-	in[0] = sum_to_input(g[0], n, 0);
-	scaled = vnpu_op_mul_Scalar(g[0], VNPU_AT_DOUBLE(n->d[0]));
+	if (wants(n, 0) && !(in[0] = sum_to_input(g[0], n, 0)))
+		return false;
+	if (!wants(n, 1))
+		return true;
+	scaled = scale(g[0], n->d[0]);
 	in[1] = scaled ? sum_to_input(scaled, n, 1) : NULL;
 	vnpu_at_release(scaled);
-	return in[0] && in[1];
+	return in[1] != NULL;
 }
 
-struct vnpu_at_tensor *vnpu_autograd_add_Tensor(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
-						struct vnpu_at_tensor *other,
-						struct vnpu_at_scalar alpha)
+struct vnpu_at_tensor *vnpu_autograd_add_Tensor(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_tensor *other, struct vnpu_at_scalar alpha)
 {
-	return record(vnpu_redispatch_add_Tensor(vnpu_ag_below(ks), self, other, alpha),
+	return record(vnpu_redispatch_add_Tensor(vnpu_ag_below(ks), self,
+						 other, alpha),
 		      "AddBackward0", add_backward, 2,
 		      (struct vnpu_at_tensor *[]){ self, other }, false,
 		      vnpu_at_scalar_to_double(alpha));
 }
 
-struct vnpu_at_tensor *vnpu_autograd_sub_Tensor(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
-						struct vnpu_at_tensor *other,
-						struct vnpu_at_scalar alpha)
+struct vnpu_at_tensor *vnpu_autograd_sub_Tensor(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_tensor *other, struct vnpu_at_scalar alpha)
 {
-	return record(vnpu_redispatch_sub_Tensor(vnpu_ag_below(ks), self, other, alpha),
+	return record(vnpu_redispatch_sub_Tensor(vnpu_ag_below(ks), self,
+						 other, alpha),
 		      "SubBackward0", add_backward, 2,
 		      (struct vnpu_at_tensor *[]){ self, other }, false,
 		      -vnpu_at_scalar_to_double(alpha));
@@ -87,117 +211,357 @@ struct vnpu_at_tensor *vnpu_autograd_sub_Tensor(vnpu_keyset_t ks, struct vnpu_at
 static bool mul_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
 			 struct vnpu_at_tensor **in)
 {
-	struct vnpu_at_tensor *ga = vnpu_op_mul_Tensor(g[0], n->saved[1]);
-	struct vnpu_at_tensor *gb = vnpu_op_mul_Tensor(g[0], n->saved[0]);
+	for (uint32_t i = 0; i < 2; i++) {
+		struct vnpu_at_tensor *p;
 
-	in[0] = ga ? sum_to_input(ga, n, 0) : NULL;
-	in[1] = gb ? sum_to_input(gb, n, 1) : NULL;
-	vnpu_at_release(ga);
-	vnpu_at_release(gb);
-	return in[0] && in[1];
+		if (!wants(n, i))
+			continue;
+		p = vnpu_op_mul_Tensor(g[0], n->saved[1 - i]);
+		in[i] = p ? sum_to_input(p, n, i) : NULL;
+		vnpu_at_release(p);
+		if (!in[i])
+			return false;
+	}
+	return true;
 }
 
-struct vnpu_at_tensor *vnpu_autograd_mul_Tensor(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
-						struct vnpu_at_tensor *other)
+struct vnpu_at_tensor *vnpu_autograd_mul_Tensor(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_tensor *other)
 {
-	return record(vnpu_redispatch_mul_Tensor(vnpu_ag_below(ks), self, other),
+	return record(vnpu_redispatch_mul_Tensor(vnpu_ag_below(ks), self,
+						 other),
 		      "MulBackward0", mul_backward, 2,
 		      (struct vnpu_at_tensor *[]){ self, other }, true, 0);
 }
 
-static bool mm_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
-			struct vnpu_at_tensor **in)
+/* a / b: grad / b, -grad * a / b^2 */
+static bool div_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			 struct vnpu_at_tensor **in)
 {
-	struct vnpu_at_tensor *bt = vnpu_op_t(n->saved[1]), *at = vnpu_op_t(n->saved[0]);
+	struct vnpu_at_tensor *ga = vnpu_op_div_Tensor(g[0], n->saved[1]);
+	struct vnpu_at_tensor *q = NULL, *p = NULL;
 
-	in[0] = bt ? vnpu_op_mm(g[0], bt) : NULL;
-	in[1] = at ? vnpu_op_mm(at, g[0]) : NULL;
-	vnpu_at_release(bt);
-	vnpu_at_release(at);
-	return in[0] && in[1];
+	if (ga && wants(n, 0))
+		in[0] = sum_to_input(ga, n, 0);
+	if (ga && wants(n, 1)) {
+		q = vnpu_op_div_Tensor(n->saved[0], n->saved[1]);
+		p = q ? vnpu_op_mul_Tensor(ga, q) : NULL;
+		vnpu_at_release(q);
+		q = p ? vnpu_op_neg(p) : NULL;
+		in[1] = q ? sum_to_input(q, n, 1) : NULL;
+	}
+	vnpu_at_release(ga);
+	vnpu_at_release(p);
+	vnpu_at_release(q);
+	return (!wants(n, 0) || in[0]) && (!wants(n, 1) || in[1]);
 }
 
-struct vnpu_at_tensor *vnpu_autograd_mm(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
-					struct vnpu_at_tensor *mat2)
+struct vnpu_at_tensor *vnpu_autograd_div_Tensor(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_tensor *other)
 {
-	return record(vnpu_redispatch_mm(vnpu_ag_below(ks), self, mat2), "MmBackward0",
-		      mm_backward, 2, (struct vnpu_at_tensor *[]){ self, mat2 }, true, 0);
+	return record(vnpu_redispatch_div_Tensor(vnpu_ag_below(ks), self,
+						 other),
+		      "DivBackward0", div_backward, 2,
+		      (struct vnpu_at_tensor *[]){ self, other }, true, 0);
 }
 
+static bool neg_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			 struct vnpu_at_tensor **in)
+{
+	in[0] = vnpu_op_neg(g[0]);
+	return in[0] != NULL;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_neg(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record(vnpu_redispatch_neg(vnpu_ag_below(ks), self),
+		      "NegBackward0", neg_backward, 1,
+		      (struct vnpu_at_tensor *[]){ self }, false, 0);
+}
+
+/* exp: grad * out (the saved output) */
+static bool exp_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			 struct vnpu_at_tensor **in)
+{
+	in[0] = vnpu_op_mul_Tensor(g[0], n->saved[0]);
+	return in[0] != NULL;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_exp(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record_with_output(vnpu_redispatch_exp(vnpu_ag_below(ks), self),
+				  "ExpBackward0", exp_backward, self);
+}
+
+/* log: grad / x */
+static bool log_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			 struct vnpu_at_tensor **in)
+{
+	in[0] = vnpu_op_div_Tensor(g[0], n->saved[0]);
+	return in[0] != NULL;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_log(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record(vnpu_redispatch_log(vnpu_ag_below(ks), self),
+		      "LogBackward0", log_backward, 1,
+		      (struct vnpu_at_tensor *[]){ self }, true, 0);
+}
+
+/* sqrt: grad / (2 out) */
+static bool sqrt_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			  struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_tensor *q = vnpu_op_div_Tensor(g[0], n->saved[0]);
+
+	in[0] = scale(q, 0.5);
+	vnpu_at_release(q);
+	return in[0] != NULL;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_sqrt(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record_with_output(vnpu_redispatch_sqrt(vnpu_ag_below(ks),
+						       self),
+				  "SqrtBackward0", sqrt_backward, self);
+}
+
+/* x ^ e: grad * e * x ^ (e - 1) */
+static bool pow_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			 struct vnpu_at_tensor **in)
+{
+	double e = n->d[0];
+	struct vnpu_at_tensor *p, *q;
+
+	if (e == 0.0) {
+		in[0] = vnpu_op_zeros_like(g[0], VNPU_AT_DTYPE_NONE,
+					   VNPU_AT_DEV_NONE);
+		return in[0] != NULL;
+	}
+	p = vnpu_op_pow_Tensor_Scalar(n->saved[0], VNPU_AT_DOUBLE(e - 1.0));
+	q = p ? vnpu_op_mul_Tensor(g[0], p) : NULL;
+	in[0] = scale(q, e);
+	vnpu_at_release(p);
+	vnpu_at_release(q);
+	return in[0] != NULL;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_pow_Tensor_Scalar(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_scalar exponent)
+{
+	return record(vnpu_redispatch_pow_Tensor_Scalar(vnpu_ag_below(ks), self,
+							exponent),
+		      "PowBackward0", pow_backward, 1,
+		      (struct vnpu_at_tensor *[]){ self }, true,
+		      vnpu_at_scalar_to_double(exponent));
+}
+
+/* relu: grad where x > 0 (threshold_backward, as PyTorch) */
 static bool relu_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
 			  struct vnpu_at_tensor **in)
 {
-	/* grad * (x > 0), from the saved input */
-	struct vnpu_at_tensor *r = vnpu_op_relu(n->saved[0]), *zero, *mask, *mf;
-
-	zero = r ? vnpu_op_zeros_like(r, VNPU_AT_DTYPE_NONE, VNPU_AT_DEV_NONE) : NULL;
-	mask = zero ? vnpu_op_gt_Tensor(r, zero) : NULL;
-	mf = mask ? vnpu_op__to_copy(mask, (enum vnpu_at_dtype)g[0]->dtype,
-				     VNPU_AT_DEV_NONE, false) : NULL;
-	in[0] = mf ? vnpu_op_mul_Tensor(g[0], mf) : NULL;
-	vnpu_at_release(r);
-	vnpu_at_release(zero);
-	vnpu_at_release(mask);
-	vnpu_at_release(mf);
+	in[0] = vnpu_op_threshold_backward(g[0], n->saved[0], VNPU_AT_INT(0));
 	return in[0] != NULL;
 }
 
 struct vnpu_at_tensor *vnpu_autograd_relu(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
 {
-	return record(vnpu_redispatch_relu(vnpu_ag_below(ks), self), "ReluBackward0",
-		      relu_backward, 1, (struct vnpu_at_tensor *[]){ self }, true, 0);
+	return record(vnpu_redispatch_relu(vnpu_ag_below(ks), self),
+		      "ReluBackward0", relu_backward, 1,
+		      (struct vnpu_at_tensor *[]){ self }, true, 0);
 }
 
-/* sum / mean: grad expanded to the input's shape (divided by numel) */
+static bool gelu_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			  struct vnpu_at_tensor **in)
+{
+	in[0] = vnpu_op_gelu_backward(g[0], n->saved[0],
+				      n->ints[0] ? "tanh" : "none");
+	return in[0] != NULL;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_gelu(vnpu_keyset_t ks, struct vnpu_at_tensor *self, const char *approximate)
+{
+	struct vnpu_at_tensor *out = vnpu_redispatch_gelu(vnpu_ag_below(ks),
+							  self, approximate);
+	struct vnpu_ag_node *node;
+
+	if (!out || !vnpu_ag_needed(1, &self))
+		return out;
+	node = node_for("GeluBackward0", gelu_backward, 1, &self);
+	if (node) {
+		vnpu_ag_save(node, 0, self);
+		node->ints[0] = approximate && !strcmp(approximate, "tanh");
+	}
+	return track(out, node);
+}
+
+static bool tanh_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			  struct vnpu_at_tensor **in)
+{
+	in[0] = vnpu_op_tanh_backward(g[0], n->saved[0]);
+	return in[0] != NULL;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_tanh(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record_with_output(vnpu_redispatch_tanh(vnpu_ag_below(ks),
+						       self),
+				  "TanhBackward0", tanh_backward, self);
+}
+
+static bool sigmoid_backward(struct vnpu_ag_node *n,
+			     struct vnpu_at_tensor **g,
+			     struct vnpu_at_tensor **in)
+{
+	in[0] = vnpu_op_sigmoid_backward(g[0], n->saved[0]);
+	return in[0] != NULL;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_sigmoid(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record_with_output(vnpu_redispatch_sigmoid(vnpu_ag_below(ks),
+							  self),
+				  "SigmoidBackward0", sigmoid_backward, self);
+}
+
+/* ---- reductions ------------------------------------------------------------ */
+
+/* sum / mean: grad with the reduced dims put back (ints[8] is their mask,
+ * ints[9] keepdim), expanded to the input's shape, times d[0] (1 or
+ * 1 / count) */
 static bool sum_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
 			 struct vnpu_at_tensor **in)
 {
-	struct vnpu_at_int_array shape = { n->ints, n->ints[VNPU_AT_MAX_DIMS - 1] };
-	struct vnpu_at_tensor *e = vnpu_op_expand(g[0], shape, false), *c;
+	struct vnpu_at_int_array shape = saved_shape(n, 0);
+	struct vnpu_at_tensor *cur = vnpu_at_retain(g[0]), *e, *c;
 
-	c = e ? vnpu_op_contiguous(e) : NULL;
-	vnpu_at_release(e);
-	if (c && n->d[0] != 1.0) {
-		in[0] = vnpu_op_mul_Scalar(c, VNPU_AT_DOUBLE(n->d[0]));
-		vnpu_at_release(c);
-	} else {
-		in[0] = c;
+	for (int64_t d = 0; d < shape.n && cur && !n->ints[9]; d++) {
+		struct vnpu_at_tensor *u;
+
+		if (!(n->ints[8] >> d & 1))
+			continue;
+		u = vnpu_op_unsqueeze(cur, d);
+		vnpu_at_release(cur);
+		cur = u;
 	}
+	e = cur ? vnpu_op_expand(cur, shape, false) : NULL;
+	c = e ? vnpu_op_contiguous(e) : NULL;
+	in[0] = as_dtype(scale(c, n->d[0]), (enum vnpu_at_dtype)n->dtype);
+	vnpu_at_release(cur);
+	vnpu_at_release(e);
+	vnpu_at_release(c);
 	return in[0] != NULL;
 }
 
-struct vnpu_at_tensor *vnpu_autograd_sum(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
-					 enum vnpu_at_dtype dtype)
+/* The mask of the dims a reduction over `dim` (None or empty: all) covers;
+ * 0 with the error set for a bad dim. */
+static bool reduced_dims(const struct vnpu_at_tensor *self,
+			 struct vnpu_at_opt_int_array dim, uint64_t *mask)
 {
-	return record(vnpu_redispatch_sum(vnpu_ag_below(ks), self, dtype), "SumBackward0",
-		      sum_backward, 1, (struct vnpu_at_tensor *[]){ self }, false, 1.0);
+	*mask = 0;
+	if (!dim.has || !dim.a.n) {
+		*mask = self->ndim ? (1ull << self->ndim) - 1 : 0;
+		return true;
+	}
+	for (int64_t i = 0; i < dim.a.n; i++) {
+		int64_t d = vnpu_at_wrap_dim(dim.a.v[i], self->ndim ? self->ndim
+								    : 1);
+
+		if (d < 0)
+			return false;
+		if (self->ndim)
+			*mask |= 1ull << d;
+	}
+	return true;
 }
 
-struct vnpu_at_tensor *vnpu_autograd_mean(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
-					  enum vnpu_at_dtype dtype)
+static struct vnpu_at_tensor *record_reduce(struct vnpu_at_tensor *out,
+					    const char *name,
+					    struct vnpu_at_tensor *self,
+					    struct vnpu_at_opt_int_array dim,
+					    bool keepdim, bool mean)
 {
-	int64_t n = vnpu_at_numel(self);
+	struct vnpu_ag_node *node;
+	uint64_t mask;
+	int64_t count = 1;
 
-	return record(vnpu_redispatch_mean(vnpu_ag_below(ks), self, dtype), "MeanBackward0",
-		      sum_backward, 1, (struct vnpu_at_tensor *[]){ self }, false,
-		      n ? 1.0 / (double)n : 0.0);
+	if (!out || !vnpu_ag_needed(1, &self))
+		return out;
+	if (!reduced_dims(self, dim, &mask)) {
+		vnpu_at_release(out);
+		return NULL;
+	}
+	node = node_for(name, sum_backward, 1, &self);
+	if (node) {
+		save_shape(node, 0, self);
+		for (uint32_t d = 0; d < self->ndim; d++)
+			if (mask >> d & 1)
+				count *= self->sizes[d];
+		node->ints[8] = (int64_t)mask;
+		node->ints[9] = keepdim;
+		node->d[0] = mean ? (count ? 1.0 / (double)count : 0.0) : 1.0;
+		node->dtype = self->dtype;
+	}
+	return track(out, node);
 }
 
-/* view / expand: grad reshaped (summed) back to the input's shape */
+static const struct vnpu_at_opt_int_array all_dims = { false, { NULL, 0 } };
+
+struct vnpu_at_tensor *vnpu_autograd_sum(vnpu_keyset_t ks, struct vnpu_at_tensor *self, enum vnpu_at_dtype dtype)
+{
+	return record_reduce(vnpu_redispatch_sum(vnpu_ag_below(ks), self,
+						 dtype),
+			     "SumBackward0", self, all_dims, false, false);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_sum_dim_IntList(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_opt_int_array dim, bool keepdim, enum vnpu_at_dtype dtype)
+{
+	return record_reduce(vnpu_redispatch_sum_dim_IntList(vnpu_ag_below(ks),
+							     self, dim, keepdim,
+							     dtype),
+			     "SumBackward1", self, dim, keepdim, false);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_mean(vnpu_keyset_t ks, struct vnpu_at_tensor *self, enum vnpu_at_dtype dtype)
+{
+	return record_reduce(vnpu_redispatch_mean(vnpu_ag_below(ks), self,
+						  dtype),
+			     "MeanBackward0", self, all_dims, false, true);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_mean_dim(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_opt_int_array dim, bool keepdim, enum vnpu_at_dtype dtype)
+{
+	return record_reduce(vnpu_redispatch_mean_dim(vnpu_ag_below(ks), self,
+						      dim, keepdim, dtype),
+			     "MeanBackward1", self, dim, keepdim, true);
+}
+
+/* ---- views and copies -------------------------------------------------------- */
+
+/* view / unsqueeze / squeeze: grad reshaped back to the input's shape */
 static bool view_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
 			  struct vnpu_at_tensor **in)
 {
-	struct vnpu_at_int_array shape = { n->ints, n->ints[VNPU_AT_MAX_DIMS - 1] };
-
-	in[0] = vnpu_op_reshape(g[0], shape);
+	in[0] = vnpu_op_reshape(g[0], saved_shape(n, 0));
 	return in[0] != NULL;
 }
 
-struct vnpu_at_tensor *vnpu_autograd_view(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
-					  struct vnpu_at_int_array size)
+struct vnpu_at_tensor *vnpu_autograd_view(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_int_array size)
 {
-	return record(vnpu_redispatch_view(vnpu_ag_below(ks), self, size), "ViewBackward0",
-		      view_backward, 1, (struct vnpu_at_tensor *[]){ self }, false, 0);
+	return record(vnpu_redispatch_view(vnpu_ag_below(ks), self, size),
+		      "ViewBackward0", view_backward, 1,
+		      (struct vnpu_at_tensor *[]){ self }, false, 0);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_unsqueeze(vnpu_keyset_t ks, struct vnpu_at_tensor *self, int64_t dim)
+{
+	return record(vnpu_redispatch_unsqueeze(vnpu_ag_below(ks), self, dim),
+		      "UnsqueezeBackward0", view_backward, 1,
+		      (struct vnpu_at_tensor *[]){ self }, false, 0);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_squeeze_dim(vnpu_keyset_t ks, struct vnpu_at_tensor *self, int64_t dim)
+{
+	return record(vnpu_redispatch_squeeze_dim(vnpu_ag_below(ks), self, dim),
+		      "SqueezeBackward1", view_backward, 1,
+		      (struct vnpu_at_tensor *[]){ self }, false, 0);
 }
 
 static bool expand_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
@@ -207,30 +571,1071 @@ static bool expand_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
 	return in[0] != NULL;
 }
 
-struct vnpu_at_tensor *vnpu_autograd_expand(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
-					    struct vnpu_at_int_array size, bool implicit)
+struct vnpu_at_tensor *vnpu_autograd_expand(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_int_array size, bool implicit)
 {
-	return record(vnpu_redispatch_expand(vnpu_ag_below(ks), self, size, implicit),
+	return record(vnpu_redispatch_expand(vnpu_ag_below(ks), self, size,
+					     implicit),
 		      "ExpandBackward0", expand_backward, 1,
 		      (struct vnpu_at_tensor *[]){ self }, false, 0);
 }
 
-static bool transpose_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+static bool transpose_backward(struct vnpu_ag_node *n,
+			       struct vnpu_at_tensor **g,
 			       struct vnpu_at_tensor **in)
 {
-	in[0] = vnpu_op_transpose_int(g[0], (int64_t)n->d[0], (int64_t)n->d[1]);
+	in[0] = vnpu_op_transpose_int(g[0], n->ints[8], n->ints[9]);
 	return in[0] != NULL;
 }
 
-struct vnpu_at_tensor *vnpu_autograd_transpose_int(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
-						   int64_t dim0, int64_t dim1)
+struct vnpu_at_tensor *vnpu_autograd_transpose_int(vnpu_keyset_t ks, struct vnpu_at_tensor *self, int64_t dim0, int64_t dim1)
 {
 	struct vnpu_at_tensor *out = record(
-		vnpu_redispatch_transpose_int(vnpu_ag_below(ks), self, dim0, dim1),
+		vnpu_redispatch_transpose_int(vnpu_ag_below(ks), self, dim0,
+					      dim1),
 		"TransposeBackward0", transpose_backward, 1,
-		(struct vnpu_at_tensor *[]){ self }, false, (double)dim0);
+		(struct vnpu_at_tensor *[]){ self }, false, 0);
 
-	if (out && out->autograd && out->autograd->grad_fn)
-		out->autograd->grad_fn->d[1] = (double)dim1;
+	if (out && out->autograd && out->autograd->grad_fn &&
+	    out->autograd->grad_fn->backward == transpose_backward) {
+		out->autograd->grad_fn->ints[8] = dim0;
+		out->autograd->grad_fn->ints[9] = dim1;
+	}
 	return out;
+}
+
+/* permute: grad permuted by the inverse permutation (ints[8..]) */
+static bool permute_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			     struct vnpu_at_tensor **in)
+{
+	in[0] = vnpu_op_permute(g[0], ints_of(&n->ints[8], g[0]->ndim));
+	return in[0] != NULL;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_permute(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_int_array dims)
+{
+	struct vnpu_at_tensor *out = vnpu_redispatch_permute(vnpu_ag_below(ks),
+							     self, dims);
+	struct vnpu_ag_node *node;
+
+	if (!out || !vnpu_ag_needed(1, &self))
+		return out;
+	node = node_for("PermuteBackward0", permute_backward, 1, &self);
+	/* the forward validated dims: a permutation of self's dims */
+	for (int64_t i = 0; node && i < dims.n; i++)
+		node->ints[8 + vnpu_at_wrap_dim(dims.v[i], self->ndim)] = i;
+	return track(out, node);
+}
+
+/* slice / select: grad written into zeros of the input's shape */
+static bool slice_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			   struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_tensor *z, *v = NULL, *c = NULL;
+	const int64_t *a = &n->ints[8];
+
+	z = vnpu_op_zeros(saved_shape(n, 0), g[0]->dtype, n->device);
+	if (z && a[0] == 0)
+		v = vnpu_op_slice_Tensor(z, a[1],
+					 (struct vnpu_at_opt_int){ a[2], a[3] },
+					 (struct vnpu_at_opt_int){ a[4], a[5] },
+					 a[6]);
+	else if (z)
+		v = vnpu_op_select_int(z, a[1], a[2]);
+	c = v ? vnpu_op_copy_(v, g[0], false) : NULL;
+	vnpu_at_release(v);
+	if (!c) {
+		vnpu_at_release(z);
+		return false;
+	}
+	vnpu_at_release(c);
+	in[0] = z;
+	return true;
+}
+
+static struct vnpu_at_tensor *record_slice(struct vnpu_at_tensor *out,
+					   const char *name,
+					   struct vnpu_at_tensor *self,
+					   const int64_t args[7])
+{
+	struct vnpu_ag_node *node;
+
+	if (!out || !vnpu_ag_needed(1, &self))
+		return out;
+	node = node_for(name, slice_backward, 1, &self);
+	if (node) {
+		save_shape(node, 0, self);
+		memcpy(&node->ints[8], args, 7 * sizeof(int64_t));
+	}
+	return track(out, node);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_slice_Tensor(vnpu_keyset_t ks, struct vnpu_at_tensor *self, int64_t dim, struct vnpu_at_opt_int start, struct vnpu_at_opt_int end, int64_t step)
+{
+	return record_slice(vnpu_redispatch_slice_Tensor(vnpu_ag_below(ks),
+							 self, dim, start, end,
+							 step),
+			    "SliceBackward0", self,
+			    (const int64_t[7]){ 0, dim, start.has, start.v,
+						end.has, end.v, step });
+}
+
+struct vnpu_at_tensor *vnpu_autograd_select_int(vnpu_keyset_t ks, struct vnpu_at_tensor *self, int64_t dim, int64_t index)
+{
+	return record_slice(vnpu_redispatch_select_int(vnpu_ag_below(ks), self,
+						       dim, index),
+			    "SelectBackward0", self,
+			    (const int64_t[7]){ 1, dim, index, 0, 0, 0, 0 });
+}
+
+static bool clone_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			   struct vnpu_at_tensor **in)
+{
+	in[0] = vnpu_at_retain(g[0]);
+	return true;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_clone(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record(vnpu_redispatch_clone(vnpu_ag_below(ks), self),
+		      "CloneBackward0", clone_backward, 1,
+		      (struct vnpu_at_tensor *[]){ self }, false, 0);
+}
+
+/* _to_copy: grad copied back to the input's dtype and device */
+static bool to_copy_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			     struct vnpu_at_tensor **in)
+{
+	in[0] = vnpu_op__to_copy(g[0], (enum vnpu_at_dtype)n->dtype, n->device,
+				 false);
+	return in[0] != NULL;
+}
+
+struct vnpu_at_tensor *vnpu_autograd__to_copy(vnpu_keyset_t ks, struct vnpu_at_tensor *self, enum vnpu_at_dtype dtype, struct vnpu_at_device device, bool non_blocking)
+{
+	struct vnpu_at_tensor *out = vnpu_redispatch__to_copy(
+		vnpu_ag_below(ks), self, dtype, device, non_blocking);
+	struct vnpu_ag_node *node;
+
+	if (!out || !vnpu_ag_needed(1, &self))
+		return out;
+	node = node_for("ToCopyBackward0", to_copy_backward, 1, &self);
+	if (node)
+		node->dtype = self->dtype;
+	return track(out, node);
+}
+
+/* ---- linear algebra ------------------------------------------------------------ */
+
+static bool mm_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_tensor *t;
+
+	if (wants(n, 0)) {
+		t = vnpu_op_t(n->saved[1]);
+		in[0] = t ? vnpu_op_mm(g[0], t) : NULL;
+		vnpu_at_release(t);
+		if (!in[0])
+			return false;
+	}
+	if (wants(n, 1)) {
+		t = vnpu_op_t(n->saved[0]);
+		in[1] = t ? vnpu_op_mm(t, g[0]) : NULL;
+		vnpu_at_release(t);
+		if (!in[1])
+			return false;
+	}
+	return true;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_mm(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_tensor *mat2)
+{
+	return record(vnpu_redispatch_mm(vnpu_ag_below(ks), self, mat2),
+		      "MmBackward0", mm_backward, 2,
+		      (struct vnpu_at_tensor *[]){ self, mat2 }, true, 0);
+}
+
+static bool bmm_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			 struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_tensor *t;
+
+	if (wants(n, 0)) {
+		t = vnpu_op_transpose_int(n->saved[1], 1, 2);
+		in[0] = t ? vnpu_op_bmm(g[0], t) : NULL;
+		vnpu_at_release(t);
+		if (!in[0])
+			return false;
+	}
+	if (wants(n, 1)) {
+		t = vnpu_op_transpose_int(n->saved[0], 1, 2);
+		in[1] = t ? vnpu_op_bmm(t, g[0]) : NULL;
+		vnpu_at_release(t);
+		if (!in[1])
+			return false;
+	}
+	return true;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_bmm(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_tensor *mat2)
+{
+	return record(vnpu_redispatch_bmm(vnpu_ag_below(ks), self, mat2),
+		      "BmmBackward0", bmm_backward, 2,
+		      (struct vnpu_at_tensor *[]){ self, mat2 }, true, 0);
+}
+
+/* beta * self + alpha * mat1 @ mat2 (saved: mat1, mat2; d: beta, alpha) */
+static bool addmm_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			   struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_tensor *t, *m;
+
+	if (wants(n, 0)) {
+		t = scale(g[0], n->d[0]);
+		in[0] = t ? sum_to_input(t, n, 0) : NULL;
+		vnpu_at_release(t);
+		if (!in[0])
+			return false;
+	}
+	for (uint32_t i = 1; i < 3; i++) {
+		if (!wants(n, i))
+			continue;
+		t = vnpu_op_t(n->saved[i == 1 ? 1 : 0]);
+		m = !t ? NULL : i == 1 ? vnpu_op_mm(g[0], t)
+				       : vnpu_op_mm(t, g[0]);
+		in[i] = scale(m, n->d[1]);
+		vnpu_at_release(t);
+		vnpu_at_release(m);
+		if (!in[i])
+			return false;
+	}
+	return true;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_addmm(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_tensor *mat1, struct vnpu_at_tensor *mat2, struct vnpu_at_scalar beta, struct vnpu_at_scalar alpha)
+{
+	struct vnpu_at_tensor *in[3] = { self, mat1, mat2 };
+	struct vnpu_at_tensor *out = vnpu_redispatch_addmm(vnpu_ag_below(ks),
+							   self, mat1, mat2,
+							   beta, alpha);
+	struct vnpu_ag_node *node;
+
+	if (!out || !vnpu_ag_needed(3, in))
+		return out;
+	node = node_for("AddmmBackward0", addmm_backward, 3, in);
+	if (node) {
+		save_shape(node, 0, self);
+		vnpu_ag_save(node, 0, mat1);
+		vnpu_ag_save(node, 1, mat2);
+		node->d[0] = vnpu_at_scalar_to_double(beta);
+		node->d[1] = vnpu_at_scalar_to_double(alpha);
+	}
+	return track(out, node);
+}
+
+/* ---- convolution ------------------------------------------------------------------ */
+
+/*
+ * Node layout: saved input, weight; ints: stride[3] pad[3] dilation[3]
+ * output_padding[3] groups transposed nsp.
+ */
+enum { CV_STRIDE = 0, CV_PAD = 3, CV_DIL = 6, CV_OPAD = 9, CV_GROUPS = 12,
+       CV_TRANSPOSED = 13, CV_NSP = 14 };
+
+/* t narrowed to `sizes` in its spatial dims (2..), contiguous if it was
+ * cut; consumes t. */
+static struct vnpu_at_tensor *narrow_spatial(struct vnpu_at_tensor *t,
+					     const int64_t *sizes,
+					     uint32_t nsp)
+{
+	bool cut = false;
+
+	for (uint32_t i = 0; t && i < nsp; i++) {
+		struct vnpu_at_tensor *s;
+
+		if (t->sizes[2 + i] <= sizes[i])
+			continue;
+		s = vnpu_op_slice_Tensor(t, 2 + i, VNPU_AT_SOME_INT(0),
+					 VNPU_AT_SOME_INT(sizes[i]), 1);
+		vnpu_at_release(t);
+		t = s;
+		cut = true;
+	}
+	if (t && cut) {
+		struct vnpu_at_tensor *c = vnpu_op_contiguous(t);
+
+		vnpu_at_release(t);
+		t = c;
+	}
+	return t;
+}
+
+/*
+ * The weight gradient, one group at a time: with p the tensor whose
+ * channels index the weight's dim 0 and q the other one, the correlation
+ * of q (channels as batch) with p (channels as batch), stride and dilation
+ * swapped, is the weight gradient with dims 0 and 1 swapped.
+ */
+static struct vnpu_at_tensor *conv_weight_grad(const struct vnpu_ag_node *n,
+					       struct vnpu_at_tensor *p,
+					       struct vnpu_at_tensor *q)
+{
+	const struct vnpu_at_tensor *w = n->saved[1];
+	uint32_t nsp = (uint32_t)n->ints[CV_NSP];
+	int64_t groups = n->ints[CV_GROUPS];
+	int64_t cp = w->sizes[0] / groups, cq = w->sizes[1];
+	struct vnpu_at_tensor **parts = calloc((size_t)groups, sizeof(*parts));
+	struct vnpu_at_tensor *r = NULL;
+	int64_t zeros[3] = { 0, 0, 0 };
+	int64_t g;
+
+	if (!parts)
+		return vnpu_at_error_set(VNPU_AT_ERR_OOM, "autograd: out of memory");
+	for (g = 0; g < groups; g++) {
+		struct vnpu_at_tensor *pg, *qg, *pt = NULL, *qt = NULL, *c = NULL;
+
+		pg = vnpu_op_slice_Tensor(p, 1, VNPU_AT_SOME_INT(g * cp),
+					  VNPU_AT_SOME_INT((g + 1) * cp), 1);
+		qg = vnpu_op_slice_Tensor(q, 1, VNPU_AT_SOME_INT(g * cq),
+					  VNPU_AT_SOME_INT((g + 1) * cq), 1);
+		if (pg && qg) {
+			pt = vnpu_op_transpose_int(pg, 0, 1);
+			qt = vnpu_op_transpose_int(qg, 0, 1);
+		}
+		if (pt && qt)
+			c = vnpu_op_convolution(qt, pt, NULL,
+				ints_of(&n->ints[CV_DIL], nsp),
+				ints_of(&n->ints[CV_PAD], nsp),
+				ints_of(&n->ints[CV_STRIDE], nsp), false,
+				ints_of(zeros, nsp), 1);
+		vnpu_at_release(pg);
+		vnpu_at_release(qg);
+		vnpu_at_release(pt);
+		vnpu_at_release(qt);
+		parts[g] = c ? vnpu_op_transpose_int(c, 0, 1) : NULL;
+		vnpu_at_release(c);
+		parts[g] = narrow_spatial(parts[g], &w->sizes[2], nsp);
+		if (!parts[g])
+			break;
+	}
+	if (g == groups)
+		r = groups == 1 ? vnpu_op_contiguous(parts[0])
+				: vnpu_op_cat((struct vnpu_at_tensor_list){
+					parts, groups }, 0);
+	for (g = 0; g < groups; g++)
+		vnpu_at_release(parts[g]);
+	free(parts);
+	return r;
+}
+
+static bool conv_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			  struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_tensor *x = n->saved[0], *w = n->saved[1], *go = g[0];
+	uint32_t nsp = (uint32_t)n->ints[CV_NSP];
+	bool transposed = n->ints[CV_TRANSPOSED];
+	const int64_t *st = &n->ints[CV_STRIDE], *pd = &n->ints[CV_PAD];
+	const int64_t *dl = &n->ints[CV_DIL];
+	int64_t opad[3] = { 0, 0, 0 }, dims[VNPU_AT_MAX_DIMS];
+
+	if (wants(n, 0)) {
+		/* the adjoint of a convolution is the transposed one (with
+		 * the output padding that gives back the input's size) */
+		for (uint32_t i = 0; i < nsp && !transposed; i++)
+			opad[i] = x->sizes[2 + i] + 2 * pd[i] -
+				  dl[i] * (w->sizes[2 + i] - 1) - 1 -
+				  (go->sizes[2 + i] - 1) * st[i];
+		in[0] = vnpu_op_convolution(go, w, NULL, ints_of(st, nsp),
+					    ints_of(pd, nsp), ints_of(dl, nsp),
+					    !transposed, ints_of(opad, nsp),
+					    n->ints[CV_GROUPS]);
+		in[0] = narrow_spatial(in[0], &x->sizes[2], nsp);
+		if (!in[0])
+			return false;
+	}
+	if (wants(n, 1)) {
+		in[1] = transposed ? conv_weight_grad(n, x, go)
+				   : conv_weight_grad(n, go, x);
+		if (!in[1])
+			return false;
+	}
+	if (wants(n, 2)) {
+		uint32_t nd = 0;
+
+		for (uint32_t d = 0; d < go->ndim; d++)
+			if (d != 1)
+				dims[nd++] = d;
+		in[2] = vnpu_op_sum_dim_IntList(go, dims_of(dims, nd), false,
+						VNPU_AT_DTYPE_NONE);
+		if (!in[2])
+			return false;
+	}
+	return true;
+}
+
+/* An int[] argument's value for dim i (one value repeats; none: def). */
+static int64_t arg_at(struct vnpu_at_int_array a, uint32_t i, int64_t def)
+{
+	return a.n == 0 ? def : a.v[a.n == 1 ? 0 : i];
+}
+
+struct vnpu_at_tensor *vnpu_autograd_convolution(vnpu_keyset_t ks, struct vnpu_at_tensor *input, struct vnpu_at_tensor *weight, struct vnpu_at_tensor *bias, struct vnpu_at_int_array stride, struct vnpu_at_int_array padding, struct vnpu_at_int_array dilation, bool transposed, struct vnpu_at_int_array output_padding, int64_t groups)
+{
+	struct vnpu_at_tensor *in[3] = { input, weight, bias };
+	struct vnpu_at_tensor *out = vnpu_redispatch_convolution(
+		vnpu_ag_below(ks), input, weight, bias, stride, padding,
+		dilation, transposed, output_padding, groups);
+	struct vnpu_ag_node *node;
+	uint32_t nsp;
+
+	if (!out || !vnpu_ag_needed(3, in))
+		return out;
+	nsp = input->ndim - 2u;	/* the forward checked the dims */
+	if (nsp > 3) {
+		vnpu_at_release(out);
+		return vnpu_at_error_set(VNPU_AT_ERR_AUTOGRAD,
+					 "aten::convolution: gradients of convolutions with more than 3 spatial dims are not supported");
+	}
+	node = node_for("ConvolutionBackward0", conv_backward, 3, in);
+	if (node) {
+		vnpu_ag_save(node, 0, input);
+		vnpu_ag_save(node, 1, weight);
+		for (uint32_t i = 0; i < nsp; i++) {
+			node->ints[CV_STRIDE + i] = arg_at(stride, i, 1);
+			node->ints[CV_PAD + i] = arg_at(padding, i, 0);
+			node->ints[CV_DIL + i] = arg_at(dilation, i, 1);
+			node->ints[CV_OPAD + i] = arg_at(output_padding, i, 0);
+		}
+		node->ints[CV_GROUPS] = groups;
+		node->ints[CV_TRANSPOSED] = transposed;
+		node->ints[CV_NSP] = nsp;
+	}
+	return track(out, node);
+}
+
+/* ---- pooling ------------------------------------------------------------------ */
+
+/* max pool: each output gradient goes to the input element its index
+ * names (a one-hot of the indices against every position of the plane,
+ * times the gradient, summed over the outputs). Saved: the indices;
+ * ints[0..7] the input's shape. */
+static bool max_pool_backward(struct vnpu_ag_node *n,
+			      struct vnpu_at_tensor **g,
+			      struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_int_array shape = saved_shape(n, 0);
+	int64_t hw = shape.v[shape.n - 1] * shape.v[shape.n - 2];
+	int64_t outs = g[0]->sizes[g[0]->ndim - 1] *
+		       g[0]->sizes[g[0]->ndim - 2];
+	int64_t planes = outs ? vnpu_at_numel(g[0]) / outs : 0;
+	struct vnpu_at_tensor *idx, *gg, *ar, *oh = NULL, *ohf = NULL;
+	struct vnpu_at_tensor *p = NULL, *s = NULL;
+
+	if (!planes || !hw) {
+		in[0] = vnpu_op_zeros(shape, g[0]->dtype, n->device);
+		return in[0] != NULL;
+	}
+	idx = vnpu_op_reshape(n->saved[0], VNPU_AT_INTS(planes, outs, 1));
+	gg = vnpu_op_reshape(g[0], VNPU_AT_INTS(planes, outs, 1));
+	ar = vnpu_op_arange_start_step(VNPU_AT_INT(0), VNPU_AT_INT(hw),
+				       VNPU_AT_INT(1), VNPU_AT_I64, n->device);
+	if (idx && gg && ar)
+		oh = vnpu_op_eq_Tensor(idx, ar);
+	if (oh)
+		ohf = vnpu_op__to_copy(oh, g[0]->dtype, VNPU_AT_DEV_NONE, false);
+	if (ohf)
+		p = vnpu_op_mul_Tensor(ohf, gg);
+	if (p)
+		s = vnpu_op_sum_dim_IntList(p, dims_of((const int64_t[]){ 1 }, 1),
+					    false, VNPU_AT_DTYPE_NONE);
+	in[0] = s ? vnpu_op_reshape(s, shape) : NULL;
+	vnpu_at_release(idx);
+	vnpu_at_release(gg);
+	vnpu_at_release(ar);
+	vnpu_at_release(oh);
+	vnpu_at_release(ohf);
+	vnpu_at_release(p);
+	vnpu_at_release(s);
+	return in[0] != NULL;
+}
+
+struct vnpu_ret_max_pool2d_with_indices vnpu_autograd_max_pool2d_with_indices(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_int_array kernel_size, struct vnpu_at_int_array stride, struct vnpu_at_int_array padding, struct vnpu_at_int_array dilation, bool ceil_mode)
+{
+	struct vnpu_ret_max_pool2d_with_indices r =
+		vnpu_redispatch_max_pool2d_with_indices(vnpu_ag_below(ks), self,
+			kernel_size, stride, padding, dilation, ceil_mode);
+	struct vnpu_ag_node *node;
+
+	if (!r.r0 || !vnpu_ag_needed(1, &self))
+		return r;
+	node = node_for("MaxPool2DWithIndicesBackward0", max_pool_backward, 1,
+			&self);
+	if (node) {
+		save_shape(node, 0, self);
+		vnpu_ag_save(node, 0, r.r1);
+	}
+	r.r0 = track(r.r0, node);
+	if (!r.r0) {
+		vnpu_at_release(r.r1);
+		r.r1 = NULL;
+	}
+	return r;
+}
+
+/*
+ * avg pool: the gradient divided by each window's divisor, spread over
+ * the window by a transposed convolution with a ones kernel (every plane
+ * as a batch entry). ints[0..7] the input's shape; ints[8..] kernel,
+ * stride, padding (2 each), flags (ceil, count_include_pad, override),
+ * divisor.
+ */
+enum { AP_K = 8, AP_S = 10, AP_P = 12, AP_FLAGS = 14, AP_DIV = 15 };
+
+/* 1 / divisor of every output window, as PyTorch's avg_pool2d divides */
+static struct vnpu_at_tensor *avg_pool_scale(const struct vnpu_ag_node *n,
+					     int64_t ho, int64_t wo,
+					     int64_t h, int64_t w)
+{
+	const int64_t *a = n->ints;
+	struct vnpu_at_tensor *t = vnpu_at_empty(2, (int64_t[]){ ho, wo },
+						 VNPU_AT_F64, VNPU_AT_DEV_CPU);
+	double *d = t ? vnpu_at_data(t) : NULL;
+
+	for (int64_t i = 0; d && i < ho; i++) {
+		for (int64_t j = 0; j < wo; j++) {
+			int64_t hs = i * a[AP_S] - a[AP_P];
+			int64_t ws = j * a[AP_S + 1] - a[AP_P + 1];
+			int64_t he = hs + a[AP_K], we = ws + a[AP_K + 1];
+			int64_t div;
+
+			he = he < h + a[AP_P] ? he : h + a[AP_P];
+			we = we < w + a[AP_P + 1] ? we : w + a[AP_P + 1];
+			div = (he - hs) * (we - ws);
+			hs = hs > 0 ? hs : 0;
+			ws = ws > 0 ? ws : 0;
+			he = he < h ? he : h;
+			we = we < w ? we : w;
+			if (a[AP_FLAGS] & 4)
+				div = a[AP_DIV];
+			else if (!(a[AP_FLAGS] & 2))
+				div = (he - hs) * (we - ws);
+			d[i * wo + j] = div ? 1.0 / (double)div : 0.0;
+		}
+	}
+	return t;
+}
+
+static bool avg_pool_backward(struct vnpu_ag_node *n,
+			      struct vnpu_at_tensor **g,
+			      struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_int_array shape = saved_shape(n, 0);
+	const int64_t *a = n->ints;
+	int64_t h = shape.v[shape.n - 2], w = shape.v[shape.n - 1];
+	int64_t ho = g[0]->sizes[g[0]->ndim - 2];
+	int64_t wo = g[0]->sizes[g[0]->ndim - 1];
+	int64_t planes = (ho * wo) != 0 ? vnpu_at_numel(g[0]) / (ho * wo) : 0;
+	int64_t opad[2], full[2], hw[2] = { h, w };
+	struct vnpu_at_tensor *sc, *scd = NULL, *gs = NULL, *g4 = NULL;
+	struct vnpu_at_tensor *ones = NULL, *ct = NULL;
+
+	if (!planes || !h || !w) {
+		in[0] = vnpu_op_zeros(shape, g[0]->dtype, n->device);
+		return in[0] != NULL;
+	}
+	for (int i = 0; i < 2; i++) {
+		full[i] = ((i ? wo : ho) - 1) * a[AP_S + i] - 2 * a[AP_P + i] +
+			  a[AP_K + i];
+		opad[i] = full[i] < hw[i] ? hw[i] - full[i] : 0;
+	}
+	sc = avg_pool_scale(n, ho, wo, h, w);
+	if (sc)
+		scd = vnpu_op__to_copy(sc, g[0]->dtype, n->device, false);
+	if (scd)
+		gs = vnpu_op_mul_Tensor(g[0], scd);
+	if (gs)
+		g4 = vnpu_op_reshape(gs, VNPU_AT_INTS(planes, 1, ho, wo));
+	if (g4)
+		ones = vnpu_op_ones(VNPU_AT_INTS(1, 1, a[AP_K], a[AP_K + 1]),
+				    g[0]->dtype, n->device);
+	if (ones)
+		ct = vnpu_op_convolution(g4, ones, NULL, ints_of(&a[AP_S], 2),
+					 ints_of(&a[AP_P], 2), VNPU_AT_INTS(1, 1),
+					 true, ints_of(opad, 2), 1);
+	ct = narrow_spatial(ct, hw, 2);
+	in[0] = ct ? vnpu_op_reshape(ct, shape) : NULL;
+	vnpu_at_release(sc);
+	vnpu_at_release(scd);
+	vnpu_at_release(gs);
+	vnpu_at_release(g4);
+	vnpu_at_release(ones);
+	vnpu_at_release(ct);
+	return in[0] != NULL;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_avg_pool2d(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_int_array kernel_size, struct vnpu_at_int_array stride, struct vnpu_at_int_array padding, bool ceil_mode, bool count_include_pad, struct vnpu_at_opt_int divisor_override)
+{
+	struct vnpu_at_tensor *out = vnpu_redispatch_avg_pool2d(
+		vnpu_ag_below(ks), self, kernel_size, stride, padding,
+		ceil_mode, count_include_pad, divisor_override);
+	struct vnpu_ag_node *node;
+
+	if (!out || !vnpu_ag_needed(1, &self))
+		return out;
+	node = node_for("AvgPool2DBackward0", avg_pool_backward, 1, &self);
+	if (node) {
+		save_shape(node, 0, self);
+		for (uint32_t i = 0; i < 2; i++) {
+			node->ints[AP_K + i] = arg_at(kernel_size, i, 1);
+			node->ints[AP_S + i] = arg_at(stride, i,
+						      node->ints[AP_K + i]);
+			node->ints[AP_P + i] = arg_at(padding, i, 0);
+		}
+		node->ints[AP_FLAGS] = ceil_mode | count_include_pad << 1 |
+				       divisor_override.has << 2;
+		node->ints[AP_DIV] = divisor_override.v;
+	}
+	return track(out, node);
+}
+
+/* ---- softmax ---------------------------------------------------------------------- */
+
+/* saved: the output (detached); ints[0] dim; ints[1] log */
+static bool softmax_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			     struct vnpu_at_tensor **in)
+{
+	enum vnpu_at_dtype dt = (enum vnpu_at_dtype)n->dtype;
+
+	in[0] = n->ints[1] ?
+		vnpu_op__log_softmax_backward_data(g[0], n->saved[0],
+						   n->ints[0], dt) :
+		vnpu_op__softmax_backward_data(g[0], n->saved[0], n->ints[0],
+					       dt);
+	return in[0] != NULL;
+}
+
+static struct vnpu_at_tensor *record_softmax(struct vnpu_at_tensor *out,
+					     const char *name,
+					     struct vnpu_at_tensor *self,
+					     int64_t dim, bool log)
+{
+	struct vnpu_ag_node *node;
+
+	out = record_with_output(out, name, softmax_backward, self);
+	if (!out || !out->autograd || !out->autograd->grad_fn ||
+	    out->autograd->grad_fn->backward != softmax_backward)
+		return out;
+	node = out->autograd->grad_fn;
+	node->ints[0] = dim;
+	node->ints[1] = log;
+	return out;
+}
+
+struct vnpu_at_tensor *vnpu_autograd__softmax(vnpu_keyset_t ks, struct vnpu_at_tensor *self, int64_t dim, bool half_to_float)
+{
+	return record_softmax(vnpu_redispatch__softmax(vnpu_ag_below(ks), self,
+						       dim, half_to_float),
+			      "SoftmaxBackward0", self, dim, false);
+}
+
+struct vnpu_at_tensor *vnpu_autograd__log_softmax(vnpu_keyset_t ks, struct vnpu_at_tensor *self, int64_t dim, bool half_to_float)
+{
+	return record_softmax(vnpu_redispatch__log_softmax(vnpu_ag_below(ks),
+							   self, dim,
+							   half_to_float),
+			      "LogSoftmaxBackward0", self, dim, true);
+}
+
+/* ---- normalisation ------------------------------------------------------------------ */
+
+/*
+ * The input gradient of a normalisation over `dims` (keepdim means):
+ * rstd * (gh - mean(gh) - xhat * mean(gh * xhat)), gh = grad * weight.
+ */
+static struct vnpu_at_tensor *norm_input_grad(struct vnpu_at_tensor *gh,
+					      struct vnpu_at_tensor *xhat,
+					      struct vnpu_at_tensor *rstd,
+					      const int64_t *dims, uint32_t nd)
+{
+	struct vnpu_at_tensor *m1, *p, *m2, *a = NULL, *b = NULL, *c = NULL;
+	struct vnpu_at_tensor *r = NULL;
+
+	m1 = vnpu_op_mean_dim(gh, dims_of(dims, nd), true, VNPU_AT_DTYPE_NONE);
+	p = vnpu_op_mul_Tensor(gh, xhat);
+	m2 = p ? vnpu_op_mean_dim(p, dims_of(dims, nd), true,
+				  VNPU_AT_DTYPE_NONE) : NULL;
+	if (m1 && m2) {
+		a = vnpu_op_sub_Tensor(gh, m1, VNPU_AT_INT(1));
+		b = vnpu_op_mul_Tensor(xhat, m2);
+	}
+	if (a && b)
+		c = vnpu_op_sub_Tensor(a, b, VNPU_AT_INT(1));
+	if (c)
+		r = vnpu_op_mul_Tensor(c, rstd);
+	vnpu_at_release(m1);
+	vnpu_at_release(p);
+	vnpu_at_release(m2);
+	vnpu_at_release(a);
+	vnpu_at_release(b);
+	vnpu_at_release(c);
+	return r;
+}
+
+/* (x - mean) * rstd */
+static struct vnpu_at_tensor *normalized(struct vnpu_at_tensor *x,
+					 struct vnpu_at_tensor *mean,
+					 struct vnpu_at_tensor *rstd)
+{
+	struct vnpu_at_tensor *c = vnpu_op_sub_Tensor(x, mean, VNPU_AT_INT(1));
+	struct vnpu_at_tensor *r = c ? vnpu_op_mul_Tensor(c, rstd) : NULL;
+
+	vnpu_at_release(c);
+	return r;
+}
+
+/*
+ * Shared by layer and batch norm: input gradient (statistics of this
+ * batch: train; fixed: grad * weight * rstd), weight and bias gradients
+ * summed over `outer` dims (none: as they are, viewed as wshape).
+ */
+static bool norm_backward_common(struct vnpu_ag_node *n,
+				 struct vnpu_at_tensor *g,
+				 struct vnpu_at_tensor *x,
+				 struct vnpu_at_tensor *w,
+				 struct vnpu_at_tensor *mean,
+				 struct vnpu_at_tensor *rstd, bool train,
+				 const int64_t *inner, uint32_t ninner,
+				 const int64_t *outer, uint32_t nouter,
+				 struct vnpu_at_int_array wshape,
+				 struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_tensor *xhat = normalized(x, mean, rstd), *gh;
+
+	if (!xhat)
+		return false;
+	gh = w ? vnpu_op_mul_Tensor(g, w) : vnpu_at_retain(g);
+	if (gh && wants(n, 0))
+		in[0] = as_dtype(train ? norm_input_grad(gh, xhat, rstd, inner,
+							 ninner)
+				       : vnpu_op_mul_Tensor(gh, rstd),
+				 (enum vnpu_at_dtype)x->dtype);
+	vnpu_at_release(gh);
+	if (wants(n, 0) && !in[0])
+		goto fail;
+	for (uint32_t i = 1; i < 3; i++) {
+		struct vnpu_at_tensor *p, *s;
+
+		if (!wants(n, i))
+			continue;
+		p = i == 1 ? vnpu_op_mul_Tensor(g, xhat) : vnpu_at_retain(g);
+		s = !p ? NULL : nouter ?
+			vnpu_op_sum_dim_IntList(p, dims_of(outer, nouter),
+						false, VNPU_AT_DTYPE_NONE) :
+			vnpu_at_retain(p);
+		in[i] = s ? vnpu_op_reshape(s, wshape) : NULL;
+		vnpu_at_release(p);
+		vnpu_at_release(s);
+		if (!in[i])
+			goto fail;
+	}
+	vnpu_at_release(xhat);
+	return true;
+fail:
+	vnpu_at_release(xhat);
+	return false;
+}
+
+/* saved: input, weight, mean, rstd; ints[0] how many dims are
+ * normalized */
+static bool layer_norm_backward(struct vnpu_ag_node *n,
+				struct vnpu_at_tensor **g,
+				struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_tensor *x = n->saved[0];
+	uint32_t axis = x->ndim - (uint32_t)n->ints[0], ni = 0, no = 0;
+	int64_t inner[VNPU_AT_MAX_DIMS], outer[VNPU_AT_MAX_DIMS];
+
+	for (uint32_t d = 0; d < x->ndim; d++) {
+		if (d < axis)
+			outer[no++] = d;
+		else
+			inner[ni++] = d;
+	}
+	return norm_backward_common(n, g[0], x, n->saved[1], n->saved[2],
+				    n->saved[3], true, inner, ni, outer, no,
+				    ints_of(&x->sizes[axis], ni), in);
+}
+
+struct vnpu_ret_native_layer_norm vnpu_autograd_native_layer_norm(vnpu_keyset_t ks, struct vnpu_at_tensor *input, struct vnpu_at_int_array normalized_shape, struct vnpu_at_tensor *weight, struct vnpu_at_tensor *bias, double eps)
+{
+	struct vnpu_at_tensor *in[3] = { input, weight, bias };
+	struct vnpu_ret_native_layer_norm r = vnpu_redispatch_native_layer_norm(
+		vnpu_ag_below(ks), input, normalized_shape, weight, bias, eps);
+	struct vnpu_ag_node *node;
+
+	if (!r.r0 || !vnpu_ag_needed(3, in))
+		return r;
+	node = node_for("NativeLayerNormBackward0", layer_norm_backward, 3,
+			in);
+	if (node) {
+		vnpu_ag_save(node, 0, input);
+		vnpu_ag_save(node, 1, weight);
+		vnpu_ag_save(node, 2, r.r1);
+		vnpu_ag_save(node, 3, r.r2);
+		node->ints[0] = normalized_shape.n;
+	}
+	r.r0 = track(r.r0, node);
+	if (!r.r0) {
+		vnpu_at_release(r.r1);
+		vnpu_at_release(r.r2);
+		r.r1 = r.r2 = NULL;
+	}
+	return r;
+}
+
+/* saved: input, weight, mean, rstd as (1, C, 1, ...) views; ints[0]
+ * training */
+static bool batch_norm_backward(struct vnpu_ag_node *n,
+				struct vnpu_at_tensor **g,
+				struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_tensor *x = n->saved[0], *wv = NULL;
+	int64_t dims[VNPU_AT_MAX_DIMS], bshape[VNPU_AT_MAX_DIMS];
+	uint32_t nd = 0;
+	bool ok;
+
+	for (uint32_t d = 0; d < x->ndim; d++) {
+		bshape[d] = d == 1 ? x->sizes[1] : 1;
+		if (d != 1)
+			dims[nd++] = d;
+	}
+	if (n->saved[1]) {
+		wv = vnpu_op_view(n->saved[1], ints_of(bshape, x->ndim));
+		if (!wv)
+			return false;
+	}
+	ok = norm_backward_common(n, g[0], x, wv, n->saved[2], n->saved[3],
+				  n->ints[0], dims, nd, dims, nd,
+				  ints_of(&x->sizes[1], 1), in);
+	vnpu_at_release(wv);
+	return ok;
+}
+
+/* The (1, C, 1, ...) view of a (C) statistic; eval: rstd from the running
+ * variance. */
+static struct vnpu_at_tensor *bn_stat(struct vnpu_at_tensor *s,
+				      const struct vnpu_at_tensor *x,
+				      bool rstd_of_var, double eps)
+{
+	int64_t bshape[VNPU_AT_MAX_DIMS];
+	struct vnpu_at_tensor *t, *v;
+
+	for (uint32_t d = 0; d < x->ndim; d++)
+		bshape[d] = d == 1 ? x->sizes[1] : 1;
+	if (rstd_of_var) {
+		struct vnpu_at_tensor *e = vnpu_op_add_Scalar(s,
+			VNPU_AT_DOUBLE(eps), VNPU_AT_INT(1));
+
+		t = e ? vnpu_op_rsqrt(e) : NULL;
+		vnpu_at_release(e);
+	} else {
+		t = vnpu_op_clone(s);	/* running stats change later */
+	}
+	v = t ? vnpu_op_view(t, ints_of(bshape, x->ndim)) : NULL;
+	vnpu_at_release(t);
+	return v;
+}
+
+struct vnpu_ret_native_batch_norm vnpu_autograd_native_batch_norm(vnpu_keyset_t ks, struct vnpu_at_tensor *input, struct vnpu_at_tensor *weight, struct vnpu_at_tensor *bias, struct vnpu_at_tensor *running_mean, struct vnpu_at_tensor *running_var, bool training, double momentum, double eps)
+{
+	struct vnpu_at_tensor *in[3] = { input, weight, bias };
+	struct vnpu_at_tensor *mean = NULL, *rstd = NULL;
+	struct vnpu_ret_native_batch_norm r;
+	struct vnpu_ag_node *node;
+	struct vnpu_tls_guard ng;
+
+	r = vnpu_redispatch_native_batch_norm(vnpu_ag_below(ks), input, weight,
+					      bias, running_mean, running_var,
+					      training, momentum, eps);
+	if (!r.r0 || !vnpu_ag_needed(3, in))
+		return r;
+	vnpu_no_grad_begin(&ng);
+	mean = bn_stat(training ? r.r1 : running_mean, input, false, 0);
+	rstd = training ? bn_stat(r.r2, input, false, 0)
+			: bn_stat(running_var, input, true, eps);
+	vnpu_tls_guard_end(&ng);
+	node = mean && rstd ? node_for("NativeBatchNormBackward0",
+				       batch_norm_backward, 3, in) : NULL;
+	if (node) {
+		vnpu_ag_save(node, 0, input);
+		vnpu_ag_save(node, 1, weight);
+		vnpu_ag_save(node, 2, mean);
+		vnpu_ag_save(node, 3, rstd);
+		node->ints[0] = training;
+	}
+	vnpu_at_release(mean);
+	vnpu_at_release(rstd);
+	r.r0 = track(r.r0, node);
+	if (!r.r0) {
+		vnpu_at_release(r.r1);
+		vnpu_at_release(r.r2);
+		r.r1 = r.r2 = NULL;
+	}
+	return r;
+}
+
+/* ---- embedding ---------------------------------------------------------------------- */
+
+/*
+ * The rows the indices picked get their gradients summed: one-hot(indices)
+ * transposed times the gradient. saved: indices; ints[0..7] the weight's
+ * shape; ints[8] padding_idx, ints[9] scale_grad_by_freq.
+ */
+static bool embedding_backward(struct vnpu_ag_node *n,
+			       struct vnpu_at_tensor **g,
+			       struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_tensor *idx = n->saved[0], *ix, *ar, *oh = NULL;
+	struct vnpu_at_tensor *f = NULL, *cur, *g2 = NULL, *ft = NULL;
+	int64_t v = n->ints[0], d = n->ints[1], m = vnpu_at_numel(idx);
+
+	ix = vnpu_op_reshape(idx, VNPU_AT_INTS(m, 1));
+	ar = vnpu_op_arange_start_step(VNPU_AT_INT(0), VNPU_AT_INT(v),
+				       VNPU_AT_INT(1), VNPU_AT_I64, n->device);
+	if (ix && ar)
+		oh = vnpu_op_eq_Tensor(ix, ar);
+	if (oh)
+		f = vnpu_op__to_copy(oh, g[0]->dtype, VNPU_AT_DEV_NONE, false);
+	if (f && n->ints[8] >= 0) {	/* the padding row gets no gradient */
+		struct vnpu_at_tensor *pad = vnpu_op_full(VNPU_AT_NO_INTS,
+			VNPU_AT_INT(n->ints[8]), VNPU_AT_I64, n->device);
+		struct vnpu_at_tensor *keep = pad ? vnpu_op_ne_Tensor(ar, pad)
+						  : NULL;
+		struct vnpu_at_tensor *kf = keep ? vnpu_op__to_copy(keep,
+			g[0]->dtype, VNPU_AT_DEV_NONE, false) : NULL;
+
+		cur = kf ? vnpu_op_mul_Tensor(f, kf) : NULL;
+		vnpu_at_release(pad);
+		vnpu_at_release(keep);
+		vnpu_at_release(kf);
+		vnpu_at_release(f);
+		f = cur;
+	}
+	if (f && n->ints[9]) {	/* scale_grad_by_freq: / count of the row */
+		struct vnpu_at_tensor *c = vnpu_op_sum_dim_IntList(f,
+			dims_of((const int64_t[]){ 0 }, 1), true,
+			VNPU_AT_DTYPE_NONE);
+		struct vnpu_at_tensor *cl = c ? vnpu_op_clamp(c,
+			VNPU_AT_DOUBLE(1.0), VNPU_AT_SCALAR_NONEV) : NULL;
+
+		cur = cl ? vnpu_op_div_Tensor(f, cl) : NULL;
+		vnpu_at_release(c);
+		vnpu_at_release(cl);
+		vnpu_at_release(f);
+		f = cur;
+	}
+	if (f) {
+		g2 = vnpu_op_reshape(g[0], VNPU_AT_INTS(m, d));
+		ft = vnpu_op_t(f);
+	}
+	in[0] = g2 && ft ? vnpu_op_mm(ft, g2) : NULL;
+	vnpu_at_release(ix);
+	vnpu_at_release(ar);
+	vnpu_at_release(oh);
+	vnpu_at_release(f);
+	vnpu_at_release(g2);
+	vnpu_at_release(ft);
+	return in[0] != NULL;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_embedding(vnpu_keyset_t ks, struct vnpu_at_tensor *weight, struct vnpu_at_tensor *indices, int64_t padding_idx, bool scale_grad_by_freq, bool sparse)
+{
+	struct vnpu_at_tensor *out = vnpu_redispatch_embedding(
+		vnpu_ag_below(ks), weight, indices, padding_idx,
+		scale_grad_by_freq, sparse);
+	struct vnpu_ag_node *node;
+
+	if (!out || !vnpu_ag_needed(1, &weight))
+		return out;
+	node = node_for("EmbeddingBackward0", embedding_backward, 1, &weight);
+	if (node) {
+		save_shape(node, 0, weight);
+		vnpu_ag_save(node, 0, indices);
+		node->ints[8] = padding_idx;
+		node->ints[9] = scale_grad_by_freq;
+	}
+	return track(out, node);
+}
+
+/* ---- losses ------------------------------------------------------------------------ */
+
+/* saved: self, target; d[0] reduction; the target's gradient is the
+ * negated one (both reduced to their input's shape) */
+static bool mse_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			 struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_tensor *gs = vnpu_op_mse_loss_backward(g[0], n->saved[0],
+			n->saved[1], (int64_t)n->d[0]), *neg = NULL;
+
+	if (gs && wants(n, 0))
+		in[0] = sum_to_input(gs, n, 0);
+	if (gs && wants(n, 1)) {
+		neg = vnpu_op_neg(gs);
+		in[1] = neg ? sum_to_input(neg, n, 1) : NULL;
+	}
+	vnpu_at_release(gs);
+	vnpu_at_release(neg);
+	return (!wants(n, 0) || in[0]) && (!wants(n, 1) || in[1]);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_mse_loss(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_tensor *target, int64_t reduction)
+{
+	return record(vnpu_redispatch_mse_loss(vnpu_ag_below(ks), self, target,
+					       reduction),
+		      "MseLossBackward0", mse_backward, 2,
+		      (struct vnpu_at_tensor *[]){ self, target }, true,
+		      (double)reduction);
+}
+
+/* saved: self, target, weight, total_weight (detached); ints[0]
+ * reduction, ints[1] ignore_index */
+static bool nll_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			 struct vnpu_at_tensor **in)
+{
+	in[0] = vnpu_op_nll_loss_backward(g[0], n->saved[0], n->saved[1],
+					  n->saved[2], n->ints[0], n->ints[1],
+					  n->saved[3]);
+	return in[0] != NULL;
+}
+
+struct vnpu_ret_nll_loss_forward vnpu_autograd_nll_loss_forward(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_tensor *target, struct vnpu_at_tensor *weight, int64_t reduction, int64_t ignore_index)
+{
+	struct vnpu_ret_nll_loss_forward r = vnpu_redispatch_nll_loss_forward(
+		vnpu_ag_below(ks), self, target, weight, reduction,
+		ignore_index);
+	struct vnpu_at_tensor *tw;
+	struct vnpu_ag_node *node;
+
+	if (!r.r0 || !vnpu_ag_needed(1, &self))
+		return r;
+	node = node_for("NllLossBackward0", nll_backward, 1, &self);
+	tw = node ? detach(r.r1) : NULL;
+	if (tw) {
+		vnpu_ag_save(node, 0, self);
+		vnpu_ag_save(node, 1, target);
+		vnpu_ag_save(node, 2, weight);
+		vnpu_ag_save(node, 3, tw);
+		node->ints[0] = reduction;
+		node->ints[1] = ignore_index;
+	} else {
+		vnpu_ag_node_release(node);
+		node = NULL;
+	}
+	vnpu_at_release(tw);
+	r.r0 = track(r.r0, node);
+	if (!r.r0) {
+		vnpu_at_release(r.r1);
+		r.r1 = NULL;
+	}
+	return r;
 }
