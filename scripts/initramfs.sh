@@ -143,6 +143,12 @@ vnpu:*:19000:0:99999:7:::
 EOF
 chmod 0600 "$stage/etc/shadow"
 echo "vnpu-guest" >"$stage/etc/hostname"
+# The shell of 'vm.sh shell' is a login shell: /init is not busybox init, so
+# power off directly.
+cat >"$stage/etc/profile" <<'EOF'
+alias poweroff='poweroff -f' halt='poweroff -f' reboot='poweroff -f'
+PS1='vnpu-guest:\w\$ '
+EOF
 
 # ---- kernel modules ----------------------------------------------------------
 modinfo_field() { modinfo -F "$1" "$2" 2>/dev/null || true; }

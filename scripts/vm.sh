@@ -117,14 +117,27 @@ t_start=$(date +%s.%N)
 if [ -z "$qemu" ]; then
 	if ! qemu=$("$here/build-qemu.sh" --print-path 2>/dev/null); then
 		log "building QEMU with the vnpu device (scripts/build-qemu.sh)"
-		qemu=$("$here/build-qemu.sh")
+		qemu=$(quietly "$here/build-qemu.sh")
 	fi
 fi
 [ -x "$qemu" ] || die "no QEMU at $qemu"
+# With --quiet the helpers' progress is shown only when they fail.
+quietly() {
+	if [ "$quiet" -eq 0 ]; then
+		"$@"
+		return
+	fi
+	local errs rc=0
+	errs=$(mktemp)
+	"$@" 2>"$errs" || rc=$?
+	[ $rc -eq 0 ] || cat "$errs" >&2
+	rm -f "$errs"
+	return $rc
+}
 log "preparing the guest kernel"
-guest=$("$here/guest-kernel.sh")
+guest=$(quietly "$here/guest-kernel.sh")
 log "preparing the initramfs"
-initramfs=$("$here/initramfs.sh" --guest "$guest" \
+initramfs=$(quietly "$here/initramfs.sh" --guest "$guest" \
 	${module:+--module "$module"} ${firmware:+--firmware "$firmware"} \
 	"${adds[@]}")
 
@@ -184,6 +197,7 @@ qemu_args() {
 	# loglevel=5: warnings reach the console (and so the console log) as
 	# they happen, without the boot chatter of info messages.
 	local append="console=ttyS0 loglevel=5 panic=-1 rdinit=/init"
+	append+="${VNPU_VM_APPEND:+ $VNPU_VM_APPEND}"
 	if [ "$mode" = run ]; then
 		args+=(-serial "file:$run/console.log"
 			-device virtio-serial-pci,id=vser)
