@@ -57,6 +57,17 @@ else
 	status=1
 fi
 
+# The runtime's test suite in that VM on the drm backend (vnpu.ko): one
+# result per test case, written where the count below reads it.
+if [ -n "${qemu:-}" ] && [ -x "$qemu" ]; then
+	echo "== vm-runtime: runtime suite in the guest (VNPU_BACKEND=drm)"
+	mkdir -p build-test-vm-runtime/meson-logs
+	tests/vm/run-runtime-suite.sh --build build-test \
+		--results build-test-vm-runtime/meson-logs/testlog.json \
+		-- --qemu "$qemu" || status=1
+	logs+=(build-test-vm-runtime)
+fi
+
 python3 - "${logs[@]}" <<'PY'
 import json, sys
 passed = failed = skipped = 0
