@@ -52,11 +52,10 @@ struct sim_queue {
 	size_t fail_head, fail_n, fail_cap;
 	uint64_t fail_dropped;
 	/* Interrupt filtering (see hal_irq): the smallest seqno a thread
-	 * sleeps for (SIM_NO_WAITER: none), and a count of the queue's
-	 * interrupts. Written by the device's thread on every interrupt:
-	 * kept off the cache lines the submitting thread writes. */
+	 * sleeps for (SIM_NO_WAITER: none). Read by the device's thread on
+	 * every interrupt: kept off the cache lines the submitting thread
+	 * writes. */
 	_Alignas(64) _Atomic uint64_t wake_seq;
-	atomic_uint_fast64_t irqs;
 };
 
 struct vnpurt_bdev {
@@ -272,9 +271,8 @@ static void hal_irq(void *opaque, unsigned vector)
 		pthread_mutex_unlock(&d->irq_lock);
 		return;
 	}
-	/* Counted before wake_seq is read: a waiter registering later sees
-	 * the count move (wait_irq). */
-	atomic_fetch_add(&d->q[qi].irqs, 1);
+	/* Read after the retirement that raised this interrupt: a waiter
+	 * registering later finds that retirement in DONE_SEQ (wait_irq). */
 	want = atomic_load(&d->q[qi].wake_seq);
 	if (want != SIM_NO_WAITER && cpl_written(d, qi, want))
 		wake_waiters(d);
@@ -571,46 +569,48 @@ static void update_done(struct vnpurt_bdev *d, unsigned qi)
 		q->done = done;
 }
 
-/* What a waiter saw before it checked the queue: the interrupts so far. */
-struct irq_mark {
-	uint64_t gen;  /* wakes so far */
-	uint64_t irqs; /* interrupts of the queue so far */
-};
-
-static struct irq_mark irq_mark(struct vnpurt_bdev *d, unsigned qi)
+/* The wakes so far; taken before the caller checks the queue. */
+static uint64_t irq_gen(struct vnpurt_bdev *d)
 {
-	struct irq_mark m;
+	uint64_t gen;
 
 	pthread_mutex_lock(&d->irq_lock);
-	m.gen = d->irq_gen;
+	gen = d->irq_gen;
 	pthread_mutex_unlock(&d->irq_lock);
-	m.irqs = atomic_load(&d->q[qi].irqs);
-	return m;
+	return gen;
 }
 
 /*
  * Blocks until seqno of queue qi may have completed (its interrupt, or a
  * device event or reset), or timeout_ms. The caller found seqno not
- * completed after taking mark. An interrupt of the queue between the mark
- * and the registration of seqno returns at once: it may have been the
- * one, and hal_irq did not know yet that anyone waited for it.
+ * completed after taking gen. Once seqno is registered, DONE_SEQ is read
+ * again: a retirement it does not show yet raises its interrupt after the
+ * registration, so hal_irq sees it.
  */
 static void wait_irq(struct vnpurt_bdev *d, unsigned qi, uint64_t seqno,
-		     struct irq_mark mark, unsigned timeout_ms)
+		     uint64_t gen, unsigned timeout_ms)
 {
 	struct sim_queue *q = &d->q[qi];
 	struct timespec ts;
+	bool registered = false;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ts.tv_nsec += (long)timeout_ms * 1000000;
 	ts.tv_sec += ts.tv_nsec / 1000000000;
 	ts.tv_nsec %= 1000000000;
 	pthread_mutex_lock(&d->irq_lock);
-	while (d->irq_gen == mark.gen) {
+	if (d->irq_gen == gen) {
 		if (atomic_load(&q->wake_seq) > seqno)
 			atomic_store(&q->wake_seq, seqno);
-		if (atomic_load(&q->irqs) != mark.irqs)
-			break;
+		registered = true;
+	}
+	pthread_mutex_unlock(&d->irq_lock);
+	/* Not under irq_lock: register reads may deliver interrupts. */
+	if (!registered || vnpu_ring_done_seq(d->sim, qi) >= seqno)
+		return;
+	pthread_mutex_lock(&d->irq_lock);
+	/* Waking clears every registration and moves irq_gen. */
+	while (d->irq_gen == gen) {
 		if (pthread_cond_timedwait(&d->irq_cond, &d->irq_lock, &ts))
 			break;
 	}
@@ -692,7 +692,6 @@ static vnpu_error_t sim_open(int index, const struct vnpurt_config *cfg,
 	for (unsigned i = 0; i < SIM_QUEUES; i++) {
 		pthread_mutex_init(&d->q[i].lock, NULL);
 		atomic_init(&d->q[i].wake_seq, SIM_NO_WAITER);
-		atomic_init(&d->q[i].irqs, 0);
 	}
 	d->vram_size = cfg->sim_vram_bytes;
 	d->cores = cfg->sim_cores ? cfg->sim_cores
@@ -896,8 +895,7 @@ static vnpu_error_t sim_submit(struct vnpurt_bdev *d, unsigned qi,
 	if (qi >= SIM_QUEUES || !n || n > v.entries / 2)
 		return VNPU_ERROR_INVALID_VALUE;
 	for (;;) {
-		struct irq_mark mark;
-		uint64_t need;
+		uint64_t gen, need;
 
 		pthread_rwlock_rdlock(&d->reset_lock);
 		pthread_mutex_lock(&q->lock);
@@ -905,7 +903,7 @@ static vnpu_error_t sim_submit(struct vnpurt_bdev *d, unsigned qi,
 			break;
 		pthread_mutex_unlock(&q->lock);
 		/* Full: wait for the commands that make room. */
-		mark = irq_mark(d, qi);
+		gen = irq_gen(d);
 		pthread_mutex_lock(&q->lock);
 		update_done(d, qi);
 		need = q->next_seq - 1 + n - (v.entries - 1);
@@ -914,7 +912,7 @@ static vnpu_error_t sim_submit(struct vnpurt_bdev *d, unsigned qi,
 		pthread_mutex_unlock(&q->lock);
 		pthread_rwlock_unlock(&d->reset_lock);
 		check_hang(d);
-		wait_irq(d, qi, need, mark, 2);
+		wait_irq(d, qi, need, gen, 2);
 	}
 	for (unsigned i = 0; i < n; i++) {
 		struct vnpu_cmd c = cmds[i];
@@ -950,8 +948,7 @@ static vnpu_error_t sim_wait(struct vnpurt_bdev *d, unsigned qi,
 	uint64_t deadline = now_ms() + timeout_ms;
 
 	for (;;) {
-		struct irq_mark mark = irq_mark(d, qi);
-		uint64_t now;
+		uint64_t gen = irq_gen(d), now;
 
 		if (sim_completed(d, qi) >= seqno)
 			return VNPU_SUCCESS;
@@ -960,7 +957,7 @@ static vnpu_error_t sim_wait(struct vnpurt_bdev *d, unsigned qi,
 		if (now >= deadline)
 			return VNPU_ERROR_TIMEOUT;
 		/* Interrupts wake us; the slice bounds a lost one. */
-		wait_irq(d, qi, seqno, mark,
+		wait_irq(d, qi, seqno, gen,
 			 (unsigned)(deadline - now < 5 ? deadline - now : 5));
 	}
 }
