@@ -28,6 +28,26 @@ struct launch {
 	uint64_t staged; /* bytes of bounce buffers */
 };
 
+/* Allocates b's page list when page n turns out not to continue the
+ * physically contiguous VRAM run of pages 0 .. n-1 that starts at p0. */
+static bool page_list_start(struct launch_buf *b, uint64_t first,
+			    struct sim_phys p0, uint64_t n)
+{
+	uint64_t npages = (((b->va + b->size - 1) & ~(VNPU_PAGE_SIZE - 1)) -
+			   first) / VNPU_PAGE_SIZE + 1;
+
+	b->pages = malloc(npages * sizeof(*b->pages)); /* <= 1 MiB */
+	if (!b->pages)
+		return false;
+	for (uint64_t k = 0; k < n; k++) {
+		uint64_t va = k ? first + k * VNPU_PAGE_SIZE : b->va;
+
+		b->pages[k].kind = SIM_PHYS_VRAM;
+		b->pages[k].addr = p0.addr + (va - b->va);
+	}
+	return true;
+}
+
 /* Translates every page of b with the permissions its access needs and
  * decides direct or staged. False with ex->status set on failure. */
 static bool map_buffer(struct vnpu_sim *sim, struct sim_exec *ex,
@@ -46,16 +66,11 @@ static bool map_buffer(struct vnpu_sim *sim, struct sim_exec *ex,
 		sim_mmu_fault(sim, ex, &fault);
 		return false;
 	}
-	/* Only a buffer that may be staged needs its page list. */
-	if (npages == 1) {
+	/* Only a staged buffer needs its page list: a multi-page one gets
+	 * it when its first discontiguous page shows (the pages before it
+	 * follow from the first one), so a direct buffer costs no malloc. */
+	if (npages == 1)
 		b->pages = &b->one_page;
-	} else if (b->size <= SIM_STAGING_LIMIT) {
-		b->pages = malloc(npages * sizeof(*b->pages));
-		if (!b->pages) {
-			ex->status = VNPU_STATUS_TOO_LARGE;
-			return false;
-		}
-	}
 	for (uint64_t i = 0; i < npages; i++) {
 		uint64_t va = i ? first + i * VNPU_PAGE_SIZE : b->va;
 		struct sim_phys p = {SIM_PHYS_HOST, 0};
@@ -70,10 +85,17 @@ static bool map_buffer(struct vnpu_sim *sim, struct sim_exec *ex,
 			return false;
 		if (i == 0)
 			p0 = p;
+		if (contiguous && (p.kind != SIM_PHYS_VRAM ||
+				   p.addr != p0.addr + (va - b->va))) {
+			contiguous = false;
+			if (!b->pages && b->size <= SIM_STAGING_LIMIT &&
+			    !page_list_start(b, first, p0, i)) {
+				ex->status = VNPU_STATUS_TOO_LARGE;
+				return false;
+			}
+		}
 		if (b->pages)
 			b->pages[i] = p;
-		if (p.kind != SIM_PHYS_VRAM || p.addr != p0.addr + (va - b->va))
-			contiguous = false;
 	}
 	b->npages = npages;
 	kb->size = b->size;
