@@ -32,6 +32,9 @@
 static int failures;
 
 static void check(int ok, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void check(int ok, const char *fmt, ...)
 {
 	va_list ap;
 
