@@ -739,6 +739,18 @@ TD_ALWAYS_INLINE void td_fz_walk(const struct td_fz_plan *f, char *st,
 					       row_bytes);
 				continue;
 			}
+			if (cv == c0 && f->hw == 9) {
+				/* 3x3 kernels: constant sizes unroll */
+				if (pack)
+					td_transpose_block(st_row, hw_pitch,
+							   pl_nc, cs, c0, 9,
+							   isz);
+				else
+					td_transpose_block(pl_nc, cs, st_row,
+							   hw_pitch, 9, c0,
+							   isz);
+				continue;
+			}
 			if (!pack) {
 				td_transpose_block(pl_nc, cs, st_row, hw_pitch,
 						   f->hw, cv, isz);
