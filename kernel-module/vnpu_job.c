@@ -282,6 +282,35 @@ static struct vnpu_job *vnpu_find_injected_hang(struct vnpu_device *vdev)
 }
 
 /*
+ * Whether job is still in a ring. Compares pointers only: a job that is not
+ * there may have finished and been freed (while a reset that ran before this
+ * one had the schedulers going), so it must not be dereferenced.
+ */
+static bool vnpu_job_in_flight(struct vnpu_device *vdev,
+			       const struct vnpu_job *job)
+{
+	struct vnpu_job *cur;
+	unsigned long flags;
+	bool found = false;
+	u32 q;
+
+	for (q = 0; q < vdev->num_hwq && !found; q++) {
+		struct vnpu_hwq *hwq = &vdev->hwq[q];
+
+		spin_lock_irqsave(&hwq->lock, flags);
+		list_for_each_entry(cur, &hwq->inflight, node)
+		{
+			if (cur == job) {
+				found = true;
+				break;
+			}
+		}
+		spin_unlock_irqrestore(&hwq->lock, flags);
+	}
+	return found;
+}
+
+/*
  * After CTRL.RESET and a new boot: finish what had retired, fail the guilty
  * and banned, and put the rest of each innocent job back into the ring.
  */
@@ -341,7 +370,8 @@ static void vnpu_hwq_recover(struct vnpu_hwq *hwq, bool booted)
 /*
  * Resets the device (docs/hw-spec.md section 13) and recovers. bad is the
  * job whose timeout triggered it (NULL for a forced reset); the guilty job
- * is an injected hang if one is found, else bad. Its context is banned.
+ * is an injected hang if one is found, else bad if it is still unfinished.
+ * Its context is banned.
  */
 int vnpu_device_reset(struct vnpu_device *vdev, struct vnpu_job *bad,
 		      const char *why)
@@ -357,7 +387,7 @@ int vnpu_device_reset(struct vnpu_device *vdev, struct vnpu_job *bad,
 	for (q = 0; q < vdev->num_hwq; q++)
 		drm_sched_wqueue_stop(&vdev->hwq[q].sched);
 	guilty = vnpu_find_injected_hang(vdev);
-	if (!guilty)
+	if (!guilty && bad && vnpu_job_in_flight(vdev, bad))
 		guilty = bad;
 	vnpu_hw_reset(vdev);
 	vnpu_hw_irq_sync(vdev);
@@ -423,6 +453,7 @@ void vnpu_device_stop(struct vnpu_device *vdev)
 static enum drm_gpu_sched_stat vnpu_timedout_job(struct drm_sched_job *sj)
 {
 	struct vnpu_job *job = to_vnpu_job(sj);
+	struct drm_gpu_scheduler *sched = sj->sched;
 	struct vnpu_hwq *hwq = job->queue->hwq;
 	struct vnpu_device *vdev = hwq->vdev;
 	bool progressed, alive, waiting, fatal, hang = false;
@@ -431,19 +462,25 @@ static enum drm_gpu_sched_stat vnpu_timedout_job(struct drm_sched_job *sj)
 	u32 hb;
 	int idx;
 
-	/* The scheduler took the job off its list; it goes back either way. */
-	spin_lock(&sj->sched->job_list_lock);
-	list_add(&sj->list, &sj->sched->pending_list);
-	spin_unlock(&sj->sched->job_list_lock);
+	/*
+	 * The scheduler took the job off its list so that it cannot be freed
+	 * under us; it goes back either way. Park the scheduler first: once
+	 * back on the list, a job that finishes (interrupt, retire below)
+	 * would otherwise be freed by the free worker while we still use it.
+	 */
+	drm_sched_wqueue_stop(sched);
+	spin_lock(&sched->job_list_lock);
+	list_add(&sj->list, &sched->pending_list);
+	spin_unlock(&sched->job_list_lock);
 
 	if (!drm_dev_enter(&vdev->drm, &idx))
-		return DRM_GPU_SCHED_STAT_NOMINAL;
+		goto out;
 	/* A lost interrupt: the records say it is done. */
 	vnpu_hwq_retire(hwq);
 	if (dma_fence_is_signaled(&sj->s_fence->finished) ||
 	    (job->hw_fence && dma_fence_is_signaled(job->hw_fence))) {
 		drm_dev_exit(idx);
-		return DRM_GPU_SCHED_STAT_NOMINAL;
+		goto out;
 	}
 	done = vnpu_rd64_stable(vdev,
 				VNPU_QUEUE_REG(hwq->index, VNPU_Q_DONE_SEQ_LO),
@@ -473,6 +510,9 @@ static enum drm_gpu_sched_stat vnpu_timedout_job(struct drm_sched_job *sj)
 				  : waiting ? "fence wait timeout"
 					    : "heartbeat stopped");
 	drm_dev_exit(idx);
+out:
+	/* Frees the job if it finished: do not touch it after this. */
+	drm_sched_wqueue_start(sched);
 	return DRM_GPU_SCHED_STAT_NOMINAL;
 }
 
