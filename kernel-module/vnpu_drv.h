@@ -162,7 +162,8 @@ struct vnpu_queue {
 	struct drm_sched_entity entity;
 	struct drm_syncobj *syncobj; /* timeline, point = seqno */
 
-	struct mutex submit_lock; /* seqno, last_fence, arm + push order */
+	struct mutex submit_lock; /* closed, seqno, last_fence, arm + push */
+	bool closed;		  /* destroyed: SUBMIT pushes no more jobs */
 	u64 seqno;
 	struct dma_fence *last_fence;
 	atomic_t pending;

@@ -617,10 +617,16 @@ static void vnpu_queue_teardown(struct vnpu_queue *queue)
 {
 	struct dma_fence *last;
 
-	drm_sched_entity_destroy(&queue->entity);
+	/*
+	 * A SUBMIT that looked the queue up before it left the xarray may
+	 * still push: closed stops it before the entity goes (a job pushed
+	 * to a destroyed entity is dropped and its fence never signals).
+	 */
 	mutex_lock(&queue->submit_lock);
+	queue->closed = true;
 	last = queue->last_fence ? dma_fence_get(queue->last_fence) : NULL;
 	mutex_unlock(&queue->submit_lock);
+	drm_sched_entity_destroy(&queue->entity);
 	if (last) {
 		dma_fence_wait(last, false);
 		dma_fence_put(last);
@@ -710,6 +716,10 @@ int vnpu_queue_create_ioctl(struct drm_device *dev, void *data,
 	return 0;
 
 err_entity:
+	/* It may have been in the xarray: as in vnpu_queue_teardown(). */
+	mutex_lock(&queue->submit_lock);
+	queue->closed = true;
+	mutex_unlock(&queue->submit_lock);
 	drm_sched_entity_destroy(&queue->entity);
 err_put:
 	vnpu_queue_put(queue);
@@ -913,6 +923,10 @@ int vnpu_submit_ioctl(struct drm_device *dev, void *data, struct drm_file *file)
 	}
 
 	mutex_lock(&queue->submit_lock);
+	if (queue->closed) {
+		ret = -ENOENT;
+		goto err_unlock;
+	}
 	ret = drm_gem_lock_reservations(job->bos, job->bo_count, &acquire);
 	if (ret)
 		goto err_unlock;
