@@ -470,7 +470,9 @@ def gen_source(ops, found):
     return '\n'.join(o) + '\n'
 
 
-DEF_RE = re.compile(r'^[A-Za-z_][\w \t\*]*?\bvnpu_(cpu|npu|cea|cia|autograd)_(\w+)\s*\(')
+# The return type may stand on the line before the name (GNU style): a
+# definition missed here would silently leave its kernel unregistered.
+DEF_RE = re.compile(r'^(?:[A-Za-z_][\w \t\*]*?[\s\*])?vnpu_(cpu|npu|cea|cia|autograd)_(\w+)\s*\(')
 
 
 def scan(paths, ops):
