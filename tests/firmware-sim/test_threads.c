@@ -399,6 +399,33 @@ START_TEST(tlb_invalidation_threaded)
 }
 END_TEST
 
+/* A retirement's interrupt is delivered before a reset returns, never
+ * after it (the reset resets at random points of a stream of F_IRQ
+ * commands). */
+START_TEST(no_interrupt_after_reset)
+{
+	for (unsigned round = 0; round < 20; round++) {
+		struct vnpu_simhost *h = ft_ready(VNPU_SIM_THREADS, true);
+		unsigned after;
+
+		for (unsigned i = 0; i < 15; i++) {
+			struct vnpu_cmd c = vnpu_simhost_cmd_nop();
+
+			c.hdr.flags = VNPU_CMD_F_IRQ;
+			vnpu_simhost_push(h, 0, c);
+		}
+		vnpu_simhost_ring(h, 0);
+		sleep_us(round * 3);
+		vnpu_sim_reset(h->sim);
+		after = vnpu_simhost_irq_count(h, 1);
+		sleep_ms(3);
+		ck_assert_uint_eq(vnpu_simhost_irq_count(h, 1), after);
+		ck_assert_uint_le(after, 15);
+		vnpu_simhost_destroy(h);
+	}
+}
+END_TEST
+
 START_TEST(hang_in_threaded_mode)
 {
 	struct vnpu_simhost *h = ft_ready(VNPU_SIM_THREADS, true);
@@ -432,6 +459,7 @@ int main(void)
 	tcase_add_test(tc, concurrent_doorbells);
 	tcase_add_test(tc, doorbells_while_polling_and_asleep);
 	tcase_add_test(tc, tlb_invalidation_threaded);
+	tcase_add_test(tc, no_interrupt_after_reset);
 	tcase_add_test(tc, fence_released_by_host);
 	tcase_add_test(tc, reset_while_kernels_run);
 	tcase_add_test(tc, destroy_while_kernels_run);
