@@ -260,13 +260,18 @@ int vnpu_bo_create_ioctl(struct drm_device *dev, void *data,
 		return PTR_ERR(obj);
 	to_vnpu_bo(obj)->flags = args->flags;
 	ret = drm_gem_handle_create(file, obj, &handle);
+	/*
+	 * The new handle is visible to the file's other threads at once: a
+	 * GEM_CLOSE of it may drop the handle's reference, so ours is kept
+	 * until the VA is read. The mapping is gone only after such a close,
+	 * and then the handle is too (it may name another BO already: it is
+	 * not ours to delete).
+	 */
+	if (!ret && !vnpu_bo_va(obj, file->driver_priv, &va))
+		ret = -ENOENT;
 	drm_gem_object_put(obj);
 	if (ret)
 		return ret;
-	if (!vnpu_bo_va(obj, file->driver_priv, &va)) {
-		drm_gem_handle_delete(file, handle);
-		return -EINVAL;
-	}
 	args->handle = handle;
 	args->device_va = va;
 	return 0;
