@@ -412,11 +412,9 @@ TD_ALWAYS_INLINE void td_transpose_block(char *out, size_t os, const char *in,
 						     in + i * is + j * isz, is,
 						     isz);
 				else
-					td_transpose_half(out + j * os +
-								  i * isz,
-							  os,
-							  in + i * is + j * isz,
-							  is, isz);
+					td_transpose_half(
+						out + j * os + i * isz, os,
+						in + i * is + j * isz, is, isz);
 		for (j = cend; j < cols; j++)
 			for (i = i0; i < iend; i++)
 				memcpy(out + j * os + i * isz,
@@ -709,9 +707,9 @@ static bool td_fz_plan_build(struct td_fz_plan *f, const struct vnpu_tensor *pl,
 	return true;
 }
 
-TD_ALWAYS_INLINE void td_fz_walk(const struct td_fz_plan *f, char *st,
-				 char *pl, bool pack, uint64_t begin,
-				 uint64_t end, size_t isz)
+TD_ALWAYS_INLINE void td_fz_walk(const struct td_fz_plan *f, char *st, char *pl,
+				 bool pack, uint64_t begin, uint64_t end,
+				 size_t isz)
 {
 	const uint64_t c0 = isz == 1 ? 32 : 16;
 	const size_t row_bytes = c0 * isz;
@@ -729,9 +727,9 @@ TD_ALWAYS_INLINE void td_fz_walk(const struct td_fz_plan *f, char *st,
 		for (uint64_t r = 0; r < VNPU_CUBE_M0; r++) {
 			uint64_t n = nb * VNPU_CUBE_M0 + r;
 			char *st_row = st_unit + r * row_bytes;
-			char *pl_nc = pl + (n * f->n_stride +
-					    c1 * c0 * f->c_stride) *
-						   isz;
+			char *pl_nc =
+				pl +
+				(n * f->n_stride + c1 * c0 * f->c_stride) * isz;
 
 			if (n >= f->n) {
 				for (uint64_t k = 0; pack && k < f->hw; k++)

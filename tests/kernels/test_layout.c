@@ -931,20 +931,18 @@ START_TEST(test_fractal_z_weights)
 {
 	static const int64_t nc[][2] = {{1, 1},	  {15, 17}, {17, 33},
 					{33, 15}, {16, 16}, {40, 64}};
-	static const int64_t hw[][2] = {{1, 2}, {3, 3}, {1, 17},
-					{5, 5}, {3, 11}};
+	static const int64_t hw[][2] = {
+		{1, 2}, {3, 3}, {1, 17}, {5, 5}, {3, 11}};
 	int iter = 0;
 
 	kt_seed(909);
 	for (size_t i = 0; i < sizeof(nc) / sizeof(nc[0]); i++)
 		for (size_t j = 0; j < sizeof(hw) / sizeof(hw[0]); j++) {
-			int64_t s[4] = {nc[i][0], nc[i][1], hw[j][0],
-					hw[j][1]};
+			int64_t s[4] = {nc[i][0], nc[i][1], hw[j][0], hw[j][1]};
 			uint32_t dtype = all_dtypes[iter % NUM_DTYPES];
 			uint32_t nb = block_counts[iter % 3];
-			enum plain_layout layout = iter % 2
-							   ? PLAIN_GAPPED_NCHW
-							   : PLAIN_DENSE;
+			enum plain_layout layout =
+				iter % 2 ? PLAIN_GAPPED_NCHW : PLAIN_DENSE;
 
 			check_pack(VNPU_FORMAT_FRACTAL_Z, dtype, 4, s, nb,
 				   layout);
@@ -1028,7 +1026,8 @@ START_TEST(test_plain_transposes)
 		uint32_t dtype;
 		int64_t sizes[4];
 	} images[] = {
-		{VNPU_DTYPE_F32, {2, 33, 17, 17}}, /* far c rows: 16-row tiles */
+		{VNPU_DTYPE_F32,
+		 {2, 33, 17, 17}}, /* far c rows: 16-row tiles */
 		{VNPU_DTYPE_F32, {1, 17, 47, 45}}, /* hw crosses 2048 */
 		{VNPU_DTYPE_F16, {1, 33, 23, 23}},
 		{VNPU_DTYPE_BF16, {3, 15, 5, 7}},
@@ -1039,8 +1038,8 @@ START_TEST(test_plain_transposes)
 		{VNPU_DTYPE_F16, {2, 17, 1, 1}},
 		{VNPU_DTYPE_F32, {3, 3, 16, 15}},
 	};
-	static const int64_t mk[][2] = {{33, 17}, {100, 129}, {1, 70},
-					{16, 16}, {15, 2}};
+	static const int64_t mk[][2] = {
+		{33, 17}, {100, 129}, {1, 70}, {16, 16}, {15, 2}};
 
 	kt_seed(1010);
 	for (size_t i = 0; i < sizeof(images) / sizeof(images[0]); i++) {
@@ -1211,9 +1210,8 @@ START_TEST(test_blocks_disjoint)
 						       nd, s);
 
 			/* pack: storage written by exactly one block */
-			bufs[0] = kt_buffer(
-				random_plain(&plain, 0, dtype, nd, s,
-					     cases[i].layout));
+			bufs[0] = kt_buffer(random_plain(&plain, 0, dtype, nd,
+							 s, cases[i].layout));
 			random_bytes(&bufs[0], dtype);
 			bufs[1] = kt_buffer((uint64_t)sn * isz);
 			packed =
@@ -1224,9 +1222,8 @@ START_TEST(test_blocks_disjoint)
 			plain.buffer = 1;
 			kt_free(&bufs[0]);
 			bufs[0] = bufs[1];
-			bufs[1] = kt_buffer(
-				random_plain(&plain, 1, dtype, nd, s,
-					     cases[i].layout));
+			bufs[1] = kt_buffer(random_plain(&plain, 1, dtype, nd,
+							 s, cases[i].layout));
 			check_block_ownership(&packed, &plain, bufs, nb);
 			kt_free(&bufs[0]);
 			kt_free(&bufs[1]);

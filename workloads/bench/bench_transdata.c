@@ -219,8 +219,7 @@ static void run_case(const struct bench_case *c, int runs)
 	unpack.src = packed;
 	unpack.out = plain;
 	if (transdata->validate(&pack, bufs, 2) != VNPU_STATUS_OK ||
-	    transdata->validate(&unpack, bufs, 2) !=
-		    VNPU_STATUS_OK) {
+	    transdata->validate(&unpack, bufs, 2) != VNPU_STATUS_OK) {
 		fprintf(stderr, "%s: launch rejected\n", c->name);
 		exit(1);
 	}
