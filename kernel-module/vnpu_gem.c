@@ -180,6 +180,15 @@ static int vnpu_vram_vmap(struct drm_gem_object *obj, struct iosys_map *map)
 	return 0;
 }
 
+/*
+ * VRAM is I/O memory without struct pages: the core's PRIME export would
+ * hand importers a dma-buf whose map_dma_buf WARNs (no get_sg_table).
+ */
+static struct dma_buf *vnpu_vram_export(struct drm_gem_object *obj, int flags)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
 static const struct vm_operations_struct vnpu_vram_vm_ops = {
 	.open = drm_gem_vm_open,
 	.close = drm_gem_vm_close,
@@ -189,6 +198,7 @@ static const struct drm_gem_object_funcs vnpu_vram_funcs = {
 	.free = vnpu_vram_free,
 	.open = vnpu_bo_open,
 	.close = vnpu_bo_close,
+	.export = vnpu_vram_export,
 	.vmap = vnpu_vram_vmap,
 	.mmap = vnpu_vram_mmap,
 	.vm_ops = &vnpu_vram_vm_ops,
