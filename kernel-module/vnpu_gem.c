@@ -336,20 +336,27 @@ int vnpu_bo_wait_ioctl(struct drm_device *dev, void *data,
 {
 	struct drm_vnpu_bo_wait *args = data;
 	struct drm_gem_object *obj;
-	s64 remaining;
+	s64 now = ktime_get_ns();
 	long timeout, ret;
+	u64 remaining;
 
 	if (args->flags || args->pad)
 		return -EINVAL;
-	remaining = args->timeout_ns - ktime_get_ns();
-	timeout = remaining <= 0 ? 0 : nsecs_to_jiffies64(remaining);
-	if (remaining > 0 && !timeout)
-		timeout = 1;
+	/* Compared before subtracting: a very negative deadline must poll. */
+	if (args->timeout_ns <= now) {
+		timeout = 0;
+	} else {
+		remaining = (u64)args->timeout_ns - (u64)now;
+		timeout = min_t(u64, nsecs_to_jiffies64(remaining),
+				MAX_SCHEDULE_TIMEOUT);
+		if (!timeout)
+			timeout = 1;
+	}
 	obj = drm_gem_object_lookup(file, args->handle);
 	if (!obj)
 		return -ENOENT;
 	ret = dma_resv_wait_timeout(obj->resv, DMA_RESV_USAGE_READ, true,
-				    min_t(u64, timeout, MAX_SCHEDULE_TIMEOUT));
+				    timeout);
 	if (ret == 0)
 		ret = -ETIMEDOUT;
 	if (ret > 0) {
