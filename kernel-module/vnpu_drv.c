@@ -66,12 +66,19 @@ static void vnpu_ctx_release(struct kref *ref)
 	unsigned long flags;
 	int idx;
 
+	/*
+	 * Out of ctxs[] first, so that a reset no longer re-enables the
+	 * context on tables about to be freed; the index stays taken until
+	 * the context is disabled, so that it cannot disable a new owner's.
+	 */
+	spin_lock_irqsave(&vdev->ctx_lock, flags);
+	vdev->ctxs[ctx->index] = NULL;
+	spin_unlock_irqrestore(&vdev->ctx_lock, flags);
 	if (drm_dev_enter(&vdev->drm, &idx)) {
 		vnpu_wr(vdev, VNPU_CTX_REG(ctx->index, VNPU_CTX_CTRL), 0);
 		drm_dev_exit(idx);
 	}
 	spin_lock_irqsave(&vdev->ctx_lock, flags);
-	vdev->ctxs[ctx->index] = NULL;
 	clear_bit(ctx->index, vdev->ctx_map);
 	spin_unlock_irqrestore(&vdev->ctx_lock, flags);
 	vnpu_mmu_ctx_fini(ctx);
