@@ -178,7 +178,11 @@ START_TEST(fence_released_by_host)
 
 	seq = vnpu_simhost_submit(
 		h, 0, vnpu_simhost_cmd_fence(VNPU_OP_FENCE_WAIT, va, 10));
-	sleep_ms(20);
+	/* The CP thread reaches the wait when it gets the CPU: poll (a
+	 * loaded machine may take a while), never assume a fixed delay. */
+	for (int i = 0; i < 5000 && !(ft_qreg(h, 0, VNPU_Q_STATUS) &
+				      VNPU_Q_STATUS_WAITING); i++)
+		sleep_ms(1);
 	ck_assert(ft_qreg(h, 0, VNPU_Q_STATUS) & VNPU_Q_STATUS_WAITING);
 	ck_assert_uint_eq(ft_qreg(h, 0, VNPU_Q_DONE_SEQ_LO), 0);
 	/* Other queues are not blocked. */
@@ -435,8 +439,19 @@ START_TEST(hang_in_threaded_mode)
 	vnpu_simhost_submit(h, 0,
 			    vnpu_simhost_cmd_inject(VNPU_TEST_HANG, 0, 0));
 	seq = vnpu_simhost_submit(h, 1, vnpu_simhost_cmd_nop());
-	sleep_ms(20);
+	/* Once the CP has run the HANG the heartbeat stands still; a live
+	 * one moves every 1 ms. Poll for that point (the CP may be slow to
+	 * get the CPU), then check it holds. */
 	beat = ft_rd(h, VNPU_REG_HEARTBEAT);
+	for (int i = 0; i < 200; i++) {
+		uint32_t next;
+
+		sleep_ms(30);
+		next = ft_rd(h, VNPU_REG_HEARTBEAT);
+		if (next == beat)
+			break;
+		beat = next;
+	}
 	sleep_ms(30);
 	ck_assert_uint_eq(ft_rd(h, VNPU_REG_HEARTBEAT), beat);
 	/* The NOP may have run before the hang; nothing runs after it. */
