@@ -8,6 +8,7 @@
  */
 #include <linux/dma-resv.h>
 #include <linux/iosys-map.h>
+#include <linux/mm.h>
 #include <drm/drm_drv.h>
 #include <drm/drm_gem.h>
 #include <drm/drm_prime.h>
@@ -263,6 +264,12 @@ int vnpu_bo_create_ioctl(struct drm_device *dev, void *data,
 			return -ENOMEM;
 		obj = vnpu_vram_create(vdev, size);
 	} else {
+		/*
+		 * The pages are pinned when the BO is mapped, at creation:
+		 * more than the machine has would only end in the OOM killer.
+		 */
+		if (size > (u64)totalram_pages() << PAGE_SHIFT)
+			return -ENOMEM;
 		shmem = drm_gem_shmem_create(dev, size);
 		obj = IS_ERR(shmem) ? ERR_CAST(shmem) : &shmem->base;
 	}
