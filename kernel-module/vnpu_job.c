@@ -928,8 +928,12 @@ int vnpu_submit_ioctl(struct drm_device *dev, void *data, struct drm_file *file)
 		goto err_unlock;
 	}
 	ret = drm_gem_lock_reservations(job->bos, job->bo_count, &acquire);
-	if (ret)
+	if (ret) {
+		/* ww_mutex: a handle listed twice locks one BO twice. */
+		if (ret == -EALREADY)
+			ret = -EINVAL;
 		goto err_unlock;
+	}
 	for (i = 0; i < job->bo_count; i++) {
 		ret = dma_resv_reserve_fences(job->bos[i]->resv, 1);
 		if (!ret)
