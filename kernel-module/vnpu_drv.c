@@ -167,6 +167,10 @@ static int vnpu_queue_param(struct vnpu_ctx *ctx, u32 param, u32 id, u64 *value)
 		*value = queue->error;
 	else if (param == DRM_VNPU_PARAM_QUEUE_ERROR_SEQNO)
 		*value = queue->error_seqno;
+	else if (param == DRM_VNPU_PARAM_QUEUE_ERROR_STATUS)
+		*value = queue->error_status;
+	else if (param == DRM_VNPU_PARAM_QUEUE_ERROR_INFO)
+		*value = queue->error_info;
 	else
 		*value = queue->done_seqno;
 	spin_unlock_irqrestore(&queue->err_lock, flags);
@@ -185,6 +189,8 @@ static int vnpu_get_param_ioctl(struct drm_device *dev, void *data,
 	switch (args->param) {
 	case DRM_VNPU_PARAM_QUEUE_ERROR:
 	case DRM_VNPU_PARAM_QUEUE_ERROR_SEQNO:
+	case DRM_VNPU_PARAM_QUEUE_ERROR_STATUS:
+	case DRM_VNPU_PARAM_QUEUE_ERROR_INFO:
 	case DRM_VNPU_PARAM_QUEUE_DONE_SEQNO: {
 		int ret =
 			vnpu_queue_param(ctx, args->param, args->index, &value);

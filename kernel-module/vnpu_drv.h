@@ -171,7 +171,22 @@ struct vnpu_queue {
 	spinlock_t err_lock;
 	int error; /* first failed job, positive errno */
 	u64 error_seqno;
+	u32 error_status; /* its enum vnpu_status (vnpu_job_status) */
+	u64 error_info;
 	u64 done_seqno;
+};
+
+/* How a job ended on the device: its first failed command's record. */
+struct vnpu_job_status {
+	u32 status; /* enum vnpu_status, 0 when no command failed */
+	u32 cmd;    /* index of that command in the job */
+	u64 info;   /* the record's info (MMU_FAULT: the VA) */
+};
+
+/* Hardware fence of a job; carries the job's status to BO_WAIT. */
+struct vnpu_hw_fence {
+	struct dma_fence base; /* first: freed by dma_fence_free */
+	struct vnpu_job_status st;
 };
 
 struct vnpu_job {
@@ -191,6 +206,7 @@ struct vnpu_job {
 	u32 resume_idx;	       /* first cmd in the current ring run */
 	u32 slot_base;	       /* ring slot of cmds[resume_idx] */
 	int error;	       /* from retired commands */
+	struct vnpu_job_status st; /* first failed command */
 	bool guilty;
 	struct dma_fence_cb finished_cb;
 };
@@ -250,7 +266,10 @@ int vnpu_hwq_init(struct vnpu_device *vdev, u32 index);
 void vnpu_hwq_fini(struct vnpu_hwq *hwq);
 void vnpu_hwq_program(struct vnpu_hwq *hwq, int ctx_index);
 void vnpu_hwq_retire(struct vnpu_hwq *hwq);
-void vnpu_ctx_fault_abort(struct vnpu_device *vdev, int ctx_index);
+void vnpu_ctx_fault_abort(struct vnpu_device *vdev, int ctx_index,
+			  u32 fault_status);
+void vnpu_fence_job_status(struct dma_fence *finished,
+			   struct vnpu_job_status *st);
 int vnpu_queue_create_ioctl(struct drm_device *dev, void *data,
 			    struct drm_file *file);
 int vnpu_queue_destroy_ioctl(struct drm_device *dev, void *data,

@@ -319,23 +319,31 @@ int vnpu_bo_info_ioctl(struct drm_device *dev, void *data,
 	return ret;
 }
 
-/* The error of a failed job among the fences left in the BO's resv. */
-static int vnpu_bo_job_error(struct drm_gem_object *obj)
+/* The first failed job among the fences left in the BO's resv. */
+static void vnpu_bo_job_error(struct drm_gem_object *obj,
+			      struct drm_vnpu_bo_wait *args)
 {
 	struct dma_resv_iter cursor;
+	struct vnpu_job_status st;
 	struct dma_fence *fence;
-	int error = 0;
 
+	args->job_error = 0;
+	args->job_status = 0;
+	args->job_info = 0;
+	args->job_cmd = 0;
 	dma_resv_lock(obj->resv, NULL);
 	dma_resv_for_each_fence(&cursor, obj->resv, DMA_RESV_USAGE_READ, fence)
 	{
 		if (dma_fence_is_signaled(fence) && fence->error < 0) {
-			error = fence->error;
+			vnpu_fence_job_status(fence, &st);
+			args->job_error = fence->error;
+			args->job_status = st.status;
+			args->job_info = st.info;
+			args->job_cmd = st.cmd;
 			break;
 		}
 	}
 	dma_resv_unlock(obj->resv);
-	return error;
 }
 
 int vnpu_bo_wait_ioctl(struct drm_device *dev, void *data,
@@ -347,7 +355,7 @@ int vnpu_bo_wait_ioctl(struct drm_device *dev, void *data,
 	long timeout, ret;
 	u64 remaining;
 
-	if (args->flags || args->pad)
+	if (args->flags || args->reserved)
 		return -EINVAL;
 	/* Compared before subtracting: a very negative deadline must poll. */
 	if (args->timeout_ns <= now) {
@@ -362,12 +370,19 @@ int vnpu_bo_wait_ioctl(struct drm_device *dev, void *data,
 	obj = drm_gem_object_lookup(file, args->handle);
 	if (!obj)
 		return -ENOENT;
-	ret = dma_resv_wait_timeout(obj->resv, DMA_RESV_USAGE_READ, true,
-				    timeout);
+	/*
+	 * A zero timeout polls: dma_resv_wait_timeout() would still wait up
+	 * to a jiffy for an unsignalled fence.
+	 */
+	if (!timeout)
+		ret = dma_resv_test_signaled(obj->resv, DMA_RESV_USAGE_READ);
+	else
+		ret = dma_resv_wait_timeout(obj->resv, DMA_RESV_USAGE_READ,
+					    true, timeout);
 	if (ret == 0)
 		ret = -ETIMEDOUT;
 	if (ret > 0) {
-		args->job_error = vnpu_bo_job_error(obj);
+		vnpu_bo_job_error(obj, args);
 		ret = 0;
 	}
 	drm_gem_object_put(obj);

@@ -123,20 +123,59 @@ static void vnpu_job_collect(struct vnpu_hwq *hwq, struct vnpu_job *job,
 	dma_rmb();
 	for (i = job->resume_idx; i < end; i++) {
 		struct vnpu_cpl *cpl = &hwq->cpl[vnpu_job_slot(hwq, job, i)];
-		int err =
-			vnpu_status_errno(le32_to_cpu(READ_ONCE(cpl->status)));
+		u32 status = le32_to_cpu(READ_ONCE(cpl->status));
+		int err = vnpu_status_errno(status);
 
-		if (err && !job->error)
+		if (err && !job->error) {
 			job->error = err;
+			job->st.status = status;
+			job->st.cmd = i;
+			job->st.info = le64_to_cpu(READ_ONCE(cpl->info));
+		}
 	}
+}
+
+/* The command of the job the device is at (the first not retired). */
+static u32 vnpu_job_current_cmd(struct vnpu_hwq *hwq, struct vnpu_job *job)
+{
+	u32 r = job->resume_idx;
+
+	while (r < job->cmd_count - 1 && vnpu_cmd_retired(hwq, job, r))
+		r++;
+	return r;
 }
 
 static void vnpu_job_signal(struct vnpu_job *job, int error)
 {
+	struct vnpu_hw_fence *hwf =
+		container_of(job->hw_fence, struct vnpu_hw_fence, base);
+
 	list_del_init(&job->node);
+	/* Dropped for the context's fault without a record of its own. */
+	if (error == -EFAULT && !job->st.status)
+		job->st.status = VNPU_STATUS_CONTEXT_FAULTED;
+	hwf->st = job->st;
 	if (error)
 		dma_fence_set_error(job->hw_fence, error);
 	dma_fence_signal(job->hw_fence);
+}
+
+/*
+ * The status of the job whose scheduler fence is `finished` (signalled):
+ * its hardware fence's, or for a job the driver failed before it ran, the
+ * context fault that stopped it.
+ */
+void vnpu_fence_job_status(struct dma_fence *finished,
+			   struct vnpu_job_status *st)
+{
+	struct drm_sched_fence *sf = to_drm_sched_fence(finished);
+	struct dma_fence *parent = sf ? smp_load_acquire(&sf->parent) : NULL;
+
+	memset(st, 0, sizeof(*st));
+	if (parent && parent->ops == &vnpu_fence_ops)
+		*st = container_of(parent, struct vnpu_hw_fence, base)->st;
+	else if (finished->error == -EFAULT)
+		st->status = VNPU_STATUS_CONTEXT_FAULTED;
 }
 
 /* Signals every job whose last command has retired. */
@@ -161,9 +200,11 @@ void vnpu_hwq_retire(struct vnpu_hwq *hwq)
  * of that context runs once the fault is cleared, and fail its unfinished
  * jobs with -EFAULT. Called from the event interrupt thread.
  */
-static void vnpu_hwq_abort_ctx(struct vnpu_hwq *hwq, int ctx_index)
+static void vnpu_hwq_abort_ctx(struct vnpu_hwq *hwq, int ctx_index,
+			       u32 fault_queue)
 {
 	struct vnpu_job *job, *tmp;
+	bool blamed = false;
 	unsigned long flags;
 
 	spin_lock_irqsave(&hwq->lock, flags);
@@ -178,17 +219,32 @@ static void vnpu_hwq_abort_ctx(struct vnpu_hwq *hwq, int ctx_index)
 		bool done = vnpu_cmd_retired(hwq, job, job->cmd_count - 1);
 
 		vnpu_job_collect(hwq, job, job->cmd_count);
+		/*
+		 * The fault is recorded before the faulting command's
+		 * completion: the first unfinished job on the faulting queue
+		 * made it, at the command it had reached.
+		 */
+		if (!done && !blamed && !job->st.status &&
+		    fault_queue == hwq->index) {
+			job->st.status = VNPU_STATUS_MMU_FAULT;
+			job->st.cmd = vnpu_job_current_cmd(hwq, job);
+			job->st.info = READ_ONCE(job->ctx->fault_va);
+			blamed = true;
+		}
 		vnpu_job_signal(job, done ? job->error : -EFAULT);
 	}
 	spin_unlock_irqrestore(&hwq->lock, flags);
 }
 
-void vnpu_ctx_fault_abort(struct vnpu_device *vdev, int ctx_index)
+/* fault_status: the context's FAULT_STATUS (names the faulting queue). */
+void vnpu_ctx_fault_abort(struct vnpu_device *vdev, int ctx_index,
+			  u32 fault_status)
 {
 	u32 q;
 
 	for (q = 0; q < vdev->num_hwq; q++)
-		vnpu_hwq_abort_ctx(&vdev->hwq[q], ctx_index);
+		vnpu_hwq_abort_ctx(&vdev->hwq[q], ctx_index,
+				   VNPU_FAULT_QUEUE(fault_status));
 }
 
 /* ---- scheduler backend --------------------------------------------------- */
@@ -216,6 +272,7 @@ static struct dma_fence *vnpu_run_job(struct drm_sched_job *sj)
 	struct vnpu_hwq *hwq = job->queue->hwq;
 	struct vnpu_device *vdev = hwq->vdev;
 	struct vnpu_ctx *ctx = job->ctx;
+	struct vnpu_hw_fence *hwf;
 	struct dma_fence *fence;
 	unsigned long flags;
 	int idx;
@@ -225,9 +282,10 @@ static struct dma_fence *vnpu_run_job(struct drm_sched_job *sj)
 	smp_rmb();
 	if (READ_ONCE(ctx->faulted))
 		return ERR_PTR(-EFAULT);
-	fence = kzalloc(sizeof(*fence), GFP_KERNEL);
-	if (!fence)
+	hwf = kzalloc(sizeof(*hwf), GFP_KERNEL);
+	if (!hwf)
 		return ERR_PTR(-ENOMEM);
+	fence = &hwf->base;
 	if (!drm_dev_enter(&vdev->drm, &idx)) {
 		kfree(fence);
 		return ERR_PTR(-ENODEV);
@@ -834,8 +892,13 @@ static void vnpu_job_finished(struct dma_fence *f, struct dma_fence_cb *cb)
 
 	spin_lock_irqsave(&queue->err_lock, flags);
 	if (f->error && !queue->error) {
+		struct vnpu_job_status st;
+
+		vnpu_fence_job_status(f, &st);
 		queue->error = -f->error;
 		queue->error_seqno = job->seqno;
+		queue->error_status = st.status;
+		queue->error_info = st.info;
 	}
 	if (job->seqno > queue->done_seqno)
 		queue->done_seqno = job->seqno;

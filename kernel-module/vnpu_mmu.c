@@ -289,7 +289,7 @@ void vnpu_mmu_handle_faults(struct vnpu_device *vdev)
 			 VNPU_FAULT_REASON(status),
 			 status & VNPU_FAULT_WRITE ? "write" : "read");
 		/* Nothing more of this context may run once it is cleared. */
-		vnpu_ctx_fault_abort(vdev, c);
+		vnpu_ctx_fault_abort(vdev, c, status);
 		vnpu_wr(vdev, VNPU_CTX_REG(c, VNPU_CTX_FAULT_STATUS),
 			VNPU_FAULT_PENDING);
 		if (ctx)

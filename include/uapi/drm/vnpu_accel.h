@@ -66,6 +66,10 @@ enum drm_vnpu_param {
 	DRM_VNPU_PARAM_NUM_OPEN_CONTEXTS = 26, /* files open on the device */
 	DRM_VNPU_PARAM_QUEUE_COUNT = 27, /* user queues of all files */
 	DRM_VNPU_PARAM_JOB_ERROR_COUNT = 28, /* failed jobs since load */
+	DRM_VNPU_PARAM_QUEUE_ERROR_STATUS = 29, /* index = queue_id: job_status
+						 * of its first failed job */
+	DRM_VNPU_PARAM_QUEUE_ERROR_INFO = 30, /* index = queue_id: job_info
+					       * of that job */
 };
 
 #define DRM_VNPU_CAP_TEST_MODE		(1ull << 0) /* device in test mode */
@@ -103,13 +107,24 @@ struct drm_vnpu_bo_info {
 
 #define DRM_VNPU_BO_IMPORTED		(1u << 31) /* BO_INFO: a PRIME import */
 
+/*
+ * BO_WAIT. The job_status, job_info and job_cmd outputs were added after
+ * the first 24 bytes (job_status was a zero pad): a binary built with the
+ * 24-byte struct keeps working and only gets job_error.
+ */
 struct drm_vnpu_bo_wait {
 	__u32 handle;	  /* in */
 	__u32 flags;	  /* in: must be 0 */
 	__s64 timeout_ns; /* in: absolute CLOCK_MONOTONIC; <= now polls */
 	__s32 job_error;  /* out: 0, or the negative errno of a failed job
 			   * among the jobs that used the BO last */
-	__u32 pad;	  /* must be 0 */
+	__u32 job_status; /* out: that job's enum vnpu_status (hw_status.h)
+			   * from the device's completion record of its
+			   * first failed command; 0 when no command failed
+			   * on the device (hang, ban, removal) */
+	__u64 job_info;	  /* out: that record's info (MMU_FAULT: the VA) */
+	__u32 job_cmd;	  /* out: index of that command in the job */
+	__u32 reserved;	  /* must be 0 */
 };
 
 /* QUEUE_CREATE: hw_queue picks the device queue; this one lets the driver
@@ -186,7 +201,7 @@ struct drm_vnpu_submit {
 DRM_VNPU_UAPI_ASSERT(struct drm_vnpu_get_param, 16);
 DRM_VNPU_UAPI_ASSERT(struct drm_vnpu_bo_create, 24);
 DRM_VNPU_UAPI_ASSERT(struct drm_vnpu_bo_info, 32);
-DRM_VNPU_UAPI_ASSERT(struct drm_vnpu_bo_wait, 24);
+DRM_VNPU_UAPI_ASSERT(struct drm_vnpu_bo_wait, 40);
 DRM_VNPU_UAPI_ASSERT(struct drm_vnpu_queue_create, 24);
 DRM_VNPU_UAPI_ASSERT(struct drm_vnpu_queue_destroy, 8);
 DRM_VNPU_UAPI_ASSERT(struct drm_vnpu_submit, 72);
