@@ -133,6 +133,25 @@ static irqreturn_t vnpu_irq_events(int irq, void *arg)
 	return IRQ_HANDLED;
 }
 
+/*
+ * Queue vectors: completions are retired here, in the hard handler, so a
+ * job's fence signals without waking the interrupt thread first (a
+ * context switch, and under an emulator a host thread hand-off, per job).
+ * A pending MMU fault needs the thread: the fault handling sleeps.
+ */
+static irqreturn_t vnpu_irq_queue_hard(int irq, void *arg)
+{
+	struct vnpu_hwq *hwq = arg;
+	struct vnpu_device *vdev = hwq->vdev;
+
+	if (vnpu_rd(vdev, VNPU_REG_FAULTED_CTX_LO) ||
+	    vnpu_rd(vdev, VNPU_REG_FAULTED_CTX_HI))
+		return IRQ_WAKE_THREAD;
+	vnpu_wr(vdev, VNPU_REG_IRQ_STATUS, VNPU_IRQ_QUEUE(hwq->index));
+	vnpu_hwq_retire(hwq);
+	return IRQ_HANDLED;
+}
+
 static irqreturn_t vnpu_irq_queue(int irq, void *arg)
 {
 	struct vnpu_hwq *hwq = arg;
@@ -165,15 +184,14 @@ int vnpu_hw_irq_init(struct vnpu_device *vdev)
 		return ret;
 	}
 	for (v = 0; v < nvec; v++) {
-		void *arg = v == VNPU_MSIX_VECTOR_EVENTS
-				    ? (void *)vdev
-				    : (void *)&vdev->hwq[v - 1];
+		bool events = v == VNPU_MSIX_VECTOR_EVENTS;
+		void *arg = events ? (void *)vdev : (void *)&vdev->hwq[v - 1];
 
 		ret = request_threaded_irq(
-			pci_irq_vector(pdev, v), vnpu_irq_hard,
-			v == VNPU_MSIX_VECTOR_EVENTS ? vnpu_irq_events
-						     : vnpu_irq_queue,
-			0, VNPU_DRIVER_NAME, arg);
+			pci_irq_vector(pdev, v),
+			events ? vnpu_irq_hard : vnpu_irq_queue_hard,
+			events ? vnpu_irq_events : vnpu_irq_queue, 0,
+			VNPU_DRIVER_NAME, arg);
 		if (ret) {
 			while (v--)
 				free_irq(pci_irq_vector(pdev, v),
