@@ -17,9 +17,9 @@
  * their job retired) and submitted as one job. The runtime numbers
  * commands, the driver numbers jobs: the backend keeps the pending jobs in
  * order with both. A job retires when BO_WAIT on its command buffer says
- * so; that also returns the job's error (the command buffer is in the job's
- * BO list and only that job's fence is left in it), which becomes a
- * failure of the job's command range.
+ * so; that also returns the job's error and the device's status of its
+ * first failed command (the command buffer is in the job's BO list and only
+ * that job's fence is left in it), which becomes the failure reported.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -35,7 +35,6 @@
 
 #include "backend.h"
 #include "internal.h"
-#include "kernel.h"
 #include "uapi/drm/vnpu_accel.h"
 #include "vnpu/hw_mmu.h"
 #include "vnpu/hw_status.h"
@@ -571,125 +570,57 @@ static void push_failure(struct drm_queue *q, const struct vnpurt_failure *f)
 	q->fail_n++;
 }
 
-/* The device status of a launch that the driver failed with -EIO, found by
- * running the checks the firmware runs on the argument block (which is in
- * host memory the runtime wrote); OK when they pass. */
-static uint32_t launch_status(struct vnpurt_bdev *d,
-			      const struct vnpu_cmd_launch *c)
-{
-	const struct vnpu_kernel_def *k = vnpu_kernel_find(c->kernel_id);
-	_Alignas(16) uint8_t args[VNPU_KARGS_MAX_BYTES];
-	struct vnpu_kbuf kbufs[VNPU_KARGS_MAX_BUFFERS];
-	const struct drm_bo_entry *bo;
-	struct vnpu_kargs_header hdr;
-	uint64_t need;
-	bool read = false;
-	uint32_t st;
-
-	if (!k)
-		return VNPU_STATUS_UNKNOWN_KERNEL;
-	if (c->block_count == 0 || c->block_count > VNPU_LAUNCH_MAX_BLOCKS ||
-	    c->args_size < sizeof(hdr) || c->args_size > VNPU_KARGS_MAX_BYTES ||
-	    c->args_va % 8)
-		return VNPU_STATUS_INVALID_ARGS;
-	pthread_rwlock_rdlock(&d->bo_lock);
-	bo = bo_find(d, c->args_va);
-	if (bo && bo->cpu && c->args_size <= bo->size - (c->args_va - bo->va)) {
-		memcpy(args, (uint8_t *)bo->cpu + (c->args_va - bo->va),
-		       c->args_size);
-		read = true;
-	}
-	pthread_rwlock_unlock(&d->bo_lock);
-	if (!read)
-		return VNPU_STATUS_OK;
-	memcpy(&hdr, args, sizeof(hdr));
-	need = sizeof(hdr) +
-	       (uint64_t)hdr.num_buffers * sizeof(struct vnpu_kargs_buffer) +
-	       hdr.params_size;
-	if (hdr.reserved || hdr.num_buffers > VNPU_KARGS_MAX_BUFFERS ||
-	    hdr.params_size != k->params_size || need != c->args_size)
-		return VNPU_STATUS_INVALID_ARGS;
-	for (uint32_t i = 0; i < hdr.num_buffers; i++) {
-		struct vnpu_kargs_buffer kb;
-		uint64_t end;
-
-		memcpy(&kb, args + sizeof(hdr) + i * sizeof(kb), sizeof(kb));
-		if (kb.size == 0 || kb.reserved || kb.access == 0 ||
-		    kb.access & ~(VNPU_ACCESS_READ | VNPU_ACCESS_WRITE) ||
-		    __builtin_add_overflow(kb.va, kb.size, &end))
-			return VNPU_STATUS_INVALID_ARGS;
-		/* validate() reads sizes only. */
-		kbufs[i].ptr = NULL;
-		kbufs[i].size = kb.size;
-		kbufs[i].access = kb.access;
-	}
-	st = k->validate(args + c->args_size - k->params_size, kbufs,
-			 hdr.num_buffers);
-	if (st == VNPU_STATUS_OK || st == VNPU_STATUS_UNSUPPORTED)
-		return st;
-	return VNPU_STATUS_INVALID_ARGS;
-}
-
-/* The failure of a job the driver finished with `error` (< 0). */
+/*
+ * The failures of a job the driver finished with w->job_error (< 0): the
+ * device's status of its first failed command (BO_WAIT's job_status,
+ * job_info, job_cmd, from the completion record), or the driver's reason
+ * when no command failed on the device (hang, ban, removal).
+ */
 static void job_failure(struct vnpurt_bdev *d, struct drm_queue *q,
-			const struct drm_job *j, int error,
-			struct vnpurt_failure *f)
+			const struct drm_job *j,
+			const struct drm_vnpu_bo_wait *w)
 {
-	memset(f, 0, sizeof(*f));
-	f->first_seq = j->first_seq;
-	f->last_seq = j->last_seq;
-	f->status = DRM_STATUS_UNKNOWN;
-	f->info = (uint64_t)-error;
-	switch (error) {
-	case -EFAULT: {
-		uint64_t count = 0, va = 0, st = 0;
+	uint64_t ncmds = j->last_seq - j->first_seq + 1;
+	struct vnpurt_failure f = {
+		.first_seq = j->first_seq,
+		.last_seq = j->last_seq,
+		.status = DRM_STATUS_UNKNOWN,
+		.info = (uint64_t)-(int64_t)w->job_error,
+	};
 
-		/* A new fault of this file is this job's; later jobs of the
-		 * faulted context did not run. */
+	if (w->job_status > VNPU_STATUS_OK && w->job_status < VNPU_STATUS_COUNT) {
+		f.status = w->job_status;
+		f.info = w->job_info;
+		if (w->job_status != VNPU_STATUS_CONTEXT_FAULTED &&
+		    w->job_cmd < ncmds)
+			f.first_seq = f.last_seq = j->first_seq + w->job_cmd;
+	} else if (w->job_error == -ETIMEDOUT || w->job_error == -ECANCELED ||
+		   w->job_error == -ENODEV) {
+		f.status = VNPURT_STATUS_DEVICE_RESET;
+	}
+	if (f.status == VNPU_STATUS_MMU_FAULT) {
+		uint64_t count = 0, st = 0;
+
+		/* The reason and direction are in the fault registers. */
 		pthread_mutex_lock(&d->fault_lock);
 		if (!get_param(d, DRM_VNPU_PARAM_FAULT_COUNT, 0, &count) &&
 		    count > d->faults_seen &&
-		    !get_param(d, DRM_VNPU_PARAM_FAULT_VA, 0, &va) &&
 		    !get_param(d, DRM_VNPU_PARAM_FAULT_STATUS, 0, &st)) {
 			d->faults_seen = count;
-			f->status = VNPU_STATUS_MMU_FAULT;
-			f->info = va;
-			f->fault_reason = VNPU_FAULT_REASON((uint32_t)st);
-			f->fault_write = st & VNPU_FAULT_WRITE;
-		} else {
-			f->status = VNPU_STATUS_CONTEXT_FAULTED;
-			f->info = 0;
+			f.fault_reason = VNPU_FAULT_REASON((uint32_t)st);
+			f.fault_write = st & VNPU_FAULT_WRITE;
 		}
 		pthread_mutex_unlock(&d->fault_lock);
-		break;
 	}
-	case -ETIMEDOUT:
-	case -ECANCELED:
-	case -ENODEV:
-		f->status = VNPURT_STATUS_DEVICE_RESET;
-		break;
-	case -EIO: {
-		/* The driver folds every failed completion into -EIO: name
-		 * the launch whose arguments the firmware refuses. */
-		const struct vnpu_cmd *cmds = q->slot_cpu[j->slot];
-		uint64_t n = j->last_seq - j->first_seq + 1;
-
-		for (uint64_t i = 0; i < n; i++) {
-			uint32_t st;
-
-			if (cmds[i].hdr.opcode != VNPU_OP_KERNEL_LAUNCH)
-				continue;
-			st = launch_status(d, &cmds[i].launch);
-			if (st != VNPU_STATUS_OK) {
-				f->status = st;
-				f->info = 0;
-				break;
-			}
-		}
-		break;
-	}
-	default:
-		break;
+	push_failure(q, &f);
+	/* The rest of a faulted job did not run. */
+	if (f.status == VNPU_STATUS_MMU_FAULT && f.last_seq < j->last_seq) {
+		f = (struct vnpurt_failure){
+			.first_seq = f.last_seq + 1,
+			.last_seq = j->last_seq,
+			.status = VNPU_STATUS_CONTEXT_FAULTED,
+		};
+		push_failure(q, &f);
 	}
 }
 
@@ -701,13 +632,12 @@ static void retire(struct vnpurt_bdev *d, struct drm_queue *q)
 
 	while (q->job_count) {
 		struct drm_job *j = &q->job[q->job_head];
-		struct vnpurt_failure f;
-		int error;
+		struct drm_vnpu_bo_wait w = {0};
 
 		if (j->kseq) {
-			/* The timeline's signaled point says which jobs are
-			 * done without waiting (BO_WAIT's shortest wait is a
-			 * tick); BO_WAIT then only reads their errors. */
+			/* One query of the timeline's signaled point says
+			 * which jobs are done; BO_WAIT (polling) then reads
+			 * each one's error and device status. */
 			if (!queried &&
 			    drmSyncobjQuery(d->fd, &q->syncobj, &signaled, 1))
 				break;
@@ -716,21 +646,14 @@ static void retire(struct vnpurt_bdev *d, struct drm_queue *q)
 				break;
 		}
 		if (j->kseq) {
-			struct drm_vnpu_bo_wait w = {
-				.handle = q->slot_handle[j->slot],
-				.timeout_ns = 0,
-			};
-
+			w.handle = q->slot_handle[j->slot];
 			if (drmIoctl(d->fd, DRM_IOCTL_VNPU_BO_WAIT, &w))
 				break;
-			error = w.job_error;
 		} else {
-			error = j->submit_err;
+			w.job_error = j->submit_err;
 		}
-		if (error) {
-			job_failure(d, q, j, error, &f);
-			push_failure(q, &f);
-		}
+		if (w.job_error)
+			job_failure(d, q, j, &w);
 		if (j->kseq)
 			q->free_slot[q->nfree++] = j->slot;
 		q->done = j->last_seq;
