@@ -411,8 +411,9 @@ static double train(struct net *n, tensor_t x, tensor_t y, double *first,
 			tensor_t upd = vnpu_op_sub_Tensor(p, vnpu_at_grad(p),
 						VNPU_AT_DOUBLE(TRAIN_LR));
 
-			take(upd ? vnpu_op_copy_(p, upd, false) : NULL, upd,
-			     NULL);
+			/* copy_ returns p with a new reference */
+			vnpu_at_release(take(upd ? vnpu_op_copy_(p, upd, false)
+						 : NULL, upd, NULL));
 			vnpu_at_zero_grad(p);
 		}
 		vnpu_tls_guard_end(&ng);
