@@ -280,6 +280,11 @@ static void test_bo_errors(int fd)
 	c.size = UINT64_MAX;
 	check(xioctl(fd, DRM_IOCTL_VNPU_BO_CREATE, &c) == -EINVAL,
 	      "BO_CREATE size UINT64_MAX: EINVAL");
+	/* Under the VA limit, over any guest's RAM: refused, not pinned. */
+	c.size = 1ull << 38;
+	check(xioctl(fd, DRM_IOCTL_VNPU_BO_CREATE, &c) == -ENOMEM &&
+		      c.handle == 77,
+	      "BO_CREATE 256 GiB system BO: ENOMEM");
 }
 
 /* FILL, DMA_COPY and a fill kernel, checked through the mappings. */
@@ -392,6 +397,40 @@ static void test_exec(int fd)
 		s.queue_id = 999;
 		check(xioctl(fd, DRM_IOCTL_VNPU_SUBMIT, &s) == -ENOENT,
 		      "bad queue: ENOENT");
+		s.queue_id = q;
+		s.cmd_offset = UINT64_MAX - 7; /* offset + 64 wraps */
+		check(xioctl(fd, DRM_IOCTL_VNPU_SUBMIT, &s) == -EINVAL &&
+			      s.seqno == 5,
+		      "command buffer offset wrapping: EINVAL");
+	}
+	memset(&cmds[0], 0, sizeof(cmds[0]));
+	cmds[0].hdr.opcode = VNPU_OP_NOP;
+	list[0] = sys.handle;
+	list[1] = sys.handle;
+	check(submit(fd, q, &cmd, cmds, 1, list, 2, 0, NULL) == -EINVAL,
+	      "BO listed twice: EINVAL");
+	{
+		struct drm_prime_handle ph = { .handle = vram.handle,
+					       .flags = DRM_CLOEXEC, .fd = -1 };
+
+		ret = xioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph);
+		check(ret < 0 && ph.fd == -1, "VRAM BO PRIME export refused (%d)",
+		      ret);
+		if (!ret)
+			close(ph.fd);
+	}
+	{
+		struct drm_vnpu_queue_destroy qd = { 0 };
+		uint32_t q2, q2sync;
+
+		ret = queue_new(fd, &q2, &q2sync);
+		qd.queue_id = q2;
+		check(!ret && !xioctl(fd, DRM_IOCTL_VNPU_QUEUE_DESTROY, &qd) &&
+			      xioctl(fd, DRM_IOCTL_VNPU_QUEUE_DESTROY, &qd) ==
+				      -ENOENT,
+		      "QUEUE_DESTROY twice: ENOENT the second time");
+		check(submit(fd, q2, &cmd, cmds, 1, NULL, 0, 0, NULL) == -ENOENT,
+		      "SUBMIT to a destroyed queue: ENOENT");
 	}
 	bo_free(fd, &vram);
 	bo_free(fd, &sys);
