@@ -13,6 +13,7 @@
 # The guest dir, $VNPU_CACHE/guest/<release>/ (VNPU_CACHE defaults to
 # ${XDG_CACHE_HOME:-$HOME/.cache}/vnpu), holds:
 #   vmlinuz, config, System.map      from the package's /boot
+#   vmlinux                          the ELF kernel inside vmlinuz (PVH boot)
 #   lib/modules/<release>/           every module (.ko.xz, the kernel
 #                                    decompresses them itself) with
 #                                    modules.dep from depmod
@@ -110,8 +111,38 @@ if [ "$print_version" -eq 1 ]; then
 	exit 0
 fi
 
+# vmlinux: the ELF kernel inside vmlinuz (Debian compresses it with zstd).
+# QEMU boots it through its PVH entry point, without the real-mode setup
+# and the decompressor, which take seconds under TCG. Without zstd or a
+# PVH note there is no vmlinux and scripts/vm.sh boots vmlinuz.
+extract_vmlinux() {
+	local d=$1 off
+	if ! command -v zstd >/dev/null; then
+		log "installing zstd"
+		apt_get install -y -qq --no-install-recommends zstd >/dev/null ||
+			return 0
+	fi
+	for off in $(LC_ALL=C grep -obUaP '\x28\xb5\x2f\xfd' "$d/vmlinuz" |
+		cut -d: -f1 | head -4); do
+		tail -c +$((off + 1)) "$d/vmlinuz" | zstd -dcq 2>/dev/null \
+			>"$d/vmlinux.tmp" || true
+		if [ "$(head -c4 "$d/vmlinux.tmp" | od -An -c | tr -d ' ')" = \
+			'177ELF' ] && readelf -n "$d/vmlinux.tmp" 2>/dev/null |
+			grep -q 'Xen.*0x00000012\|PHYS32_ENTRY'; then
+			mv "$d/vmlinux.tmp" "$d/vmlinux"
+			return 0
+		fi
+	done
+	rm -f "$d/vmlinux.tmp"
+	log "no PVH kernel found inside vmlinuz; the VM boots vmlinuz"
+}
+
 dir=$cache/guest/$kver
 if [ -f "$dir/package" ] && [ "$(cat "$dir/package")" = "$pkg $pkgver" ]; then
+	[ -f "$dir/vmlinux" ] || [ -f "$dir/no-vmlinux" ] || {
+		extract_vmlinux "$dir"
+		[ -f "$dir/vmlinux" ] || touch "$dir/no-vmlinux"
+	}
 	echo "$dir"
 	exit 0
 fi
@@ -150,6 +181,8 @@ mv "$tmp/root/boot/vmlinuz-$kver" "$dir/vmlinuz"
 mv "$tmp/root/boot/config-$kver" "$dir/config"
 mv "$tmp/root/boot/System.map-$kver" "$dir/System.map"
 mv "$mods" "$dir/lib/modules/$kver"
+extract_vmlinux "$dir"
+[ -f "$dir/vmlinux" ] || touch "$dir/no-vmlinux"
 echo "$pkg $pkgver" >"$dir/package"
 log "ready: $dir"
 echo "$dir"

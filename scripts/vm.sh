@@ -141,6 +141,11 @@ initramfs=$(quietly "$here/initramfs.sh" --guest "$guest" \
 	${module:+--module "$module"} ${firmware:+--firmware "$firmware"} \
 	"${adds[@]}")
 
+# The uncompressed ELF kernel boots straight into its PVH entry point,
+# skipping the real-mode setup and the decompressor (seconds under TCG).
+kernel=$guest/vmlinux
+[ -f "$kernel" ] && [ "${VNPU_VM_KERNEL:-}" != vmlinuz ] || kernel=$guest/vmlinuz
+
 mkdir -p "$cache/vm-runs"
 run=$(mktemp -d "$cache/vm-runs/$(date +%Y%m%d-%H%M%S).XXXX")
 qpid=""
@@ -188,7 +193,7 @@ qemu_args() {
 	local a=$1
 	local -a args=(-machine q35 -m "$mem" -smp "$smp" -nodefaults
 		-no-user-config -no-reboot -display none
-		-kernel "$guest/vmlinuz" -initrd "$run/initrd")
+		-kernel "$kernel" -initrd "$run/initrd")
 	if [ "$a" = tcg ]; then
 		args+=(-accel tcg -cpu max)
 	else
