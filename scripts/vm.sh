@@ -112,15 +112,6 @@ else
 fi
 case $accel in auto | tcg | kvm) ;; *) die "--accel auto|tcg|kvm" ;; esac
 
-# ---- ingredients ---------------------------------------------------------------
-t_start=$(date +%s.%N)
-if [ -z "$qemu" ]; then
-	if ! qemu=$("$here/build-qemu.sh" --print-path 2>/dev/null); then
-		log "building QEMU with the vnpu device (scripts/build-qemu.sh)"
-		qemu=$(quietly "$here/build-qemu.sh")
-	fi
-fi
-[ -x "$qemu" ] || die "no QEMU at $qemu"
 # With --quiet the helpers' progress is shown only when they fail.
 quietly() {
 	if [ "$quiet" -eq 0 ]; then
@@ -134,6 +125,16 @@ quietly() {
 	rm -f "$errs"
 	return $rc
 }
+
+# ---- ingredients ---------------------------------------------------------------
+t_start=$(date +%s.%N)
+if [ -z "$qemu" ]; then
+	if ! qemu=$("$here/build-qemu.sh" --print-path 2>/dev/null); then
+		log "building QEMU with the vnpu device (scripts/build-qemu.sh)"
+		qemu=$(quietly "$here/build-qemu.sh")
+	fi
+fi
+[ -x "$qemu" ] || die "no QEMU at $qemu"
 log "preparing the guest kernel"
 guest=$(quietly "$here/guest-kernel.sh")
 log "preparing the initramfs"

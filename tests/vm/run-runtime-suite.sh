@@ -139,11 +139,15 @@ cp "$build/tools/vnpu-smi" "$stage/suite/"
 cp "$0" "$stage/suite/run-runtime-suite.sh"
 
 out=$stage/out
-rc=0
-"$repo/scripts/vm.sh" run --module "$ko" --firmware "$build/tools/vnpu.fw" \
-	--add "$stage/suite:/vnpu/suite" "$@" -- \
-	sh /vnpu/suite/run-runtime-suite.sh --guest "$bench" | tee "$out" ||
-	rc=$?
+# sh has no pipefail: vm.sh's own status travels through a file, not tee's.
+{
+	"$repo/scripts/vm.sh" run --module "$ko" \
+		--firmware "$build/tools/vnpu.fw" \
+		--add "$stage/suite:/vnpu/suite" "$@" -- \
+		sh /vnpu/suite/run-runtime-suite.sh --guest "$bench" &&
+		echo 0 >"$stage/rc" || echo $? >"$stage/rc"
+} | tee "$out"
+rc=$(cat "$stage/rc")
 if [ -n "$results" ]; then
 	# The last attempt's lines (vm.sh may boot again under TCG).
 	awk '/^== results$/ {n = 0; delete r; next}
