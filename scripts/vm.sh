@@ -272,7 +272,8 @@ boot_and_wait() {
 		kill -9 "$qpid" 2>/dev/null || true
 	fi
 	kill "$sleeper" 2>/dev/null || true
-	wait "$qpid" 2>/dev/null || true
+	qemu_rc=0
+	wait "$qpid" 2>/dev/null || qemu_rc=$?
 	qpid=""
 	wait "$t_out" "$t_err" 2>/dev/null || true
 	return $rc
@@ -297,6 +298,8 @@ elif [ "$accel" = kvm-try ]; then
 	echo good >"$kvm_verdict"
 fi
 t_end=$(date +%s.%N)
+# What a kept run dir needs is the logs, not the image.
+rm -rf "$run/initrd" "$run/extra"
 
 status=$(awk '$1 == "exit" {print $2}' "$run/status")
 kernel_ok=0
@@ -306,7 +309,8 @@ if [ $rc -eq 1 ]; then
 	exit 124
 fi
 if [ -z "$status" ]; then
-	echo "vm: the guest reported no exit status (logs: $run); console:" >&2
+	echo "vm: the guest reported no exit status (QEMU exited" \
+		"$qemu_rc; logs: $run); console:" >&2
 	tail -30 "$run/console.log" | sed 's/^/  | /' >&2
 	sed 's/^/  qemu: /' "$run/qemu.log" | tail -10 >&2
 	exit 125
