@@ -5,8 +5,9 @@
 # (which also builds and briefly runs the libFuzzer target), then builds
 # QEMU with the vnpu device (cached outside the checkout) and runs the
 # 'qemu' suite against it in both execution modes, then the 'vm' suite
-# (scripts/vm.sh booting the guest in that QEMU), and prints
-# "N passed, N failed" over all of it.
+# (scripts/vm.sh booting the guest in that QEMU), the runtime suite in the
+# guest on the drm backend, the driver's smoke test and the workloads through
+# vnpu.ko, and prints "N passed, N failed" over all of it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -66,6 +67,36 @@ if [ -n "${qemu:-}" ] && [ -x "$qemu" ]; then
 		--results build-test-vm-runtime/meson-logs/testlog.json \
 		-- --qemu "$qemu" || status=1
 	logs+=(build-test-vm-runtime)
+fi
+
+# The driver in that VM: its smoke test (test mode: faults, hang, reset,
+# ban) as root, and the workloads as a non-root user through vnpu.ko, each
+# a pass/fail entry in the count.
+if [ -n "${qemu:-}" ] && [ -x "$qemu" ] && ko=$(scripts/build-module.sh); then
+	echo "== vm-driver: smoke test and workloads through vnpu.ko"
+	mkdir -p build-test-vm-driver/meson-logs
+	results=build-test-vm-driver/meson-logs/testlog.json
+	: >"$results"
+	vm_check() {
+		local name=$1 result=OK
+		shift
+		scripts/vm.sh run --qemu "$qemu" --module "$ko" \
+			--firmware build-test/tools/vnpu.fw "$@" ||
+			{ result=FAIL; status=1; }
+		echo "{\"name\": \"$name\", \"result\": \"$result\"}" >>"$results"
+	}
+	vm_check vm-driver/smoke --device-opts test-mode=on \
+		--add build-test/tests/hw/vnpu-smoke:/opt/vnpu/bin/vnpu-smoke \
+		-- /opt/vnpu/bin/vnpu-smoke
+	vm_check vm-driver/workloads --user \
+		--add build-test/workloads/vnpu-workloads:/opt/vnpu/bin/vnpu-workloads \
+		--add build-test/workloads/vnpu-dispatch-workloads:/opt/vnpu/bin/vnpu-dispatch-workloads \
+		-- sh -c 'export VNPU_BACKEND=drm; /opt/vnpu/bin/vnpu-workloads &&
+			/opt/vnpu/bin/vnpu-dispatch-workloads'
+	logs+=(build-test-vm-driver)
+else
+	echo "== vm-driver: not run (no QEMU or no module)"
+	status=1
 fi
 
 python3 - "${logs[@]}" <<'PY'
