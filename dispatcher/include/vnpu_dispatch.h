@@ -396,6 +396,11 @@ struct vnpu_at_storage {
 	void *data;			/* host pointer, or device VA on npu */
 	size_t nbytes;
 	bool owns_data;
+	/* npu: the stream current when it was allocated. Its block returns
+	 * to the cache for reuse on that stream only, where stream order
+	 * puts every later use after every earlier one (as PyTorch's caching
+	 * allocator); using it on another stream needs an event. */
+	void *stream;
 	struct vnpu_at_npu_desc npu;	/* npu storages only */
 	/* Bumped by every NPU kernel that writes the storage; a cached
 	 * format-cast copy (vnpu_npu_as_format) is valid while it matches. */

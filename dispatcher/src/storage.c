@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* Refcounted storages: host memory for the CPU, device memory for npu
  * through a caching allocator over vnpu_malloc. The cache reuses a freed
- * block for later work on the stream (stream order makes that safe, as in
- * PyTorch's caching allocators), and avoids vnpu_free's device wait. */
+ * block only for allocations on the stream it was allocated on (stream
+ * order makes that safe, as in PyTorch's caching allocator), and avoids
+ * vnpu_free's device wait. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@ struct cached_block {
 	struct cached_block *next;
 	void *ptr;
 	int device;
+	void *stream;
 };
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -54,7 +56,7 @@ static int size_class(size_t n)
 	return c;
 }
 
-static void *npu_alloc(size_t nbytes, int device, size_t *got)
+static void *npu_alloc(size_t nbytes, int device, void *stream, size_t *got)
 {
 	int c = size_class(nbytes ? nbytes : 1);
 	struct cached_block *b;
@@ -68,7 +70,7 @@ static void *npu_alloc(size_t nbytes, int device, size_t *got)
 	}
 	pthread_mutex_lock(&cache_lock);
 	for (struct cached_block **pp = &free_lists[c]; *pp; pp = &(*pp)->next) {
-		if ((*pp)->device == device) {
+		if ((*pp)->device == device && (*pp)->stream == stream) {
 			b = *pp;
 			*pp = b->next;
 			ptr = b->ptr;
@@ -95,7 +97,7 @@ static void *npu_alloc(size_t nbytes, int device, size_t *got)
 	return ptr;
 }
 
-static void npu_cache_put(void *ptr, size_t nbytes, int device)
+static void npu_cache_put(void *ptr, size_t nbytes, int device, void *stream)
 {
 	struct cached_block *b = malloc(sizeof(*b));
 	int c = size_class(nbytes);
@@ -106,6 +108,7 @@ static void npu_cache_put(void *ptr, size_t nbytes, int device)
 	}
 	b->ptr = ptr;
 	b->device = device;
+	b->stream = stream;
 	pthread_mutex_lock(&cache_lock);
 	b->next = free_lists[c];
 	free_lists[c] = b;
@@ -153,7 +156,8 @@ struct vnpu_at_storage *vnpu_storage_new(size_t nbytes,
 			free(s);
 			return NULL;
 		}
-		s->data = npu_alloc(nbytes, dev.index, &s->nbytes);
+		s->stream = vnpu_npu_cur_stream;
+		s->data = npu_alloc(nbytes, dev.index, s->stream, &s->nbytes);
 		if (!s->data) {
 			free(s);
 			return NULL;
@@ -181,7 +185,7 @@ void vnpu_storage_release(struct vnpu_at_storage *s)
 		if (s->device.type == VNPU_AT_NPU) {
 			size_t c = (size_t)1 << size_class(s->nbytes ? s->nbytes : 1);
 
-			npu_cache_put(s->data, c, s->device.index);
+			npu_cache_put(s->data, c, s->device.index, s->stream);
 		} else {
 			free(s->data);
 		}
