@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hw_mmu: category 9 of the in-VM hardware suite. Device MMU faults and
+ * isolation between contexts and processes: an access outside a context's
+ * mappings (unmapped VA, guard page, another context's VA, a write to a
+ * read-only BO) faults that context only, with the fault's VA and reason
+ * reported; another process's context keeps running meanwhile; another
+ * file's mmap offsets are refused; VRAM and system memory given to a new BO
+ * never hold a previous owner's data.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "hw_util.h"
+#include "vnpu/hw_mmu.h"
+
+#define FAULT_REASON(status) (((status) >> 8) & 0xff)
+#define FAULT_WRITE(status) (((status) >> 1) & 1)
+
+/* Runs cmd in ctx and expects an MMU fault at va. */
+static void expect_fault(struct hw_ctx *ctx, struct vnpu_cmd cmd,
+			 uint32_t handle, uint64_t va, uint32_t reason,
+			 uint32_t write)
+{
+	struct drm_vnpu_bo_wait w;
+	uint64_t status;
+
+	memset(&w, 0, sizeof(w));
+	ck_assert_int_eq(hw_run(ctx, &cmd, 1, &handle, 1, &w), -EFAULT);
+	ck_assert_uint_eq(w.job_status, VNPU_STATUS_MMU_FAULT);
+	ck_assert_uint_eq(w.job_info, va);
+	ck_assert(hw_param(ctx->fd, DRM_VNPU_PARAM_CONTEXT_STATE) &
+		  DRM_VNPU_CONTEXT_FAULTED);
+	ck_assert_uint_eq(hw_param(ctx->fd, DRM_VNPU_PARAM_FAULT_COUNT), 1);
+	ck_assert_uint_eq(hw_param(ctx->fd, DRM_VNPU_PARAM_FAULT_VA), va);
+	status = hw_param(ctx->fd, DRM_VNPU_PARAM_FAULT_STATUS);
+	ck_assert_uint_eq(FAULT_REASON(status), reason);
+	ck_assert_uint_eq(FAULT_WRITE(status), write);
+}
+
+/* A child process keeps submitting checked FILLs in its own context while
+ * the parent's context faults. Exit status 0 when every job was right. */
+static int innocent_child(int go_pipe)
+{
+	struct hw_ctx ctx;
+	struct hw_bo buf;
+	char byte;
+	int i;
+
+	hw_ctx_open(&ctx);
+	hw_bo_new(ctx.fd, 64 * 1024, DRM_VNPU_BO_VRAM, &buf);
+	if (read(go_pipe, &byte, 1) != 1)
+		return 2;
+	for (i = 0; i < 40; i++) {
+		uint32_t pattern = 0x01010101u * (uint32_t)(i + 1);
+		struct vnpu_cmd c = hw_cmd_fill(buf.va, buf.size, pattern, 4);
+
+		if (hw_run(&ctx, &c, 1, &buf.handle, 1, NULL) ||
+		    hw_check_u32(buf.map, buf.size, pattern) != SIZE_MAX)
+			return 3;
+	}
+	if (hw_param(ctx.fd, DRM_VNPU_PARAM_CONTEXT_STATE) ||
+	    hw_param(ctx.fd, DRM_VNPU_PARAM_FAULT_COUNT))
+		return 4;
+	hw_ctx_close(&ctx);
+	return 0;
+}
+
+START_TEST(test_fault_only_faulting_process)
+{
+	struct hw_ctx ctx;
+	struct hw_bo buf;
+	int go[2], status;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(go), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(go[1]);
+		_exit(innocent_child(go[0]));
+	}
+	close(go[0]);
+	hw_ctx_open(&ctx);
+	hw_bo_new(ctx.fd, HW_PAGE_SIZE, 0, &buf);
+	ck_assert_int_eq(write(go[1], "g", 1), 1);
+	expect_fault(&ctx, hw_cmd_fill(0x2000, 4096, 1, 4), buf.handle,
+		     0x2000, VNPU_FAULT_NOT_MAPPED, 1);
+	/* Sticky: the next job fails without running. */
+	{
+		struct vnpu_cmd c = hw_cmd_fill(buf.va, buf.size, 5, 4);
+		struct drm_vnpu_bo_wait w;
+
+		memset(buf.map, 0, buf.size);
+		ck_assert_int_eq(hw_run(&ctx, &c, 1, &buf.handle, 1, &w),
+				 -EFAULT);
+		ck_assert_uint_eq(w.job_status, VNPU_STATUS_CONTEXT_FAULTED);
+		ck_assert_uint_eq(hw_check_u32(buf.map, buf.size, 0),
+				  SIZE_MAX);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "the other process's jobs failed (status %#x)", status);
+	close(go[1]);
+	hw_ctx_close(&ctx);
+}
+END_TEST
+
+/* The guard page after a BO: a copy one byte too long faults at its end. */
+START_TEST(test_guard_page)
+{
+	struct hw_ctx ctx;
+	struct hw_bo a, b;
+
+	hw_ctx_open(&ctx);
+	hw_bo_new(ctx.fd, 2 * HW_PAGE_SIZE, 0, &a);
+	hw_bo_new(ctx.fd, 4 * HW_PAGE_SIZE, 0, &b);
+	ck_assert_uint_ne(a.va + a.size, b.va);
+	expect_fault(&ctx, hw_cmd_copy(a.va, b.va, a.size + 1), a.handle,
+		     a.va + a.size, VNPU_FAULT_NOT_MAPPED, 0);
+	hw_ctx_close(&ctx);
+}
+END_TEST
+
+/* DEVICE_READ_ONLY: the device reads it, a write faults (PERMISSION, write)
+ * and leaves the contents alone. */
+START_TEST(test_read_only_bo)
+{
+	struct hw_ctx ctx;
+	struct hw_bo ro, rw;
+	struct vnpu_cmd c;
+	uint32_t bos[2];
+
+	hw_ctx_open(&ctx);
+	hw_bo_new(ctx.fd, HW_PAGE_SIZE, DRM_VNPU_BO_DEVICE_READ_ONLY, &ro);
+	hw_bo_new(ctx.fd, HW_PAGE_SIZE, 0, &rw);
+	hw_pattern_fill(ro.map, ro.size, 77);
+	c = hw_cmd_copy(ro.va, rw.va, ro.size);
+	bos[0] = rw.handle;
+	bos[1] = ro.handle;
+	ck_assert_int_eq(hw_run(&ctx, &c, 1, bos, 2, NULL), 0);
+	ck_assert_uint_eq(hw_pattern_check(rw.map, rw.size, 77), SIZE_MAX);
+	expect_fault(&ctx, hw_cmd_fill(ro.va, ro.size, 0, 4), ro.handle,
+		     ro.va, VNPU_FAULT_PERMISSION, 1);
+	ck_assert_uint_eq(hw_pattern_check(ro.map, ro.size, 77), SIZE_MAX);
+	hw_ctx_close(&ctx);
+}
+END_TEST
+
+/*
+ * Context A maps more BOs than context B: a VA that is A's BO but not
+ * mapped in B faults in B, and A's data is neither read nor changed.
+ */
+START_TEST(test_other_context_va)
+{
+	struct hw_ctx a, b, c;
+	struct hw_bo abo[4], bbo, cbo;
+	int i;
+
+	hw_ctx_open(&a);
+	hw_ctx_open(&b);
+	for (i = 0; i < 4; i++) {
+		hw_bo_new(a.fd, 64 * 1024, 0, &abo[i]);
+		hw_pattern_fill(abo[i].map, abo[i].size, 100 + i);
+	}
+	hw_bo_new(b.fd, 64 * 1024, 0, &bbo);
+	memset(bbo.map, 0, bbo.size);
+	expect_fault(&b, hw_cmd_copy(abo[3].va, bbo.va, 4096), bbo.handle,
+		     abo[3].va, VNPU_FAULT_NOT_MAPPED, 0);
+	ck_assert_uint_eq(hw_check_u32(bbo.map, bbo.size, 0), SIZE_MAX);
+	/* A write, from a third context (b is faulted now, for good). */
+	hw_ctx_open(&c);
+	hw_bo_new(c.fd, 64 * 1024, 0, &cbo);
+	expect_fault(&c, hw_cmd_fill(abo[3].va, 4096, 0, 4), cbo.handle,
+		     abo[3].va, VNPU_FAULT_NOT_MAPPED, 1);
+	hw_ctx_close(&c);
+	for (i = 0; i < 4; i++)
+		ck_assert_uint_eq(hw_pattern_check(abo[i].map, abo[i].size,
+						   100 + i),
+				  SIZE_MAX);
+	ck_assert_uint_eq(hw_param(a.fd, DRM_VNPU_PARAM_CONTEXT_STATE), 0);
+	hw_ctx_close(&b);
+	hw_ctx_close(&a);
+}
+END_TEST
+
+/* mmap offsets belong to the file that holds the handle. */
+START_TEST(test_mmap_offset_per_file)
+{
+	int a = hw_open(), b = hw_open();
+	struct hw_bo bo;
+	void *p;
+
+	hw_bo_new(a, HW_PAGE_SIZE, 0, &bo);
+	p = mmap(NULL, HW_PAGE_SIZE, PROT_READ, MAP_SHARED, b,
+		 (off_t)bo.mmap_offset);
+	ck_assert_msg(p == MAP_FAILED, "another file's BO was mapped");
+	ck_assert_int_eq(errno, EACCES);
+	close(b);
+	hw_bo_free(a, &bo);
+	close(a);
+}
+END_TEST
+
+#define SCRUB_SIZE (8u << 20)
+
+/* A child fills SCRUB_SIZE of VRAM (and system memory) with a pattern
+ * through the device, then frees it and exits. */
+static int dirty_child(uint32_t flags)
+{
+	struct hw_ctx ctx;
+	struct hw_bo bo;
+	struct vnpu_cmd c;
+
+	hw_ctx_open(&ctx);
+	if (hw_bo_create(ctx.fd, SCRUB_SIZE, flags, &bo))
+		return 2;
+	c = hw_cmd_fill(bo.va, bo.size, 0xdeadbeef, 4);
+	if (hw_run(&ctx, &c, 1, &bo.handle, 1, NULL))
+		return 3;
+	if (((volatile uint32_t *)bo.map)[SCRUB_SIZE / 8] != 0xdeadbeef)
+		return 4;
+	hw_bo_free(ctx.fd, &bo);
+	hw_ctx_close(&ctx);
+	return 0;
+}
+
+static void check_scrubbed(uint32_t flags)
+{
+	struct hw_ctx ctx;
+	struct hw_bo bo, sys;
+	struct vnpu_cmd c;
+	uint32_t bos[2];
+	int status;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(dirty_child(flags));
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "the dirtying process failed (%#x)", status);
+	hw_ctx_open(&ctx);
+	hw_bo_new(ctx.fd, SCRUB_SIZE, flags, &bo);
+	hw_bo_new(ctx.fd, SCRUB_SIZE, 0, &sys);
+	memset(sys.map, 0xa5, sys.size);
+	/* Read through the device (VRAM reads over the BAR are slow). */
+	c = hw_cmd_copy(bo.va, sys.va, bo.size);
+	bos[0] = sys.handle;
+	bos[1] = bo.handle;
+	ck_assert_int_eq(hw_run(&ctx, &c, 1, bos, 2, NULL), 0);
+	{
+		size_t at = hw_check_u32(sys.map, sys.size, 0);
+
+		ck_assert_msg(at == SIZE_MAX,
+			      "a new BO holds old data at %zu: %#x", at,
+			      ((uint32_t *)sys.map)[at / 4]);
+	}
+	ck_assert_uint_eq(((volatile uint32_t *)bo.map)[0], 0);
+	hw_ctx_close(&ctx);
+}
+
+START_TEST(test_vram_scrubbed)
+{
+	check_scrubbed(DRM_VNPU_BO_VRAM);
+}
+END_TEST
+
+START_TEST(test_system_memory_scrubbed)
+{
+	check_scrubbed(0);
+}
+END_TEST
+
+int main(int argc, char **argv)
+{
+	Suite *s = suite_create("hw_mmu");
+	TCase *tc = tcase_create("mmu");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_fault_only_faulting_process);
+	tcase_add_test(tc, test_guard_page);
+	tcase_add_test(tc, test_read_only_bo);
+	tcase_add_test(tc, test_other_context_va);
+	tcase_add_test(tc, test_mmap_offset_per_file);
+	tcase_add_test(tc, test_vram_scrubbed);
+	tcase_add_test(tc, test_system_memory_scrubbed);
+	hw_suite_add(s, tc);
+	return hw_main(argc, argv, s, 0);
+}

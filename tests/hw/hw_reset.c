@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hw_reset: category 8 of the in-VM hardware suite. Hangs and firmware
+ * fatal errors injected through TEST_INJECT commands (allowed by the
+ * module parameter allow_test_inject, which the tests turn on) and the
+ * debugfs triggers: the device is reset once, the guilty context is banned
+ * (its jobs -ETIMEDOUT / -ECANCELED, later SUBMIT and QUEUE_CREATE
+ * -ECANCELED), innocent contexts' jobs complete with correct data, and the
+ * device works afterwards. A lost interrupt only delays a job: no reset.
+ *
+ * This program expects resets (hw_main's HW_EXPECTS_RESET); each test
+ * checks the exact number of resets it caused instead.
+ */
+#include <errno.h>
+#include <glob.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hw_util.h"
+
+#define ALLOW_INJECT "/sys/module/vnpu/parameters/allow_test_inject"
+
+static int write_sysfs(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	int ok;
+
+	if (!f)
+		return -errno;
+	ok = fputs(text, f) >= 0;
+	return fclose(f) == 0 && ok ? 0 : -EIO;
+}
+
+/*
+ * debugfs write through the harness; the device's debugfs directory is
+ * named after the PCI device on this kernel, so fall back to any vnpu
+ * directory under accel/ that has the file.
+ */
+static int debugfs_write(const char *file, const char *text)
+{
+	char path[256];
+	glob_t g;
+	int ret = hw_debugfs_write(file, text);
+
+	if (ret != -ENOENT)
+		return ret;
+	snprintf(path, sizeof(path), "/sys/kernel/debug/accel/*/%s", file);
+	if (glob(path, 0, NULL, &g))
+		return -ENOENT;
+	ret = write_sysfs(g.gl_pathv[0], text);
+	globfree(&g);
+	return ret;
+}
+
+static void allow_inject(bool on)
+{
+	ck_assert_int_eq(write_sysfs(ALLOW_INJECT, on ? "Y" : "N"), 0);
+}
+
+static void need_test_mode(int fd)
+{
+	ck_assert_msg(hw_test_mode(fd),
+		      "the device is not in test mode (test-mode=on)");
+}
+
+static long resets(void)
+{
+	long n = hw_reset_count();
+
+	ck_assert_int_ge(n, 0);
+	return n;
+}
+
+/* FILL(buf, pattern) through ctx: the innocent's work, checked. */
+static void fill_and_check(struct hw_ctx *ctx, struct hw_bo *buf,
+			   uint32_t pattern)
+{
+	struct vnpu_cmd c = hw_cmd_fill(buf->va, buf->size, pattern, 4);
+
+	ck_assert_int_eq(hw_run(ctx, &c, 1, &buf->handle, 1, NULL), 0);
+	ck_assert_uint_eq(hw_check_u32(buf->map, buf->size, pattern),
+			  SIZE_MAX);
+}
+
+/* A fresh context after a reset: the device still runs jobs. */
+static void device_works(void)
+{
+	struct hw_ctx ctx;
+	struct hw_bo buf;
+
+	hw_ctx_open(&ctx);
+	ck_assert_uint_eq(hw_param(ctx.fd, DRM_VNPU_PARAM_CONTEXT_STATE), 0);
+	hw_bo_new(ctx.fd, 64 * 1024, DRM_VNPU_BO_VRAM, &buf);
+	fill_and_check(&ctx, &buf, 0x600dd00d);
+	hw_ctx_close(&ctx);
+}
+
+/*
+ * Guilty context G: FILL(gbuf) then the injected command (HANG or FATAL),
+ * then a second job. Innocent context I has jobs before, around and after.
+ */
+static void guilty_and_innocent(uint32_t kind)
+{
+	struct hw_ctx g, in;
+	struct hw_bo gbuf, gbuf2, ibuf, ibuf2;
+	struct vnpu_cmd c[2];
+	struct drm_vnpu_bo_wait w;
+	uint32_t q;
+	long before;
+
+	hw_ctx_open(&g);
+	need_test_mode(g.fd);
+	hw_ctx_open(&in);
+	hw_bo_new(g.fd, HW_PAGE_SIZE, 0, &gbuf);
+	hw_bo_new(g.fd, HW_PAGE_SIZE, 0, &gbuf2);
+	hw_bo_new(in.fd, 256 * 1024, 0, &ibuf);
+	hw_bo_new(in.fd, 256 * 1024, DRM_VNPU_BO_VRAM, &ibuf2);
+	allow_inject(true);
+	before = resets();
+
+	c[0] = hw_cmd_fill(gbuf.va, gbuf.size, 0x61616161, 4);
+	c[1] = hw_cmd_inject(kind, 0, 0);
+	ck_assert_int_eq(hw_submit(g.fd, g.queue, &g.cmd, 0, c, 2,
+				   &gbuf.handle, 1, 0, NULL),
+			 0);
+	c[0] = hw_cmd_fill(gbuf2.va, gbuf2.size, 0x62626262, 4);
+	ck_assert_int_eq(hw_submit(g.fd, g.queue, &g.cmd, 0, c, 1,
+				   &gbuf2.handle, 1, 0, NULL),
+			 0);
+	/* The innocent's job is queued while the device is stuck. */
+	c[0] = hw_cmd_fill(ibuf.va, ibuf.size, 0x71717171, 4);
+	c[1] = hw_cmd_copy(ibuf.va, ibuf2.va, ibuf.size);
+	{
+		uint32_t bos[2] = { ibuf.handle, ibuf2.handle };
+
+		ck_assert_int_eq(hw_submit(in.fd, in.queue, &in.cmd, 0, c, 2,
+					   bos, 2, 0, NULL),
+				 0);
+	}
+
+	memset(&w, 0, sizeof(w));
+	ck_assert_int_eq(hw_bo_wait(g.fd, gbuf.handle, HW_WAIT_NS * 3, &w), 0);
+	ck_assert_int_eq(w.job_error, -ETIMEDOUT);
+	ck_assert_uint_eq(w.job_status, 0);
+	/* Commands that completed before the hang keep their results. */
+	ck_assert_uint_eq(hw_check_u32(gbuf.map, gbuf.size, 0x61616161),
+			  SIZE_MAX);
+	ck_assert_int_eq(hw_bo_wait(g.fd, gbuf2.handle, HW_WAIT_NS, &w), 0);
+	ck_assert_int_eq(w.job_error, -ECANCELED);
+	ck_assert_uint_eq(hw_check_u32(gbuf2.map, gbuf2.size, 0), SIZE_MAX);
+
+	ck_assert_int_eq(hw_bo_wait(in.fd, ibuf2.handle, HW_WAIT_NS * 3, &w),
+			 0);
+	ck_assert_int_eq(w.job_error, 0);
+	ck_assert_uint_eq(hw_check_u32(ibuf.map, ibuf.size, 0x71717171),
+			  SIZE_MAX);
+	ck_assert_int_eq(resets(), before + 1);
+
+	ck_assert(hw_param(g.fd, DRM_VNPU_PARAM_CONTEXT_STATE) &
+		  DRM_VNPU_CONTEXT_BANNED);
+	ck_assert_uint_eq(hw_param(in.fd, DRM_VNPU_PARAM_CONTEXT_STATE), 0);
+	c[0] = hw_cmd_nop();
+	ck_assert_int_eq(hw_submit(g.fd, g.queue, &g.cmd, 0, c, 1, NULL, 0, 0,
+				   NULL),
+			 -ECANCELED);
+	ck_assert_int_eq(hw_queue_create(g.fd, DRM_VNPU_HW_QUEUE_ANY, &q, NULL),
+			 -ECANCELED);
+	/* The innocent context and the device keep working. */
+	fill_and_check(&in, &ibuf, 0x72727272);
+	allow_inject(false);
+	hw_ctx_close(&g);
+	hw_ctx_close(&in);
+	device_works();
+	ck_assert_int_eq(resets(), before + 1);
+}
+
+START_TEST(test_hang_bans_guilty)
+{
+	guilty_and_innocent(VNPU_TEST_HANG);
+}
+END_TEST
+
+START_TEST(test_fatal_bans_guilty)
+{
+	guilty_and_innocent(VNPU_TEST_FATAL);
+}
+END_TEST
+
+START_TEST(test_inject_needs_permission)
+{
+	struct hw_ctx ctx;
+	struct vnpu_cmd c = hw_cmd_inject(VNPU_TEST_HANG, 0, 0);
+	long before = resets();
+
+	hw_ctx_open(&ctx);
+	allow_inject(false);
+	ck_assert_int_eq(hw_submit(ctx.fd, ctx.queue, &ctx.cmd, 0, &c, 1, NULL,
+				   0, 0, NULL),
+			 -EPERM);
+	ck_assert_uint_eq(hw_param(ctx.fd, DRM_VNPU_PARAM_CONTEXT_STATE), 0);
+	hw_ctx_close(&ctx);
+	ck_assert_int_eq(resets(), before);
+}
+END_TEST
+
+/* TEST_INJECT(LOST_IRQ) drops the job's completion interrupt: the
+ * timeout handler finds the records and completes it, without a reset. */
+START_TEST(test_lost_interrupt_command)
+{
+	struct hw_ctx ctx;
+	struct hw_bo buf;
+	struct vnpu_cmd c[2];
+	long before;
+
+	hw_ctx_open(&ctx);
+	need_test_mode(ctx.fd);
+	hw_bo_new(ctx.fd, 64 * 1024, 0, &buf);
+	allow_inject(true);
+	before = resets();
+	c[0] = hw_cmd_inject(VNPU_TEST_LOST_IRQ, 0, 0);
+	c[1] = hw_cmd_fill(buf.va, buf.size, 0x10571057, 4);
+	ck_assert_int_eq(hw_run(&ctx, c, 2, &buf.handle, 1, NULL), 0);
+	ck_assert_uint_eq(hw_check_u32(buf.map, buf.size, 0x10571057),
+			  SIZE_MAX);
+	allow_inject(false);
+	fill_and_check(&ctx, &buf, 0x20572057);
+	ck_assert_int_eq(resets(), before);
+	hw_ctx_close(&ctx);
+}
+END_TEST
+
+/* The same through the debugfs `inject` file (3: lose the next IRQ). */
+START_TEST(test_lost_interrupt_debugfs)
+{
+	struct hw_ctx ctx;
+	struct hw_bo buf;
+	long before;
+
+	hw_ctx_open(&ctx);
+	need_test_mode(ctx.fd);
+	hw_bo_new(ctx.fd, 64 * 1024, 0, &buf);
+	before = resets();
+	ck_assert_int_eq(debugfs_write("inject", "3"), 0);
+	fill_and_check(&ctx, &buf, 0x30573057);
+	fill_and_check(&ctx, &buf, 0x40574057);
+	ck_assert_int_eq(resets(), before);
+	hw_ctx_close(&ctx);
+}
+END_TEST
+
+/* debugfs force_reset blames nobody: contexts stay usable, data kept. */
+START_TEST(test_forced_reset_blames_nobody)
+{
+	struct hw_ctx ctx;
+	struct hw_bo buf;
+	long before;
+
+	hw_ctx_open(&ctx);
+	hw_bo_new(ctx.fd, 64 * 1024, DRM_VNPU_BO_VRAM, &buf);
+	fill_and_check(&ctx, &buf, 0x0f0f0f0f);
+	before = resets();
+	ck_assert_int_eq(debugfs_write("force_reset", "1"), 0);
+	ck_assert_int_eq(resets(), before + 1);
+	ck_assert_uint_eq(hw_param(ctx.fd, DRM_VNPU_PARAM_CONTEXT_STATE), 0);
+	/* VRAM survives the reset: the device's memory is not cleared. */
+	ck_assert_uint_eq(hw_check_u32(buf.map, buf.size, 0x0f0f0f0f),
+			  SIZE_MAX);
+	fill_and_check(&ctx, &buf, 0xf0f0f0f0);
+	hw_ctx_close(&ctx);
+}
+END_TEST
+
+/* A register-injected hang (debugfs inject 1) has no guilty command: the
+ * job that times out is blamed; a new context works afterwards. */
+START_TEST(test_register_hang)
+{
+	struct hw_ctx ctx;
+	struct hw_bo buf;
+	struct vnpu_cmd c;
+	long before;
+	int ret;
+
+	hw_ctx_open(&ctx);
+	need_test_mode(ctx.fd);
+	hw_bo_new(ctx.fd, 64 * 1024, 0, &buf);
+	before = resets();
+	ck_assert_int_eq(debugfs_write("inject", "1"), 0);
+	c = hw_cmd_fill(buf.va, buf.size, 0x0badf00d, 4);
+	ret = hw_run(&ctx, &c, 1, &buf.handle, 1, NULL);
+	ck_assert_msg(ret == -ETIMEDOUT, "the stuck job: %d", ret);
+	ck_assert_int_eq(resets(), before + 1);
+	ck_assert(hw_param(ctx.fd, DRM_VNPU_PARAM_CONTEXT_STATE) &
+		  DRM_VNPU_CONTEXT_BANNED);
+	hw_ctx_close(&ctx);
+	device_works();
+}
+END_TEST
+
+int main(int argc, char **argv)
+{
+	Suite *s = suite_create("hw_reset");
+	TCase *tc = tcase_create("reset");
+	int ret;
+
+	/* Each hang costs a timeout period or two plus a firmware boot. */
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_inject_needs_permission);
+	tcase_add_test(tc, test_hang_bans_guilty);
+	tcase_add_test(tc, test_fatal_bans_guilty);
+	tcase_add_test(tc, test_lost_interrupt_command);
+	tcase_add_test(tc, test_lost_interrupt_debugfs);
+	tcase_add_test(tc, test_forced_reset_blames_nobody);
+	tcase_add_test(tc, test_register_hang);
+	/* Not hw_suite_add: these tests reset on purpose and count them. */
+	suite_add_tcase(s, tc);
+	ret = hw_main(argc, argv, s, HW_EXPECTS_RESET);
+	write_sysfs(ALLOW_INJECT, "N");
+	return ret;
+}
