@@ -49,6 +49,9 @@ void hw_driver_name(int fd, char *name, size_t len)
 
 int hw_dev_path(char *path, size_t len)
 {
+	/* Found once: a later scan could not open a node whose contexts are
+	 * all in use. */
+	static char found[64];
 	const char *env = getenv("VNPU_DEV");
 	int best = -1;
 	struct dirent *e;
@@ -56,6 +59,10 @@ int hw_dev_path(char *path, size_t len)
 
 	if (env && *env) {
 		snprintf(path, len, "%s", env);
+		return 0;
+	}
+	if (found[0]) {
+		snprintf(path, len, "%s", found);
 		return 0;
 	}
 	d = opendir("/dev/accel");
@@ -82,7 +89,8 @@ int hw_dev_path(char *path, size_t len)
 	closedir(d);
 	if (best < 0)
 		return -ENODEV;
-	snprintf(path, len, "/dev/accel/accel%d", best);
+	snprintf(found, sizeof(found), "/dev/accel/accel%d", best);
+	snprintf(path, len, "%s", found);
 	return 0;
 }
 
@@ -470,18 +478,28 @@ int hw_run(struct hw_ctx *ctx, const struct vnpu_cmd *cmds, uint32_t count,
 	return w.job_error;
 }
 
-/* debugfs directory of the device: its DRM minor number. */
+/* debugfs directory of the device: named after its PCI device (the
+ * device link of the node's char device in sysfs). */
 static int debugfs_dir(char *dir, size_t len)
 {
-	char path[256];
+	char path[256], link[128], *real;
 	struct stat st;
+	const char *base;
 	int ret = hw_dev_path(path, sizeof(path));
 
 	if (ret)
 		return ret;
 	if (stat(path, &st))
 		return -errno;
-	snprintf(dir, len, "/sys/kernel/debug/accel/%u", minor(st.st_rdev));
+	snprintf(link, sizeof(link), "/sys/dev/char/%u:%u/device",
+		 major(st.st_rdev), minor(st.st_rdev));
+	real = realpath(link, NULL);
+	if (!real)
+		return -errno;
+	base = strrchr(real, '/');
+	snprintf(dir, len, "/sys/kernel/debug/accel/%s",
+		 base ? base + 1 : real);
+	free(real);
 	return 0;
 }
 
