@@ -211,6 +211,20 @@ START_TEST(t_boot)
 			  VNPU_BOOT_ERR_HEADER);
 	vq_wr(v, VNPU_REG_CTRL, VNPU_CTRL_RESET);
 	ck_assert_uint_eq(vq_boot_image(v, img, size, 16), VNPU_BOOT_ERR_SIZE);
+	/* A manifest naming a kernel the device lacks (CRCs valid). */
+	vq_wr(v, VNPU_REG_CTRL, VNPU_CTRL_RESET);
+	memcpy(bad, img, size);
+	{
+		struct vnpu_fw_header *bh = (struct vnpu_fw_header *)bad;
+		uint32_t unknown = 99;
+
+		memcpy(bad + bh->header_size, &unknown, sizeof(unknown));
+		bh->payload_crc = crc32_ref(bad + bh->header_size,
+					    size - bh->header_size);
+		fix_header_crc(bad);
+	}
+	ck_assert_uint_eq(vq_boot_image(v, bad, size, size),
+			  VNPU_BOOT_ERR_MANIFEST);
 	/* The image "at" the device's own registers: the DMA fails. */
 	vq_wr(v, VNPU_REG_CTRL, VNPU_CTRL_RESET);
 	vq_wr(v, VNPU_REG_FW_ADDR_LO, (uint32_t)VQ_BAR0_ADDR);
@@ -234,7 +248,7 @@ START_TEST(t_boot)
 	     vq_now_ms() < end;)
 		;
 	ck_assert_uint_eq(vq_rd(v, VNPU_REG_BOOT_STATUS), VNPU_BOOT_ERR_STATE);
-	ck_assert_uint_eq(vq_rd(v, VNPU_REG_RESET_COUNT), resets + 7);
+	ck_assert_uint_eq(vq_rd(v, VNPU_REG_RESET_COUNT), resets + 8);
 	vq_stop(v);
 	free(bad);
 	free(img);
