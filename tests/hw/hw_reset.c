@@ -12,7 +12,6 @@
  * checks the exact number of resets it caused instead.
  */
 #include <errno.h>
-#include <glob.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -30,27 +29,6 @@ static int write_sysfs(const char *path, const char *text)
 		return -errno;
 	ok = fputs(text, f) >= 0;
 	return fclose(f) == 0 && ok ? 0 : -EIO;
-}
-
-/*
- * debugfs write through the harness; the device's debugfs directory is
- * named after the PCI device on this kernel, so fall back to any vnpu
- * directory under accel/ that has the file.
- */
-static int debugfs_write(const char *file, const char *text)
-{
-	char path[256];
-	glob_t g;
-	int ret = hw_debugfs_write(file, text);
-
-	if (ret != -ENOENT)
-		return ret;
-	snprintf(path, sizeof(path), "/sys/kernel/debug/accel/*/%s", file);
-	if (glob(path, 0, NULL, &g))
-		return -ENOENT;
-	ret = write_sysfs(g.gl_pathv[0], text);
-	globfree(&g);
-	return ret;
 }
 
 static void allow_inject(bool on)
@@ -241,7 +219,7 @@ START_TEST(test_lost_interrupt_debugfs)
 	need_test_mode(ctx.fd);
 	hw_bo_new(ctx.fd, 64 * 1024, 0, &buf);
 	before = resets();
-	ck_assert_int_eq(debugfs_write("inject", "3"), 0);
+	ck_assert_int_eq(hw_debugfs_write("inject", "3"), 0);
 	fill_and_check(&ctx, &buf, 0x30573057);
 	fill_and_check(&ctx, &buf, 0x40574057);
 	ck_assert_int_eq(resets(), before);
@@ -260,7 +238,7 @@ START_TEST(test_forced_reset_blames_nobody)
 	hw_bo_new(ctx.fd, 64 * 1024, DRM_VNPU_BO_VRAM, &buf);
 	fill_and_check(&ctx, &buf, 0x0f0f0f0f);
 	before = resets();
-	ck_assert_int_eq(debugfs_write("force_reset", "1"), 0);
+	ck_assert_int_eq(hw_debugfs_write("force_reset", "1"), 0);
 	ck_assert_int_eq(resets(), before + 1);
 	ck_assert_uint_eq(hw_param(ctx.fd, DRM_VNPU_PARAM_CONTEXT_STATE), 0);
 	/* VRAM survives the reset: the device's memory is not cleared. */
@@ -285,7 +263,7 @@ START_TEST(test_register_hang)
 	need_test_mode(ctx.fd);
 	hw_bo_new(ctx.fd, 64 * 1024, 0, &buf);
 	before = resets();
-	ck_assert_int_eq(debugfs_write("inject", "1"), 0);
+	ck_assert_int_eq(hw_debugfs_write("inject", "1"), 0);
 	c = hw_cmd_fill(buf.va, buf.size, 0x0badf00d, 4);
 	ret = hw_run(&ctx, &c, 1, &buf.handle, 1, NULL);
 	ck_assert_msg(ret == -ETIMEDOUT, "the stuck job: %d", ret);
