@@ -7,7 +7,8 @@
 # 'qemu' suite against it in both execution modes, then the 'vm' suite
 # (scripts/vm.sh booting the guest in that QEMU), the runtime suite in the
 # guest on the drm backend, the driver's smoke test and the workloads through
-# vnpu.ko, and prints "N passed, N failed" over all of it.
+# vnpu.ko, the driver's hardware test suite (tests/hw), and prints
+# "N passed, N failed" over all of it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -97,6 +98,17 @@ if [ -n "${qemu:-}" ] && [ -x "$qemu" ] && ko=$(scripts/build-module.sh); then
 else
 	echo "== vm-driver: not run (no QEMU or no module)"
 	status=1
+fi
+
+# The driver's hardware test suite (tests/hw, docs/testing.md) in the VM:
+# one boot, every category program, one result per Check test.
+if [ -n "${qemu:-}" ] && [ -x "$qemu" ]; then
+	echo "== vm-hw: the hardware test suite in the guest"
+	mkdir -p build-test-vm-hw/meson-logs
+	tests/hw/run-hw-suite.sh --build build-test \
+		--results build-test-vm-hw/meson-logs/testlog.json \
+		-- --qemu "$qemu" || status=1
+	logs+=(build-test-vm-hw)
 fi
 
 python3 - "${logs[@]}" <<'PY'
