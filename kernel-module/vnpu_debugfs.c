@@ -132,7 +132,8 @@ static ssize_t vnpu_force_reset_write(struct file *file, const char __user *buf,
 	if (ret)
 		return ret;
 	if (yes) {
-		ret = vnpu_device_reset(vdev, NULL, "forced through debugfs");
+		ret = vnpu_device_reset(vdev, NULL, VNPU_RESET_FORCE,
+					"forced through debugfs");
 		if (ret)
 			return ret;
 	}

@@ -71,8 +71,11 @@ struct vnpu_hwq {
 	int cur_ctx;		   /* context in Q_CTX, -1 none */
 	struct list_head inflight; /* vnpu_job, ring order */
 	u64 fence_ctx;
-	u64 last_done_seq; /* progress seen by the timeout check */
+	/* What the timeout check last measured progress against. */
+	u64 last_done_seq;
 	u32 last_heartbeat;
+	ktime_t last_judged;
+	int judged_resets; /* the reset count then */
 	u32 stall_checks;
 	char name[16];
 };
@@ -95,6 +98,7 @@ struct vnpu_device {
 	void __iomem *vram_map;	  /* BAR4, write-combined */
 	resource_size_t vram_bar; /* bus address of BAR4 */
 	u64 vram_size;
+	u32 heartbeat_period_us;
 
 	u32 hw_version;
 	u32 caps;
@@ -279,8 +283,9 @@ int vnpu_submit_ioctl(struct drm_device *dev, void *data,
 void vnpu_ctx_destroy_queues(struct vnpu_ctx *ctx);
 struct vnpu_queue *vnpu_queue_lookup(struct vnpu_ctx *ctx, u32 id);
 void vnpu_queue_put(struct vnpu_queue *queue);
+#define VNPU_RESET_FORCE (-1)
 int vnpu_device_reset(struct vnpu_device *vdev, struct vnpu_job *bad,
-		      const char *why);
+		      int seen_resets, const char *why);
 void vnpu_device_stop(struct vnpu_device *vdev);
 
 /* vnpu_debugfs.c */

@@ -23,6 +23,7 @@
 #include "vnpu_hw.h"
 
 #define VNPU_MAX_WAIT_CHECKS	10 /* timeouts a FENCE_WAIT may take */
+#define VNPU_HANG_PERIODS	16 /* heartbeat periods a hang verdict spans */
 #define VNPU_MAX_QUEUES_PER_CTX 64
 
 static inline struct vnpu_job *to_vnpu_job(struct drm_sched_job *sj)
@@ -368,6 +369,23 @@ static bool vnpu_job_in_flight(struct vnpu_device *vdev,
 	return found;
 }
 
+static u64 vnpu_hwq_done_seq(struct vnpu_hwq *hwq)
+{
+	return vnpu_rd64_stable(hwq->vdev,
+				VNPU_QUEUE_REG(hwq->index, VNPU_Q_DONE_SEQ_LO),
+				VNPU_QUEUE_REG(hwq->index, VNPU_Q_DONE_SEQ_HI));
+}
+
+/* Called with hwq->lock held: progress is measured from here on. */
+static void vnpu_hwq_rebase(struct vnpu_hwq *hwq, int resets, u64 done, u32 hb)
+{
+	hwq->judged_resets = resets;
+	hwq->last_done_seq = done;
+	hwq->last_heartbeat = hb;
+	hwq->last_judged = ktime_get();
+	hwq->stall_checks = 0;
+}
+
 /*
  * After CTRL.RESET and a new boot: finish what had retired, fail the guilty
  * and banned, and put the rest of each innocent job back into the ring.
@@ -383,6 +401,9 @@ static void vnpu_hwq_recover(struct vnpu_hwq *hwq, bool booted)
 	ctx_index = hwq->cur_ctx;
 	hwq->cur_ctx = -1;
 	hwq->tail = 0;
+	/* The next timeout check measures progress from the new boot. */
+	vnpu_hwq_rebase(hwq, atomic_read(&hwq->vdev->reset_count),
+			vnpu_hwq_done_seq(hwq), vnpu_hw_heartbeat(hwq->vdev));
 	list_for_each_entry_safe(job, tmp, &hwq->inflight, node)
 	{
 		u32 r = job->resume_idx;
@@ -430,9 +451,15 @@ static void vnpu_hwq_recover(struct vnpu_hwq *hwq, bool booted)
  * job whose timeout triggered it (NULL for a forced reset); the guilty job
  * is an injected hang if one is found, else bad if it is still unfinished.
  * Its context is banned.
+ *
+ * seen_resets is the reset count under which the caller judged the device
+ * stuck. One fatal error runs the timeout handler of every queue; those
+ * that saw STATUS.FATAL before the first reset finished must not reset
+ * again, or they would blame an innocent job already resubmitted.
+ * VNPU_RESET_FORCE resets regardless.
  */
 int vnpu_device_reset(struct vnpu_device *vdev, struct vnpu_job *bad,
-		      const char *why)
+		      int seen_resets, const char *why)
 {
 	struct vnpu_job *guilty;
 	unsigned long flags;
@@ -442,6 +469,12 @@ int vnpu_device_reset(struct vnpu_device *vdev, struct vnpu_job *bad,
 	if (!drm_dev_enter(&vdev->drm, &idx))
 		return -ENODEV;
 	mutex_lock(&vdev->reset_lock);
+	if (seen_resets != VNPU_RESET_FORCE &&
+	    seen_resets != atomic_read(&vdev->reset_count)) {
+		mutex_unlock(&vdev->reset_lock);
+		drm_dev_exit(idx);
+		return 0;
+	}
 	for (q = 0; q < vdev->num_hwq; q++)
 		drm_sched_wqueue_stop(&vdev->hwq[q].sched);
 	guilty = vnpu_find_injected_hang(vdev);
@@ -508,17 +541,55 @@ void vnpu_device_stop(struct vnpu_device *vdev)
 	mutex_unlock(&vdev->reset_lock);
 }
 
+/*
+ * Called with hwq->lock held, from a timeout: whether the firmware has
+ * stopped (HEARTBEAT and DONE_SEQ stood still) or the queue has waited on
+ * a fence for VNPU_MAX_WAIT_CHECKS checks. A judgement needs a baseline
+ * from the same boot and at least VNPU_HANG_PERIODS heartbeat periods old:
+ * a fatal error runs every queue's timeout at once, and a queue checked
+ * just after the reset it caused would see a fresh firmware stand still.
+ */
+static bool vnpu_hwq_stuck(struct vnpu_hwq *hwq, int resets, u64 done, u32 hb,
+			   bool waiting)
+{
+	s64 age_us = ktime_us_delta(ktime_get(), hwq->last_judged);
+	bool progressed, alive;
+
+	if (resets != hwq->judged_resets) {
+		vnpu_hwq_rebase(hwq, resets, done, hb);
+		return false;
+	}
+	if (age_us < (s64)VNPU_HANG_PERIODS * hwq->vdev->heartbeat_period_us)
+		return false;
+	progressed = done != hwq->last_done_seq;
+	alive = hb != hwq->last_heartbeat;
+	hwq->last_done_seq = done;
+	hwq->last_heartbeat = hb;
+	hwq->last_judged = ktime_get();
+	if (progressed || !waiting)
+		hwq->stall_checks = 0;
+	else
+		hwq->stall_checks++;
+	if (!progressed && !alive)
+		return true; /* firmware stopped */
+	if (waiting && hwq->stall_checks >= VNPU_MAX_WAIT_CHECKS) {
+		hwq->stall_checks = 0;
+		return true; /* a FENCE_WAIT nobody signals */
+	}
+	return false;
+}
+
 static enum drm_gpu_sched_stat vnpu_timedout_job(struct drm_sched_job *sj)
 {
 	struct vnpu_job *job = to_vnpu_job(sj);
 	struct drm_gpu_scheduler *sched = sj->sched;
 	struct vnpu_hwq *hwq = job->queue->hwq;
 	struct vnpu_device *vdev = hwq->vdev;
-	bool progressed, alive, waiting, fatal, hang = false;
+	bool waiting, fatal, hang;
 	unsigned long flags;
+	int idx, seen_resets;
 	u64 done;
 	u32 hb;
-	int idx;
 
 	/*
 	 * The scheduler took the job off its list so that it cannot be freed
@@ -533,6 +604,8 @@ static enum drm_gpu_sched_stat vnpu_timedout_job(struct drm_sched_job *sj)
 
 	if (!drm_dev_enter(&vdev->drm, &idx))
 		goto out;
+	/* Read before the registers: see vnpu_device_reset(). */
+	seen_resets = atomic_read(&vdev->reset_count);
 	/* A lost interrupt: the records say it is done. */
 	vnpu_hwq_retire(hwq);
 	if (dma_fence_is_signaled(&sj->s_fence->finished) ||
@@ -540,30 +613,15 @@ static enum drm_gpu_sched_stat vnpu_timedout_job(struct drm_sched_job *sj)
 		drm_dev_exit(idx);
 		goto out;
 	}
-	done = vnpu_rd64_stable(vdev,
-				VNPU_QUEUE_REG(hwq->index, VNPU_Q_DONE_SEQ_LO),
-				VNPU_QUEUE_REG(hwq->index, VNPU_Q_DONE_SEQ_HI));
+	done = vnpu_hwq_done_seq(hwq);
 	hb = vnpu_hw_heartbeat(vdev);
 	waiting = vnpu_qrd(hwq, VNPU_Q_STATUS) & VNPU_Q_STATUS_WAITING;
 	fatal = vnpu_rd(vdev, VNPU_REG_STATUS) & VNPU_STATUS_FATAL;
 	spin_lock_irqsave(&hwq->lock, flags);
-	progressed = done != hwq->last_done_seq;
-	alive = hb != hwq->last_heartbeat;
-	hwq->last_done_seq = done;
-	hwq->last_heartbeat = hb;
-	if (progressed || !waiting)
-		hwq->stall_checks = 0;
-	else
-		hwq->stall_checks++;
-	if (fatal || (!progressed && !alive))
-		hang = true; /* firmware stopped */
-	else if (waiting && hwq->stall_checks >= VNPU_MAX_WAIT_CHECKS)
-		hang = true; /* a FENCE_WAIT nobody signals */
-	if (hang)
-		hwq->stall_checks = 0;
+	hang = fatal || vnpu_hwq_stuck(hwq, seen_resets, done, hb, waiting);
 	spin_unlock_irqrestore(&hwq->lock, flags);
 	if (hang)
-		vnpu_device_reset(vdev, job,
+		vnpu_device_reset(vdev, job, seen_resets,
 				  fatal	    ? "firmware fatal error"
 				  : waiting ? "fence wait timeout"
 					    : "heartbeat stopped");
