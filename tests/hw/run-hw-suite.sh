@@ -12,6 +12,7 @@
 # --results  also write one JSON line per test, {"name", "result"} with
 #            result OK or FAIL (as meson's testlog.json)
 # --only     run only this program (e.g. hw_submit; repeatable)
+# --repeat   run the programs N times in the one boot (to catch races)
 # Options after -- go to scripts/vm.sh (e.g. --timeout, --accel, --qemu).
 # CK_RUN_SUITE / CK_RUN_CASE in the environment select Check test cases.
 #
@@ -38,54 +39,59 @@ guest_main() {
 	results=/tmp/hw-suite.jsonl
 	: >"$results"
 	echo "guest: $(uname -r), $(ls /dev/accel 2>/dev/null | tr '\n' ' ')"
-	for t in "$dir"/tests/hw_*; do
-		name=${t##*/}
-		if [ -n "$HW_ONLY" ]; then
-			case " $HW_ONLY " in
-			*" $name "*) ;;
-			*) continue ;;
-			esac
-		fi
-		before=$(guest_resets)
-		start=$(date +%s)
-		out=$(cd /tmp && CK_VERBOSITY=verbose CK_DEFAULT_TIMEOUT=120 \
-			"$t" 2>&1) && rc=0 || rc=$?
-		secs=$(($(date +%s) - start))
-		after=$(guest_resets)
-		# Check's verbose lines: FILE:LINE:P|F|E:TCASE:TEST:ITER: MSG.
-		tests=$(printf '%s\n' "$out" | sed -n \
-			's/^[^:]*:[0-9]*:\([PFE]\):\([^:]*\):\([^:]*\):[0-9]*: .*/\1 \2\/\3/p')
-		np=0 nf=0
-		while read -r res tname; do
-			[ -n "$res" ] || continue
-			if [ "$res" = P ]; then
-				np=$((np + 1))
-				guest_result "$name/$tname" OK
-			else
-				nf=$((nf + 1))
-				guest_result "$name/$tname" FAIL
+	round=0
+	while [ "$round" -lt "${HW_REPEAT:-1}" ]; do
+		round=$((round + 1))
+		[ "${HW_REPEAT:-1}" -eq 1 ] || echo "== round $round"
+		for t in "$dir"/tests/hw_*; do
+			name=${t##*/}
+			if [ -n "$HW_ONLY" ]; then
+				case " $HW_ONLY " in
+				*" $name "*) ;;
+				*) continue ;;
+				esac
 			fi
-		done <<EOF
+			before=$(guest_resets)
+			start=$(date +%s)
+			out=$(cd /tmp && CK_VERBOSITY=verbose CK_DEFAULT_TIMEOUT=120 \
+				"$t" 2>&1) && rc=0 || rc=$?
+			secs=$(($(date +%s) - start))
+			after=$(guest_resets)
+			# Check's verbose lines: FILE:LINE:P|F|E:TCASE:TEST:ITER: MSG.
+			tests=$(printf '%s\n' "$out" | sed -n \
+				's/^[^:]*:[0-9]*:\([PFE]\):\([^:]*\):\([^:]*\):[0-9]*: .*/\1 \2\/\3/p')
+			np=0 nf=0
+			while read -r res tname; do
+				[ -n "$res" ] || continue
+				if [ "$res" = P ]; then
+					np=$((np + 1))
+					guest_result "$name/$tname" OK
+				else
+					nf=$((nf + 1))
+					guest_result "$name/$tname" FAIL
+				fi
+			done <<EOF
 $tests
 EOF
-		if [ "$rc" -ne 0 ] && [ "$nf" -eq 0 ]; then
-			nf=$((nf + 1)) # crashed before Check reported
-			guest_result "$name/exit-status" FAIL
-		fi
-		reset_note=""
-		if [ "$before" != "$after" ] && ! "$t" --expects-reset; then
-			nf=$((nf + 1))
-			reset_note=", unexpected reset ($before -> $after)"
-			guest_result "$name/unexpected-reset" FAIL
-		fi
-		passed=$((passed + np))
-		failed=$((failed + nf))
-		if [ "$nf" -eq 0 ]; then
-			echo "PASS $name: $np test(s), ${secs}s"
-		else
-			echo "FAIL $name: $np passed, $nf failed, ${secs}s$reset_note"
-			printf '%s\n' "$out" | grep -v ':P:' | sed 's/^/    /'
-		fi
+			if [ "$rc" -ne 0 ] && [ "$nf" -eq 0 ]; then
+				nf=$((nf + 1)) # crashed before Check reported
+				guest_result "$name/exit-status" FAIL
+			fi
+			reset_note=""
+			if [ "$before" != "$after" ] && ! "$t" --expects-reset; then
+				nf=$((nf + 1))
+				reset_note=", unexpected reset ($before -> $after)"
+				guest_result "$name/unexpected-reset" FAIL
+			fi
+			passed=$((passed + np))
+			failed=$((failed + nf))
+			if [ "$nf" -eq 0 ]; then
+				echo "PASS $name: $np test(s), ${secs}s"
+			else
+				echo "FAIL $name: $np passed, $nf failed, ${secs}s$reset_note"
+				printf '%s\n' "$out" | grep -v ':P:' | sed 's/^/    /'
+			fi
+		done
 	done
 	echo "== results"
 	cat "$results"
@@ -99,6 +105,7 @@ if [ "${1:-}" = --guest ]; then
 	while [ $# -gt 0 ]; do
 		case $1 in
 		CK_RUN_SUITE=* | CK_RUN_CASE=*) export "${1?}" ;;
+		HW_REPEAT=*) HW_REPEAT=${1#HW_REPEAT=} ;;
 		*) HW_ONLY="$HW_ONLY $1" ;;
 		esac
 		shift
@@ -114,13 +121,15 @@ repo=$(cd "$here/../.." && pwd)
 build=build
 results=""
 only=()
+repeat=1
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build) build=${2:?}; shift 2 ;;
 	--results) results=${2:?}; shift 2 ;;
 	--only) only+=("${2:?}"); shift 2 ;;
+	--repeat) repeat=${2:?}; shift 2 ;;
 	--) shift; break ;;
-	*) sed -n '7,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+	*) sed -n '7,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
 done
 case $build in /*) ;; *) build=$repo/$build ;; esac
@@ -142,7 +151,8 @@ for t in "${targets[@]}"; do
 done
 cp "$0" "$stage/hw/run-hw-suite.sh"
 
-guest_args=("${only[@]}")
+case $repeat in '' | *[!0-9]* | 0) echo "--repeat wants N >= 1" >&2; exit 2 ;; esac
+guest_args=("${only[@]}" "HW_REPEAT=$repeat")
 [ -z "${CK_RUN_SUITE:-}" ] || guest_args+=("CK_RUN_SUITE=$CK_RUN_SUITE")
 [ -z "${CK_RUN_CASE:-}" ] || guest_args+=("CK_RUN_CASE=$CK_RUN_CASE")
 
