@@ -511,84 +511,6 @@ uint32_t vnpu_simhost_exec(struct vnpu_simhost *h, unsigned q,
 
 /* ---- commands ------------------------------------------------------------ */
 
-static struct vnpu_cmd cmd_new(uint8_t opcode)
-{
-	struct vnpu_cmd c;
-
-	memset(&c, 0, sizeof(c));
-	c.hdr.opcode = opcode;
-	return c;
-}
-
-struct vnpu_cmd vnpu_simhost_cmd_nop(void)
-{
-	return cmd_new(VNPU_OP_NOP);
-}
-
-struct vnpu_cmd vnpu_simhost_cmd_copy(uint64_t src, uint64_t dst, uint64_t size)
-{
-	struct vnpu_cmd c = cmd_new(VNPU_OP_DMA_COPY);
-
-	c.copy.src_va = src;
-	c.copy.dst_va = dst;
-	c.copy.size = size;
-	return c;
-}
-
-struct vnpu_cmd vnpu_simhost_cmd_fill(uint64_t dst, uint64_t size,
-				      uint32_t pattern, uint32_t width)
-{
-	struct vnpu_cmd c = cmd_new(VNPU_OP_FILL);
-
-	c.fill.dst_va = dst;
-	c.fill.size = size;
-	c.fill.pattern = pattern;
-	c.fill.width = width;
-	return c;
-}
-
-struct vnpu_cmd vnpu_simhost_cmd_fence(uint8_t opcode, uint64_t va,
-				       uint64_t value)
-{
-	struct vnpu_cmd c = cmd_new(opcode);
-
-	c.fence.va = va;
-	c.fence.value = value;
-	return c;
-}
-
-struct vnpu_cmd vnpu_simhost_cmd_timestamp(uint64_t va)
-{
-	struct vnpu_cmd c = cmd_new(VNPU_OP_TIMESTAMP);
-
-	c.timestamp.va = va;
-	return c;
-}
-
-struct vnpu_cmd vnpu_simhost_cmd_inject(uint32_t kind, uint64_t va,
-					uint32_t write)
-{
-	struct vnpu_cmd c = cmd_new(VNPU_OP_TEST_INJECT);
-
-	c.inject.kind = kind;
-	c.inject.va = va;
-	c.inject.write = write;
-	return c;
-}
-
-struct vnpu_cmd vnpu_simhost_cmd_launch(uint32_t kernel_id,
-					uint32_t block_count, uint64_t args_va,
-					uint32_t args_size)
-{
-	struct vnpu_cmd c = cmd_new(VNPU_OP_KERNEL_LAUNCH);
-
-	c.launch.kernel_id = kernel_id;
-	c.launch.block_count = block_count;
-	c.launch.args_va = args_va;
-	c.launch.args_size = args_size;
-	return c;
-}
-
 uint64_t vnpu_simhost_write_args(struct vnpu_simhost *h, unsigned ctx,
 				 const struct vnpu_kargs_buffer *bufs,
 				 uint32_t nbufs, const void *params,
@@ -624,8 +546,7 @@ uint32_t vnpu_simhost_launch(struct vnpu_simhost *h, unsigned q,
 	if (!va)
 		return UINT32_MAX;
 	return vnpu_simhost_exec(
-		h, q,
-		vnpu_simhost_cmd_launch(kernel_id, block_count, va, args_size),
+		h, q, vnpu_launch_cmd(kernel_id, block_count, va, args_size),
 		cpl);
 }
 

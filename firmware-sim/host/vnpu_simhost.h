@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "vnpu/hw_cmd.h"
+#include "vnpu/hw_cmd_build.h"
 #include "vnpu/hw_regs.h"
 #include "vnpu/kernel_abi.h"
 #include "vnpu_sim.h"
@@ -147,21 +147,6 @@ struct vnpu_cpl vnpu_simhost_cpl(struct vnpu_simhost *h, unsigned q,
 /* Submit, wait, return the completion status (UINT32_MAX on timeout). */
 uint32_t vnpu_simhost_exec(struct vnpu_simhost *h, unsigned q,
 			   struct vnpu_cmd cmd, struct vnpu_cpl *cpl);
-
-/* Command builders. */
-struct vnpu_cmd vnpu_simhost_cmd_nop(void);
-struct vnpu_cmd vnpu_simhost_cmd_copy(uint64_t src, uint64_t dst,
-				      uint64_t size);
-struct vnpu_cmd vnpu_simhost_cmd_fill(uint64_t dst, uint64_t size,
-				      uint32_t pattern, uint32_t width);
-struct vnpu_cmd vnpu_simhost_cmd_fence(uint8_t opcode, uint64_t va,
-				       uint64_t value);
-struct vnpu_cmd vnpu_simhost_cmd_timestamp(uint64_t va);
-struct vnpu_cmd vnpu_simhost_cmd_inject(uint32_t kind, uint64_t va,
-					uint32_t write);
-struct vnpu_cmd vnpu_simhost_cmd_launch(uint32_t kernel_id,
-					uint32_t block_count, uint64_t args_va,
-					uint32_t args_size);
 
 /* Writes an argument block into the queue's context args area (rotating
  * slots) and returns its VA and size. */

@@ -259,8 +259,7 @@ START_TEST(boot_twice)
 	ck_assert_uint_eq(vnpu_simhost_irq_count(h, 0), events + 1);
 	/* The running firmware is not disturbed. */
 	ck_assert(ft_rd(h, VNPU_REG_STATUS) & VNPU_STATUS_READY);
-	ck_assert_uint_eq(ft_exec(h, 0, vnpu_simhost_cmd_nop(), NULL),
-			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(ft_exec(h, 0, vnpu_nop_cmd(), NULL), VNPU_STATUS_OK);
 	vnpu_simhost_destroy(h);
 }
 END_TEST

@@ -25,27 +25,27 @@ static uint32_t run0(struct vnpu_cmd cmd, struct vnpu_cpl *cpl)
 
 START_TEST(nop_and_header)
 {
-	struct vnpu_cmd c = vnpu_simhost_cmd_nop();
+	struct vnpu_cmd c = vnpu_nop_cmd();
 	struct vnpu_cpl cpl;
 
 	ck_assert_uint_eq(run0(c, &cpl), VNPU_STATUS_OK);
 	ck_assert_uint_eq(cpl.opcode, VNPU_OP_NOP);
 	c.raw[47] = 1;
 	ck_assert_uint_eq(run0(c, NULL), VNPU_STATUS_INVALID_FIELD);
-	c = vnpu_simhost_cmd_nop();
+	c = vnpu_nop_cmd();
 	c.hdr.flags = 2;
 	ck_assert_uint_eq(run0(c, NULL), VNPU_STATUS_INVALID_FIELD);
 	c.hdr.flags = 0x80;
 	ck_assert_uint_eq(run0(c, NULL), VNPU_STATUS_INVALID_FIELD);
-	c = vnpu_simhost_cmd_nop();
+	c = vnpu_nop_cmd();
 	c.hdr.reserved0 = 1;
 	ck_assert_uint_eq(run0(c, NULL), VNPU_STATUS_INVALID_FIELD);
-	c = vnpu_simhost_cmd_nop();
+	c = vnpu_nop_cmd();
 	c.hdr.reserved1 = 0x80000000u;
 	ck_assert_uint_eq(run0(c, NULL), VNPU_STATUS_INVALID_FIELD);
 	/* Unknown opcodes, even with bad flags too. */
 	for (unsigned op = 0x07; op < 0x100; op += 0x1d) {
-		c = vnpu_simhost_cmd_nop();
+		c = vnpu_nop_cmd();
 		c.hdr.opcode = (uint8_t)op;
 		ck_assert_uint_eq(run0(c, &cpl),
 				  op == 0x7f ? VNPU_STATUS_OK
@@ -69,22 +69,20 @@ START_TEST(copy_host_vram_host)
 	memset(b, 0xee, 4 * 4096);
 	memset(c, 0xdd, 4 * 4096);
 	ck_assert_uint_eq(
-		run0(vnpu_simhost_cmd_copy(va_a + 100, va_b + 4000, 9000),
-		     NULL),
+		run0(vnpu_copy_cmd(va_a + 100, va_b + 4000, 9000), NULL),
 		VNPU_STATUS_OK);
 	ck_assert_mem_eq(b + 4000, a + 100, 9000);
 	ck_assert_uint_eq(b[3999], 0xee);
 	ck_assert_uint_eq(b[13000], 0xee);
 	ck_assert_uint_eq(
-		run0(vnpu_simhost_cmd_copy(va_b + 4000, va_c + 7, 9000), NULL),
+		run0(vnpu_copy_cmd(va_b + 4000, va_c + 7, 9000), NULL),
 		VNPU_STATUS_OK);
 	ck_assert_mem_eq(c + 7, a + 100, 9000);
 	ck_assert_uint_eq(c[6], 0xdd);
 	ck_assert_uint_eq(c[9007], 0xdd);
 	/* One byte, VRAM to VRAM. */
-	ck_assert_uint_eq(
-		run0(vnpu_simhost_cmd_copy(va_b + 4000, va_b + 1, 1), NULL),
-		VNPU_STATUS_OK);
+	ck_assert_uint_eq(run0(vnpu_copy_cmd(va_b + 4000, va_b + 1, 1), NULL),
+			  VNPU_STATUS_OK);
 	ck_assert_uint_eq(b[1], a[100]);
 }
 END_TEST
@@ -104,15 +102,14 @@ START_TEST(copy_noncontiguous_vram)
 						  4096, RW),
 				 0);
 	ft_fill_random(src, 4 * 4096, 12);
-	ck_assert_uint_eq(
-		run0(vnpu_simhost_cmd_copy(va_src, va, 4 * 4096), NULL),
-		VNPU_STATUS_OK);
+	ck_assert_uint_eq(run0(vnpu_copy_cmd(va_src, va, 4 * 4096), NULL),
+			  VNPU_STATUS_OK);
 	for (unsigned i = 0; i < 4; i++)
 		ck_assert_mem_eq(v + (3 - i) * 4096, src + i * 4096, 4096);
 	/* And back, shifted by 3 bytes across every page boundary. */
 	memset(src, 0, 4 * 4096);
 	ck_assert_uint_eq(
-		run0(vnpu_simhost_cmd_copy(va + 3, va_src, 4 * 4096 - 3), NULL),
+		run0(vnpu_copy_cmd(va + 3, va_src, 4 * 4096 - 3), NULL),
 		VNPU_STATUS_OK);
 	for (unsigned i = 0; i < 4 * 4096 - 3; i++) {
 		unsigned x = i + 3;
@@ -131,7 +128,7 @@ START_TEST(copy_overlap_in_one_page)
 	ft_fill_random(b, 4096, 13);
 	memcpy(ref, b, 4096);
 	memmove(ref + 10, ref, 1000);
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_copy(va, va + 10, 1000), NULL),
+	ck_assert_uint_eq(run0(vnpu_copy_cmd(va, va + 10, 1000), NULL),
 			  VNPU_STATUS_OK);
 	ck_assert_mem_eq(b, ref, 4096);
 }
@@ -143,18 +140,16 @@ START_TEST(copy_errors)
 	struct vnpu_cmd c;
 
 	vnpu_simhost_alloc_map(h, 0, true, 4096, RW, &va);
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_copy(va, va + 8, 0), NULL),
+	ck_assert_uint_eq(run0(vnpu_copy_cmd(va, va + 8, 0), NULL),
 			  VNPU_STATUS_OUT_OF_RANGE);
 	ck_assert_uint_eq(
-		run0(vnpu_simhost_cmd_copy(va, va + 8, (1ull << 32) + 1), NULL),
+		run0(vnpu_copy_cmd(va, va + 8, (1ull << 32) + 1), NULL),
 		VNPU_STATUS_OUT_OF_RANGE);
-	ck_assert_uint_eq(
-		run0(vnpu_simhost_cmd_copy(~0ull - 10, va, 100), NULL),
-		VNPU_STATUS_OUT_OF_RANGE);
-	ck_assert_uint_eq(
-		run0(vnpu_simhost_cmd_copy(va, ~0ull - 10, 100), NULL),
-		VNPU_STATUS_OUT_OF_RANGE);
-	c = vnpu_simhost_cmd_copy(va, va + 8, 8);
+	ck_assert_uint_eq(run0(vnpu_copy_cmd(~0ull - 10, va, 100), NULL),
+			  VNPU_STATUS_OUT_OF_RANGE);
+	ck_assert_uint_eq(run0(vnpu_copy_cmd(va, ~0ull - 10, 100), NULL),
+			  VNPU_STATUS_OUT_OF_RANGE);
+	c = vnpu_copy_cmd(va, va + 8, 8);
 	c.copy.reserved[2] = 1;
 	ck_assert_uint_eq(run0(c, NULL), VNPU_STATUS_INVALID_FIELD);
 	/* Reserved fields are checked before sizes. */
@@ -174,13 +169,12 @@ START_TEST(fill_widths)
 	memset(b, 0x11, sizeof(ref));
 	memcpy(ref, b, sizeof(ref));
 	ck_assert_uint_eq(
-		run0(vnpu_simhost_cmd_fill(va + 3, 5000, 0xabcdefa5, 1), NULL),
+		run0(vnpu_fill_cmd(va + 3, 5000, 0xabcdefa5, 1), NULL),
 		VNPU_STATUS_OK);
 	memset(ref + 3, 0xa5, 5000);
 	ck_assert_mem_eq(b, ref, sizeof(ref));
 	ck_assert_uint_eq(
-		run0(vnpu_simhost_cmd_fill(va + 4094, 4100, 0x12345678, 2),
-		     NULL),
+		run0(vnpu_fill_cmd(va + 4094, 4100, 0x12345678, 2), NULL),
 		VNPU_STATUS_OK);
 	for (unsigned i = 0; i < 4100; i += 2) {
 		ref[4094 + i] = 0x78;
@@ -188,8 +182,7 @@ START_TEST(fill_widths)
 	}
 	ck_assert_mem_eq(b, ref, sizeof(ref));
 	ck_assert_uint_eq(
-		run0(vnpu_simhost_cmd_fill(va + 4092, 8196, 0xcafebabe, 4),
-		     NULL),
+		run0(vnpu_fill_cmd(va + 4092, 8196, 0xcafebabe, 4), NULL),
 		VNPU_STATUS_OK);
 	for (unsigned i = 0; i < 8196; i += 4)
 		memcpy(ref + 4092 + i, "\xbe\xba\xfe\xca", 4);
@@ -203,26 +196,25 @@ START_TEST(fill_errors)
 	struct vnpu_cmd c;
 
 	vnpu_simhost_alloc_map(h, 0, true, 4096, RW, &va);
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_fill(va, 16, 0, 3), NULL),
+	ck_assert_uint_eq(run0(vnpu_fill_cmd(va, 16, 0, 3), NULL),
 			  VNPU_STATUS_INVALID_FIELD);
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_fill(va, 16, 0, 0), NULL),
+	ck_assert_uint_eq(run0(vnpu_fill_cmd(va, 16, 0, 0), NULL),
 			  VNPU_STATUS_INVALID_FIELD);
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_fill(va, 16, 0, 8), NULL),
+	ck_assert_uint_eq(run0(vnpu_fill_cmd(va, 16, 0, 8), NULL),
 			  VNPU_STATUS_INVALID_FIELD);
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_fill(va + 2, 16, 0, 4), NULL),
+	ck_assert_uint_eq(run0(vnpu_fill_cmd(va + 2, 16, 0, 4), NULL),
 			  VNPU_STATUS_MISALIGNED);
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_fill(va + 1, 16, 0, 2), NULL),
+	ck_assert_uint_eq(run0(vnpu_fill_cmd(va + 1, 16, 0, 2), NULL),
 			  VNPU_STATUS_MISALIGNED);
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_fill(va, 18, 0, 4), NULL),
+	ck_assert_uint_eq(run0(vnpu_fill_cmd(va, 18, 0, 4), NULL),
 			  VNPU_STATUS_MISALIGNED);
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_fill(va, 0, 0, 1), NULL),
+	ck_assert_uint_eq(run0(vnpu_fill_cmd(va, 0, 0, 1), NULL),
 			  VNPU_STATUS_OUT_OF_RANGE);
-	ck_assert_uint_eq(
-		run0(vnpu_simhost_cmd_fill(va, (1ull << 32) + 4, 0, 4), NULL),
-		VNPU_STATUS_OUT_OF_RANGE);
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_fill(~0ull - 3, 8, 0, 4), NULL),
+	ck_assert_uint_eq(run0(vnpu_fill_cmd(va, (1ull << 32) + 4, 0, 4), NULL),
 			  VNPU_STATUS_OUT_OF_RANGE);
-	c = vnpu_simhost_cmd_fill(va, 16, 0, 4);
+	ck_assert_uint_eq(run0(vnpu_fill_cmd(~0ull - 3, 8, 0, 4), NULL),
+			  VNPU_STATUS_OUT_OF_RANGE);
+	c = vnpu_fill_cmd(va, 16, 0, 4);
 	c.fill.reserved[0] = 5;
 	ck_assert_uint_eq(run0(c, NULL), VNPU_STATUS_INVALID_FIELD);
 }
@@ -246,10 +238,9 @@ START_TEST(fence_across_queues)
 	struct vnpu_cpl cw, cs;
 
 	/* Queue 1 (context 1) waits for 5; queue 0 (context 0) signals. */
-	w1 = vnpu_simhost_submit(
-		h, 1, vnpu_simhost_cmd_fence(VNPU_OP_FENCE_WAIT, va, 5));
-	w2 = vnpu_simhost_submit(h, 1,
-				 vnpu_simhost_cmd_fill(va + 8, 8, 0x77, 1));
+	w1 = vnpu_simhost_submit(h, 1,
+				 vnpu_fence_cmd(VNPU_OP_FENCE_WAIT, va, 5));
+	w2 = vnpu_simhost_submit(h, 1, vnpu_fill_cmd(va + 8, 8, 0x77, 1));
 	ck_assert_uint_eq(vnpu_sim_run(h->sim, 100), 0);
 	ck_assert_uint_eq(ft_qreg(h, 1, VNPU_Q_STATUS),
 			  VNPU_Q_STATUS_ENABLED | VNPU_Q_STATUS_WAITING);
@@ -257,14 +248,14 @@ START_TEST(fence_across_queues)
 	ck_assert(vnpu_sim_idle(h->sim)); /* waiting counts as idle */
 	/* Other queues keep running. */
 	vnpu_simhost_advance(h, 100);
-	s1 = vnpu_simhost_submit(
-		h, 0, vnpu_simhost_cmd_fence(VNPU_OP_FENCE_SIGNAL, va, 4));
+	s1 = vnpu_simhost_submit(h, 0,
+				 vnpu_fence_cmd(VNPU_OP_FENCE_SIGNAL, va, 4));
 	ck_assert_uint_eq(vnpu_sim_run(h->sim, 100), 1);
 	ck_assert_uint_eq(*fence, 4);
 	ck_assert(ft_qreg(h, 1, VNPU_Q_STATUS) & VNPU_Q_STATUS_WAITING);
 	vnpu_simhost_advance(h, 100);
-	s2 = vnpu_simhost_submit(
-		h, 0, vnpu_simhost_cmd_fence(VNPU_OP_FENCE_SIGNAL, va, 6));
+	s2 = vnpu_simhost_submit(h, 0,
+				 vnpu_fence_cmd(VNPU_OP_FENCE_SIGNAL, va, 6));
 	ck_assert_uint_eq(vnpu_sim_run(h->sim, 100), 3);
 	ck_assert_uint_eq(ft_qreg(h, 1, VNPU_Q_DONE_SEQ_LO), w2);
 	ck_assert_uint_eq(ft_qreg(h, 0, VNPU_Q_DONE_SEQ_LO), s2);
@@ -276,19 +267,18 @@ START_TEST(fence_across_queues)
 	ck_assert_uint_ge(cw.timestamp, cs.timestamp);
 
 	/* The host may release a waiter by writing the word itself. */
-	w3 = vnpu_simhost_submit(
-		h, 1, vnpu_simhost_cmd_fence(VNPU_OP_FENCE_WAIT, va, 100));
+	w3 = vnpu_simhost_submit(h, 1,
+				 vnpu_fence_cmd(VNPU_OP_FENCE_WAIT, va, 100));
 	ck_assert_uint_eq(vnpu_sim_run(h->sim, 100), 0);
 	*fence = 1000;
 	ck_assert_uint_eq(vnpu_sim_run(h->sim, 100), 1);
 	ck_assert_uint_eq(ft_qreg(h, 1, VNPU_Q_DONE_SEQ_LO), w3);
 	/* Comparison is unsigned. */
 	*fence = ~0ull;
-	ck_assert_uint_eq(ft_exec(h, 1,
-				  vnpu_simhost_cmd_fence(VNPU_OP_FENCE_WAIT, va,
-							 ~0ull - 1),
-				  NULL),
-			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(
+		ft_exec(h, 1, vnpu_fence_cmd(VNPU_OP_FENCE_WAIT, va, ~0ull - 1),
+			NULL),
+		VNPU_STATUS_OK);
 }
 END_TEST
 
@@ -299,14 +289,12 @@ START_TEST(fence_errors)
 
 	vnpu_simhost_alloc_map(h, 0, true, 4096, RW, &va);
 	ck_assert_uint_eq(
-		run0(vnpu_simhost_cmd_fence(VNPU_OP_FENCE_SIGNAL, va + 4, 1),
-		     NULL),
+		run0(vnpu_fence_cmd(VNPU_OP_FENCE_SIGNAL, va + 4, 1), NULL),
 		VNPU_STATUS_MISALIGNED);
 	ck_assert_uint_eq(
-		run0(vnpu_simhost_cmd_fence(VNPU_OP_FENCE_WAIT, va + 1, 1),
-		     NULL),
+		run0(vnpu_fence_cmd(VNPU_OP_FENCE_WAIT, va + 1, 1), NULL),
 		VNPU_STATUS_MISALIGNED);
-	c = vnpu_simhost_cmd_fence(VNPU_OP_FENCE_WAIT, va, 0);
+	c = vnpu_fence_cmd(VNPU_OP_FENCE_WAIT, va, 0);
 	c.fence.reserved[3] = 1;
 	ck_assert_uint_eq(run0(c, NULL), VNPU_STATUS_INVALID_FIELD);
 	c.hdr.opcode = VNPU_OP_FENCE_SIGNAL;
@@ -321,16 +309,15 @@ START_TEST(timestamps)
 	uint64_t *t = vnpu_simhost_alloc_map(h, 0, false, 4096, RW, &va);
 	uint64_t now = vnpu_simhost_now(h);
 
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_timestamp(va), NULL),
-			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(run0(vnpu_timestamp_cmd(va), NULL), VNPU_STATUS_OK);
 	ck_assert_uint_eq(t[0], now);
 	vnpu_simhost_advance(h, 12345);
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_timestamp(va + 8), NULL),
+	ck_assert_uint_eq(run0(vnpu_timestamp_cmd(va + 8), NULL),
 			  VNPU_STATUS_OK);
 	ck_assert_uint_eq(t[1], now + 12345);
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_timestamp(va + 4), NULL),
+	ck_assert_uint_eq(run0(vnpu_timestamp_cmd(va + 4), NULL),
 			  VNPU_STATUS_MISALIGNED);
-	c = vnpu_simhost_cmd_timestamp(va);
+	c = vnpu_timestamp_cmd(va);
 	c.timestamp.reserved[4] = 1;
 	ck_assert_uint_eq(run0(c, NULL), VNPU_STATUS_INVALID_FIELD);
 }
@@ -347,43 +334,42 @@ START_TEST(dma_error_does_not_fault)
 	ck_assert_int_eq(vnpu_simhost_map(h, 0, va, false, vnpu_simhost_hole(h),
 					  4096, RW),
 			 0);
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_copy(va + 16, good, 8), &cpl),
+	ck_assert_uint_eq(run0(vnpu_copy_cmd(va + 16, good, 8), &cpl),
 			  VNPU_STATUS_DMA_ERROR);
 	ck_assert_uint_eq(cpl.info, va + 16);
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_copy(good, va + 8, 8), &cpl),
+	ck_assert_uint_eq(run0(vnpu_copy_cmd(good, va + 8, 8), &cpl),
 			  VNPU_STATUS_DMA_ERROR);
 	ck_assert_uint_eq(cpl.info, va + 8);
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_fill(va, 64, 0, 1), &cpl),
+	ck_assert_uint_eq(run0(vnpu_fill_cmd(va, 64, 0, 1), &cpl),
 			  VNPU_STATUS_DMA_ERROR);
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_timestamp(va), &cpl),
+	ck_assert_uint_eq(run0(vnpu_timestamp_cmd(va), &cpl),
 			  VNPU_STATUS_DMA_ERROR);
-	ck_assert_uint_eq(
-		run0(vnpu_simhost_cmd_fence(VNPU_OP_FENCE_WAIT, va, 1), &cpl),
-		VNPU_STATUS_DMA_ERROR);
+	ck_assert_uint_eq(run0(vnpu_fence_cmd(VNPU_OP_FENCE_WAIT, va, 1), &cpl),
+			  VNPU_STATUS_DMA_ERROR);
 	ck_assert_uint_eq(ft_creg(h, 0, VNPU_CTX_FAULT_STATUS), 0);
 	ck_assert_uint_eq(ft_creg(h, 0, VNPU_CTX_FAULT_COUNT), 0);
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_nop(), NULL), VNPU_STATUS_OK);
+	ck_assert_uint_eq(run0(vnpu_nop_cmd(), NULL), VNPU_STATUS_OK);
 }
 END_TEST
 
 START_TEST(test_inject_fields)
 {
-	struct vnpu_cmd c = vnpu_simhost_cmd_inject(0, 0, 0);
+	struct vnpu_cmd c = vnpu_inject_cmd(0, 0, 0);
 
 	ck_assert_uint_eq(run0(c, NULL), VNPU_STATUS_INVALID_FIELD);
 	c.inject.kind = 5;
 	ck_assert_uint_eq(run0(c, NULL), VNPU_STATUS_INVALID_FIELD);
-	c = vnpu_simhost_cmd_inject(VNPU_TEST_HANG, 8, 0);
+	c = vnpu_inject_cmd(VNPU_TEST_HANG, 8, 0);
 	ck_assert_uint_eq(run0(c, NULL), VNPU_STATUS_INVALID_FIELD);
-	c = vnpu_simhost_cmd_inject(VNPU_TEST_FATAL, 0, 1);
+	c = vnpu_inject_cmd(VNPU_TEST_FATAL, 0, 1);
 	ck_assert_uint_eq(run0(c, NULL), VNPU_STATUS_INVALID_FIELD);
-	c = vnpu_simhost_cmd_inject(VNPU_TEST_MMU_FAULT, 0, 2);
+	c = vnpu_inject_cmd(VNPU_TEST_MMU_FAULT, 0, 2);
 	ck_assert_uint_eq(run0(c, NULL), VNPU_STATUS_INVALID_FIELD);
-	c = vnpu_simhost_cmd_inject(VNPU_TEST_LOST_IRQ, 0, 0);
+	c = vnpu_inject_cmd(VNPU_TEST_LOST_IRQ, 0, 0);
 	c.inject.reserved[1] = 1;
 	ck_assert_uint_eq(run0(c, NULL), VNPU_STATUS_INVALID_FIELD);
 	/* Nothing was injected: the device still works. */
-	ck_assert_uint_eq(run0(vnpu_simhost_cmd_nop(), NULL), VNPU_STATUS_OK);
+	ck_assert_uint_eq(run0(vnpu_nop_cmd(), NULL), VNPU_STATUS_OK);
 }
 END_TEST
 
@@ -396,17 +382,15 @@ START_TEST(test_inject_not_permitted)
 	ck_assert_int_eq(vnpu_simhost_ctx_init(p, 0, false), 0);
 	ck_assert_int_eq(vnpu_simhost_queue_init(p, 0, 0, 4, true), 0);
 	for (uint32_t kind = 0; kind <= 5; kind++)
-		ck_assert_uint_eq(ft_exec(p, 0,
-					  vnpu_simhost_cmd_inject(kind, 0, 0),
-					  NULL),
-				  VNPU_STATUS_NOT_PERMITTED);
+		ck_assert_uint_eq(
+			ft_exec(p, 0, vnpu_inject_cmd(kind, 0, 0), NULL),
+			VNPU_STATUS_NOT_PERMITTED);
 	/* Reserved fields are still checked first. */
-	c = vnpu_simhost_cmd_inject(VNPU_TEST_HANG, 0, 0);
+	c = vnpu_inject_cmd(VNPU_TEST_HANG, 0, 0);
 	c.inject.reserved[0] = 1;
 	ck_assert_uint_eq(ft_exec(p, 0, c, NULL), VNPU_STATUS_INVALID_FIELD);
 	ck_assert_uint_eq(ft_rd(p, VNPU_REG_STATUS), VNPU_STATUS_READY);
-	ck_assert_uint_eq(ft_exec(p, 0, vnpu_simhost_cmd_nop(), NULL),
-			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(ft_exec(p, 0, vnpu_nop_cmd(), NULL), VNPU_STATUS_OK);
 	vnpu_simhost_destroy(p);
 }
 END_TEST
@@ -587,11 +571,10 @@ static uint32_t raw_launch(const void *args, uint32_t size, uint32_t blocks,
 	unsigned slot = c->args_slot++ % VNPU_SIMHOST_ARGS_SLOTS;
 
 	memcpy(c->args_mem + slot * 4096, args, size);
-	return run0(vnpu_simhost_cmd_launch(VNPU_KERNEL_FILL, blocks,
-					    VNPU_SIMHOST_ARGS_VA +
-						    slot * 4096ull +
-						    (uint64_t)va_delta,
-					    size),
+	return run0(vnpu_launch_cmd(VNPU_KERNEL_FILL, blocks,
+				    VNPU_SIMHOST_ARGS_VA + slot * 4096ull +
+					    (uint64_t)va_delta,
+				    size),
 		    NULL);
 }
 
@@ -629,13 +612,12 @@ START_TEST(launch_invalid_args)
 			  VNPU_STATUS_INVALID_ARGS);
 	ck_assert_uint_eq(raw_launch(&good, sizeof(good), 1, 4),
 			  VNPU_STATUS_INVALID_ARGS); /* args_va misaligned */
-	c = vnpu_simhost_cmd_launch(VNPU_KERNEL_FILL, 1, VNPU_SIMHOST_ARGS_VA,
-				    4097);
+	c = vnpu_launch_cmd(VNPU_KERNEL_FILL, 1, VNPU_SIMHOST_ARGS_VA, 4097);
 	ck_assert_uint_eq(run0(c, NULL), VNPU_STATUS_INVALID_ARGS);
-	c = vnpu_simhost_cmd_launch(VNPU_KERNEL_FILL, 1, ~0ull - 7, 64);
+	c = vnpu_launch_cmd(VNPU_KERNEL_FILL, 1, ~0ull - 7, 64);
 	ck_assert_uint_eq(run0(c, NULL), VNPU_STATUS_INVALID_ARGS);
-	c = vnpu_simhost_cmd_launch(VNPU_KERNEL_FILL, 1, VNPU_SIMHOST_ARGS_VA,
-				    sizeof(good));
+	c = vnpu_launch_cmd(VNPU_KERNEL_FILL, 1, VNPU_SIMHOST_ARGS_VA,
+			    sizeof(good));
 	c.launch.reserved[6] = 1;
 	ck_assert_uint_eq(run0(c, NULL), VNPU_STATUS_INVALID_FIELD);
 

@@ -86,8 +86,7 @@ START_TEST(config_write_while_enabled)
 	ck_assert_uint_eq(ft_rd(h, VNPU_REG_ERR_VALUE),
 			  VNPU_QUEUE_REG(0, VNPU_Q_RING_LOG2));
 	/* The queue still works. */
-	ck_assert_uint_eq(ft_exec(h, 0, vnpu_simhost_cmd_nop(), NULL),
-			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(ft_exec(h, 0, vnpu_nop_cmd(), NULL), VNPU_STATUS_OK);
 	vnpu_simhost_destroy(h);
 }
 END_TEST
@@ -127,7 +126,7 @@ START_TEST(ring_wraps_around)
 		uint64_t first = seq + 1;
 
 		for (unsigned i = 0; i < burst; i++)
-			seq = vnpu_simhost_push(h, 0, vnpu_simhost_cmd_nop());
+			seq = vnpu_simhost_push(h, 0, vnpu_nop_cmd());
 		vnpu_simhost_ring(h, 0);
 		ck_assert_uint_eq(vnpu_sim_run(h->sim, 100), burst);
 		ck_assert_uint_eq(ft_qreg(h, 0, VNPU_Q_DONE_SEQ_LO), seq);
@@ -150,7 +149,7 @@ START_TEST(run_budget_and_completion_fields)
 {
 	struct vnpu_simhost *h = ft_ready(VNPU_SIM_DETERMINISTIC, true);
 	struct vnpu_cpl c;
-	struct vnpu_cmd cmd = vnpu_simhost_cmd_nop();
+	struct vnpu_cmd cmd = vnpu_nop_cmd();
 
 	for (unsigned i = 0; i < 5; i++)
 		vnpu_simhost_push(h, 2, cmd);
@@ -183,7 +182,7 @@ END_TEST
 START_TEST(queue_interrupts)
 {
 	struct vnpu_simhost *h = ft_ready(VNPU_SIM_DETERMINISTIC, true);
-	struct vnpu_cmd nop = vnpu_simhost_cmd_nop();
+	struct vnpu_cmd nop = vnpu_nop_cmd();
 	struct vnpu_cmd irq_nop = nop;
 	struct vnpu_cmd bad = nop;
 
@@ -237,9 +236,8 @@ END_TEST
 START_TEST(lost_irq)
 {
 	struct vnpu_simhost *h = ft_ready(VNPU_SIM_DETERMINISTIC, true);
-	struct vnpu_cmd irq_nop = vnpu_simhost_cmd_nop();
-	struct vnpu_cmd inject =
-		vnpu_simhost_cmd_inject(VNPU_TEST_LOST_IRQ, 0, 0);
+	struct vnpu_cmd irq_nop = vnpu_nop_cmd();
+	struct vnpu_cmd inject = vnpu_inject_cmd(VNPU_TEST_LOST_IRQ, 0, 0);
 
 	irq_nop.hdr.flags = VNPU_CMD_F_IRQ;
 	vnpu_simhost_irq_clear_counts(h);
@@ -273,7 +271,7 @@ START_TEST(disable_drops_commands)
 	struct vnpu_cpl c;
 
 	for (unsigned i = 0; i < 3; i++)
-		vnpu_simhost_push(h, 1, vnpu_simhost_cmd_nop());
+		vnpu_simhost_push(h, 1, vnpu_nop_cmd());
 	vnpu_simhost_ring(h, 1);
 	ft_wr(h, VNPU_QUEUE_REG(1, VNPU_Q_CTRL), 0);
 	ck_assert_uint_eq(ft_qreg(h, 1, VNPU_Q_STATUS), 0);
@@ -289,8 +287,7 @@ START_TEST(disable_drops_commands)
 	h->q[1].tail = 0;
 	h->q[1].entries = 8;
 	h->q[1].next_seq = 1;
-	ck_assert_uint_eq(ft_exec(h, 1, vnpu_simhost_cmd_nop(), &c),
-			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(ft_exec(h, 1, vnpu_nop_cmd(), &c), VNPU_STATUS_OK);
 	ck_assert_uint_eq(c.seqno, 1);
 	vnpu_simhost_destroy(h);
 }
@@ -316,7 +313,7 @@ START_TEST(ring_fetch_failure_is_fatal)
 	ck_assert_uint_eq(vnpu_simhost_irq_count(h, 0), events + 1);
 	ck_assert_uint_eq(ft_qreg(h, 1, VNPU_Q_HEAD), 0);
 	/* Processing stopped everywhere; the heartbeat is frozen. */
-	vnpu_simhost_submit(h, 0, vnpu_simhost_cmd_nop());
+	vnpu_simhost_submit(h, 0, vnpu_nop_cmd());
 	vnpu_simhost_advance(h, 5000000);
 	ck_assert_uint_eq(vnpu_sim_run(h->sim, 100), 0);
 	ck_assert_uint_eq(ft_qreg(h, 0, VNPU_Q_DONE_SEQ_LO), 0);
@@ -329,7 +326,7 @@ START_TEST(completion_write_failure_is_fatal)
 {
 	struct vnpu_simhost *h = booted();
 	uint64_t ring = vnpu_simhost_host_alloc(h, 4096, 4096);
-	struct vnpu_cmd nop = vnpu_simhost_cmd_nop();
+	struct vnpu_cmd nop = vnpu_nop_cmd();
 
 	nop.hdr.seqno = 9;
 	memcpy(vnpu_simhost_host_ptr(h, ring, 64), &nop, 64);

@@ -45,13 +45,12 @@ START_TEST(reset_drops_work_keeps_vram)
 	struct vnpu_simhost *h = ft_ready(VNPU_SIM_DETERMINISTIC, true);
 	uint64_t va, s[3];
 	uint8_t *v = vnpu_simhost_alloc_map(h, 0, true, 4096, RW, &va);
-	struct vnpu_cmd fill = vnpu_simhost_cmd_fill(va, 4096, 0x42, 1);
+	struct vnpu_cmd fill = vnpu_fill_cmd(va, 4096, 0x42, 1);
 
 	memset(v, 0x17, 4096);
 	/* A fault, an error and a mask, to be cleared. */
-	ck_assert_uint_eq(
-		ft_exec(h, 0, vnpu_simhost_cmd_copy(0x1000, va, 8), NULL),
-		VNPU_STATUS_MMU_FAULT);
+	ck_assert_uint_eq(ft_exec(h, 0, vnpu_copy_cmd(0x1000, va, 8), NULL),
+			  VNPU_STATUS_MMU_FAULT);
 	ft_wr(h, VNPU_DOORBELL(0), 99);
 	ft_wr(h, VNPU_REG_IRQ_MASK, 3);
 	ft_wr(h, VNPU_REG_SCRATCH, 5);
@@ -103,7 +102,7 @@ static void check_hung(struct vnpu_simhost *h, uint32_t beat)
 
 	vnpu_simhost_advance(h, 10000000);
 	ck_assert_uint_eq(ft_rd(h, VNPU_REG_HEARTBEAT), beat);
-	seq = vnpu_simhost_submit(h, 1, vnpu_simhost_cmd_nop());
+	seq = vnpu_simhost_submit(h, 1, vnpu_nop_cmd());
 	ck_assert_uint_eq(vnpu_sim_run(h->sim, 100), 0);
 	ck_assert_uint_eq(vnpu_simhost_cpl(h, 1, seq).seqno, 0);
 	ck_assert_uint_eq(ft_qreg(h, 1, VNPU_Q_DONE_SEQ_LO), 0);
@@ -118,9 +117,8 @@ START_TEST(hang_command)
 
 	vnpu_simhost_advance(h, 4200000);
 	ck_assert_uint_eq(ft_rd(h, VNPU_REG_HEARTBEAT), 4);
-	seq = vnpu_simhost_submit(
-		h, 0, vnpu_simhost_cmd_inject(VNPU_TEST_HANG, 0, 0));
-	vnpu_simhost_submit(h, 0, vnpu_simhost_cmd_nop());
+	seq = vnpu_simhost_submit(h, 0, vnpu_inject_cmd(VNPU_TEST_HANG, 0, 0));
+	vnpu_simhost_submit(h, 0, vnpu_nop_cmd());
 	ck_assert_uint_eq(vnpu_sim_run(h->sim, 100), 0);
 	/* The hang command itself never completes. */
 	ck_assert_uint_eq(vnpu_simhost_cpl(h, 0, seq).seqno, 0);
@@ -135,8 +133,7 @@ START_TEST(hang_command)
 	vnpu_sim_reset(h->sim);
 	ck_assert_uint_eq(ft_rd(h, VNPU_REG_HEARTBEAT), 0);
 	reboot(h);
-	ck_assert_uint_eq(ft_exec(h, 0, vnpu_simhost_cmd_nop(), NULL),
-			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(ft_exec(h, 0, vnpu_nop_cmd(), NULL), VNPU_STATUS_OK);
 	vnpu_simhost_advance(h, 2000000);
 	ck_assert_uint_eq(ft_rd(h, VNPU_REG_HEARTBEAT), 2);
 	vnpu_simhost_destroy(h);
@@ -178,8 +175,7 @@ START_TEST(fatal_command)
 	uint64_t seq;
 
 	vnpu_simhost_advance(h, 3000000);
-	seq = vnpu_simhost_submit(
-		h, 0, vnpu_simhost_cmd_inject(VNPU_TEST_FATAL, 0, 0));
+	seq = vnpu_simhost_submit(h, 0, vnpu_inject_cmd(VNPU_TEST_FATAL, 0, 0));
 	ck_assert_uint_eq(vnpu_sim_run(h->sim, 100), 0);
 	ck_assert_uint_eq(vnpu_simhost_cpl(h, 0, seq).seqno, 0);
 	check_fatal(h, 3, events);
@@ -207,8 +203,7 @@ START_TEST(unknown_inject_register_value)
 	ft_wr(h, VNPU_REG_TEST_INJECT, 4);
 	ck_assert_uint_eq(ft_rd(h, VNPU_REG_STATUS), VNPU_STATUS_READY);
 	ck_assert_uint_eq(ft_rd(h, VNPU_REG_ERR_CODE), VNPU_ERR_BAD_REGISTER);
-	ck_assert_uint_eq(ft_exec(h, 0, vnpu_simhost_cmd_nop(), NULL),
-			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(ft_exec(h, 0, vnpu_nop_cmd(), NULL), VNPU_STATUS_OK);
 	vnpu_simhost_destroy(h);
 }
 END_TEST

@@ -40,12 +40,12 @@ static uint64_t scenario(enum vnpu_sim_mode mode)
 
 	/* queue 1 (ctx 1) waits for the fence, then signals 2 */
 	vnpu_simhost_submit(
-		h, 1, vnpu_simhost_cmd_fence(VNPU_OP_FENCE_WAIT, va_f, 1));
+		h, 1, vnpu_fence_cmd(VNPU_OP_FENCE_WAIT, va_f, 1));
 	seq = vnpu_simhost_submit(
 		h, 1,
-		vnpu_simhost_cmd_fence(VNPU_OP_FENCE_SIGNAL, va_f + 8, 2));
+		vnpu_fence_cmd(VNPU_OP_FENCE_SIGNAL, va_f + 8, 2));
 	/* queue 0: copy a -> b, fill o, o = b + 3 * o, signal 1 */
-	vnpu_simhost_push(h, 0, vnpu_simhost_cmd_copy(va_a, va_b, n * 4));
+	vnpu_simhost_push(h, 0, vnpu_copy_cmd(va_a, va_b, n * 4));
 	memset(&fill, 0, sizeof(fill));
 	fill.out = ft_tensor(0, VNPU_DTYPE_F32, 1, &n);
 	fill.value = 1.5;
@@ -54,7 +54,7 @@ static uint64_t scenario(enum vnpu_sim_mode mode)
 				       &args_size);
 	vnpu_simhost_push(
 		h, 0,
-		vnpu_simhost_cmd_launch(VNPU_KERNEL_FILL, 5, args, args_size));
+		vnpu_launch_cmd(VNPU_KERNEL_FILL, 5, args, args_size));
 	memset(&bin, 0, sizeof(bin));
 	bin.op = VNPU_BINARY_ADD;
 	bin.alpha = 3.0;
@@ -66,10 +66,10 @@ static uint64_t scenario(enum vnpu_sim_mode mode)
 	args = vnpu_simhost_write_args(h, 0, kb, 2, &bin, sizeof(bin),
 				       &args_size);
 	vnpu_simhost_push(h, 0,
-			  vnpu_simhost_cmd_launch(VNPU_KERNEL_BINARY, 8, args,
+			  vnpu_launch_cmd(VNPU_KERNEL_BINARY, 8, args,
 						  args_size));
 	vnpu_simhost_push(
-		h, 0, vnpu_simhost_cmd_fence(VNPU_OP_FENCE_SIGNAL, va_f, 1));
+		h, 0, vnpu_fence_cmd(VNPU_OP_FENCE_SIGNAL, va_f, 1));
 	vnpu_simhost_ring(h, 0);
 	ck_assert_int_eq(vnpu_simhost_wait(h, 0, 4, 10000), 0);
 	ck_assert_int_eq(vnpu_simhost_wait(h, 1, seq, 10000), 0);
@@ -112,7 +112,7 @@ static void *submit_many(void *arg)
 	struct submitter *s = arg;
 
 	for (unsigned i = 0; i < 300; i++) {
-		struct vnpu_cmd c = vnpu_simhost_cmd_fill(
+		struct vnpu_cmd c = vnpu_fill_cmd(
 			s->va + (i % 64) * 8, 8, (s->q << 16) | i, 4);
 		uint64_t seq;
 
@@ -177,7 +177,7 @@ START_TEST(fence_released_by_host)
 	uint64_t *f = vnpu_simhost_alloc_map(h, 0, false, 4096, RW, &va);
 
 	seq = vnpu_simhost_submit(
-		h, 0, vnpu_simhost_cmd_fence(VNPU_OP_FENCE_WAIT, va, 10));
+		h, 0, vnpu_fence_cmd(VNPU_OP_FENCE_WAIT, va, 10));
 	/* The CP thread reaches the wait when it gets the CPU: poll (a
 	 * loaded machine may take a while), never assume a fixed delay. */
 	for (int i = 0; i < 5000 && !(ft_qreg(h, 0, VNPU_Q_STATUS) &
@@ -186,7 +186,7 @@ START_TEST(fence_released_by_host)
 	ck_assert(ft_qreg(h, 0, VNPU_Q_STATUS) & VNPU_Q_STATUS_WAITING);
 	ck_assert_uint_eq(ft_qreg(h, 0, VNPU_Q_DONE_SEQ_LO), 0);
 	/* Other queues are not blocked. */
-	ck_assert_uint_eq(ft_exec(h, 2, vnpu_simhost_cmd_nop(), NULL),
+	ck_assert_uint_eq(ft_exec(h, 2, vnpu_nop_cmd(), NULL),
 			  VNPU_STATUS_OK);
 	__atomic_store_n(f, 10, __ATOMIC_SEQ_CST);
 	ck_assert_int_eq(vnpu_simhost_wait(h, 0, seq, 5000), 0);
@@ -224,7 +224,7 @@ static float *submit_long_gemms(struct vnpu_simhost *h, unsigned count,
 	args = vnpu_simhost_write_args(h, 0, kb, 3, &p, sizeof(p), &args_size);
 	for (unsigned i = 0; i < count; i++)
 		vnpu_simhost_push(h, i % 2 ? 2 : 0,
-				  vnpu_simhost_cmd_launch(VNPU_KERNEL_GEMM, 64,
+				  vnpu_launch_cmd(VNPU_KERNEL_GEMM, 64,
 							  args, args_size));
 	*bytes = m * n * 4;
 	return o;
@@ -262,7 +262,7 @@ START_TEST(reset_while_kernels_run)
 	ck_assert_uint_eq(vnpu_simhost_boot(h), VNPU_BOOT_READY);
 	ck_assert_int_eq(vnpu_simhost_ctx_init(h, 0, false), 0);
 	ck_assert_int_eq(vnpu_simhost_queue_init(h, 0, 0, 4, true), 0);
-	ck_assert_uint_eq(ft_exec(h, 0, vnpu_simhost_cmd_nop(), NULL),
+	ck_assert_uint_eq(ft_exec(h, 0, vnpu_nop_cmd(), NULL),
 			  VNPU_STATUS_OK);
 	free(snap);
 	vnpu_simhost_destroy(h);
@@ -317,7 +317,7 @@ START_TEST(doorbells_while_polling_and_asleep)
 		     g++) {
 			uint32_t value = round << 8 | g;
 			struct vnpu_cmd c =
-				vnpu_simhost_cmd_fill(va + 4 * g, 4, value, 4);
+				vnpu_fill_cmd(va + 4 * g, 4, value, 4);
 
 			c.hdr.flags = VNPU_CMD_F_IRQ;
 			sleep_us(gaps_us[g]);
@@ -330,7 +330,7 @@ START_TEST(doorbells_while_polling_and_asleep)
 		}
 	}
 	/* Written into the ring but not rung: polling must not run it. */
-	vnpu_simhost_push(h, 0, vnpu_simhost_cmd_fill(va + 512, 4, 77, 4));
+	vnpu_simhost_push(h, 0, vnpu_fill_cmd(va + 512, 4, 77, 4));
 	sleep_us(20);
 	sleep_ms(5);
 	ck_assert_uint_eq(ft_qreg(h, 0, VNPU_Q_DONE_SEQ_LO), seq);
@@ -359,26 +359,26 @@ START_TEST(tlb_invalidation_threaded)
 	memset(vnpu_simhost_vram_ptr(h, p2), 2, 4096);
 	vnpu_simhost_map(h, 0, va, true, p1, 4096, RO);
 	ck_assert_uint_eq(
-		ft_exec(h, 0, vnpu_simhost_cmd_copy(va, dst, 8), NULL),
+		ft_exec(h, 0, vnpu_copy_cmd(va, dst, 8), NULL),
 		VNPU_STATUS_OK);
 	ck_assert_uint_eq(d[0], 1);
 	vnpu_simhost_map(h, 0, va, true, p2, 4096, RO);
 	ck_assert_uint_eq(
-		ft_exec(h, 0, vnpu_simhost_cmd_copy(va, dst, 8), NULL),
+		ft_exec(h, 0, vnpu_copy_cmd(va, dst, 8), NULL),
 		VNPU_STATUS_OK);
 	ck_assert_uint_eq(d[0], 1);
 	vnpu_simhost_tlb_invalidate(h, 0);
 	ck_assert_uint_eq(
-		ft_exec(h, 0, vnpu_simhost_cmd_copy(va, dst, 8), NULL),
+		ft_exec(h, 0, vnpu_copy_cmd(va, dst, 8), NULL),
 		VNPU_STATUS_OK);
 	ck_assert_uint_eq(d[0], 2);
 	vnpu_simhost_unmap(h, 0, va, 4096);
 	ck_assert_uint_eq(
-		ft_exec(h, 0, vnpu_simhost_cmd_copy(va, dst, 8), NULL),
+		ft_exec(h, 0, vnpu_copy_cmd(va, dst, 8), NULL),
 		VNPU_STATUS_OK);
 	vnpu_simhost_tlb_invalidate(h, 0);
 	ck_assert_uint_eq(
-		ft_exec(h, 0, vnpu_simhost_cmd_copy(va, dst, 8), &cpl),
+		ft_exec(h, 0, vnpu_copy_cmd(va, dst, 8), &cpl),
 		VNPU_STATUS_MMU_FAULT);
 	ck_assert_uint_eq(cpl.info, va);
 	ck_assert_uint_eq(VNPU_FAULT_REASON(ft_creg(h, 0,
@@ -389,14 +389,14 @@ START_TEST(tlb_invalidation_threaded)
 	vnpu_simhost_map(h, 0, va, true, p1, 4096, RO);
 	vnpu_simhost_tlb_invalidate(h, 0);
 	ck_assert_uint_eq(
-		ft_exec(h, 0, vnpu_simhost_cmd_copy(va, dst, 8), NULL),
+		ft_exec(h, 0, vnpu_copy_cmd(va, dst, 8), NULL),
 		VNPU_STATUS_OK);
 	ck_assert_uint_eq(d[0], 1);
 	vnpu_simhost_map(h, 0, va, true, p2, 4096, RO);
 	ft_wr(h, VNPU_CTX_REG(0, VNPU_CTX_CTRL), 0);
 	ft_wr(h, VNPU_CTX_REG(0, VNPU_CTX_CTRL), VNPU_CTX_CTRL_ENABLE);
 	ck_assert_uint_eq(
-		ft_exec(h, 0, vnpu_simhost_cmd_copy(va, dst, 8), NULL),
+		ft_exec(h, 0, vnpu_copy_cmd(va, dst, 8), NULL),
 		VNPU_STATUS_OK);
 	ck_assert_uint_eq(d[0], 2);
 	vnpu_simhost_destroy(h);
@@ -413,7 +413,7 @@ START_TEST(no_interrupt_after_reset)
 		unsigned after;
 
 		for (unsigned i = 0; i < 15; i++) {
-			struct vnpu_cmd c = vnpu_simhost_cmd_nop();
+			struct vnpu_cmd c = vnpu_nop_cmd();
 
 			c.hdr.flags = VNPU_CMD_F_IRQ;
 			vnpu_simhost_push(h, 0, c);
@@ -437,8 +437,8 @@ START_TEST(hang_in_threaded_mode)
 	uint64_t seq;
 
 	vnpu_simhost_submit(h, 0,
-			    vnpu_simhost_cmd_inject(VNPU_TEST_HANG, 0, 0));
-	seq = vnpu_simhost_submit(h, 1, vnpu_simhost_cmd_nop());
+			    vnpu_inject_cmd(VNPU_TEST_HANG, 0, 0));
+	seq = vnpu_simhost_submit(h, 1, vnpu_nop_cmd());
 	/* Once the CP has run the HANG the heartbeat stands still; a live
 	 * one moves every 1 ms. Poll for that point (the CP may be slow to
 	 * get the CPU), then check it holds. */
@@ -455,7 +455,7 @@ START_TEST(hang_in_threaded_mode)
 	sleep_ms(30);
 	ck_assert_uint_eq(ft_rd(h, VNPU_REG_HEARTBEAT), beat);
 	/* The NOP may have run before the hang; nothing runs after it. */
-	vnpu_simhost_submit(h, 3, vnpu_simhost_cmd_nop());
+	vnpu_simhost_submit(h, 3, vnpu_nop_cmd());
 	ck_assert_int_ne(vnpu_simhost_wait(h, 3, 1, 50), 0);
 	(void)seq;
 	vnpu_sim_reset(h->sim);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "fuzz_format.h"
+#include "vnpu/hw_cmd_build.h"
 #include "vnpu/hw_status.h"
 
 struct seed {
@@ -120,23 +121,9 @@ static void launch(struct seed *s, uint8_t q, uint32_t kernel, uint32_t blocks,
 
 		mem(s, false, (uint16_t)(off + done), args + done, (uint8_t)n);
 	}
-	memset(&c, 0, sizeof(c));
-	c.hdr.opcode = VNPU_OP_KERNEL_LAUNCH;
+	c = vnpu_launch_cmd(kernel, blocks, FUZZ_HOST_VA + off, (uint32_t)size);
 	c.hdr.flags = VNPU_CMD_F_IRQ;
-	c.launch.kernel_id = kernel;
-	c.launch.block_count = blocks;
-	c.launch.args_va = FUZZ_HOST_VA + off;
-	c.launch.args_size = (uint32_t)size;
 	submit(s, q, c);
-}
-
-static struct vnpu_cmd cmd(uint8_t opcode)
-{
-	struct vnpu_cmd c;
-
-	memset(&c, 0, sizeof(c));
-	c.hdr.opcode = opcode;
-	return c;
 }
 
 static struct vnpu_kargs_buffer kbuf(uint64_t va, uint64_t size,
@@ -187,21 +174,21 @@ int main(int argc, char **argv)
 
 	SEED("nop", {
 		u8(&s, 0);
-		submit(&s, 0, cmd(VNPU_OP_NOP));
-		c = cmd(VNPU_OP_NOP);
+		submit(&s, 0, vnpu_cmd_of(VNPU_OP_NOP));
+		c = vnpu_cmd_of(VNPU_OP_NOP);
 		c.hdr.flags = VNPU_CMD_F_IRQ;
 		submit(&s, 1, c);
 		run(&s, 8);
 	});
 	SEED("bad-header", {
 		u8(&s, 0);
-		c = cmd(0x42);
+		c = vnpu_cmd_of(0x42);
 		submit(&s, 0, c);
-		c = cmd(VNPU_OP_NOP);
+		c = vnpu_cmd_of(VNPU_OP_NOP);
 		c.hdr.flags = 0x80;
 		c.hdr.reserved0 = 1;
 		submit(&s, 0, c);
-		c = cmd(VNPU_OP_NOP);
+		c = vnpu_cmd_of(VNPU_OP_NOP);
 		c.raw[5] = 1;
 		submit(&s, 1, c);
 		run(&s, 8);
@@ -209,7 +196,7 @@ int main(int argc, char **argv)
 	SEED("copy", {
 		u8(&s, 6);
 		mem(&s, false, 0x0ff0, pattern, 64);
-		c = cmd(VNPU_OP_DMA_COPY);
+		c = vnpu_cmd_of(VNPU_OP_DMA_COPY);
 		c.copy.src_va = hv + 0x0ff0;
 		c.copy.dst_va = vv + 0x1ffd;
 		c.copy.size = 64;
@@ -221,7 +208,7 @@ int main(int argc, char **argv)
 	});
 	SEED("copy-errors", {
 		u8(&s, 0);
-		c = cmd(VNPU_OP_DMA_COPY);
+		c = vnpu_cmd_of(VNPU_OP_DMA_COPY);
 		c.copy.src_va = hv;
 		c.copy.dst_va = ~0ull - 4;
 		c.copy.size = 16;
@@ -240,7 +227,7 @@ int main(int argc, char **argv)
 	SEED("fill", {
 		u8(&s, 0);
 		for (uint32_t w = 0; w <= 4; w++) {
-			c = cmd(VNPU_OP_FILL);
+			c = vnpu_cmd_of(VNPU_OP_FILL);
 			c.fill.dst_va = vv + 0x100 + w;
 			c.fill.size = 4096 * w + 8;
 			c.fill.pattern = 0xa1b2c3d4;
@@ -251,7 +238,7 @@ int main(int argc, char **argv)
 	});
 	SEED("fence", {
 		u8(&s, 0);
-		c = cmd(VNPU_OP_FENCE_WAIT);
+		c = vnpu_cmd_of(VNPU_OP_FENCE_WAIT);
 		c.fence.va = hv + 0x100;
 		c.fence.value = 3;
 		submit(&s, 1, c);
@@ -271,7 +258,7 @@ int main(int argc, char **argv)
 	SEED("timestamp", {
 		u8(&s, 0);
 		clock_ns(&s, 123456789);
-		c = cmd(VNPU_OP_TIMESTAMP);
+		c = vnpu_cmd_of(VNPU_OP_TIMESTAMP);
 		c.timestamp.va = vv + 0x800;
 		submit(&s, 0, c);
 		c.timestamp.va = vv + 0x804;
@@ -284,13 +271,13 @@ int main(int argc, char **argv)
 		snprintf(name, sizeof(name), "inject-%u", kind);
 		SEED(name, {
 			u8(&s, 0);
-			c = cmd(VNPU_OP_TEST_INJECT);
+			c = vnpu_cmd_of(VNPU_OP_TEST_INJECT);
 			c.hdr.flags = VNPU_CMD_F_IRQ;
 			c.inject.kind = kind;
 			c.inject.va = kind == VNPU_TEST_MMU_FAULT ? vv + 64 : 0;
 			c.inject.write = kind == VNPU_TEST_MMU_FAULT;
 			submit(&s, 0, c);
-			submit(&s, 1, cmd(VNPU_OP_NOP));
+			submit(&s, 1, vnpu_cmd_of(VNPU_OP_NOP));
 			run(&s, 4);
 			clock_ns(&s, 5000000);
 			reg(&s, VNPU_REG_CTRL, VNPU_CTRL_RESET);
@@ -379,7 +366,7 @@ int main(int argc, char **argv)
 	SEED("registers", {
 		u8(&s, 0);
 		reg(&s, VNPU_REG_IRQ_MASK, 0xffffffff);
-		submit(&s, 0, cmd(VNPU_OP_NOP));
+		submit(&s, 0, vnpu_cmd_of(VNPU_OP_NOP));
 		reg(&s, VNPU_DOORBELL(0), 99);
 		reg(&s, VNPU_DOORBELL(1), 3);
 		run(&s, 8);
@@ -395,7 +382,7 @@ int main(int argc, char **argv)
 		reg(&s, VNPU_REG_CTRL, VNPU_CTRL_BOOT);
 		run(&s, 8);
 		reg(&s, VNPU_REG_TEST_INJECT, VNPU_INJECT_HANG);
-		submit(&s, 0, cmd(VNPU_OP_NOP));
+		submit(&s, 0, vnpu_cmd_of(VNPU_OP_NOP));
 		run(&s, 8);
 		reg(&s, VNPU_REG_CTRL, VNPU_CTRL_RESET | VNPU_CTRL_BOOT);
 		run(&s, 8);
@@ -416,7 +403,7 @@ int main(int argc, char **argv)
 		pte(&s, 1, 0x901, 2, (2ull << 20) | 0xb);
 		pte(&s, 0, 0x40000, 1, VNPU_SIMHOST_BUS_BASE | 1);
 		pte(&s, 0, 0x80000, 0, 0x7);
-		c = cmd(VNPU_OP_DMA_COPY);
+		c = vnpu_cmd_of(VNPU_OP_DMA_COPY);
 		c.copy.src_va = 0x900000;
 		c.copy.dst_va = vv;
 		c.copy.size = 8;
@@ -437,7 +424,7 @@ int main(int argc, char **argv)
 		map(&s, 0, 0x200, 0, 6);
 		map(&s, 0, 0x201, 5, 7);
 		map(&s, 1, 0x202, 3, 2);
-		c = cmd(VNPU_OP_DMA_COPY);
+		c = vnpu_cmd_of(VNPU_OP_DMA_COPY);
 		c.copy.src_va = 0x200000;
 		c.copy.dst_va = 0x201000;
 		c.copy.size = 64;
@@ -453,7 +440,7 @@ int main(int argc, char **argv)
 	SEED("wrap", {
 		u8(&s, 0);
 		for (unsigned i = 0; i < 12; i++) {
-			submit(&s, i % 2, cmd(VNPU_OP_NOP));
+			submit(&s, i % 2, vnpu_cmd_of(VNPU_OP_NOP));
 			if (i % 3 == 2)
 				run(&s, 2);
 		}

@@ -308,7 +308,7 @@ static struct drm_vnpu_submit submit_base(struct args_env *e,
 					  const uint32_t *list)
 {
 	struct drm_vnpu_submit s;
-	struct vnpu_cmd nop = hw_cmd_nop();
+	struct vnpu_cmd nop = vnpu_nop_cmd();
 
 	memcpy(e->ctx.cmd.map, &nop, sizeof(nop));
 	memset(&s, 0, sizeof(s));
@@ -334,7 +334,7 @@ static uint64_t done_seqno(struct hw_ctx *ctx)
 /* A good submit after the bad ones: the queue's seqno did not move. */
 static void expect_next_seqno(struct args_env *e, uint64_t want)
 {
-	struct vnpu_cmd nop = hw_cmd_nop();
+	struct vnpu_cmd nop = vnpu_nop_cmd();
 	uint64_t seqno = 0;
 
 	ck_assert_int_eq(hw_submit(e->ctx.fd, e->ctx.queue, &e->ctx.cmd, 0,
@@ -416,7 +416,7 @@ START_TEST(test_submit_max_cmds)
 	ck_assert_ptr_nonnull(cmds);
 	/* MAX_SUBMIT_CMDS commands: FILLs of one word each, all checked. */
 	for (uint64_t i = 0; i < max; i++)
-		cmds[i] = hw_cmd_fill(e.bo.va + i * 4, 4, (uint32_t)i + 1, 4);
+		cmds[i] = vnpu_fill_cmd(e.bo.va + i * 4, 4, (uint32_t)i + 1, 4);
 	list[0] = e.bo.handle;
 	ck_assert_int_eq(hw_submit(e.ctx.fd, e.ctx.queue, &big, 0, cmds,
 				   (uint32_t)max, list, 1, 0, &seqno), 0);
@@ -462,7 +462,7 @@ START_TEST(test_submit_cmd_buffer_range)
 	EXPECT_FAIL(e.ctx.fd, DRM_IOCTL_VNPU_SUBMIT, s, -EINVAL);
 	/* The very last command slot of the BO, 8-aligned not 64: accepted. */
 	{
-		struct vnpu_cmd fill = hw_cmd_fill(e.bo.va, 64, 0x1234, 4);
+		struct vnpu_cmd fill = vnpu_fill_cmd(e.bo.va, 64, 0x1234, 4);
 		uint64_t off = cmd_size - 64 - 8 * 3;
 
 		ck_assert_int_eq(hw_submit(e.ctx.fd, e.ctx.queue, &e.ctx.cmd,
@@ -557,8 +557,8 @@ START_TEST(test_submit_bad_commands)
 	static const uint8_t bad_ops[] = { 0x07, 0x08, 0x42, 0x7e, 0x80, 0xff };
 	for (size_t i = 0; i < sizeof(bad_ops); i++) {
 		for (int at = 0; at < 2; at++) {
-			c[0] = hw_cmd_nop();
-			c[1] = hw_cmd_nop();
+			c[0] = vnpu_nop_cmd();
+			c[1] = vnpu_nop_cmd();
 			c[at].hdr.opcode = bad_ops[i];
 			memcpy(e.ctx.cmd.map, c, sizeof(c));
 			EXPECT_FAIL(e.ctx.fd, DRM_IOCTL_VNPU_SUBMIT, s,
@@ -566,17 +566,17 @@ START_TEST(test_submit_bad_commands)
 		}
 	}
 	/* Reserved header fields. */
-	c[0] = hw_cmd_nop();
-	c[1] = hw_cmd_nop();
+	c[0] = vnpu_nop_cmd();
+	c[1] = vnpu_nop_cmd();
 	c[1].hdr.reserved0 = 1;
 	memcpy(e.ctx.cmd.map, c, sizeof(c));
 	EXPECT_FAIL(e.ctx.fd, DRM_IOCTL_VNPU_SUBMIT, s, -EINVAL);
-	c[1] = hw_cmd_nop();
+	c[1] = vnpu_nop_cmd();
 	c[1].hdr.reserved1 = 0x80000000u;
 	memcpy(e.ctx.cmd.map, c, sizeof(c));
 	EXPECT_FAIL(e.ctx.fd, DRM_IOCTL_VNPU_SUBMIT, s, -EINVAL);
 	/* The header's seqno and flags are the driver's: ignored. */
-	c[0] = hw_cmd_fill(e.bo.va, 4096, 0x77777777, 4);
+	c[0] = vnpu_fill_cmd(e.bo.va, 4096, 0x77777777, 4);
 	c[0].hdr.seqno = UINT64_MAX;
 	c[0].hdr.flags = 0xff;
 	ck_assert_int_eq(hw_run(&e.ctx, c, 1, list, 1, NULL), 0);
@@ -590,7 +590,7 @@ START_TEST(test_submit_test_inject_refused)
 	struct drm_vnpu_submit s;
 	struct args_env e;
 	uint32_t list[1];
-	struct vnpu_cmd c = hw_cmd_inject(VNPU_TEST_HANG, 0, 0);
+	struct vnpu_cmd c = vnpu_inject_cmd(VNPU_TEST_HANG, 0, 0);
 	char was[8] = "";
 
 	env_open(&e);
@@ -654,7 +654,7 @@ START_TEST(test_submit_user_pointers)
 	{
 		unsigned char raw[16];
 		uint32_t *odd = (uint32_t *)(void *)(raw + 1);
-		struct vnpu_cmd fill = hw_cmd_fill(e.bo.va, 256, 0xabcd0123, 4);
+		struct vnpu_cmd fill = vnpu_fill_cmd(e.bo.va, 256, 0xabcd0123, 4);
 		uint64_t seqno = 0;
 
 		memcpy(raw + 1, &e.bo.handle, 4);

@@ -153,8 +153,8 @@ START_TEST(test_device_copies_between_kinds)
 	hw_bo_new(ctx.fd, SZ, DRM_VNPU_BO_VRAM, &vram);
 	hw_bo_new(ctx.fd, SZ, 0, &dst);
 	hw_pattern_fill(src.map, SZ, 99);
-	c[0] = hw_cmd_copy(src.va, vram.va, SZ);
-	c[1] = hw_cmd_copy(vram.va, dst.va, SZ);
+	c[0] = vnpu_copy_cmd(src.va, vram.va, SZ);
+	c[1] = vnpu_copy_cmd(vram.va, dst.va, SZ);
 	list[0] = dst.handle;
 	list[1] = src.handle;
 	list[2] = vram.handle;
@@ -164,7 +164,7 @@ START_TEST(test_device_copies_between_kinds)
 	ck_assert_uint_eq(hw_pattern_check(vram.map, SZ, 99), SIZE_MAX);
 	/* CPU writes to VRAM are seen by the device. */
 	hw_pattern_fill(vram.map, SZ, 1234);
-	c[0] = hw_cmd_copy(vram.va, dst.va, SZ);
+	c[0] = vnpu_copy_cmd(vram.va, dst.va, SZ);
 	ck_assert_int_eq(hw_run(&ctx, c, 1, list, 3, NULL), 0);
 	ck_assert_uint_eq(hw_pattern_check(dst.map, SZ, 1234), SIZE_MAX);
 	hw_ctx_close(&ctx);
@@ -240,7 +240,7 @@ START_TEST(test_leak_after_jobs)
 	leak_baseline(&base);
 	hw_ctx_open(&ctx);
 	hw_bo_new(ctx.fd, 64 * 1024, DRM_VNPU_BO_VRAM, &bo);
-	fill = hw_cmd_fill(bo.va, bo.size, 0x11223344, 4);
+	fill = vnpu_fill_cmd(bo.va, bo.size, 0x11223344, 4);
 	for (int i = 0; i < 20; i++)
 		ck_assert_int_eq(hw_submit(ctx.fd, ctx.queue, &ctx.cmd,
 					   (uint64_t)i * 64, &fill, 1,

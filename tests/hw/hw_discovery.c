@@ -309,7 +309,7 @@ static int child_as_user(void *arg)
 		    hw_bo_create(fd, 64 * 1024, 0, &ctx.cmd) ||
 		    hw_bo_create(fd, 4096, 0, &bo))
 			return 23;
-		fill = hw_cmd_fill(bo.va, 4096, 0xdeadbeef, 4);
+		fill = vnpu_fill_cmd(bo.va, 4096, 0xdeadbeef, 4);
 		if (hw_run(&ctx, &fill, 1, &bo.handle, 1, NULL))
 			return 24;
 		if (hw_check_u32(bo.map, 4096, 0xdeadbeef) != SIZE_MAX)

@@ -23,7 +23,7 @@
 static void device_fill(struct hw_ctx *ctx, uint32_t handle, uint64_t va,
 			uint64_t size, uint32_t value)
 {
-	struct vnpu_cmd c = hw_cmd_fill(va, size, value, 4);
+	struct vnpu_cmd c = vnpu_fill_cmd(va, size, value, 4);
 
 	ck_assert_int_eq(hw_run(ctx, &c, 1, &handle, 1, NULL), 0);
 }
@@ -77,7 +77,7 @@ START_TEST(test_two_files)
 	/* B's CPU mapping sees A's data; B's device reads it. */
 	ck_assert_uint_eq(hw_pattern_check(imp.map, SZ, 31), SIZE_MAX);
 	hw_bo_new(b.fd, SZ, 0, &out);
-	c = hw_cmd_copy(imp.va, out.va, SZ);
+	c = vnpu_copy_cmd(imp.va, out.va, SZ);
 	list[0] = out.handle;
 	list[1] = imp.handle;
 	ck_assert_int_eq(hw_run(&b, &c, 1, list, 2, NULL), 0);
@@ -116,7 +116,7 @@ static int fork_child(int dmabuf, uint32_t value)
 		return 12;
 	if (hw_bo_from_handle(fd, handle, &imp))
 		return 13;
-	c = hw_cmd_fill(imp.va, SZ, value, 4);
+	c = vnpu_fill_cmd(imp.va, SZ, value, 4);
 	if (hw_submit(fd, ctx.queue, &ctx.cmd, 0, &c, 1, &handle, 1, 0, NULL))
 		return 14;
 	if (hw_bo_wait(fd, handle, HW_WAIT_NS, NULL))
@@ -175,7 +175,7 @@ START_TEST(test_exporter_closed_first)
 	close(dmabuf);
 	ck_assert_int_eq(hw_bo_from_handle(ctx.fd, handle, &bo), 0);
 	hw_bo_new(ctx.fd, SZ, 0, &out);
-	c = hw_cmd_copy(bo.va, out.va, SZ);
+	c = vnpu_copy_cmd(bo.va, out.va, SZ);
 	list[0] = out.handle;
 	list[1] = handle;
 	ck_assert_int_eq(hw_run(&ctx, &c, 1, list, 2, NULL), 0);
@@ -270,7 +270,7 @@ START_TEST(test_import_from_vgem)
 	va = info.device_va;
 	/* vgem's CPU writes reach the device ... */
 	hw_bo_new(ctx.fd, SZ, 0, &out);
-	c = hw_cmd_copy(va, out.va, SZ);
+	c = vnpu_copy_cmd(va, out.va, SZ);
 	list[0] = out.handle;
 	list[1] = handle;
 	ck_assert_int_eq(hw_run(&ctx, &c, 1, list, 2, NULL), 0);

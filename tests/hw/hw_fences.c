@@ -59,8 +59,8 @@ static void submit_gated_fill(struct gated *g, uint32_t pattern,
 			      uint32_t out_syncobj)
 {
 	struct vnpu_cmd c[2] = {
-		hw_cmd_fence_wait(g->gate.va, 1),
-		hw_cmd_fill(g->buf.va, g->buf.size, pattern, 4),
+		vnpu_fence_wait_cmd(g->gate.va, 1),
+		vnpu_fill_cmd(g->buf.va, g->buf.size, pattern, 4),
 	};
 	uint32_t bos[2] = { g->buf.handle, g->gate.handle };
 
@@ -202,7 +202,7 @@ START_TEST(test_syncobj_orders_queues)
 	ck_assert_int_eq(hw_syncobj_create(g.ctx.fd, 0, &s), 0);
 	submit_gated_fill(&g, 0x44444444, s);
 
-	c = hw_cmd_copy(g.buf.va, dst.va, dst.size);
+	c = vnpu_copy_cmd(g.buf.va, dst.va, dst.size);
 	memcpy(cmd_b.map, &c, sizeof(c));
 	bos[0] = dst.handle;
 	bos[1] = cmd_b.handle;
@@ -281,7 +281,7 @@ START_TEST(test_fault_reaches_fence)
 	struct hw_bo buf;
 	struct drm_vnpu_bo_wait w;
 	const uint64_t bad_va = 0x3000; /* below VA_START: never mapped */
-	struct vnpu_cmd c[2] = { hw_cmd_nop(), hw_cmd_fill(bad_va, 4096, 7, 4) };
+	struct vnpu_cmd c[2] = { vnpu_nop_cmd(), vnpu_fill_cmd(bad_va, 4096, 7, 4) };
 	uint64_t seqno = 0;
 	uint32_t s;
 
@@ -323,9 +323,9 @@ START_TEST(test_rejected_command_reaches_fence)
 	hw_ctx_open(&ctx);
 	hw_bo_new(ctx.fd, HW_PAGE_SIZE, 0, &a);
 	hw_bo_new(ctx.fd, HW_PAGE_SIZE, 0, &b);
-	c[0] = hw_cmd_fill(a.va, a.size, 0x01020304, 4);
-	c[1] = hw_cmd_fill(b.va, 3 * 256, 9, 3);
-	c[2] = hw_cmd_fill(b.va, b.size, 0x0a0b0c0d, 4);
+	c[0] = vnpu_fill_cmd(a.va, a.size, 0x01020304, 4);
+	c[1] = vnpu_fill_cmd(b.va, 3 * 256, 9, 3);
+	c[2] = vnpu_fill_cmd(b.va, b.size, 0x0a0b0c0d, 4);
 	bos[0] = a.handle;
 	bos[1] = b.handle;
 	memset(&w, 0, sizeof(w));
@@ -340,7 +340,7 @@ START_TEST(test_rejected_command_reaches_fence)
 			 0);
 	ck_assert_uint_eq(err, EIO);
 	/* Not a sticky context state: the next job runs. */
-	c[0] = hw_cmd_fill(a.va, a.size, 0x5a5a5a5a, 4);
+	c[0] = vnpu_fill_cmd(a.va, a.size, 0x5a5a5a5a, 4);
 	ck_assert_int_eq(hw_run(&ctx, c, 1, bos, 1, NULL), 0);
 	ck_assert_uint_eq(hw_check_u32(a.map, a.size, 0x5a5a5a5a), SIZE_MAX);
 	hw_ctx_close(&ctx);

@@ -155,9 +155,9 @@ static void fill_cmd_bo(struct fuzz *f, uint8_t *map, uint64_t size,
 		if (b >= va_hi)
 			b = va_lo;
 		switch (below(f, 3)) {
-		case 0: c = hw_cmd_nop(); break;
-		case 1: c = hw_cmd_copy(a, b, len); break;
-		default: c = hw_cmd_fill(a, len, 0, 4); break;
+		case 0: c = vnpu_nop_cmd(); break;
+		case 1: c = vnpu_copy_cmd(a, b, len); break;
+		default: c = vnpu_fill_cmd(a, len, 0, 4); break;
 		}
 		memcpy(map + off, &c, sizeof(c));
 	}
@@ -531,7 +531,7 @@ START_TEST(test_fuzz_ioctls)
 	/* The device still runs a checked job. */
 	hw_ctx_open(&ctx);
 	hw_bo_new(ctx.fd, 64 * 1024, DRM_VNPU_BO_VRAM, &buf);
-	c = hw_cmd_fill(buf.va, buf.size, 0xf022f022, 4);
+	c = vnpu_fill_cmd(buf.va, buf.size, 0xf022f022, 4);
 	ck_assert_int_eq(hw_run(&ctx, &c, 1, &buf.handle, 1, NULL), 0);
 	ck_assert_uint_eq(hw_check_u32(buf.map, buf.size, 0xf022f022),
 			  SIZE_MAX);
@@ -550,7 +550,7 @@ START_TEST(test_bad_pointers_efault)
 	uint8_t *ro = mmap(NULL, HW_PAGE_SIZE, PROT_READ,
 			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	const uint64_t bad[] = { 1, 0xffff888000000000ull, ~0ull - 3 };
-	struct vnpu_cmd c = hw_cmd_nop();
+	struct vnpu_cmd c = vnpu_nop_cmd();
 	uint32_t s, i;
 
 	ck_assert(ro != MAP_FAILED);
@@ -601,7 +601,7 @@ START_TEST(test_bad_pointers_efault)
 				 0);
 		ck_assert_uint_eq(done, 0);
 	}
-	c = hw_cmd_fill(buf.va, buf.size, 0x1f1f1f1f, 4);
+	c = vnpu_fill_cmd(buf.va, buf.size, 0x1f1f1f1f, 4);
 	ck_assert_int_eq(hw_run(&ctx, &c, 1, &buf.handle, 1, NULL), 0);
 	ck_assert_uint_eq(hw_check_u32(buf.map, buf.size, 0x1f1f1f1f),
 			  SIZE_MAX);

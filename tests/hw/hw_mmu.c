@@ -57,7 +57,7 @@ static int innocent_child(int go_pipe)
 		return 2;
 	for (i = 0; i < 40; i++) {
 		uint32_t pattern = 0x01010101u * (uint32_t)(i + 1);
-		struct vnpu_cmd c = hw_cmd_fill(buf.va, buf.size, pattern, 4);
+		struct vnpu_cmd c = vnpu_fill_cmd(buf.va, buf.size, pattern, 4);
 
 		if (hw_run(&ctx, &c, 1, &buf.handle, 1, NULL) ||
 		    hw_check_u32(buf.map, buf.size, pattern) != SIZE_MAX)
@@ -88,11 +88,11 @@ START_TEST(test_fault_only_faulting_process)
 	hw_ctx_open(&ctx);
 	hw_bo_new(ctx.fd, HW_PAGE_SIZE, 0, &buf);
 	ck_assert_int_eq(write(go[1], "g", 1), 1);
-	expect_fault(&ctx, hw_cmd_fill(0x2000, 4096, 1, 4), buf.handle,
+	expect_fault(&ctx, vnpu_fill_cmd(0x2000, 4096, 1, 4), buf.handle,
 		     0x2000, VNPU_FAULT_NOT_MAPPED, 1);
 	/* Sticky: the next job fails without running. */
 	{
-		struct vnpu_cmd c = hw_cmd_fill(buf.va, buf.size, 5, 4);
+		struct vnpu_cmd c = vnpu_fill_cmd(buf.va, buf.size, 5, 4);
 		struct drm_vnpu_bo_wait w;
 
 		memset(buf.map, 0, buf.size);
@@ -120,7 +120,7 @@ START_TEST(test_guard_page)
 	hw_bo_new(ctx.fd, 2 * HW_PAGE_SIZE, 0, &a);
 	hw_bo_new(ctx.fd, 4 * HW_PAGE_SIZE, 0, &b);
 	ck_assert_uint_ne(a.va + a.size, b.va);
-	expect_fault(&ctx, hw_cmd_copy(a.va, b.va, a.size + 1), a.handle,
+	expect_fault(&ctx, vnpu_copy_cmd(a.va, b.va, a.size + 1), a.handle,
 		     a.va + a.size, VNPU_FAULT_NOT_MAPPED, 0);
 	hw_ctx_close(&ctx);
 }
@@ -139,12 +139,12 @@ START_TEST(test_read_only_bo)
 	hw_bo_new(ctx.fd, HW_PAGE_SIZE, DRM_VNPU_BO_DEVICE_READ_ONLY, &ro);
 	hw_bo_new(ctx.fd, HW_PAGE_SIZE, 0, &rw);
 	hw_pattern_fill(ro.map, ro.size, 77);
-	c = hw_cmd_copy(ro.va, rw.va, ro.size);
+	c = vnpu_copy_cmd(ro.va, rw.va, ro.size);
 	bos[0] = rw.handle;
 	bos[1] = ro.handle;
 	ck_assert_int_eq(hw_run(&ctx, &c, 1, bos, 2, NULL), 0);
 	ck_assert_uint_eq(hw_pattern_check(rw.map, rw.size, 77), SIZE_MAX);
-	expect_fault(&ctx, hw_cmd_fill(ro.va, ro.size, 0, 4), ro.handle,
+	expect_fault(&ctx, vnpu_fill_cmd(ro.va, ro.size, 0, 4), ro.handle,
 		     ro.va, VNPU_FAULT_PERMISSION, 1);
 	ck_assert_uint_eq(hw_pattern_check(ro.map, ro.size, 77), SIZE_MAX);
 	hw_ctx_close(&ctx);
@@ -169,13 +169,13 @@ START_TEST(test_other_context_va)
 	}
 	hw_bo_new(b.fd, 64 * 1024, 0, &bbo);
 	memset(bbo.map, 0, bbo.size);
-	expect_fault(&b, hw_cmd_copy(abo[3].va, bbo.va, 4096), bbo.handle,
+	expect_fault(&b, vnpu_copy_cmd(abo[3].va, bbo.va, 4096), bbo.handle,
 		     abo[3].va, VNPU_FAULT_NOT_MAPPED, 0);
 	ck_assert_uint_eq(hw_check_u32(bbo.map, bbo.size, 0), SIZE_MAX);
 	/* A write, from a third context (b is faulted now, for good). */
 	hw_ctx_open(&c);
 	hw_bo_new(c.fd, 64 * 1024, 0, &cbo);
-	expect_fault(&c, hw_cmd_fill(abo[3].va, 4096, 0, 4), cbo.handle,
+	expect_fault(&c, vnpu_fill_cmd(abo[3].va, 4096, 0, 4), cbo.handle,
 		     abo[3].va, VNPU_FAULT_NOT_MAPPED, 1);
 	hw_ctx_close(&c);
 	for (i = 0; i < 4; i++)
@@ -219,7 +219,7 @@ static int dirty_child(uint32_t flags)
 	hw_ctx_open(&ctx);
 	if (hw_bo_create(ctx.fd, SCRUB_SIZE, flags, &bo))
 		return 2;
-	c = hw_cmd_fill(bo.va, bo.size, 0xdeadbeef, 4);
+	c = vnpu_fill_cmd(bo.va, bo.size, 0xdeadbeef, 4);
 	if (hw_run(&ctx, &c, 1, &bo.handle, 1, NULL))
 		return 3;
 	if (((volatile uint32_t *)bo.map)[SCRUB_SIZE / 8] != 0xdeadbeef)
@@ -249,7 +249,7 @@ static void check_scrubbed(uint32_t flags)
 	hw_bo_new(ctx.fd, SCRUB_SIZE, 0, &sys);
 	memset(sys.map, 0xa5, sys.size);
 	/* Read through the device (VRAM reads over the BAR are slow). */
-	c = hw_cmd_copy(bo.va, sys.va, bo.size);
+	c = vnpu_copy_cmd(bo.va, sys.va, bo.size);
 	bos[0] = sys.handle;
 	bos[1] = bo.handle;
 	ck_assert_int_eq(hw_run(&ctx, &c, 1, bos, 2, NULL), 0);

@@ -178,7 +178,7 @@ START_TEST(test_done_seqno_follows_jobs)
 {
 	struct hw_ctx ctx;
 	struct hw_bo bo;
-	struct vnpu_cmd nop = hw_cmd_nop();
+	struct vnpu_cmd nop = vnpu_nop_cmd();
 	uint64_t done = 0;
 
 	hw_ctx_open(&ctx);

@@ -42,7 +42,7 @@ START_TEST(test_ioctl_and_job_latency)
 {
 	struct hw_ctx ctx;
 	struct hw_bo buf;
-	struct vnpu_cmd nop = hw_cmd_nop();
+	struct vnpu_cmd nop = vnpu_nop_cmd();
 	double base, param_us, nop_us, create_sys, create_vram;
 	int64_t t0;
 	long i, n;
@@ -158,7 +158,7 @@ START_TEST(test_transfer_bandwidth)
 
 	/* The device's own copy, VRAM to system memory. */
 	memset(back.map, 0, XFER);
-	c = hw_cmd_copy(vram.va, back.va, XFER);
+	c = vnpu_copy_cmd(vram.va, back.va, XFER);
 	bos[0] = back.handle;
 	bos[1] = vram.handle;
 	t0 = hw_now_ns();

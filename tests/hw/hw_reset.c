@@ -54,7 +54,7 @@ static long resets(void)
 static void fill_and_check(struct hw_ctx *ctx, struct hw_bo *buf,
 			   uint32_t pattern)
 {
-	struct vnpu_cmd c = hw_cmd_fill(buf->va, buf->size, pattern, 4);
+	struct vnpu_cmd c = vnpu_fill_cmd(buf->va, buf->size, pattern, 4);
 
 	ck_assert_int_eq(hw_run(ctx, &c, 1, &buf->handle, 1, NULL), 0);
 	ck_assert_uint_eq(hw_check_u32(buf->map, buf->size, pattern),
@@ -97,18 +97,18 @@ static void guilty_and_innocent(uint32_t kind)
 	allow_inject(true);
 	before = resets();
 
-	c[0] = hw_cmd_fill(gbuf.va, gbuf.size, 0x61616161, 4);
-	c[1] = hw_cmd_inject(kind, 0, 0);
+	c[0] = vnpu_fill_cmd(gbuf.va, gbuf.size, 0x61616161, 4);
+	c[1] = vnpu_inject_cmd(kind, 0, 0);
 	ck_assert_int_eq(hw_submit(g.fd, g.queue, &g.cmd, 0, c, 2,
 				   &gbuf.handle, 1, 0, NULL),
 			 0);
-	c[0] = hw_cmd_fill(gbuf2.va, gbuf2.size, 0x62626262, 4);
+	c[0] = vnpu_fill_cmd(gbuf2.va, gbuf2.size, 0x62626262, 4);
 	ck_assert_int_eq(hw_submit(g.fd, g.queue, &g.cmd, 0, c, 1,
 				   &gbuf2.handle, 1, 0, NULL),
 			 0);
 	/* The innocent's job is queued while the device is stuck. */
-	c[0] = hw_cmd_fill(ibuf.va, ibuf.size, 0x71717171, 4);
-	c[1] = hw_cmd_copy(ibuf.va, ibuf2.va, ibuf.size);
+	c[0] = vnpu_fill_cmd(ibuf.va, ibuf.size, 0x71717171, 4);
+	c[1] = vnpu_copy_cmd(ibuf.va, ibuf2.va, ibuf.size);
 	{
 		uint32_t bos[2] = { ibuf.handle, ibuf2.handle };
 
@@ -138,7 +138,7 @@ static void guilty_and_innocent(uint32_t kind)
 	ck_assert(hw_param(g.fd, DRM_VNPU_PARAM_CONTEXT_STATE) &
 		  DRM_VNPU_CONTEXT_BANNED);
 	ck_assert_uint_eq(hw_param(in.fd, DRM_VNPU_PARAM_CONTEXT_STATE), 0);
-	c[0] = hw_cmd_nop();
+	c[0] = vnpu_nop_cmd();
 	ck_assert_int_eq(hw_submit(g.fd, g.queue, &g.cmd, 0, c, 1, NULL, 0, 0,
 				   NULL),
 			 -ECANCELED);
@@ -168,7 +168,7 @@ END_TEST
 START_TEST(test_inject_needs_permission)
 {
 	struct hw_ctx ctx;
-	struct vnpu_cmd c = hw_cmd_inject(VNPU_TEST_HANG, 0, 0);
+	struct vnpu_cmd c = vnpu_inject_cmd(VNPU_TEST_HANG, 0, 0);
 	long before = resets();
 
 	hw_ctx_open(&ctx);
@@ -196,8 +196,8 @@ START_TEST(test_lost_interrupt_command)
 	hw_bo_new(ctx.fd, 64 * 1024, 0, &buf);
 	allow_inject(true);
 	before = resets();
-	c[0] = hw_cmd_inject(VNPU_TEST_LOST_IRQ, 0, 0);
-	c[1] = hw_cmd_fill(buf.va, buf.size, 0x10571057, 4);
+	c[0] = vnpu_inject_cmd(VNPU_TEST_LOST_IRQ, 0, 0);
+	c[1] = vnpu_fill_cmd(buf.va, buf.size, 0x10571057, 4);
 	ck_assert_int_eq(hw_run(&ctx, c, 2, &buf.handle, 1, NULL), 0);
 	ck_assert_uint_eq(hw_check_u32(buf.map, buf.size, 0x10571057),
 			  SIZE_MAX);
@@ -264,7 +264,7 @@ START_TEST(test_register_hang)
 	hw_bo_new(ctx.fd, 64 * 1024, 0, &buf);
 	before = resets();
 	ck_assert_int_eq(hw_debugfs_write("inject", "1"), 0);
-	c = hw_cmd_fill(buf.va, buf.size, 0x0badf00d, 4);
+	c = vnpu_fill_cmd(buf.va, buf.size, 0x0badf00d, 4);
 	ret = hw_run(&ctx, &c, 1, &buf.handle, 1, NULL);
 	ck_assert_msg(ret == -ETIMEDOUT, "the stuck job: %d", ret);
 	ck_assert_int_eq(resets(), before + 1);

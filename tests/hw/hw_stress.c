@@ -62,10 +62,10 @@ static void *worker_main(void *p)
 	for (r = 0; r < ROUNDS; r++) {
 		uint32_t pattern = (uint32_t)hw_rand(&rng) | 1;
 		struct vnpu_cmd c[2] = {
-			hw_cmd_fill(src.va, BUF_SIZE, pattern, 4),
-			hw_cmd_copy(src.va, dst.va, BUF_SIZE),
+			vnpu_fill_cmd(src.va, BUF_SIZE, pattern, 4),
+			vnpu_copy_cmd(src.va, dst.va, BUF_SIZE),
 		};
-		struct vnpu_cmd c2 = hw_cmd_copy(dst.va, back.va, BUF_SIZE);
+		struct vnpu_cmd c2 = vnpu_copy_cmd(dst.va, back.va, BUF_SIZE);
 		struct drm_vnpu_bo_wait bw;
 
 		ret = hw_submit(w->fd, ctx.queue, &ctx.cmd, 0, c, 2, bos + 1, 2,
@@ -185,7 +185,7 @@ static void *shared_submitter(void *p)
 	int i;
 
 	for (i = 0; i < 16; i++) {
-		struct vnpu_cmd c = hw_cmd_fill(sq->counter->va, HW_PAGE_SIZE,
+		struct vnpu_cmd c = vnpu_fill_cmd(sq->counter->va, HW_PAGE_SIZE,
 						0x01010101u * (uint32_t)i, 4);
 		int ret;
 
@@ -266,7 +266,7 @@ START_TEST(test_open_close_churn)
 				if (hw_bo_create(ctx.fd, 256 * 1024,
 						 DRM_VNPU_BO_VRAM, &bo))
 					_exit(2);
-				c = hw_cmd_fill(bo.va, bo.size, 7, 4);
+				c = vnpu_fill_cmd(bo.va, bo.size, 7, 4);
 				if (hw_submit(ctx.fd, ctx.queue, &ctx.cmd, 0, &c,
 					      1, &bo.handle, 1, 0, NULL))
 					_exit(3);

@@ -23,7 +23,7 @@ START_TEST(test_nop_seqnos)
 {
 	struct hw_ctx ctx;
 	struct hw_bo bo;
-	struct vnpu_cmd nop[3] = { hw_cmd_nop(), hw_cmd_nop(), hw_cmd_nop() };
+	struct vnpu_cmd nop[3] = { vnpu_nop_cmd(), vnpu_nop_cmd(), vnpu_nop_cmd() };
 	uint64_t seqno = 0, done = 0;
 
 	hw_ctx_open(&ctx);
@@ -65,7 +65,7 @@ START_TEST(test_fill_widths)
 		uint64_t off = (hw_rand(&rnd) % 4000) & ~(uint64_t)(width - 1);
 		uint64_t n = (hw_rand(&rnd) % 3000 + 1) * width;
 		uint32_t pat = (uint32_t)hw_rand(&rnd);
-		struct vnpu_cmd c = hw_cmd_fill(bo.va + off, n, pat, width);
+		struct vnpu_cmd c = vnpu_fill_cmd(bo.va + off, n, pat, width);
 
 		hw_pattern_fill(bo.map, SZ, (uint32_t)iter);
 		memcpy(ref, bo.map, SZ);
@@ -103,10 +103,10 @@ START_TEST(test_copy_sizes)
 		uint64_t n = sizes[i];
 		uint64_t so = hw_rand(&rnd) % (SZ - n + 1);
 		uint64_t d0 = hw_rand(&rnd) % (SZ - n + 1);
-		struct vnpu_cmd c = hw_cmd_copy(src.va + so, dst.va + d0, n);
+		struct vnpu_cmd c = vnpu_copy_cmd(src.va + so, dst.va + d0, n);
 
 		/* VRAM destination cleared by the device (fast), then copied. */
-		struct vnpu_cmd cmds[2] = { hw_cmd_fill(dst.va, SZ, 0, 4), c };
+		struct vnpu_cmd cmds[2] = { vnpu_fill_cmd(dst.va, SZ, 0, 4), c };
 
 		memset(ref, 0, SZ);
 		memcpy(ref + d0, (unsigned char *)src.map + so, n);
@@ -131,7 +131,7 @@ START_TEST(test_timestamps)
 	hw_ctx_open(&ctx);
 	hw_bo_new(ctx.fd, 4096, 0, &bo);
 	for (int i = 0; i < 4; i++)
-		c[i] = hw_cmd_timestamp(bo.va + 8u * (unsigned)i);
+		c[i] = vnpu_timestamp_cmd(bo.va + 8u * (unsigned)i);
 	ck_assert_int_eq(hw_run(&ctx, c, 4, &bo.handle, 1, NULL), 0);
 	t = bo.map;
 	ck_assert_uint_gt(t[0], 0);
@@ -185,7 +185,7 @@ START_TEST(test_kernel_fill)
 	/* f32, contiguous, 7 blocks. */
 	size = fill_kargs(args.map, out.va, out.size, VNPU_DTYPE_F32, N, -3.25,
 			  0, 1);
-	c = hw_cmd_launch(VNPU_KERNEL_FILL, 7, args.va, size);
+	c = vnpu_launch_cmd(VNPU_KERNEL_FILL, 7, args.va, size);
 	ck_assert_int_eq(hw_run(&ctx, &c, 1, list, 2, NULL), 0);
 	f = out.map;
 	for (int i = 0; i < N; i++)
@@ -195,7 +195,7 @@ START_TEST(test_kernel_fill)
 	memset(out.map, 0, out.size);
 	size = fill_kargs(args.map, out.va, out.size, VNPU_DTYPE_I32, N, 0,
 			  -123456, 2);
-	c = hw_cmd_launch(VNPU_KERNEL_FILL, 3, args.va, size);
+	c = vnpu_launch_cmd(VNPU_KERNEL_FILL, 3, args.va, size);
 	ck_assert_int_eq(hw_run(&ctx, &c, 1, list, 2, NULL), 0);
 	w = out.map;
 	for (int i = 0; i < 2 * N - 1; i++)
@@ -222,9 +222,9 @@ START_TEST(test_kernel_errors_reported)
 			  0, 1);
 	/* Command 1 names a kernel the firmware lacks; 0 and 2 are fine and
 	 * still run (docs/uapi.md: later commands of the job still ran). */
-	c[0] = hw_cmd_fill(out.va, 4096, 0x55555555, 4);
-	c[1] = hw_cmd_launch(0x7777, 1, args.va, size);
-	c[2] = hw_cmd_fill(out.va, 64, 0x66666666, 4);
+	c[0] = vnpu_fill_cmd(out.va, 4096, 0x55555555, 4);
+	c[1] = vnpu_launch_cmd(0x7777, 1, args.va, size);
+	c[2] = vnpu_fill_cmd(out.va, 64, 0x66666666, 4);
 	ck_assert_int_eq(hw_run(&ctx, c, 3, list, 2, &w), -EIO);
 	ck_assert_int_eq(w.job_error, -EIO);
 	ck_assert_uint_eq(w.job_status, VNPU_STATUS_UNKNOWN_KERNEL);
@@ -237,11 +237,11 @@ START_TEST(test_kernel_errors_reported)
 	ck_assert_uint_eq(err, EIO);
 	/* A bad argument size is the device's INVALID_ARGS, the context
 	 * stays usable (no fault). */
-	c[0] = hw_cmd_launch(VNPU_KERNEL_FILL, 1, args.va, size - 8);
+	c[0] = vnpu_launch_cmd(VNPU_KERNEL_FILL, 1, args.va, size - 8);
 	ck_assert_int_eq(hw_run(&ctx, c, 1, list, 2, &w), -EIO);
 	ck_assert_uint_ne(w.job_status, VNPU_STATUS_OK);
 	ck_assert_uint_eq(hw_param(ctx.fd, DRM_VNPU_PARAM_CONTEXT_STATE), 0);
-	c[0] = hw_cmd_fill(out.va, 4096, 0x77777777, 4);
+	c[0] = vnpu_fill_cmd(out.va, 4096, 0x77777777, 4);
 	ck_assert_int_eq(hw_run(&ctx, c, 1, list, 2, &w), 0);
 	ck_assert_uint_eq(hw_check_u32(out.map, 4096, 0x77777777), SIZE_MAX);
 	hw_ctx_close(&ctx);
@@ -272,7 +272,7 @@ START_TEST(test_ring_wraparound)
 		int ret;
 
 		for (uint32_t i = 0; i < n; i++, k++)
-			cmds[i] = hw_cmd_fill(out.va + 4ull * k, 4, k ^ 0xc0de0000,
+			cmds[i] = vnpu_fill_cmd(out.va + 4ull * k, 4, k ^ 0xc0de0000,
 					      4);
 		/* The command BO may be reused at once (copied at SUBMIT). */
 		do {
@@ -309,10 +309,10 @@ START_TEST(test_queue_depth_busy)
 	list[0] = out.handle;
 	list[1] = flag.handle;
 	/* Job 1 blocks the queue until the CPU writes the flag. */
-	c = hw_cmd_fence_wait(flag.va, 1);
+	c = vnpu_fence_wait_cmd(flag.va, 1);
 	ck_assert_int_eq(hw_submit(ctx.fd, ctx.queue, &ctx.cmd, 0, &c, 1,
 				   &flag.handle, 1, 0, NULL), 0);
-	c = hw_cmd_fill(out.va, 4, 0, 4);
+	c = vnpu_fill_cmd(out.va, 4, 0, 4);
 	for (uint64_t i = 1; i < depth; i++) {
 		c.fill.pattern = (uint32_t)i;
 		ret = hw_submit(ctx.fd, ctx.queue, &ctx.cmd, 64 * (i % 100), &c,
@@ -355,9 +355,9 @@ START_TEST(test_max_bo_list)
 	for (int i = 0; i < N; i++)
 		ck_assert_int_eq(hw_bo_create_raw(ctx.fd, 4096, 0, &list[i],
 						  &vas[i]), 0);
-	c[0] = hw_cmd_fill(vas[0], 4096, 0xf1f1f1f1, 4);
-	c[1] = hw_cmd_fill(vas[N - 1], 4096, 0xe2e2e2e2, 4);
-	c[2] = hw_cmd_copy(vas[N - 1], vas[N / 2], 4096);
+	c[0] = vnpu_fill_cmd(vas[0], 4096, 0xf1f1f1f1, 4);
+	c[1] = vnpu_fill_cmd(vas[N - 1], 4096, 0xe2e2e2e2, 4);
+	c[2] = vnpu_copy_cmd(vas[N - 1], vas[N / 2], 4096);
 	ck_assert_int_eq(hw_run(&ctx, c, 3, list, N, NULL), 0);
 	ck_assert_int_eq(hw_bo_from_handle(ctx.fd, list[0], &first), 0);
 	ck_assert_int_eq(hw_bo_from_handle(ctx.fd, list[N / 2], &last), 0);
@@ -376,7 +376,7 @@ START_TEST(test_duplicate_handles)
 	enum { N = 300 };
 	struct hw_ctx ctx;
 	uint32_t list[N];
-	struct vnpu_cmd nop = hw_cmd_nop();
+	struct vnpu_cmd nop = vnpu_nop_cmd();
 	uint64_t seqno = 0;
 
 	hw_ctx_open(&ctx);
@@ -419,11 +419,11 @@ START_TEST(test_cross_queue_implicit_order)
 
 		/* Queue 1: slow fills of the BO, the last with v. */
 		for (int i = 0; i < 8; i++)
-			c[i] = hw_cmd_fill(big.va, SZ, i == 7 ? v : 0xdead, 4);
+			c[i] = vnpu_fill_cmd(big.va, SZ, i == 7 ? v : 0xdead, 4);
 		ck_assert_int_eq(hw_submit(ctx.fd, ctx.queue, &ctx.cmd, 0, c, 8,
 					   &big.handle, 1, 0, NULL), 0);
 		/* Queue 2 shares the BO: it runs after, and sees v. */
-		c[0] = hw_cmd_copy(big.va + SZ - 4096, out.va, 4096);
+		c[0] = vnpu_copy_cmd(big.va + SZ - 4096, out.va, 4096);
 		list[0] = out.handle;
 		list[1] = big.handle;
 		ck_assert_int_eq(hw_submit(ctx.fd, q2, &ctx.cmd, 1024, c, 1,
@@ -454,10 +454,10 @@ START_TEST(test_close_with_jobs_in_flight)
 		hw_bo_new(ctx.fd, SZ, 0, &b);
 		list[0] = a.handle;
 		list[1] = b.handle;
-		c[0] = hw_cmd_fill(a.va, SZ, 1, 4);
-		c[1] = hw_cmd_copy(a.va, b.va, SZ);
-		c[2] = hw_cmd_copy(b.va, a.va, SZ);
-		c[3] = hw_cmd_fill(b.va, SZ, 2, 4);
+		c[0] = vnpu_fill_cmd(a.va, SZ, 1, 4);
+		c[1] = vnpu_copy_cmd(a.va, b.va, SZ);
+		c[2] = vnpu_copy_cmd(b.va, a.va, SZ);
+		c[3] = vnpu_fill_cmd(b.va, SZ, 2, 4);
 		for (int j = 0; j < 10; j++)
 			ck_assert_int_eq(hw_submit(ctx.fd, ctx.queue, &ctx.cmd,
 						   256u * (unsigned)j, c, 4,
@@ -489,7 +489,7 @@ START_TEST(test_close_with_jobs_in_flight)
 
 			hw_ctx_open(&next);
 			hw_bo_new(next.fd, 4096, 0, &bo);
-			f = hw_cmd_fill(bo.va, 4096, (uint32_t)round, 4);
+			f = vnpu_fill_cmd(bo.va, 4096, (uint32_t)round, 4);
 			ck_assert_int_eq(hw_run(&next, &f, 1, &bo.handle, 1,
 						NULL), 0);
 			ck_assert_uint_eq(hw_check_u32(bo.map, 4096,
@@ -513,7 +513,7 @@ START_TEST(test_exit_with_jobs_in_flight)
 		if (pid == 0) {
 			struct hw_ctx ctx;
 			struct hw_bo a;
-			struct vnpu_cmd c = hw_cmd_fill(0, 4 << 20, 3, 4);
+			struct vnpu_cmd c = vnpu_fill_cmd(0, 4 << 20, 3, 4);
 
 			ctx.fd = hw_open_raw();
 			if (ctx.fd < 0 ||
@@ -571,8 +571,8 @@ static void *worker_main(void *arg)
 	for (int j = 0; !ret && j < w->jobs; j++) {
 		uint32_t v = w->id << 16 | (uint32_t)j;
 		struct vnpu_cmd c[2] = {
-			hw_cmd_fill(bo.va, 16384, v, 4),
-			hw_cmd_timestamp(bo.va + 16384 - 8),
+			vnpu_fill_cmd(bo.va, 16384, v, 4),
+			vnpu_timestamp_cmd(bo.va + 16384 - 8),
 		};
 
 		ret = hw_submit(fd, q, &cmd, 0, c, 1 + (j % 2), &bo.handle, 1,
@@ -661,7 +661,7 @@ START_TEST(test_many_queues_one_thread)
 	}
 	for (int round = 0; round < 3; round++) {
 		for (int i = 0; i < Q; i++) {
-			struct vnpu_cmd c = hw_cmd_fill(bo.va + 4096u * (unsigned)i,
+			struct vnpu_cmd c = vnpu_fill_cmd(bo.va + 4096u * (unsigned)i,
 							4096,
 							(uint32_t)(i * 3 + round),
 							4);

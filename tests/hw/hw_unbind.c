@@ -117,7 +117,7 @@ static void restore_device(void)
 /* A FILL of buf in ctx: the device works. */
 static void fill_works(struct hw_ctx *ctx, struct hw_bo *buf, uint32_t v)
 {
-	struct vnpu_cmd c = hw_cmd_fill(buf->va, buf->size, v, 4);
+	struct vnpu_cmd c = vnpu_fill_cmd(buf->va, buf->size, v, 4);
 
 	ck_assert_int_eq(hw_run(ctx, &c, 1, &buf->handle, 1, NULL), 0);
 	ck_assert_uint_eq(hw_check_u32(buf->map, buf->size, v), SIZE_MAX);
@@ -173,8 +173,8 @@ START_TEST(test_unbind_with_jobs_in_flight)
 	hw_bo_new(ctx.fd, 64 * 1024, 0, &buf);
 	memset(gate.map, 0, gate.size);
 	memset(buf.map, 0, buf.size);
-	c[0] = hw_cmd_fence_wait(gate.va, 1);
-	c[1] = hw_cmd_fill(buf.va, buf.size, 1, 4);
+	c[0] = vnpu_fence_wait_cmd(gate.va, 1);
+	c[1] = vnpu_fill_cmd(buf.va, buf.size, 1, 4);
 	bos[0] = buf.handle;
 	bos[1] = gate.handle;
 	ck_assert_int_eq(hw_submit(ctx.fd, ctx.queue, &ctx.cmd, 0, c, 2, bos,
@@ -247,7 +247,7 @@ START_TEST(test_module_reload_after_work)
 	ck_assert_int_eq(wait_for_node(), 0);
 	hw_ctx_open(&ctx);
 	hw_bo_new(ctx.fd, 4u << 20, DRM_VNPU_BO_VRAM, &buf);
-	c = hw_cmd_fill(buf.va, buf.size, 0x1234, 4);
+	c = vnpu_fill_cmd(buf.va, buf.size, 0x1234, 4);
 	for (i = 0; i < 8; i++)
 		ck_assert_int_eq(hw_submit(ctx.fd, ctx.queue, &ctx.cmd, 0, &c,
 					   1, &buf.handle, 1, 0, NULL),

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "drm/vnpu_accel.h"
-#include "vnpu/hw_cmd.h"
+#include "vnpu/hw_cmd_build.h"
 #include "vnpu/hw_status.h"
 #include "vnpu/kernel_abi.h"
 
@@ -88,18 +88,6 @@ int hw_syncobj_destroy(int fd, uint32_t handle);
 /* Waits for all syncobjs[i] at points[i] (points NULL: binary). */
 int hw_syncobj_wait(int fd, const uint32_t *syncobjs, const uint64_t *points,
 		    uint32_t count, int64_t timeout_ns);
-
-/* Commands (header zero but the opcode). */
-struct vnpu_cmd hw_cmd_nop(void);
-struct vnpu_cmd hw_cmd_fill(uint64_t va, uint64_t size, uint32_t pattern,
-			    uint32_t width);
-struct vnpu_cmd hw_cmd_copy(uint64_t src, uint64_t dst, uint64_t size);
-struct vnpu_cmd hw_cmd_launch(uint32_t kernel_id, uint32_t blocks,
-			      uint64_t args_va, uint32_t args_size);
-struct vnpu_cmd hw_cmd_fence_signal(uint64_t va, uint64_t value);
-struct vnpu_cmd hw_cmd_fence_wait(uint64_t va, uint64_t value);
-struct vnpu_cmd hw_cmd_timestamp(uint64_t va);
-struct vnpu_cmd hw_cmd_inject(uint32_t kind, uint64_t va, uint32_t write);
 
 /* Copies cmds to cmdbuf->map + offset and submits them. */
 int hw_submit(int fd, uint32_t queue_id, const struct hw_bo *cmdbuf,

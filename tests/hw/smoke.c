@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "drm/vnpu_accel.h"
-#include "vnpu/hw_cmd.h"
+#include "vnpu/hw_cmd_build.h"
 #include "vnpu/kernel_abi.h"
 
 #define BO_SIZE (64 * 1024)
@@ -181,31 +181,6 @@ static int submit(int fd, uint32_t queue, struct bo *cmdbuf,
 	return ret;
 }
 
-static struct vnpu_cmd cmd_fill(uint64_t va, uint64_t size, uint32_t pattern)
-{
-	struct vnpu_cmd c;
-
-	memset(&c, 0, sizeof(c));
-	c.hdr.opcode = VNPU_OP_FILL;
-	c.fill.dst_va = va;
-	c.fill.size = size;
-	c.fill.pattern = pattern;
-	c.fill.width = 4;
-	return c;
-}
-
-static struct vnpu_cmd cmd_copy(uint64_t src, uint64_t dst, uint64_t size)
-{
-	struct vnpu_cmd c;
-
-	memset(&c, 0, sizeof(c));
-	c.hdr.opcode = VNPU_OP_DMA_COPY;
-	c.copy.src_va = src;
-	c.copy.dst_va = dst;
-	c.copy.size = size;
-	return c;
-}
-
 static int all_u32(const void *p, size_t bytes, uint32_t v)
 {
 	const uint32_t *w = p;
@@ -318,9 +293,9 @@ static void test_exec(int fd)
 	out_sync = sc.handle;
 
 	/* VRAM[0:32K] = fill; VRAM[32K:] = sys; out = VRAM */
-	cmds[0] = cmd_fill(vram.va, BO_SIZE / 2, 0xa5a5a5a5);
-	cmds[1] = cmd_copy(sys.va, vram.va + BO_SIZE / 2, BO_SIZE / 2);
-	cmds[2] = cmd_copy(vram.va, out.va, BO_SIZE);
+	cmds[0] = vnpu_fill_cmd(vram.va, BO_SIZE / 2, 0xa5a5a5a5, 4);
+	cmds[1] = vnpu_copy_cmd(sys.va, vram.va + BO_SIZE / 2, BO_SIZE / 2);
+	cmds[2] = vnpu_copy_cmd(vram.va, out.va, BO_SIZE);
 	list[0] = vram.handle;
 	list[1] = sys.handle;
 	list[2] = out.handle;
@@ -362,12 +337,8 @@ static void test_exec(int fd)
 		memcpy(p, &h, sizeof(h));
 		memcpy(p + sizeof(h), &b, sizeof(b));
 		memcpy(p + sizeof(h) + sizeof(b), &kp, sizeof(kp));
-		memset(&cmds[0], 0, sizeof(cmds[0]));
-		cmds[0].hdr.opcode = VNPU_OP_KERNEL_LAUNCH;
-		cmds[0].launch.kernel_id = VNPU_KERNEL_FILL;
-		cmds[0].launch.block_count = 4;
-		cmds[0].launch.args_va = args.va;
-		cmds[0].launch.args_size = sizeof(h) + sizeof(b) + sizeof(kp);
+		cmds[0] = vnpu_launch_cmd(VNPU_KERNEL_FILL, 4, args.va,
+					  sizeof(h) + sizeof(b) + sizeof(kp));
 		list[0] = sys.handle;
 		list[1] = args.handle;
 		ret = submit(fd, q, &cmd, cmds, 1, list, 2, 0, &seqno);
@@ -403,8 +374,7 @@ static void test_exec(int fd)
 			      s.seqno == 5,
 		      "command buffer offset wrapping: EINVAL");
 	}
-	memset(&cmds[0], 0, sizeof(cmds[0]));
-	cmds[0].hdr.opcode = VNPU_OP_NOP;
+	cmds[0] = vnpu_nop_cmd();
 	list[0] = sys.handle;
 	list[1] = sys.handle;
 	check(submit(fd, q, &cmd, cmds, 1, list, 2, 0, NULL) == -EINVAL,
@@ -458,7 +428,7 @@ static void test_fault(void)
 	if (ret)
 		return;
 	/* VA 0x1000 is below VA_START: never mapped. */
-	c = cmd_fill(0x1000, 4096, 1);
+	c = vnpu_fill_cmd(0x1000, 4096, 1, 4);
 	ret = submit(a, qa, &acmd, &c, 1, &abuf.handle, 1, 0, NULL);
 	check(!ret, "SUBMIT faulting FILL in context A");
 	ret = bo_wait(a, &abuf, 10000000000ll, &err);
@@ -473,13 +443,13 @@ static void test_fault(void)
 	      "A's queue error EFAULT");
 	check(param(b, DRM_VNPU_PARAM_CONTEXT_STATE, 0) == 0,
 	      "B is not faulted");
-	c = cmd_fill(bbuf.va, 4096, 0x77777777);
+	c = vnpu_fill_cmd(bbuf.va, 4096, 0x77777777, 4);
 	ret = submit(b, qb, &bcmd, &c, 1, &bbuf.handle, 1, 0, NULL);
 	err = -1;
 	ret |= bo_wait(b, &bbuf, 10000000000ll, &err);
 	check(!ret && !err && all_u32(bbuf.map, 4096, 0x77777777),
 	      "B still works");
-	c = cmd_fill(abuf.va, 4096, 2);
+	c = vnpu_fill_cmd(abuf.va, 4096, 2, 4);
 	ret = submit(a, qa, &acmd, &c, 1, &abuf.handle, 1, 0, NULL);
 	err = 0;
 	ret |= bo_wait(a, &abuf, 10000000000ll, &err);
@@ -529,12 +499,10 @@ static void test_hang(void)
 	check(!ret, "hang setup");
 	if (ret)
 		goto out;
-	memset(&cmd, 0, sizeof(cmd));
-	cmd.hdr.opcode = VNPU_OP_TEST_INJECT;
-	cmd.inject.kind = VNPU_TEST_HANG;
+	cmd = vnpu_inject_cmd(VNPU_TEST_HANG, 0, 0);
 	ret = submit(c, qc, &ccmd, &cmd, 1, &cbuf.handle, 1, 0, NULL);
 	check(!ret, "SUBMIT TEST_INJECT(HANG) in context C");
-	cmd = cmd_fill(dbuf.va, 4096, 0x31313131);
+	cmd = vnpu_fill_cmd(dbuf.va, 4096, 0x31313131, 4);
 	ret = submit(d, qd, &dcmd, &cmd, 1, &dbuf.handle, 1, 0, NULL);
 	check(!ret, "SUBMIT FILL in context D");
 	ret = bo_wait(c, &cbuf, 60000000000ll, &err);
@@ -551,7 +519,7 @@ static void test_hang(void)
 	      "C is banned");
 	check(submit(c, qc, &ccmd, &cmd, 1, NULL, 0, 0, NULL) == -ECANCELED,
 	      "C's SUBMIT: ECANCELED");
-	cmd = cmd_fill(dbuf.va, 4096, 0x42424242);
+	cmd = vnpu_fill_cmd(dbuf.va, 4096, 0x42424242, 4);
 	ret = submit(d, qd, &dcmd, &cmd, 1, &dbuf.handle, 1, 0, NULL);
 	err = -1;
 	ret |= bo_wait(d, &dbuf, 10000000000ll, &err);

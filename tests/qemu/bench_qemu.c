@@ -99,7 +99,7 @@ static double bench_device_copy(struct vq *v)
 		double t;
 
 		for (int i = 0; i < COPY_CMDS; i++)
-			seq = vq_push(v, 0, vq_cmd_copy(src, dst, COPY_BYTES));
+			seq = vq_push(v, 0, vnpu_copy_cmd(src, dst, COPY_BYTES));
 		t = now_s();
 		vq_ring(v, 0);
 		if (!vq_wait(v, 0, seq, 60000))
@@ -136,7 +136,7 @@ static double bench_device_gemm(struct vq *v)
 	uint8_t blob[sizeof(hdr) + sizeof(bufs) + sizeof(g)];
 	uint64_t args_pa = vq_ram_alloc(v, sizeof(blob));
 	uint64_t args_va = 0x6000000000ull;
-	struct vnpu_cmd cmd = vq_cmd(VNPU_OP_KERNEL_LAUNCH);
+	struct vnpu_cmd cmd = vnpu_cmd_of(VNPU_OP_KERNEL_LAUNCH);
 
 	memcpy(blob, &hdr, sizeof(hdr));
 	memcpy(blob + sizeof(hdr), bufs, sizeof(bufs));
@@ -205,7 +205,7 @@ static double bench_sim_gemm(void)
 	for (int r = 0; r < RUNS + 1; r++) {
 		uint64_t seq = vnpu_simhost_push(
 			h, 0,
-			vnpu_simhost_cmd_launch(VNPU_KERNEL_GEMM, 64, args_va,
+			vnpu_launch_cmd(VNPU_KERNEL_GEMM, 64, args_va,
 						args_size));
 		double t = now_s();
 

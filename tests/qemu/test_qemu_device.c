@@ -267,7 +267,7 @@ START_TEST(t_nop_fill_copy)
 	uint64_t hva2 = vq_alloc_map(v, 0, false, 3 * 4096, &ram2_pa);
 	uint8_t src[3 * 4096], out[3 * 4096];
 
-	ck_assert_uint_eq(vq_exec(v, 0, vq_cmd(VNPU_OP_NOP), &cpl),
+	ck_assert_uint_eq(vq_exec(v, 0, vnpu_cmd_of(VNPU_OP_NOP), &cpl),
 			  VNPU_STATUS_OK);
 	ck_assert_uint_eq(cpl.seqno, 1);
 	ck_assert_uint_eq(cpl.opcode, VNPU_OP_NOP);
@@ -275,7 +275,7 @@ START_TEST(t_nop_fill_copy)
 	ck_assert_uint_eq(vq_rd(v, VNPU_QUEUE_REG(0, VNPU_Q_TAIL)), 1);
 
 	/* FILL 16-bit pattern into VRAM, read through BAR4. */
-	ck_assert_uint_eq(vq_exec(v, 0, vq_cmd_fill(vva + 2, 1000, 0xbeef, 2),
+	ck_assert_uint_eq(vq_exec(v, 0, vnpu_fill_cmd(vva + 2, 1000, 0xbeef, 2),
 				  &cpl),
 			  VNPU_STATUS_OK);
 	qt_memread(v->qt, VQ_BAR4_ADDR + vram_off, out, 1004);
@@ -288,13 +288,13 @@ START_TEST(t_nop_fill_copy)
 	for (size_t i = 0; i < sizeof(src); i++)
 		src[i] = (uint8_t)(i * 7 + 3);
 	qt_memwrite(v->qt, ram_pa, src, sizeof(src));
-	ck_assert_uint_eq(vq_exec(v, 0, vq_cmd_copy(hva + 5, vva + 17, 9000),
+	ck_assert_uint_eq(vq_exec(v, 0, vnpu_copy_cmd(hva + 5, vva + 17, 9000),
 				  NULL),
 			  VNPU_STATUS_OK);
 	qt_memread(v->qt, VQ_BAR4_ADDR + vram_off + 17, out, 9000);
 	ck_assert_mem_eq(out, src + 5, 9000);
 	/* VRAM -> guest RAM. */
-	ck_assert_uint_eq(vq_exec(v, 0, vq_cmd_copy(vva + 17, hva2 + 1, 9000),
+	ck_assert_uint_eq(vq_exec(v, 0, vnpu_copy_cmd(vva + 17, hva2 + 1, 9000),
 				  NULL),
 			  VNPU_STATUS_OK);
 	qt_memread(v->qt, ram2_pa + 1, out, 9000);
@@ -304,14 +304,14 @@ START_TEST(t_nop_fill_copy)
 
 	/* FENCE_SIGNAL and TIMESTAMP write host memory. */
 	ck_assert_uint_eq(vq_exec(v, 0,
-				  vq_cmd_fence(VNPU_OP_FENCE_SIGNAL, hva2 + 4096,
+				  vnpu_fence_cmd(VNPU_OP_FENCE_SIGNAL, hva2 + 4096,
 					       0x1122334455667788ull),
 				  NULL),
 			  VNPU_STATUS_OK);
 	ck_assert_uint_eq(qt_readq(v->qt, ram2_pa + 4096),
 			  0x1122334455667788ull);
 	uint64_t now = qt_clock_step(v->qt, 12345);
-	struct vnpu_cmd ts = vq_cmd(VNPU_OP_TIMESTAMP);
+	struct vnpu_cmd ts = vnpu_cmd_of(VNPU_OP_TIMESTAMP);
 	ts.timestamp.va = hva2 + 4104;
 	ck_assert_uint_eq(vq_exec(v, 0, ts, &cpl), VNPU_STATUS_OK);
 	/* The device clock is QEMU's virtual clock. */
@@ -331,7 +331,7 @@ START_TEST(t_ring_wrap)
 	vq_queue_init(v, 0, 0, 2, false); /* 4 entries */
 	for (int round = 0; round < 5; round++) {
 		for (int i = 0; i < 3; i++)
-			seq = vq_push(v, 0, vq_cmd(VNPU_OP_NOP));
+			seq = vq_push(v, 0, vnpu_cmd_of(VNPU_OP_NOP));
 		vq_ring(v, 0);
 		ck_assert(vq_wait(v, 0, seq, WAIT_MS));
 		ck_assert_uint_eq(vq_cpl(v, 0, seq).seqno, seq);
@@ -442,7 +442,7 @@ static bool wait_msi(struct vq *v, unsigned vector, uint32_t expect)
 START_TEST(t_msix)
 {
 	struct vq *v = vq_start(_i, "queues=2,test-mode=on", NULL);
-	struct vnpu_cmd nop = vq_cmd(VNPU_OP_NOP);
+	struct vnpu_cmd nop = vnpu_cmd_of(VNPU_OP_NOP);
 	unsigned nvec = VNPU_MSIX_VECTORS(2);
 
 	vq_msix_enable(v, nvec);
@@ -463,7 +463,7 @@ START_TEST(t_msix)
 	/* Without the IRQ flag: no interrupt. */
 	vq_wr(v, VNPU_REG_IRQ_STATUS, 0xffffffffu);
 	vq_msi_clear(v, nvec);
-	ck_assert_uint_eq(vq_exec(v, 0, vq_cmd(VNPU_OP_NOP), NULL),
+	ck_assert_uint_eq(vq_exec(v, 0, vnpu_cmd_of(VNPU_OP_NOP), NULL),
 			  VNPU_STATUS_OK);
 	ck_assert_uint_eq(vq_exec(v, 0, nop, NULL), VNPU_STATUS_OK);
 	ck_assert(wait_msi(v, 1, 0x101));
@@ -483,7 +483,7 @@ START_TEST(t_msix)
 	/* An error completion interrupts even without the IRQ flag. */
 	vq_wr(v, VNPU_REG_IRQ_STATUS, 0xffffffffu);
 	vq_msi_clear(v, nvec);
-	ck_assert_uint_eq(vq_exec(v, 0, vq_cmd(0x42), NULL),
+	ck_assert_uint_eq(vq_exec(v, 0, vnpu_cmd_of(0x42), NULL),
 			  VNPU_STATUS_INVALID_OPCODE);
 	ck_assert(wait_msi(v, 1, 0x101));
 	/* LOST_IRQ: the status bit is set, the message never arrives. */
@@ -513,7 +513,7 @@ static int raised_line(struct qt *qt)
 START_TEST(t_intx)
 {
 	struct vq *v = vq_start(_i, NULL, NULL);
-	struct vnpu_cmd nop = vq_cmd(VNPU_OP_NOP);
+	struct vnpu_cmd nop = vnpu_cmd_of(VNPU_OP_NOP);
 	int line = -1;
 
 	qt_irq_intercept_in(v->qt, "ioapic");
@@ -579,12 +579,12 @@ static void check_fault(struct vq *v, uint32_t reason, uint64_t va,
 				  VNPU_EVENT_MMU_FAULT, 0);
 	/* Later commands of the context do not run until the fault is
 	 * cleared. */
-	ck_assert_uint_eq(vq_exec(v, 0, vq_cmd(VNPU_OP_NOP), NULL),
+	ck_assert_uint_eq(vq_exec(v, 0, vnpu_cmd_of(VNPU_OP_NOP), NULL),
 			  VNPU_STATUS_CONTEXT_FAULTED);
 	vq_wr(v, VNPU_CTX_REG(0, VNPU_CTX_FAULT_STATUS), VNPU_FAULT_PENDING);
 	vq_wr(v, VNPU_REG_EVENT_STATUS, 0xffffffffu);
 	ck_assert_uint_eq(vq_rd(v, VNPU_REG_FAULTED_CTX_LO), 0);
-	ck_assert_uint_eq(vq_exec(v, 0, vq_cmd(VNPU_OP_NOP), NULL),
+	ck_assert_uint_eq(vq_exec(v, 0, vnpu_cmd_of(VNPU_OP_NOP), NULL),
 			  VNPU_STATUS_OK);
 }
 
@@ -599,7 +599,7 @@ START_TEST(t_mmu_faults)
 
 	(void)pa;
 	/* 1 not mapped (a write). */
-	ck_assert_uint_eq(vq_exec(v, 0, vq_cmd_fill(unmapped + 8, 64, 1, 1),
+	ck_assert_uint_eq(vq_exec(v, 0, vnpu_fill_cmd(unmapped + 8, 64, 1, 1),
 				  &cpl),
 			  VNPU_STATUS_MMU_FAULT);
 	ck_assert_uint_eq(cpl.info, unmapped + 8);
@@ -607,7 +607,7 @@ START_TEST(t_mmu_faults)
 	ck_assert_uint_eq(vq_rd(v, VNPU_CTX_REG(0, VNPU_CTX_FAULT_COUNT)), 1);
 	/* 2 permission: a read-only page written. */
 	vq_map(v, 0, ro_va, true, off, 4096, VNPU_PTE_READ);
-	ck_assert_uint_eq(vq_exec(v, 0, vq_cmd_copy(vva, ro_va, 16), &cpl),
+	ck_assert_uint_eq(vq_exec(v, 0, vnpu_copy_cmd(vva, ro_va, 16), &cpl),
 			  VNPU_STATUS_MMU_FAULT);
 	check_fault(v, VNPU_FAULT_PERMISSION, ro_va, true);
 	/* 3 bad PTE: a VRAM page beyond VRAM. */
@@ -616,18 +616,18 @@ START_TEST(t_mmu_faults)
 			   (v->vram_size + 0x10000));
 	vq_wr(v, VNPU_CTX_REG(0, VNPU_CTX_CTRL),
 	      VNPU_CTX_CTRL_ENABLE | VNPU_CTX_CTRL_TLB_INVALIDATE);
-	ck_assert_uint_eq(vq_exec(v, 0, vq_cmd_copy(bad_va, vva, 16), &cpl),
+	ck_assert_uint_eq(vq_exec(v, 0, vnpu_copy_cmd(bad_va, vva, 16), &cpl),
 			  VNPU_STATUS_MMU_FAULT);
 	check_fault(v, VNPU_FAULT_BAD_PTE, bad_va, false);
 	/* 4 a table the bus refuses: the device's own BAR0. */
 	vq_set_pte(v, 0, tbl_va, 0, VNPU_PTE_VALID | VQ_BAR0_ADDR);
-	ck_assert_uint_eq(vq_exec(v, 0, vq_cmd_copy(tbl_va, vva, 16), &cpl),
+	ck_assert_uint_eq(vq_exec(v, 0, vnpu_copy_cmd(tbl_va, vva, 16), &cpl),
 			  VNPU_STATUS_MMU_FAULT);
 	check_fault(v, VNPU_FAULT_TABLE_DMA, tbl_va, false);
 	ck_assert_uint_eq(vq_rd(v, VNPU_REG_ID), VNPU_ID_VALUE);
 	/* 5 VA beyond 2^39. */
 	ck_assert_uint_eq(vq_exec(v, 0,
-				  vq_cmd_copy(VNPU_VA_LIMIT - 8, vva, 16), &cpl),
+				  vnpu_copy_cmd(VNPU_VA_LIMIT - 8, vva, 16), &cpl),
 			  VNPU_STATUS_MMU_FAULT);
 	ck_assert_uint_eq(VNPU_FAULT_REASON(vq_rd(v, VNPU_CTX_REG(0,
 					VNPU_CTX_FAULT_STATUS))),
@@ -638,7 +638,7 @@ START_TEST(t_mmu_faults)
 					    VNPU_CTX_FAULT_VA_HI)) << 32,
 		    false);
 	/* 6 injected on a mapped VA. */
-	ck_assert_uint_eq(vq_exec(v, 0, vq_cmd_inject(VNPU_TEST_MMU_FAULT,
+	ck_assert_uint_eq(vq_exec(v, 0, vnpu_inject_cmd(VNPU_TEST_MMU_FAULT,
 						      vva, 1), &cpl),
 			  VNPU_STATUS_MMU_FAULT);
 	check_fault(v, VNPU_FAULT_INJECTED, vva, true);
@@ -663,36 +663,36 @@ START_TEST(t_status_codes)
 	struct vnpu_kp_fill f;
 	struct vnpu_kp_unary u;
 
-	ck_assert_uint_eq(vq_exec(v, 0, vq_cmd(0x42), &cpl),
+	ck_assert_uint_eq(vq_exec(v, 0, vnpu_cmd_of(0x42), &cpl),
 			  VNPU_STATUS_INVALID_OPCODE);
 	ck_assert_uint_eq(cpl.opcode, 0x42);
-	c = vq_cmd(VNPU_OP_NOP);
+	c = vnpu_cmd_of(VNPU_OP_NOP);
 	c.hdr.flags = 0x2;
 	ck_assert_uint_eq(vq_exec(v, 0, c, NULL), VNPU_STATUS_INVALID_FIELD);
-	c = vq_cmd(VNPU_OP_NOP);
+	c = vnpu_cmd_of(VNPU_OP_NOP);
 	c.hdr.reserved1 = 1;
 	ck_assert_uint_eq(vq_exec(v, 0, c, NULL), VNPU_STATUS_INVALID_FIELD);
-	ck_assert_uint_eq(vq_exec(v, 0, vq_cmd_fill(vva, 64, 0, 3), NULL),
+	ck_assert_uint_eq(vq_exec(v, 0, vnpu_fill_cmd(vva, 64, 0, 3), NULL),
 			  VNPU_STATUS_INVALID_FIELD);
 	ck_assert_uint_eq(vq_exec(v, 0,
-				  vq_cmd_fence(VNPU_OP_FENCE_SIGNAL, hva + 4, 1),
+				  vnpu_fence_cmd(VNPU_OP_FENCE_SIGNAL, hva + 4, 1),
 				  NULL),
 			  VNPU_STATUS_MISALIGNED);
-	ck_assert_uint_eq(vq_exec(v, 0, vq_cmd_fill(vva + 1, 64, 0, 4), NULL),
+	ck_assert_uint_eq(vq_exec(v, 0, vnpu_fill_cmd(vva + 1, 64, 0, 4), NULL),
 			  VNPU_STATUS_MISALIGNED);
-	ck_assert_uint_eq(vq_exec(v, 0, vq_cmd_copy(hva, vva, 0), NULL),
+	ck_assert_uint_eq(vq_exec(v, 0, vnpu_copy_cmd(hva, vva, 0), NULL),
 			  VNPU_STATUS_OUT_OF_RANGE);
 	ck_assert_uint_eq(vq_exec(v, 0,
-				  vq_cmd_copy(hva, vva, VNPU_COPY_MAX_BYTES + 1),
+				  vnpu_copy_cmd(hva, vva, VNPU_COPY_MAX_BYTES + 1),
 				  NULL),
 			  VNPU_STATUS_OUT_OF_RANGE);
-	ck_assert_uint_eq(vq_exec(v, 0, vq_cmd_copy(UINT64_MAX - 8, vva, 64),
+	ck_assert_uint_eq(vq_exec(v, 0, vnpu_copy_cmd(UINT64_MAX - 8, vva, 64),
 				  NULL),
 			  VNPU_STATUS_OUT_OF_RANGE);
-	ck_assert_uint_eq(vq_exec(v, 0, vq_cmd_fill(0x6000000000ull, 8, 0, 1),
+	ck_assert_uint_eq(vq_exec(v, 0, vnpu_fill_cmd(0x6000000000ull, 8, 0, 1),
 				  NULL),
 			  VNPU_STATUS_MMU_FAULT);
-	ck_assert_uint_eq(vq_exec(v, 0, vq_cmd(VNPU_OP_NOP), NULL),
+	ck_assert_uint_eq(vq_exec(v, 0, vnpu_cmd_of(VNPU_OP_NOP), NULL),
 			  VNPU_STATUS_CONTEXT_FAULTED);
 	vq_wr(v, VNPU_CTX_REG(0, VNPU_CTX_FAULT_STATUS), VNPU_FAULT_PENDING);
 
@@ -711,7 +711,7 @@ START_TEST(t_status_codes)
 	ck_assert_uint_eq(vq_launch(v, 0, VNPU_KERNEL_UNARY, 1, &buf, 1, &u,
 				    sizeof(u), NULL),
 			  VNPU_STATUS_UNSUPPORTED);
-	ck_assert_uint_eq(vq_exec(v, 0, vq_cmd_inject(VNPU_TEST_HANG, 0, 0),
+	ck_assert_uint_eq(vq_exec(v, 0, vnpu_inject_cmd(VNPU_TEST_HANG, 0, 0),
 				  NULL),
 			  VNPU_STATUS_NOT_PERMITTED);
 
@@ -719,16 +719,16 @@ START_TEST(t_status_codes)
 	 * by the bus (memory-only DMA), the device reports DMA_ERROR. */
 	vq_map(v, 0, own_bar_va, false, VQ_BAR0_ADDR, 4096,
 	       VNPU_PTE_READ | VNPU_PTE_WRITE);
-	ck_assert_uint_eq(vq_exec(v, 0, vq_cmd_copy(own_bar_va, vva, 64), &cpl),
+	ck_assert_uint_eq(vq_exec(v, 0, vnpu_copy_cmd(own_bar_va, vva, 64), &cpl),
 			  VNPU_STATUS_DMA_ERROR);
 	ck_assert_uint_eq(cpl.info, own_bar_va);
 	ck_assert_uint_eq(vq_exec(v, 0,
-				  vq_cmd_copy(vva, own_bar_va + VNPU_REG_SCRATCH,
+				  vnpu_copy_cmd(vva, own_bar_va + VNPU_REG_SCRATCH,
 					      4),
 				  &cpl),
 			  VNPU_STATUS_DMA_ERROR);
 	ck_assert_uint_eq(vq_rd(v, VNPU_REG_SCRATCH), 0);
-	ck_assert_uint_eq(vq_exec(v, 0, vq_cmd_fence(VNPU_OP_FENCE_SIGNAL,
+	ck_assert_uint_eq(vq_exec(v, 0, vnpu_fence_cmd(VNPU_OP_FENCE_SIGNAL,
 						     own_bar_va + 0x20, 3),
 				  NULL),
 			  VNPU_STATUS_DMA_ERROR);
@@ -736,7 +736,7 @@ START_TEST(t_status_codes)
 	/* Unbacked bus address above guest RAM. */
 	vq_map(v, 0, own_bar_va + 0x100000, false, 0x7000000000ull, 4096,
 	       VNPU_PTE_READ | VNPU_PTE_WRITE);
-	ck_assert_uint_eq(vq_exec(v, 0, vq_cmd_copy(own_bar_va + 0x100000, vva,
+	ck_assert_uint_eq(vq_exec(v, 0, vnpu_copy_cmd(own_bar_va + 0x100000, vva,
 						    64),
 				  NULL),
 			  VNPU_STATUS_DMA_ERROR);
@@ -763,7 +763,7 @@ START_TEST(t_status_codes)
 	ck_assert_uint_eq(vq_launch(v, 0, VNPU_KERNEL_CAST, 1, bufs2, 2, &cast,
 				    sizeof(cast), NULL),
 			  VNPU_STATUS_TOO_LARGE);
-	ck_assert_uint_eq(vq_exec(v, 0, vq_cmd(VNPU_OP_NOP), NULL),
+	ck_assert_uint_eq(vq_exec(v, 0, vnpu_cmd_of(VNPU_OP_NOP), NULL),
 			  VNPU_STATUS_OK);
 	/* Q_STATUS keeps the last failure. */
 	ck_assert_uint_eq(VNPU_Q_STATUS_ERROR(vq_rd(v, VNPU_QUEUE_REG(0,
@@ -823,7 +823,7 @@ START_TEST(t_fatal_and_errors)
 	vq_wr(v, VNPU_DOORBELL(0), 0xffffffffu);
 	ck_assert_uint_eq(vq_rd(v, VNPU_REG_ERR_VALUE), 0xffffffffu);
 	ck_assert_uint_eq(vq_rd(v, VNPU_QUEUE_REG(0, VNPU_Q_TAIL)), 0);
-	ck_assert_uint_eq(vq_exec(v, 0, vq_cmd(VNPU_OP_NOP), NULL),
+	ck_assert_uint_eq(vq_exec(v, 0, vnpu_cmd_of(VNPU_OP_NOP), NULL),
 			  VNPU_STATUS_OK);
 	/* 5: unknown TEST_INJECT kind. */
 	vq_wr(v, VNPU_REG_TEST_INJECT, 77);
@@ -849,7 +849,7 @@ START_TEST(t_fatal_and_errors)
 	vq_wr(v, VNPU_QUEUE_REG(0, VNPU_Q_CPL_BASE_LO),
 	      (uint32_t)VQ_BAR0_ADDR);
 	vq_wr(v, VNPU_QUEUE_REG(0, VNPU_Q_CTRL), VNPU_Q_CTRL_ENABLE);
-	vq_submit(v, 0, vq_cmd(VNPU_OP_NOP));
+	vq_submit(v, 0, vnpu_cmd_of(VNPU_OP_NOP));
 	wait_fatal(v, VNPU_FATAL_CPL_DMA);
 	ck_assert_uint_eq(vq_rd(v, VNPU_REG_SCRATCH), 0);
 
@@ -870,7 +870,7 @@ static uint64_t queue_work(struct vq *v, uint64_t vva, int n)
 	uint64_t seq = 0;
 
 	for (int i = 0; i < n; i++)
-		seq = vq_push(v, 0, vq_cmd_fill(vva, 8u << 20, (uint32_t)i, 4));
+		seq = vq_push(v, 0, vnpu_fill_cmd(vva, 8u << 20, (uint32_t)i, 4));
 	vq_ring(v, 0);
 	return seq;
 }
@@ -937,7 +937,7 @@ static void reset_midwork(int mode, enum reset_kind kind)
 	vq_ctx_init(v, 0);
 	vq_map(v, 0, vva, true, off, 4096, VNPU_PTE_READ | VNPU_PTE_WRITE);
 	vq_queue_init(v, 0, 0, 4, false);
-	ck_assert_uint_eq(vq_exec(v, 0, vq_cmd_fill(vva, 4096, 0x77, 1), NULL),
+	ck_assert_uint_eq(vq_exec(v, 0, vnpu_fill_cmd(vva, 4096, 0x77, 1), NULL),
 			  VNPU_STATUS_OK);
 	ck_assert_uint_eq(qt_readl(v->qt, VQ_BAR4_ADDR + off), 0x77777777);
 	vq_stop(v);
@@ -974,7 +974,7 @@ START_TEST(t_hang_heartbeat)
 	hb1 = vq_rd(v, VNPU_REG_HEARTBEAT);
 	ck_assert_uint_eq(hb1 - hb0, 5);
 	/* A hang: the heartbeat stands still, nothing runs. */
-	ck_assert_uint_eq(vq_exec(v, 0, vq_cmd_inject(VNPU_TEST_HANG, 0, 0),
+	ck_assert_uint_eq(vq_exec(v, 0, vnpu_inject_cmd(VNPU_TEST_HANG, 0, 0),
 				  NULL),
 			  UINT32_MAX);
 	hb0 = vq_rd(v, VNPU_REG_HEARTBEAT);
@@ -1006,7 +1006,7 @@ START_TEST(t_inject_needs_test_mode)
 	ck_assert_uint_eq(vq_rd(v, VNPU_REG_HEARTBEAT) - hb0, 2);
 	vq_wr(v, VNPU_REG_TEST_INJECT, VNPU_INJECT_FATAL);
 	ck_assert_uint_eq(vq_rd(v, VNPU_REG_STATUS) & VNPU_STATUS_FATAL, 0);
-	ck_assert_uint_eq(vq_exec(v, 0, vq_cmd(VNPU_OP_NOP), NULL),
+	ck_assert_uint_eq(vq_exec(v, 0, vnpu_cmd_of(VNPU_OP_NOP), NULL),
 			  VNPU_STATUS_OK);
 	vq_stop(v);
 }
@@ -1018,8 +1018,8 @@ START_TEST(t_fence_wait)
 	uint64_t pa, hva = vq_alloc_map(v, 0, false, 4096, &pa);
 	uint64_t seq;
 
-	seq = vq_submit(v, 0, vq_cmd_fence(VNPU_OP_FENCE_WAIT, hva, 5));
-	vq_submit(v, 0, vq_cmd_fence(VNPU_OP_FENCE_SIGNAL, hva + 8, 9));
+	seq = vq_submit(v, 0, vnpu_fence_cmd(VNPU_OP_FENCE_WAIT, hva, 5));
+	vq_submit(v, 0, vnpu_fence_cmd(VNPU_OP_FENCE_SIGNAL, hva + 8, 9));
 	for (uint64_t end = vq_now_ms() + WAIT_MS;
 	     !(vq_rd(v, VNPU_QUEUE_REG(0, VNPU_Q_STATUS)) &
 	       VNPU_Q_STATUS_WAITING) &&

@@ -388,7 +388,7 @@ uint32_t vq_launch(struct vq *v, unsigned q, uint32_t kernel_id,
 	unsigned ctx = v->q[q].ctx;
 	uint64_t pa = vq_ram_alloc(v, size);
 	uint64_t va = v->va_next[ctx];
-	struct vnpu_cmd cmd = vq_cmd(VNPU_OP_KERNEL_LAUNCH);
+	struct vnpu_cmd cmd = vnpu_cmd_of(VNPU_OP_KERNEL_LAUNCH);
 
 	if (!blob)
 		abort();
@@ -408,56 +408,6 @@ uint32_t vq_launch(struct vq *v, unsigned q, uint32_t kernel_id,
 	cmd.launch.args_va = va;
 	cmd.launch.args_size = (uint32_t)size;
 	return vq_exec(v, q, cmd, cpl);
-}
-
-struct vnpu_cmd vq_cmd(uint8_t opcode)
-{
-	struct vnpu_cmd c;
-
-	memset(&c, 0, sizeof(c));
-	c.hdr.opcode = opcode;
-	return c;
-}
-
-struct vnpu_cmd vq_cmd_copy(uint64_t src, uint64_t dst, uint64_t size)
-{
-	struct vnpu_cmd c = vq_cmd(VNPU_OP_DMA_COPY);
-
-	c.copy.src_va = src;
-	c.copy.dst_va = dst;
-	c.copy.size = size;
-	return c;
-}
-
-struct vnpu_cmd vq_cmd_fill(uint64_t dst, uint64_t size, uint32_t pattern,
-			    uint32_t width)
-{
-	struct vnpu_cmd c = vq_cmd(VNPU_OP_FILL);
-
-	c.fill.dst_va = dst;
-	c.fill.size = size;
-	c.fill.pattern = pattern;
-	c.fill.width = width;
-	return c;
-}
-
-struct vnpu_cmd vq_cmd_fence(uint8_t opcode, uint64_t va, uint64_t value)
-{
-	struct vnpu_cmd c = vq_cmd(opcode);
-
-	c.fence.va = va;
-	c.fence.value = value;
-	return c;
-}
-
-struct vnpu_cmd vq_cmd_inject(uint32_t kind, uint64_t va, uint32_t write)
-{
-	struct vnpu_cmd c = vq_cmd(VNPU_OP_TEST_INJECT);
-
-	c.inject.kind = kind;
-	c.inject.va = va;
-	c.inject.write = write;
-	return c;
 }
 
 void vq_msix_enable(struct vq *v, unsigned nvec)

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "qtest_client.h"
-#include "vnpu/hw_cmd.h"
+#include "vnpu/hw_cmd_build.h"
 #include "vnpu/hw_fw.h"
 #include "vnpu/hw_mmu.h"
 #include "vnpu/hw_regs.h"
@@ -113,13 +113,6 @@ uint32_t vq_launch(struct vq *v, unsigned q, uint32_t kernel_id,
 		   uint32_t blocks, const struct vnpu_kargs_buffer *bufs,
 		   uint32_t nbufs, const void *params, uint32_t params_size,
 		   struct vnpu_cpl *cpl);
-
-struct vnpu_cmd vq_cmd(uint8_t opcode);
-struct vnpu_cmd vq_cmd_copy(uint64_t src, uint64_t dst, uint64_t size);
-struct vnpu_cmd vq_cmd_fill(uint64_t dst, uint64_t size, uint32_t pattern,
-			    uint32_t width);
-struct vnpu_cmd vq_cmd_fence(uint8_t opcode, uint64_t va, uint64_t value);
-struct vnpu_cmd vq_cmd_inject(uint32_t kind, uint64_t va, uint32_t write);
 
 /* MSI-X: enable with every vector aimed at VQ_MSI_ADDR + 4 * vector, data
  * 0x100 + vector, unmasked. */

@@ -35,7 +35,7 @@ static vnpu_error_t dma(struct rt_stream *s, const char *what, uint64_t src,
 	while (size) {
 		uint64_t n = size < VNPU_COPY_MAX_BYTES ? size
 							: VNPU_COPY_MAX_BYTES;
-		struct vnpu_cmd c = rt_cmd_copy(src, dst, n);
+		struct vnpu_cmd c = vnpu_copy_cmd(src, dst, n);
 		struct rt_opdesc op = {.what = what, .bytes = n};
 		vnpu_error_t err = rt_submit(s, &op, &c, 1, seq);
 

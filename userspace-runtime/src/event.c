@@ -209,8 +209,8 @@ vnpu_error_t vnpu_event_record(vnpu_event_t event, vnpu_stream_t stream)
 	value = ++d->ev_next_value[e->slot];
 	d->ev_fail[e->slot] = 0;
 	if (!(e->flags & VNPU_EVENT_DISABLE_TIMING))
-		cmds[n++] = rt_cmd_timestamp(slot_va(d, e->slot) + 8);
-	cmds[n++] = rt_cmd_fence_signal(slot_va(d, e->slot), value);
+		cmds[n++] = vnpu_timestamp_cmd(slot_va(d, e->slot) + 8);
+	cmds[n++] = vnpu_fence_signal_cmd(slot_va(d, e->slot), value);
 	{
 		struct rt_opdesc op = {
 			.what = "event record",
@@ -333,7 +333,7 @@ vnpu_error_t vnpu_stream_wait_event(vnpu_stream_t stream, vnpu_event_t event)
 			      "event and stream belong to different devices");
 	} else if (recorded) {
 		struct vnpu_cmd c =
-			rt_cmd_fence_wait(slot_va(e->dev, e->slot), value);
+			vnpu_fence_wait_cmd(slot_va(e->dev, e->slot), value);
 		struct rt_opdesc op = {.what = "wait event"};
 
 		err = rt_submit(s, &op, &c, 1, NULL);

@@ -234,7 +234,7 @@ vnpu_error_t rt_submit(struct rt_stream *s, const struct rt_opdesc *desc,
 	}
 	idx = (q->op_head + q->op_count) % q->op_cap;
 	if (traced)
-		all[total++] = rt_cmd_timestamp(q->trace_bo.va + 16ull * idx);
+		all[total++] = vnpu_timestamp_cmd(q->trace_bo.va + 16ull * idx);
 	for (unsigned i = 0; i < n; i++) {
 		all[total] = cmds[i];
 		if (all[total].hdr.opcode == VNPU_OP_KERNEL_LAUNCH) {
@@ -245,7 +245,7 @@ vnpu_error_t rt_submit(struct rt_stream *s, const struct rt_opdesc *desc,
 	}
 	if (traced)
 		all[total++] =
-			rt_cmd_timestamp(q->trace_bo.va + 16ull * idx + 8);
+			vnpu_timestamp_cmd(q->trace_bo.va + 16ull * idx + 8);
 	if (args_size)
 		memcpy((uint8_t *)q->arena.cpu + arena_off, desc->args,
 		       args_size);

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "backend.h"
-#include "vnpu/hw_cmd.h"
+#include "vnpu/hw_cmd_build.h"
 #include "vnpu/hw_regs.h"
 #include "vnpu_runtime.h"
 
@@ -297,16 +297,10 @@ bool rt_is_pinned_ptr(struct rt_device *d, const void *ptr);
 void rt_events_fini(struct rt_device *d);
 void rt_event_free_obj(void *obj);
 
-/* cmd.c: every command the runtime submits is built here. */
-struct vnpu_cmd rt_cmd_launch(uint32_t kernel_id, uint32_t blocks,
-			      uint64_t args_va, uint32_t args_size);
-struct vnpu_cmd rt_cmd_copy(uint64_t src_va, uint64_t dst_va, uint64_t size);
+/* cmd.c: commands are built with include/vnpu/hw_cmd_build.h; FILL of a
+ * byte value and argument blocks here. */
 struct vnpu_cmd rt_cmd_fill(uint64_t dst_va, uint64_t size, uint8_t value,
 			    bool wide);
-struct vnpu_cmd rt_cmd_fence_signal(uint64_t va, uint64_t value);
-struct vnpu_cmd rt_cmd_fence_wait(uint64_t va, uint64_t value);
-struct vnpu_cmd rt_cmd_timestamp(uint64_t va);
-struct vnpu_cmd rt_cmd_inject(uint32_t kind, uint64_t va, bool write);
 /* Writes a kernel argument block (header, buffers, params) into dst
  * (capacity cap); returns its size or 0 when it does not fit. */
 uint32_t rt_args_build(void *dst, size_t cap,

@@ -92,7 +92,7 @@ vnpu_error_t vnpu_launch_kernel(const char *name, uint32_t blocks,
 	}
 	args_size = rt_args_build(args, sizeof(args), kb, nbufs, params,
 				  (uint32_t)params_size);
-	c = rt_cmd_launch(k->id, blocks, 0, args_size);
+	c = vnpu_launch_cmd(k->id, blocks, 0, args_size);
 	{
 		/* "launch <name>" without the cost of snprintf per launch */
 		static const char prefix[] = "launch ";

@@ -20,7 +20,7 @@ vnpu_error_t vnpurt_test_inject(vnpu_stream_t stream, uint32_t kind,
 		return rt_fail(VNPU_ERROR_UNSUPPORTED,
 			       "fault injection needs VNPU_SIM_TEST_MODE=1");
 	}
-	c = rt_cmd_inject(kind, va, write);
+	c = vnpu_inject_cmd(kind, va, write);
 	snprintf(what, sizeof(what), "test inject %u", kind);
 	{
 		struct rt_opdesc op = {.what = what};

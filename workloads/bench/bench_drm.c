@@ -21,7 +21,7 @@
 
 #include "bench.h"
 #include "uapi/drm/vnpu_accel.h"
-#include "vnpu/hw_cmd.h"
+#include "vnpu/hw_cmd_build.h"
 #include "vnpu_runtime.h"
 
 #define DIE(...)                                  \
@@ -81,8 +81,7 @@ static void bench_null_job(int iters)
 		   (off_t)bi.mmap_offset);
 	if (cmd == MAP_FAILED)
 		DIE("mmap: %s", strerror(errno));
-	memset(cmd, 0, sizeof(*cmd));
-	cmd->hdr.opcode = VNPU_OP_NOP;
+	*cmd = vnpu_nop_cmd();
 	if (drmIoctl(fd, DRM_IOCTL_VNPU_QUEUE_CREATE, &qc))
 		DIE("QUEUE_CREATE: %s", strerror(errno));
 
