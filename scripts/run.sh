@@ -59,9 +59,29 @@ run_vm() {
 		guest_cmd+="/opt/vnpu/bin/$(basename "$w") || rc=1; "
 	done
 	step "booting the VM and running the workloads through vnpu.ko"
+	local t0=$EPOCHREALTIME rc
+	set +e
 	scripts/vm.sh run --qemu "$qemu" --module "$ko" \
 		--firmware "$bin/tools/vnpu.fw" "${adds[@]}" --user -- \
-		sh -c "export VNPU_BACKEND=drm; rc=0; $guest_cmd exit \$rc"
+		sh -c "export VNPU_BACKEND=drm; rc=0; $guest_cmd exit \$rc" |
+		first_result_time "$t0"
+	rc=${PIPESTATUS[0]}
+	set -e
+	return "$rc"
+}
+
+# Passes the guest's output through and says when the first workload row
+# (a PASS or FAIL verdict) arrived: wall time from starting vm.sh, so it
+# covers the initramfs, QEMU's start, the boot and the module load.
+first_result_time() {
+	local line seen=0
+	while IFS= read -r line; do
+		printf '%s\n' "$line"
+		if [ $seen -eq 0 ] && [[ $line =~ ^[a-z0-9-]+\ +(PASS|FAIL)\  ]]; then
+			seen=1
+			awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN {printf "run: first workload result %.1f s after starting the VM\n", b - a}' >&2
+		fi
+	done
 }
 
 case $mode in
