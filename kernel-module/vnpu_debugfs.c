@@ -35,12 +35,15 @@ static int vnpu_queues_show(struct seq_file *s, void *unused)
 		u32 jobs = 0;
 
 		spin_lock_irqsave(&hwq->lock, flags);
-		list_for_each_entry(job, &hwq->inflight, node) jobs++;
-		seq_printf(s,
-			   "%s: ctx %d entries %u tail %u next_seqno %llu jobs "
-			   "%u | HEAD %u TAIL %u DONE_SEQ %u Q_STATUS %#x\n",
-			   hwq->name, hwq->cur_ctx, hwq->entries, hwq->tail,
-			   hwq->next_seqno, jobs, vnpu_qrd(hwq, VNPU_Q_HEAD),
+		list_for_each_entry(job, &hwq->inflight, node)
+			jobs++;
+		/* The driver's view, then the device's registers. */
+		seq_printf(s, "%s: ctx %d entries %u tail %u", hwq->name,
+			   hwq->cur_ctx, hwq->entries, hwq->tail);
+		seq_printf(s, " next_seqno %llu jobs %u", hwq->next_seqno,
+			   jobs);
+		seq_printf(s, " | HEAD %u TAIL %u DONE_SEQ %u Q_STATUS %#x\n",
+			   vnpu_qrd(hwq, VNPU_Q_HEAD),
 			   vnpu_qrd(hwq, VNPU_Q_TAIL),
 			   vnpu_qrd(hwq, VNPU_Q_DONE_SEQ_LO),
 			   vnpu_qrd(hwq, VNPU_Q_STATUS));

@@ -16,8 +16,8 @@
 
 int vnpu_job_timeout_ms = 1000;
 module_param_named(job_timeout_ms, vnpu_job_timeout_ms, int, 0444);
-MODULE_PARM_DESC(job_timeout_ms, "ms without progress before a job's queue is "
-				 "checked for a hang (default 1000)");
+MODULE_PARM_DESC(job_timeout_ms,
+		 "ms without progress before a hang check (default 1000)");
 
 bool vnpu_allow_test_inject;
 module_param_named(allow_test_inject, vnpu_allow_test_inject, bool, 0644);
@@ -307,7 +307,6 @@ static int vnpu_get_param_ioctl(struct drm_device *dev, void *data,
 				struct drm_file *file)                         \
 	{                                                                      \
 		int idx, ret;                                                  \
-                                                                               \
 		if (!drm_dev_enter(dev, &idx))                                 \
 			return -ENODEV;                                        \
 		ret = fn(dev, data, file);                                     \
@@ -445,12 +444,10 @@ static int vnpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		return ret;
 	}
 	vnpu_debugfs_init(vdev);
-	dev_info(dev,
-		 "vnpu: %u queues, %u cores, %u contexts, %llu MiB VRAM%s, "
-		 "firmware %#x\n",
+	/* The firmware's version was logged when it booted. */
+	dev_info(dev, "%u queues, %u cores, %u contexts, %llu MiB VRAM%s\n",
 		 vdev->num_hwq, vdev->num_cores, vdev->num_contexts,
-		 vdev->vram_size >> 20, vdev->test_mode ? ", test mode" : "",
-		 vdev->fw_version);
+		 vdev->vram_size >> 20, vdev->test_mode ? ", test mode" : "");
 	return 0;
 }
 

@@ -28,7 +28,7 @@
 #define VNPU_FW_NAME	 "vnpu/vnpu.fw"
 
 /* Device VA layout of every context: nothing below 1 MiB (catches NULL). */
-#define VNPU_VA_START (1ull << 20)
+#define VNPU_VA_START BIT_ULL(20)
 #define VNPU_VA_END   VNPU_VA_LIMIT
 
 /* Ring size the driver programs (capped by CAPS). */
@@ -82,7 +82,7 @@ struct vnpu_hwq {
 
 /* Recorded driver events, shown as debugfs fw_log. */
 struct vnpu_event_log {
-	spinlock_t lock;
+	spinlock_t lock; /* all fields, taken from interrupt context */
 	u32 next;
 	u32 count;
 	struct {
@@ -172,8 +172,8 @@ struct vnpu_queue {
 	struct dma_fence *last_fence;
 	atomic_t pending;
 
-	spinlock_t err_lock;
-	int error; /* first failed job, positive errno */
+	spinlock_t err_lock; /* the error fields and done_seqno */
+	int error;	     /* first failed job, positive errno */
 	u64 error_seqno;
 	u32 error_status; /* its enum vnpu_status (vnpu_job_status) */
 	u64 error_info;
@@ -205,11 +205,11 @@ struct vnpu_job {
 
 	/* ring placement, under hwq->lock */
 	struct dma_fence *hw_fence;
-	struct list_head node; /* hwq->inflight */
-	u64 first_seqno;       /* seqno of cmds[0] */
-	u32 resume_idx;	       /* first cmd in the current ring run */
-	u32 slot_base;	       /* ring slot of cmds[resume_idx] */
-	int error;	       /* from retired commands */
+	struct list_head node;	   /* hwq->inflight */
+	u64 first_seqno;	   /* seqno of cmds[0] */
+	u32 resume_idx;		   /* first cmd in the current ring run */
+	u32 slot_base;		   /* ring slot of cmds[resume_idx] */
+	int error;		   /* from retired commands */
 	struct vnpu_job_status st; /* first failed command */
 	bool guilty;
 	struct dma_fence_cb finished_cb;
@@ -228,7 +228,7 @@ struct vnpu_bo {
 	u32 flags;			   /* DRM_VNPU_BO_* */
 	bool vram;
 	struct drm_mm_node vram_node;
-	struct mutex map_lock;
+	struct mutex map_lock; /* mappings */
 	struct list_head mappings;
 };
 

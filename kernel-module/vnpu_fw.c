@@ -63,8 +63,7 @@ static int vnpu_fw_check(struct vnpu_device *vdev, const struct firmware *fw)
 	if (le16_to_cpu(h->abi_major) != dev_major ||
 	    le16_to_cpu(h->abi_minor) > dev_minor) {
 		dev_err(dev,
-			"%s: firmware for hardware ABI %u.%u, device is %u.%u: "
-			"install a matching firmware\n",
+			"%s is for hardware ABI %u.%u, the device is %u.%u\n",
 			VNPU_FW_NAME, le16_to_cpu(h->abi_major),
 			le16_to_cpu(h->abi_minor), dev_major, dev_minor);
 		return -EINVAL;
@@ -113,8 +112,7 @@ int vnpu_fw_load(struct vnpu_device *vdev)
 	vdev->fw_size = fw->size;
 	h = vdev->fw_cpu;
 	dev_info(dev,
-		 "firmware %s: version %#x, ABI %u.%u, %u kernels, build "
-		 "\"%.*s\"\n",
+		 "%s: version %#x, ABI %u.%u, %u kernels, build \"%.*s\"\n",
 		 VNPU_FW_NAME, le32_to_cpu(h->fw_version),
 		 le16_to_cpu(h->abi_major), le16_to_cpu(h->abi_minor),
 		 le32_to_cpu(h->num_kernels), VNPU_FW_BUILD_LEN, h->build_id);

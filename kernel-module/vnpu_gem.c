@@ -25,8 +25,7 @@ static int vnpu_bo_open(struct drm_gem_object *obj, struct drm_file *file)
 	int ret = 0;
 
 	mutex_lock(&bo->map_lock);
-	list_for_each_entry(m, &bo->mappings, node)
-	{
+	list_for_each_entry(m, &bo->mappings, node) {
 		if (m->ctx == ctx) {
 			m->users++;
 			goto out;
@@ -45,8 +44,7 @@ static void vnpu_bo_close(struct drm_gem_object *obj, struct drm_file *file)
 	struct vnpu_bo_mapping *m;
 
 	mutex_lock(&bo->map_lock);
-	list_for_each_entry(m, &bo->mappings, node)
-	{
+	list_for_each_entry(m, &bo->mappings, node) {
 		if (m->ctx != ctx)
 			continue;
 		if (--m->users)
@@ -70,8 +68,7 @@ bool vnpu_bo_va(struct drm_gem_object *obj, struct vnpu_ctx *ctx, u64 *va)
 	bool found = false;
 
 	mutex_lock(&bo->map_lock);
-	list_for_each_entry(m, &bo->mappings, node)
-	{
+	list_for_each_entry(m, &bo->mappings, node) {
 		if (m->ctx == ctx) {
 			*va = m->va.start;
 			found = true;
@@ -175,9 +172,9 @@ static int vnpu_vram_mmap(struct drm_gem_object *obj,
 static int vnpu_vram_vmap(struct drm_gem_object *obj, struct iosys_map *map)
 {
 	struct vnpu_device *vdev = to_vnpu_device(obj->dev);
+	u64 start = to_vnpu_bo(obj)->vram_node.start;
 
-	iosys_map_set_vaddr_iomem(
-		map, vdev->vram_map + to_vnpu_bo(obj)->vram_node.start);
+	iosys_map_set_vaddr_iomem(map, vdev->vram_map + start);
 	return 0;
 }
 
@@ -332,8 +329,8 @@ static void vnpu_bo_job_error(struct drm_gem_object *obj,
 	args->job_info = 0;
 	args->job_cmd = 0;
 	dma_resv_lock(obj->resv, NULL);
-	dma_resv_for_each_fence(&cursor, obj->resv, DMA_RESV_USAGE_READ, fence)
-	{
+	dma_resv_for_each_fence(&cursor, obj->resv, DMA_RESV_USAGE_READ,
+				fence) {
 		if (dma_fence_is_signaled(fence) && fence->error < 0) {
 			vnpu_fence_job_status(fence, &st);
 			args->job_error = fence->error;

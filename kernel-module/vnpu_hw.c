@@ -188,12 +188,13 @@ int vnpu_hw_irq_init(struct vnpu_device *vdev)
 	for (v = 0; v < nvec; v++) {
 		bool events = v == VNPU_MSIX_VECTOR_EVENTS;
 		void *arg = events ? (void *)vdev : (void *)&vdev->hwq[v - 1];
+		irq_handler_t hard =
+			events ? vnpu_irq_hard : vnpu_irq_queue_hard;
+		irq_handler_t thread =
+			events ? vnpu_irq_events : vnpu_irq_queue;
 
-		ret = request_threaded_irq(
-			pci_irq_vector(pdev, v),
-			events ? vnpu_irq_hard : vnpu_irq_queue_hard,
-			events ? vnpu_irq_events : vnpu_irq_queue, 0,
-			VNPU_DRIVER_NAME, arg);
+		ret = request_threaded_irq(pci_irq_vector(pdev, v), hard,
+					   thread, 0, VNPU_DRIVER_NAME, arg);
 		if (ret) {
 			while (v--)
 				free_irq(pci_irq_vector(pdev, v),

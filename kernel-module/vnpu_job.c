@@ -170,6 +170,7 @@ void vnpu_fence_job_status(struct dma_fence *finished,
 			   struct vnpu_job_status *st)
 {
 	struct drm_sched_fence *sf = to_drm_sched_fence(finished);
+	/* Pairs with drm_sched_fence_set_parent()'s smp_store_release(). */
 	struct dma_fence *parent = sf ? smp_load_acquire(&sf->parent) : NULL;
 
 	memset(st, 0, sizeof(*st));
@@ -186,8 +187,7 @@ void vnpu_hwq_retire(struct vnpu_hwq *hwq)
 	unsigned long flags;
 
 	spin_lock_irqsave(&hwq->lock, flags);
-	list_for_each_entry_safe(job, tmp, &hwq->inflight, node)
-	{
+	list_for_each_entry_safe(job, tmp, &hwq->inflight, node) {
 		if (!vnpu_cmd_retired(hwq, job, job->cmd_count - 1))
 			break;
 		vnpu_job_collect(hwq, job, job->cmd_count);
@@ -215,8 +215,7 @@ static void vnpu_hwq_abort_ctx(struct vnpu_hwq *hwq, int ctx_index,
 	}
 	vnpu_qwr(hwq, VNPU_Q_CTRL, 0);
 	hwq->cur_ctx = -1;
-	list_for_each_entry_safe(job, tmp, &hwq->inflight, node)
-	{
+	list_for_each_entry_safe(job, tmp, &hwq->inflight, node) {
 		bool done = vnpu_cmd_retired(hwq, job, job->cmd_count - 1);
 
 		vnpu_job_collect(hwq, job, job->cmd_count);
@@ -259,10 +258,12 @@ static struct dma_fence *vnpu_prepare_job(struct drm_sched_job *sj,
 	unsigned long flags;
 
 	spin_lock_irqsave(&hwq->lock, flags);
-	if (hwq->cur_ctx != job->ctx->index && !list_empty(&hwq->inflight))
-		wait = dma_fence_get(
-			list_last_entry(&hwq->inflight, struct vnpu_job, node)
-				->hw_fence);
+	if (hwq->cur_ctx != job->ctx->index && !list_empty(&hwq->inflight)) {
+		struct vnpu_job *last =
+			list_last_entry(&hwq->inflight, struct vnpu_job, node);
+
+		wait = dma_fence_get(last->hw_fence);
+	}
 	spin_unlock_irqrestore(&hwq->lock, flags);
 	return wait;
 }
@@ -278,9 +279,9 @@ static struct dma_fence *vnpu_run_job(struct drm_sched_job *sj)
 	unsigned long flags;
 	int idx;
 
+	/* Both flags only ever go from false to true: any order is right. */
 	if (READ_ONCE(ctx->banned))
 		return ERR_PTR(-ECANCELED);
-	smp_rmb();
 	if (READ_ONCE(ctx->faulted))
 		return ERR_PTR(-EFAULT);
 	hwf = kzalloc(sizeof(*hwf), GFP_KERNEL);
@@ -319,8 +320,7 @@ static struct vnpu_job *vnpu_find_injected_hang(struct vnpu_device *vdev)
 		struct vnpu_hwq *hwq = &vdev->hwq[q];
 
 		spin_lock_irqsave(&hwq->lock, flags);
-		list_for_each_entry(job, &hwq->inflight, node)
-		{
+		list_for_each_entry(job, &hwq->inflight, node) {
 			for (i = job->resume_idx; i < job->cmd_count; i++) {
 				const struct vnpu_cmd *c = &job->cmds[i];
 
@@ -357,8 +357,7 @@ static bool vnpu_job_in_flight(struct vnpu_device *vdev,
 		struct vnpu_hwq *hwq = &vdev->hwq[q];
 
 		spin_lock_irqsave(&hwq->lock, flags);
-		list_for_each_entry(cur, &hwq->inflight, node)
-		{
+		list_for_each_entry(cur, &hwq->inflight, node) {
 			if (cur == job) {
 				found = true;
 				break;
@@ -404,8 +403,7 @@ static void vnpu_hwq_recover(struct vnpu_hwq *hwq, bool booted)
 	/* The next timeout check measures progress from the new boot. */
 	vnpu_hwq_rebase(hwq, atomic_read(&hwq->vdev->reset_count),
 			vnpu_hwq_done_seq(hwq), vnpu_hw_heartbeat(hwq->vdev));
-	list_for_each_entry_safe(job, tmp, &hwq->inflight, node)
-	{
+	list_for_each_entry_safe(job, tmp, &hwq->inflight, node) {
 		u32 r = job->resume_idx;
 
 		while (r < job->cmd_count && vnpu_cmd_retired(hwq, job, r))
@@ -1056,15 +1054,19 @@ int vnpu_submit_ioctl(struct drm_device *dev, void *data, struct drm_file *file)
 		goto err_unlock;
 	}
 	for (i = 0; i < job->bo_count; i++) {
-		ret = dma_resv_reserve_fences(job->bos[i]->resv, 1);
-		if (!ret)
-			ret = drm_sched_job_add_implicit_dependencies(
-				&job->base, job->bos[i], true);
-		if (ret) {
-			drm_gem_unlock_reservations(job->bos, job->bo_count,
-						    &acquire);
-			goto err_unlock;
-		}
+		struct drm_gem_object *bo = job->bos[i];
+		struct drm_sched_job *sj = &job->base;
+
+		ret = dma_resv_reserve_fences(bo->resv, 1);
+		if (ret)
+			break;
+		ret = drm_sched_job_add_implicit_dependencies(sj, bo, true);
+		if (ret)
+			break;
+	}
+	if (ret) {
+		drm_gem_unlock_reservations(job->bos, job->bo_count, &acquire);
+		goto err_unlock;
 	}
 
 	/* Point of no return. */

@@ -66,18 +66,17 @@ static u64 *vnpu_pt_leaf(struct vnpu_ctx *ctx, u64 va, bool create)
 		if (!next) {
 			if (!create)
 				return NULL;
+			bool inner = level + 1 < VNPU_PT_LEVELS - 1;
+			u64 pte;
+
 			next = kzalloc(sizeof(*next), GFP_KERNEL);
-			if (!next || vnpu_pt_table_alloc(
-					     ctx, next,
-					     level + 1 < VNPU_PT_LEVELS - 1)) {
+			if (!next || vnpu_pt_table_alloc(ctx, next, inner)) {
 				kfree(next);
 				return NULL;
 			}
 			t->child[idx] = next;
-			WRITE_ONCE(
-				t->entries[idx],
-				cpu_to_le64((next->dma & VNPU_PTE_ADDR_MASK) |
-					    VNPU_PTE_VALID));
+			pte = (next->dma & VNPU_PTE_ADDR_MASK) | VNPU_PTE_VALID;
+			WRITE_ONCE(t->entries[idx], cpu_to_le64(pte));
 		}
 		t = next;
 	}
@@ -178,8 +177,7 @@ static int vnpu_mmu_fill(struct vnpu_ctx *ctx, struct vnpu_bo *bo, u64 va)
 			return PTR_ERR(sgt);
 	}
 	off = 0;
-	for_each_sgtable_dma_page(sgt, &it, 0)
-	{
+	for_each_sgtable_dma_page(sgt, &it, 0) {
 		if (off >= size)
 			break;
 		ret = vnpu_pt_map_page(ctx, va + off,
@@ -237,8 +235,7 @@ void vnpu_mmu_unmap_bo(struct vnpu_ctx *ctx, struct vnpu_bo *bo, u64 va)
 {
 	struct vnpu_bo_mapping *m, *tmp;
 
-	list_for_each_entry_safe(m, tmp, &bo->mappings, node)
-	{
+	list_for_each_entry_safe(m, tmp, &bo->mappings, node) {
 		if (m->ctx != ctx || m->va.start != va)
 			continue;
 		mutex_lock(&ctx->mmu_lock);
@@ -281,6 +278,7 @@ void vnpu_mmu_handle_faults(struct vnpu_device *vdev)
 			WRITE_ONCE(ctx->fault_status, status);
 			WRITE_ONCE(ctx->fault_count, ctx->fault_count + 1);
 			WRITE_ONCE(ctx->faulted, true);
+			/* The fault record before FAULTED_CTX is cleared. */
 			smp_wmb();
 		}
 		vnpu_log(vdev,
