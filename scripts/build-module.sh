@@ -36,10 +36,8 @@ jobs=${VNPU_JOBS:-2}
 log() { echo "build-module: $*" >&2; }
 die() { log "$*"; exit 1; }
 
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-export DEBIAN_FRONTEND=noninteractive
-apt_get() { $sudo apt-get -o DPkg::Lock::Timeout=600 "$@"; }
+# shellcheck source=scripts/lib/apt.sh
+. scripts/lib/apt.sh
 
 # bookworm-backports comes from scripts/deps.sh.
 "$repo/scripts/deps.sh" >&2

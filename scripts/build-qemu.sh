@@ -43,36 +43,14 @@ cache=${VNPU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vnpu}
 jobs=${VNPU_JOBS:-2}
 log() { echo "build-qemu: $*" >&2; }
 
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-export DEBIAN_FRONTEND=noninteractive
+# shellcheck source=scripts/lib/apt.sh
+. scripts/lib/apt.sh
 
 # ---- dependencies ----------------------------------------------------------
-apt_list=/etc/apt/sources.list.d/vnpu-qemu-backports.sources
-add_backports() {
-	# bookworm-backports has QEMU 10.0 (source) and meson >= 1.5; deb-src
-	# of bookworm too, for apt-cache showsrc. Same archive and keyring.
-	local versions
-	versions=$(apt-cache showsrc qemu 2>/dev/null || true)
-	if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list \
-		/etc/apt/sources.list.d/ ||
-		! grep -q '^Version: 1:10\.0\.' <<<"$versions"; then
-		log "adding bookworm-backports and deb-src ($apt_list)"
-		$sudo tee "$apt_list" >/dev/null <<'EOF'
-Types: deb deb-src
-URIs: http://deb.debian.org/debian
-Suites: bookworm-backports
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-
-Types: deb-src
-URIs: http://deb.debian.org/debian
-Suites: bookworm
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
-		$sudo apt-get update -qq
-	fi
+# QEMU 10.0's source is in bookworm-backports (scripts/lib/apt.sh).
+need_qemu_source() {
+	has_backports || return 0
+	! apt-cache showsrc qemu 2>/dev/null | grep -q '^Version: 1:10\.0\.'
 }
 
 packages=(build-essential ninja-build pkg-config python3 python3-venv
@@ -94,17 +72,19 @@ if [ "$print_only" -eq 0 ]; then
 	for p in "${packages[@]}"; do
 		installed "$p" || missing+=("$p")
 	done
-	add_backports
+	if need_qemu_source; then
+		add_backports
+	fi
 	if [ ${#missing[@]} -gt 0 ]; then
 		log "installing ${missing[*]}"
-		$sudo apt-get install -y -qq --no-install-recommends \
+		apt_get install -y -qq --no-install-recommends \
 			"${missing[@]}" >/dev/null
 	fi
 	# QEMU 10 needs meson >= 1.5 and pycotap (configure checks it even
 	# without tests); the +ds tarball bundles neither wheel.
 	if ! meson_ok || ! installed python3-pycotap; then
 		log "installing meson and pycotap from bookworm-backports"
-		$sudo apt-get install -y -qq --no-install-recommends \
+		apt_get install -y -qq --no-install-recommends \
 			-t bookworm-backports meson python3-pycotap >/dev/null
 	fi
 fi

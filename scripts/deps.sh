@@ -12,11 +12,8 @@ packages=(
 	libopenblas-dev         # GEMM benchmark baseline only
 	libdrm-dev              # the runtime's drm backend
 )
-backports_list=/etc/apt/sources.list.d/vnpu-backports.sources
-
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-export DEBIAN_FRONTEND=noninteractive
+# shellcheck source=scripts/lib/apt.sh
+. "$(dirname "$0")/lib/apt.sh"
 
 missing=()
 for p in "${packages[@]}"; do
@@ -30,26 +27,10 @@ if command -v meson >/dev/null &&
 fi
 [ ${#missing[@]} -eq 0 ] && [ $meson_ok -eq 1 ] && exit 0
 
-if [ ! -f "$backports_list" ]; then
-	echo "deps: adding bookworm-backports (binary and source)"
-	$sudo tee "$backports_list" >/dev/null <<'LIST'
-Types: deb deb-src
-URIs: http://deb.debian.org/debian
-Suites: bookworm-backports
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-
-Types: deb-src
-URIs: http://deb.debian.org/debian
-Suites: bookworm
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-LIST
-fi
 echo "deps: installing ${missing[*]} meson(backports)"
-$sudo apt-get update -qq
+add_backports
 [ ${#missing[@]} -eq 0 ] ||
-	$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	apt_get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 [ $meson_ok -eq 1 ] ||
-	$sudo apt-get install -y -qq --no-install-recommends \
+	apt_get install -y -qq --no-install-recommends \
 		-t bookworm-backports meson >/dev/null

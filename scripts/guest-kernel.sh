@@ -36,30 +36,8 @@ done
 cache=${VNPU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vnpu}
 log() { echo "guest-kernel: $*" >&2; }
 
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-export DEBIAN_FRONTEND=noninteractive
-apt_get() { $sudo apt-get -o DPkg::Lock::Timeout=600 "$@"; }
-
-# The same list file scripts/deps.sh writes, so the two never duplicate it.
-backports_list=/etc/apt/sources.list.d/vnpu-backports.sources
-add_backports() {
-	log "adding bookworm-backports ($backports_list)"
-	$sudo tee "$backports_list" >/dev/null <<'LIST'
-Types: deb deb-src
-URIs: http://deb.debian.org/debian
-Suites: bookworm-backports
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-
-Types: deb-src
-URIs: http://deb.debian.org/debian
-Suites: bookworm
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-LIST
-	apt_get update -qq
-}
+# shellcheck source=scripts/lib/apt.sh
+. "$(dirname "$0")/lib/apt.sh"
 
 # Prints "<image package> <version>": what the newest linux-image-amd64 in
 # bookworm-backports depends on.
@@ -89,8 +67,7 @@ if [ -f "$memo" ]; then
 	[ "${memo_state:-}" = "$lists_state" ] && found="$memo_pkg $memo_ver"
 fi
 if [ -z "$found" ] && ! found=$(discover); then
-	if ! grep -rqs bookworm-backports /etc/apt/sources.list \
-		/etc/apt/sources.list.d/; then
+	if ! has_backports; then
 		add_backports
 	else
 		log "apt knows no backports kernel; updating the package lists"

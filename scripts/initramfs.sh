@@ -57,17 +57,15 @@ cache=${VNPU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vnpu}
 log() { echo "initramfs: $*" >&2; }
 die() { log "$*"; exit 1; }
 
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
+# shellcheck source=scripts/lib/apt.sh
+. "$(dirname "$0")/lib/apt.sh"
 need=()
 [ -x /bin/busybox ] || need+=(busybox-static)
 command -v cpio >/dev/null || need+=(cpio)
 command -v depmod >/dev/null || [ -x /usr/sbin/depmod ] || need+=(kmod)
 if [ ${#need[@]} -gt 0 ]; then
 	log "installing ${need[*]}"
-	DEBIAN_FRONTEND=noninteractive $sudo apt-get \
-		-o DPkg::Lock::Timeout=600 install -y -qq \
-		--no-install-recommends "${need[@]}" >/dev/null
+	apt_get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 file /bin/busybox 2>/dev/null | grep -q dynamic &&
 	die "/bin/busybox is not static (install busybox-static)"
