@@ -506,12 +506,18 @@ static void device_reset(struct vnpurt_bdev *d, uint64_t gen)
 static void check_hang(struct vnpurt_bdev *d)
 {
 	uint32_t hb, status;
-	uint64_t now = now_ms(), gen;
+	uint64_t now, gen;
 	bool dead;
 
 	pthread_mutex_lock(&d->hb_lock);
 	hb = vnpu_sim_reg_read(d->sim, VNPU_REG_HEARTBEAT);
 	status = vnpu_sim_reg_read(d->sim, VNPU_REG_STATUS);
+	/*
+	 * Read under the lock: a time taken before it could be older than
+	 * the hb_change_ms another thread just stored, and the difference
+	 * would wrap into a "timeout" (a spurious reset under contention).
+	 */
+	now = now_ms();
 	if (hb != d->hb_last) {
 		d->hb_last = hb;
 		d->hb_change_ms = now;
