@@ -546,6 +546,32 @@ START_TEST(reduce_pointwise_index)
 			     "Integers to negative integer powers");
 		expect_error("where cond", vnpu_op_where_self(a, a, a),
 			     "where expected condition to be a boolean tensor");
+		/* Bool has no arithmetic: each op refuses it with PyTorch's
+		 * message instead of computing on 0/1 bytes. */
+		{
+			int64_t s2[2] = { 2, 2 }, s3[3] = { 1, 2, 2 };
+			struct vnpu_at_tensor *i2 = ot_rand(2, s2, VNPU_AT_I32, 0, 1, OT_CONTIG);
+			struct vnpu_at_tensor *i3 = ot_rand(3, s3, VNPU_AT_I32, 0, 1, OT_CONTIG);
+			struct vnpu_at_tensor *bool2 = vnpu_op_eq_Scalar(i2, VNPU_AT_INT(1));
+			struct vnpu_at_tensor *bool3 = vnpu_op_eq_Scalar(i3, VNPU_AT_INT(1));
+
+			ck_assert_int_eq(bool2->dtype, VNPU_AT_BOOL);
+			expect_error("relu bool", vnpu_op_relu(bool2),
+				     "aten::relu: not implemented for 'Bool'");
+			expect_error("relu_ bool", vnpu_op_relu_(bool2),
+				     "aten::relu_: not implemented for 'Bool'");
+			expect_error("mm bool", vnpu_op_mm(bool2, bool2),
+				     "aten::mm: not implemented for 'Bool'");
+			expect_error("bmm bool", vnpu_op_bmm(bool3, bool3),
+				     "\"bmm\" not implemented for 'Bool'");
+			expect_error("addmm bool",
+				     vnpu_op_addmm(bool2, bool2, bool2, VNPU_AT_INT(1), VNPU_AT_INT(1)),
+				     "\"addmm\" not implemented for 'Bool'");
+			vnpu_at_release(i2);
+			vnpu_at_release(i3);
+			vnpu_at_release(bool2);
+			vnpu_at_release(bool3);
+		}
 		vnpu_at_release(a);
 		vnpu_at_release(b);
 		vnpu_at_release(q);
