@@ -30,9 +30,16 @@
 #   --qemu PATH        qemu-system-x86_64 (default: $VNPU_QEMU, else what
 #                      scripts/build-qemu.sh builds)
 #   --quiet            no progress messages
+#
+# State between runs lives in $VNPU_VM_STATE (default $VNPU_CACHE/vm): the
+# logs of failed runs (runs/, the ten newest) and whether KVM could boot the
+# guest on this host kernel (kvm-<release>). Nothing in it is needed: a
+# machine that never ran the VM has none of it.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-cache=${VNPU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vnpu}
+# shellcheck source=scripts/lib/cache.sh
+. "$here/lib/cache.sh"
+state=${VNPU_VM_STATE:-$cache/vm}
 
 quiet=0
 log() { [ "$quiet" -eq 1 ] || echo "vm: $*" >&2; }
@@ -56,7 +63,7 @@ check_log() {
 		local first
 		first=$(head -1 <<<"$lines" | cut -d: -f1)
 		sed -n "${first},$((first + 40))p" "$f" | sed 's/^/  | /' >&2
-		echo "$lines" | sed 's/^/  > /' | head -40 >&2
+		sed -n '1,40s/^/  > /p' <<<"$lines" >&2
 	done
 	return $hits
 }
@@ -147,11 +154,13 @@ initramfs=$(quietly "$here/initramfs.sh" --guest "$guest" \
 kernel=$guest/vmlinux
 [ -f "$kernel" ] && [ "${VNPU_VM_KERNEL:-}" != vmlinuz ] || kernel=$guest/vmlinuz
 
-mkdir -p "$cache/vm-runs"
-run=$(mktemp -d "$cache/vm-runs/$(date +%Y%m%d-%H%M%S).XXXX")
+mkdir -p "$state/runs"
+run=$(mktemp -d "$state/runs/$(date +%Y%m%d-%H%M%S).XXXX")
 qpid=""
+# Whatever the outcome, only the ten newest kept runs (failures) stay.
 cleanup() {
 	[ -z "$qpid" ] || kill -9 "$qpid" 2>/dev/null || true
+	keep_newest 10 "$state/runs" '*' || true
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -179,7 +188,7 @@ size=$(stat -c %s "$initramfs")
 } >"$run/initrd"
 
 # ---- QEMU command line -----------------------------------------------------------
-kvm_verdict=$cache/vm/kvm-$(uname -r)
+kvm_verdict=$state/kvm-$(uname -r)
 kvm_usable() {
 	[ -r /dev/kvm ] && [ -w /dev/kvm ] &&
 		[ "$(cat "$kvm_verdict" 2>/dev/null)" != bad ]
@@ -206,7 +215,7 @@ qemu_args() {
 	append+="${VNPU_VM_APPEND:+ $VNPU_VM_APPEND}"
 	if [ "$mode" = run ]; then
 		args+=(-serial "file:$run/console.log"
-			-device virtio-serial-pci,id=vser)
+			-device "virtio-serial-pci,id=vser")
 		local p
 		for p in stdout stderr kmsg status; do
 			args+=(-chardev "file,id=vnpu_$p,path=$run/$p"
@@ -286,7 +295,6 @@ t_boot=$(date +%s.%N)
 rc=0
 boot_and_wait "$accel" "$timeout" || rc=$?
 if [ $rc -eq 2 ]; then
-	mkdir -p "$cache/vm"
 	echo bad >"$kvm_verdict"
 	log "KVM cannot run this guest here (remembered); using TCG"
 	accel=tcg
@@ -294,7 +302,6 @@ if [ $rc -eq 2 ]; then
 	rc=0
 	boot_and_wait tcg "$timeout" || rc=$?
 elif [ "$accel" = kvm-try ]; then
-	mkdir -p "$cache/vm"
 	echo good >"$kvm_verdict"
 fi
 t_end=$(date +%s.%N)
@@ -327,6 +334,4 @@ if [ -n "${VNPU_VM_KEEP:-}" ]; then
 else
 	rm -rf "$run"
 fi
-# Old kept runs (failures) beyond the ten newest go.
-ls -dt "$cache/vm-runs"/*/ 2>/dev/null | tail -n +11 | xargs -r rm -rf
 exit "$status"

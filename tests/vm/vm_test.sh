@@ -4,6 +4,10 @@
 #   vm_test.sh CASE
 # VNPU_VM_SH is scripts/vm.sh, VNPU_VM_LOGS the canned kernel logs, VNPU_QEMU
 # our QEMU. Prints what it checks; exits 0 on success, 1 on failure.
+#
+# Every case starts from the state of a machine that never ran the VM: an
+# empty VNPU_VM_STATE (no kept runs, no KVM verdict). Whatever an earlier
+# run left behind must not be what makes a case pass.
 set -uo pipefail
 
 vm=${VNPU_VM_SH:?}
@@ -11,6 +15,7 @@ logs=${VNPU_VM_LOGS:?}
 fails=0
 work=$(mktemp -d "${TMPDIR:-/tmp}/vnpu-vm-test.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+export VNPU_VM_STATE=$work/state
 
 ok() { echo "ok: $*"; }
 fail() {
@@ -103,16 +108,35 @@ time-limit)
 	[ $(($(date +%s) - start)) -lt 300 ] && ok "returned" ||
 		fail "took $(($(date +%s) - start)) s"
 	;;
+kept-runs)
+	# A failed run keeps its logs; only the ten newest are kept, and a
+	# successful run adds none. Twelve old ones to start with.
+	for i in $(seq 1 12); do
+		mkdir -p "$VNPU_VM_STATE/runs/old-$i"
+		touch -d "-$((i + 60)) min" "$VNPU_VM_STATE/runs/old-$i"
+	done
+	expect_rc 0 "true" -- run --quiet -- true
+	kept=$(find "$VNPU_VM_STATE/runs" -mindepth 1 -maxdepth 1 | sort |
+		xargs -r -n1 basename | tr '\n' ' ')
+	want="old-1 old-10 old-2 old-3 old-4 old-5 old-6 old-7 old-8 old-9 "
+	[ "$kept" = "$want" ] && ok "the ten newest kept runs remain" ||
+		fail "kept runs: '$kept', want '$want'"
+	;;
 kernel-warn)
 	# sysrq 'l' prints a backtrace of every CPU ("Call Trace:") into the
 	# kernel log without harming the guest: the command succeeds, the
-	# run must not.
+	# run must not, and its logs are kept.
 	expect_rc 125 "backtrace in the kernel log" -- run --quiet \
 		-- sh -c 'echo l >/proc/sysrq-trigger; echo done'
 	grep -q 'Call Trace:' "$work/err" && ok "trace printed" ||
 		fail "trace not printed"
-	[ "$(cat "$work/out")" = done ] && ok "command output still shown" ||
+	[ "$(cat "$work/out")" = "done" ] && ok "command output still shown" ||
 		fail "output: $(cat "$work/out")"
+	kept=("$VNPU_VM_STATE"/runs/*/console.log)
+	[ ${#kept[@]} -eq 1 ] && [ -f "${kept[0]}" ] &&
+		grep -q 'Call Trace:' "${kept[0]}" &&
+		ok "the failed run's console log is kept" ||
+		fail "kept: ${kept[*]}"
 	;;
 kernel-panic)
 	expect_rc 125 "panic" -- run --quiet --timeout 300 \
@@ -121,7 +145,7 @@ kernel-panic)
 		fail "panic not printed"
 	;;
 *)
-	echo "usage: $0 log-scanner|exit-status|output|user-and-device|time-limit|kernel-warn|kernel-panic" >&2
+	echo "usage: $0 log-scanner|exit-status|output|user-and-device|kept-runs|time-limit|kernel-warn|kernel-panic" >&2
 	exit 2
 	;;
 esac
