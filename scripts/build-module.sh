@@ -31,7 +31,8 @@ for arg in "$@"; do
 	esac
 done
 
-cache=${VNPU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vnpu}
+# shellcheck source=scripts/lib/cache.sh
+. scripts/lib/cache.sh
 jobs=${VNPU_JOBS:-2}
 log() { echo "build-module: $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -39,8 +40,9 @@ die() { log "$*"; exit 1; }
 # shellcheck source=scripts/lib/apt.sh
 . scripts/lib/apt.sh
 
-# bookworm-backports comes from scripts/deps.sh.
 "$repo/scripts/deps.sh" >&2
+# The kernel and its headers are in bookworm-backports.
+ensure_backports
 
 # The image package linux-image-amd64 (bookworm-backports) depends on.
 release_of_meta() {
@@ -51,10 +53,6 @@ release_of_meta() {
 		sort -V | tail -1
 }
 release=$(release_of_meta)
-if [ -z "$release" ]; then
-	apt_get update -qq
-	release=$(release_of_meta)
-fi
 [ -n "$release" ] ||
 	die "apt knows no linux-image-amd64 in bookworm-backports"
 if [ "$print_release" -eq 1 ]; then

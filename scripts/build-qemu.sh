@@ -39,20 +39,15 @@ for arg in "$@"; do
 	esac
 done
 
-cache=${VNPU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vnpu}
 jobs=${VNPU_JOBS:-2}
 log() { echo "build-qemu: $*" >&2; }
 
+# shellcheck source=scripts/lib/cache.sh
+. scripts/lib/cache.sh
 # shellcheck source=scripts/lib/apt.sh
 . scripts/lib/apt.sh
 
 # ---- dependencies ----------------------------------------------------------
-# QEMU 10.0's source is in bookworm-backports (scripts/lib/apt.sh).
-need_qemu_source() {
-	has_backports || return 0
-	! apt-cache showsrc qemu 2>/dev/null | grep -q '^Version: 1:10\.0\.'
-}
-
 packages=(build-essential ninja-build pkg-config python3 python3-venv
 	libglib2.0-dev libpixman-1-dev libslirp-dev libfdt-dev flex bison
 	xz-utils dpkg-dev seabios ipxe-qemu qemu-system-data)
@@ -63,18 +58,13 @@ meson_ok() {
 	v=$(/usr/bin/meson --version 2>/dev/null) || return 1
 	dpkg --compare-versions "$v" ge 1.5
 }
-installed() {
-	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed'
-}
-
 if [ "$print_only" -eq 0 ]; then
 	missing=()
 	for p in "${packages[@]}"; do
-		installed "$p" || missing+=("$p")
+		apt_installed "$p" || missing+=("$p")
 	done
-	if need_qemu_source; then
-		add_backports
-	fi
+	# QEMU 10.0's source is in bookworm-backports (scripts/lib/apt.sh).
+	ensure_backports
 	if [ ${#missing[@]} -gt 0 ]; then
 		log "installing ${missing[*]}"
 		apt_get install -y -qq --no-install-recommends \
@@ -82,7 +72,7 @@ if [ "$print_only" -eq 0 ]; then
 	fi
 	# QEMU 10 needs meson >= 1.5 and pycotap (configure checks it even
 	# without tests); the +ds tarball bundles neither wheel.
-	if ! meson_ok || ! installed python3-pycotap; then
+	if ! meson_ok || ! apt_installed python3-pycotap; then
 		log "installing meson and pycotap from bookworm-backports"
 		apt_get install -y -qq --no-install-recommends \
 			-t bookworm-backports meson python3-pycotap >/dev/null
@@ -95,7 +85,7 @@ read -r qemu_debver tarball tar_sha < <(apt-cache showsrc qemu 2>/dev/null |
 	awk '/^Version: /{v=$2} /^Checksums-Sha256:/{s=1; next}
 	     /^[^ ]/{s=0}
 	     s && v ~ /^1:10\.0\./ && $3 ~ /orig\.tar\.xz$/ {print v, $3, $1}' |
-	sort -V | tail -1)
+	sort -V | tail -1) || true
 if [ -z "${tarball:-}" ]; then
 	echo "build-qemu: apt knows no QEMU 10.0.x source (bookworm-backports)" >&2
 	exit 1
@@ -240,7 +230,9 @@ mkdir -p "$datadir"
 for f in /usr/share/qemu/* /usr/share/seabios/* /usr/lib/ipxe/qemu/*; do
 	[ -e "$f" ] || continue
 	base=$(basename "$f")
-	[ -e "$datadir/$base" ] || ln -s "$f" "$datadir/$base"
+	# QEMU's own files stay; a link left dangling by an upgrade is redone.
+	[ -e "$datadir/$base" ] ||
+		{ rm -f "$datadir/$base" && ln -s "$f" "$datadir/$base"; }
 done
 
 # The result: the binary and its data directory, copied out of the build
@@ -253,7 +245,6 @@ cp "$build/$target" "$tmp/"
 cp -a "$build/qemu-bundle" "$tmp/"
 rm -rf "$result"
 mv "$tmp" "$result"
-ls -dt "$cache/bin/$variant"-* | grep -v '\.tmp\.' | tail -n +4 |
-	while IFS= read -r old; do rm -rf "$old"; done
+keep_newest 3 "$cache/bin" "$variant-*" '*.tmp.*'
 log "done (key $key)"
 echo "$binary"

@@ -11,14 +11,14 @@ packages=(
 	clang libclang-rt-14-dev  # libFuzzer and clang's sanitizer runtimes
 	libopenblas-dev         # GEMM benchmark baseline only
 	libdrm-dev              # the runtime's drm backend
+	shellcheck              # the scripts suite lints every script
 )
 # shellcheck source=scripts/lib/apt.sh
 . "$(dirname "$0")/lib/apt.sh"
 
 missing=()
 for p in "${packages[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
-		missing+=("$p")
+	apt_installed "$p" || missing+=("$p")
 done
 meson_ok=0
 if command -v meson >/dev/null &&
@@ -28,7 +28,7 @@ fi
 [ ${#missing[@]} -eq 0 ] && [ $meson_ok -eq 1 ] && exit 0
 
 echo "deps: installing ${missing[*]} meson(backports)"
-add_backports
+ensure_backports
 [ ${#missing[@]} -eq 0 ] ||
 	apt_get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 [ $meson_ok -eq 1 ] ||

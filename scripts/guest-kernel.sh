@@ -33,7 +33,8 @@ for arg in "$@"; do
 	esac
 done
 
-cache=${VNPU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vnpu}
+# shellcheck source=scripts/lib/cache.sh
+. "$(dirname "$0")/lib/cache.sh"
 log() { echo "guest-kernel: $*" >&2; }
 
 # shellcheck source=scripts/lib/apt.sh
@@ -58,29 +59,27 @@ discover() {
 
 # apt-cache takes seconds; its answer only changes with the package lists, so
 # it is remembered per state of /var/lib/apt/lists.
-lists_state=$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' \
-	-printf '%T@ %s %f\n' 2>/dev/null | sort | sha256sum | cut -c1-16)
+lists_state() {
+	{ find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' \
+		-printf '%T@ %s %f\n' 2>/dev/null || true; } | sort |
+		sha256sum | cut -c1-16
+}
 memo=$cache/guest/discovered
 found=""
 if [ -f "$memo" ]; then
 	read -r memo_state memo_pkg memo_ver <"$memo" || true
-	[ "${memo_state:-}" = "$lists_state" ] && found="$memo_pkg $memo_ver"
+	[ "${memo_state:-}" = "$(lists_state)" ] && found="$memo_pkg $memo_ver"
 fi
-if [ -z "$found" ] && ! found=$(discover); then
-	if ! has_backports; then
-		add_backports
-	else
-		log "apt knows no backports kernel; updating the package lists"
-		apt_get update -qq
-	fi
+if [ -z "$found" ]; then
+	ensure_backports
 	found=$(discover) || {
-		log "no linux-image-amd64 in bookworm-backports"
+		log "apt knows no linux-image-amd64 in bookworm-backports"
 		exit 1
 	}
+	mkdir -p "$cache/guest"
+	echo "$(lists_state) $found" >"$memo"
 fi
 read -r pkg pkgver <<<"$found"
-mkdir -p "$cache/guest"
-echo "$lists_state $found" >"$memo"
 kver=${pkg#linux-image-}
 
 if [ "$print_version" -eq 1 ]; then
@@ -90,14 +89,21 @@ fi
 
 # vmlinux: the ELF kernel inside vmlinuz (Debian compresses it with zstd).
 # QEMU boots it through its PVH entry point, without the real-mode setup
-# and the decompressor, which take seconds under TCG. Without zstd or a
-# PVH note there is no vmlinux and scripts/vm.sh boots vmlinuz.
+# and the decompressor, which take seconds under TCG. Only a kernel without
+# a PVH note has no vmlinux (remembered as no-vmlinux); then scripts/vm.sh
+# boots vmlinuz. The tools are installed first, so that a machine that
+# lacked them never records a verdict about the kernel.
 extract_vmlinux() {
-	local d=$1 off
-	if ! command -v zstd >/dev/null; then
-		log "installing zstd"
-		apt_get install -y -qq --no-install-recommends zstd >/dev/null ||
-			return 0
+	local d=$1 off need=()
+	command -v zstd >/dev/null || need+=(zstd)
+	command -v readelf >/dev/null || need+=(binutils)
+	if [ ${#need[@]} -gt 0 ]; then
+		log "installing ${need[*]}"
+		apt_get install -y -qq --no-install-recommends "${need[@]}" \
+			>/dev/null || {
+			log "cannot install ${need[*]}"
+			exit 1
+		}
 	fi
 	for off in $(LC_ALL=C grep -obUaP '\x28\xb5\x2f\xfd' "$d/vmlinuz" |
 		cut -d: -f1 | head -4); do
