@@ -21,11 +21,14 @@ case $minutes in
 	exit 2
 	;;
 esac
-cache=${VNPU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vnpu}
+# shellcheck source=scripts/lib/cache.sh
+. scripts/lib/cache.sh
 
 fuzzer=$(scripts/build-qemu.sh --fuzz)
 # QEMU's reproducer scripts come from the fuzz variant's source tree.
-qemu_tree=$(ls -d "$cache"/qemu-[0-9]*-fuzz | sort -V | tail -1)
+qemu_tree=$(find "$cache" -mindepth 1 -maxdepth 1 -type d \
+	-name 'qemu-[0-9]*-fuzz' | sort -V | tail -1)
+[ -n "$qemu_tree" ] || { echo "fuzz-qemu: no QEMU fuzz tree in $cache" >&2; exit 1; }
 work=$cache/fuzz
 mkdir -p "$work/corpus" "$work/artifacts"
 

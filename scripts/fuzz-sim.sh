@@ -16,7 +16,8 @@ build=${2:-build-fuzz}
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
-if [ ! -d "$build" ]; then
+if [ ! -f "$build/build.ninja" ]; then
+	rm -rf "$build" # absent, or an interrupted setup
 	CC=clang meson setup "$build" \
 		-Dbuildtype=debugoptimized \
 		-Db_sanitize=address,undefined -Db_lundef=false \

@@ -53,7 +53,8 @@ while [ $# -gt 0 ]; do
 	esac
 done
 
-cache=${VNPU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vnpu}
+# shellcheck source=scripts/lib/cache.sh
+. "$here/lib/cache.sh"
 log() { echo "initramfs: $*" >&2; }
 die() { log "$*"; exit 1; }
 
@@ -67,7 +68,8 @@ if [ ${#need[@]} -gt 0 ]; then
 	log "installing ${need[*]}"
 	apt_get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
-file /bin/busybox 2>/dev/null | grep -q dynamic &&
+# ldd fails on a static binary.
+! ldd /bin/busybox >/dev/null 2>&1 ||
 	die "/bin/busybox is not static (install busybox-static)"
 PATH=$PATH:/usr/sbin:/sbin
 
@@ -88,9 +90,38 @@ done
 modules_wanted=${VNPU_GUEST_MODULES:-drm drm_kms_helper drm_shmem_helper \
 gpu-sched drm_buddy drm_exec drm_gpuvm vgem}
 
+work=$(mktemp -d "${TMPDIR:-/tmp}/vnpu-initramfs.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+stage=$work/stage
+
+# ---- shared libraries of the added programs ----------------------------------
+# Resolved before the cache key, which names them: an image never outlives
+# the libraries it copied, and one that would lack a library is never made.
+is_elf() { [ "$(head -c4 "$1" 2>/dev/null | od -An -c | tr -d ' ')" = \
+	'177ELF' ]; }
+add_roots=()
+for a in "${adds[@]}"; do
+	[ -d "${a%%:*}" ] && add_roots+=("$(cd "${a%%:*}" && pwd)")
+done
+libs=$work/libs
+for a in "${adds[@]}"; do
+	find "${a%%:*}" -type f \( -perm -u+x -o -name '*.so*' \) -print0
+done | while IFS= read -r -d '' f; do
+	is_elf "$f" || continue
+	{ ldd "$f" 2>/dev/null || true; } | awk -v f="$f" '
+		$2 == "=>" && $3 == "not" {print "MISSING " $1 " (needed by " f ")"}
+		$2 == "=>" && $3 ~ /^\// {print $3}
+		$1 ~ /^\// {print $1}'
+done | sort -u >"$libs"
+if grep -q '^MISSING ' "$libs"; then
+	sed -n 's/^MISSING /initramfs: no library /p' "$libs" >&2
+	exit 1
+fi
+
 # ---- cache key ---------------------------------------------------------------
-# File contents for the small inputs; size and mtime for added trees (build
-# dirs can be large, and a rebuild changes the mtime of what it touched).
+# File contents for the small inputs; size and mtime for added trees and
+# the libraries they use (build dirs can be large, and a rebuild or an
+# upgrade changes the mtime of what it touched).
 key=$({
 	cat "$guest/package"
 	echo "$modules_wanted"
@@ -101,6 +132,9 @@ key=$({
 		echo "add $a"
 		find "${a%%:*}" -printf '%P %y %s %T@\n' | sort
 	done
+	while IFS= read -r lib; do
+		stat -L -c '%n %s %Y' "$lib"
+	done <"$libs"
 } | sha256sum | cut -c1-16)
 if [ -z "$out" ]; then
 	mkdir -p "$cache/initramfs"
@@ -114,8 +148,7 @@ if [ -z "$out" ]; then
 fi
 
 log "building ($kver${module:+, with $(basename "$module")})"
-stage=$(mktemp -d "${TMPDIR:-/tmp}/vnpu-initramfs.XXXXXX")
-trap 'rm -rf "$stage"' EXIT
+mkdir "$stage"
 
 # ---- base system ------------------------------------------------------------
 mkdir -p "$stage"/{bin,sbin,usr/bin,usr/sbin,etc/vnpu,proc,sys,dev,tmp,run} \
@@ -182,9 +215,6 @@ echo "$modules_wanted" | tr ' ' '\n' | grep -v '^$' >"$stage/etc/vnpu/modules"
 [ -z "$firmware" ] || cp "$firmware" "$stage/lib/firmware/vnpu/vnpu.fw"
 
 # ---- user space --------------------------------------------------------------
-is_elf() { [ "$(head -c4 "$1" 2>/dev/null | od -An -c | tr -d ' ')" = \
-	'177ELF' ]; }
-add_roots=()
 for a in "${adds[@]}"; do
 	src=${a%%:*}
 	dst=${a#*:}
@@ -192,7 +222,6 @@ for a in "${adds[@]}"; do
 	if [ -d "$src" ]; then
 		rm -rf "${stage:?}$dst"
 		cp -a "$src" "$stage$dst"
-		add_roots+=("$(cd "$src" && pwd)")
 	else
 		cp -a "$src" "$stage$dst"
 	fi
@@ -204,14 +233,6 @@ inside_added() {
 	done
 	return 1
 }
-libs=$(mktemp)
-find "$stage" -path "$stage/lib/modules" -prune -o -type f \
-	\( -perm -u+x -o -name '*.so*' \) -print | while read -r f; do
-	[ "$f" != "$stage/bin/busybox" ] && is_elf "$f" || continue
-	ldd "$f" 2>/dev/null | awk '
-		$2 == "=>" && $3 ~ /^\// {print $3}
-		$1 ~ /^\// {print $1}' || true
-done | sort -u >"$libs"
 while read -r lib; do
 	inside_added "$(readlink -f "$lib")" && continue
 	case $lib in
@@ -224,7 +245,6 @@ while read -r lib; do
 	mkdir -p "$stage$(dirname "$dest")"
 	cp -L "$lib" "$stage$dest"
 done <"$libs"
-rm -f "$libs"
 
 # ---- archive -----------------------------------------------------------------
 # /dev/console must exist before init runs (the kernel opens it for init's
@@ -250,8 +270,7 @@ PY
 mv "$tmp_out" "$out"
 # Keep the five newest cached images.
 if [ "$(dirname "$out")" = "$cache/initramfs" ]; then
-	ls -t "$cache/initramfs"/*.cpio.gz 2>/dev/null | tail -n +6 |
-		xargs -r rm -f
+	keep_newest 5 "$cache/initramfs" '*.cpio.gz'
 fi
 log "$(du -h "$out" | cut -f1) $out"
 echo "$out"

@@ -15,11 +15,21 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh
 
 status=0
+# Every stage writes its results to DIR/meson-logs/testlog.json. A stage
+# is listed before it runs and its old results are removed, so that one
+# which stops early counts as failed instead of repeating an earlier run.
+logs=()
+stage() {
+	logs+=("$1")
+	rm -f "$1/meson-logs/testlog.json"
+}
 run_suite() {
 	local dir=$1
 	shift
+	stage "$dir"
 	echo "== $dir: build"
-	scripts/build.sh "$dir" -Dwerror=true "$@"
+	scripts/build.sh "$dir" -Dwerror=true "$@" ||
+		{ echo "== $dir: build FAILED"; status=1; return; }
 	echo "== $dir: test"
 	meson test -C "$dir" --print-errorlogs --num-processes 2 || status=1
 }
@@ -31,29 +41,30 @@ CC=clang run_suite build-test-asan --buildtype=debug \
 # The QEMU device: qemu-system-x86_64 built by scripts/build-qemu.sh, the
 # 'qemu' suite (threads and deterministic mode) in a build dir pointed at it.
 echo "== qemu: build"
-logs=(build-test build-test-asan)
-if qemu=$(scripts/build-qemu.sh); then
-	echo "== build-test-qemu: build"
-	scripts/build.sh build-test-qemu -Dwerror=true -Dqemu="$qemu"
+stage build-test-qemu
+if qemu=$(scripts/build-qemu.sh) &&
+	scripts/build.sh build-test-qemu -Dwerror=true; then
 	meson configure build-test-qemu -Dqemu="$qemu"
 	echo "== build-test-qemu: test (suite qemu)"
 	meson test -C build-test-qemu --suite qemu --print-errorlogs || status=1
-	logs+=(build-test-qemu)
 else
 	echo "== qemu: build FAILED"
+	qemu=""
 	status=1
 fi
 
 # The VM: scripts/vm.sh boots Debian's backports kernel with the vnpu device
 # in that QEMU; tests/vm is a meson project of its own (suite 'vm') so its
 # results are counted with the rest.
-if [ -n "${qemu:-}" ] && [ -x "$qemu" ]; then
+stage build-test-vm
+if [ -n "$qemu" ]; then
 	echo "== build-test-vm: test (suite vm)"
-	[ -f build-test-vm/build.ninja ] ||
+	if [ ! -f build-test-vm/build.ninja ]; then
+		rm -rf build-test-vm # an interrupted setup
 		meson setup build-test-vm tests/vm -Dqemu="$qemu" >/dev/null
+	fi
 	meson configure build-test-vm -Dqemu="$qemu"
 	meson test -C build-test-vm --suite vm --print-errorlogs || status=1
-	logs+=(build-test-vm)
 else
 	echo "== vm: not run (no QEMU)"
 	status=1
@@ -61,19 +72,20 @@ fi
 
 # The runtime's test suite in that VM on the drm backend (vnpu.ko): one
 # result per test case, written where the count below reads it.
-if [ -n "${qemu:-}" ] && [ -x "$qemu" ]; then
+stage build-test-vm-runtime
+if [ -n "$qemu" ]; then
 	echo "== vm-runtime: runtime suite in the guest (VNPU_BACKEND=drm)"
 	mkdir -p build-test-vm-runtime/meson-logs
 	tests/vm/run-runtime-suite.sh --build build-test \
 		--results build-test-vm-runtime/meson-logs/testlog.json \
 		-- --qemu "$qemu" || status=1
-	logs+=(build-test-vm-runtime)
 fi
 
 # The driver in that VM: its smoke test (test mode: faults, hang, reset,
 # ban) as root, and the workloads as a non-root user through vnpu.ko, each
 # a pass/fail entry in the count.
-if [ -n "${qemu:-}" ] && [ -x "$qemu" ] && ko=$(scripts/build-module.sh); then
+stage build-test-vm-driver
+if [ -n "$qemu" ] && ko=$(scripts/build-module.sh); then
 	echo "== vm-driver: smoke test and workloads through vnpu.ko"
 	mkdir -p build-test-vm-driver/meson-logs
 	results=build-test-vm-driver/meson-logs/testlog.json
@@ -94,7 +106,6 @@ if [ -n "${qemu:-}" ] && [ -x "$qemu" ] && ko=$(scripts/build-module.sh); then
 		--add build-test/workloads/vnpu-dispatch-workloads:/opt/vnpu/bin/vnpu-dispatch-workloads \
 		-- sh -c 'export VNPU_BACKEND=drm; /opt/vnpu/bin/vnpu-workloads &&
 			/opt/vnpu/bin/vnpu-dispatch-workloads'
-	logs+=(build-test-vm-driver)
 else
 	echo "== vm-driver: not run (no QEMU or no module)"
 	status=1
@@ -102,20 +113,26 @@ fi
 
 # The driver's hardware test suite (tests/hw, docs/testing.md) in the VM:
 # one boot, every category program, one result per Check test.
-if [ -n "${qemu:-}" ] && [ -x "$qemu" ]; then
+stage build-test-vm-hw
+if [ -n "$qemu" ]; then
 	echo "== vm-hw: the hardware test suite in the guest"
 	mkdir -p build-test-vm-hw/meson-logs
 	tests/hw/run-hw-suite.sh --build build-test \
 		--results build-test-vm-hw/meson-logs/testlog.json \
 		-- --qemu "$qemu" || status=1
-	logs+=(build-test-vm-hw)
 fi
 
-python3 - "${logs[@]}" <<'PY'
+python3 - "${logs[@]}" <<'PY' || status=1
 import json, sys
 passed = failed = skipped = 0
+missing = []
 for d in sys.argv[1:]:
-    with open(f"{d}/meson-logs/testlog.json") as f:
+    try:
+        f = open(f"{d}/meson-logs/testlog.json")
+    except FileNotFoundError:
+        missing.append(d)
+        continue
+    with f:
         for line in f:
             r = json.loads(line)["result"]
             if r in ("OK", "EXPECTEDFAIL"):
@@ -124,6 +141,9 @@ for d in sys.argv[1:]:
                 skipped += 1
             else:
                 failed += 1
+for d in missing:
+    print(f"{d}: the stage stopped before it wrote any result")
+failed += len(missing)
 print(f"{passed} passed, {failed} failed, {skipped} skipped")
 PY
 exit $status
