@@ -25,7 +25,22 @@ case ${1:-} in
 	;;
 esac
 
-step() { printf '\n== %s\n' "$*" >&2; }
+# Each step says how long it took, so a slow first run shows where.
+step_name=""
+step_t0=""
+step_done() {
+	[ -n "$step_name" ] || return 0
+	awk -v a="$step_t0" -v b="$EPOCHREALTIME" -v n="$step_name" \
+		'BEGIN {printf "run: %s: %.1f s\n", n, b - a}' >&2
+	step_name=""
+}
+step() {
+	step_done
+	step_name=$*
+	step_t0=$EPOCHREALTIME
+	printf '\n== %s\n' "$*" >&2
+}
+trap step_done EXIT
 
 step "dependencies"
 scripts/deps.sh
@@ -33,10 +48,9 @@ step "building user space (release)"
 scripts/build.sh build-release --buildtype=release -Dtests=disabled >/dev/null
 bin=build-release
 
-# The workloads: the kernel-level ones, then the dispatcher's when built.
-workloads=("$bin/workloads/vnpu-workloads")
-[ -x "$bin/workloads/vnpu-dispatch-workloads" ] &&
-	workloads+=("$bin/workloads/vnpu-dispatch-workloads")
+# The workloads: the kernel-level ones, then the dispatcher's.
+workloads=("$bin/workloads/vnpu-workloads"
+	"$bin/workloads/vnpu-dispatch-workloads")
 
 run_sim() {
 	step "running the workloads on the simulator in-process"

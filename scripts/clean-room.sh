@@ -1,0 +1,268 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The README's main command as a newcomer runs it: in a minimal Debian 12
+# root made with debootstrap (minbase plus git, sudo and ca-certificates), a
+# clean clone of the commit under test, run by an ordinary user who has
+# sudo. Nothing of this machine's builds or caches is visible in there:
+# QEMU, vnpu.ko, the guest and user space are built from nothing. CI runs it
+# after scripts/test.sh (.ci/run).
+#
+#   scripts/clean-room.sh [--keep] [--ref REF] [--command CMD]
+#
+# --ref      the commit to test (default HEAD; uncommitted changes are not
+#            part of it)
+# --command  what to run in the clone instead of scripts/run.sh (bash -lc);
+#            its exit status is the verdict
+# --keep     keep the root afterwards (its path is printed)
+#
+# With the default command the run passes when scripts/run.sh exits 0, the
+# workloads ran in the VM through vnpu.ko (not on the simulator fallback)
+# and every workload row says PASS. Prints the time of each stage.
+#
+# The Debian archive is the one this machine's apt sources use (nothing
+# here names a mirror). The template root ($VNPU_CACHE/clean-room/template,
+# remade after 7 days or when the archive changes) is kept between runs;
+# each run works on a copy. The mounts (proc, sys, dev) live in a private
+# mount namespace, are unmounted on any exit and vanish with it; a root is
+# only removed when nothing is mounted under it. Needs root (or sudo).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+self=$repo/scripts/clean-room.sh
+
+# shellcheck source=scripts/lib/cache.sh
+. scripts/lib/cache.sh
+
+log() { echo "clean-room: $*" >&2; }
+die() { log "$*"; exit 2; }
+
+# ---- inside the private mount namespace ---------------------------------------
+# clean-room.sh --inside ROOT USER CMD: mounts, runs CMD as USER in the
+# chroot, unmounts.
+if [ "${1:-}" = --inside ]; then
+	root=$2 user=$3 cmd=$4
+	mounted=()
+	unmount_all() {
+		local i
+		for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
+			umount -R "${mounted[i]}" 2>/dev/null ||
+				umount -R -l "${mounted[i]}" || true
+		done
+	}
+	trap unmount_all EXIT
+	mount -t proc proc "$root/proc" && mounted+=("$root/proc")
+	mount -t sysfs sysfs "$root/sys" && mounted+=("$root/sys")
+	mount --rbind /dev "$root/dev" && mounted+=("$root/dev")
+	mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$root/dev/shm" &&
+		mounted+=("$root/dev/shm")
+	home=/root
+	[ "$user" = root ] || home=/home/$user
+	set +e
+	chroot --userspec="$user:$user" --groups="$user" "$root" \
+		/usr/bin/env -i HOME="$home" USER="$user" LOGNAME="$user" \
+		TERM=dumb LANG=C.UTF-8 \
+		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+		/bin/bash -lc "cd ~/vnpu && $cmd"
+	rc=$?
+	set -e
+	exit $rc
+fi
+
+# ---- options ------------------------------------------------------------------
+keep=0
+ref=HEAD
+cmd=""
+while [ $# -gt 0 ]; do
+	case $1 in
+	--keep) keep=1; shift ;;
+	--ref) ref=${2:?}; shift 2 ;;
+	--command) cmd=${2:?}; shift 2 ;;
+	*)
+		sed -n '10,16p' "$0" | sed 's/^# \{0,1\}//' >&2
+		exit 2
+		;;
+	esac
+done
+commit=$(git -C "$repo" rev-parse --verify "$ref^{commit}") ||
+	die "no commit $ref"
+
+if [ "$(id -u)" -ne 0 ]; then
+	command -v sudo >/dev/null ||
+		die "needs root (debootstrap, chroot, mounts); run it as root"
+	args=(--ref "$commit")
+	[ -z "$cmd" ] || args+=(--command "$cmd")
+	[ $keep -eq 0 ] || args+=(--keep)
+	exec sudo env VNPU_CACHE="$cache" "$self" "${args[@]}"
+fi
+
+# shellcheck source=scripts/lib/apt.sh
+. scripts/lib/apt.sh
+
+t_all=$EPOCHREALTIME
+declare -a timings=()
+timed() { # NAME START
+	timings+=("$(awk -v a="$2" -v b="$EPOCHREALTIME" -v n="$1" \
+		'BEGIN {printf "%-9s %7.1f s", n, b - a}')")
+}
+report_timings() {
+	local t
+	timed total "$t_all"
+	log "stage times:"
+	for t in "${timings[@]}"; do log "  $t"; done
+}
+
+base=$cache/clean-room
+template=$base/template
+root=$base/root
+user=newcomer
+mkdir -p "$base"
+
+# ---- tools and archive --------------------------------------------------------
+need=()
+command -v debootstrap >/dev/null || need+=(debootstrap)
+command -v unshare >/dev/null || need+=(util-linux)
+command -v git >/dev/null || need+=(git)
+if [ ${#need[@]} -gt 0 ]; then
+	log "installing ${need[*]}"
+	apt_get install -y -qq --no-install-recommends "${need[@]}" >/dev/null ||
+		{ apt_get update -qq && apt_get install -y -qq \
+			--no-install-recommends "${need[@]}" >/dev/null; }
+fi
+read -r archive keyring < <(debian_archive) || exit 2
+free_kib=$(df -Pk "$base" | awk 'NR == 2 {print $4}')
+[ "$free_kib" -ge $((8 * 1024 * 1024)) ] ||
+	die "$base has $((free_kib / 1024)) MiB free; a clean-room run needs 8 GiB"
+
+# Whether anything is mounted at or under DIR, in this namespace.
+mounted_under() {
+	findmnt -rn -o TARGET | awk -v d="$1" \
+		'$0 == d || index($0, d "/") == 1 {f = 1} END {exit !f}'
+}
+remove_root() {
+	local dir=$1 pid killed=0
+	[ -e "$dir" ] || return 0
+	# Processes left in the root (a daemon apt started, say) go first.
+	for pid in /proc/[0-9]*; do
+		if [ "$(readlink "$pid/root" 2>/dev/null)" = "$dir" ]; then
+			kill -9 "${pid#/proc/}" 2>/dev/null || true
+			killed=1
+		fi
+	done
+	[ $killed -eq 0 ] || sleep 1
+	if mounted_under "$dir"; then
+		die "something is still mounted under $dir; not removing it"
+	fi
+	rm -rf --one-file-system "$dir"
+}
+
+# ---- template -----------------------------------------------------------------
+# What defines it: the archive, the suite, the packages, the user and this
+# script's way of making it.
+template_id=$(printf '%s\n' "$archive" "$keyring" bookworm minbase \
+	git,sudo,ca-certificates "$user" v1 | sha256sum | cut -c1-16)
+t0=$EPOCHREALTIME
+if [ "$(cat "$template/.vnpu-template" 2>/dev/null)" != "$template_id" ] ||
+	[ -n "$(find "$template/.vnpu-template" -mtime +7 2>/dev/null)" ]; then
+	log "making the template root (debootstrap bookworm minbase)"
+	remove_root "$template"
+	remove_root "$template.tmp"
+	keyring_opt=()
+	[ "$keyring" = - ] || keyring_opt=(--keyring="$keyring")
+	if ! debootstrap --variant=minbase "${keyring_opt[@]}" \
+		--include=git,sudo,ca-certificates bookworm "$template.tmp" \
+		"$archive" >"$base/debootstrap.log" 2>&1; then
+		tail -20 "$base/debootstrap.log" >&2
+		die "debootstrap failed (log: $base/debootstrap.log)"
+	fi
+	# The apt sources of a Debian 12 install, from this machine's own:
+	# the archive, its updates and the security archive, no more.
+	rm -f "$template.tmp/etc/apt/sources.list"
+	apt_sources | awk '$1 == "deb" &&
+		($2 == "bookworm" || $2 == "bookworm-updates" ||
+		 $2 == "bookworm-security") && !seen[$2]++' |
+		while read -r _ suite uri key; do
+			printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: main\n' \
+				"$uri" "$suite"
+			[ "$key" = - ] || [ ! -f "$template.tmp$key" ] ||
+				printf 'Signed-By: %s\n' "$key"
+			echo
+		done >"$template.tmp/etc/apt/sources.list.d/debian.sources"
+	# The newcomer: an ordinary user who may use sudo.
+	chroot "$template.tmp" useradd -m -s /bin/bash "$user"
+	echo "$user ALL=(ALL) NOPASSWD: ALL" \
+		>"$template.tmp/etc/sudoers.d/$user"
+	chmod 0440 "$template.tmp/etc/sudoers.d/$user"
+	echo "$template_id" >"$template.tmp/.vnpu-template"
+	mv "$template.tmp" "$template"
+	timed template "$t0"
+else
+	log "reusing the template root (made $(date -r "$template/.vnpu-template" +%F))"
+	timed template "$t0"
+fi
+
+# ---- the root: a copy of the template, and the clone ----------------------------
+trap 'report_timings' EXIT
+t0=$EPOCHREALTIME
+remove_root "$root"
+cp -a "$template" "$root"
+cp -L /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+echo "127.0.1.1 $(hostname)" >>"$root/etc/hosts"
+timed copy "$t0"
+
+t0=$EPOCHREALTIME
+if [ -n "$(git -C "$repo" status --porcelain --untracked-files=no)" ]; then
+	log "note: uncommitted changes in $repo are not tested (commit $commit)"
+fi
+clone=$root/home/$user/vnpu
+git clone -q --no-hardlinks "$repo" "$clone"
+git -C "$clone" -c advice.detachedHead=false checkout -q "$commit"
+chroot "$root" chown -R "$user:$user" "/home/$user/vnpu"
+timed clone "$t0"
+log "testing $(git -C "$clone" log -1 --format='%h %s')"
+
+# ---- the run ----------------------------------------------------------------------
+verify=0
+if [ -z "$cmd" ]; then
+	cmd=scripts/run.sh
+	verify=1
+fi
+mkdir -p "$base/logs"
+out=$base/logs/$(date +%Y%m%d-%H%M%S)-${commit:0:12}.log
+keep_newest 10 "$base/logs" '*.log'
+log "running '$cmd' as $user (log: $out)"
+t0=$EPOCHREALTIME
+set +e
+unshare --mount --propagation private -- "$self" --inside "$root" "$user" \
+	"$cmd" 2>&1 | tee "$out"
+rc=${PIPESTATUS[0]}
+set -e
+timed run "$t0"
+log "'$cmd' exited $rc"
+
+verdict=$rc
+if [ $verify -eq 1 ] && [ $rc -eq 0 ]; then
+	rows=$(grep -cE '^[a-z0-9_-]+ +(PASS|FAIL) ' "$out" || true)
+	fails=$(grep -E '^[a-z0-9_-]+ +FAIL ' "$out" || true)
+	sums=$(grep -cE '^[0-9]+ passed, 0 failed$' "$out" || true)
+	if ! grep -q '^device: vnpu, drm backend' "$out"; then
+		log "FAIL: the workloads did not run through vnpu.ko in the VM"
+		verdict=1
+	elif [ -n "$fails" ] || [ "$rows" -eq 0 ] || [ "$sums" -ne 2 ]; then
+		log "FAIL: $rows workload rows, failed: ${fails:-none}," \
+			"$sums of 2 programs with 0 failed"
+		verdict=1
+	else
+		log "every workload passed in the VM ($rows rows)"
+	fi
+fi
+
+# ---- cleanup ----------------------------------------------------------------------
+t0=$EPOCHREALTIME
+if [ $keep -eq 1 ]; then
+	log "root kept: $root"
+else
+	remove_root "$root"
+fi
+timed cleanup "$t0"
+log "verdict: $([ $verdict -eq 0 ] && echo PASS || echo FAIL)"
+exit $verdict
