@@ -4,7 +4,7 @@
  * thread: the kernel runs as one block (block 0 of 1), memcpy copies as
  * many bytes as the larger side of the conversion (plain or packed
  * storage) between two other buffers. Both rates are reported as
- * larger-side bytes per second, best of several runs, so the ratio is
+ * larger-side bytes per second, medians of several runs, so the ratio is
  * memcpy time / TransData time for the same amount of data.
  *
  * Usage: bench-transdata [runs [name-substring]]   (default 9, all cases)
@@ -149,11 +149,6 @@ static double time_memcpy(void *dst, const void *src, uint64_t bytes)
 	return t0;
 }
 
-static double min_time(double a, double b)
-{
-	return a < b ? a : b;
-}
-
 static void run_case(const struct bench_case *c, int runs)
 {
 	struct vnpu_kp_transdata pack, unpack;
@@ -161,7 +156,7 @@ static void run_case(const struct bench_case *c, int runs)
 	struct vnpu_kbuf bufs[2];
 	uint64_t numel = 1, snumel, isz = vnpu_dtype_size(c->dtype);
 	uint64_t plain_bytes, storage_bytes, larger;
-	double t_pack, t_unpack, t_copy;
+	double t_pack, t_unpack, t_copy, *s_pack, *s_unpack, *s_copy;
 	void *copy_a, *copy_b;
 
 	memset(&plain, 0, sizeof(plain));
@@ -225,7 +220,13 @@ static void run_case(const struct bench_case *c, int runs)
 	}
 	/* one warm-up round, then the three interleaved so that they share
 	 * whatever else the machine is doing */
-	t_pack = t_unpack = t_copy = 1e30;
+	s_copy = calloc((size_t)runs, sizeof(double));
+	s_pack = calloc((size_t)runs, sizeof(double));
+	s_unpack = calloc((size_t)runs, sizeof(double));
+	if (!s_copy || !s_pack || !s_unpack) {
+		fprintf(stderr, "out of memory\n");
+		exit(1);
+	}
 	for (int i = 0; i <= runs; i++) {
 		double tc = time_memcpy(copy_b, copy_a, larger);
 		double tp = time_transdata(&pack, bufs);
@@ -233,10 +234,16 @@ static void run_case(const struct bench_case *c, int runs)
 
 		if (i == 0)
 			continue;
-		t_copy = min_time(t_copy, tc);
-		t_pack = min_time(t_pack, tp);
-		t_unpack = min_time(t_unpack, tu);
+		s_copy[i - 1] = tc;
+		s_pack[i - 1] = tp;
+		s_unpack[i - 1] = tu;
 	}
+	t_copy = bench_median(s_copy, runs);
+	t_pack = bench_median(s_pack, runs);
+	t_unpack = bench_median(s_unpack, runs);
+	free(s_copy);
+	free(s_pack);
+	free(s_unpack);
 
 	printf("%-34s %7.1f MB  memcpy %6.2f GB/s  to %6.2f GB/s (%.2fx)"
 	       "  back %6.2f GB/s (%.2fx)\n",
@@ -262,8 +269,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("TransData, one block on one thread, vs memcpy of the larger "
-	       "side's bytes;\nrates are larger-side bytes per second, best "
-	       "of %d runs; ratio = memcpy time / TransData time\n",
+	       "side's bytes;\nrates are larger-side bytes per second, median "
+	       "of %d runs (baseline glibc memcpy); ratio = memcpy time / TransData time\n",
 	       runs);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		if (argc < 3 || strstr(cases[i].name, argv[2]))
