@@ -216,9 +216,9 @@ fi
 clone=$root/home/$user/vnpu
 git clone -q --no-hardlinks "$repo" "$clone"
 git -C "$clone" -c advice.detachedHead=false checkout -q "$commit"
+log "testing $(git -C "$clone" log -1 --format='%h %s')"
 chroot "$root" chown -R "$user:$user" "/home/$user/vnpu"
 timed clone "$t0"
-log "testing $(git -C "$clone" log -1 --format='%h %s')"
 
 # ---- the run ----------------------------------------------------------------------
 verify=0
