@@ -236,11 +236,13 @@ static int vnpu_get_param_ioctl(struct drm_device *dev, void *data,
 		mutex_unlock(&vdev->vram_lock);
 		break;
 	case DRM_VNPU_PARAM_VA_START:
-		value = VNPU_VA_START;
+	case DRM_VNPU_PARAM_VA_SIZE: {
+		u64 lo, hi;
+
+		vnpu_mmu_va_range(ctx, &lo, &hi);
+		value = args->param == DRM_VNPU_PARAM_VA_START ? lo : hi - lo;
 		break;
-	case DRM_VNPU_PARAM_VA_SIZE:
-		value = VNPU_VA_END - VNPU_VA_START;
-		break;
+	}
 	case DRM_VNPU_PARAM_PAGE_SIZE:
 		value = VNPU_PAGE_SIZE;
 		break;
@@ -320,6 +322,7 @@ VNPU_GUARDED(vnpu_bo_info_ioctl)
 VNPU_GUARDED(vnpu_queue_create_ioctl)
 VNPU_GUARDED(vnpu_queue_destroy_ioctl)
 VNPU_GUARDED(vnpu_submit_ioctl)
+VNPU_GUARDED(vnpu_va_range_ioctl)
 
 static const struct drm_ioctl_desc vnpu_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(VNPU_GET_PARAM, vnpu_get_param_ioctl_guarded, 0),
@@ -332,6 +335,7 @@ static const struct drm_ioctl_desc vnpu_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(VNPU_QUEUE_DESTROY, vnpu_queue_destroy_ioctl_guarded,
 			  0),
 	DRM_IOCTL_DEF_DRV(VNPU_SUBMIT, vnpu_submit_ioctl_guarded, 0),
+	DRM_IOCTL_DEF_DRV(VNPU_VA_RANGE, vnpu_va_range_ioctl_guarded, 0),
 };
 
 DEFINE_DRM_ACCEL_FOPS(vnpu_fops);

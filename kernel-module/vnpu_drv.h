@@ -142,9 +142,10 @@ struct vnpu_ctx {
 	struct vnpu_device *vdev;
 	int index; /* hardware context */
 
-	struct mutex mmu_lock; /* page tables and va_mm */
+	struct mutex mmu_lock; /* page tables, va_mm and the VA window */
 	struct vnpu_pt_table root;
 	struct drm_mm va_mm;
+	u64 va_lo, va_hi; /* VA_RANGE: where BOs are placed */
 
 	struct mutex queue_lock; /* queues */
 	struct xarray queues;	 /* id -> vnpu_queue */
@@ -249,6 +250,9 @@ int vnpu_mmu_ctx_init(struct vnpu_ctx *ctx);
 void vnpu_mmu_ctx_fini(struct vnpu_ctx *ctx);
 void vnpu_mmu_ctx_program(struct vnpu_ctx *ctx);
 int vnpu_mmu_map_bo(struct vnpu_ctx *ctx, struct vnpu_bo *bo, u64 *va);
+void vnpu_mmu_va_range(struct vnpu_ctx *ctx, u64 *lo, u64 *hi);
+int vnpu_va_range_ioctl(struct drm_device *dev, void *data,
+			struct drm_file *file);
 void vnpu_mmu_unmap_bo(struct vnpu_ctx *ctx, struct vnpu_bo *bo, u64 va);
 void vnpu_mmu_handle_faults(struct vnpu_device *vdev);
 

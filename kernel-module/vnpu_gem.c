@@ -329,7 +329,7 @@ static void vnpu_bo_job_error(struct drm_gem_object *obj,
 	args->job_info = 0;
 	args->job_cmd = 0;
 	dma_resv_lock(obj->resv, NULL);
-	dma_resv_for_each_fence(&cursor, obj->resv, DMA_RESV_USAGE_READ,
+	dma_resv_for_each_fence(&cursor, obj->resv, DMA_RESV_USAGE_BOOKKEEP,
 				fence) {
 		if (dma_fence_is_signaled(fence) && fence->error < 0) {
 			vnpu_fence_job_status(fence, &st);
@@ -371,10 +371,12 @@ int vnpu_bo_wait_ioctl(struct drm_device *dev, void *data,
 	 * A zero timeout polls: dma_resv_wait_timeout() would still wait up
 	 * to a jiffy for an unsignalled fence.
 	 */
+	/* Every job that used the BO, explicitly synchronised ones too. */
 	if (!timeout)
-		ret = dma_resv_test_signaled(obj->resv, DMA_RESV_USAGE_READ);
+		ret = dma_resv_test_signaled(obj->resv,
+					     DMA_RESV_USAGE_BOOKKEEP);
 	else
-		ret = dma_resv_wait_timeout(obj->resv, DMA_RESV_USAGE_READ,
+		ret = dma_resv_wait_timeout(obj->resv, DMA_RESV_USAGE_BOOKKEEP,
 					    true, timeout);
 	if (ret == 0)
 		ret = -ETIMEDOUT;

@@ -975,12 +975,13 @@ int vnpu_submit_ioctl(struct drm_device *dev, void *data, struct drm_file *file)
 	struct dma_fence *finished;
 	struct vnpu_queue *queue;
 	struct vnpu_job *job;
+	bool explicit_sync = args->flags & DRM_VNPU_SUBMIT_EXPLICIT_SYNC;
 	u32 max_cmds;
 	int ret;
 	u32 i;
 
-	if (args->flags || args->pad || args->reserved ||
-	    args->bo_count > DRM_VNPU_MAX_SUBMIT_BOS ||
+	if (args->flags & ~DRM_VNPU_SUBMIT_FLAGS || args->pad ||
+	    args->reserved || args->bo_count > DRM_VNPU_MAX_SUBMIT_BOS ||
 	    args->in_syncobj_count > DRM_VNPU_MAX_SUBMIT_SYNCOBJS)
 		return -EINVAL;
 	queue = vnpu_queue_lookup(ctx, args->queue_id);
@@ -1060,6 +1061,8 @@ int vnpu_submit_ioctl(struct drm_device *dev, void *data, struct drm_file *file)
 		ret = dma_resv_reserve_fences(bo->resv, 1);
 		if (ret)
 			break;
+		if (explicit_sync)
+			continue;
 		ret = drm_sched_job_add_implicit_dependencies(sj, bo, true);
 		if (ret)
 			break;
@@ -1076,7 +1079,8 @@ int vnpu_submit_ioctl(struct drm_device *dev, void *data, struct drm_file *file)
 	finished = &job->base.s_fence->finished;
 	for (i = 0; i < job->bo_count; i++)
 		dma_resv_add_fence(job->bos[i]->resv, finished,
-				   DMA_RESV_USAGE_WRITE);
+				   explicit_sync ? DMA_RESV_USAGE_BOOKKEEP
+						 : DMA_RESV_USAGE_WRITE);
 	drm_gem_unlock_reservations(job->bos, job->bo_count, &acquire);
 	if (queue->last_fence)
 		dma_fence_put(queue->last_fence);

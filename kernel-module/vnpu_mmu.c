@@ -140,7 +140,52 @@ int vnpu_mmu_ctx_init(struct vnpu_ctx *ctx)
 		return ret;
 	mutex_init(&ctx->mmu_lock);
 	drm_mm_init(&ctx->va_mm, VNPU_VA_START, VNPU_VA_END - VNPU_VA_START);
+	ctx->va_lo = VNPU_VA_START;
+	ctx->va_hi = VNPU_VA_END;
 	return 0;
+}
+
+/*
+ * VA_RANGE: later BOs go into [lo, hi). Refused while a BO of the context
+ * lies outside it, so the window always holds every mapping.
+ */
+static int vnpu_mmu_set_va_range(struct vnpu_ctx *ctx, u64 lo, u64 hi)
+{
+	struct drm_mm_node *node;
+	int ret = 0;
+
+	if (!IS_ALIGNED(lo | hi, VNPU_PAGE_SIZE) || lo < VNPU_VA_START ||
+	    hi > VNPU_VA_END || lo >= hi || hi - lo < 2 * VNPU_PAGE_SIZE)
+		return -EINVAL;
+	mutex_lock(&ctx->mmu_lock);
+	drm_mm_for_each_node(node, &ctx->va_mm) {
+		if (node->start < lo || node->start + node->size > hi) {
+			ret = -EBUSY;
+			break;
+		}
+	}
+	if (!ret) {
+		ctx->va_lo = lo;
+		ctx->va_hi = hi;
+	}
+	mutex_unlock(&ctx->mmu_lock);
+	return ret;
+}
+
+void vnpu_mmu_va_range(struct vnpu_ctx *ctx, u64 *lo, u64 *hi)
+{
+	mutex_lock(&ctx->mmu_lock);
+	*lo = ctx->va_lo;
+	*hi = ctx->va_hi;
+	mutex_unlock(&ctx->mmu_lock);
+}
+
+int vnpu_va_range_ioctl(struct drm_device *dev, void *data,
+			struct drm_file *file)
+{
+	struct drm_vnpu_va_range *args = data;
+
+	return vnpu_mmu_set_va_range(file->driver_priv, args->start, args->end);
 }
 
 void vnpu_mmu_ctx_fini(struct vnpu_ctx *ctx)
@@ -205,9 +250,10 @@ int vnpu_mmu_map_bo(struct vnpu_ctx *ctx, struct vnpu_bo *bo, u64 *va)
 		return -ENOMEM;
 	node = &m->va;
 	mutex_lock(&ctx->mmu_lock);
-	ret = drm_mm_insert_node_generic(&ctx->va_mm, node,
-					 size + VNPU_PAGE_SIZE, VNPU_PAGE_SIZE,
-					 0, DRM_MM_INSERT_BEST);
+	ret = drm_mm_insert_node_in_range(&ctx->va_mm, node,
+					  size + VNPU_PAGE_SIZE, VNPU_PAGE_SIZE,
+					  0, ctx->va_lo, ctx->va_hi,
+					  DRM_MM_INSERT_BEST);
 	if (ret)
 		goto err_unlock;
 	ret = vnpu_mmu_fill(ctx, bo, node->start);

@@ -354,7 +354,9 @@ START_TEST(test_submit_reserved)
 	env_open(&e);
 	list[0] = e.bo.handle;
 	s = submit_base(&e, list);
-	s.flags = 1;
+	s.flags = ~DRM_VNPU_SUBMIT_FLAGS;
+	EXPECT_FAIL(e.ctx.fd, DRM_IOCTL_VNPU_SUBMIT, s, -EINVAL);
+	s.flags = 1u << 1;
 	EXPECT_FAIL(e.ctx.fd, DRM_IOCTL_VNPU_SUBMIT, s, -EINVAL);
 	s.flags = 0x80000000u;
 	EXPECT_FAIL(e.ctx.fd, DRM_IOCTL_VNPU_SUBMIT, s, -EINVAL);

@@ -236,6 +236,119 @@ START_TEST(test_syncobj_orders_queues)
 }
 END_TEST
 
+/*
+ * Implicit sync against EXPLICIT_SYNC: job A (held by a gate) and job B on
+ * another queue share a BO. Without the flag B waits for A; with it B
+ * runs at once. BO_WAIT on the shared BO waits for every job either way,
+ * and a job without the flag does not wait for an explicit one.
+ */
+static void shared_bo_case(bool explicit_b)
+{
+	struct gated g;
+	struct hw_bo cmd_b, side;
+	uint32_t qb, qb_sync, bos[3];
+	uint64_t nhw;
+	struct vnpu_cmd c;
+	struct drm_vnpu_submit sub;
+	uint64_t point;
+
+	gated_open(&g);
+	nhw = hw_param(g.ctx.fd, DRM_VNPU_PARAM_NUM_HW_QUEUES);
+	ck_assert_int_eq(hw_queue_create(g.ctx.fd,
+					 nhw > 1 ? 1 : DRM_VNPU_HW_QUEUE_ANY,
+					 &qb, &qb_sync),
+			 0);
+	hw_bo_new(g.ctx.fd, HW_PAGE_SIZE, 0, &cmd_b);
+	hw_bo_new(g.ctx.fd, HW_PAGE_SIZE, 0, &side);
+	memset(side.map, 0, side.size);
+	submit_gated_fill(&g, 0x11111111, 0);
+
+	/* B writes a page of its own but lists the shared buf too. */
+	c = vnpu_fill_cmd(side.va, side.size, 0x22222222, 4);
+	memcpy(cmd_b.map, &c, sizeof(c));
+	bos[0] = side.handle;
+	bos[1] = g.buf.handle;
+	bos[2] = cmd_b.handle;
+	memset(&sub, 0, sizeof(sub));
+	sub.queue_id = qb;
+	sub.flags = explicit_b ? DRM_VNPU_SUBMIT_EXPLICIT_SYNC : 0;
+	sub.cmd_bo = cmd_b.handle;
+	sub.cmd_count = 1;
+	sub.bo_handles = (uintptr_t)bos;
+	sub.bo_count = 3;
+	ck_assert_int_eq(hw_ioctl(g.ctx.fd, DRM_IOCTL_VNPU_SUBMIT, &sub), 0);
+	point = sub.seqno;
+	if (explicit_b) {
+		ck_assert_int_eq(hw_syncobj_wait(g.ctx.fd, &qb_sync, &point, 1,
+						 HW_WAIT_NS),
+				 0);
+		ck_assert_uint_eq(hw_check_u32(side.map, side.size,
+					       0x22222222),
+				  SIZE_MAX);
+		/* A is still held: BO_WAIT on the shared BO says so. */
+		ck_assert_int_eq(hw_bo_wait(g.ctx.fd, g.buf.handle, 0, NULL),
+				 -ETIMEDOUT);
+	} else {
+		usleep(100 * 1000);
+		ck_assert_int_eq(hw_syncobj_wait(g.ctx.fd, &qb_sync, &point, 1,
+						 0),
+				 -ETIME);
+		ck_assert_uint_eq(hw_check_u32(side.map, side.size, 0),
+				  SIZE_MAX);
+	}
+	gate_release(&g);
+	ck_assert_int_eq(hw_bo_wait(g.ctx.fd, g.buf.handle, HW_WAIT_NS, NULL),
+			 0);
+	ck_assert_int_eq(hw_syncobj_wait(g.ctx.fd, &qb_sync, &point, 1,
+					 HW_WAIT_NS),
+			 0);
+	ck_assert_uint_eq(hw_check_u32(g.buf.map, g.buf.size, 0x11111111),
+			  SIZE_MAX);
+	ck_assert_uint_eq(hw_check_u32(side.map, side.size, 0x22222222),
+			  SIZE_MAX);
+	hw_bo_free(g.ctx.fd, &cmd_b);
+	hw_bo_free(g.ctx.fd, &side);
+	hw_ctx_close(&g.ctx);
+}
+
+START_TEST(test_shared_bo_implicit_sync)
+{
+	shared_bo_case(false);
+}
+END_TEST
+
+START_TEST(test_shared_bo_explicit_sync)
+{
+	shared_bo_case(true);
+}
+END_TEST
+
+START_TEST(test_submit_flags_checked)
+{
+	struct hw_ctx ctx;
+	struct vnpu_cmd c = vnpu_nop_cmd();
+	struct drm_vnpu_submit sub;
+
+	hw_ctx_open(&ctx);
+	memcpy(ctx.cmd.map, &c, sizeof(c));
+	memset(&sub, 0, sizeof(sub));
+	sub.queue_id = ctx.queue;
+	sub.cmd_bo = ctx.cmd.handle;
+	sub.cmd_count = 1;
+	sub.flags = 1u << 1;
+	ck_assert_int_eq(hw_ioctl(ctx.fd, DRM_IOCTL_VNPU_SUBMIT, &sub),
+			 -EINVAL);
+	sub.flags = ~0u;
+	ck_assert_int_eq(hw_ioctl(ctx.fd, DRM_IOCTL_VNPU_SUBMIT, &sub),
+			 -EINVAL);
+	sub.flags = DRM_VNPU_SUBMIT_EXPLICIT_SYNC;
+	ck_assert_int_eq(hw_ioctl(ctx.fd, DRM_IOCTL_VNPU_SUBMIT, &sub), 0);
+	ck_assert_int_eq(hw_bo_wait(ctx.fd, ctx.cmd.handle, HW_WAIT_NS, NULL),
+			 0);
+	hw_ctx_close(&ctx);
+}
+END_TEST
+
 /* The out-syncobj as a sync_file: not readable while the job is held,
  * POLLIN once it ends. */
 START_TEST(test_sync_file_poll)
@@ -357,6 +470,9 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, test_wait_future_deadline_sleeps);
 	tcase_add_test(tc, test_wait_wakes_on_completion);
 	tcase_add_test(tc, test_syncobj_orders_queues);
+	tcase_add_test(tc, test_shared_bo_implicit_sync);
+	tcase_add_test(tc, test_shared_bo_explicit_sync);
+	tcase_add_test(tc, test_submit_flags_checked);
 	tcase_add_test(tc, test_sync_file_poll);
 	tcase_add_test(tc, test_fault_reaches_fence);
 	tcase_add_test(tc, test_rejected_command_reaches_fence);

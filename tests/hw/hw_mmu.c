@@ -276,6 +276,83 @@ START_TEST(test_system_memory_scrubbed)
 }
 END_TEST
 
+static int va_range(int fd, uint64_t start, uint64_t end)
+{
+	struct drm_vnpu_va_range r = {.start = start, .end = end};
+
+	return hw_ioctl(fd, DRM_IOCTL_VNPU_VA_RANGE, &r);
+}
+
+/* VA_RANGE: every bound checked; BOs, imports included, land inside the
+ * window; a window that would leave a BO outside is refused. */
+START_TEST(test_va_range)
+{
+	const uint64_t lo = 64ull << 30, hi = lo + (64ull << 20);
+	const uint64_t limit = VNPU_VA_LIMIT;
+	uint64_t start = 0, size = 0;
+	struct hw_bo a, b, c;
+	uint32_t imported;
+	int fd = hw_open(), fd2 = hw_open(), dmabuf;
+
+	start = hw_param(fd, DRM_VNPU_PARAM_VA_START);
+	size = hw_param(fd, DRM_VNPU_PARAM_VA_SIZE);
+	ck_assert_uint_eq(start, 1u << 20);
+	ck_assert_uint_eq(start + size, limit);
+	/* the bounds */
+	ck_assert_int_eq(va_range(fd, lo + 1, hi), -EINVAL);
+	ck_assert_int_eq(va_range(fd, lo, hi + 8), -EINVAL);
+	ck_assert_int_eq(va_range(fd, hi, lo), -EINVAL);
+	ck_assert_int_eq(va_range(fd, lo, lo), -EINVAL);
+	ck_assert_int_eq(va_range(fd, lo, lo + HW_PAGE_SIZE), -EINVAL);
+	ck_assert_int_eq(va_range(fd, 0, hi), -EINVAL);
+	ck_assert_int_eq(va_range(fd, lo, limit + HW_PAGE_SIZE), -EINVAL);
+	ck_assert_int_eq(va_range(fd, UINT64_MAX - 4095, UINT64_MAX - 4095),
+			 -EINVAL);
+	ck_assert_int_eq(va_range(fd, lo, hi), 0);
+	ck_assert_uint_eq(hw_param(fd, DRM_VNPU_PARAM_VA_START), lo);
+	ck_assert_uint_eq(hw_param(fd, DRM_VNPU_PARAM_VA_SIZE), hi - lo);
+	/* BOs of both kinds inside, with their guard page */
+	hw_bo_new(fd, 1u << 20, 0, &a);
+	hw_bo_new(fd, 8192, DRM_VNPU_BO_VRAM, &b);
+	ck_assert(a.va >= lo && a.va + a.size + HW_PAGE_SIZE <= hi);
+	ck_assert(b.va >= lo && b.va + b.size + HW_PAGE_SIZE <= hi);
+	/* an import from another file lands inside too */
+	hw_bo_new(fd2, 4096, 0, &c);
+	ck_assert_int_eq(hw_prime_export(fd2, c.handle, &dmabuf), 0);
+	ck_assert_int_eq(hw_prime_import(fd, dmabuf, &imported), 0);
+	{
+		struct drm_vnpu_bo_info info;
+
+		ck_assert_int_eq(hw_bo_info(fd, imported, &info), 0);
+		ck_assert(info.device_va >= lo && info.device_va < hi);
+	}
+	close(dmabuf);
+	/* a window leaving BOs outside is refused; one holding them is not */
+	ck_assert_int_eq(va_range(fd, hi, hi + (64ull << 20)), -EBUSY);
+	ck_assert_uint_eq(hw_param(fd, DRM_VNPU_PARAM_VA_START), lo);
+	ck_assert_int_eq(va_range(fd, 1u << 20, limit), 0);
+	ck_assert_int_eq(va_range(fd, lo, hi), 0);
+	/* the window full: ENOSPC, and nothing lands outside */
+	{
+		uint32_t h;
+		uint64_t va;
+
+		ck_assert_int_eq(hw_bo_create_raw(fd, 64ull << 20, 0, &h, &va),
+				 -ENOSPC);
+	}
+	/* another file's window is its own */
+	ck_assert_uint_eq(hw_param(fd2, DRM_VNPU_PARAM_VA_START), 1u << 20);
+	ck_assert_int_eq(hw_gem_close(fd, imported), 0);
+	hw_bo_free(fd, &a);
+	hw_bo_free(fd, &b);
+	hw_bo_free(fd2, &c);
+	/* empty again: any window */
+	ck_assert_int_eq(va_range(fd, hi, hi + (64ull << 20)), 0);
+	close(fd);
+	close(fd2);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
 	Suite *s = suite_create("hw_mmu");
@@ -289,6 +366,7 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, test_mmap_offset_per_file);
 	tcase_add_test(tc, test_vram_scrubbed);
 	tcase_add_test(tc, test_system_memory_scrubbed);
+	tcase_add_test(tc, test_va_range);
 	hw_suite_add(s, tc);
 	return hw_main(argc, argv, s, 0);
 }

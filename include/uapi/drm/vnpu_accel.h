@@ -31,6 +31,7 @@ extern "C" {
 #define DRM_VNPU_QUEUE_CREATE	0x04
 #define DRM_VNPU_QUEUE_DESTROY	0x05
 #define DRM_VNPU_SUBMIT		0x06
+#define DRM_VNPU_VA_RANGE	0x07
 
 /* GET_PARAM parameters; `index` must be 0 unless the parameter says. */
 enum drm_vnpu_param {
@@ -43,7 +44,8 @@ enum drm_vnpu_param {
 	DRM_VNPU_PARAM_NUM_CONTEXTS = 6, /* hardware contexts (open files max) */
 	DRM_VNPU_PARAM_VRAM_SIZE = 7,	/* bytes */
 	DRM_VNPU_PARAM_VRAM_USED = 8,	/* bytes allocated by all clients */
-	DRM_VNPU_PARAM_VA_START = 9,	/* first device VA BO_CREATE may use */
+	DRM_VNPU_PARAM_VA_START = 9,	/* first device VA this file's BOs may
+					 * get (its VA_RANGE window) */
 	DRM_VNPU_PARAM_VA_SIZE = 10,	/* size of that VA range */
 	DRM_VNPU_PARAM_PAGE_SIZE = 11,	/* device MMU page size */
 	DRM_VNPU_PARAM_CAPABILITIES = 12, /* DRM_VNPU_CAP_* bits */
@@ -152,9 +154,19 @@ struct drm_vnpu_queue_destroy {
  * bo_handles (the job keeps them alive and orders against other jobs
  * through their implicit fences).
  */
+/*
+ * SUBMIT flags. EXPLICIT_SYNC: the job takes no implicit dependencies on
+ * its BOs and adds its fence to them as bookkeeping only, so it neither
+ * waits for nor holds up other jobs that share a BO; order it with
+ * in-syncobjs or the device's own fences. BO_WAIT and closing a BO still
+ * wait for it.
+ */
+#define DRM_VNPU_SUBMIT_EXPLICIT_SYNC	(1u << 0)
+#define DRM_VNPU_SUBMIT_FLAGS		DRM_VNPU_SUBMIT_EXPLICIT_SYNC
+
 struct drm_vnpu_submit {
 	__u32 queue_id;		/* in */
-	__u32 flags;		/* in: must be 0 */
+	__u32 flags;		/* in: DRM_VNPU_SUBMIT_* */
 	__u32 cmd_bo;		/* in: handle of the command buffer */
 	__u32 cmd_count;	/* in: 1 .. MAX_SUBMIT_CMDS */
 	__u64 cmd_offset;	/* in: bytes, multiple of 8 */
@@ -170,6 +182,19 @@ struct drm_vnpu_submit {
 
 #define DRM_VNPU_MAX_SUBMIT_BOS		4096
 #define DRM_VNPU_MAX_SUBMIT_SYNCOBJS	64
+
+/*
+ * VA_RANGE: the window [start, end) of this file's device address space
+ * that BO_CREATE and PRIME import place BOs in (with their guard page).
+ * Page-aligned, inside [VA_START, VA_START + VA_SIZE) as a new file reports
+ * them, and at least two pages; -EBUSY when a BO of the file lies outside.
+ * A runtime reserves the same range in its process (mmap PROT_NONE) so that
+ * no device pointer is ever a host address of the process.
+ */
+struct drm_vnpu_va_range {
+	__u64 start;	/* in */
+	__u64 end;	/* in: exclusive */
+};
 
 #define DRM_IOCTL_VNPU_GET_PARAM \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_VNPU_GET_PARAM, struct drm_vnpu_get_param)
@@ -187,6 +212,8 @@ struct drm_vnpu_submit {
 		struct drm_vnpu_queue_destroy)
 #define DRM_IOCTL_VNPU_SUBMIT \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_VNPU_SUBMIT, struct drm_vnpu_submit)
+#define DRM_IOCTL_VNPU_VA_RANGE \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_VNPU_VA_RANGE, struct drm_vnpu_va_range)
 
 #ifdef __KERNEL__
 #define DRM_VNPU_UAPI_ASSERT(type, size) \
@@ -205,6 +232,7 @@ DRM_VNPU_UAPI_ASSERT(struct drm_vnpu_bo_wait, 40);
 DRM_VNPU_UAPI_ASSERT(struct drm_vnpu_queue_create, 24);
 DRM_VNPU_UAPI_ASSERT(struct drm_vnpu_queue_destroy, 8);
 DRM_VNPU_UAPI_ASSERT(struct drm_vnpu_submit, 72);
+DRM_VNPU_UAPI_ASSERT(struct drm_vnpu_va_range, 16);
 #undef DRM_VNPU_UAPI_ASSERT
 
 #if defined(__cplusplus)
