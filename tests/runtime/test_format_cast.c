@@ -633,9 +633,14 @@ START_TEST(errors)
 	/* [1,20,33] is not [20,33]: a cast never reshapes */
 	EXPECT_ERR(vnpu_format_cast(nd3, src, nz, dst, NULL),
 		   VNPU_ERROR_INVALID_DESCRIPTOR);
-	/* the buffers must hold the descriptors' storage */
+	/* the buffers must hold the descriptors' storage; the detail names
+	 * the argument */
 	EXPECT_ERR(vnpu_format_cast(nd, src, nz, small, NULL),
 		   VNPU_ERROR_INVALID_DEVICE_POINTER);
+	ck_assert_ptr_nonnull(strstr(vnpu_last_error_detail(), "format cast: dst"));
+	EXPECT_ERR(vnpu_format_cast(nd, small, nz, dst, NULL),
+		   VNPU_ERROR_INVALID_DEVICE_POINTER);
+	ck_assert_ptr_nonnull(strstr(vnpu_last_error_detail(), "format cast: src"));
 	EXPECT_ERR(vnpu_format_cast(nz, dst, nd, small, NULL),
 		   VNPU_ERROR_INVALID_DEVICE_POINTER);
 	EXPECT_ERR(
@@ -651,8 +656,17 @@ START_TEST(errors)
 	/* overlapping source and destination (not a relabel in place) */
 	EXPECT_ERR(vnpu_format_cast(nd, dst, nz, dst, NULL),
 		   VNPU_ERROR_INVALID_VALUE);
-	EXPECT_ERR(vnpu_format_cast(nz, dst, nz, (char *)dst + 32, NULL),
-		   VNPU_ERROR_INVALID_VALUE);
+	{
+		void *twice = dev_alloc(2 * nz_bytes);
+
+		EXPECT_ERR(vnpu_format_cast(nz, twice, nz, (char *)twice + 32,
+					    NULL),
+			   VNPU_ERROR_INVALID_VALUE);
+		ck_assert_int_eq(vnpu_free(twice), VNPU_SUCCESS);
+	}
+	/* a relabel in place is checked like any cast */
+	EXPECT_ERR(vnpu_format_cast(nz, small, nz, small, NULL),
+		   VNPU_ERROR_INVALID_DEVICE_POINTER);
 	/* a destroyed stream */
 	ck_assert_int_eq(vnpu_stream_create(&stream, VNPU_STREAM_PRIORITY_LOW),
 			 VNPU_SUCCESS);

@@ -180,6 +180,52 @@ START_TEST(default_stream_and_device_sync)
 }
 END_TEST
 
+/* Handles never outlive their session: after vnpu_finalize and a new
+ * vnpu_init, an old handle is invalid even when the new session made as
+ * many objects as the old one. */
+START_TEST(handles_across_sessions)
+{
+	vnpu_stream_t old_s[3], new_s[3];
+	vnpu_event_t old_e[3], new_e[3];
+
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < 3; i++) {
+			RT_OK(vnpu_stream_create(&old_s[i], 0));
+			RT_OK(vnpu_event_create(&old_e[i], 0));
+		}
+		RT_OK(vnpu_stream_destroy(old_s[1]));
+		RT_OK(vnpu_finalize());
+		RT_OK(vnpu_init());
+		for (int i = 0; i < 3; i++) {
+			RT_OK(vnpu_stream_create(&new_s[i], 0));
+			RT_OK(vnpu_event_create(&new_e[i], 0));
+		}
+		for (int i = 0; i < 3; i++) {
+			for (int j = 0; j < 3; j++) {
+				ck_assert_ptr_ne(old_s[i], new_s[j]);
+				ck_assert_ptr_ne(old_e[i], new_e[j]);
+			}
+			RT_ERR(vnpu_stream_destroy(old_s[i]),
+			       VNPU_ERROR_INVALID_HANDLE);
+			RT_ERR(vnpu_stream_synchronize(old_s[i]),
+			       VNPU_ERROR_INVALID_HANDLE);
+			RT_ERR(vnpu_event_destroy(old_e[i]),
+			       VNPU_ERROR_INVALID_HANDLE);
+			RT_ERR(vnpu_event_record(old_e[i], NULL),
+			       VNPU_ERROR_INVALID_HANDLE);
+		}
+		/* The new ones are untouched by all of that. */
+		for (int i = 0; i < 3; i++) {
+			RT_OK(vnpu_event_record(new_e[i], new_s[i]));
+			RT_OK(vnpu_stream_synchronize(new_s[i]));
+			RT_OK(vnpu_event_query(new_e[i]));
+			RT_OK(vnpu_event_destroy(new_e[i]));
+			RT_OK(vnpu_stream_destroy(new_s[i]));
+		}
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("runtime-streams");
@@ -192,6 +238,7 @@ int main(void)
 	tcase_add_test(tc, events_order_streams);
 	tcase_add_test(tc, event_timing_and_errors);
 	tcase_add_test(tc, default_stream_and_device_sync);
+	tcase_add_test(tc, handles_across_sessions);
 	suite_add_tcase(s, tc);
 	return rt_run(s);
 }

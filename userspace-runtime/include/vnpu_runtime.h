@@ -10,13 +10,18 @@
  *
  * Conventions
  *  - Every function returns vnpu_error_t; VNPU_SUCCESS is 0. A failing call
- *    also sets the calling thread's last error (vnpu_get_last_error()).
+ *    also sets the calling thread's last error (vnpu_get_last_error()); a
+ *    call that succeeds leaves it as it was.
  *  - Outputs are written only on success.
  *  - Device pointers are device virtual addresses in the process's context
  *    of the current device; pointer arithmetic inside one allocation is
- *    allowed. They are not host-dereferenceable.
+ *    allowed. They are not host-dereferenceable, and never a valid host
+ *    address of the process: every device VA lies in a window of the
+ *    process's address space the runtime reserves (mapped PROT_NONE), so
+ *    a pointer is unambiguously host or device memory.
  *  - Handles (streams, events, tensor descriptors) are opaque. Using a
- *    destroyed handle returns VNPU_ERROR_INVALID_HANDLE, never crashes.
+ *    destroyed handle, or one from before vnpu_finalize(), returns
+ *    VNPU_ERROR_INVALID_HANDLE whatever was created since; never crashes.
  *  - Every function is thread-safe. The current device is per thread.
  *  - A NULL stream is the current device's default stream, an ordinary
  *    in-order stream that does not synchronise with other streams.
@@ -66,7 +71,8 @@ vnpu_error_t vnpu_get_last_error(void);
 vnpu_error_t vnpu_peek_last_error(void);
 /* Text describing the calling thread's last error, naming the failing
  * operation for asynchronous errors ("launch gemm #42 on stream 3: MMU
- * fault at VA 0x..."). Valid until the thread's next runtime call. */
+ * fault at VA 0x..."). It stays until the thread's next failing call
+ * (vnpu_get_last_error() does not clear it). */
 const char *vnpu_last_error_detail(void);
 
 /* ---- initialisation and devices ------------------------------------- */
@@ -133,7 +139,10 @@ enum vnpu_memcpy_kind {
 };
 
 /* Synchronous: returns when the copy is complete. The kind must match
- * the pointers (device pointers for the D sides, host ones for H). */
+ * the pointers (device pointers for the D sides, host ones for H). A side
+ * inside an allocation must end inside it: past a device allocation is
+ * VNPU_ERROR_INVALID_DEVICE_POINTER, past a pinned block
+ * VNPU_ERROR_INVALID_VALUE (pinned sides are copied by DMA, never staged). */
 vnpu_error_t vnpu_memcpy(void *dst, const void *src, size_t size,
 			 enum vnpu_memcpy_kind kind);
 /* Ordered on stream. With pageable host memory the host side is staged:
@@ -164,6 +173,13 @@ vnpu_error_t vnpu_stream_query(vnpu_stream_t stream);
 
 /* ---- events ------------------------------------------------------------ */
 
+/*
+ * CUDA's semantics: an event is its latest record. Recording again (on any
+ * stream) replaces what query, synchronize and elapsed time look at, and
+ * changes nothing for waits already submitted: vnpu_stream_wait_event()
+ * waits for the record current at the call and for nothing recorded later.
+ * Destroying an event does not wait for its records.
+ */
 typedef struct vnpu_event *vnpu_event_t;
 
 #define VNPU_EVENT_DEFAULT 0u
@@ -171,16 +187,20 @@ typedef struct vnpu_event *vnpu_event_t;
 
 vnpu_error_t vnpu_event_create(vnpu_event_t *event, unsigned flags);
 vnpu_error_t vnpu_event_destroy(vnpu_event_t event);
-/* Captures the work submitted to stream so far. */
+/* Captures the work submitted to stream so far (this record becomes the
+ * event's latest). */
 vnpu_error_t vnpu_event_record(vnpu_event_t event, vnpu_stream_t stream);
-/* VNPU_SUCCESS once the captured work is done (or never recorded),
- * VNPU_ERROR_NOT_READY before. */
+/* VNPU_SUCCESS once the latest record's work is done (or the event was
+ * never recorded), VNPU_ERROR_NOT_READY before; the record's error when it
+ * did not run. */
 vnpu_error_t vnpu_event_query(vnpu_event_t event);
 vnpu_error_t vnpu_event_synchronize(vnpu_event_t event);
-/* Work submitted to stream after this call waits for the event's capture
- * (on the device; the host does not block). */
+/* Work submitted to stream after this call waits for the event's latest
+ * record at the time of the call (on the device; the host does not
+ * block). A never-recorded event: nothing to wait for. */
 vnpu_error_t vnpu_stream_wait_event(vnpu_stream_t stream, vnpu_event_t event);
-/* Milliseconds of device time between two completed timing events. */
+/* Milliseconds of device time between the latest records of two completed
+ * timing events. */
 vnpu_error_t vnpu_event_elapsed_time(float *ms, vnpu_event_t start,
 				     vnpu_event_t end);
 
@@ -259,8 +279,10 @@ vnpu_error_t vnpu_tensor_desc_storage_size(vnpu_tensor_desc_t desc,
  * launch between a plain and any other format; for two different internal
  * formats, two TransData launches through a temporary in the source's base
  * format (NCHW for NC1HWC0 / FRACTAL_Z, ND for FRACTAL_NZ), which is freed
- * before returning and so waits for the device (see vnpu_free). Padding of
- * an internal-format destination is written as zero. */
+ * before returning and so waits for the device (see vnpu_free). A cast that
+ * packs into an internal format writes its padding as zero; one between two
+ * descriptors of one layout copies the storage as it is, padding included.
+ * The buffer checks name the argument ("format cast: dst ..."). */
 vnpu_error_t vnpu_format_cast(vnpu_tensor_desc_t src_desc, const void *src,
 			      vnpu_tensor_desc_t dst_desc, void *dst,
 			      vnpu_stream_t stream);

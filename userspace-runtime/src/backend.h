@@ -28,6 +28,12 @@ enum vnpurt_domain {
 	VNPURT_DOMAIN_HOST, /* pinned host memory: CPU mapping + device VA */
 };
 
+/* The range of the process's address space reserved for device VAs
+ * (va_window.c): every BO of the device gets its VA inside it. */
+struct vnpurt_va_window {
+	uint64_t start, size;
+};
+
 struct vnpurt_bo {
 	uint64_t va;	/* device VA of the first byte */
 	void *cpu;	/* CPU mapping (HOST), else NULL */
@@ -65,7 +71,9 @@ struct vnpurt_backend_ops {
 	/* Devices this backend can open; 0 and a reason when none. */
 	int (*device_count)(const struct vnpurt_config *cfg, char *why,
 			    size_t why_len);
+	/* Every BO of the device gets its VA inside window. */
 	vnpu_error_t (*open)(int index, const struct vnpurt_config *cfg,
+			     const struct vnpurt_va_window *window,
 			     struct vnpurt_bdev **out);
 	void (*close)(struct vnpurt_bdev *dev);
 	void (*query)(struct vnpurt_bdev *dev, struct vnpurt_dev_info *info);

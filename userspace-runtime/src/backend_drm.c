@@ -12,7 +12,9 @@
  * the BOs its commands touch (SUBMIT's BO list) from the VAs in them.
  *
  * Queues: one driver queue per runtime queue, each on its own hardware
- * queue. A submission's commands are written into one of the queue's
+ * queue. Every job is submitted with EXPLICIT_SYNC: the driver's implicit
+ * sync would serialise streams whose work shares a BO (sub-allocated
+ * blocks share chunks), which CUDA's model does not. A submission's commands are written into one of the queue's
  * command-buffer BOs (one page each, QUEUE_DEPTH of them, reused once
  * their job retired) and submitted as one job. The runtime numbers
  * commands, the driver numbers jobs: the backend keeps the pending jobs in
@@ -219,6 +221,7 @@ static void drm_close(struct vnpurt_bdev *d)
 }
 
 static vnpu_error_t drm_open(int index, const struct vnpurt_config *cfg,
+			     const struct vnpurt_va_window *window,
 			     struct vnpurt_bdev **out)
 {
 	int minors[DRM_MAX_DEVICES], unusable;
@@ -261,12 +264,32 @@ static vnpu_error_t drm_open(int index, const struct vnpurt_config *cfg,
 	d->max_cmds = v < DRM_CMDBUF_CMDS ? (uint32_t)v : DRM_CMDBUF_CMDS;
 	d->caps = param_or_zero(d, DRM_VNPU_PARAM_CAPABILITIES);
 	d->faults_seen = param_or_zero(d, DRM_VNPU_PARAM_FAULT_COUNT);
-	if (!d->nqueues || d->max_cmds < 2 * (RT_MAX_OP_CMDS + 2)) {
+	if (!d->nqueues || d->max_cmds < 2 * RT_MAX_SUBMIT_CMDS) {
 		drm_close(d);
 		return rt_fail(VNPU_ERROR_DEVICE_ERROR,
 			       "drm: the driver reports %u hardware queues and "
 			       "%u commands per submission",
 			       d->nqueues, d->max_cmds);
+	}
+	/* Every BO of this file inside the window the process reserved. */
+	{
+		struct drm_vnpu_va_range r = {
+			.start = window->start,
+			.end = window->start + window->size,
+		};
+
+		if (drmIoctl(d->fd, DRM_IOCTL_VNPU_VA_RANGE, &r)) {
+			int e = errno;
+
+			drm_close(d);
+			return rt_fail(VNPU_ERROR_DEVICE_ERROR,
+				       "drm: VA_RANGE [0x%llx, 0x%llx): %s%s",
+				       (unsigned long long)r.start,
+				       (unsigned long long)r.end, strerror(e),
+				       e == EINVAL || e == ENOTTY
+					       ? " (a vnpu.ko without VA_RANGE?)"
+					       : "");
+		}
 	}
 	*out = d;
 	return VNPU_SUCCESS;
@@ -849,6 +872,9 @@ static vnpu_error_t drm_submit(struct vnpurt_bdev *d, unsigned qi,
 	}
 	for (;;) {
 		memset(&s, 0, sizeof(s));
+		/* Streams order through events only (CUDA's rule): no job
+		 * waits for another because both touch one BO. */
+		s.flags = DRM_VNPU_SUBMIT_EXPLICIT_SYNC;
 		s.queue_id = q->id;
 		s.cmd_bo = q->slot_handle[slot];
 		s.cmd_count = n;

@@ -29,7 +29,6 @@
 #define SIM_QUEUES 8
 #define SIM_RING_LOG2 12
 #define SIM_CTX 0
-#define SIM_VA_START (1ull << 32)
 #define SIM_FW_VERSION 0x00010000u
 #define SIM_FAILURES_MAX 4096
 #define SIM_BOOT_TIMEOUT_MS 5000
@@ -669,6 +668,7 @@ static void sim_close(struct vnpurt_bdev *d)
 }
 
 static vnpu_error_t sim_open(int index, const struct vnpurt_config *cfg,
+			     const struct vnpurt_va_window *window,
 			     struct vnpurt_bdev **out)
 {
 	struct vnpurt_bdev *d;
@@ -712,8 +712,7 @@ static vnpu_error_t sim_open(int index, const struct vnpurt_config *cfg,
 		goto fail;
 	}
 	if (rt_ranges_init(&d->vram_free, 0, d->vram_size) ||
-	    rt_ranges_init(&d->va_free, SIM_VA_START,
-			   VNPU_VA_LIMIT - 2 * SIM_VA_START))
+	    rt_ranges_init(&d->va_free, window->start, window->size))
 		goto fail;
 	d->fw_image = host_pages(d, (fw_cap + VNPU_PAGE_SIZE - 1) &
 					    ~(VNPU_PAGE_SIZE - 1));

@@ -10,23 +10,7 @@
 
 #include "internal.h"
 
-enum side { SIDE_HOST, SIDE_PINNED, SIDE_DEVICE };
-
 static const char *const kind_names[] = {"H2H", "H2D", "D2H", "D2D"};
-
-static enum side classify(struct rt_device *d, const void *p, size_t size)
-{
-	uint64_t va;
-	bool host;
-
-	if (rt_is_device_ptr(d, p))
-		return SIDE_DEVICE;
-	/* Pinned only when the whole range is: else staged like any other
-	 * host memory. */
-	if (rt_is_pinned_ptr(d, p) && !rt_resolve(d, p, size, &va, &host))
-		return SIDE_PINNED;
-	return SIDE_HOST;
-}
 
 /* DMA_COPY of device VAs, split at the command's size limit. */
 static vnpu_error_t dma(struct rt_stream *s, const char *what, uint64_t src,
@@ -133,19 +117,39 @@ static vnpu_error_t kind_error(enum vnpu_memcpy_kind kind, const char *which,
 		       which, is);
 }
 
-static const char *side_name(enum side s)
+static const char *side_name(enum rt_ptr_kind s)
 {
-	return s == SIDE_DEVICE ? "device memory"
-	       : s == SIDE_PINNED ? "pinned host memory"
-				  : "host memory";
+	return s == RT_PTR_DEVICE ? "device memory"
+	       : s == RT_PTR_PINNED ? "pinned host memory"
+				    : "host memory";
+}
+
+/* A side inside an allocation must end inside it too: a device range that
+ * does not is no device range, and a pinned one is refused rather than
+ * staged, which would read or write past the block. */
+static vnpu_error_t check_extent(enum vnpu_memcpy_kind kind, const char *which,
+				 const void *p, size_t size,
+				 enum rt_ptr_kind side, uint64_t avail)
+{
+	if (side == RT_PTR_HOST || size <= avail)
+		return VNPU_SUCCESS;
+	if (side == RT_PTR_DEVICE)
+		return rt_fail(VNPU_ERROR_INVALID_DEVICE_POINTER,
+			       "memcpy %s: %s %p + %zu bytes runs past its "
+			       "device allocation (%" PRIu64 " bytes left)",
+			       kind_names[kind], which, p, size, avail);
+	return rt_fail(VNPU_ERROR_INVALID_VALUE,
+		       "memcpy %s: %s %p + %zu bytes runs past its pinned "
+		       "block (%" PRIu64 " bytes left)",
+		       kind_names[kind], which, p, size, avail);
 }
 
 static vnpu_error_t copy(struct rt_stream *s, void *dst, const void *src,
 			 size_t size, enum vnpu_memcpy_kind kind)
 {
 	struct rt_device *d = s->dev;
-	enum side ds, ss;
-	uint64_t dva = 0, sva = 0, seq;
+	enum rt_ptr_kind ds, ss;
+	uint64_t dva = 0, sva = 0, davail = 0, savail = 0, seq;
 	vnpu_error_t err;
 	char what[32];
 
@@ -163,39 +167,34 @@ static vnpu_error_t copy(struct rt_stream *s, void *dst, const void *src,
 		return rt_fail(VNPU_ERROR_INVALID_VALUE,
 			       "memcpy of %zu bytes wraps the address space",
 			       size);
-	ds = classify(d, dst, size);
-	ss = classify(d, src, size);
+	ds = rt_lookup(d, dst, &dva, &davail);
+	ss = rt_lookup(d, src, &sva, &savail);
 	bool dst_dev = kind == VNPU_MEMCPY_H2D || kind == VNPU_MEMCPY_D2D;
 	bool src_dev = kind == VNPU_MEMCPY_D2H || kind == VNPU_MEMCPY_D2D;
 
-	if (dst_dev != (ds == SIDE_DEVICE)) {
-		if (dst_dev && ds == SIDE_HOST && ss != SIDE_DEVICE)
+	if (dst_dev != (ds == RT_PTR_DEVICE)) {
+		if (dst_dev && ds == RT_PTR_HOST && ss != RT_PTR_DEVICE)
 			return rt_fail(VNPU_ERROR_INVALID_DEVICE_POINTER,
 				       "memcpy %s: dst %p is not inside a "
 				       "live device allocation",
 				       kind_names[kind], dst);
 		return kind_error(kind, "dst", side_name(ds));
 	}
-	if (src_dev != (ss == SIDE_DEVICE)) {
-		if (src_dev && ss == SIDE_HOST && ds != SIDE_DEVICE)
+	if (src_dev != (ss == RT_PTR_DEVICE)) {
+		if (src_dev && ss == RT_PTR_HOST && ds != RT_PTR_DEVICE)
 			return rt_fail(VNPU_ERROR_INVALID_DEVICE_POINTER,
 				       "memcpy %s: src %p is not inside a "
 				       "live device allocation",
 				       kind_names[kind], src);
 		return kind_error(kind, "src", side_name(ss));
 	}
-	if (ds != SIDE_HOST) {
-		err = rt_resolve(d, dst, size, &dva, NULL);
-		if (err)
-			return err;
-	}
-	if (ss != SIDE_HOST) {
-		err = rt_resolve(d, src, size, &sva, NULL);
-		if (err)
-			return err;
-	}
+	err = check_extent(kind, "dst", dst, size, ds, davail);
+	if (!err)
+		err = check_extent(kind, "src", src, size, ss, savail);
+	if (err)
+		return err;
 	snprintf(what, sizeof(what), "memcpy %s", kind_names[kind]);
-	if (ds == SIDE_HOST && ss == SIDE_HOST) {
+	if (ds == RT_PTR_HOST && ss == RT_PTR_HOST) {
 		/* H2H: a host copy in stream order. */
 		uint64_t t0 = rt_now_ns();
 
@@ -204,9 +203,9 @@ static vnpu_error_t copy(struct rt_stream *s, void *dst, const void *src,
 		rt_trace_host("memcpy H2H", t0, rt_now_ns());
 		return VNPU_SUCCESS;
 	}
-	if (ss == SIDE_HOST)
+	if (ss == RT_PTR_HOST)
 		return staged_h2d(s, dva, src, size);
-	if (ds == SIDE_HOST)
+	if (ds == RT_PTR_HOST)
 		return staged_d2h(s, dst, sva, size);
 	return dma(s, what, sva, dva, size, &seq);
 }

@@ -1,9 +1,20 @@
 // SPDX-License-Identifier: MIT
 /*
- * Events: a slot in a device-visible pinned pool holds a fence word the
- * device writes (FENCE_SIGNAL) and, with timing, a device timestamp. A
- * record's completion is known from its sequence number on the hardware
- * queue; other streams wait for it on the device with FENCE_WAIT.
+ * Events, with CUDA's semantics: an event is its latest record. A record
+ * is an operation on the recording stream's hardware queue that raises
+ * that queue's timeline word (FENCE_SIGNAL) to a value of its own, and,
+ * for timing events, takes a device timestamp first. The event remembers
+ * (queue, sequence number, timeline value, record id) of its latest
+ * record:
+ *  - vnpu_stream_wait_event() waits, on the device, for the queue's
+ *    timeline to reach that value (FENCE_WAIT): for the record current at
+ *    the call and nothing else; a later record changes nothing;
+ *  - query and synchronize look at the latest record's sequence number;
+ *    its status and timestamp are stored when it retires, and only a
+ *    retiring record that is still the latest stores them, whatever order
+ *    queues complete in.
+ * Each pending record holds a reference to the event, so destroying an
+ * event never waits and never frees what a retiring record touches.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -12,102 +23,75 @@
 #include "internal.h"
 #include "vnpu/hw_status.h"
 
-#define POOL_SLOTS 4096u
-#define MAX_POOLS 64u
-
 struct rt_event {
 	struct rt_device *dev;
-	uint32_t slot;
 	unsigned flags;
 	void *handle;
-	/* ev_lock */
-	bool recorded;
-	uint64_t value;
+	pthread_mutex_t lock; /* innermost: taken under hwq locks */
+	unsigned refs;	      /* the handle's + one per pending record */
+	/* The latest record; id 0 when never recorded. */
+	uint64_t id;
 	struct rt_hwq *hwq;
-	uint64_t seq;
+	uint64_t seq, value;
+	/* What the latest record left when it retired. */
+	uint64_t retired_id;
+	uint32_t fail_status;
+	uint64_t ts;
 };
 
-static struct rt_evslot *slot_ptr(struct rt_device *d, uint32_t slot)
+/* Record ids: unique in the process, so that no record of any event
+ * (destroyed or not) is ever taken for another. */
+static atomic_uint_fast64_t next_record_id;
+
+bool rt_event_timed(const struct rt_event *e)
 {
-	return (struct rt_evslot *)d->ev_pools[slot / POOL_SLOTS].cpu +
-	       slot % POOL_SLOTS;
+	return !(e->flags & VNPU_EVENT_DISABLE_TIMING);
 }
 
-static uint64_t slot_va(struct rt_device *d, uint32_t slot)
+static void event_unref_locked(struct rt_event *e)
 {
-	return d->ev_pools[slot / POOL_SLOTS].va +
-	       (uint64_t)(slot % POOL_SLOTS) * sizeof(struct rt_evslot);
-}
+	bool last = --e->refs == 0;
 
-/* A free slot (ev_lock held). */
-static vnpu_error_t slot_alloc(struct rt_device *d, uint32_t *slot)
-{
-	if (!d->ev_nfree) {
-		size_t np = d->ev_npools;
-		struct vnpurt_bo *pools;
-		uint32_t *fr, *fail;
-		uint64_t *next;
-		size_t total = (np + 1) * POOL_SLOTS;
-
-		if (np == MAX_POOLS)
-			return VNPU_ERROR_OUT_OF_MEMORY;
-		pools = realloc(d->ev_pools, (np + 1) * sizeof(*pools));
-		if (!pools)
-			return VNPU_ERROR_OUT_OF_MEMORY;
-		d->ev_pools = pools;
-		fr = realloc(d->ev_free, total * sizeof(*fr));
-		if (fr)
-			d->ev_free = fr;
-		fail = realloc(d->ev_fail, total * sizeof(*fail));
-		if (fail)
-			d->ev_fail = fail;
-		next = realloc(d->ev_next_value, total * sizeof(*next));
-		if (next)
-			d->ev_next_value = next;
-		if (!fr || !fail || !next ||
-		    d->be->bo_create(d->bdev,
-				     POOL_SLOTS * sizeof(struct rt_evslot),
-				     VNPURT_DOMAIN_HOST, &pools[np]))
-			return VNPU_ERROR_OUT_OF_MEMORY;
-		d->ev_npools++;
-		for (uint32_t i = POOL_SLOTS; i-- > 0;) {
-			uint32_t s = (uint32_t)(np * POOL_SLOTS) + i;
-
-			d->ev_free[d->ev_nfree++] = s;
-			d->ev_fail[s] = 0;
-			d->ev_next_value[s] = 0;
-		}
+	pthread_mutex_unlock(&e->lock);
+	if (last) {
+		pthread_mutex_destroy(&e->lock);
+		free(e);
 	}
-	*slot = d->ev_free[--d->ev_nfree];
-	return VNPU_SUCCESS;
 }
 
-void rt_events_fini(struct rt_device *d)
+uint64_t rt_event_recorded(struct rt_event *e, struct rt_hwq *q, uint64_t seq,
+			   uint64_t timeline_value)
 {
-	for (size_t i = 0; i < d->ev_npools; i++)
-		d->be->bo_free(d->bdev, &d->ev_pools[i]);
-	free(d->ev_pools);
-	free(d->ev_free);
-	free(d->ev_fail);
-	free(d->ev_next_value);
-	d->ev_pools = NULL;
-	d->ev_npools = 0;
+	uint64_t id = atomic_fetch_add(&next_record_id, 1) + 1;
+
+	pthread_mutex_lock(&e->lock);
+	e->refs++;
+	e->id = id;
+	e->hwq = q;
+	e->seq = seq;
+	e->value = timeline_value;
+	pthread_mutex_unlock(&e->lock);
+	return id;
 }
 
-/* Releases an event whose record may still be pending. */
+void rt_event_retired(struct rt_event *e, uint64_t record_id,
+		      uint32_t fail_status, uint64_t ts)
+{
+	pthread_mutex_lock(&e->lock);
+	if (record_id == e->id) {
+		e->retired_id = record_id;
+		e->fail_status = fail_status;
+		e->ts = ts;
+	}
+	event_unref_locked(e);
+}
+
 void rt_event_free_obj(void *obj)
 {
 	struct rt_event *e = obj;
-	struct rt_device *d = e->dev;
 
-	/* The slot is reused only after the device wrote it for the last
-	 * time. */
-	if (e->recorded)
-		rt_hwq_wait(e->hwq, e->seq);
-	pthread_mutex_lock(&d->ev_lock);
-	d->ev_free[d->ev_nfree++] = e->slot;
-	pthread_mutex_unlock(&d->ev_lock);
-	free(e);
+	pthread_mutex_lock(&e->lock);
+	event_unref_locked(e);
 }
 
 static vnpu_error_t event_get(vnpu_event_t h, struct rt_event **e)
@@ -133,7 +117,6 @@ static void event_put(struct rt_event *e)
 vnpu_error_t vnpu_event_create(vnpu_event_t *event, unsigned flags)
 {
 	vnpu_error_t err = rt_ready();
-	struct rt_device *d;
 	struct rt_event *e;
 
 	if (err)
@@ -143,19 +126,13 @@ vnpu_error_t vnpu_event_create(vnpu_event_t *event, unsigned flags)
 	if (flags & ~VNPU_EVENT_DISABLE_TIMING)
 		return rt_fail(VNPU_ERROR_INVALID_VALUE,
 			       "event flags 0x%x: unknown bits", flags);
-	d = rt_current_device();
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return rt_fail(VNPU_ERROR_OUT_OF_MEMORY, "allocating an event");
-	e->dev = d;
+	e->dev = rt_current_device();
 	e->flags = flags;
-	pthread_mutex_lock(&d->ev_lock);
-	err = slot_alloc(d, &e->slot);
-	pthread_mutex_unlock(&d->ev_lock);
-	if (err) {
-		free(e);
-		return rt_fail(err, "no event slot left");
-	}
+	e->refs = 1;
+	pthread_mutex_init(&e->lock, NULL);
 	e->handle = rt_handle_add(&rt.events, e);
 	if (!e->handle) {
 		rt_event_free_obj(e);
@@ -184,10 +161,6 @@ vnpu_error_t vnpu_event_record(vnpu_event_t event, vnpu_stream_t stream)
 {
 	struct rt_event *e;
 	struct rt_stream *s;
-	struct rt_device *d;
-	struct vnpu_cmd cmds[2];
-	unsigned n = 0;
-	uint64_t value, seq;
 	vnpu_error_t err = event_get(event, &e);
 
 	if (err)
@@ -197,75 +170,70 @@ vnpu_error_t vnpu_event_record(vnpu_event_t event, vnpu_stream_t stream)
 		event_put(e);
 		return err;
 	}
-	d = e->dev;
-	if (s->dev != d) {
+	if (s->dev != e->dev) {
 		err = rt_fail(VNPU_ERROR_INVALID_VALUE,
 			      "event and stream belong to different devices");
-		goto out;
-	}
-	/* One recorder at a time per event: the value, the submission and
-	 * the bookkeeping must agree. */
-	pthread_mutex_lock(&d->ev_lock);
-	value = ++d->ev_next_value[e->slot];
-	d->ev_fail[e->slot] = 0;
-	if (!(e->flags & VNPU_EVENT_DISABLE_TIMING))
-		cmds[n++] = vnpu_timestamp_cmd(slot_va(d, e->slot) + 8);
-	cmds[n++] = vnpu_fence_signal_cmd(slot_va(d, e->slot), value);
-	{
-		struct rt_opdesc op = {
-			.what = "event record",
-			.signal_slot = &slot_ptr(d, e->slot)->fence,
-			.signal_value = value,
-			.fail_mark = &d->ev_fail[e->slot],
-		};
+	} else {
+		struct rt_opdesc op = {.what = "event record", .record = e};
 
-		err = rt_submit(s, &op, cmds, n, &seq);
+		err = rt_submit(s, &op, NULL, 0, NULL);
 	}
-	if (!err) {
-		e->recorded = true;
-		e->value = value;
-		e->hwq = s->hwq;
-		e->seq = seq;
-	}
-	pthread_mutex_unlock(&d->ev_lock);
-out:
 	rt_stream_put(s);
 	event_put(e);
 	return err;
 }
 
-/* Snapshot of an event's record (ev_lock). */
-static void snapshot(struct rt_event *e, bool *recorded, struct rt_hwq **q,
-		     uint64_t *seq, uint64_t *value)
+/* The latest record of e, as it is now. */
+struct record {
+	uint64_t id, seq, value;
+	struct rt_hwq *hwq;
+};
+
+static struct record latest(struct rt_event *e)
 {
-	pthread_mutex_lock(&e->dev->ev_lock);
-	*recorded = e->recorded;
-	*q = e->hwq;
-	*seq = e->seq;
-	*value = e->value;
-	pthread_mutex_unlock(&e->dev->ev_lock);
+	struct record r;
+
+	pthread_mutex_lock(&e->lock);
+	r.id = e->id;
+	r.hwq = e->hwq;
+	r.seq = e->seq;
+	r.value = e->value;
+	pthread_mutex_unlock(&e->lock);
+	return r;
 }
 
-static bool record_done(struct rt_hwq *q, uint64_t seq)
+static bool record_done(const struct record *r)
 {
 	bool done;
 
-	pthread_mutex_lock(&q->lock);
-	rt_hwq_drain_locked(q);
-	done = q->done >= seq;
-	pthread_mutex_unlock(&q->lock);
+	pthread_mutex_lock(&r->hwq->lock);
+	rt_hwq_drain_locked(r->hwq);
+	done = r->hwq->done >= r->seq;
+	pthread_mutex_unlock(&r->hwq->lock);
 	return done;
 }
 
-/* The error of a record that retired without running, or success. */
-static vnpu_error_t record_status(struct rt_event *e, uint64_t value)
+/*
+ * After record_done(r): its error, or success; *ts its timestamp. A record
+ * that was no longer the latest when it retired (recorded again by another
+ * thread meanwhile) left nothing: success, but no timestamp to read yet.
+ */
+static vnpu_error_t record_status(struct rt_event *e, const struct record *r,
+				  uint64_t *ts)
 {
-	struct rt_device *d = e->dev;
-	uint32_t st;
+	uint32_t st = 0;
+	bool kept;
 
-	pthread_mutex_lock(&d->ev_lock);
-	st = d->ev_next_value[e->slot] == value ? d->ev_fail[e->slot] : 0;
-	pthread_mutex_unlock(&d->ev_lock);
+	pthread_mutex_lock(&e->lock);
+	kept = e->retired_id == r->id;
+	if (kept) {
+		st = e->fail_status;
+		if (ts)
+			*ts = e->ts;
+	}
+	pthread_mutex_unlock(&e->lock);
+	if (!kept && ts)
+		return VNPU_ERROR_NOT_READY;
 	if (!st)
 		return VNPU_SUCCESS;
 	return rt_fail(rt_status_error(st),
@@ -276,17 +244,15 @@ static vnpu_error_t record_status(struct rt_event *e, uint64_t value)
 vnpu_error_t vnpu_event_query(vnpu_event_t event)
 {
 	struct rt_event *e;
-	struct rt_hwq *q;
-	uint64_t seq, value;
-	bool recorded;
+	struct record r;
 	vnpu_error_t err = event_get(event, &e);
 
 	if (err)
 		return err;
-	snapshot(e, &recorded, &q, &seq, &value);
-	if (recorded)
-		err = record_done(q, seq) ? record_status(e, value)
-					  : VNPU_ERROR_NOT_READY;
+	r = latest(e);
+	if (r.id)
+		err = record_done(&r) ? record_status(e, &r, NULL)
+				      : VNPU_ERROR_NOT_READY;
 	event_put(e);
 	return err;
 }
@@ -294,17 +260,16 @@ vnpu_error_t vnpu_event_query(vnpu_event_t event)
 vnpu_error_t vnpu_event_synchronize(vnpu_event_t event)
 {
 	struct rt_event *e;
-	struct rt_hwq *q;
-	uint64_t seq, value, t0 = rt_now_ns();
-	bool recorded;
+	struct record r;
+	uint64_t t0 = rt_now_ns();
 	vnpu_error_t err = event_get(event, &e);
 
 	if (err)
 		return err;
-	snapshot(e, &recorded, &q, &seq, &value);
-	if (recorded) {
-		rt_hwq_wait(q, seq);
-		err = record_status(e, value);
+	r = latest(e);
+	if (r.id) {
+		rt_hwq_wait(r.hwq, r.seq);
+		err = record_status(e, &r, NULL);
 		rt_trace_host("event synchronize", t0, rt_now_ns());
 	}
 	event_put(e);
@@ -315,9 +280,7 @@ vnpu_error_t vnpu_stream_wait_event(vnpu_stream_t stream, vnpu_event_t event)
 {
 	struct rt_event *e;
 	struct rt_stream *s;
-	struct rt_hwq *q;
-	uint64_t seq, value;
-	bool recorded;
+	struct record r;
 	vnpu_error_t err = event_get(event, &e);
 
 	if (err)
@@ -327,13 +290,14 @@ vnpu_error_t vnpu_stream_wait_event(vnpu_stream_t stream, vnpu_event_t event)
 		event_put(e);
 		return err;
 	}
-	snapshot(e, &recorded, &q, &seq, &value);
+	r = latest(e);
 	if (s->dev != e->dev) {
 		err = rt_fail(VNPU_ERROR_INVALID_VALUE,
 			      "event and stream belong to different devices");
-	} else if (recorded) {
+	} else if (r.id && r.hwq != s->hwq) {
+		/* On the recording queue itself, order is already given. */
 		struct vnpu_cmd c =
-			vnpu_fence_wait_cmd(slot_va(e->dev, e->slot), value);
+			vnpu_fence_wait_cmd(r.hwq->timeline_bo.va, r.value);
 		struct rt_opdesc op = {.what = "wait event"};
 
 		err = rt_submit(s, &op, &c, 1, NULL);
@@ -347,7 +311,7 @@ vnpu_error_t vnpu_event_elapsed_time(float *ms, vnpu_event_t start,
 				     vnpu_event_t end)
 {
 	struct rt_event *ev[2] = {NULL, NULL};
-	uint64_t ts[2];
+	uint64_t ts[2] = {0, 0};
 	vnpu_error_t err = rt_ready();
 
 	if (err)
@@ -358,28 +322,21 @@ vnpu_error_t vnpu_event_elapsed_time(float *ms, vnpu_event_t start,
 	if (!err)
 		err = event_get(end, &ev[1]);
 	for (int i = 0; i < 2 && !err; i++) {
-		struct rt_hwq *q;
-		uint64_t seq, value;
-		bool recorded;
+		struct record r = latest(ev[i]);
 
-		snapshot(ev[i], &recorded, &q, &seq, &value);
-		if (ev[i]->flags & VNPU_EVENT_DISABLE_TIMING)
+		if (!rt_event_timed(ev[i]))
 			err = rt_fail(VNPU_ERROR_INVALID_VALUE,
 				      "the %s event was created with "
 				      "VNPU_EVENT_DISABLE_TIMING",
 				      i ? "end" : "start");
-		else if (!recorded)
+		else if (!r.id)
 			err = rt_fail(VNPU_ERROR_INVALID_VALUE,
 				      "the %s event was never recorded",
 				      i ? "end" : "start");
-		else if (!record_done(q, seq))
+		else if (!record_done(&r))
 			err = VNPU_ERROR_NOT_READY;
 		else
-			err = record_status(ev[i], value);
-		if (!err)
-			ts[i] = __atomic_load_n(
-				&slot_ptr(ev[i]->dev, ev[i]->slot)->start_ts,
-				__ATOMIC_ACQUIRE);
+			err = record_status(ev[i], &r, &ts[i]);
 	}
 	if (!err)
 		*ms = (float)((double)(int64_t)(ts[1] - ts[0]) / 1e6);

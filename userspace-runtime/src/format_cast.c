@@ -119,6 +119,26 @@ static uint32_t fc_blocks(size_t out_bytes, uint32_t cores)
 	return (uint32_t)units;
 }
 
+/* ptr must hold `need` bytes inside one device or pinned allocation. */
+static vnpu_error_t fc_check_extent(struct rt_device *d, const char *which,
+				    const void *ptr, size_t need)
+{
+	uint64_t va, avail;
+
+	if (rt_lookup(d, ptr, &va, &avail) == RT_PTR_HOST)
+		return rt_fail(VNPU_ERROR_INVALID_DEVICE_POINTER,
+			       "format cast: %s %p is not inside a live device "
+			       "or pinned allocation",
+			       which, ptr);
+	if (avail < need)
+		return rt_fail(VNPU_ERROR_INVALID_DEVICE_POINTER,
+			       "format cast: %s %p has %llu bytes to the end of "
+			       "its allocation; its descriptor's storage needs "
+			       "%zu",
+			       which, ptr, (unsigned long long)avail, need);
+	return VNPU_SUCCESS;
+}
+
 /* One TRANSDATA from (sd at src) to (dd at dst). */
 static vnpu_error_t fc_transdata(const struct vnpu_tdesc_info *sd,
 				 const void *src,
@@ -207,7 +227,12 @@ vnpu_error_t vnpu_format_cast(vnpu_tensor_desc_t src_desc, const void *src,
 	if (err != VNPU_SUCCESS)
 		return err;
 	cores = rs->dev->info.cores;
+	err = fc_check_extent(rs->dev, "src", src, sd.storage_bytes);
+	if (!err)
+		err = fc_check_extent(rs->dev, "dst", dst, dd.storage_bytes);
 	rt_stream_put(rs);
+	if (err)
+		return err;
 
 	if (fc_same_layout(&sd, &dd) && s == d)
 		return VNPU_SUCCESS; /* a relabel */

@@ -3,7 +3,10 @@
  * Handle tables: a stream or event handle is (type, generation, index),
  * never a pointer, so a destroyed or foreign handle is recognised instead
  * of dereferenced. References taken by get() keep an object alive across a
- * concurrent destroy.
+ * concurrent destroy. A slot's generation only grows, for the life of the
+ * process: vnpu_finalize() invalidates every handle but keeps the
+ * generations, so no handle of an earlier session names an object of a
+ * later one.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +42,8 @@ static struct rt_hslot *lookup(struct rt_handles *t, const void *h)
 
 void rt_handles_init(struct rt_handles *t, enum rt_handle_type type)
 {
+	if (t->type)
+		return; /* a later session: the generations stay */
 	memset(t, 0, sizeof(*t));
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->released, NULL);
@@ -46,12 +51,29 @@ void rt_handles_init(struct rt_handles *t, enum rt_handle_type type)
 	t->free_head = UINT32_MAX;
 }
 
-void rt_handles_fini(struct rt_handles *t)
+/* A slot whose generation would wrap is retired instead of freed, so that
+ * no old handle can ever name a new object (lock held). */
+static void slot_release(struct rt_handles *t, uint32_t idx)
 {
-	free(t->slots);
-	pthread_cond_destroy(&t->released);
-	pthread_mutex_destroy(&t->lock);
-	memset(t, 0, sizeof(*t));
+	struct rt_hslot *s = &t->slots[idx];
+
+	s->live = false;
+	s->obj = NULL;
+	if (((s->gen + 1) & ((1u << GEN_BITS) - 1)) != 0) {
+		s->next_free = t->free_head;
+		t->free_head = idx;
+	}
+}
+
+void rt_handles_invalidate(struct rt_handles *t)
+{
+	pthread_mutex_lock(&t->lock);
+	t->free_head = UINT32_MAX;
+	for (uint32_t i = t->n; i-- > 0;) {
+		t->slots[i].refs = 0;
+		slot_release(t, i);
+	}
+	pthread_mutex_unlock(&t->lock);
 }
 
 void *rt_handle_add(struct rt_handles *t, void *obj)
@@ -132,15 +154,8 @@ void *rt_handle_remove(struct rt_handles *t, const void *h)
 	s->live = false;
 	while (t->slots[idx].refs)
 		pthread_cond_wait(&t->released, &t->lock);
-	s = &t->slots[idx];
-	obj = s->obj;
-	s->obj = NULL;
-	/* A slot whose generation would wrap is retired, so that no old
-	 * handle can ever name a new object. */
-	if (((s->gen + 1) & ((1u << GEN_BITS) - 1)) != 0) {
-		s->next_free = t->free_head;
-		t->free_head = idx;
-	}
+	obj = t->slots[idx].obj;
+	slot_release(t, idx);
 	pthread_mutex_unlock(&t->lock);
 	return obj;
 }

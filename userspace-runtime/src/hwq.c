@@ -5,6 +5,7 @@
  * attribution to streams, retiring and waiting.
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,18 @@ static void describe(char *buf, size_t len, const struct rt_op *op,
 	}
 }
 
+/* Raises q's timeline word to at least value, from the host. */
+static void timeline_release(struct rt_hwq *q, uint64_t value)
+{
+	uint64_t *word = q->timeline_bo.cpu;
+	uint64_t cur = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+
+	while (cur < value &&
+	       !__atomic_compare_exchange_n(word, &cur, value, false,
+					    __ATOMIC_RELEASE, __ATOMIC_ACQUIRE))
+		;
+}
+
 /* Marks every op of [f->first_seq, f->last_seq] failed (hwq lock held). */
 static void attribute(struct rt_hwq *q, const struct vnpurt_failure *f)
 {
@@ -85,13 +98,13 @@ static void attribute(struct rt_hwq *q, const struct vnpurt_failure *f)
 
 		if (op->last_seq < f->first_seq || op->first_seq > f->last_seq)
 			continue;
-		/* A FENCE_SIGNAL that will never run must not leave waiters
-		 * on other queues blocked: release them from the host. */
-		if (op->signal_slot)
-			__atomic_store_n(op->signal_slot, op->signal_value,
-					 __ATOMIC_RELEASE);
-		if (op->fail_mark)
-			*op->fail_mark = f->status;
+		/* A record's FENCE_SIGNAL that will never run must not leave
+		 * waiters on other queues blocked: release them from the
+		 * host (never lowering the word: later records may have
+		 * run). */
+		if (op->event)
+			timeline_release(q, op->timeline_value);
+		op->fail_status = f->status;
 		op->traced = false;
 		if (s->err == VNPU_SUCCESS) {
 			s->err = rt_status_error(f->status);
@@ -112,7 +125,7 @@ void rt_hwq_drain_locked(struct rt_hwq *q)
 	struct rt_device *d = q->dev;
 	struct vnpurt_failure f;
 	uint64_t done = d->be->completed(d->bdev, q->qid);
-	const uint64_t *ts = q->trace_bo.cpu;
+	const struct rt_stamps *ts = q->stamp_bo.cpu;
 
 	while (d->be->take_failure(d->bdev, q->qid, &f))
 		attribute(q, &f);
@@ -122,10 +135,14 @@ void rt_hwq_drain_locked(struct rt_hwq *q)
 
 		if (op->last_seq > done)
 			break;
-		if (op->traced && ts)
+		if (op->traced)
 			rt_trace_device(op->what, op->stream_id, op->op_id,
-					op->bytes, ts[2 * idx], ts[2 * idx + 1],
+					op->bytes, ts[idx].start, ts[idx].end,
 					false);
+		if (op->event)
+			rt_event_retired(op->event, op->record_id,
+					 op->fail_status,
+					 op->fail_status ? 0 : ts[idx].event);
 		if (op->arena_end != UINT32_MAX) {
 			q->arena_tail = op->arena_end;
 			q->arena_live--;
@@ -199,15 +216,19 @@ vnpu_error_t rt_submit(struct rt_stream *s, const struct rt_opdesc *desc,
 {
 	struct rt_hwq *q = s->hwq;
 	struct rt_device *d = s->dev;
-	struct vnpu_cmd all[RT_MAX_OP_CMDS + 2];
+	struct vnpu_cmd all[RT_MAX_SUBMIT_CMDS];
 	uint32_t args_size = desc->args_size, arena_off = 0, idx;
 	uint32_t arena_need = (args_size + 63u) & ~63u;
 	unsigned total = 0;
 	bool traced = rt_trace_on();
 	struct rt_op *op;
-	uint64_t seq;
+	uint64_t seq, stamps, timeline_value = 0;
 	vnpu_error_t err;
 
+	if (n > RT_MAX_OP_CMDS)
+		return rt_fail(VNPU_ERROR_INVALID_VALUE,
+			       "%s: %u commands in one operation (at most %u)",
+			       desc->what, n, RT_MAX_OP_CMDS);
 	pthread_mutex_lock(&q->lock);
 	for (;;) {
 		bool room = q->op_count < q->op_cap;
@@ -233,8 +254,10 @@ vnpu_error_t rt_submit(struct rt_stream *s, const struct rt_opdesc *desc,
 		break;
 	}
 	idx = (q->op_head + q->op_count) % q->op_cap;
+	stamps = q->stamp_bo.va + sizeof(struct rt_stamps) * idx;
 	if (traced)
-		all[total++] = vnpu_timestamp_cmd(q->trace_bo.va + 16ull * idx);
+		all[total++] = vnpu_timestamp_cmd(
+			stamps + offsetof(struct rt_stamps, start));
 	for (unsigned i = 0; i < n; i++) {
 		all[total] = cmds[i];
 		if (all[total].hdr.opcode == VNPU_OP_KERNEL_LAUNCH) {
@@ -243,9 +266,19 @@ vnpu_error_t rt_submit(struct rt_stream *s, const struct rt_opdesc *desc,
 		}
 		total++;
 	}
+	if (desc->record) {
+		/* Values are given in queue order under the hwq lock, so
+		 * the device raises the word monotonically. */
+		timeline_value = q->timeline_next + 1;
+		if (rt_event_timed(desc->record))
+			all[total++] = vnpu_timestamp_cmd(
+				stamps + offsetof(struct rt_stamps, event));
+		all[total++] = vnpu_fence_signal_cmd(q->timeline_bo.va,
+						     timeline_value);
+	}
 	if (traced)
-		all[total++] =
-			vnpu_timestamp_cmd(q->trace_bo.va + 16ull * idx + 8);
+		all[total++] = vnpu_timestamp_cmd(
+			stamps + offsetof(struct rt_stamps, end));
 	if (args_size)
 		memcpy((uint8_t *)q->arena.cpu + arena_off, desc->args,
 		       args_size);
@@ -274,9 +307,13 @@ vnpu_error_t rt_submit(struct rt_stream *s, const struct rt_opdesc *desc,
 	op->arena_end = args_size ? arena_off + arena_need : UINT32_MAX;
 	if (args_size)
 		q->arena_live++;
-	op->signal_slot = desc->signal_slot;
-	op->signal_value = desc->signal_value;
-	op->fail_mark = desc->fail_mark;
+	if (desc->record) {
+		q->timeline_next = timeline_value;
+		op->event = desc->record;
+		op->timeline_value = timeline_value;
+		op->record_id = rt_event_recorded(desc->record, q, seq,
+						  timeline_value);
+	}
 	op->traced = traced;
 	q->op_count++;
 	q->last_seq = seq;
@@ -347,10 +384,15 @@ static vnpu_error_t hwq_new(struct rt_device *d, unsigned qid,
 			       &q->arena);
 	if (err)
 		goto fail;
-	err = d->be->bo_create(d->bdev, 16ull * q->op_cap, VNPURT_DOMAIN_HOST,
-			       &q->trace_bo);
+	err = d->be->bo_create(d->bdev, sizeof(struct rt_stamps) * q->op_cap,
+			       VNPURT_DOMAIN_HOST, &q->stamp_bo);
+	if (!err)
+		err = d->be->bo_create(d->bdev, sizeof(uint64_t),
+				       VNPURT_DOMAIN_HOST, &q->timeline_bo);
 	if (err)
 		goto fail;
+	memset(q->stamp_bo.cpu, 0, sizeof(struct rt_stamps) * q->op_cap);
+	memset(q->timeline_bo.cpu, 0, sizeof(uint64_t));
 	*out = q;
 	return VNPU_SUCCESS;
 fail:
@@ -360,10 +402,20 @@ fail:
 
 void rt_hwq_destroy(struct rt_device *d, struct rt_hwq *q)
 {
+	/* Records that never retired (a dead device) release their events. */
+	for (uint32_t i = 0; q->ops && i < q->op_count; i++) {
+		struct rt_op *op = &q->ops[(q->op_head + i) % q->op_cap];
+
+		if (op->event)
+			rt_event_retired(op->event, op->record_id,
+					 VNPURT_STATUS_DEVICE_RESET, 0);
+	}
 	if (q->arena.size)
 		d->be->bo_free(d->bdev, &q->arena);
-	if (q->trace_bo.size)
-		d->be->bo_free(d->bdev, &q->trace_bo);
+	if (q->stamp_bo.size)
+		d->be->bo_free(d->bdev, &q->stamp_bo);
+	if (q->timeline_bo.size)
+		d->be->bo_free(d->bdev, &q->timeline_bo);
 	for (int i = 0; i < 2; i++)
 		if (q->staging[i].size)
 			d->be->bo_free(d->bdev, &q->staging[i]);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "vnpu/hw_mmu.h"
 
 struct rt_runtime rt = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -34,7 +35,6 @@ static void device_close(struct rt_device *d)
 		rt_stream_free(d->default_stream);
 		d->default_stream = NULL;
 	}
-	rt_events_fini(d);
 	rt_memory_fini(d);
 	for (unsigned i = 0; i < d->nhwq; i++) {
 		unsigned qid = d->hwqs[i]->qid;
@@ -44,9 +44,9 @@ static void device_close(struct rt_device *d)
 	}
 	if (d->bdev)
 		d->be->close(d->bdev);
+	rt_va_window_release(&d->va_window);
 	pthread_mutex_destroy(&d->lock);
 	pthread_mutex_destroy(&d->mem_lock);
-	pthread_mutex_destroy(&d->ev_lock);
 	pthread_mutex_destroy(&d->err_lock);
 	free(d);
 }
@@ -62,10 +62,16 @@ static vnpu_error_t device_open(int index, struct rt_device **out)
 	d->be = rt.be;
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_mutex_init(&d->mem_lock, NULL);
-	pthread_mutex_init(&d->ev_lock, NULL);
 	pthread_mutex_init(&d->err_lock, NULL);
 	rt_memory_init(d);
-	err = d->be->open(index, &rt.cfg, &d->bdev);
+	err = rt_va_window_reserve(RT_VA_WINDOW_LO, VNPU_VA_LIMIT,
+				   RT_VA_WINDOW_BYTES, RT_VA_WINDOW_MIN,
+				   &d->va_window);
+	if (err) {
+		device_close(d);
+		return err;
+	}
+	err = d->be->open(index, &rt.cfg, &d->va_window, &d->bdev);
 	if (err) {
 		d->bdev = NULL;
 		device_close(d);
@@ -121,8 +127,8 @@ static void teardown(void)
 		rt.devs[i] = NULL;
 	}
 	rt.ndev = 0;
-	rt_handles_fini(&rt.events);
-	rt_handles_fini(&rt.streams);
+	rt_handles_invalidate(&rt.events);
+	rt_handles_invalidate(&rt.streams);
 	rt_trace_write();
 	rt_config_free(&rt.cfg);
 }

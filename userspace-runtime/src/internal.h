@@ -2,9 +2,9 @@
 /*
  * libvnpurt internals shared by the runtime's source files: configuration,
  * devices, hardware-queue bookkeeping, streams, events, memory maps,
- * handles, errors and tracing. Lock order: event lock -> staging lock ->
- * hwq lock -> device lock / error lock / memory lock / trace lock; the
- * backend's locks are innermost.
+ * handles, errors and tracing. Lock order: staging lock -> hwq lock ->
+ * device lock / error lock / memory lock / trace lock -> an event's lock;
+ * the backend's locks are innermost.
  */
 #ifndef VNPURT_INTERNAL_H
 #define VNPURT_INTERNAL_H
@@ -21,10 +21,17 @@
 #include "vnpu_runtime.h"
 
 #define RT_MAX_DEVICES 4
+/* Each device's VA window: from 4 GiB up (clear of a non-PIE program's
+ * image and heap), 128 GiB when the process has room, at least 1 GiB. */
+#define RT_VA_WINDOW_LO (4ull << 30)
+#define RT_VA_WINDOW_BYTES (128ull << 30)
+#define RT_VA_WINDOW_MIN (1ull << 30)
 #define RT_ARENA_BYTES (1u << 20)	    /* argument arena per hwq */
 #define RT_STAGING_BYTES (4u << 20)	    /* per staging buffer */
 #define RT_WAIT_SLICE_MS 20
 #define RT_MAX_OP_CMDS 8
+/* With the trace's two TIMESTAMPs and an event record's two commands. */
+#define RT_MAX_SUBMIT_CMDS (RT_MAX_OP_CMDS + 4)
 
 /* ---- configuration (env.c) ---------------------------------------------- */
 
@@ -75,6 +82,14 @@ bool rt_ranges_alloc(struct rt_ranges *r, uint64_t size, uint64_t align,
  * free list could not grow (the range is then lost, never corrupted). */
 bool rt_ranges_free(struct rt_ranges *r, uint64_t start, uint64_t size);
 
+/* ---- unified addressing (va_window.c) ------------------------------------ */
+
+/* Reserves a window of the process in [lo, hi): want bytes, or the largest
+ * free range of at least min bytes. */
+vnpu_error_t rt_va_window_reserve(uint64_t lo, uint64_t hi, uint64_t want,
+				  uint64_t min, struct vnpurt_va_window *w);
+void rt_va_window_release(struct vnpurt_va_window *w);
+
 /* ---- handles (handle.c) -------------------------------------------------- */
 
 enum rt_handle_type {
@@ -99,8 +114,10 @@ struct rt_handles {
 	uint32_t n, cap, free_head;
 };
 
+/* Once per table and process; later calls keep the table. */
 void rt_handles_init(struct rt_handles *t, enum rt_handle_type type);
-void rt_handles_fini(struct rt_handles *t);
+/* Every handle of the table becomes invalid (finalize); generations stay. */
+void rt_handles_invalidate(struct rt_handles *t);
 /* A new handle for obj, or NULL when out of memory. */
 void *rt_handle_add(struct rt_handles *t, void *obj);
 /* The live object of h with a reference taken, or NULL. */
@@ -117,11 +134,7 @@ void rt_handles_drain(struct rt_handles *t, void (*fn)(void *obj));
 struct rt_device;
 struct rt_stream;
 
-/* Event slots live in device-visible pinned pools (event.c). */
-struct rt_evslot {
-	uint64_t fence; /* written by FENCE_SIGNAL */
-	uint64_t start_ts; /* TIMESTAMP of the record (timing events) */
-};
+struct rt_event;
 
 struct rt_op {
 	uint64_t first_seq, last_seq;
@@ -131,11 +144,19 @@ struct rt_op {
 	char what[48];
 	uint64_t bytes;
 	uint32_t arena_end; /* UINT32_MAX: no argument block */
-	volatile uint64_t *signal_slot; /* event fence to release on failure */
-	uint64_t signal_value;
-	uint32_t *fail_mark; /* event failure status to set on failure */
 	bool traced;
-	uint64_t host_start_ns;
+	uint32_t fail_status; /* set when the op retired without running */
+	/* An event record: the event (a reference), the record's id, and
+	 * the value it signals on the queue's timeline. */
+	struct rt_event *event;
+	uint64_t record_id;
+	uint64_t timeline_value;
+};
+
+/* Per op of a hwq's ring, device timestamps (hwq.c): the trace's start
+ * and end, and a timing event's record. */
+struct rt_stamps {
+	uint64_t start, end, event;
 };
 
 /* A hardware queue of the device and what was submitted to it. */
@@ -150,8 +171,16 @@ struct rt_hwq {
 	uint32_t arena_head, arena_tail; /* ring of argument blocks */
 	uint32_t arena_live;		 /* ops holding an argument block */
 	uint64_t done;			 /* last retired seqno seen */
-	struct vnpurt_bo trace_bo; /* op_cap * 2 timestamps */
+	struct vnpurt_bo stamp_bo; /* op_cap struct rt_stamps */
 	uint64_t last_seq;
+	/*
+	 * The queue's timeline: a 64-bit word the device raises with
+	 * FENCE_SIGNAL at every event record on this queue, to the value
+	 * timeline_next gave it. The queue runs in order, so the word only
+	 * grows; other queues wait for a record with FENCE_WAIT on it.
+	 */
+	struct vnpurt_bo timeline_bo;
+	uint64_t timeline_next;
 	/* Staging for pageable copies (copy.c). */
 	pthread_mutex_t staging_lock;
 	struct vnpurt_bo staging[2];
@@ -199,6 +228,7 @@ struct rt_device {
 	int index;
 	const struct vnpurt_backend_ops *be;
 	struct vnpurt_bdev *bdev;
+	struct vnpurt_va_window va_window;
 	struct vnpurt_dev_info info;
 	pthread_mutex_t lock; /* hwq assignment */
 	struct rt_hwq *hwqs[VNPU_MAX_QUEUES];
@@ -218,14 +248,6 @@ struct rt_device {
 	uint64_t *class_free[RT_CACHE_CLASSES]; /* free block VAs */
 	size_t class_nfree[RT_CACHE_CLASSES], class_cap[RT_CACHE_CLASSES];
 	struct vnpu_mem_stats stats;
-	/* event.c */
-	pthread_mutex_t ev_lock;
-	struct vnpurt_bo *ev_pools;
-	size_t ev_npools;
-	uint32_t *ev_free;
-	size_t ev_nfree, ev_cap_free;
-	uint32_t *ev_fail; /* per slot: status of a failed record, or 0 */
-	uint64_t *ev_next_value; /* per slot, monotonic */
 };
 
 struct rt_runtime {
@@ -259,9 +281,9 @@ struct rt_opdesc {
 	uint64_t bytes;
 	const void *args;
 	uint32_t args_size;
-	volatile uint64_t *signal_slot;
-	uint64_t signal_value;
-	uint32_t *fail_mark;
+	/* An event record: rt_submit appends the event's TIMESTAMP (timing
+	 * events) and the FENCE_SIGNAL of the queue's timeline. */
+	struct rt_event *record;
 };
 vnpu_error_t rt_submit(struct rt_stream *s, const struct rt_opdesc *op,
 		       struct vnpu_cmd *cmds, unsigned n, uint64_t *seq);
@@ -290,12 +312,24 @@ void rt_memory_fini(struct rt_device *d);
  * memory or pinned host memory); *host tells which. */
 vnpu_error_t rt_resolve(struct rt_device *d, const void *ptr, uint64_t size,
 			uint64_t *va, bool *host);
-bool rt_is_device_ptr(struct rt_device *d, const void *ptr);
-bool rt_is_pinned_ptr(struct rt_device *d, const void *ptr);
+enum rt_ptr_kind { RT_PTR_HOST, RT_PTR_PINNED, RT_PTR_DEVICE };
+/* Where ptr lies; inside an allocation also its device VA and the bytes
+ * from ptr to the allocation's end. Never sets the last error. */
+enum rt_ptr_kind rt_lookup(struct rt_device *d, const void *ptr,
+			   uint64_t *va, uint64_t *avail);
 
 /* event.c */
-void rt_events_fini(struct rt_device *d);
+/* Drops the handle's reference; the event goes when no record is pending. */
 void rt_event_free_obj(void *obj);
+bool rt_event_timed(const struct rt_event *e);
+/* rt_submit queued a record of e (hwq lock held): it becomes the latest,
+ * and holds a reference until it retires. Returns the record's id. */
+uint64_t rt_event_recorded(struct rt_event *e, struct rt_hwq *q,
+			   uint64_t seq, uint64_t timeline_value);
+/* A record retired (hwq lock held): fail_status 0 when it ran; ts its
+ * device timestamp. Drops the record's reference. */
+void rt_event_retired(struct rt_event *e, uint64_t record_id,
+		      uint32_t fail_status, uint64_t ts);
 
 /* cmd.c: commands are built with include/vnpu/hw_cmd_build.h; FILL of a
  * byte value and argument blocks here. */

@@ -412,24 +412,27 @@ vnpu_error_t vnpu_host_free(void *ptr)
 	return VNPU_SUCCESS;
 }
 
-bool rt_is_device_ptr(struct rt_device *d, const void *ptr)
+enum rt_ptr_kind rt_lookup(struct rt_device *d, const void *ptr,
+			   uint64_t *va, uint64_t *avail)
 {
-	bool r;
+	uint64_t k = (uintptr_t)ptr;
+	enum rt_ptr_kind kind = RT_PTR_DEVICE;
+	struct rt_alloc *a;
 
 	pthread_mutex_lock(&d->mem_lock);
-	r = amap_find(&d->dmap, (uintptr_t)ptr) != NULL;
+	a = amap_find(&d->dmap, k);
+	if (!a) {
+		a = amap_find(&d->hmap, k);
+		kind = RT_PTR_PINNED;
+	}
+	if (a) {
+		*va = a->va + (k - a->key);
+		*avail = a->size - (k - a->key);
+	} else {
+		kind = RT_PTR_HOST;
+	}
 	pthread_mutex_unlock(&d->mem_lock);
-	return r;
-}
-
-bool rt_is_pinned_ptr(struct rt_device *d, const void *ptr)
-{
-	bool r;
-
-	pthread_mutex_lock(&d->mem_lock);
-	r = amap_find(&d->hmap, (uintptr_t)ptr) != NULL;
-	pthread_mutex_unlock(&d->mem_lock);
-	return r;
+	return kind;
 }
 
 vnpu_error_t rt_resolve(struct rt_device *d, const void *ptr, uint64_t size,

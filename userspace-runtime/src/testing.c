@@ -65,3 +65,28 @@ vnpu_error_t vnpurt_test_stream_queue(vnpu_stream_t stream, unsigned *qid)
 	rt_stream_put(s);
 	return VNPU_SUCCESS;
 }
+
+vnpu_error_t vnpurt_test_gate(vnpu_stream_t stream, const uint64_t *word,
+			      uint64_t value)
+{
+	struct rt_stream *s;
+	uint64_t va;
+	bool host;
+	vnpu_error_t err = rt_stream_get(stream, &s);
+
+	if (err)
+		return err;
+	err = rt_resolve(s->dev, word, sizeof(*word), &va, &host);
+	if (!err && (!host || va % 8))
+		err = rt_fail(VNPU_ERROR_INVALID_HOST_POINTER,
+			      "a gate word must be 8-byte aligned pinned "
+			      "host memory");
+	if (!err) {
+		struct vnpu_cmd c = vnpu_fence_wait_cmd(va, value);
+		struct rt_opdesc op = {.what = "test gate"};
+
+		err = rt_submit(s, &op, &c, 1, NULL);
+	}
+	rt_stream_put(s);
+	return err;
+}

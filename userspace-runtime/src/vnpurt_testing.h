@@ -23,5 +23,10 @@ vnpu_error_t vnpurt_test_device_va(const void *ptr, uint64_t *va);
 vnpu_error_t vnpurt_test_reset_count(uint32_t *count);
 /* The hardware queue a stream submits to. */
 vnpu_error_t vnpurt_test_stream_queue(vnpu_stream_t stream, unsigned *qid);
+/* A gate: the stream's hardware queue waits, on the device, until the
+ * 64-bit word at `word` (inside vnpu_host_malloc() memory, 8-byte aligned)
+ * is >= value. The host opens it by storing to the word. */
+vnpu_error_t vnpurt_test_gate(vnpu_stream_t stream, const uint64_t *word,
+			      uint64_t value);
 
 #endif /* VNPURT_TESTING_H */
