@@ -96,10 +96,27 @@ bool sim_va_write(struct vnpu_sim *sim, struct sim_exec *ex, uint64_t va,
 }
 
 /*
- * Copies in chunks that stay inside one source and one destination page;
- * each chunk is translated (source first), then moved with memmove
- * semantics. A fault or refused DMA stops the copy: the chunks before it
- * have been written.
+ * The run of pages from va (at most len bytes, at most SIM_DMA_RUN_MAX)
+ * that translate to consecutive addresses of one kind: one memmove or one
+ * host DMA for the whole run instead of one per page. Returns its length
+ * and *phys its start; 0 with the fault recorded when the first page
+ * faults. A later page that does not translate only ends the run.
+ */
+static uint64_t phys_run(struct vnpu_sim *sim, struct sim_exec *ex,
+			 uint64_t va, uint64_t len, bool write,
+			 struct sim_phys *phys)
+{
+	if (!sim_mmu_translate_or_fault(sim, ex, va, write, phys))
+		return 0;
+	return sim_mmu_contiguous(sim, ex, va,
+				  len < SIM_DMA_RUN_MAX ? len : SIM_DMA_RUN_MAX,
+				  write, phys);
+}
+
+/*
+ * Copies in runs that are contiguous on both sides (see phys_run); each run
+ * is translated (source first), then moved with memmove semantics. A fault
+ * or refused DMA stops the copy: the runs before it have been written.
  */
 void sim_dma_copy(struct vnpu_sim *sim, struct sim_exec *ex, uint64_t src,
 		  uint64_t dst, uint64_t size)
@@ -110,14 +127,18 @@ void sim_dma_copy(struct vnpu_sim *sim, struct sim_exec *ex, uint64_t src,
 	    !range_ok(sim, ex, dst, size, true))
 		return;
 	while (size) {
-		uint64_t chunk = min3(page_left(src), page_left(dst), size);
 		struct sim_phys ps, pd;
+		uint64_t chunk;
 
 		if (atomic_load(&sim->cancel))
 			return; /* a reset drops this command anyway */
-		if (!sim_mmu_translate_or_fault(sim, ex, src, false, &ps) ||
-		    !sim_mmu_translate_or_fault(sim, ex, dst, true, &pd))
+		chunk = phys_run(sim, ex, src, size, false, &ps);
+		if (chunk)
+			chunk = phys_run(sim, ex, dst, chunk, true, &pd);
+		if (!chunk)
 			return;
+		if (ps.kind != SIM_PHYS_VRAM && pd.kind != SIM_PHYS_VRAM)
+			chunk = min3(page_left(src), page_left(dst), chunk);
 		if (ps.kind == SIM_PHYS_VRAM && pd.kind == SIM_PHYS_VRAM) {
 			memmove(sim->vram + pd.addr, sim->vram + ps.addr,
 				chunk);
@@ -150,30 +171,60 @@ void sim_dma_copy(struct vnpu_sim *sim, struct sim_exec *ex, uint64_t src,
 	}
 }
 
+/* len bytes of the pattern at p, starting at the pattern's byte 0. */
+static void fill_pattern(uint8_t *p, uint64_t len, const uint8_t word[4])
+{
+	if (word[0] == word[1] && word[0] == word[2] && word[0] == word[3]) {
+		memset(p, word[0], len);
+		return;
+	}
+	/* 1, 2 and 4 divide 4: the word repeats the pattern whole. */
+	for (; len >= 4; p += 4, len -= 4)
+		memcpy(p, word, 4);
+	memcpy(p, word, len);
+}
+
+/*
+ * Fills in runs contiguous in device memory (see phys_run): VRAM directly,
+ * host memory through a page of the pattern. dst and every run start are
+ * width-aligned, so each starts at byte 0 of the pattern.
+ */
 void sim_dma_fill(struct vnpu_sim *sim, struct sim_exec *ex, uint64_t dst,
 		  uint64_t size, uint32_t pattern, uint32_t width)
 {
-	uint8_t buf[VNPU_PAGE_SIZE];
+	uint8_t word[4], page[VNPU_PAGE_SIZE];
+	bool page_ready = false;
 
-	/* dst and every page start are width-aligned, so each chunk starts
-	 * at byte 0 of the pattern. */
-	for (size_t i = 0; i < sizeof(buf); i++)
-		buf[i] = (uint8_t)(pattern >> (8 * (i % width)));
+	for (unsigned i = 0; i < 4; i++)
+		word[i] = (uint8_t)(pattern >> (8 * (i % width)));
 	if (!range_ok(sim, ex, dst, size, true))
 		return;
 	while (size) {
-		uint64_t chunk = page_left(dst) < size ? page_left(dst) : size;
 		struct sim_phys pd;
+		uint64_t run;
 
 		if (atomic_load(&sim->cancel))
 			return;
-		if (!sim_mmu_translate_or_fault(sim, ex, dst, true, &pd))
+		run = phys_run(sim, ex, dst, size, true, &pd);
+		if (!run)
 			return;
-		if (!sim_phys_write(sim, &pd, buf, chunk)) {
-			dma_error(ex, dst);
-			return;
+		if (pd.kind == SIM_PHYS_VRAM) {
+			fill_pattern(sim->vram + pd.addr, run, word);
+		} else {
+			run = page_left(dst) < run ? page_left(dst) : run;
+			if (!page_ready) {
+				fill_pattern(page,
+					     size < sizeof(page) ? size
+								 : sizeof(page),
+					     word);
+				page_ready = true;
+			}
+			if (!sim_phys_write(sim, &pd, page, run)) {
+				dma_error(ex, dst);
+				return;
+			}
 		}
-		dst += chunk;
-		size -= chunk;
+		dst += run;
+		size -= run;
 	}
 }

@@ -43,40 +43,62 @@ static bool read_entry(struct vnpu_sim *sim, uint64_t table, bool in_vram,
 	return true;
 }
 
-/* Walks the tables from pt_base to the leaf entry mapping va. */
-static bool walk(struct vnpu_sim *sim, uint64_t pt_base, uint64_t va,
-		 uint64_t *leaf, uint32_t *reason)
+/* Checks a table entry of the given level; false with the reason. */
+static bool entry_ok(struct vnpu_sim *sim, uint64_t entry, bool last,
+		     uint32_t *reason)
 {
-	uint64_t table = pt_base & VNPU_PT_BASE_ADDR_MASK;
-	bool in_vram = pt_base & VNPU_PT_BASE_VRAM;
-	uint64_t entry = 0;
+	if (!(entry & VNPU_PTE_VALID)) {
+		*reason = VNPU_FAULT_NOT_MAPPED;
+		return false;
+	}
+	if (entry & ~(last ? VNPU_PTE_LEAF_BITS : VNPU_PTE_TABLE_BITS)) {
+		*reason = VNPU_FAULT_BAD_PTE;
+		return false;
+	}
+	if ((entry & VNPU_PTE_VRAM) &&
+	    (entry & VNPU_PTE_ADDR_MASK) > sim->cfg.vram_size - VNPU_PAGE_SIZE) {
+		*reason = VNPU_FAULT_BAD_PTE;
+		return false;
+	}
+	return true;
+}
 
+/* Walks from pt_base to the leaf table holding va's entry. */
+static bool walk_to_leaf_table(struct vnpu_sim *sim, uint64_t pt_base,
+			       uint64_t va, uint64_t *table, bool *in_vram,
+			       uint32_t *reason)
+{
+	uint64_t entry;
+
+	*table = pt_base & VNPU_PT_BASE_ADDR_MASK;
+	*in_vram = pt_base & VNPU_PT_BASE_VRAM;
 	if (pt_base & ~(VNPU_PT_BASE_ADDR_MASK | VNPU_PT_BASE_VRAM)) {
 		*reason = VNPU_FAULT_BAD_PTE;
 		return false;
 	}
-	for (unsigned level = 0; level < VNPU_PT_LEVELS; level++) {
-		bool last = level == VNPU_PT_LEVELS - 1;
+	for (unsigned level = 0; level < VNPU_PT_LEVELS - 1; level++) {
+		if (!read_entry(sim, *table, *in_vram, VNPU_PT_INDEX(va, level),
+				&entry, reason) ||
+		    !entry_ok(sim, entry, false, reason))
+			return false;
+		*table = entry & VNPU_PTE_ADDR_MASK;
+		*in_vram = entry & VNPU_PTE_VRAM;
+	}
+	return true;
+}
 
-		if (!read_entry(sim, table, in_vram, VNPU_PT_INDEX(va, level),
-				&entry, reason))
-			return false;
-		if (!(entry & VNPU_PTE_VALID)) {
-			*reason = VNPU_FAULT_NOT_MAPPED;
-			return false;
-		}
-		if (entry &
-		    ~(last ? VNPU_PTE_LEAF_BITS : VNPU_PTE_TABLE_BITS)) {
-			*reason = VNPU_FAULT_BAD_PTE;
-			return false;
-		}
-		table = entry & VNPU_PTE_ADDR_MASK;
-		in_vram = entry & VNPU_PTE_VRAM;
-	}
-	if (in_vram && table > sim->cfg.vram_size - VNPU_PAGE_SIZE) {
-		*reason = VNPU_FAULT_BAD_PTE;
+/* Walks the tables from pt_base to the leaf entry mapping va. */
+static bool walk(struct vnpu_sim *sim, uint64_t pt_base, uint64_t va,
+		 uint64_t *leaf, uint32_t *reason)
+{
+	uint64_t table, entry = 0;
+	bool in_vram;
+
+	if (!walk_to_leaf_table(sim, pt_base, va, &table, &in_vram, reason) ||
+	    !read_entry(sim, table, in_vram,
+			VNPU_PT_INDEX(va, VNPU_PT_LEVELS - 1), &entry, reason) ||
+	    !entry_ok(sim, entry, true, reason))
 		return false;
-	}
 	*leaf = entry;
 	return true;
 }
@@ -173,4 +195,61 @@ bool sim_mmu_translate_or_fault(struct vnpu_sim *sim, struct sim_exec *ex,
 		return true;
 	sim_mmu_fault(sim, ex, &fault);
 	return false;
+}
+
+uint64_t sim_mmu_contiguous(struct vnpu_sim *sim, struct sim_exec *ex,
+			    uint64_t va, uint64_t len, bool write,
+			    const struct sim_phys *phys)
+{
+	uint64_t run = VNPU_PAGE_SIZE - (va & (VNPU_PAGE_SIZE - 1));
+	struct sim_ctx *ctx = &sim->ctx[ex->ctx];
+	uint64_t leaf[VNPU_PT_ENTRIES], pt_base, need;
+	uint32_t reason;
+	bool enabled;
+
+	if (run >= len)
+		return len;
+	sim_lock(sim);
+	enabled = ctx->enabled;
+	pt_base = ctx->pt_base;
+	sim_unlock(sim);
+	if (!enabled)
+		return run;
+	need = write ? VNPU_PTE_WRITE : VNPU_PTE_READ;
+	while (run < len) {
+		uint64_t next = va + run, table;
+		unsigned idx = VNPU_PT_INDEX(next, VNPU_PT_LEVELS - 1);
+		uint64_t pages = (len - run + VNPU_PAGE_SIZE - 1) >>
+				 VNPU_PAGE_SHIFT;
+		unsigned n = VNPU_PT_ENTRIES - idx;
+		bool in_vram;
+
+		if (pages < n)
+			n = (unsigned)pages;
+		/* One read for the rest of this leaf table. */
+		if (!walk_to_leaf_table(sim, pt_base, next, &table, &in_vram,
+					&reason))
+			return run;
+		if (in_vram) {
+			if (table > sim->cfg.vram_size - VNPU_PAGE_SIZE)
+				return run;
+			memcpy(leaf, sim->vram + table + idx * 8ull, n * 8ull);
+		} else if (sim->hal.dma_read(sim->hal.opaque,
+					     table + idx * 8ull, leaf,
+					     n * 8ull)) {
+			return run;
+		}
+		for (unsigned k = 0; k < n; k++) {
+			uint64_t e = leaf[k];
+			bool vram = e & VNPU_PTE_VRAM;
+
+			if (!entry_ok(sim, e, true, &reason) || !(e & need) ||
+			    vram != (phys->kind == SIM_PHYS_VRAM) ||
+			    (e & VNPU_PTE_ADDR_MASK) != phys->addr + run)
+				return run;
+			run += len - run < VNPU_PAGE_SIZE ? len - run
+							   : VNPU_PAGE_SIZE;
+		}
+	}
+	return run;
 }

@@ -236,10 +236,22 @@ bool sim_mmu_range_ok(uint64_t va, uint64_t size, struct sim_fault *fault);
 /* Records a fault on the executing command's context; status MMU_FAULT. */
 void sim_mmu_fault(struct vnpu_sim *sim, struct sim_exec *ex,
 		   const struct sim_fault *fault);
+/* phys translates va: how many bytes from va (at most len) go on at the
+ * consecutive addresses of phys's kind, with the access allowed. Reads each
+ * leaf table once for the whole stretch it covers; faults nothing. */
+uint64_t sim_mmu_contiguous(struct vnpu_sim *sim, struct sim_exec *ex,
+			    uint64_t va, uint64_t len, bool write,
+			    const struct sim_phys *phys);
 /* Translates, or records the fault (sim_mmu_fault) and returns false. */
 bool sim_mmu_translate_or_fault(struct vnpu_sim *sim, struct sim_exec *ex,
 				uint64_t va, bool write, struct sim_phys *phys);
 void sim_tlb_invalidate_locked(struct sim_ctx *ctx);
+
+/* dma.c: the longest physically contiguous run one copy step moves: long
+ * enough for memcpy's streaming (non-temporal) stores, which glibc uses
+ * above a threshold of about the shared cache size, and short enough that
+ * a reset's cancel is seen within some milliseconds. */
+#define SIM_DMA_RUN_MAX (64ull << 20)
 
 /* dma.c: accesses through the executing context's MMU. They set ex->status
  * and ex->info and return false on MMU_FAULT or DMA_ERROR. */

@@ -119,6 +119,74 @@ START_TEST(copy_noncontiguous_vram)
 }
 END_TEST
 
+/*
+ * The DMA engine moves runs that are contiguous in device memory in one
+ * step, reading leaf tables whole: a run must still stop at the first page
+ * that may not be accessed (here past a leaf table's end, 600 pages from a
+ * 2 MiB boundary), with every byte before it moved and none after.
+ */
+/* Bytes of p[0..n) that are not v. */
+static uint64_t count_not(const uint8_t *p, uint64_t n, uint8_t v)
+{
+	uint64_t c = 0;
+
+	for (uint64_t i = 0; i < n; i++)
+		c += p[i] != v;
+	return c;
+}
+
+START_TEST(runs_stop_at_the_first_bad_page)
+{
+	const uint64_t pages = 600, bad = 550, sz = pages * 4096;
+	const uint64_t va_s = 0x300000000ull, va_d = 0x340000000ull;
+	uint64_t vs = vnpu_simhost_vram_alloc(h, sz, 4096);
+	uint64_t vd = vnpu_simhost_vram_alloc(h, sz, 4096);
+	uint8_t *s = vnpu_simhost_vram_ptr(h, vs),
+		*d = vnpu_simhost_vram_ptr(h, vd);
+	struct vnpu_cpl cpl;
+
+	ck_assert_int_eq(vnpu_simhost_map(h, 0, va_s, true, vs, sz, RW), 0);
+	/* The destination: read-only at page `bad`. */
+	ck_assert_int_eq(vnpu_simhost_map(h, 0, va_d, true, vd, bad * 4096, RW),
+			 0);
+	ck_assert_int_eq(vnpu_simhost_map(h, 0, va_d + bad * 4096, true,
+					  vd + bad * 4096, 4096, RO),
+			 0);
+	ck_assert_int_eq(vnpu_simhost_map(h, 0, va_d + (bad + 1) * 4096, true,
+					  vd + (bad + 1) * 4096,
+					  sz - (bad + 1) * 4096, RW),
+			 0);
+	ft_fill_random(s, sz, 21);
+	memset(d, 0xcc, sz);
+	ck_assert_uint_eq(
+		run0(vnpu_copy_cmd(va_s + 5, va_d + 5, sz - 10), &cpl),
+		VNPU_STATUS_MMU_FAULT);
+	ck_assert_uint_eq(cpl.info, va_d + bad * 4096);
+	ck_assert_uint_eq(ft_fault_va(h, 0), va_d + bad * 4096);
+	ck_assert_mem_eq(d + 5, s + 5, bad * 4096 - 5);
+	ck_assert_uint_eq(count_not(d + bad * 4096, sz - bad * 4096, 0xcc), 0);
+	ft_clear_fault(h, 0);
+	/* A fill runs into the same page; 2-byte pattern straight to VRAM. */
+	ck_assert_uint_eq(
+		run0(vnpu_fill_cmd(va_d + 2, sz - 4, 0xbeef, 2), &cpl),
+		VNPU_STATUS_MMU_FAULT);
+	ck_assert_uint_eq(cpl.info, va_d + bad * 4096);
+	{
+		uint64_t wrong = 0;
+
+		for (uint64_t i = 2; i < bad * 4096; i += 2)
+			wrong += d[i] != 0xef || d[i + 1] != 0xbe;
+		ck_assert_uint_eq(wrong, 0);
+	}
+	ck_assert_uint_eq(count_not(d + bad * 4096, sz - bad * 4096, 0xcc), 0);
+	ft_clear_fault(h, 0);
+	/* The whole source, which is contiguous, in one command. */
+	ck_assert_uint_eq(run0(vnpu_copy_cmd(va_s, va_d, bad * 4096), NULL),
+			  VNPU_STATUS_OK);
+	ck_assert_mem_eq(d, s, bad * 4096);
+}
+END_TEST
+
 START_TEST(copy_overlap_in_one_page)
 {
 	uint64_t va;
@@ -716,6 +784,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, nop_and_header);
 	tcase_add_test(tc, copy_host_vram_host);
+	tcase_add_test(tc, runs_stop_at_the_first_bad_page);
 	tcase_add_test(tc, copy_noncontiguous_vram);
 	tcase_add_test(tc, copy_overlap_in_one_page);
 	tcase_add_test(tc, copy_errors);

@@ -152,7 +152,11 @@ static void host_unregister(struct vnpurt_bdev *d, const void *p)
 	pthread_mutex_unlock(&d->hosts_lock);
 }
 
-/* Whether [addr, addr + len) lies in one registered range (lock held). */
+/*
+ * Whether [addr, addr + len) is covered by registered ranges (lock held):
+ * one, or several that adjoin (the device moves physically contiguous runs
+ * in one transfer, whatever blocks they were allocated as).
+ */
 static bool host_allowed(struct vnpurt_bdev *d, uint64_t addr, uint64_t len)
 {
 	size_t lo = 0, hi = d->nhosts;
@@ -167,9 +171,18 @@ static bool host_allowed(struct vnpurt_bdev *d, uint64_t addr, uint64_t len)
 	}
 	if (!lo)
 		return false;
-	lo--;
-	return addr - d->hosts[lo].start <= d->hosts[lo].len &&
-	       len <= d->hosts[lo].len - (addr - d->hosts[lo].start);
+	for (lo--; lo < d->nhosts && d->hosts[lo].start <= addr; lo++) {
+		uint64_t off = addr - d->hosts[lo].start;
+
+		if (off > d->hosts[lo].len)
+			return false;
+		if (len <= d->hosts[lo].len - off)
+			return true;
+		/* Runs past this range: the rest must start where it ends. */
+		len -= d->hosts[lo].len - off;
+		addr = d->hosts[lo].start + d->hosts[lo].len;
+	}
+	return false;
 }
 
 /* Whether [addr, addr + len) lies in the rings (fixed until close). */
@@ -244,7 +257,7 @@ static bool cpl_written(struct vnpurt_bdev *d, unsigned qi, uint64_t seqno)
 		(const struct vnpu_cpl *)q->cpl +
 		((seqno - q->slot0_seq) & mask);
 
-	return c->seqno == seqno;
+	return __atomic_load_n(&c->seqno, __ATOMIC_ACQUIRE) == seqno;
 }
 
 /*
@@ -947,16 +960,46 @@ static uint64_t sim_completed(struct vnpurt_bdev *d, unsigned qi)
 	return done;
 }
 
+/*
+ * Spins up to VNPU_SIM_SPIN_US for seqno's completion record, reading the
+ * completion ring without locks. A sleeping waiter is woken by the
+ * interrupt through a condition variable, and that wake-up (10-50 us on a
+ * busy or virtual machine) was the slow mode of a bimodal launch + sync
+ * round trip; a short command completes well within the spin.
+ */
+static bool spin_for(struct vnpurt_bdev *d, unsigned qi, uint64_t seqno)
+{
+	uint64_t end;
+
+	if (!d->cfg->sim_spin_us)
+		return false;
+	end = rt_now_ns() + d->cfg->sim_spin_us * 1000ull;
+	do {
+		for (int i = 0; i < 32; i++) {
+			if (cpl_written(d, qi, seqno))
+				return true;
+			rt_cpu_relax();
+		}
+	} while (rt_now_ns() < end);
+	return false;
+}
+
 static vnpu_error_t sim_wait(struct vnpurt_bdev *d, unsigned qi,
 			     uint64_t seqno, unsigned timeout_ms)
 {
 	uint64_t deadline = now_ms() + timeout_ms;
+	bool spun = false;
 
 	for (;;) {
 		uint64_t gen = irq_gen(d), now;
 
 		if (sim_completed(d, qi) >= seqno)
 			return VNPU_SUCCESS;
+		if (!spun) {
+			spun = true;
+			if (spin_for(d, qi, seqno))
+				continue;
+		}
 		check_hang(d);
 		now = now_ms();
 		if (now >= deadline)

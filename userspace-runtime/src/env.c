@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -63,6 +64,13 @@ vnpu_error_t rt_config_read(struct vnpurt_config *cfg)
 	if (err)
 		return err;
 	cfg->sim_cores = (unsigned)v;
+	/* A thread's wake-up costs more than most commands take: spin that
+	 * long first, where another CPU runs the device. */
+	err = env_uint("VNPU_SIM_SPIN_US", 0, 10000,
+		       sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 20 : 0, &v);
+	if (err)
+		return err;
+	cfg->sim_spin_us = (unsigned)v;
 	if (trace && *trace) {
 		cfg->trace_path = strdup(trace);
 		if (!cfg->trace_path)

@@ -33,6 +33,16 @@
 /* With the trace's two TIMESTAMPs and an event record's two commands. */
 #define RT_MAX_SUBMIT_CMDS (RT_MAX_OP_CMDS + 4)
 
+/* A spin-wait's pause between two reads. */
+static inline void rt_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield" ::: "memory");
+#endif
+}
+
 /* ---- configuration (env.c) ---------------------------------------------- */
 
 struct vnpurt_config {
@@ -43,6 +53,7 @@ struct vnpurt_config {
 	bool sim_test_mode;
 	unsigned sim_timeout_ms;
 	unsigned sim_cores; /* 0: online CPUs, capped */
+	unsigned sim_spin_us; /* a wait spins this long before it sleeps */
 };
 
 /* Reads VNPU_* variables; returns VNPU_ERROR_INVALID_VALUE with a detail

@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: MIT
 /*
  * libvnpurt overheads over the sim backend, each against a host baseline
- * measured in the same run:
+ * measured in the same run; every figure is a median of repeated
+ * measurements (with the 10th and 90th percentiles where the spread says
+ * something):
  *  - async launch of an empty kernel ("fill" of a 0-element tensor: the
- *    device validates it and runs nothing), N launches then one sync,
- *    amortized per launch, vs an empty call through a pthread mutex and vs
- *    a 64-byte memcpy;
- *  - synchronize round trip (one launch + sync) vs a condvar ping-pong
- *    between two threads;
- *  - H2D / D2H bandwidth, pageable and pinned, vs memcpy of the same size.
+ *    device validates it and runs nothing), batches of launches then one
+ *    sync, amortized per launch, vs an empty call through a pthread mutex
+ *    and vs a 64-byte memcpy;
+ *  - synchronize round trips, each timed on its own: an empty launch +
+ *    sync, a 4-byte memset + sync, against a condvar ping-pong between two
+ *    threads;
+ *  - 64 MiB copies, D2D and H2D / D2H pageable and pinned, against memcpy of
+ *    the same size between page-aligned, already touched buffers (glibc's
+ *    best path).
  *
  * Usage: bench-runtime [N [SECTIONS]]; SECTIONS is any of "launch", "sync",
  * "copy" joined by commas (default: all). "launch" alone with a fixed N is
@@ -17,11 +22,13 @@
  * one launch, device side included.
  */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "bench.h"
 #include "vnpu_runtime.h"
 
 #define CHECK(call)                                                        \
@@ -69,33 +76,59 @@ static void *pong(void *arg)
 	return NULL;
 }
 
-static double pingpong_us(int n)
+static double bw_gbs(size_t bytes, double s)
+{
+	return (double)bytes / s / 1e9;
+}
+
+/* Percentile q (0..1) of v[0..n), sorted in place. */
+static double pct(double *v, int n, double q)
+{
+	int i;
+
+	bench_median(v, n); /* sorts */
+	i = (int)(q * (n - 1) + 0.5);
+	return v[i];
+}
+
+/* One pong per ping, each round timed on its own (us). */
+static void pingpong_rounds(double *us, int n)
 {
 	pthread_t t;
-	double t0;
 
 	rounds_left = n;
 	turn = 0;
 	pthread_create(&t, NULL, pong, NULL);
-	t0 = now_s();
 	pthread_mutex_lock(&lock);
 	for (int i = 0; i < n; i++) {
+		double t0 = now_s();
+
 		turn = 1;
 		pthread_cond_broadcast(&cv);
 		while (turn != 0)
 			pthread_cond_wait(&cv, &lock);
+		us[i] = (now_s() - t0) * 1e6;
 	}
 	rounds_left = 0;
 	pthread_cond_broadcast(&cv);
 	pthread_mutex_unlock(&lock);
-	t0 = now_s() - t0;
 	pthread_join(t, NULL);
-	return t0 / n * 1e6;
 }
 
-static double bw_gbs(size_t bytes, double s)
+static void report_rounds(const char *what, double *us, int n,
+			  double baseline)
 {
-	return (double)bytes / s / 1e9;
+	double p10 = pct(us, n, 0.10), med = pct(us, n, 0.5);
+	double p90 = pct(us, n, 0.90), slow = 0;
+
+	for (int i = 0; i < n; i++)
+		slow += us[i] > 2 * med;
+	printf("  %-26s median %7.2f us (p10 %6.2f, p90 %6.2f; %4.1f%% of "
+	       "rounds > 2x median)",
+	       what, med, p10, p90, 100.0 * slow / n);
+	if (baseline > 0)
+		printf("  %.2fx", med / baseline);
+	printf("\n");
 }
 
 int main(int argc, char **argv)
@@ -106,11 +139,17 @@ int main(int argc, char **argv)
 	struct vnpu_kp_fill p;
 	struct vnpu_launch_buffer b;
 	vnpu_stream_t s;
-	void *d, *pin, *dst_pin;
+	void *d, *d2, *pin, *dst_pin;
 	char *host, *host2;
 	char src64[64], dst64[64];
-	double t, launch_us, lock_us, memcpy64_us, sync_us, pp_us;
+	double *v;
+	int batches = 21;
 
+	if (n < batches)
+		n = batches;
+	v = calloc((size_t)n, sizeof(*v));
+	if (!v)
+		return 1;
 	CHECK(vnpu_init());
 	CHECK(vnpu_stream_create(&s, VNPU_STREAM_PRIORITY_LOW));
 	CHECK(vnpu_malloc(&d, strstr(sections, "copy") ? bw_bytes : 4096));
@@ -126,92 +165,126 @@ int main(int argc, char **argv)
 		CHECK(vnpu_launch_kernel("fill", 1, &b, 1, &p, sizeof(p), s));
 	CHECK(vnpu_stream_synchronize(s));
 
-	if (!strstr(sections, "launch"))
-		goto sync;
-	t = now_s();
-	for (int i = 0; i < n; i++)
-		CHECK(vnpu_launch_kernel("fill", 1, &b, 1, &p, sizeof(p), s));
-	CHECK(vnpu_stream_synchronize(s));
-	launch_us = (now_s() - t) / n * 1e6;
+	if (strstr(sections, "launch")) {
+		int per = n / batches;
+		double launch_us, lock_us, memcpy64_us;
 
-	t = now_s();
-	for (int i = 0; i < n; i++)
-		empty_locked_call(i);
-	lock_us = (now_s() - t) / n * 1e6;
-	memset(src64, 1, sizeof(src64));
-	t = now_s();
-	for (int i = 0; i < n * 10; i++) {
-		src64[0] = (char)i;
-		memcpy(dst64, src64, sizeof(dst64));
-		__asm__ volatile("" ::"r"(dst64) : "memory");
+		for (int k = 0; k < batches; k++) {
+			double t = now_s();
+
+			for (int i = 0; i < per; i++)
+				CHECK(vnpu_launch_kernel("fill", 1, &b, 1, &p,
+							 sizeof(p), s));
+			CHECK(vnpu_stream_synchronize(s));
+			v[k] = (now_s() - t) / per * 1e6;
+		}
+		launch_us = bench_median(v, batches);
+		for (int k = 0; k < batches; k++) {
+			double t = now_s();
+
+			for (int i = 0; i < per; i++)
+				empty_locked_call(i);
+			v[k] = (now_s() - t) / per * 1e6;
+		}
+		lock_us = bench_median(v, batches);
+		memset(src64, 1, sizeof(src64));
+		for (int k = 0; k < batches; k++) {
+			double t = now_s();
+
+			for (int i = 0; i < per * 10; i++) {
+				src64[0] = (char)i;
+				memcpy(dst64, src64, sizeof(dst64));
+				__asm__ volatile("" ::"r"(dst64) : "memory");
+			}
+			v[k] = (now_s() - t) / (per * 10) * 1e6;
+		}
+		memcpy64_us = bench_median(v, batches);
+		printf("async launch of an empty kernel, median of %d batches of "
+		       "%d launches + 1 sync:\n",
+		       batches, per);
+		printf("  %.3f us/launch; empty call through a mutex %.4f us "
+		       "(ratio %.0fx); memcpy 64 B %.4f us (ratio %.0fx)\n",
+		       launch_us, lock_us, launch_us / lock_us, memcpy64_us,
+		       launch_us / memcpy64_us);
 	}
-	memcpy64_us = (now_s() - t) / (n * 10) * 1e6;
 
-	printf("async launch of an empty kernel, %d launches + 1 sync:\n", n);
-	printf("  %.3f us/launch; empty call through a mutex %.4f us "
-	       "(ratio %.0fx); memcpy 64 B %.4f us (ratio %.0fx)\n",
-	       launch_us, lock_us, launch_us / lock_us, memcpy64_us,
-	       launch_us / memcpy64_us);
-
-sync:
 	if (strstr(sections, "sync")) {
 		int rounds = n / 10;
+		double launch_med;
 
-		t = now_s();
+		printf("synchronize round trips, %d each, timed one by one:\n",
+		       rounds);
 		for (int i = 0; i < rounds; i++) {
+			double t = now_s();
+
 			CHECK(vnpu_launch_kernel("fill", 1, &b, 1, &p,
 						 sizeof(p), s));
 			CHECK(vnpu_stream_synchronize(s));
+			v[i] = (now_s() - t) * 1e6;
 		}
-		sync_us = (now_s() - t) / rounds * 1e6;
-		pp_us = pingpong_us(rounds);
-		printf("launch + synchronize round trip: %.2f us; condvar "
-		       "ping-pong %.2f us (ratio %.1fx)\n",
-		       sync_us, pp_us, sync_us / pp_us);
+		report_rounds("empty launch + sync", v, rounds, 0);
+		launch_med = pct(v, rounds, 0.5);
+		for (int i = 0; i < rounds; i++) {
+			double t = now_s();
+
+			CHECK(vnpu_memset_async(d, i, 4, s));
+			CHECK(vnpu_stream_synchronize(s));
+			v[i] = (now_s() - t) * 1e6;
+		}
+		report_rounds("memset 4 B + sync", v, rounds, launch_med);
+		pingpong_rounds(v, rounds);
+		report_rounds("condvar ping-pong", v, rounds, 0);
+		printf("  (ratios: to the empty launch + sync median; launch + "
+		       "sync / ping-pong %.2fx)\n",
+		       launch_med / pct(v, rounds, 0.5));
 	}
 
 	if (!strstr(sections, "copy"))
 		goto out;
-	host = malloc(bw_bytes);
-	host2 = malloc(bw_bytes);
+	host = bench_alloc(bw_bytes);
+	host2 = bench_alloc(bw_bytes);
 	memset(host, 3, bw_bytes);
-	memset(host2, 0, bw_bytes);
+	CHECK(vnpu_malloc(&d2, bw_bytes));
 	CHECK(vnpu_host_malloc(&pin, bw_bytes));
 	CHECK(vnpu_host_malloc(&dst_pin, bw_bytes));
 	memset(pin, 4, bw_bytes);
 	memset(dst_pin, 0, bw_bytes);
 	{
-		double base, h2d, d2h, h2d_pin, d2h_pin;
-		int reps = 5;
+		enum { REPS = 9 };
+		double base, d2d, h2d, d2h, h2d_pin, d2h_pin;
+		double r[REPS];
 
+#define MEDIAN_GBS(out, stmt)                                              \
+	do {                                                               \
+		for (int i_ = 0; i_ < REPS; i_++) {                        \
+			double t_ = now_s();                               \
+			stmt;                                              \
+			r[i_] = now_s() - t_;                              \
+		}                                                          \
+		out = bw_gbs(bw_bytes, bench_median(r, REPS));             \
+	} while (0)
 		CHECK(vnpu_memcpy(d, host, bw_bytes, VNPU_MEMCPY_H2D));
-		t = now_s();
-		for (int i = 0; i < reps; i++) {
+		MEDIAN_GBS(base, {
 			memcpy(host2, host, bw_bytes);
 			__asm__ volatile("" ::"r"(host2) : "memory");
-		}
-		base = bw_gbs(bw_bytes * reps, now_s() - t);
-		t = now_s();
-		for (int i = 0; i < reps; i++)
-			CHECK(vnpu_memcpy(d, host, bw_bytes, VNPU_MEMCPY_H2D));
-		h2d = bw_gbs(bw_bytes * reps, now_s() - t);
-		t = now_s();
-		for (int i = 0; i < reps; i++)
-			CHECK(vnpu_memcpy(host2, d, bw_bytes, VNPU_MEMCPY_D2H));
-		d2h = bw_gbs(bw_bytes * reps, now_s() - t);
-		t = now_s();
-		for (int i = 0; i < reps; i++)
-			CHECK(vnpu_memcpy(d, pin, bw_bytes, VNPU_MEMCPY_H2D));
-		h2d_pin = bw_gbs(bw_bytes * reps, now_s() - t);
-		t = now_s();
-		for (int i = 0; i < reps; i++)
-			CHECK(vnpu_memcpy(dst_pin, d, bw_bytes,
-					  VNPU_MEMCPY_D2H));
-		d2h_pin = bw_gbs(bw_bytes * reps, now_s() - t);
+		});
+		MEDIAN_GBS(d2d, CHECK(vnpu_memcpy(d2, d, bw_bytes,
+						  VNPU_MEMCPY_D2D)));
+		MEDIAN_GBS(h2d, CHECK(vnpu_memcpy(d, host, bw_bytes,
+						  VNPU_MEMCPY_H2D)));
+		MEDIAN_GBS(d2h, CHECK(vnpu_memcpy(host2, d, bw_bytes,
+						  VNPU_MEMCPY_D2H)));
+		MEDIAN_GBS(h2d_pin, CHECK(vnpu_memcpy(d, pin, bw_bytes,
+						      VNPU_MEMCPY_H2D)));
+		MEDIAN_GBS(d2h_pin, CHECK(vnpu_memcpy(dst_pin, d, bw_bytes,
+						      VNPU_MEMCPY_D2H)));
+#undef MEDIAN_GBS
 		if (memcmp(dst_pin, pin, bw_bytes))
 			fprintf(stderr, "pinned round trip mismatch\n");
-		printf("copies of %zu MiB: memcpy %.2f GB/s\n", bw_bytes >> 20,
-		       base);
+		printf("copies of %zu MiB, median of %d: memcpy %.2f GB/s "
+		       "(glibc, page-aligned, touched)\n",
+		       bw_bytes >> 20, REPS, base);
+		printf("  D2D %.2f GB/s (%.2fx memcpy)\n", d2d, d2d / base);
 		printf("  H2D pageable %.2f GB/s (%.2fx memcpy), pinned %.2f "
 		       "GB/s (%.2fx)\n",
 		       h2d, h2d / base, h2d_pin, h2d_pin / base);
@@ -221,9 +294,11 @@ sync:
 	}
 	CHECK(vnpu_host_free(pin));
 	CHECK(vnpu_host_free(dst_pin));
+	CHECK(vnpu_free(d2));
 	free(host);
 	free(host2);
 out:
+	free(v);
 	CHECK(vnpu_free(d));
 	CHECK(vnpu_stream_destroy(s));
 	CHECK(vnpu_finalize());
