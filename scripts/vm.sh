@@ -201,7 +201,9 @@ fi
 
 qemu_args() {
 	local a=$1
-	local -a args=(-machine q35 -m "$mem" -smp "$smp" -nodefaults
+	# dump-guest-core=off: a QEMU core holds QEMU, not the guest's RAM.
+	local -a args=(-machine "q35,dump-guest-core=off" -m "$mem" -smp "$smp"
+		-nodefaults
 		-no-user-config -no-reboot -display none
 		-kernel "$kernel" -initrd "$run/initrd")
 	if [ "$a" = tcg ]; then
@@ -244,7 +246,9 @@ boot_and_wait() {
 	local p
 	mapfile -d '' cmd < <(qemu_args "${a%-try}")
 	for p in stdout stderr kmsg status console.log; do : >"$run/$p"; done
-	"${cmd[@]}" </dev/null >"$run/qemu.log" 2>&1 &
+	# In the run dir with core dumps on: a crash leaves its core there.
+	(cd "$run" && ulimit -c unlimited 2>/dev/null
+	exec "${cmd[@]}") </dev/null >"$run/qemu.log" 2>&1 &
 	qpid=$!
 	local deadline=$((SECONDS + limit)) booted=0
 	if [ "$a" = kvm-try ]; then
@@ -308,12 +312,40 @@ t_end=$(date +%s.%N)
 # What a kept run dir needs is the logs, not the image.
 rm -rf "$run/initrd" "$run/extra"
 
+# QEMU killed by a signal (other than our time limit's): a bug in QEMU or
+# the device, whatever the guest reported. The backtrace comes from the
+# core when gdb is there; otherwise the core stays with the logs.
+qemu_crash_report() {
+	local core
+	echo "vm: QEMU died of signal $((qemu_rc - 128)) (logs: $run)" >&2
+	sed 's/^/  qemu: /' "$run/qemu.log" | tail -10 >&2
+	core=$(find "$run" -maxdepth 1 -type f -name 'core*' | head -1)
+	if [ -z "$core" ]; then
+		echo "vm: no core file in $run (core_pattern:" \
+			"$(cat /proc/sys/kernel/core_pattern 2>/dev/null))" >&2
+	elif command -v gdb >/dev/null; then
+		gdb -batch -ex bt -ex 'thread apply all bt' "$qemu" "$core" \
+			>"$run/qemu-backtrace.txt" 2>&1 || true
+		echo "vm: backtrace of the crashing thread" \
+			"($run/qemu-backtrace.txt has every thread):" >&2
+		sed -n '/^#0 /,/^$/p' "$run/qemu-backtrace.txt" | head -30 |
+			sed 's/^/  | /' >&2
+		rm -f "$core"
+	else
+		echo "vm: core kept as $core (install gdb for a backtrace)" >&2
+	fi
+}
+
 status=$(awk '$1 == "exit" {print $2}' "$run/status")
 kernel_ok=0
 check_log "$run/console.log" "$run/kmsg" || kernel_ok=1
 if [ $rc -eq 1 ]; then
 	echo "vm: time limit of ${timeout} s reached; QEMU killed (logs: $run)" >&2
 	exit 124
+fi
+if [ "$qemu_rc" -gt 128 ]; then
+	qemu_crash_report
+	exit 125
 fi
 if [ -z "$status" ]; then
 	echo "vm: the guest reported no exit status (QEMU exited" \

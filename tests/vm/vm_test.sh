@@ -14,8 +14,20 @@ vm=${VNPU_VM_SH:?}
 logs=${VNPU_VM_LOGS:?}
 fails=0
 work=$(mktemp -d "${TMPDIR:-/tmp}/vnpu-vm-test.XXXXXX")
-trap 'rm -rf "$work"' EXIT
 export VNPU_VM_STATE=$work/state
+# A failing case's kept runs go where vm.sh keeps runs by default, so that
+# its logs outlive the test (the ten newest stay there).
+finish() {
+	local kept=${VNPU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vnpu}/vm/runs
+	if [ "$fails" -ne 0 ] && [ -d "$VNPU_VM_STATE/runs" ] &&
+		[ -n "$(ls -A "$VNPU_VM_STATE/runs")" ]; then
+		mkdir -p "$kept"
+		mv "$VNPU_VM_STATE"/runs/* "$kept"/ &&
+			echo "kept the failed runs' logs in $kept"
+	fi
+	rm -rf "$work"
+}
+trap finish EXIT
 
 ok() { echo "ok: $*"; }
 fail() {
@@ -138,6 +150,16 @@ kernel-warn)
 		ok "the failed run's console log is kept" ||
 		fail "kept: ${kept[*]}"
 	;;
+qemu-crash)
+	# A QEMU killed by a signal fails the run (125) and says so, whatever
+	# it did before: a stand-in that crashes at once.
+	printf '#!/bin/sh\nkill -SEGV $$\n' >"$work/crashing-qemu"
+	chmod +x "$work/crashing-qemu"
+	expect_rc 125 "QEMU crash" -- run --quiet --accel tcg \
+		--qemu "$work/crashing-qemu" -- true
+	grep -q 'QEMU died of signal 11' "$work/err" && ok "names the signal" ||
+		fail "no signal message: $(cat "$work/err")"
+	;;
 kernel-panic)
 	expect_rc 125 "panic" -- run --quiet --timeout 300 \
 		-- sh -c 'echo c >/proc/sysrq-trigger'
@@ -145,7 +167,7 @@ kernel-panic)
 		fail "panic not printed"
 	;;
 *)
-	echo "usage: $0 log-scanner|exit-status|output|user-and-device|kept-runs|time-limit|kernel-warn|kernel-panic" >&2
+	echo "usage: $0 log-scanner|exit-status|output|user-and-device|kept-runs|time-limit|kernel-warn|kernel-panic|qemu-crash" >&2
 	exit 2
 	;;
 esac
