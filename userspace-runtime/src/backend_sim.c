@@ -686,7 +686,7 @@ static vnpu_error_t sim_open(int index, const struct vnpurt_config *cfg,
 {
 	struct vnpurt_bdev *d;
 	struct vnpu_sim_config sc;
-	struct vnpu_sim_hal hal;
+	struct vnpu_sim_hal hal = {0};
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	size_t fw_cap = vnpu_fw_image_size();
 	uint64_t ring_bytes, cpl_bytes;

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "internal.h"
-#include "vnpu/hw_mmu.h"
 
 struct rt_runtime rt = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -64,9 +63,7 @@ static vnpu_error_t device_open(int index, struct rt_device **out)
 	pthread_mutex_init(&d->mem_lock, NULL);
 	pthread_mutex_init(&d->err_lock, NULL);
 	rt_memory_init(d);
-	err = rt_va_window_reserve(RT_VA_WINDOW_LO, VNPU_VA_LIMIT,
-				   RT_VA_WINDOW_BYTES, RT_VA_WINDOW_MIN,
-				   &d->va_window);
+	err = rt_va_window_reserve(&d->va_window);
 	if (err) {
 		device_close(d);
 		return err;

@@ -21,11 +21,6 @@
 #include "vnpu_runtime.h"
 
 #define RT_MAX_DEVICES 4
-/* Each device's VA window: from 4 GiB up (clear of a non-PIE program's
- * image and heap), 128 GiB when the process has room, at least 1 GiB. */
-#define RT_VA_WINDOW_LO (4ull << 30)
-#define RT_VA_WINDOW_BYTES (128ull << 30)
-#define RT_VA_WINDOW_MIN (1ull << 30)
 #define RT_ARENA_BYTES (1u << 20)	    /* argument arena per hwq */
 #define RT_STAGING_BYTES (4u << 20)	    /* per staging buffer */
 #define RT_WAIT_SLICE_MS 20
@@ -95,10 +90,9 @@ bool rt_ranges_free(struct rt_ranges *r, uint64_t start, uint64_t size);
 
 /* ---- unified addressing (va_window.c) ------------------------------------ */
 
-/* Reserves a window of the process in [lo, hi): want bytes, or the largest
- * free range of at least min bytes. */
-vnpu_error_t rt_va_window_reserve(uint64_t lo, uint64_t hi, uint64_t want,
-				  uint64_t min, struct vnpurt_va_window *w);
+/* Reserves a window of the process's address space for a device's VAs
+ * (va_window.c says where). */
+vnpu_error_t rt_va_window_reserve(struct vnpurt_va_window *w);
 void rt_va_window_release(struct vnpurt_va_window *w);
 
 /* ---- handles (handle.c) -------------------------------------------------- */

@@ -15,12 +15,22 @@
 #include <sys/mman.h>
 
 #include "internal.h"
+#include "vnpu/hw_mmu.h"
 
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
 
 #define WINDOW_ALIGN (2ull << 20)
+/* From 4 GiB up (clear of a non-PIE program's image and heap), 128 GiB when
+ * the process has room, at least 1 GiB. Where nothing is free up there
+ * (AddressSanitizer's shadow covers 2 GiB..16 TiB), the largest free range
+ * of at least 256 MiB between 16 MiB and 4 GiB. */
+#define WINDOW_LO (4ull << 30)
+#define WINDOW_BYTES (128ull << 30)
+#define WINDOW_MIN (1ull << 30)
+#define WINDOW_LOW_LO (16ull << 20)
+#define WINDOW_LOW_MIN (256ull << 20)
 
 static uint64_t align_up(uint64_t x, uint64_t a)
 {
@@ -86,15 +96,17 @@ static bool find_gap(uint64_t lo, uint64_t hi, uint64_t want, uint64_t min,
 	return found;
 }
 
-vnpu_error_t rt_va_window_reserve(uint64_t lo, uint64_t hi, uint64_t want,
-				  uint64_t min, struct vnpurt_va_window *w)
+/* Reserves want bytes (else the largest range of at least min) of the
+ * process in [lo, hi): 1 on success, 0 when nothing fits, -errno. */
+static int try_reserve(uint64_t lo, uint64_t hi, uint64_t want, uint64_t min,
+		       struct vnpurt_va_window *w)
 {
 	for (int attempt = 0; attempt < 8; attempt++) {
 		uint64_t start, size;
 		void *p;
 
 		if (!find_gap(lo, hi, want, min, &start, &size))
-			break;
+			return 0;
 		p = mmap((void *)(uintptr_t)start, size, PROT_NONE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
 				 MAP_FIXED_NOREPLACE,
@@ -102,21 +114,37 @@ vnpu_error_t rt_va_window_reserve(uint64_t lo, uint64_t hi, uint64_t want,
 		if (p == (void *)(uintptr_t)start) {
 			w->start = start;
 			w->size = size;
-			return VNPU_SUCCESS;
+			return 1;
 		}
 		if (p != MAP_FAILED)
 			munmap(p, size); /* a kernel without NOREPLACE */
 		else if (errno != EEXIST)
-			return rt_fail(VNPU_ERROR_OUT_OF_MEMORY,
-				       "reserving the device VA window at "
-				       "0x%" PRIx64 " (%" PRIu64 " MiB): %s",
-				       start, size >> 20, strerror(errno));
+			return -errno;
+		/* EEXIST: another thread mapped there meanwhile; look again */
 	}
+	return 0;
+}
+
+vnpu_error_t rt_va_window_reserve(struct vnpurt_va_window *w)
+{
+	int r = try_reserve(WINDOW_LO, VNPU_VA_LIMIT, WINDOW_BYTES, WINDOW_MIN,
+			    w);
+
+	if (r == 0)
+		r = try_reserve(WINDOW_LOW_LO, WINDOW_LO, WINDOW_BYTES,
+				WINDOW_LOW_MIN, w);
+	if (r > 0)
+		return VNPU_SUCCESS;
+	if (r < 0)
+		return rt_fail(VNPU_ERROR_OUT_OF_MEMORY,
+			       "reserving the device VA window: %s",
+			       strerror(-r));
 	return rt_fail(VNPU_ERROR_OUT_OF_MEMORY,
-		       "no free range of at least %" PRIu64 " MiB between "
-		       "0x%" PRIx64 " and 0x%" PRIx64
-		       " in the process for the device VA window",
-		       min >> 20, lo, hi);
+		       "no free range in the process for the device VA "
+		       "window: none of %llu MiB between 4 GiB and the device's "
+		       "VA limit, none of %llu MiB between 16 MiB and 4 GiB",
+		       (unsigned long long)(WINDOW_MIN >> 20),
+		       (unsigned long long)(WINDOW_LOW_MIN >> 20));
 }
 
 void rt_va_window_release(struct vnpurt_va_window *w)
