@@ -41,6 +41,11 @@ struct vnpu_sim_hal {
 	/* Optional: guest-error log line (QEMU: LOG_GUEST_ERROR). May be NULL.
 	 */
 	void (*log)(void *opaque, const char *msg);
+	/* Optional: called first and last on every thread the simulator
+	 * starts, before and after it may call any other hook (QEMU: RCU
+	 * registration). May be NULL. */
+	void (*thread_start)(void *opaque);
+	void (*thread_exit)(void *opaque);
 };
 
 enum vnpu_sim_mode {

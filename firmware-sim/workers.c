@@ -10,12 +10,25 @@
 
 #include "sim_internal.h"
 
+static void thread_start(struct vnpu_sim *sim)
+{
+	if (sim->hal.thread_start)
+		sim->hal.thread_start(sim->hal.opaque);
+}
+
+static void thread_exit(struct vnpu_sim *sim)
+{
+	if (sim->hal.thread_exit)
+		sim->hal.thread_exit(sim->hal.opaque);
+}
+
 static void *worker_main(void *arg)
 {
 	struct vnpu_sim *sim = arg;
 	struct sim_workers *w = &sim->workers;
 	uint64_t seen = 0;
 
+	thread_start(sim);
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
 		struct sim_job *job = &w->job;
@@ -39,6 +52,7 @@ static void *worker_main(void *arg)
 			pthread_cond_signal(&w->done_cv);
 	}
 	pthread_mutex_unlock(&w->lock);
+	thread_exit(sim);
 	return NULL;
 }
 
@@ -189,6 +203,7 @@ static void *cp_main(void *arg)
 {
 	struct vnpu_sim *sim = arg;
 
+	thread_start(sim);
 	sim_lock(sim);
 	while (!sim->cp_stop) {
 		/* A retirement's interrupt goes out with the next command's
@@ -216,6 +231,7 @@ static void *cp_main(void *arg)
 			pthread_cond_wait(&sim->wake_cv, &sim->lock);
 	}
 	sim_unlock(sim);
+	thread_exit(sim);
 	return NULL;
 }
 

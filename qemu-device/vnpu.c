@@ -77,39 +77,22 @@ struct VnpuState {
     bool test_mode;
 };
 
-/*
- * The simulator's threads are not QEMU threads: register them with RCU the
- * first time they touch guest memory (address_space_rw reads the memory map
- * under RCU), and unregister them when they exit.
- */
-static pthread_key_t vnpu_rcu_key;
-static pthread_once_t vnpu_rcu_once = PTHREAD_ONCE_INIT;
+/* ---- HAL ------------------------------------------------------------------ */
 
-static void vnpu_rcu_thread_exit(void *arg)
+/*
+ * The simulator's threads are not QEMU threads: each registers with RCU as
+ * it starts, before it can touch guest memory (address_space_rw reads the
+ * memory map under RCU) or log, and unregisters as it ends.
+ */
+static void vnpu_hal_thread_start(void *opaque)
+{
+    rcu_register_thread();
+}
+
+static void vnpu_hal_thread_exit(void *opaque)
 {
     rcu_unregister_thread();
 }
-
-static void vnpu_rcu_key_init(void)
-{
-    if (pthread_key_create(&vnpu_rcu_key, vnpu_rcu_thread_exit)) {
-        abort();
-    }
-}
-
-static void vnpu_rcu_thread_enter(VnpuState *s)
-{
-    if (s->deterministic || bql_locked()) {
-        return;
-    }
-    pthread_once(&vnpu_rcu_once, vnpu_rcu_key_init);
-    if (!pthread_getspecific(vnpu_rcu_key)) {
-        rcu_register_thread();
-        pthread_setspecific(vnpu_rcu_key, s);
-    }
-}
-
-/* ---- HAL ------------------------------------------------------------------ */
 
 static int vnpu_hal_dma(VnpuState *s, uint64_t addr, void *buf, uint64_t len,
                         DMADirection dir)
@@ -117,7 +100,6 @@ static int vnpu_hal_dma(VnpuState *s, uint64_t addr, void *buf, uint64_t len,
     /* Memory only: a transfer that would reach MMIO fails instead. */
     const MemTxAttrs attrs = { .memory = 1 };
 
-    vnpu_rcu_thread_enter(s);
     return pci_dma_rw(&s->parent_obj, addr, buf, len, dir, attrs) != MEMTX_OK;
 }
 
@@ -163,6 +145,8 @@ static const struct vnpu_sim_hal vnpu_hal_template = {
     .irq = vnpu_hal_irq,
     .clock_ns = vnpu_hal_clock_ns,
     .log = vnpu_hal_log,
+    .thread_start = vnpu_hal_thread_start,
+    .thread_exit = vnpu_hal_thread_exit,
 };
 
 /* ---- interrupts (main loop, BQL) ------------------------------------------ */
@@ -171,6 +155,9 @@ static void vnpu_update_intx(VnpuState *s)
 {
     PCIDevice *pdev = &s->parent_obj;
 
+    if (!s->sim) {
+        return; /* realize failed or the device is being removed */
+    }
     if (msix_enabled(pdev)) {
         pci_set_irq(pdev, 0);
         return;
@@ -251,6 +238,9 @@ static uint64_t vnpu_regs_read(void *opaque, hwaddr addr, unsigned size)
                       " (registers are 32-bit)\n", size, addr);
         return 0;
     }
+    if (!s->sim) {
+        return 0;
+    }
     return vnpu_sim_reg_read(s->sim, addr);
 }
 
@@ -263,6 +253,9 @@ static void vnpu_regs_write(void *opaque, hwaddr addr, uint64_t val,
         qemu_log_mask(LOG_GUEST_ERROR,
                       "vnpu: %u-byte write at 0x%" HWADDR_PRIx
                       " (registers are 32-bit)\n", size, addr);
+        return;
+    }
+    if (!s->sim) {
         return;
     }
     vnpu_sim_reg_write(s->sim, addr, val);

@@ -88,7 +88,7 @@ int vnpu_simhost_create(const struct vnpu_simhost_config *cfg,
 {
 	struct vnpu_simhost *h = calloc(1, sizeof(*h));
 	struct vnpu_sim_config sc;
-	struct vnpu_sim_hal hal;
+	struct vnpu_sim_hal hal = {0};
 	int err;
 
 	*out = NULL;

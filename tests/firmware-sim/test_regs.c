@@ -282,8 +282,10 @@ static uint64_t dummy_clock(void *o)
 START_TEST(create_rejects_bad_config)
 {
 	static uint8_t vram[1 << 20];
-	struct vnpu_sim_hal hal = {NULL,      dummy_dma,   dummy_dma_w,
-				   dummy_irq, dummy_clock, NULL};
+	struct vnpu_sim_hal hal = {.dma_read = dummy_dma,
+				   .dma_write = dummy_dma_w,
+				   .irq = dummy_irq,
+				   .clock_ns = dummy_clock};
 	struct vnpu_sim_config good = {vram, sizeof(vram),	     2,	   2,
 				       1,    VNPU_SIM_DETERMINISTIC, false};
 	struct vnpu_sim_config c;
