@@ -12,6 +12,7 @@ packages=(
 	libopenblas-dev         # GEMM benchmark baseline only
 	libdrm-dev              # the runtime's drm backend
 	shellcheck              # the scripts suite lints every script
+	gdb                     # a crashed QEMU's backtrace (scripts/vm.sh)
 )
 # shellcheck source=scripts/lib/apt.sh
 . "$(dirname "$0")/lib/apt.sh"
