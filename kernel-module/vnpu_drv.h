@@ -269,28 +269,46 @@ bool vnpu_bo_va(struct drm_gem_object *obj, struct vnpu_ctx *ctx, u64 *va);
 void vnpu_vram_init(struct vnpu_device *vdev);
 void vnpu_vram_fini(struct vnpu_device *vdev);
 
-/* vnpu_job.c */
+static inline struct vnpu_job *to_vnpu_job(struct drm_sched_job *sj)
+{
+	return container_of(sj, struct vnpu_job, base);
+}
+
+/* vnpu_hwq.c */
 int vnpu_hwq_init(struct vnpu_device *vdev, u32 index);
 void vnpu_hwq_fini(struct vnpu_hwq *hwq);
 void vnpu_hwq_program(struct vnpu_hwq *hwq, int ctx_index);
+void vnpu_hwq_push(struct vnpu_hwq *hwq, struct vnpu_job *job);
 void vnpu_hwq_retire(struct vnpu_hwq *hwq);
+bool vnpu_cmd_retired(struct vnpu_hwq *hwq, struct vnpu_job *job, u32 i);
+void vnpu_job_collect(struct vnpu_hwq *hwq, struct vnpu_job *job, u32 end);
+u32 vnpu_job_current_cmd(struct vnpu_hwq *hwq, struct vnpu_job *job);
+void vnpu_job_signal(struct vnpu_job *job, int error);
 void vnpu_ctx_fault_abort(struct vnpu_device *vdev, int ctx_index,
 			  u32 fault_status);
 void vnpu_fence_job_status(struct dma_fence *finished,
 			   struct vnpu_job_status *st);
-int vnpu_queue_create_ioctl(struct drm_device *dev, void *data,
-			    struct drm_file *file);
-int vnpu_queue_destroy_ioctl(struct drm_device *dev, void *data,
-			     struct drm_file *file);
-int vnpu_submit_ioctl(struct drm_device *dev, void *data,
-		      struct drm_file *file);
-void vnpu_ctx_destroy_queues(struct vnpu_ctx *ctx);
-struct vnpu_queue *vnpu_queue_lookup(struct vnpu_ctx *ctx, u32 id);
-void vnpu_queue_put(struct vnpu_queue *queue);
+
+/* vnpu_reset.c */
 #define VNPU_RESET_FORCE (-1)
 int vnpu_device_reset(struct vnpu_device *vdev, struct vnpu_job *bad,
 		      int seen_resets, const char *why);
 void vnpu_device_stop(struct vnpu_device *vdev);
+u64 vnpu_hwq_done_seq(struct vnpu_hwq *hwq);
+enum drm_gpu_sched_stat vnpu_timedout_job(struct drm_sched_job *sj);
+
+/* vnpu_queue.c */
+int vnpu_queue_create_ioctl(struct drm_device *dev, void *data,
+			    struct drm_file *file);
+int vnpu_queue_destroy_ioctl(struct drm_device *dev, void *data,
+			     struct drm_file *file);
+void vnpu_ctx_destroy_queues(struct vnpu_ctx *ctx);
+struct vnpu_queue *vnpu_queue_lookup(struct vnpu_ctx *ctx, u32 id);
+void vnpu_queue_put(struct vnpu_queue *queue);
+
+/* vnpu_job.c */
+int vnpu_submit_ioctl(struct drm_device *dev, void *data,
+		      struct drm_file *file);
 
 /* vnpu_debugfs.c */
 void vnpu_debugfs_init(struct vnpu_device *vdev);

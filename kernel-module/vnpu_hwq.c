@@ -1,0 +1,358 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * vnpu DRM accel driver: hardware queues. Each is a command ring and a
+ * completion ring on the device with a drm_sched scheduler in front; this
+ * file writes jobs into the ring, retires them from completion records and
+ * is the scheduler's backend (the timeout handler is in vnpu_reset.c).
+ *
+ * A hardware queue runs in one context at a time (Q_CTX is programmed while
+ * the queue is disabled), so a job of another context waits in prepare_job
+ * until the ring is idle, then run_job switches the queue over. Commands get
+ * per-queue seqnos when the job runs; the last one raises the interrupt and
+ * its seqno is the hardware fence's. Completion records decide when a job
+ * is done and whether it failed. The scheduler's credits are ring slots, so
+ * run_job always finds room.
+ */
+#include <drm/drm_drv.h>
+
+#include "vnpu_hw.h"
+
+static const char *vnpu_fence_driver_name(struct dma_fence *f)
+{
+	return VNPU_DRIVER_NAME;
+}
+
+static const char *vnpu_fence_timeline_name(struct dma_fence *f)
+{
+	return "vnpu-hwq";
+}
+
+static const struct dma_fence_ops vnpu_fence_ops = {
+	.get_driver_name = vnpu_fence_driver_name,
+	.get_timeline_name = vnpu_fence_timeline_name,
+};
+
+/* Disables the queue, points it at ctx_index, enables it. Ring is empty. */
+void vnpu_hwq_program(struct vnpu_hwq *hwq, int ctx_index)
+{
+	vnpu_qwr(hwq, VNPU_Q_CTRL, 0);
+	vnpu_qwr(hwq, VNPU_Q_RING_BASE_LO, lower_32_bits(hwq->ring_dma));
+	vnpu_qwr(hwq, VNPU_Q_RING_BASE_HI, upper_32_bits(hwq->ring_dma));
+	vnpu_qwr(hwq, VNPU_Q_CPL_BASE_LO, lower_32_bits(hwq->cpl_dma));
+	vnpu_qwr(hwq, VNPU_Q_CPL_BASE_HI, upper_32_bits(hwq->cpl_dma));
+	vnpu_qwr(hwq, VNPU_Q_RING_LOG2, hwq->ring_log2);
+	vnpu_qwr(hwq, VNPU_Q_CTX, ctx_index);
+	vnpu_qwr(hwq, VNPU_Q_CTRL, VNPU_Q_CTRL_ENABLE | VNPU_Q_CTRL_IRQ_ENABLE);
+	hwq->tail = 0;
+	hwq->cur_ctx = ctx_index;
+	if (!(vnpu_qrd(hwq, VNPU_Q_STATUS) & VNPU_Q_STATUS_ENABLED))
+		vnpu_log(hwq->vdev,
+			 "%s: enable for context %d refused (ERR_CODE %u)",
+			 hwq->name, ctx_index,
+			 vnpu_rd(hwq->vdev, VNPU_REG_ERR_CODE));
+}
+
+static u32 vnpu_job_slot(struct vnpu_hwq *hwq, struct vnpu_job *job, u32 i)
+{
+	return (job->slot_base + i - job->resume_idx) & (hwq->entries - 1);
+}
+
+/* Writes cmds[resume_idx..] at the tail and rings the doorbell. */
+void vnpu_hwq_push(struct vnpu_hwq *hwq, struct vnpu_job *job)
+{
+	u32 i;
+
+	job->slot_base = hwq->tail;
+	for (i = job->resume_idx; i < job->cmd_count; i++) {
+		struct vnpu_cmd c = job->cmds[i];
+		u32 slot = hwq->tail;
+
+		c.hdr.flags = i == job->cmd_count - 1 ? VNPU_CMD_F_IRQ : 0;
+		c.hdr.seqno = cpu_to_le64(job->first_seqno + i);
+		/* seqno 0 in the record means "not retired yet". */
+		memset(&hwq->cpl[slot], 0, sizeof(hwq->cpl[slot]));
+		hwq->ring[slot] = c;
+		hwq->tail = (slot + 1) & (hwq->entries - 1);
+	}
+	/* Ring and record writes before the doorbell. */
+	wmb();
+	vnpu_wr(hwq->vdev, VNPU_DOORBELL(hwq->index), hwq->tail);
+}
+
+bool vnpu_cmd_retired(struct vnpu_hwq *hwq, struct vnpu_job *job, u32 i)
+{
+	struct vnpu_cpl *cpl = &hwq->cpl[vnpu_job_slot(hwq, job, i)];
+
+	return le64_to_cpu(READ_ONCE(cpl->seqno)) == job->first_seqno + i;
+}
+
+static int vnpu_status_errno(u32 status)
+{
+	switch (status) {
+	case VNPU_STATUS_OK:
+		return 0;
+	case VNPU_STATUS_MMU_FAULT:
+	case VNPU_STATUS_CONTEXT_FAULTED:
+		return -EFAULT;
+	default:
+		return -EIO;
+	}
+}
+
+/* Folds the status of retired commands [resume_idx, end) into job->error. */
+void vnpu_job_collect(struct vnpu_hwq *hwq, struct vnpu_job *job, u32 end)
+{
+	u32 i;
+
+	dma_rmb();
+	for (i = job->resume_idx; i < end; i++) {
+		struct vnpu_cpl *cpl = &hwq->cpl[vnpu_job_slot(hwq, job, i)];
+		u32 status = le32_to_cpu(READ_ONCE(cpl->status));
+		int err = vnpu_status_errno(status);
+
+		if (err && !job->error) {
+			job->error = err;
+			job->st.status = status;
+			job->st.cmd = i;
+			job->st.info = le64_to_cpu(READ_ONCE(cpl->info));
+		}
+	}
+}
+
+/* The command of the job the device is at (the first not retired). */
+u32 vnpu_job_current_cmd(struct vnpu_hwq *hwq, struct vnpu_job *job)
+{
+	u32 r = job->resume_idx;
+
+	while (r < job->cmd_count - 1 && vnpu_cmd_retired(hwq, job, r))
+		r++;
+	return r;
+}
+
+void vnpu_job_signal(struct vnpu_job *job, int error)
+{
+	struct vnpu_hw_fence *hwf =
+		container_of(job->hw_fence, struct vnpu_hw_fence, base);
+
+	list_del_init(&job->node);
+	/* Dropped for the context's fault without a record of its own. */
+	if (error == -EFAULT && !job->st.status)
+		job->st.status = VNPU_STATUS_CONTEXT_FAULTED;
+	hwf->st = job->st;
+	if (error)
+		dma_fence_set_error(job->hw_fence, error);
+	dma_fence_signal(job->hw_fence);
+}
+
+/*
+ * The status of the job whose scheduler fence is `finished` (signalled):
+ * its hardware fence's, or for a job the driver failed before it ran, the
+ * context fault that stopped it.
+ */
+void vnpu_fence_job_status(struct dma_fence *finished,
+			   struct vnpu_job_status *st)
+{
+	struct drm_sched_fence *sf = to_drm_sched_fence(finished);
+	/* Pairs with drm_sched_fence_set_parent()'s smp_store_release(). */
+	struct dma_fence *parent = sf ? smp_load_acquire(&sf->parent) : NULL;
+
+	memset(st, 0, sizeof(*st));
+	if (parent && parent->ops == &vnpu_fence_ops)
+		*st = container_of(parent, struct vnpu_hw_fence, base)->st;
+	else if (finished->error == -EFAULT)
+		st->status = VNPU_STATUS_CONTEXT_FAULTED;
+}
+
+/* Signals every job whose last command has retired. */
+void vnpu_hwq_retire(struct vnpu_hwq *hwq)
+{
+	struct vnpu_job *job, *tmp;
+	unsigned long flags;
+
+	spin_lock_irqsave(&hwq->lock, flags);
+	list_for_each_entry_safe(job, tmp, &hwq->inflight, node) {
+		if (!vnpu_cmd_retired(hwq, job, job->cmd_count - 1))
+			break;
+		vnpu_job_collect(hwq, job, job->cmd_count);
+		vnpu_job_signal(job, job->error);
+	}
+	spin_unlock_irqrestore(&hwq->lock, flags);
+}
+
+/*
+ * After the context of this queue faulted: stop the queue so nothing more
+ * of that context runs once the fault is cleared, and fail its unfinished
+ * jobs with -EFAULT. Called from the event interrupt thread.
+ */
+static void vnpu_hwq_abort_ctx(struct vnpu_hwq *hwq, int ctx_index,
+			       u32 fault_queue)
+{
+	struct vnpu_job *job, *tmp;
+	bool blamed = false;
+	unsigned long flags;
+
+	spin_lock_irqsave(&hwq->lock, flags);
+	if (hwq->cur_ctx != ctx_index) {
+		spin_unlock_irqrestore(&hwq->lock, flags);
+		return;
+	}
+	vnpu_qwr(hwq, VNPU_Q_CTRL, 0);
+	hwq->cur_ctx = -1;
+	list_for_each_entry_safe(job, tmp, &hwq->inflight, node) {
+		bool done = vnpu_cmd_retired(hwq, job, job->cmd_count - 1);
+
+		vnpu_job_collect(hwq, job, job->cmd_count);
+		/*
+		 * The fault is recorded before the faulting command's
+		 * completion: the first unfinished job on the faulting queue
+		 * made it, at the command it had reached.
+		 */
+		if (!done && !blamed && !job->st.status &&
+		    fault_queue == hwq->index) {
+			job->st.status = VNPU_STATUS_MMU_FAULT;
+			job->st.cmd = vnpu_job_current_cmd(hwq, job);
+			job->st.info = READ_ONCE(job->ctx->fault_va);
+			blamed = true;
+		}
+		vnpu_job_signal(job, done ? job->error : -EFAULT);
+	}
+	spin_unlock_irqrestore(&hwq->lock, flags);
+}
+
+/* fault_status: the context's FAULT_STATUS (names the faulting queue). */
+void vnpu_ctx_fault_abort(struct vnpu_device *vdev, int ctx_index,
+			  u32 fault_status)
+{
+	u32 q;
+
+	for (q = 0; q < vdev->num_hwq; q++)
+		vnpu_hwq_abort_ctx(&vdev->hwq[q], ctx_index,
+				   VNPU_FAULT_QUEUE(fault_status));
+}
+
+/* ---- scheduler backend --------------------------------------------------- */
+
+static struct dma_fence *vnpu_prepare_job(struct drm_sched_job *sj,
+					  struct drm_sched_entity *entity)
+{
+	struct vnpu_job *job = to_vnpu_job(sj);
+	struct vnpu_hwq *hwq = job->queue->hwq;
+	struct dma_fence *wait = NULL;
+	unsigned long flags;
+
+	spin_lock_irqsave(&hwq->lock, flags);
+	if (hwq->cur_ctx != job->ctx->index && !list_empty(&hwq->inflight)) {
+		struct vnpu_job *last =
+			list_last_entry(&hwq->inflight, struct vnpu_job, node);
+
+		wait = dma_fence_get(last->hw_fence);
+	}
+	spin_unlock_irqrestore(&hwq->lock, flags);
+	return wait;
+}
+
+static struct dma_fence *vnpu_run_job(struct drm_sched_job *sj)
+{
+	struct vnpu_job *job = to_vnpu_job(sj);
+	struct vnpu_hwq *hwq = job->queue->hwq;
+	struct vnpu_device *vdev = hwq->vdev;
+	struct vnpu_ctx *ctx = job->ctx;
+	struct vnpu_hw_fence *hwf;
+	struct dma_fence *fence;
+	unsigned long flags;
+	int idx;
+
+	/* Both flags only ever go from false to true: any order is right. */
+	if (READ_ONCE(ctx->banned))
+		return ERR_PTR(-ECANCELED);
+	if (READ_ONCE(ctx->faulted))
+		return ERR_PTR(-EFAULT);
+	hwf = kzalloc(sizeof(*hwf), GFP_KERNEL);
+	if (!hwf)
+		return ERR_PTR(-ENOMEM);
+	fence = &hwf->base;
+	if (!drm_dev_enter(&vdev->drm, &idx)) {
+		kfree(fence);
+		return ERR_PTR(-ENODEV);
+	}
+	spin_lock_irqsave(&hwq->lock, flags);
+	/* prepare_job waited for the ring to drain before a switch. */
+	if (hwq->cur_ctx != ctx->index)
+		vnpu_hwq_program(hwq, ctx->index);
+	job->first_seqno = hwq->next_seqno;
+	hwq->next_seqno += job->cmd_count;
+	job->resume_idx = 0;
+	dma_fence_init(fence, &vnpu_fence_ops, &hwq->fence_lock, hwq->fence_ctx,
+		       job->first_seqno + job->cmd_count - 1);
+	job->hw_fence = fence;
+	list_add_tail(&job->node, &hwq->inflight);
+	vnpu_hwq_push(hwq, job);
+	spin_unlock_irqrestore(&hwq->lock, flags);
+	drm_dev_exit(idx);
+	return dma_fence_get(fence);
+}
+
+static void vnpu_free_job(struct drm_sched_job *sj)
+{
+	struct vnpu_job *job = to_vnpu_job(sj);
+	u32 i;
+
+	drm_sched_job_cleanup(sj);
+	if (job->hw_fence)
+		dma_fence_put(job->hw_fence);
+	for (i = 0; i < job->bo_count; i++)
+		drm_gem_object_put(job->bos[i]);
+	kvfree(job->bos);
+	kvfree(job->cmds);
+	vnpu_queue_put(job->queue);
+	kfree(job);
+}
+
+static const struct drm_sched_backend_ops vnpu_sched_ops = {
+	.prepare_job = vnpu_prepare_job,
+	.run_job = vnpu_run_job,
+	.timedout_job = vnpu_timedout_job,
+	.free_job = vnpu_free_job,
+};
+
+int vnpu_hwq_init(struct vnpu_device *vdev, u32 index)
+{
+	struct vnpu_hwq *hwq = &vdev->hwq[index];
+	struct device *dev = vdev->drm.dev;
+	int ret;
+
+	hwq->vdev = vdev;
+	hwq->index = index;
+	hwq->ring_log2 = min_t(u32, VNPU_DRV_RING_LOG2,
+			       VNPU_CAPS_RING_LOG2_MAX(vdev->caps));
+	hwq->entries = 1u << hwq->ring_log2;
+	hwq->ring = dmam_alloc_coherent(dev, hwq->entries * VNPU_CMD_SIZE,
+					&hwq->ring_dma, GFP_KERNEL);
+	hwq->cpl = dmam_alloc_coherent(dev, hwq->entries * VNPU_CPL_SIZE,
+				       &hwq->cpl_dma, GFP_KERNEL);
+	if (!hwq->ring || !hwq->cpl)
+		return -ENOMEM;
+	spin_lock_init(&hwq->lock);
+	spin_lock_init(&hwq->fence_lock);
+	INIT_LIST_HEAD(&hwq->inflight);
+	hwq->next_seqno = 1;
+	hwq->cur_ctx = -1;
+	hwq->fence_ctx = dma_fence_context_alloc(1);
+	snprintf(hwq->name, sizeof(hwq->name), "vnpu-hwq%u", index);
+	ret = drm_sched_init(&hwq->sched, &vnpu_sched_ops, NULL,
+			     DRM_SCHED_PRIORITY_COUNT, hwq->entries - 1, 0,
+			     msecs_to_jiffies(vnpu_job_timeout_ms),
+			     vdev->reset_wq, NULL, hwq->name, dev);
+	if (ret)
+		return ret;
+	hwq->sched_ready = true;
+	return 0;
+}
+
+void vnpu_hwq_fini(struct vnpu_hwq *hwq)
+{
+	if (hwq->sched_ready)
+		drm_sched_fini(&hwq->sched);
+	hwq->sched_ready = false;
+}
+

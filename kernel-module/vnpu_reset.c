@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * vnpu DRM accel driver: hang detection, device reset and recovery, and
+ * removal. A job's timeout (drm_sched) judges whether its queue is stuck;
+ * a reset fails the guilty job, bans its context and puts the innocent jobs
+ * back into the rings.
+ */
+#include <drm/drm_drv.h>
+
+#include "vnpu_hw.h"
+
+#define VNPU_MAX_WAIT_CHECKS	10 /* timeouts a FENCE_WAIT may take */
+#define VNPU_HANG_PERIODS	16 /* heartbeat periods a hang verdict spans */
+
+/* The job on some queue whose next command is an injected hang or fatal. */
+static struct vnpu_job *vnpu_find_injected_hang(struct vnpu_device *vdev)
+{
+	struct vnpu_job *job, *found = NULL;
+	unsigned long flags;
+	u32 q, i;
+
+	for (q = 0; q < vdev->num_hwq && !found; q++) {
+		struct vnpu_hwq *hwq = &vdev->hwq[q];
+
+		spin_lock_irqsave(&hwq->lock, flags);
+		list_for_each_entry(job, &hwq->inflight, node) {
+			for (i = job->resume_idx; i < job->cmd_count; i++) {
+				const struct vnpu_cmd *c = &job->cmds[i];
+
+				if (vnpu_cmd_retired(hwq, job, i))
+					continue;
+				if (c->hdr.opcode == VNPU_OP_TEST_INJECT &&
+				    (c->inject.kind == VNPU_TEST_HANG ||
+				     c->inject.kind == VNPU_TEST_FATAL))
+					found = job;
+				break; /* first unretired command only */
+			}
+			if (found || i < job->cmd_count)
+				break;
+		}
+		spin_unlock_irqrestore(&hwq->lock, flags);
+	}
+	return found;
+}
+
+/*
+ * Whether job is still in a ring. Compares pointers only: a job that is not
+ * there may have finished and been freed (while a reset that ran before this
+ * one had the schedulers going), so it must not be dereferenced.
+ */
+static bool vnpu_job_in_flight(struct vnpu_device *vdev,
+			       const struct vnpu_job *job)
+{
+	struct vnpu_job *cur;
+	unsigned long flags;
+	bool found = false;
+	u32 q;
+
+	for (q = 0; q < vdev->num_hwq && !found; q++) {
+		struct vnpu_hwq *hwq = &vdev->hwq[q];
+
+		spin_lock_irqsave(&hwq->lock, flags);
+		list_for_each_entry(cur, &hwq->inflight, node) {
+			if (cur == job) {
+				found = true;
+				break;
+			}
+		}
+		spin_unlock_irqrestore(&hwq->lock, flags);
+	}
+	return found;
+}
+
+u64 vnpu_hwq_done_seq(struct vnpu_hwq *hwq)
+{
+	return vnpu_rd64_stable(hwq->vdev,
+				VNPU_QUEUE_REG(hwq->index, VNPU_Q_DONE_SEQ_LO),
+				VNPU_QUEUE_REG(hwq->index, VNPU_Q_DONE_SEQ_HI));
+}
+
+/* Called with hwq->lock held: progress is measured from here on. */
+static void vnpu_hwq_rebase(struct vnpu_hwq *hwq, int resets, u64 done, u32 hb)
+{
+	hwq->judged_resets = resets;
+	hwq->last_done_seq = done;
+	hwq->last_heartbeat = hb;
+	hwq->last_judged = ktime_get();
+	hwq->stall_checks = 0;
+}
+
+/*
+ * After CTRL.RESET and a new boot: finish what had retired, fail the guilty
+ * and banned, and put the rest of each innocent job back into the ring.
+ */
+static void vnpu_hwq_recover(struct vnpu_hwq *hwq, bool booted)
+{
+	struct vnpu_job *job, *tmp;
+	unsigned long flags;
+	bool programmed = false;
+	int ctx_index;
+
+	spin_lock_irqsave(&hwq->lock, flags);
+	ctx_index = hwq->cur_ctx;
+	hwq->cur_ctx = -1;
+	hwq->tail = 0;
+	/* The next timeout check measures progress from the new boot. */
+	vnpu_hwq_rebase(hwq, atomic_read(&hwq->vdev->reset_count),
+			vnpu_hwq_done_seq(hwq), vnpu_hw_heartbeat(hwq->vdev));
+	list_for_each_entry_safe(job, tmp, &hwq->inflight, node) {
+		u32 r = job->resume_idx;
+
+		while (r < job->cmd_count && vnpu_cmd_retired(hwq, job, r))
+			r++;
+		vnpu_job_collect(hwq, job, r);
+		if (r == job->cmd_count) {
+			vnpu_job_signal(job, job->error);
+			continue;
+		}
+		if (job->guilty) {
+			vnpu_job_signal(job, -ETIMEDOUT);
+			continue;
+		}
+		if (!booted) {
+			vnpu_job_signal(job, -ENODEV);
+			continue;
+		}
+		if (READ_ONCE(job->ctx->banned)) {
+			vnpu_job_signal(job, -ECANCELED);
+			continue;
+		}
+		if (READ_ONCE(job->ctx->faulted)) {
+			vnpu_job_signal(job, -EFAULT);
+			continue;
+		}
+		if (!programmed) {
+			vnpu_hwq_program(hwq, job->ctx->index);
+			programmed = true;
+		}
+		job->resume_idx = r;
+		vnpu_hwq_push(hwq, job);
+	}
+	if (!programmed)
+		hwq->cur_ctx = -1;
+	spin_unlock_irqrestore(&hwq->lock, flags);
+	if (programmed && ctx_index >= 0)
+		vnpu_log(hwq->vdev, "%s: resubmitted unfinished jobs",
+			 hwq->name);
+}
+
+/*
+ * Resets the device (docs/hw-spec.md section 13) and recovers. bad is the
+ * job whose timeout triggered it (NULL for a forced reset); the guilty job
+ * is an injected hang if one is found, else bad if it is still unfinished.
+ * Its context is banned.
+ *
+ * seen_resets is the reset count under which the caller judged the device
+ * stuck. One fatal error runs the timeout handler of every queue; those
+ * that saw STATUS.FATAL before the first reset finished must not reset
+ * again, or they would blame an innocent job already resubmitted.
+ * VNPU_RESET_FORCE resets regardless.
+ */
+int vnpu_device_reset(struct vnpu_device *vdev, struct vnpu_job *bad,
+		      int seen_resets, const char *why)
+{
+	struct vnpu_job *guilty;
+	unsigned long flags;
+	int ret, idx;
+	u32 q, c;
+
+	if (!drm_dev_enter(&vdev->drm, &idx))
+		return -ENODEV;
+	mutex_lock(&vdev->reset_lock);
+	if (seen_resets != VNPU_RESET_FORCE &&
+	    seen_resets != atomic_read(&vdev->reset_count)) {
+		mutex_unlock(&vdev->reset_lock);
+		drm_dev_exit(idx);
+		return 0;
+	}
+	for (q = 0; q < vdev->num_hwq; q++)
+		drm_sched_wqueue_stop(&vdev->hwq[q].sched);
+	guilty = vnpu_find_injected_hang(vdev);
+	if (!guilty && bad && vnpu_job_in_flight(vdev, bad))
+		guilty = bad;
+	vnpu_hw_reset(vdev);
+	vnpu_hw_irq_sync(vdev);
+	atomic_inc(&vdev->reset_count);
+	if (guilty) {
+		guilty->guilty = true;
+		WRITE_ONCE(guilty->ctx->banned, true);
+		vnpu_log(vdev,
+			 "reset (%s): guilty job %llu of context %d banned",
+			 why, guilty->seqno, guilty->ctx->index);
+	} else {
+		vnpu_log(vdev, "reset (%s)", why);
+	}
+	ret = vnpu_fw_boot(vdev);
+	if (ret) {
+		vnpu_log(vdev, "re-boot after reset failed: %d, device dead",
+			 ret);
+		vdev->dead = true;
+	} else {
+		spin_lock_irqsave(&vdev->ctx_lock, flags);
+		for (c = 0; c < vdev->num_contexts; c++)
+			if (vdev->ctxs[c])
+				vnpu_mmu_ctx_program(vdev->ctxs[c]);
+		spin_unlock_irqrestore(&vdev->ctx_lock, flags);
+	}
+	for (q = 0; q < vdev->num_hwq; q++)
+		vnpu_hwq_recover(&vdev->hwq[q], !ret);
+	for (q = 0; q < vdev->num_hwq; q++)
+		drm_sched_wqueue_start(&vdev->hwq[q].sched);
+	mutex_unlock(&vdev->reset_lock);
+	drm_dev_exit(idx);
+	return ret;
+}
+
+/* Device removal: stop the hardware and fail everything in flight. */
+void vnpu_device_stop(struct vnpu_device *vdev)
+{
+	struct vnpu_job *job, *tmp;
+	unsigned long flags;
+	u32 q;
+
+	mutex_lock(&vdev->reset_lock);
+	vdev->dead = true;
+	for (q = 0; q < vdev->num_hwq; q++)
+		drm_sched_wqueue_stop(&vdev->hwq[q].sched);
+	vnpu_hw_reset(vdev);
+	vnpu_hw_irq_sync(vdev);
+	for (q = 0; q < vdev->num_hwq; q++) {
+		struct vnpu_hwq *hwq = &vdev->hwq[q];
+
+		spin_lock_irqsave(&hwq->lock, flags);
+		list_for_each_entry_safe(job, tmp, &hwq->inflight, node)
+			vnpu_job_signal(job, -ENODEV);
+		hwq->cur_ctx = -1;
+		spin_unlock_irqrestore(&hwq->lock, flags);
+	}
+	/* Let the schedulers fail queued jobs and free finished ones. */
+	for (q = 0; q < vdev->num_hwq; q++)
+		drm_sched_wqueue_start(&vdev->hwq[q].sched);
+	mutex_unlock(&vdev->reset_lock);
+}
+
+/*
+ * Called with hwq->lock held, from a timeout: whether the firmware has
+ * stopped (HEARTBEAT and DONE_SEQ stood still) or the queue has waited on
+ * a fence for VNPU_MAX_WAIT_CHECKS checks. A judgement needs a baseline
+ * from the same boot and at least VNPU_HANG_PERIODS heartbeat periods old:
+ * a fatal error runs every queue's timeout at once, and a queue checked
+ * just after the reset it caused would see a fresh firmware stand still.
+ */
+static bool vnpu_hwq_stuck(struct vnpu_hwq *hwq, int resets, u64 done, u32 hb,
+			   bool waiting)
+{
+	s64 age_us = ktime_us_delta(ktime_get(), hwq->last_judged);
+	bool progressed, alive;
+
+	if (resets != hwq->judged_resets) {
+		vnpu_hwq_rebase(hwq, resets, done, hb);
+		return false;
+	}
+	if (age_us < (s64)VNPU_HANG_PERIODS * hwq->vdev->heartbeat_period_us)
+		return false;
+	progressed = done != hwq->last_done_seq;
+	alive = hb != hwq->last_heartbeat;
+	hwq->last_done_seq = done;
+	hwq->last_heartbeat = hb;
+	hwq->last_judged = ktime_get();
+	if (progressed || !waiting)
+		hwq->stall_checks = 0;
+	else
+		hwq->stall_checks++;
+	if (!progressed && !alive)
+		return true; /* firmware stopped */
+	if (waiting && hwq->stall_checks >= VNPU_MAX_WAIT_CHECKS) {
+		hwq->stall_checks = 0;
+		return true; /* a FENCE_WAIT nobody signals */
+	}
+	return false;
+}
+
+enum drm_gpu_sched_stat vnpu_timedout_job(struct drm_sched_job *sj)
+{
+	struct vnpu_job *job = to_vnpu_job(sj);
+	struct drm_gpu_scheduler *sched = sj->sched;
+	struct vnpu_hwq *hwq = job->queue->hwq;
+	struct vnpu_device *vdev = hwq->vdev;
+	bool waiting, fatal, hang;
+	unsigned long flags;
+	int idx, seen_resets;
+	u64 done;
+	u32 hb;
+
+	/*
+	 * The scheduler took the job off its list so that it cannot be freed
+	 * under us; it goes back either way. Park the scheduler first: once
+	 * back on the list, a job that finishes (interrupt, retire below)
+	 * would otherwise be freed by the free worker while we still use it.
+	 */
+	drm_sched_wqueue_stop(sched);
+	spin_lock(&sched->job_list_lock);
+	list_add(&sj->list, &sched->pending_list);
+	spin_unlock(&sched->job_list_lock);
+
+	if (!drm_dev_enter(&vdev->drm, &idx))
+		goto out;
+	/* Read before the registers: see vnpu_device_reset(). */
+	seen_resets = atomic_read(&vdev->reset_count);
+	/* A lost interrupt: the records say it is done. */
+	vnpu_hwq_retire(hwq);
+	if (dma_fence_is_signaled(&sj->s_fence->finished) ||
+	    (job->hw_fence && dma_fence_is_signaled(job->hw_fence))) {
+		drm_dev_exit(idx);
+		goto out;
+	}
+	done = vnpu_hwq_done_seq(hwq);
+	hb = vnpu_hw_heartbeat(vdev);
+	waiting = vnpu_qrd(hwq, VNPU_Q_STATUS) & VNPU_Q_STATUS_WAITING;
+	fatal = vnpu_rd(vdev, VNPU_REG_STATUS) & VNPU_STATUS_FATAL;
+	spin_lock_irqsave(&hwq->lock, flags);
+	hang = fatal || vnpu_hwq_stuck(hwq, seen_resets, done, hb, waiting);
+	spin_unlock_irqrestore(&hwq->lock, flags);
+	if (hang)
+		vnpu_device_reset(vdev, job, seen_resets,
+				  fatal	    ? "firmware fatal error"
+				  : waiting ? "fence wait timeout"
+					    : "heartbeat stopped");
+	drm_dev_exit(idx);
+out:
+	/* Frees the job if it finished: do not touch it after this. */
+	drm_sched_wqueue_start(sched);
+	return DRM_GPU_SCHED_STAT_NOMINAL;
+}
+
