@@ -34,7 +34,11 @@ void vnpu_log(struct vnpu_device *vdev, const char *fmt, ...)
 	va_start(args, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, args);
 	va_end(args);
-	dev_info(vdev->drm.dev, "%s\n", msg);
+	/*
+	 * Users trigger most of these (faults, resets, bans): the kernel log
+	 * gets them rate-limited, the debugfs event log keeps the newest.
+	 */
+	dev_info_ratelimited(vdev->drm.dev, "%s\n", msg);
 	spin_lock_irqsave(&log->lock, flags);
 	log->entry[log->next].ns = ktime_get_ns();
 	strscpy(log->entry[log->next].msg, msg, VNPU_EVENT_MSG_LEN);

@@ -32,9 +32,14 @@ static const struct dma_fence_ops vnpu_fence_ops = {
 	.get_timeline_name = vnpu_fence_timeline_name,
 };
 
-/* Disables the queue, points it at ctx_index, enables it. Ring is empty. */
+/*
+ * Disables the queue, points it at ctx_index, enables it. Ring is empty.
+ * Ring state is the hwq lock's, as in every function of this file that
+ * touches the ring or the in-flight list.
+ */
 void vnpu_hwq_program(struct vnpu_hwq *hwq, int ctx_index)
 {
+	lockdep_assert_held(&hwq->lock);
 	vnpu_qwr(hwq, VNPU_Q_CTRL, 0);
 	vnpu_qwr(hwq, VNPU_Q_RING_BASE_LO, lower_32_bits(hwq->ring_dma));
 	vnpu_qwr(hwq, VNPU_Q_RING_BASE_HI, upper_32_bits(hwq->ring_dma));
@@ -62,6 +67,7 @@ void vnpu_hwq_push(struct vnpu_hwq *hwq, struct vnpu_job *job)
 {
 	u32 i;
 
+	lockdep_assert_held(&hwq->lock);
 	job->slot_base = hwq->tail;
 	for (i = job->resume_idx; i < job->cmd_count; i++) {
 		struct vnpu_cmd c = job->cmds[i];
@@ -104,6 +110,7 @@ void vnpu_job_collect(struct vnpu_hwq *hwq, struct vnpu_job *job, u32 end)
 {
 	u32 i;
 
+	lockdep_assert_held(&hwq->lock);
 	dma_rmb();
 	for (i = job->resume_idx; i < end; i++) {
 		struct vnpu_cpl *cpl = &hwq->cpl[vnpu_job_slot(hwq, job, i)];
@@ -134,6 +141,7 @@ void vnpu_job_signal(struct vnpu_job *job, int error)
 	struct vnpu_hw_fence *hwf =
 		container_of(job->hw_fence, struct vnpu_hw_fence, base);
 
+	lockdep_assert_held(&job->queue->hwq->lock);
 	list_del_init(&job->node);
 	/* Dropped for the context's fault without a record of its own. */
 	if (error == -EFAULT && !job->st.status)
@@ -295,8 +303,18 @@ static struct dma_fence *vnpu_run_job(struct drm_sched_job *sj)
 static void vnpu_free_job(struct drm_sched_job *sj)
 {
 	struct vnpu_job *job = to_vnpu_job(sj);
+	struct dma_fence *finished = &sj->s_fence->finished;
+	unsigned long flags;
 	u32 i;
 
+	/*
+	 * The scheduler frees a job as soon as its finished fence reads
+	 * signalled, which is before that fence's callbacks have run: they
+	 * run on the signalling CPU, under the fence's lock. One of them is
+	 * vnpu_job_finished(), which uses the job: let it return first.
+	 */
+	spin_lock_irqsave(finished->lock, flags);
+	spin_unlock_irqrestore(finished->lock, flags);
 	drm_sched_job_cleanup(sj);
 	if (job->hw_fence)
 		dma_fence_put(job->hw_fence);

@@ -124,14 +124,21 @@ int vnpu_queue_create_ioctl(struct drm_device *dev, void *data,
 	ret = drm_syncobj_create(&queue->syncobj, 0, NULL);
 	if (ret)
 		goto err_entity;
+	/*
+	 * The id is reserved (a NULL entry: lookups find nothing) and the
+	 * queue is published only when complete, with the table's
+	 * reference: from then on another thread may destroy it, so nothing
+	 * here touches it after the store.
+	 */
 	mutex_lock(&ctx->queue_lock);
-	ret = xa_alloc(&ctx->queues, &id, queue,
+	ret = xa_alloc(&ctx->queues, &id, NULL,
 		       XA_LIMIT(1, VNPU_MAX_QUEUES_PER_CTX), GFP_KERNEL);
 	mutex_unlock(&ctx->queue_lock);
 	if (ret) {
 		ret = ret == -EBUSY ? -ENOSPC : ret;
 		goto err_entity;
 	}
+	queue->id = id;
 	ret = drm_syncobj_get_handle(file, queue->syncobj, &handle);
 	if (ret) {
 		mutex_lock(&ctx->queue_lock);
@@ -139,16 +146,18 @@ int vnpu_queue_create_ioctl(struct drm_device *dev, void *data,
 		mutex_unlock(&ctx->queue_lock);
 		goto err_entity;
 	}
-	queue->id = id;
+	mutex_lock(&ctx->queue_lock);
+	ret = xa_err(xa_store(&ctx->queues, id, queue, GFP_KERNEL));
+	if (ret)
+		xa_erase(&ctx->queues, id);
+	mutex_unlock(&ctx->queue_lock);
+	if (ret)
+		goto err_entity; /* the syncobj handle stays with the file */
 	args->queue_id = id;
 	args->syncobj = handle;
 	return 0;
 
 err_entity:
-	/* It may have been in the xarray: as in vnpu_queue_teardown(). */
-	mutex_lock(&queue->submit_lock);
-	queue->closed = true;
-	mutex_unlock(&queue->submit_lock);
 	drm_sched_entity_destroy(&queue->entity);
 err_put:
 	vnpu_queue_put(queue);
@@ -164,8 +173,11 @@ int vnpu_queue_destroy_ioctl(struct drm_device *dev, void *data,
 
 	if (args->pad)
 		return -EINVAL;
+	/* Only a published queue: an id still being set up stays reserved. */
 	mutex_lock(&ctx->queue_lock);
-	queue = xa_erase(&ctx->queues, args->queue_id);
+	queue = xa_load(&ctx->queues, args->queue_id);
+	if (queue)
+		xa_erase(&ctx->queues, args->queue_id);
 	mutex_unlock(&ctx->queue_lock);
 	if (!queue)
 		return -ENOENT;

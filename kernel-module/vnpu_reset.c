@@ -81,6 +81,7 @@ u64 vnpu_hwq_done_seq(struct vnpu_hwq *hwq)
 /* Called with hwq->lock held: progress is measured from here on. */
 static void vnpu_hwq_rebase(struct vnpu_hwq *hwq, int resets, u64 done, u32 hb)
 {
+	lockdep_assert_held(&hwq->lock);
 	hwq->judged_resets = resets;
 	hwq->last_done_seq = done;
 	hwq->last_heartbeat = hb;
@@ -255,6 +256,8 @@ static bool vnpu_hwq_stuck(struct vnpu_hwq *hwq, int resets, u64 done, u32 hb,
 {
 	s64 age_us = ktime_us_delta(ktime_get(), hwq->last_judged);
 	bool progressed, alive;
+
+	lockdep_assert_held(&hwq->lock);
 
 	if (resets != hwq->judged_resets) {
 		vnpu_hwq_rebase(hwq, resets, done, hb);
