@@ -85,6 +85,7 @@ static void vnpu_ctx_release(struct kref *ref)
 	spin_lock_irqsave(&vdev->ctx_lock, flags);
 	clear_bit(ctx->index, vdev->ctx_map);
 	spin_unlock_irqrestore(&vdev->ctx_lock, flags);
+	vnpu_ctx_retire_fini(ctx);
 	vnpu_mmu_ctx_fini(ctx);
 	xa_destroy(&ctx->queues);
 	mutex_destroy(&ctx->queue_lock);
@@ -114,8 +115,14 @@ static int vnpu_open(struct drm_device *dev, struct drm_file *file)
 	ctx->vdev = vdev;
 	mutex_init(&ctx->queue_lock);
 	xa_init_flags(&ctx->queues, XA_FLAGS_ALLOC1);
+	ret = vnpu_ctx_retire_init(ctx);
+	if (ret) {
+		kfree(ctx);
+		goto out;
+	}
 	ret = vnpu_mmu_ctx_init(ctx);
 	if (ret) {
+		vnpu_ctx_retire_fini(ctx);
 		kfree(ctx);
 		goto out;
 	}
@@ -130,6 +137,7 @@ static int vnpu_open(struct drm_device *dev, struct drm_file *file)
 	if (index >= vdev->num_contexts) {
 		/* Every hardware context is in use by another open file. */
 		vnpu_mmu_ctx_fini(ctx);
+		vnpu_ctx_retire_fini(ctx);
 		kfree(ctx);
 		ret = -EBUSY;
 		goto out;
@@ -150,8 +158,12 @@ static void vnpu_postclose(struct drm_device *dev, struct drm_file *file)
 	struct vnpu_device *vdev = to_vnpu_device(dev);
 	struct vnpu_ctx *ctx = file->driver_priv;
 
-	/* GEM handles are gone already; queues wait for their jobs here. */
+	/*
+	 * GEM handles are gone already; queues wait for their jobs here, and
+	 * then nothing can reach the retiring mappings any more.
+	 */
 	vnpu_ctx_destroy_queues(ctx);
+	vnpu_ctx_retire(ctx);
 	file->driver_priv = NULL;
 	atomic_dec(&vdev->open_files);
 	vnpu_ctx_put(ctx);

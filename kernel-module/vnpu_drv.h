@@ -150,6 +150,19 @@ struct vnpu_ctx {
 	struct mutex queue_lock; /* queues */
 	struct xarray queues;	 /* id -> vnpu_queue */
 
+	/* Mappings of closed BOs on their way out (vnpu_gem.c). */
+	struct mutex retire_lock;
+	struct list_head retiring;
+	struct work_struct retire_work;
+	/*
+	 * Job epochs: every pushed job counts in the current epoch until it
+	 * ends; drained_upto is the newest epoch whose jobs, and all older
+	 * ones', have ended. The IRQ-safe lock covers all of it.
+	 */
+	spinlock_t epoch_lock;
+	struct list_head epochs; /* oldest first; the last is the current */
+	u64 drained_upto;
+
 	bool faulted;
 	bool banned;
 	u32 fault_count;
@@ -214,14 +227,40 @@ struct vnpu_job {
 	struct vnpu_job_status st; /* first failed command */
 	bool guilty;
 	struct dma_fence_cb finished_cb;
+	struct vnpu_epoch *epoch; /* of its context, counted until it ends */
+};
+
+/* A span of a context's job submissions (see vnpu_ctx.epochs). */
+struct vnpu_epoch {
+	struct list_head node;
+	u64 id;
+	u32 jobs; /* pushed in this epoch and not ended */
+};
+
+/*
+ * How a mapping leaves once its file closed the BO (docs/uapi.md, memory
+ * lifetime): it stays mapped until every job its context had submitted
+ * has ended, is then unmapped, and its VA range and memory stay held until
+ * every job that could have translated it before the unmap has ended too.
+ */
+enum vnpu_retire_stage {
+	VNPU_MAPPED,	/* in use by the file */
+	VNPU_CLOSED,	/* waiting for the context's jobs; still mapped */
+	VNPU_UNMAPPED,	/* waiting for jobs that may hold translations */
 };
 
 /* BO: system memory (shmem) or VRAM, mapped once per context using it. */
 struct vnpu_bo_mapping {
-	struct list_head node;
+	struct list_head node; /* bo->mappings */
 	struct vnpu_ctx *ctx;
 	struct drm_mm_node va;
 	u32 users;
+	/* retiring: under ctx->retire_lock */
+	enum vnpu_retire_stage stage;
+	struct list_head retire_node; /* ctx->retiring */
+	struct drm_gem_object *obj;   /* reference held while retiring */
+	u64 wait_epoch;		      /* the stage ends when it drained */
+	bool snapped;		      /* wait_epoch taken for this stage */
 };
 
 struct vnpu_bo {
@@ -253,7 +292,8 @@ int vnpu_mmu_map_bo(struct vnpu_ctx *ctx, struct vnpu_bo *bo, u64 *va);
 void vnpu_mmu_va_range(struct vnpu_ctx *ctx, u64 *lo, u64 *hi);
 int vnpu_va_range_ioctl(struct drm_device *dev, void *data,
 			struct drm_file *file);
-void vnpu_mmu_unmap_bo(struct vnpu_ctx *ctx, struct vnpu_bo *bo, u64 va);
+void vnpu_mmu_unmap(struct vnpu_ctx *ctx, struct vnpu_bo_mapping *m);
+void vnpu_mmu_free_va(struct vnpu_ctx *ctx, struct vnpu_bo_mapping *m);
 void vnpu_mmu_handle_faults(struct vnpu_device *vdev);
 
 /* vnpu_gem.c */
@@ -266,6 +306,11 @@ int vnpu_bo_info_ioctl(struct drm_device *dev, void *data,
 int vnpu_bo_wait_ioctl(struct drm_device *dev, void *data,
 		       struct drm_file *file);
 bool vnpu_bo_va(struct drm_gem_object *obj, struct vnpu_ctx *ctx, u64 *va);
+int vnpu_ctx_retire_init(struct vnpu_ctx *ctx);
+void vnpu_ctx_retire_fini(struct vnpu_ctx *ctx);
+void vnpu_ctx_retire(struct vnpu_ctx *ctx);
+void vnpu_ctx_job_pushed(struct vnpu_job *job);
+void vnpu_ctx_job_ended(struct vnpu_job *job);
 void vnpu_vram_init(struct vnpu_device *vdev);
 void vnpu_vram_fini(struct vnpu_device *vdev);
 

@@ -7,6 +7,8 @@
  * unmapped when the file's last handle goes.
  */
 #include <linux/dma-resv.h>
+#include <linux/slab.h>
+#include <linux/workqueue.h>
 #include <linux/iosys-map.h>
 #include <linux/mm.h>
 #include <drm/drm_drv.h>
@@ -26,7 +28,8 @@ static int vnpu_bo_open(struct drm_gem_object *obj, struct drm_file *file)
 
 	mutex_lock(&bo->map_lock);
 	list_for_each_entry(m, &bo->mappings, node) {
-		if (m->ctx == ctx) {
+		/* Never a retiring mapping: a new handle gets a new VA. */
+		if (m->ctx == ctx && m->stage == VNPU_MAPPED) {
 			m->users++;
 			goto out;
 		}
@@ -37,28 +40,249 @@ out:
 	return ret;
 }
 
+/* ---- memory lifetime ---------------------------------------------------- */
+
+/*
+ * A job can reach any VA of its context, listed BOs or not (a launch's
+ * argument block names VAs), and the device may keep a translation for as
+ * long as the command runs. So the memory behind a closed BO's mapping
+ * never moves while a job that could reach it is unfinished:
+ *
+ *  CLOSED    the file closed its last handle: the mapping stays, until
+ *            every job the context had submitted has ended;
+ *  UNMAPPED  the entries are cleared and the TLB flushed; the VA range and
+ *            the BO (its VRAM range, its pinned pages) stay held until
+ *            every job submitted before the unmap has ended;
+ *  then the range goes back to the context and the BO reference is dropped
+ *  (VRAM is scrubbed when the range is handed out again).
+ *
+ * Closing never waits: without unfinished jobs the mapping goes at once,
+ * else the work item moves it on, kicked by the end of each of the
+ * context's jobs.
+ */
+
+/*
+ * Frees the epochs at the head whose jobs, and all older ones', ended
+ * (epoch_lock held). The current epoch stays.
+ */
+static void vnpu_epochs_drain(struct vnpu_ctx *ctx)
+{
+	struct vnpu_epoch *e, *tmp;
+
+	lockdep_assert_held(&ctx->epoch_lock);
+	list_for_each_entry_safe(e, tmp, &ctx->epochs, node) {
+		if (e->jobs || list_is_last(&e->node, &ctx->epochs))
+			break;
+		ctx->drained_upto = e->id;
+		list_del(&e->node);
+		kfree(e);
+	}
+}
+
+/*
+ * The epoch that holds every job pushed so far: draining it means all of
+ * them ended. Starts a new current epoch when the current one has jobs.
+ * -ENOMEM leaves nothing changed.
+ */
+static int vnpu_ctx_epoch_snapshot(struct vnpu_ctx *ctx, u64 *epoch)
+{
+	struct vnpu_epoch *next = kzalloc(sizeof(*next), GFP_KERNEL);
+	struct vnpu_epoch *cur;
+	unsigned long flags;
+
+	if (!next)
+		return -ENOMEM;
+	spin_lock_irqsave(&ctx->epoch_lock, flags);
+	cur = list_last_entry(&ctx->epochs, struct vnpu_epoch, node);
+	if (!cur->jobs) {
+		/* Nothing pushed since the last snapshot. */
+		*epoch = cur->id - 1;
+	} else {
+		*epoch = cur->id;
+		next->id = cur->id + 1;
+		list_add_tail(&next->node, &ctx->epochs);
+		next = NULL;
+		vnpu_epochs_drain(ctx);
+	}
+	spin_unlock_irqrestore(&ctx->epoch_lock, flags);
+	kfree(next);
+	return 0;
+}
+
+static bool vnpu_ctx_epoch_drained(struct vnpu_ctx *ctx, u64 epoch)
+{
+	unsigned long flags;
+	bool drained;
+
+	spin_lock_irqsave(&ctx->epoch_lock, flags);
+	drained = ctx->drained_upto >= epoch;
+	spin_unlock_irqrestore(&ctx->epoch_lock, flags);
+	return drained;
+}
+
+/* SUBMIT, past the point of no return: the job counts until it ends. */
+void vnpu_ctx_job_pushed(struct vnpu_job *job)
+{
+	struct vnpu_ctx *ctx = job->ctx;
+	unsigned long flags;
+
+	spin_lock_irqsave(&ctx->epoch_lock, flags);
+	job->epoch = list_last_entry(&ctx->epochs, struct vnpu_epoch, node);
+	job->epoch->jobs++;
+	spin_unlock_irqrestore(&ctx->epoch_lock, flags);
+}
+
+static void vnpu_ctx_retire_kick(struct vnpu_ctx *ctx);
+
+/* The job's finished fence signalled (any context, IRQ included). */
+void vnpu_ctx_job_ended(struct vnpu_job *job)
+{
+	struct vnpu_ctx *ctx = job->ctx;
+	unsigned long flags;
+
+	spin_lock_irqsave(&ctx->epoch_lock, flags);
+	job->epoch->jobs--;
+	job->epoch = NULL;
+	vnpu_epochs_drain(ctx);
+	spin_unlock_irqrestore(&ctx->epoch_lock, flags);
+	/* Mappings of closed BOs may have waited for this job. */
+	vnpu_ctx_retire_kick(ctx);
+}
+
+/*
+ * Moves one retiring mapping on as far as the context's jobs allow; frees
+ * it at the end (ctx->retire_lock held). A failed snapshot (no memory)
+ * leaves it where it is, to be tried again at the next kick.
+ */
+static void vnpu_mapping_retire_step(struct vnpu_ctx *ctx,
+				     struct vnpu_bo_mapping *m)
+{
+	struct vnpu_bo *bo = to_vnpu_bo(m->obj);
+	struct drm_gem_object *obj = m->obj;
+
+	lockdep_assert_held(&ctx->retire_lock);
+	for (;;) {
+		if (!m->snapped) {
+			if (vnpu_ctx_epoch_snapshot(ctx, &m->wait_epoch))
+				return;
+			m->snapped = true;
+		}
+		if (!vnpu_ctx_epoch_drained(ctx, m->wait_epoch))
+			return;
+		m->snapped = false;
+		if (m->stage == VNPU_UNMAPPED)
+			break;
+		vnpu_mmu_unmap(ctx, m);
+		m->stage = VNPU_UNMAPPED;
+	}
+	mutex_lock(&bo->map_lock);
+	list_del(&m->node);
+	mutex_unlock(&bo->map_lock);
+	list_del(&m->retire_node);
+	vnpu_mmu_free_va(ctx, m);
+	kfree(m);
+	drm_gem_object_put(obj);
+	/* The mapping's context reference (vnpu_mmu_map_bo). */
+	vnpu_ctx_put(ctx);
+}
+
+/*
+ * Moves every retiring mapping of ctx on. Each step drops a context
+ * reference of its own, so the caller must hold one.
+ */
+void vnpu_ctx_retire(struct vnpu_ctx *ctx)
+{
+	struct vnpu_bo_mapping *m, *tmp;
+
+	mutex_lock(&ctx->retire_lock);
+	list_for_each_entry_safe(m, tmp, &ctx->retiring, retire_node)
+		vnpu_mapping_retire_step(ctx, m);
+	mutex_unlock(&ctx->retire_lock);
+}
+
+static void vnpu_ctx_retire_work(struct work_struct *work)
+{
+	struct vnpu_ctx *ctx = container_of(work, struct vnpu_ctx,
+					    retire_work);
+
+	vnpu_ctx_retire(ctx);
+	/* The reference vnpu_ctx_retire_kick() took for this run. */
+	vnpu_ctx_put(ctx);
+}
+
+/* After a job of ctx ended, or a mapping started retiring. */
+static void vnpu_ctx_retire_kick(struct vnpu_ctx *ctx)
+{
+	if (list_empty_careful(&ctx->retiring))
+		return;
+	kref_get(&ctx->ref);
+	if (!queue_work(system_unbound_wq, &ctx->retire_work))
+		vnpu_ctx_put(ctx); /* already queued: it holds its own */
+}
+
+int vnpu_ctx_retire_init(struct vnpu_ctx *ctx)
+{
+	struct vnpu_epoch *first = kzalloc(sizeof(*first), GFP_KERNEL);
+
+	if (!first)
+		return -ENOMEM;
+	first->id = 1;
+	mutex_init(&ctx->retire_lock);
+	INIT_LIST_HEAD(&ctx->retiring);
+	INIT_WORK(&ctx->retire_work, vnpu_ctx_retire_work);
+	spin_lock_init(&ctx->epoch_lock);
+	INIT_LIST_HEAD(&ctx->epochs);
+	list_add(&first->node, &ctx->epochs);
+	return 0;
+}
+
+/* The context is going: no job, no retiring mapping is left. */
+void vnpu_ctx_retire_fini(struct vnpu_ctx *ctx)
+{
+	struct vnpu_epoch *e, *tmp;
+
+	WARN_ON(!list_empty(&ctx->retiring));
+	list_for_each_entry_safe(e, tmp, &ctx->epochs, node) {
+		WARN_ON(e->jobs);
+		list_del(&e->node);
+		kfree(e);
+	}
+	mutex_destroy(&ctx->retire_lock);
+}
+
 static void vnpu_bo_close(struct drm_gem_object *obj, struct drm_file *file)
 {
 	struct vnpu_bo *bo = to_vnpu_bo(obj);
 	struct vnpu_ctx *ctx = file->driver_priv;
-	struct vnpu_bo_mapping *m;
+	struct vnpu_bo_mapping *m, *found = NULL;
 
 	mutex_lock(&bo->map_lock);
 	list_for_each_entry(m, &bo->mappings, node) {
-		if (m->ctx != ctx)
-			continue;
-		if (--m->users)
+		if (m->ctx == ctx && m->stage == VNPU_MAPPED) {
+			if (!--m->users)
+				found = m;
 			break;
-		/*
-		 * Jobs that use the BO hold it in their fences: let them end
-		 * (or be reset) before the pages leave the page table.
-		 */
-		dma_resv_wait_timeout(obj->resv, DMA_RESV_USAGE_BOOKKEEP, false,
-				      MAX_SCHEDULE_TIMEOUT);
-		vnpu_mmu_unmap_bo(ctx, bo, m->va.start);
-		break;
+		}
+	}
+	if (found) {
+		/* The mapping now holds the BO: its memory stays put. */
+		drm_gem_object_get(obj);
+		found->obj = obj;
+		found->stage = VNPU_CLOSED;
 	}
 	mutex_unlock(&bo->map_lock);
+	if (!found)
+		return;
+	mutex_lock(&ctx->retire_lock);
+	list_add_tail(&found->retire_node, &ctx->retiring);
+	mutex_unlock(&ctx->retire_lock);
+	/*
+	 * With no job of the context unfinished the mapping goes at once, so
+	 * that the memory is free when close returns (a runtime that waited
+	 * for the device before freeing allocates again right away). Else
+	 * the end of those jobs moves it on.
+	 */
+	vnpu_ctx_retire(ctx);
 }
 
 bool vnpu_bo_va(struct drm_gem_object *obj, struct vnpu_ctx *ctx, u64 *va)
@@ -69,7 +293,7 @@ bool vnpu_bo_va(struct drm_gem_object *obj, struct vnpu_ctx *ctx, u64 *va)
 
 	mutex_lock(&bo->map_lock);
 	list_for_each_entry(m, &bo->mappings, node) {
-		if (m->ctx == ctx) {
+		if (m->ctx == ctx && m->stage == VNPU_MAPPED) {
 			*va = m->va.start;
 			found = true;
 			break;

@@ -116,6 +116,7 @@ static void vnpu_job_finished(struct dma_fence *f, struct dma_fence_cb *cb)
 	if (f->error)
 		atomic_inc(&queue->ctx->vdev->job_errors);
 	atomic_dec(&queue->pending);
+	vnpu_ctx_job_ended(job);
 }
 
 /* Frees a job that was never armed. */
@@ -218,6 +219,7 @@ static void vnpu_job_push(struct vnpu_job *job, bool explicit_sync,
 	if (queue->last_fence)
 		dma_fence_put(queue->last_fence);
 	queue->last_fence = dma_fence_get(finished);
+	vnpu_ctx_job_pushed(job);
 	WARN_ON(dma_fence_add_callback(finished, &job->finished_cb,
 				       vnpu_job_finished));
 	drm_syncobj_add_point(queue->syncobj, chain, finished, job->seqno);

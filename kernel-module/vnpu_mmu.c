@@ -277,23 +277,21 @@ err_unlock:
 	return ret;
 }
 
-void vnpu_mmu_unmap_bo(struct vnpu_ctx *ctx, struct vnpu_bo *bo, u64 va)
+/* Clears the mapping's entries and flushes the context's TLB. */
+void vnpu_mmu_unmap(struct vnpu_ctx *ctx, struct vnpu_bo_mapping *m)
 {
-	struct vnpu_bo_mapping *m, *tmp;
+	mutex_lock(&ctx->mmu_lock);
+	vnpu_pt_unmap_range(ctx, m->va.start, m->va.size - VNPU_PAGE_SIZE);
+	vnpu_tlb_invalidate(ctx);
+	mutex_unlock(&ctx->mmu_lock);
+}
 
-	list_for_each_entry_safe(m, tmp, &bo->mappings, node) {
-		if (m->ctx != ctx || m->va.start != va)
-			continue;
-		mutex_lock(&ctx->mmu_lock);
-		vnpu_pt_unmap_range(ctx, va, bo->shmem.base.size);
-		drm_mm_remove_node(&m->va);
-		vnpu_tlb_invalidate(ctx);
-		mutex_unlock(&ctx->mmu_lock);
-		list_del(&m->node);
-		kfree(m);
-		vnpu_ctx_put(ctx);
-		return;
-	}
+/* Returns the mapping's VA range (and guard page) to the context. */
+void vnpu_mmu_free_va(struct vnpu_ctx *ctx, struct vnpu_bo_mapping *m)
+{
+	mutex_lock(&ctx->mmu_lock);
+	drm_mm_remove_node(&m->va);
+	mutex_unlock(&ctx->mmu_lock);
 }
 
 /* MMU_FAULT event: record each faulted context's fault, then clear it. */
