@@ -56,6 +56,9 @@ struct model {
 	int gate_stream[MAX_GATES], gate_pos[MAX_GATES];
 	bool gate_open[MAX_GATES];
 	int done[MAX_STREAMS]; /* positions known complete */
+	/* A stream wait is the last thing issued on the stream: the stream
+	 * is not known complete until that wait is. */
+	bool tail_wait[MAX_STREAMS];
 	int nreads;
 	int read_min[MAX_READS], read_cell[MAX_READS], read_stream[MAX_READS];
 };
@@ -140,6 +143,7 @@ static int op_issue(struct model *m, int s)
 
 	m->vc[s][s] = p;
 	m->value_after[s][p] = m->writes[s];
+	m->tail_wait[s] = false;
 	return p;
 }
 
@@ -248,6 +252,7 @@ static void run_sequence(uint64_t seed)
 		} else if (kind < 55) { /* wait */
 			oplog("s%d wait e%d; ", s, e);
 			RT_OK(vnpu_stream_wait_event(streams[s], events[e]));
+			m.tail_wait[s] |= m.ev[e].recorded;
 			if (m.ev[e].recorded)
 				for (int u = 0; u < nstreams; u++)
 					if (m.ev[e].vc[u] > m.vc[s][u])
@@ -309,11 +314,24 @@ static void run_sequence(uint64_t seed)
 					    s, log_buf);
 				continue;
 			}
+			if (m.pos[s] <= m.done[s] && !m.tail_wait[s]) {
+				vnpu_error_t q;
+
+				/* Done by what other streams waited for. */
+				oplog("squery s%d; ", s);
+				q = vnpu_stream_query(streams[s]);
+				MODEL_CHECK(q == VNPU_SUCCESS,
+					    "query(s%d): %s, but its last "
+					    "operation #%d is known done\n%s",
+					    s, vnpu_error_string(q), m.pos[s],
+					    log_buf);
+			}
 			oplog("ssync s%d; ", s);
 			blocking_begin();
 			RT_OK(vnpu_stream_synchronize(streams[s]));
 			blocking_end();
 			learn_done(&m, m.vc[s]);
+			m.tail_wait[s] = false;
 		} else { /* device synchronize, when nothing is held */
 			bool held = false;
 
@@ -327,6 +345,7 @@ static void run_sequence(uint64_t seed)
 			blocking_end();
 			for (int u = 0; u < nstreams; u++)
 				m.done[u] = m.pos[u];
+			memset(m.tail_wait, 0, sizeof(m.tail_wait));
 		}
 	}
 

@@ -9,10 +9,11 @@
  *  - vnpu_stream_wait_event() waits, on the device, for the queue's
  *    timeline to reach that value (FENCE_WAIT): for the record current at
  *    the call and nothing else; a later record changes nothing;
- *  - query and synchronize look at the latest record's sequence number;
- *    its status and timestamp are stored when it retires, and only a
- *    retiring record that is still the latest stores them, whatever order
- *    queues complete in.
+ *  - query and synchronize look at the latest record's sequence number
+ *    (query at the timeline word too: see rt_hwq_op_done()); its status and
+ *    timestamp are stored when it retires, and only a retiring record
+ *    that is still the latest stores them, whatever order queues
+ *    complete in.
  * Each pending record holds a reference to the event, so destroying an
  * event never waits and never frees what a retiring record touches.
  */
@@ -204,13 +205,7 @@ static struct record latest(struct rt_event *e)
 
 static bool record_done(const struct record *r)
 {
-	bool done;
-
-	pthread_mutex_lock(&r->hwq->lock);
-	rt_hwq_drain_locked(r->hwq);
-	done = r->hwq->done >= r->seq;
-	pthread_mutex_unlock(&r->hwq->lock);
-	return done;
+	return rt_hwq_op_done(r->hwq, r->seq, r->value);
 }
 
 /*

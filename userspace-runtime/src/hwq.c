@@ -187,6 +187,32 @@ void rt_hwq_wait(struct rt_hwq *q, uint64_t seq)
 	}
 }
 
+/*
+ * An event record is complete once its FENCE_SIGNAL ran: another queue
+ * may have passed its FENCE_WAIT on it, and what that queue did next can
+ * complete before this queue's own completion reaches us (the two
+ * interrupts are not ordered), and then CUDA's order says the record is
+ * done. Such an op ends with the record, so its retirement is only
+ * delivery away: it is waited for, for the op's status and timestamps.
+ */
+bool rt_hwq_op_done(struct rt_hwq *q, uint64_t seq, uint64_t record_value)
+{
+	const uint64_t *word = q->timeline_bo.cpu;
+	bool done, signalled;
+
+	pthread_mutex_lock(&q->lock);
+	rt_hwq_drain_locked(q);
+	done = q->done >= seq;
+	signalled = record_value &&
+		    __atomic_load_n(word, __ATOMIC_ACQUIRE) >= record_value;
+	pthread_mutex_unlock(&q->lock);
+	if (!done && signalled) {
+		rt_hwq_wait(q, seq);
+		done = true;
+	}
+	return done;
+}
+
 /* Reserves `size` bytes of the argument arena, a ring whose live part
  * runs from tail to head (hwq lock held). head == tail only when empty. */
 static bool arena_alloc(struct rt_hwq *q, uint32_t size, uint32_t *off)
@@ -318,6 +344,7 @@ vnpu_error_t rt_submit(struct rt_stream *s, const struct rt_opdesc *desc,
 	q->op_count++;
 	q->last_seq = seq;
 	s->last_seq = seq;
+	s->last_record_value = timeline_value;
 	pthread_mutex_unlock(&q->lock);
 	if (seq_out)
 		*seq_out = seq;

@@ -199,6 +199,9 @@ struct rt_stream {
 	int priority;
 	void *handle;	    /* NULL for the default stream */
 	uint64_t last_seq;  /* hwq lock */
+	/* The timeline value of the last op when it is an event record,
+	 * else 0 (hwq lock). */
+	uint64_t last_record_value;
 	vnpu_error_t err;   /* first async error not yet reported; hwq lock */
 	char err_detail[256];
 };
@@ -298,6 +301,9 @@ void rt_hwq_drain(struct rt_hwq *q);
 /* Waits until q retired seq, draining as it goes; never gives up while
  * the backend still makes progress or recovers. */
 void rt_hwq_wait(struct rt_hwq *q, uint64_t seq);
+/* Whether the op ending at seq is complete (see hwq.c); record_value is
+ * its timeline value when it is an event record, else 0. */
+bool rt_hwq_op_done(struct rt_hwq *q, uint64_t seq, uint64_t record_value);
 /* Stream: wait and take the pending error (VNPU_SUCCESS if none). */
 vnpu_error_t rt_stream_sync(struct rt_stream *s, bool report);
 vnpu_error_t rt_stream_take_error(struct rt_stream *s);

@@ -93,14 +93,16 @@ vnpu_error_t vnpu_stream_query(vnpu_stream_t stream)
 {
 	struct rt_stream *s;
 	vnpu_error_t err = rt_stream_get(stream, &s);
+	uint64_t seq, record_value;
 	bool pending;
 
 	if (err)
 		return err;
 	pthread_mutex_lock(&s->hwq->lock);
-	rt_hwq_drain_locked(s->hwq);
-	pending = s->last_seq > s->hwq->done;
+	seq = s->last_seq;
+	record_value = s->last_record_value;
 	pthread_mutex_unlock(&s->hwq->lock);
+	pending = !rt_hwq_op_done(s->hwq, seq, record_value);
 	err = rt_stream_take_error(s);
 	if (!err && pending)
 		err = VNPU_ERROR_NOT_READY;
