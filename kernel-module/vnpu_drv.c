@@ -85,6 +85,8 @@ static void vnpu_ctx_release(struct kref *ref)
 	spin_lock_irqsave(&vdev->ctx_lock, flags);
 	clear_bit(ctx->index, vdev->ctx_map);
 	spin_unlock_irqrestore(&vdev->ctx_lock, flags);
+	vnpu_quota_uncharge(ctx->user, VNPU_QUOTA_CONTEXTS, 1);
+	vnpu_user_put(ctx->user);
 	vnpu_ctx_retire_fini(ctx);
 	vnpu_mmu_ctx_fini(ctx);
 	xa_destroy(&ctx->queues);
@@ -115,17 +117,22 @@ static int vnpu_open(struct drm_device *dev, struct drm_file *file)
 	ctx->vdev = vdev;
 	mutex_init(&ctx->queue_lock);
 	xa_init_flags(&ctx->queues, XA_FLAGS_ALLOC1);
+	ctx->user = vnpu_user_get_current(vdev);
+	if (IS_ERR(ctx->user)) {
+		ret = PTR_ERR(ctx->user);
+		goto err_free;
+	}
+	ctx->quota_exempt = vnpu_quota_exempt_current();
+	ret = vnpu_quota_charge(ctx->user, ctx->quota_exempt,
+				VNPU_QUOTA_CONTEXTS, 1);
+	if (ret)
+		goto err_user;
 	ret = vnpu_ctx_retire_init(ctx);
-	if (ret) {
-		kfree(ctx);
-		goto out;
-	}
+	if (ret)
+		goto err_uncharge;
 	ret = vnpu_mmu_ctx_init(ctx);
-	if (ret) {
-		vnpu_ctx_retire_fini(ctx);
-		kfree(ctx);
-		goto out;
-	}
+	if (ret)
+		goto err_retire;
 	spin_lock_irqsave(&vdev->ctx_lock, flags);
 	index = find_first_zero_bit(vdev->ctx_map, vdev->num_contexts);
 	if (index < vdev->num_contexts) {
@@ -136,11 +143,8 @@ static int vnpu_open(struct drm_device *dev, struct drm_file *file)
 	spin_unlock_irqrestore(&vdev->ctx_lock, flags);
 	if (index >= vdev->num_contexts) {
 		/* Every hardware context is in use by another open file. */
-		vnpu_mmu_ctx_fini(ctx);
-		vnpu_ctx_retire_fini(ctx);
-		kfree(ctx);
 		ret = -EBUSY;
-		goto out;
+		goto err_mmu;
 	}
 	mutex_lock(&vdev->reset_lock);
 	vnpu_mmu_ctx_program(ctx);
@@ -148,6 +152,18 @@ static int vnpu_open(struct drm_device *dev, struct drm_file *file)
 	file->driver_priv = ctx;
 	atomic_inc(&vdev->open_files);
 	ret = 0;
+	goto out;
+
+err_mmu:
+	vnpu_mmu_ctx_fini(ctx);
+err_retire:
+	vnpu_ctx_retire_fini(ctx);
+err_uncharge:
+	vnpu_quota_uncharge(ctx->user, VNPU_QUOTA_CONTEXTS, 1);
+err_user:
+	vnpu_user_put(ctx->user);
+err_free:
+	kfree(ctx);
 out:
 	drm_dev_exit(idx);
 	return ret;
@@ -216,6 +232,12 @@ static int vnpu_get_param_ioctl(struct drm_device *dev, void *data,
 		args->value = value;
 		return 0;
 	}
+	case DRM_VNPU_PARAM_QUOTA_LIMIT:
+	case DRM_VNPU_PARAM_QUOTA_USED:
+	case DRM_VNPU_PARAM_FILE_MAX_JOBS:
+	case DRM_VNPU_PARAM_FILE_JOB_BYTES:
+		return vnpu_quota_param(ctx, args->param, args->index,
+					&args->value);
 	default:
 		break;
 	}
@@ -388,6 +410,7 @@ static void vnpu_drm_release(struct drm_device *drm, void *arg)
 		destroy_workqueue(vdev->reset_wq);
 	vnpu_fw_fini(vdev);
 	vnpu_vram_fini(vdev);
+	vnpu_quota_fini(vdev);
 }
 
 static int vnpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
@@ -429,6 +452,7 @@ static int vnpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	vdev->vram_map = devm_ioremap_wc(dev, vdev->vram_bar, vdev->vram_size);
 	if (!vdev->vram_map)
 		return -ENOMEM;
+	vnpu_quota_init(vdev);
 	vnpu_vram_init(vdev);
 	vdev->reset_wq = alloc_ordered_workqueue("vnpu-reset", 0);
 	ret = drmm_add_action_or_reset(&vdev->drm, vnpu_drm_release, NULL);

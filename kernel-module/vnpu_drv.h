@@ -43,6 +43,22 @@ extern bool vnpu_allow_test_inject;
 struct vnpu_device;
 struct vnpu_ctx;
 
+/* What one user may hold a share of (vnpu_quota.c), as the UAPI numbers. */
+enum vnpu_quota_res {
+	VNPU_QUOTA_CONTEXTS = DRM_VNPU_QUOTA_CONTEXTS,
+	VNPU_QUOTA_VRAM = DRM_VNPU_QUOTA_VRAM,
+	VNPU_QUOTA_PINNED = DRM_VNPU_QUOTA_PINNED,
+	VNPU_QUOTA_RES_COUNT
+};
+
+/* One user (effective uid) of the device and what it holds. */
+struct vnpu_user {
+	struct vnpu_device *vdev;
+	kuid_t uid;
+	u32 refs;			  /* under vdev->users_lock */
+	u64 used[VNPU_QUOTA_RES_COUNT]; /* under vdev->users_lock */
+};
+
 /* One page-table page in DMA-coherent host memory. */
 struct vnpu_pt_table {
 	u64 *entries;
@@ -117,6 +133,9 @@ struct vnpu_device {
 	struct drm_mm vram_mm;
 	u64 vram_used;
 
+	struct mutex users_lock; /* users and every vnpu_user */
+	struct xarray users;	 /* uid -> vnpu_user */
+
 	spinlock_t ctx_lock; /* ctxs[], ctx_map */
 	struct vnpu_ctx *ctxs[VNPU_MAX_CONTEXTS];
 	unsigned long ctx_map[BITS_TO_LONGS(VNPU_MAX_CONTEXTS)];
@@ -141,6 +160,9 @@ struct vnpu_ctx {
 	struct kref ref;
 	struct vnpu_device *vdev;
 	int index; /* hardware context */
+	struct vnpu_user *user; /* who opened the file */
+	bool quota_exempt;	/* opened with CAP_SYS_ADMIN */
+	atomic_long_t unfinished_jobs, unfinished_bytes; /* vnpu_quota.c */
 
 	struct mutex mmu_lock; /* page tables, va_mm and the VA window */
 	struct vnpu_pt_table root;
@@ -228,6 +250,7 @@ struct vnpu_job {
 	bool guilty;
 	struct dma_fence_cb finished_cb;
 	struct vnpu_epoch *epoch; /* of its context, counted until it ends */
+	u64 charged_bytes;	  /* against its file (vnpu_quota.c) */
 };
 
 /* A span of a context's job submissions (see vnpu_ctx.epochs). */
@@ -270,9 +293,26 @@ struct vnpu_bo {
 	struct drm_mm_node vram_node;
 	struct mutex map_lock; /* mappings */
 	struct list_head mappings;
+	/* The user its memory counts against, from its first handle on. */
+	struct vnpu_user *charged; /* under map_lock */
 };
 
 #define to_vnpu_bo(obj) container_of(obj, struct vnpu_bo, shmem.base)
+
+/* vnpu_quota.c */
+void vnpu_quota_init(struct vnpu_device *vdev);
+void vnpu_quota_fini(struct vnpu_device *vdev);
+struct vnpu_user *vnpu_user_get_current(struct vnpu_device *vdev);
+void vnpu_user_get(struct vnpu_user *user);
+void vnpu_user_put(struct vnpu_user *user);
+bool vnpu_quota_exempt_current(void);
+int vnpu_quota_charge(struct vnpu_user *user, bool exempt,
+		      enum vnpu_quota_res res, u64 amount);
+void vnpu_quota_uncharge(struct vnpu_user *user, enum vnpu_quota_res res,
+			 u64 amount);
+int vnpu_quota_param(struct vnpu_ctx *ctx, u32 param, u32 index, u64 *value);
+int vnpu_ctx_charge_job(struct vnpu_ctx *ctx, u64 bytes);
+void vnpu_ctx_uncharge_job(struct vnpu_ctx *ctx, u64 bytes);
 
 /* vnpu_drv.c */
 void vnpu_log(struct vnpu_device *vdev, const char *fmt, ...) __printf(2, 3);

@@ -18,6 +18,42 @@
 
 #include "vnpu_hw.h"
 
+static enum vnpu_quota_res vnpu_bo_quota_res(struct vnpu_bo *bo)
+{
+	return bo->vram ? VNPU_QUOTA_VRAM : VNPU_QUOTA_PINNED;
+}
+
+/*
+ * The first handle to a BO, in any file, makes its memory count against
+ * that file's user until the BO is freed: the creator's for our own BOs,
+ * the importer's for another driver's (whose pages we pin by mapping).
+ */
+static int vnpu_bo_charge(struct vnpu_bo *bo, struct vnpu_ctx *ctx)
+{
+	int ret;
+
+	lockdep_assert_held(&bo->map_lock);
+	if (bo->charged)
+		return 0;
+	ret = vnpu_quota_charge(ctx->user, ctx->quota_exempt,
+				vnpu_bo_quota_res(bo), bo->shmem.base.size);
+	if (ret)
+		return ret;
+	vnpu_user_get(ctx->user);
+	bo->charged = ctx->user;
+	return 0;
+}
+
+static void vnpu_bo_uncharge(struct vnpu_bo *bo)
+{
+	if (!bo->charged)
+		return;
+	vnpu_quota_uncharge(bo->charged, vnpu_bo_quota_res(bo),
+			    bo->shmem.base.size);
+	vnpu_user_put(bo->charged);
+	bo->charged = NULL;
+}
+
 static int vnpu_bo_open(struct drm_gem_object *obj, struct drm_file *file)
 {
 	struct vnpu_bo *bo = to_vnpu_bo(obj);
@@ -34,7 +70,10 @@ static int vnpu_bo_open(struct drm_gem_object *obj, struct drm_file *file)
 			goto out;
 		}
 	}
-	ret = vnpu_mmu_map_bo(ctx, bo, &va);
+	/* Counted before the mapping pins the pages. */
+	ret = vnpu_bo_charge(bo, ctx);
+	if (!ret)
+		ret = vnpu_mmu_map_bo(ctx, bo, &va);
 out:
 	mutex_unlock(&bo->map_lock);
 	return ret;
@@ -308,6 +347,7 @@ static void vnpu_shmem_free(struct drm_gem_object *obj)
 	struct vnpu_bo *bo = to_vnpu_bo(obj);
 
 	WARN_ON(!list_empty(&bo->mappings));
+	vnpu_bo_uncharge(bo);
 	mutex_destroy(&bo->map_lock);
 	drm_gem_shmem_free(&bo->shmem);
 }
@@ -360,6 +400,7 @@ static void vnpu_vram_free(struct drm_gem_object *obj)
 	struct vnpu_bo *bo = to_vnpu_bo(obj);
 
 	WARN_ON(!list_empty(&bo->mappings));
+	vnpu_bo_uncharge(bo);
 	mutex_lock(&vdev->vram_lock);
 	if (drm_mm_node_allocated(&bo->vram_node)) {
 		drm_mm_remove_node(&bo->vram_node);

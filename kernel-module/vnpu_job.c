@@ -116,6 +116,7 @@ static void vnpu_job_finished(struct dma_fence *f, struct dma_fence_cb *cb)
 	if (f->error)
 		atomic_inc(&queue->ctx->vdev->job_errors);
 	atomic_dec(&queue->pending);
+	vnpu_ctx_uncharge_job(job->ctx, job->charged_bytes);
 	vnpu_ctx_job_ended(job);
 }
 
@@ -239,6 +240,7 @@ int vnpu_submit_ioctl(struct drm_device *dev, void *data, struct drm_file *file)
 	struct ww_acquire_ctx acquire;
 	struct vnpu_queue *queue;
 	struct vnpu_job *job;
+	u64 charge;
 	int ret;
 
 	if (args->flags & ~DRM_VNPU_SUBMIT_FLAGS || args->pad ||
@@ -260,10 +262,15 @@ int vnpu_submit_ioctl(struct drm_device *dev, void *data, struct drm_file *file)
 		ret = -EBUSY;
 		goto err_pending;
 	}
+	charge = DRM_VNPU_JOB_BYTES(args->cmd_count, args->bo_count);
+	ret = vnpu_ctx_charge_job(ctx, charge);
+	if (ret)
+		goto err_pending;
 
 	ret = vnpu_job_create(vdev, file, queue, args, &job);
 	if (ret)
-		goto err_pending;
+		goto err_charged;
+	job->charged_bytes = charge;
 	ret = drm_sched_job_init(&job->base, &queue->entity, job->cmd_count,
 				 NULL);
 	if (ret)
@@ -306,6 +313,8 @@ err_cleanup:
 	drm_sched_job_cleanup(&job->base);
 err_free:
 	vnpu_job_free_unarmed(job);
+err_charged:
+	vnpu_ctx_uncharge_job(ctx, charge);
 err_pending:
 	atomic_dec(&queue->pending);
 err_queue:

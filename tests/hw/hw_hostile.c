@@ -11,8 +11,10 @@
  * assertion would be reported as the test's).
  */
 #include "hw_util.h"
+#include "vnpu/hw_regs.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
@@ -32,9 +34,10 @@ struct proc {
 	int to_child, from_child;
 };
 
-/* Runs fn(in, out, arg) in a child, as uid 1000 when unprivileged. */
+/* Runs fn(in, out, arg) in a child: as root for uid 0, else as that
+ * unprivileged user (in the accel group). */
 static void proc_start(struct proc *p, int (*fn)(int in, int out, void *arg),
-		       void *arg, bool unprivileged)
+		       void *arg, uid_t uid)
 {
 	int down[2], up[2];
 
@@ -47,9 +50,8 @@ static void proc_start(struct proc *p, int (*fn)(int in, int out, void *arg),
 
 		close(down[1]);
 		close(up[0]);
-		if (unprivileged &&
-		    (setgroups(1, groups) || setgid(HW_USER_UID) ||
-		     setuid(HW_USER_UID)))
+		if (uid && (setgroups(1, groups) || setgid(uid) ||
+			    setuid(uid)))
 			_exit(100);
 		_exit(fn(down[0], up[1], arg));
 	}
@@ -73,6 +75,22 @@ static char step_recv(int fd)
 	if (poll(&pfd, 1, STEP_TIMEOUT_MS) != 1 || read(fd, &c, 1) != 1)
 		return 0;
 	return c;
+}
+
+/* A report of several numbers, sent at once. */
+static int report_send(int fd, const uint64_t *v, size_t n)
+{
+	return write(fd, v, n * sizeof(*v)) == (ssize_t)(n * sizeof(*v)) ? 0
+									  : -1;
+}
+
+static void report_recv(struct proc *p, uint64_t *v, size_t n)
+{
+	struct pollfd pfd = { .fd = p->from_child, .events = POLLIN };
+
+	ck_assert_int_eq(poll(&pfd, 1, STEP_TIMEOUT_MS), 1);
+	ck_assert_int_eq(read(p->from_child, v, n * sizeof(*v)),
+			 (ssize_t)(n * sizeof(*v)));
 }
 
 /* The child's exit status (-signal when killed). */
@@ -234,9 +252,8 @@ static int attacker_main(int in, int out, void *p)
 		return 85;
 	/* The job ends (it may fail: its output went away). */
 	hw_bo_wait(ctx.fd, args.handle, HW_WAIT_NS, NULL);
-	printf("attacker: the kernel ran %.2f s after it started\n",
-	       (double)(hw_now_ns() - t0) / 1e9);
-	fflush(stdout);
+	hw_figure("attacker: its kernel ran %.2f s after it started",
+		  (double)(hw_now_ns() - t0) / 1e9);
 	return 0;
 }
 
@@ -252,8 +269,8 @@ static void close_during_kernel(uint32_t flags, bool exit_early)
 	struct proc victim, attacker;
 	int vst, ast;
 
-	proc_start(&victim, victim_main, &va, false);
-	proc_start(&attacker, attacker_main, &aa, true);
+	proc_start(&victim, victim_main, &va, 0);
+	proc_start(&attacker, attacker_main, &aa, HW_USER_UID);
 	ck_assert_int_eq(step_recv(attacker.from_child), 'x');
 	ck_assert_int_eq(step_send(victim.to_child, 'g'), 0);
 	ck_assert_int_eq(step_recv(victim.from_child), 'r');
@@ -273,8 +290,8 @@ static void close_during_kernel(uint32_t flags, bool exit_early)
 	usleep(200 * 1000);
 	ck_assert_int_eq(step_send(victim.to_child, 'c'), 0);
 	vst = proc_wait(&victim);
-	printf("%s BO %s during the kernel: attacker exit %d, victim BOs "
-	       "changed %d of %d\n",
+	hw_figure("%s BO %s during the kernel: attacker exit %d, victim BOs "
+		  "changed %d of %d",
 	       flags & DRM_VNPU_BO_VRAM ? "VRAM" : "system",
 	       exit_early ? "freed by exit" : "closed", ast, vst, VICTIM_BOS);
 	ck_assert_int_eq(ast, 0);
@@ -300,6 +317,257 @@ START_TEST(test_exit_during_kernel)
 }
 END_TEST
 
+/* ---- limits: one user against the others ---------------------------------- */
+
+#define OTHER_UID (HW_USER_UID + 1) /* a second unprivileged user */
+
+/* Opens files until refused; reports {files, errno, limit}, holds them
+ * until 'q'. */
+static int hog_contexts(int in, int out, void *p)
+{
+	uint64_t r[3] = { 0, 0, 0 };
+	int fds[VNPU_MAX_CONTEXTS + 1];
+
+	(void)p;
+	while (r[0] <= VNPU_MAX_CONTEXTS) {
+		int fd = hw_open_raw();
+
+		if (fd < 0) {
+			r[1] = (uint64_t)-fd;
+			break;
+		}
+		fds[r[0]++] = fd;
+	}
+	if (r[0])
+		hw_get_param(fds[0], DRM_VNPU_PARAM_QUOTA_LIMIT,
+			     DRM_VNPU_QUOTA_CONTEXTS, &r[2]);
+	if (report_send(out, r, 3) || step_recv(in) != 'q')
+		return 1;
+	return 0;
+}
+
+/* Allocates BOs of `*flags` kind, 4 MiB each, until refused; reports
+ * {bytes, errno, limit, used as the driver counts it}, holds them until
+ * 'q'. */
+static int hog_memory(int in, int out, void *p)
+{
+	const uint32_t *flags = p;
+	uint64_t r[4] = { 0, 0, 0, 0 };
+	uint32_t res = *flags & DRM_VNPU_BO_VRAM ? DRM_VNPU_QUOTA_VRAM
+						   : DRM_VNPU_QUOTA_PINNED;
+	int fd = hw_open_raw();
+
+	if (fd < 0)
+		return 1;
+	for (;;) {
+		uint32_t handle;
+		uint64_t va;
+		int ret = hw_bo_create_raw(fd, 4u << 20, *flags, &handle, &va);
+
+		if (ret) {
+			r[1] = (uint64_t)-ret;
+			break;
+		}
+		r[0] += 4u << 20;
+	}
+	hw_get_param(fd, DRM_VNPU_PARAM_QUOTA_LIMIT, res, &r[2]);
+	hw_get_param(fd, DRM_VNPU_PARAM_QUOTA_USED, res, &r[3]);
+	if (report_send(out, r, 4) || step_recv(in) != 'q')
+		return 1;
+	return 0;
+}
+
+/* Opens a file and allocates one BO of `*flags` kind, 32 MiB; exits 0 when
+ * all of it worked. */
+static int other_user(int in, int out, void *p)
+{
+	const uint32_t *flags = p;
+	struct hw_bo bo;
+	int fd = hw_open_raw();
+
+	(void)in;
+	(void)out;
+	if (fd < 0)
+		return 1;
+	if (flags && hw_bo_create(fd, 32u << 20, *flags, &bo))
+		return 2;
+	return 0;
+}
+
+/* Root: a file, a BO of the kind and a FILL of it that completes. */
+static void victim_works(uint32_t flags, uint64_t size)
+{
+	struct hw_ctx ctx;
+	struct hw_bo bo;
+	struct vnpu_cmd c;
+
+	hw_ctx_open(&ctx);
+	hw_bo_new(ctx.fd, size, flags, &bo);
+	c = vnpu_fill_cmd(bo.va, size, 0x5a5a5a5a, 4);
+	ck_assert_int_eq(hw_run(&ctx, &c, 1, &bo.handle, 1, NULL), 0);
+	ck_assert_uint_eq(hw_check_u32(bo.map, size, 0x5a5a5a5a), SIZE_MAX);
+	hw_bo_free(ctx.fd, &bo);
+	hw_ctx_close(&ctx);
+}
+
+START_TEST(test_context_share)
+{
+	struct proc hog, other;
+	uint64_t r[3];
+	int fd = hw_open();
+	uint64_t total = hw_param(fd, DRM_VNPU_PARAM_NUM_CONTEXTS);
+
+	close(fd);
+	proc_start(&hog, hog_contexts, NULL, HW_USER_UID);
+	report_recv(&hog, r, 3);
+	hw_figure("contexts: one user opened %" PRIu64 " of %" PRIu64
+		  " (limit %" PRIu64 "), then: %s",
+		  r[0], total, r[2], strerror((int)r[1]));
+	ck_assert_uint_eq(r[1], EDQUOT);
+	ck_assert_uint_eq(r[0], r[2]);
+	ck_assert_uint_lt(r[0], total);
+	/* Another user, and root, still get theirs. */
+	proc_start(&other, other_user, NULL, OTHER_UID);
+	ck_assert_int_eq(proc_wait(&other), 0);
+	victim_works(0, HW_PAGE_SIZE);
+	ck_assert_int_eq(step_send(hog.to_child, 'q'), 0);
+	ck_assert_int_eq(proc_wait(&hog), 0);
+}
+END_TEST
+
+static void memory_share(uint32_t flags)
+{
+	const char *kind = flags & DRM_VNPU_BO_VRAM ? "VRAM" : "pinned system";
+	struct proc hog, other;
+	uint64_t r[4];
+
+	proc_start(&hog, hog_memory, &flags, HW_USER_UID);
+	report_recv(&hog, r, 4);
+	hw_figure("%s memory: one user got %" PRIu64 " MiB (limit %" PRIu64
+		  " MiB, counted %" PRIu64 " MiB), then: %s",
+		  kind, r[0] >> 20, r[2] >> 20, r[3] >> 20,
+		  strerror((int)r[1]));
+	ck_assert_uint_eq(r[1], EDQUOT);
+	ck_assert_uint_le(r[0], r[2]);
+	ck_assert_uint_gt(r[0] + (4u << 20), r[2]);
+	ck_assert_uint_eq(r[3], r[0]);
+	proc_start(&other, other_user, &flags, OTHER_UID);
+	ck_assert_int_eq(proc_wait(&other), 0);
+	victim_works(flags, 32u << 20);
+	ck_assert_int_eq(step_send(hog.to_child, 'q'), 0);
+	ck_assert_int_eq(proc_wait(&hog), 0);
+}
+
+START_TEST(test_vram_share)
+{
+	memory_share(DRM_VNPU_BO_VRAM);
+}
+END_TEST
+
+START_TEST(test_pinned_share)
+{
+	memory_share(0);
+}
+END_TEST
+
+/*
+ * Jobs held back by a FENCE_WAIT on a word of the attacker's, each
+ * `*cmds_per_job` commands (a FENCE_WAIT, then NOPs): queues are added as
+ * each fills, until the file's limit refuses one. Reports {jobs, bytes
+ * counted, errno, FILE_MAX_JOBS, FILE_JOB_BYTES}; then opens the gate and
+ * waits for all of it.
+ */
+static int hog_jobs(int in, int out, void *p)
+{
+	const uint32_t *cmds_per_job = p;
+	uint64_t r[5] = { 0, 0, 0, 0, 0 };
+	struct vnpu_cmd *c = calloc(*cmds_per_job, sizeof(*c));
+	struct hw_bo gate, cmd;
+	uint32_t queue = 0, in_queue = 0, last_queue = 0;
+	int fd = hw_open_raw(), ret = 0;
+	uint64_t depth;
+
+	(void)in;
+	if (fd < 0 || !c ||
+	    hw_get_param(fd, DRM_VNPU_PARAM_QUEUE_DEPTH, 0, &depth) ||
+	    hw_get_param(fd, DRM_VNPU_PARAM_FILE_MAX_JOBS, 0, &r[3]) ||
+	    hw_get_param(fd, DRM_VNPU_PARAM_FILE_JOB_BYTES, 0, &r[4]) ||
+	    hw_bo_create(fd, HW_PAGE_SIZE, 0, &gate) ||
+	    hw_bo_create(fd, 64u * 1024, 0, &cmd))
+		return 1;
+	memset(gate.map, 0, 8);
+	c[0] = vnpu_fence_wait_cmd(gate.va, 1);
+	for (uint32_t i = 1; i < *cmds_per_job; i++)
+		c[i] = vnpu_nop_cmd();
+	for (;;) {
+		if (!queue || in_queue == depth) {
+			if (hw_queue_create(fd, DRM_VNPU_HW_QUEUE_ANY, &queue,
+					    NULL))
+				break;
+			last_queue = queue;
+			in_queue = 0;
+		}
+		ret = hw_submit(fd, queue, &cmd, 0, c, *cmds_per_job,
+				&gate.handle, 1, 0, NULL);
+		if (ret)
+			break;
+		in_queue++;
+		r[0]++;
+		r[1] += DRM_VNPU_JOB_BYTES(*cmds_per_job, 1);
+	}
+	r[2] = (uint64_t)-ret;
+	__atomic_store_n((uint64_t *)gate.map, 1, __ATOMIC_RELEASE);
+	if (report_send(out, r, 5))
+		return 2;
+	/* Every job ends once the gate is open. */
+	for (uint32_t q = 1; q <= last_queue; q++) {
+		uint64_t want = q < last_queue ? depth : in_queue, done = 0;
+		int64_t t0 = hw_now_ns();
+
+		while (!hw_get_param(fd, DRM_VNPU_PARAM_QUEUE_DONE_SEQNO, q,
+				     &done) &&
+		       done < want && hw_now_ns() - t0 < HW_WAIT_NS)
+			usleep(1000);
+		if (done < want)
+			return 3;
+	}
+	return 0;
+}
+
+static void job_limit(uint32_t cmds_per_job)
+{
+	uint64_t cost = DRM_VNPU_JOB_BYTES(cmds_per_job, 1);
+	struct proc hog;
+	uint64_t r[5];
+
+	proc_start(&hog, hog_jobs, &cmds_per_job, HW_USER_UID);
+	report_recv(&hog, r, 5);
+	hw_figure("queued work: one file queued %" PRIu64 " jobs of %u "
+		  "commands, %" PRIu64 " KiB (limits %" PRIu64 " jobs, %" PRIu64
+		  " KiB), then: %s",
+		  r[0], cmds_per_job, r[1] >> 10, r[3], r[4] >> 10,
+		  strerror((int)r[2]));
+	ck_assert_uint_eq(r[2], EBUSY);
+	ck_assert_uint_le(r[0], r[3]);
+	ck_assert_uint_le(r[1], r[4]);
+	/* Refused at one limit or the other, not earlier. */
+	ck_assert(r[0] == r[3] || r[1] + cost > r[4]);
+	ck_assert_int_eq(proc_wait(&hog), 0);
+	victim_works(0, HW_PAGE_SIZE);
+}
+
+START_TEST(test_job_limit)
+{
+	job_limit(1);
+}
+END_TEST
+
+START_TEST(test_job_memory_limit)
+{
+	job_limit(1000);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
 	Suite *s = suite_create("hw_hostile");
@@ -309,6 +577,14 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, test_close_vram_during_kernel);
 	tcase_add_test(tc, test_close_system_during_kernel);
 	tcase_add_test(tc, test_exit_during_kernel);
+	hw_suite_add(s, tc);
+	tc = tcase_create("limits");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_context_share);
+	tcase_add_test(tc, test_vram_share);
+	tcase_add_test(tc, test_pinned_share);
+	tcase_add_test(tc, test_job_limit);
+	tcase_add_test(tc, test_job_memory_limit);
 	hw_suite_add(s, tc);
 	return hw_main(argc, argv, s, 0);
 }

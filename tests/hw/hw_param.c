@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define LAST_PARAM DRM_VNPU_PARAM_QUEUE_ERROR_INFO
+#define LAST_PARAM DRM_VNPU_PARAM_FILE_JOB_BYTES
 #define UNTOUCHED 0x5a5a5a5a5a5a5a5aull
 
 static bool is_queue_param(uint32_t p)
@@ -21,6 +21,13 @@ static bool is_queue_param(uint32_t p)
 	       p == DRM_VNPU_PARAM_QUEUE_DONE_SEQNO ||
 	       p == DRM_VNPU_PARAM_QUEUE_ERROR_STATUS ||
 	       p == DRM_VNPU_PARAM_QUEUE_ERROR_INFO;
+}
+
+/* Indexed by a DRM_VNPU_QUOTA_* resource (test_quota_params). */
+static bool is_quota_param(uint32_t p)
+{
+	return p == DRM_VNPU_PARAM_QUOTA_LIMIT ||
+	       p == DRM_VNPU_PARAM_QUOTA_USED;
 }
 
 START_TEST(test_identity)
@@ -211,6 +218,57 @@ START_TEST(test_every_param_valid)
 }
 END_TEST
 
+/* The quota parameters: what root's file may hold (no share applies to
+ * CAP_SYS_ADMIN), what its user holds, and only known resources. */
+START_TEST(test_quota_params)
+{
+	struct hw_ctx ctx;
+	struct hw_bo bo;
+	uint64_t v = UNTOUCHED, before;
+
+	hw_ctx_open(&ctx);
+	for (uint32_t r = DRM_VNPU_QUOTA_CONTEXTS; r <= DRM_VNPU_QUOTA_PINNED;
+	     r++) {
+		ck_assert_int_eq(hw_get_param(ctx.fd,
+					      DRM_VNPU_PARAM_QUOTA_LIMIT, r,
+					      &v),
+				 0);
+		ck_assert_uint_eq(v, UINT64_MAX);
+	}
+	ck_assert_int_eq(hw_get_param(ctx.fd, DRM_VNPU_PARAM_QUOTA_USED,
+				      DRM_VNPU_QUOTA_CONTEXTS, &v),
+			 0);
+	ck_assert_uint_ge(v, 1);
+	ck_assert_int_eq(hw_get_param(ctx.fd, DRM_VNPU_PARAM_QUOTA_USED,
+				      DRM_VNPU_QUOTA_VRAM, &before),
+			 0);
+	hw_bo_new(ctx.fd, 1u << 20, DRM_VNPU_BO_VRAM, &bo);
+	ck_assert_int_eq(hw_get_param(ctx.fd, DRM_VNPU_PARAM_QUOTA_USED,
+				      DRM_VNPU_QUOTA_VRAM, &v),
+			 0);
+	ck_assert_uint_eq(v, before + (1u << 20));
+	hw_bo_free(ctx.fd, &bo);
+	ck_assert_int_eq(hw_get_param(ctx.fd, DRM_VNPU_PARAM_QUOTA_USED,
+				      DRM_VNPU_QUOTA_VRAM, &v),
+			 0);
+	ck_assert_uint_eq(v, before);
+	v = UNTOUCHED;
+	ck_assert_int_eq(hw_get_param(ctx.fd, DRM_VNPU_PARAM_QUOTA_LIMIT,
+				      DRM_VNPU_QUOTA_PINNED + 1, &v),
+			 -EINVAL);
+	ck_assert_int_eq(hw_get_param(ctx.fd, DRM_VNPU_PARAM_QUOTA_USED,
+				      UINT32_MAX, &v),
+			 -EINVAL);
+	ck_assert_int_eq(hw_get_param(ctx.fd, DRM_VNPU_PARAM_FILE_MAX_JOBS, 1,
+				      &v),
+			 -EINVAL);
+	ck_assert_uint_eq(v, UNTOUCHED);
+	ck_assert_uint_gt(hw_param(ctx.fd, DRM_VNPU_PARAM_FILE_JOB_BYTES),
+			  DRM_VNPU_JOB_BYTES(1, 0));
+	hw_ctx_close(&ctx);
+}
+END_TEST
+
 START_TEST(test_unknown_params)
 {
 	static const uint32_t bad[] = {
@@ -236,7 +294,7 @@ START_TEST(test_nonzero_index)
 	for (uint32_t p = 0; p <= LAST_PARAM; p++) {
 		static const uint32_t idx[] = { 1, 2, 0x80000000u, UINT32_MAX };
 
-		if (is_queue_param(p))
+		if (is_queue_param(p) || is_quota_param(p))
 			continue;
 		for (size_t i = 0; i < 4; i++) {
 			uint64_t v = UNTOUCHED;
@@ -280,6 +338,7 @@ static Suite *param_suite(void)
 	tcase_add_test(valid, test_done_seqno_follows_jobs);
 	tcase_add_test(valid, test_every_param_valid);
 	tcase_add_test(valid, test_value_is_output_only);
+	tcase_add_test(valid, test_quota_params);
 	hw_suite_add(s, valid);
 	tcase_add_test(invalid, test_unknown_params);
 	tcase_add_test(invalid, test_nonzero_index);

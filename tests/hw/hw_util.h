@@ -136,6 +136,10 @@ size_t hw_pattern_check(const void *p, size_t size, uint32_t seed);
 /* Offset of the first 32-bit word != value, or SIZE_MAX. */
 size_t hw_check_u32(const void *p, size_t size, uint32_t value);
 
+/* A figure the test measured, as a line "figure: ..." on stdout, which
+ * run-hw-suite.sh shows under the program's result. */
+void hw_figure(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /*
  * Adds tc to s with the reset guard: a checked fixture that fails the test
  * when the device's reset counter moved during it.

@@ -19,10 +19,12 @@
 # The guest runs this same file with sh --guest (POSIX sh, busybox): each
 # program runs with CK_VERBOSITY=verbose (one Passed/Failure/Error line per
 # test). A program that does not answer yes to `PROG --expects-reset` fails
-# when the debugfs reset counter moved while it ran. Prints
-# "hw: N passed, N failed" and exits non-zero when a test failed, a program
-# crashed, a reset was unexpected or the VM run failed (vm.sh also fails it
-# on a kernel WARN/BUG/oops in dmesg).
+# when the debugfs reset counter moved while it ran; so does a program that
+# exits having run no test. Lines "figure: ..." a passing program prints (its
+# measurements) are shown under its result. Prints "hw: N passed, N failed"
+# and exits non-zero when a test failed, a program crashed, a reset was
+# unexpected or the VM run failed (vm.sh also fails it on a kernel
+# WARN/BUG/oops in dmesg).
 
 # ---- guest side (POSIX sh) -----------------------------------------------------
 guest_result() {
@@ -76,6 +78,9 @@ EOF
 			if [ "$rc" -ne 0 ] && [ "$nf" -eq 0 ]; then
 				nf=$((nf + 1)) # crashed before Check reported
 				guest_result "$name/exit-status" FAIL
+			elif [ "$np" -eq 0 ] && [ "$nf" -eq 0 ]; then
+				nf=1 # a program that tested nothing proves nothing
+				guest_result "$name/no-tests" FAIL
 			fi
 			reset_note=""
 			if [ "$before" != "$after" ] && ! "$t" --expects-reset; then
@@ -87,6 +92,7 @@ EOF
 			failed=$((failed + nf))
 			if [ "$nf" -eq 0 ]; then
 				echo "PASS $name: $np test(s), ${secs}s"
+				printf '%s\n' "$out" | sed -n 's/^figure: /    /p'
 			else
 				echo "FAIL $name: $np passed, $nf failed, ${secs}s$reset_note"
 				printf '%s\n' "$out" | grep -v ':P:' | sed 's/^/    /'
@@ -96,6 +102,10 @@ EOF
 	echo "== results"
 	cat "$results"
 	echo "hw: $passed passed, $failed failed"
+	if [ $((passed + failed)) -eq 0 ]; then
+		echo "hw: no test ran (no such program?)"
+		return 1
+	fi
 	[ "$failed" -eq 0 ]
 }
 

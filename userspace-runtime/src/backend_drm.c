@@ -883,9 +883,20 @@ static vnpu_error_t drm_submit(struct vnpurt_bdev *d, unsigned qi,
 		err = drmIoctl(d->fd, DRM_IOCTL_VNPU_SUBMIT, &s) ? errno : 0;
 		if (err != EBUSY)
 			break;
-		/* The driver's queue is full: let its oldest job finish. The
-		 * BO list stays valid: BOs are freed only when idle. */
-		wait_oldest(d, q);
+		/* The driver's queue is full, or the file's jobs are at
+		 * their limit: let this queue's oldest job finish, or, with
+		 * none, the file's other queues' (for a moment, unlocked).
+		 * The BO list stays valid: BOs are freed only when idle. */
+		retire(d, q);
+		if (q->job_count) {
+			wait_oldest(d, q);
+		} else {
+			struct timespec ts = {0, 200000};
+
+			pthread_mutex_unlock(&q->lock);
+			nanosleep(&ts, NULL);
+			pthread_mutex_lock(&q->lock);
+		}
 	}
 	if (err && err != ECANCELED && err != ENODEV) {
 		q->free_slot[q->nfree++] = slot;

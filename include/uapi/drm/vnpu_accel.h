@@ -72,7 +72,24 @@ enum drm_vnpu_param {
 						 * of its first failed job */
 	DRM_VNPU_PARAM_QUEUE_ERROR_INFO = 30, /* index = queue_id: job_info
 					       * of that job */
+	DRM_VNPU_PARAM_QUOTA_LIMIT = 31, /* index = DRM_VNPU_QUOTA_*: how much
+					  * this file's user may hold; ~0 no
+					  * limit (docs/uapi.md, Limits) */
+	DRM_VNPU_PARAM_QUOTA_USED = 32,	/* index = DRM_VNPU_QUOTA_*: how much
+					 * that user holds now */
+	DRM_VNPU_PARAM_FILE_MAX_JOBS = 33, /* unfinished jobs per file */
+	DRM_VNPU_PARAM_FILE_JOB_BYTES = 34, /* what they may hold, per file,
+					     * each counted as DRM_VNPU_JOB_BYTES */
 };
+
+/* Kernel memory an unfinished job counts as (FILE_JOB_BYTES). */
+#define DRM_VNPU_JOB_BYTES(cmd_count, bo_count) \
+	(1024ull + 64ull * (cmd_count) + 8ull * (bo_count))
+
+/* What a user may hold a share of (QUOTA_LIMIT, QUOTA_USED). */
+#define DRM_VNPU_QUOTA_CONTEXTS		0 /* open files (hardware contexts) */
+#define DRM_VNPU_QUOTA_VRAM		1 /* bytes of VRAM BOs */
+#define DRM_VNPU_QUOTA_PINNED		2 /* bytes of system BOs (pinned) */
 
 #define DRM_VNPU_CAP_TEST_MODE		(1ull << 0) /* device in test mode */
 #define DRM_VNPU_CAP_TEST_INJECT	(1ull << 1) /* SUBMIT accepts TEST_INJECT */
