@@ -78,6 +78,7 @@ struct vnpu_hwq {
 	dma_addr_t cpl_dma;
 
 	struct drm_gpu_scheduler sched;
+	struct workqueue_struct *submit_wq; /* the scheduler's */
 	bool sched_ready;
 
 	spinlock_t fence_lock;	   /* of the hardware fences */
@@ -85,6 +86,16 @@ struct vnpu_hwq {
 	u32 tail;		   /* next free ring slot */
 	u64 next_seqno;		   /* next command seqno, never 0 */
 	int cur_ctx;		   /* context in Q_CTX, -1 none */
+	/*
+	 * Contexts waiting for the queue, in the order they asked: each with
+	 * the scheduled fence of the job that asked (vnpu_hwq.c).
+	 */
+	struct {
+		struct dma_fence *fence;
+		int ctx;
+	} switch_req[VNPU_MAX_CONTEXTS];
+	u32 switch_head, switch_count;
+	DECLARE_BITMAP(switch_asked, VNPU_MAX_CONTEXTS);
 	struct list_head inflight; /* vnpu_job, ring order */
 	u64 fence_ctx;
 	/* What the timeout check last measured progress against. */
@@ -362,6 +373,7 @@ static inline struct vnpu_job *to_vnpu_job(struct drm_sched_job *sj)
 /* vnpu_hwq.c */
 int vnpu_hwq_init(struct vnpu_device *vdev, u32 index);
 void vnpu_hwq_fini(struct vnpu_hwq *hwq);
+void vnpu_hwq_job_pushed(struct vnpu_hwq *hwq, struct vnpu_job *job);
 void vnpu_hwq_program(struct vnpu_hwq *hwq, int ctx_index);
 void vnpu_hwq_push(struct vnpu_hwq *hwq, struct vnpu_job *job);
 void vnpu_hwq_retire(struct vnpu_hwq *hwq);

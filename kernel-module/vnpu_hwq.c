@@ -7,12 +7,14 @@
  *
  * A hardware queue runs in one context at a time (Q_CTX is programmed while
  * the queue is disabled), so a job of another context waits in prepare_job
- * until the ring is idle, then run_job switches the queue over. Commands get
+ * until the ring is idle, then run_job switches the queue over; meanwhile
+ * the owner's jobs wait too (see vnpu_prepare_job). Commands get
  * per-queue seqnos when the job runs; the last one raises the interrupt and
  * its seqno is the hardware fence's. Completion records decide when a job
  * is done and whether it failed. The scheduler's credits are ring slots, so
  * run_job always finds room.
  */
+#include <linux/workqueue.h>
 #include <drm/drm_drv.h>
 
 #include "vnpu_hw.h"
@@ -238,21 +240,106 @@ void vnpu_ctx_fault_abort(struct vnpu_device *vdev, int ctx_index,
 				   VNPU_FAULT_QUEUE(fault_status));
 }
 
+/* ---- fairness between contexts ------------------------------------------ */
+
+/*
+ * A hardware queue runs one context at a time and switches only with an
+ * empty ring. A context that wants the queue while another owns it asks
+ * for a switch, and from then on the jobs of every other context, the
+ * owner's included, wait until the asking job has been scheduled (its
+ * scheduled fence, which also signals when its queue is torn down first).
+ * So no context keeps the ring full while another waits, and contexts get
+ * the queue in the order they asked. All of it under hwq->lock.
+ */
+static void vnpu_hwq_switch_prune(struct vnpu_hwq *hwq)
+{
+	lockdep_assert_held(&hwq->lock);
+	while (hwq->switch_count) {
+		u32 i = hwq->switch_head;
+
+		if (!dma_fence_is_signaled(hwq->switch_req[i].fence))
+			break;
+		dma_fence_put(hwq->switch_req[i].fence);
+		clear_bit(hwq->switch_req[i].ctx, hwq->switch_asked);
+		hwq->switch_head = (i + 1) % VNPU_MAX_CONTEXTS;
+		hwq->switch_count--;
+	}
+}
+
+static void vnpu_hwq_switch_ask(struct vnpu_hwq *hwq, struct vnpu_job *job)
+{
+	int ctx = job->ctx->index;
+	u32 i;
+
+	lockdep_assert_held(&hwq->lock);
+	if (test_and_set_bit(ctx, hwq->switch_asked))
+		return;
+	/* One entry per context at most: the ring never overflows. */
+	i = (hwq->switch_head + hwq->switch_count++) % VNPU_MAX_CONTEXTS;
+	hwq->switch_req[i].fence = dma_fence_get(&job->base.s_fence->scheduled);
+	hwq->switch_req[i].ctx = ctx;
+}
+
+/*
+ * SUBMIT: a job that can run at once (nothing ahead of it in its queue, no
+ * dependency left) asks for the hardware queue right away, so that the
+ * owner's backlog in the scheduler does not run first. A job that waits
+ * for something asks only when the scheduler gets to it (prepare_job):
+ * holding the queue for it could wait on the owner's own later jobs.
+ */
+void vnpu_hwq_job_pushed(struct vnpu_hwq *hwq, struct vnpu_job *job)
+{
+	struct dma_fence *dep;
+	unsigned long i, flags;
+
+	if (spsc_queue_count(&job->queue->entity.job_queue))
+		return;
+	xa_for_each(&job->base.dependencies, i, dep)
+		if (!dma_fence_is_signaled(dep))
+			return;
+	spin_lock_irqsave(&hwq->lock, flags);
+	vnpu_hwq_switch_prune(hwq);
+	if (hwq->cur_ctx >= 0 && hwq->cur_ctx != job->ctx->index)
+		vnpu_hwq_switch_ask(hwq, job);
+	spin_unlock_irqrestore(&hwq->lock, flags);
+}
+
+static void vnpu_hwq_switch_fini(struct vnpu_hwq *hwq)
+{
+	while (hwq->switch_count) {
+		dma_fence_put(hwq->switch_req[hwq->switch_head].fence);
+		hwq->switch_head = (hwq->switch_head + 1) % VNPU_MAX_CONTEXTS;
+		hwq->switch_count--;
+	}
+	bitmap_zero(hwq->switch_asked, VNPU_MAX_CONTEXTS);
+}
+
 /* ---- scheduler backend --------------------------------------------------- */
 
+/*
+ * Before run_job, whatever the job must wait for: the context that asked
+ * for the queue before it, or, to switch the queue to its own context,
+ * the ring to drain.
+ */
 static struct dma_fence *vnpu_prepare_job(struct drm_sched_job *sj,
 					  struct drm_sched_entity *entity)
 {
 	struct vnpu_job *job = to_vnpu_job(sj);
 	struct vnpu_hwq *hwq = job->queue->hwq;
+	int ctx = job->ctx->index;
 	struct dma_fence *wait = NULL;
 	unsigned long flags;
 
 	spin_lock_irqsave(&hwq->lock, flags);
-	if (hwq->cur_ctx != job->ctx->index && !list_empty(&hwq->inflight)) {
+	vnpu_hwq_switch_prune(hwq);
+	if (hwq->switch_count &&
+	    hwq->switch_req[hwq->switch_head].ctx != ctx) {
+		wait = dma_fence_get(hwq->switch_req[hwq->switch_head].fence);
+	} else if (hwq->cur_ctx != ctx && !list_empty(&hwq->inflight)) {
 		struct vnpu_job *last =
 			list_last_entry(&hwq->inflight, struct vnpu_job, node);
 
+		vnpu_hwq_switch_ask(hwq, job);
 		wait = dma_fence_get(last->hw_fence);
 	}
 	spin_unlock_irqrestore(&hwq->lock, flags);
@@ -357,7 +444,16 @@ int vnpu_hwq_init(struct vnpu_device *vdev, u32 index)
 	hwq->cur_ctx = -1;
 	hwq->fence_ctx = dma_fence_context_alloc(1);
 	snprintf(hwq->name, sizeof(hwq->name), "vnpu-hwq%u", index);
-	ret = drm_sched_init(&hwq->sched, &vnpu_sched_ops, NULL,
+	/*
+	 * The scheduler's own ordered queue, high priority: a user's threads
+	 * spinning on SUBMIT must not delay other contexts' jobs by starving
+	 * the work that feeds the ring.
+	 */
+	hwq->submit_wq = alloc_ordered_workqueue("%s", WQ_HIGHPRI |
+						 WQ_MEM_RECLAIM, hwq->name);
+	if (!hwq->submit_wq)
+		return -ENOMEM;
+	ret = drm_sched_init(&hwq->sched, &vnpu_sched_ops, hwq->submit_wq,
 			     DRM_SCHED_PRIORITY_COUNT, hwq->entries - 1, 0,
 			     msecs_to_jiffies(vnpu_job_timeout_ms),
 			     vdev->reset_wq, NULL, hwq->name, dev);
@@ -372,5 +468,9 @@ void vnpu_hwq_fini(struct vnpu_hwq *hwq)
 	if (hwq->sched_ready)
 		drm_sched_fini(&hwq->sched);
 	hwq->sched_ready = false;
+	if (hwq->submit_wq)
+		destroy_workqueue(hwq->submit_wq);
+	hwq->submit_wq = NULL;
+	vnpu_hwq_switch_fini(hwq);
 }
 

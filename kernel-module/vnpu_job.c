@@ -226,6 +226,8 @@ static void vnpu_job_push(struct vnpu_job *job, bool explicit_sync,
 	drm_syncobj_add_point(queue->syncobj, chain, finished, job->seqno);
 	if (out_syncobj)
 		drm_syncobj_replace_fence(out_syncobj, finished);
+	/* Last: once pushed, the job may run and be freed at any time. */
+	vnpu_hwq_job_pushed(queue->hwq, job);
 	drm_sched_entity_push_job(&job->base);
 }
 

@@ -17,6 +17,7 @@
 #include <inttypes.h>
 #include <grp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -568,6 +569,168 @@ START_TEST(test_job_memory_limit)
 }
 END_TEST
 
+/* ---- fairness: a flood against a victim's jobs ----------------------------- */
+
+#define FLOOD_MAX_HWQ 16
+#define FLOOD_THREADS 2 /* per hardware queue */
+#define FLOOD_CMDS 256 /* NOPs per job */
+#define FAIR_SAMPLES 24
+#define FAIR_BOUND_NS (50ll * 1000 * 1000) /* docs/uapi.md, Scheduling */
+
+struct flooder {
+	int fd;
+	uint32_t hwq;
+	volatile bool *stop;
+	uint64_t jobs;
+	int err;
+};
+
+/* One thread: jobs of FLOOD_CMDS NOPs on its own queue on hardware queue
+ * `hwq`, as fast as the driver takes them (-EBUSY is retried at once), so
+ * that the device always has the flood's work in hand. */
+static void *flood_thread(void *p)
+{
+	struct flooder *f = p;
+	struct vnpu_cmd c[FLOOD_CMDS];
+	struct hw_bo cmd;
+	uint32_t queue;
+
+	for (int i = 0; i < FLOOD_CMDS; i++)
+		c[i] = vnpu_nop_cmd();
+	if (hw_queue_create(f->fd, f->hwq, &queue, NULL) ||
+	    hw_bo_create(f->fd, sizeof(c), 0, &cmd)) {
+		f->err = 1;
+		return NULL;
+	}
+	while (!*f->stop) {
+		int ret = hw_submit(f->fd, queue, &cmd, 0, c, FLOOD_CMDS, NULL,
+				    0, 0, NULL);
+
+		if (!ret)
+			f->jobs++;
+		else if (ret != -EBUSY) {
+			f->err = ret;
+			break;
+		}
+	}
+	return NULL;
+}
+
+/* Floods every hardware queue until 'q'; answers 'f' once flooding;
+ * reports {jobs submitted}. */
+static int flood_main(int in, int out, void *p)
+{
+	struct flooder f[FLOOD_MAX_HWQ * FLOOD_THREADS];
+	pthread_t t[FLOOD_MAX_HWQ * FLOOD_THREADS];
+	volatile bool stop = false;
+	uint64_t nhwq, total = 0;
+	int fd = hw_open_raw(), bad = 0;
+
+	(void)p;
+	if (fd < 0 ||
+	    hw_get_param(fd, DRM_VNPU_PARAM_NUM_HW_QUEUES, 0, &nhwq))
+		return 1;
+	nhwq = nhwq < FLOOD_MAX_HWQ ? nhwq : FLOOD_MAX_HWQ;
+	for (uint32_t i = 0; i < nhwq * FLOOD_THREADS; i++) {
+		f[i] = (struct flooder){
+			.fd = fd, .hwq = i % (uint32_t)nhwq, .stop = &stop
+		};
+		if (pthread_create(&t[i], NULL, flood_thread, &f[i]))
+			return 2;
+	}
+	usleep(300 * 1000);
+	if (step_send(out, 'f') || step_recv(in) != 'q')
+		bad = 3;
+	stop = true;
+	for (uint32_t i = 0; i < nhwq * FLOOD_THREADS; i++) {
+		pthread_join(t[i], NULL);
+		total += f[i].jobs;
+		if (f[i].err)
+			bad = 4;
+	}
+	if (report_send(out, &total, 1))
+		return 5;
+	return bad;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * An unprivileged user floods every hardware queue with NOP jobs; the
+ * victim's TIMESTAMP job on each hardware queue in turn must run within
+ * FAIR_BOUND_NS of device time after its submission.
+ */
+START_TEST(test_nop_flood)
+{
+	struct proc flood;
+	struct hw_ctx ctx;
+	struct hw_bo ts;
+	uint32_t queue[FLOOD_MAX_HWQ];
+	int64_t dev_ns[FAIR_SAMPLES], wall_ns[FAIR_SAMPLES];
+	uint64_t nhwq, jobs;
+	int n = 0;
+
+	hw_ctx_open(&ctx);
+	nhwq = hw_param(ctx.fd, DRM_VNPU_PARAM_NUM_HW_QUEUES);
+	nhwq = nhwq < FLOOD_MAX_HWQ ? nhwq : FLOOD_MAX_HWQ;
+	for (uint32_t i = 0; i < nhwq; i++)
+		ck_assert_int_eq(hw_queue_create(ctx.fd, i, &queue[i], NULL),
+				 0);
+	hw_bo_new(ctx.fd, HW_PAGE_SIZE, 0, &ts);
+	proc_start(&flood, flood_main, NULL, HW_USER_UID);
+	ck_assert_int_eq(step_recv(flood.from_child), 'f');
+	for (n = 0; n < FAIR_SAMPLES; n++) {
+		uint64_t *word = (uint64_t *)ts.map + n;
+		struct vnpu_cmd c = vnpu_timestamp_cmd(ts.va + 8ull * n);
+		int64_t t0 = hw_now_ns();
+		uint64_t t_dev;
+		int ret = hw_submit(ctx.fd, queue[n % nhwq], &ctx.cmd,
+				    64ull * n, &c, 1, &ts.handle, 1, 0, NULL);
+
+		ck_assert_int_eq(ret, 0);
+		/* From SUBMIT's return on: what came before (this process
+		 * waiting for a CPU among the flood's threads) is not the
+		 * device's or the driver's doing. */
+		t_dev = hw_param(ctx.fd, DRM_VNPU_PARAM_TIMESTAMP);
+		/* A starved job would wait for the whole flood: give up
+		 * after a second and fail. */
+		ret = hw_bo_wait(ctx.fd, ts.handle, 1000ll * 1000 * 1000, NULL);
+		wall_ns[n] = hw_now_ns() - t0;
+		dev_ns[n] = ret		     ? INT64_MAX
+			    : *word > t_dev ? (int64_t)(*word - t_dev)
+					     : 0;
+		if (ret)
+			break;
+		usleep(20 * 1000);
+	}
+	n = n < FAIR_SAMPLES ? n + 1 : n;
+	ck_assert_int_eq(step_send(flood.to_child, 'q'), 0);
+	report_recv(&flood, &jobs, 1);
+	ck_assert_int_eq(proc_wait(&flood), 0);
+	qsort(dev_ns, (size_t)n, sizeof(dev_ns[0]), cmp_i64);
+	qsort(wall_ns, (size_t)n, sizeof(wall_ns[0]), cmp_i64);
+	hw_figure("NOP flood on %" PRIu64 " hardware queues (%" PRIu64
+		  " jobs of %d NOPs): victim's job ran after %.2f ms median, %.2f ms "
+		  "max of device time (%d samples; wall clock to completion "
+		  "%.2f ms median, %.2f ms max)",
+		  nhwq, jobs, FLOOD_CMDS, (double)dev_ns[n / 2] / 1e6,
+		  dev_ns[n - 1] == INT64_MAX ? -1.0
+					     : (double)dev_ns[n - 1] / 1e6,
+		  n, (double)wall_ns[n / 2] / 1e6,
+		  (double)wall_ns[n - 1] / 1e6);
+	ck_assert_msg(dev_ns[n - 1] < FAIR_BOUND_NS,
+		      "a victim's NOP waited more than %lld ms behind a flood",
+		      FAIR_BOUND_NS / 1000000);
+	hw_bo_free(ctx.fd, &ts);
+	hw_ctx_close(&ctx);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
 	Suite *s = suite_create("hw_hostile");
@@ -585,6 +748,10 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, test_pinned_share);
 	tcase_add_test(tc, test_job_limit);
 	tcase_add_test(tc, test_job_memory_limit);
+	hw_suite_add(s, tc);
+	tc = tcase_create("fairness");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_nop_flood);
 	hw_suite_add(s, tc);
 	return hw_main(argc, argv, s, 0);
 }
