@@ -14,34 +14,6 @@
 
 #define VNPU_BOOT_TIMEOUT_US (5 * USEC_PER_SEC)
 
-static const char *vnpu_boot_status_name(u32 status)
-{
-	switch (status) {
-	case VNPU_BOOT_OFF:
-		return "no answer (OFF)";
-	case VNPU_BOOT_READY:
-		return "READY";
-	case VNPU_BOOT_ERR_SIZE:
-		return "image size rejected (ERR_SIZE)";
-	case VNPU_BOOT_ERR_DMA:
-		return "image not readable (ERR_DMA)";
-	case VNPU_BOOT_ERR_MAGIC:
-		return "bad magic (ERR_MAGIC)";
-	case VNPU_BOOT_ERR_VERSION:
-		return "ABI version mismatch (ERR_VERSION)";
-	case VNPU_BOOT_ERR_HEADER:
-		return "bad header (ERR_HEADER)";
-	case VNPU_BOOT_ERR_CHECKSUM:
-		return "payload CRC (ERR_CHECKSUM)";
-	case VNPU_BOOT_ERR_MANIFEST:
-		return "kernel manifest (ERR_MANIFEST)";
-	case VNPU_BOOT_ERR_STATE:
-		return "already booted (ERR_STATE)";
-	default:
-		return "unknown status";
-	}
-}
-
 static int vnpu_fw_check(struct vnpu_device *vdev, const struct firmware *fw)
 {
 	struct device *dev = vdev->drm.dev;

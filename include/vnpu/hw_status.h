@@ -58,4 +58,33 @@ enum vnpu_err_code {
 	VNPU_ERR_BAD_REGISTER = 5,	/* write to an invalid/read-only register */
 };
 
+/* What a BOOT_STATUS value says, for messages of the driver and runtime. */
+static inline const char *vnpu_boot_status_name(uint32_t status)
+{
+	switch (status) {
+	case VNPU_BOOT_OFF:
+		return "no answer (OFF)";
+	case VNPU_BOOT_READY:
+		return "READY";
+	case VNPU_BOOT_ERR_SIZE:
+		return "image size rejected (ERR_SIZE)";
+	case VNPU_BOOT_ERR_DMA:
+		return "image not readable (ERR_DMA)";
+	case VNPU_BOOT_ERR_MAGIC:
+		return "bad magic (ERR_MAGIC)";
+	case VNPU_BOOT_ERR_VERSION:
+		return "ABI version mismatch (ERR_VERSION)";
+	case VNPU_BOOT_ERR_HEADER:
+		return "bad header (ERR_HEADER)";
+	case VNPU_BOOT_ERR_CHECKSUM:
+		return "payload CRC (ERR_CHECKSUM)";
+	case VNPU_BOOT_ERR_MANIFEST:
+		return "kernel manifest (ERR_MANIFEST)";
+	case VNPU_BOOT_ERR_STATE:
+		return "already booted (ERR_STATE)";
+	default:
+		return "unknown status";
+	}
+}
+
 #endif /* VNPU_HW_STATUS_H */

@@ -20,6 +20,9 @@
 #   async-errors  injects faults and hangs and expects the same process to
 #                 recover; the driver keeps a faulted or banned context
 #                 (the open file) unusable, as its UAPI says
+#   device-lost   corrupts the simulator's firmware image so that a reset
+#                 cannot boot it again
+#   failure-list  shrinks the sim backend's failure list (a sim test hook)
 # Prints "runtime-drm: N passed, N failed, N skipped" and exits 1 when any
 # test failed or the VM run did not complete.
 set -eu
@@ -27,6 +30,8 @@ set -eu
 SKIP_INIT="asserts the sim's properties and that no vnpu accel node exists"
 SKIP_ASYNC="injects faults/hangs and expects recovery in the same process; \
 the driver keeps a faulted or banned context unusable"
+SKIP_LOST="corrupts the simulator's firmware image (a sim test hook)"
+SKIP_FAILURES="shrinks the sim backend's failure list (a sim test hook)"
 
 # ---- guest side ----------------------------------------------------------------
 guest_main() {
@@ -43,6 +48,8 @@ guest_main() {
 		case $name in
 		init) reason=$SKIP_INIT ;;
 		async-errors) reason=$SKIP_ASYNC ;;
+		device-lost) reason=$SKIP_LOST ;;
+		failure-list) reason=$SKIP_FAILURES ;;
 		esac
 		if [ -n "$reason" ]; then
 			echo "SKIP runtime-$name on drm: $reason"

@@ -25,6 +25,10 @@
  *  - Every function is thread-safe. The current device is per thread.
  *  - A NULL stream is the current device's default stream, an ordinary
  *    in-order stream that does not synchronise with other streams.
+ *  - A device that does not come back after a reset is lost for the rest
+ *    of the session: every later call that submits work, waits for it or
+ *    creates device resources returns VNPU_ERROR_DEVICE_RESET, its detail
+ *    saying why; freeing and destroying still work.
  */
 #ifndef VNPU_RUNTIME_H
 #define VNPU_RUNTIME_H

@@ -58,12 +58,22 @@ struct vnpurt_dev_info {
 /* A status the runtime did not get from a completion record. */
 #define VNPURT_STATUS_DEVICE_RESET 0x10000u
 
+/* A status the runtime did not get from a completion record: the device
+ * could not be brought back after a reset (the backend's lost()). */
+#define VNPURT_STATUS_DEVICE_LOST 0x10001u
+
 struct vnpurt_failure {
 	uint64_t first_seq, last_seq; /* inclusive range that failed */
-	uint32_t status;	      /* enum vnpu_status or _DEVICE_RESET */
-	uint64_t info;		      /* completion info (fault VA) */
-	uint32_t fault_reason;	      /* enum vnpu_fault_reason, 0 unknown */
+	uint32_t status; /* enum vnpu_status, _DEVICE_RESET or _DEVICE_LOST */
+	uint64_t info;	 /* completion info (fault VA) */
+	uint32_t fault_reason; /* enum vnpu_fault_reason, 0 unknown */
 	bool fault_write;
+	/* Later failures were merged in (no memory to list them apart,
+	 * failures.c): only [first_seq, exact_last_seq] is known to have
+	 * failed with status; the rest of the range failed or ran between
+	 * failures, and counts as failed. */
+	bool merged;
+	uint64_t exact_last_seq;
 };
 
 struct vnpurt_backend_ops {
@@ -89,25 +99,42 @@ struct vnpurt_backend_ops {
 	void (*queue_destroy)(struct vnpurt_bdev *dev, unsigned queue);
 	/* Appends n (1..ring_entries / 2) commands as one submission; their
 	 * seqno fields are assigned. Blocks while the ring is full. *seqno is
-	 * the last command's. */
+	 * the last command's. VNPU_ERROR_DEVICE_RESET once the device is
+	 * lost. */
 	vnpu_error_t (*submit)(struct vnpurt_bdev *dev, unsigned queue,
 			       const struct vnpu_cmd *cmds, unsigned n,
 			       uint64_t *seqno);
 	/* Waits until seqno retired (successfully or not): VNPU_SUCCESS, or
 	 * VNPU_ERROR_TIMEOUT after timeout_ms. Detects a hung device and
-	 * resets it (the pending work then fails with DEVICE_RESET). */
+	 * resets it (the pending work then fails with DEVICE_RESET, or with
+	 * DEVICE_LOST when the device does not come back). */
 	vnpu_error_t (*wait)(struct vnpurt_bdev *dev, unsigned queue,
 			     uint64_t seqno, unsigned timeout_ms);
 	/* The last retired seqno of queue. */
 	uint64_t (*completed)(struct vnpurt_bdev *dev, unsigned queue);
-	/* Pops the oldest failure of queue not yet taken; false when none. */
+	/* Pops the oldest failure of queue not yet taken; false when none.
+	 * No failure is ever dropped (failures.c). */
 	bool (*take_failure)(struct vnpurt_bdev *dev, unsigned queue,
 			     struct vnpurt_failure *f);
+	/* Whether the device is lost for good (it did not come back after a
+	 * reset); then why (NUL-terminated) says why. Once lost, every
+	 * pending command has retired failed, and submit fails. */
+	bool (*lost)(struct vnpurt_bdev *dev, char *why, size_t why_len);
 	/* Test mode only (VNPU_SIM_TEST_MODE): whether TEST_INJECT works. */
 	bool (*test_mode)(struct vnpurt_bdev *dev);
 };
 
 extern const struct vnpurt_backend_ops vnpurt_backend_sim;
 extern const struct vnpurt_backend_ops vnpurt_backend_drm;
+
+/* Test hooks of the sim backend (testing.c; the caller checked test
+ * mode). The firmware image in host memory is corrupted: the device
+ * refuses it at its next boot, so the next reset loses the device. */
+void vnpurt_sim_test_corrupt_firmware(struct vnpurt_bdev *dev);
+/* Replaces queue's failure list with one of cap entries (>= the failures
+ * pending) that grows or not (then a full list merges). false: cap too
+ * small or no memory. */
+bool vnpurt_sim_test_failure_list(struct vnpurt_bdev *dev, unsigned queue,
+				  size_t cap, bool grows);
 
 #endif /* VNPURT_BACKEND_H */

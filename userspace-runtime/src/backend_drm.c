@@ -47,7 +47,8 @@
 #define DRM_CMDBUF_CMDS (DRM_CMDBUF_BYTES / VNPU_CMD_SIZE)
 #define DRM_MAX_DEPTH 256u
 #define DRM_MAX_QUEUES 16u
-#define DRM_FAILURES_MAX 4096
+/* Failures listed per queue to begin with; the list grows. */
+#define DRM_FAILURES_INITIAL 64
 /* A job error the completion-status diagnosis could not name. */
 #define DRM_STATUS_UNKNOWN VNPU_STATUS_COUNT
 
@@ -75,8 +76,7 @@ struct drm_queue {
 	struct drm_job job[DRM_MAX_DEPTH];
 	uint32_t job_head, job_count;
 	uint64_t next_seq, done;
-	struct vnpurt_failure *fail;
-	size_t fail_head, fail_n;
+	struct rt_failures fail;
 	/* BO handles of one submission (queue lock held) */
 	uint32_t *bo_list;
 	uint32_t bo_cap;
@@ -492,9 +492,8 @@ static void queue_release(struct vnpurt_bdev *d, struct drm_queue *q)
 		if (q->syncobj)
 			drmSyncobjDestroy(d->fd, q->syncobj);
 	}
-	free(q->fail);
+	rt_failures_fini(&q->fail);
 	free(q->bo_list);
-	q->fail = NULL;
 	q->bo_list = NULL;
 	q->id = q->syncobj = 0;
 	q->used = false;
@@ -505,12 +504,10 @@ static vnpu_error_t queue_setup(struct vnpurt_bdev *d, struct drm_queue *q,
 {
 	struct drm_vnpu_queue_create qc = {.hw_queue = hw_queue};
 
-	q->fail = calloc(DRM_FAILURES_MAX, sizeof(*q->fail));
 	q->bo_cap = 64;
 	q->bo_list = calloc(q->bo_cap, sizeof(*q->bo_list));
-	if (!q->fail || !q->bo_list)
+	if (!rt_failures_init(&q->fail, DRM_FAILURES_INITIAL) || !q->bo_list)
 		return VNPU_ERROR_OUT_OF_MEMORY;
-	q->fail_head = q->fail_n = 0;
 	q->job_head = q->job_count = 0;
 	q->next_seq = 1;
 	q->done = 0;
@@ -572,27 +569,6 @@ static void drm_queue_destroy(struct vnpurt_bdev *d, unsigned queue)
 
 /* ---- failures ------------------------------------------------------------- */
 
-static void push_failure(struct drm_queue *q, const struct vnpurt_failure *f)
-{
-	if (q->fail_n) {
-		struct vnpurt_failure *last =
-			&q->fail[(q->fail_head + q->fail_n - 1) %
-				 DRM_FAILURES_MAX];
-
-		/* A run of jobs refused for one cause is one failure. */
-		if (last->status == f->status &&
-		    f->status != VNPU_STATUS_MMU_FAULT &&
-		    last->last_seq + 1 == f->first_seq) {
-			last->last_seq = f->last_seq;
-			return;
-		}
-	}
-	if (q->fail_n == DRM_FAILURES_MAX)
-		return;
-	q->fail[(q->fail_head + q->fail_n) % DRM_FAILURES_MAX] = *f;
-	q->fail_n++;
-}
-
 /*
  * The failures of a job the driver finished with w->job_error (< 0): the
  * device's status of its first failed command (BO_WAIT's job_status,
@@ -635,7 +611,7 @@ static void job_failure(struct vnpurt_bdev *d, struct drm_queue *q,
 		}
 		pthread_mutex_unlock(&d->fault_lock);
 	}
-	push_failure(q, &f);
+	rt_failures_push(&q->fail, &f);
 	/* The rest of a faulted job did not run. */
 	if (f.status == VNPU_STATUS_MMU_FAULT && f.last_seq < j->last_seq) {
 		f = (struct vnpurt_failure){
@@ -643,7 +619,7 @@ static void job_failure(struct vnpurt_bdev *d, struct drm_queue *q,
 			.last_seq = j->last_seq,
 			.status = VNPU_STATUS_CONTEXT_FAULTED,
 		};
-		push_failure(q, &f);
+		rt_failures_push(&q->fail, &f);
 	}
 }
 
@@ -992,17 +968,20 @@ static bool drm_take_failure(struct vnpurt_bdev *d, unsigned qi,
 			     struct vnpurt_failure *f)
 {
 	struct drm_queue *q = &d->q[qi];
-	bool got = false;
+	bool got;
 
 	pthread_mutex_lock(&q->lock);
-	if (q->fail_n) {
-		*f = q->fail[q->fail_head];
-		q->fail_head = (q->fail_head + 1) % DRM_FAILURES_MAX;
-		q->fail_n--;
-		got = true;
-	}
+	got = rt_failures_take(&q->fail, f);
 	pthread_mutex_unlock(&q->lock);
 	return got;
+}
+
+static bool drm_lost(struct vnpurt_bdev *d, char *why, size_t why_len)
+{
+	/* The driver resets the device itself; a context it banned, or a
+	 * device that went away, fails each job (ECANCELED, ENODEV), and
+	 * those failures reach the runtime like any other. */
+	return false;
 }
 
 static bool drm_test_mode(struct vnpurt_bdev *d)
@@ -1024,5 +1003,6 @@ const struct vnpurt_backend_ops vnpurt_backend_drm = {
 	.wait = drm_wait,
 	.completed = drm_completed,
 	.take_failure = drm_take_failure,
+	.lost = drm_lost,
 	.test_mode = drm_test_mode,
 };

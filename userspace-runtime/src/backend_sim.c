@@ -6,9 +6,11 @@
  * firmware image; everything else is refused), boots firmware built from
  * the kernel table, builds page tables for one context, drives the queue
  * rings, takes interrupts as HAL callbacks, records faults and clears them
- * so later work runs, and resets a hung device.
+ * so later work runs, and resets a hung device (which is lost for good when
+ * it does not come back).
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,7 @@
 #include "backend.h"
 #include "fw_image.h"
 #include "internal.h"
+#include "vnpu/hw_fw.h"
 #include "vnpu/hw_mmu.h"
 #include "vnpu/hw_regs.h"
 #include "vnpu/hw_status.h"
@@ -30,7 +33,8 @@
 #define SIM_RING_LOG2 12
 #define SIM_CTX 0
 #define SIM_FW_VERSION 0x00010000u
-#define SIM_FAILURES_MAX 4096
+/* Failures listed per queue to begin with; the list grows. */
+#define SIM_FAILURES_INITIAL 64
 #define SIM_BOOT_TIMEOUT_MS 5000
 #define SIM_NO_WAITER UINT64_MAX
 
@@ -47,9 +51,7 @@ struct sim_queue {
 	uint64_t done_floor; /* seqnos failed by a reset */
 	uint64_t done;	     /* last retired (and scanned) */
 	uint32_t tail;
-	struct vnpurt_failure *fail;
-	size_t fail_head, fail_n, fail_cap;
-	uint64_t fail_dropped;
+	struct rt_failures fail;
 	/* Interrupt filtering (see hal_irq): the smallest seqno a thread
 	 * sleeps for (SIM_NO_WAITER: none). Read by the device's thread on
 	 * every interrupt: kept off the cache lines the submitting thread
@@ -85,6 +87,11 @@ struct vnpurt_bdev {
 	pthread_rwlock_t reset_lock;
 	struct sim_queue q[SIM_QUEUES];
 	uint64_t reset_gen;
+	/* Set (once, for good) when a reset could not bring the device back;
+	 * lost_why is written before, under the reset lock, and never
+	 * after. */
+	_Atomic bool lost;
+	char lost_why[160];
 	/* interrupts: waiters sleep on irq_cond until irq_gen moves; the
 	 * service thread sleeps on service_cond */
 	pthread_mutex_t irq_lock;
@@ -418,25 +425,30 @@ static void *service_main(void *arg)
 	return NULL;
 }
 
+/* Boots the firmware; false when the device refused it (BOOT_STATUS
+ * says why) or did not answer. */
 static bool boot(struct vnpurt_bdev *d)
 {
 	uint64_t bus = (uintptr_t)d->fw_image;
 	uint64_t deadline = now_ms() + SIM_BOOT_TIMEOUT_MS;
+	uint32_t status;
 
 	vnpu_sim_reg_write(d->sim, VNPU_REG_EVENT_STATUS, VNPU_EVENT_BOOT_DONE);
 	vnpu_sim_reg_write(d->sim, VNPU_REG_FW_ADDR_LO, (uint32_t)bus);
 	vnpu_sim_reg_write(d->sim, VNPU_REG_FW_ADDR_HI, (uint32_t)(bus >> 32));
 	vnpu_sim_reg_write(d->sim, VNPU_REG_FW_SIZE, (uint32_t)d->fw_size);
 	vnpu_sim_reg_write(d->sim, VNPU_REG_CTRL, VNPU_CTRL_BOOT);
-	while (vnpu_sim_reg_read(d->sim, VNPU_REG_BOOT_STATUS) !=
-	       VNPU_BOOT_READY) {
+	/* OFF until the device has checked the image: then READY or the
+	 * check that failed. */
+	while ((status = vnpu_sim_reg_read(d->sim, VNPU_REG_BOOT_STATUS)) ==
+	       VNPU_BOOT_OFF) {
 		struct timespec ts = {0, 100000};
 
 		if (now_ms() > deadline)
 			return false;
 		nanosleep(&ts, NULL);
 	}
-	return true;
+	return status == VNPU_BOOT_READY;
 }
 
 /* Queue registers and bookkeeping after enable (queue lock held). */
@@ -451,43 +463,72 @@ static bool queue_program(struct vnpurt_bdev *d, unsigned qi)
 				 true);
 }
 
-static void push_failure(struct sim_queue *q, const struct vnpurt_failure *f)
-{
-	if (q->fail_n) {
-		struct vnpurt_failure *last =
-			&q->fail[(q->fail_head + q->fail_n - 1) % q->fail_cap];
+/* Marks the device lost for good (reset lock held for writing). */
+static void set_lost(struct vnpurt_bdev *d, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
-		/* A run of commands refused for one cause is one failure. */
-		if (last->status == f->status &&
-		    f->status != VNPU_STATUS_MMU_FAULT &&
-		    last->last_seq + 1 == f->first_seq) {
-			last->last_seq = f->last_seq;
-			return;
-		}
-	}
-	if (q->fail_n == q->fail_cap) {
-		q->fail_dropped++;
+static void set_lost(struct vnpurt_bdev *d, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (atomic_load(&d->lost))
 		return;
-	}
-	q->fail[(q->fail_head + q->fail_n) % q->fail_cap] = *f;
-	q->fail_n++;
+	va_start(ap, fmt);
+	vsnprintf(d->lost_why, sizeof(d->lost_why), fmt, ap);
+	va_end(ap);
+	atomic_store(&d->lost, true);
 }
 
-/* Resets the device, boots it again and re-creates the context and the
- * queues; every pending command fails with DEVICE_RESET. gen is the reset
- * generation the caller saw: a reset another thread made is not
- * repeated. */
+/*
+ * Resets the device, boots it again and re-creates the context and the
+ * queues; every pending command fails with DEVICE_RESET. When the device
+ * does not come back (it refuses its firmware or a queue), it is lost:
+ * the pending commands fail with DEVICE_LOST and every later submission
+ * fails, so that nobody waits for a queue that will never run. gen is the
+ * reset generation the caller saw: a reset another thread made is not
+ * repeated.
+ */
 static void device_reset(struct vnpurt_bdev *d, uint64_t gen)
 {
+	uint32_t status;
+
 	pthread_rwlock_wrlock(&d->reset_lock);
-	if (d->reset_gen != gen) {
+	if (d->reset_gen != gen || atomic_load(&d->lost)) {
 		pthread_rwlock_unlock(&d->reset_lock);
 		return;
 	}
 	d->reset_gen++;
 	vnpu_sim_reset(d->sim);
-	boot(d);
-	vnpu_pt_enable_ctx(&d->pt, d->sim, SIM_CTX);
+	if (!boot(d)) {
+		uint32_t st = vnpu_sim_reg_read(d->sim, VNPU_REG_BOOT_STATUS);
+
+		if (st == VNPU_BOOT_OFF)
+			set_lost(d,
+				 "it hung or failed, was reset, and then did "
+				 "not boot within %d ms",
+				 SIM_BOOT_TIMEOUT_MS);
+		else
+			set_lost(d,
+				 "it hung or failed, was reset, and then "
+				 "refused its firmware (BOOT_STATUS 0x%x: %s)",
+				 st, vnpu_boot_status_name(st));
+	} else {
+		vnpu_pt_enable_ctx(&d->pt, d->sim, SIM_CTX);
+		for (unsigned i = 0; i < SIM_QUEUES && !atomic_load(&d->lost);
+		     i++) {
+			pthread_mutex_lock(&d->q[i].lock);
+			if (!queue_program(d, i))
+				set_lost(d,
+					 "it hung or failed, was reset, and "
+					 "then refused queue %u",
+					 i);
+			pthread_mutex_unlock(&d->q[i].lock);
+		}
+	}
+	/* The verdict first: a waiter may take the failures as soon as a
+	 * queue's done moves. */
+	status = atomic_load(&d->lost) ? VNPURT_STATUS_DEVICE_LOST
+				       : VNPURT_STATUS_DEVICE_RESET;
 	for (unsigned i = 0; i < SIM_QUEUES; i++) {
 		struct sim_queue *q = &d->q[i];
 
@@ -496,13 +537,12 @@ static void device_reset(struct vnpurt_bdev *d, uint64_t gen)
 			struct vnpurt_failure f = {
 				.first_seq = q->done + 1,
 				.last_seq = q->next_seq - 1,
-				.status = VNPURT_STATUS_DEVICE_RESET,
+				.status = status,
 			};
 
-			push_failure(q, &f);
+			rt_failures_push(&q->fail, &f);
 		}
 		q->done = q->done_floor = q->next_seq - 1;
-		queue_program(d, i);
 		pthread_mutex_unlock(&q->lock);
 	}
 	pthread_mutex_lock(&d->hb_lock);
@@ -521,6 +561,9 @@ static void check_hang(struct vnpurt_bdev *d)
 	uint64_t now, gen;
 	bool dead;
 
+	/* A lost device is not tried again: nothing is pending on it. */
+	if (atomic_load(&d->lost))
+		return;
 	pthread_mutex_lock(&d->hb_lock);
 	hb = vnpu_sim_reg_read(d->sim, VNPU_REG_HEARTBEAT);
 	status = vnpu_sim_reg_read(d->sim, VNPU_REG_STATUS);
@@ -581,7 +624,7 @@ static void update_done(struct vnpurt_bdev *d, unsigned qi)
 			}
 			pthread_mutex_unlock(&d->fault_lock);
 		}
-		push_failure(q, &f);
+		rt_failures_push(&q->fail, &f);
 	}
 	if (done > q->done)
 		q->done = done;
@@ -657,7 +700,7 @@ static void sim_close(struct vnpurt_bdev *d)
 	vnpu_sim_destroy(d->sim);
 	host_pages_free(d, d->rings);
 	for (unsigned i = 0; i < SIM_QUEUES; i++) {
-		free(d->q[i].fail);
+		rt_failures_fini(&d->q[i].fail);
 		pthread_mutex_destroy(&d->q[i].lock);
 	}
 	for (size_t i = 0; i < d->ntables; i++)
@@ -712,6 +755,7 @@ static vnpu_error_t sim_open(int index, const struct vnpurt_config *cfg,
 		pthread_mutex_init(&d->q[i].lock, NULL);
 		atomic_init(&d->q[i].wake_seq, SIM_NO_WAITER);
 	}
+	atomic_init(&d->lost, false);
 	d->vram_size = cfg->sim_vram_bytes;
 	d->cores = cfg->sim_cores ? cfg->sim_cores
 				  : (unsigned)(cpus < 1 ? 1
@@ -745,10 +789,8 @@ static vnpu_error_t sim_open(int index, const struct vnpurt_config *cfg,
 		/* command rings first, then completion rings */
 		q->ring = d->rings + i * ring_bytes;
 		q->cpl = d->rings + SIM_QUEUES * ring_bytes + i * cpl_bytes;
-		q->fail_cap = SIM_FAILURES_MAX;
-		q->fail = calloc(q->fail_cap, sizeof(*q->fail));
 		q->next_seq = 1;
-		if (!q->fail)
+		if (!rt_failures_init(&q->fail, SIM_FAILURES_INITIAL))
 			goto fail;
 	}
 	memset(&sc, 0, sizeof(sc));
@@ -775,10 +817,13 @@ static vnpu_error_t sim_open(int index, const struct vnpurt_config *cfg,
 		goto fail;
 	d->service_started = true;
 	if (!boot(d)) {
+		uint32_t st = vnpu_sim_reg_read(d->sim, VNPU_REG_BOOT_STATUS);
+
 		err = VNPU_ERROR_DEVICE_ERROR;
-		rt_fail(err, "the simulated device refused the firmware "
-			     "(BOOT_STATUS 0x%x)",
-			vnpu_sim_reg_read(d->sim, VNPU_REG_BOOT_STATUS));
+		rt_fail(err,
+			"the simulated device refused the firmware "
+			"(BOOT_STATUS 0x%x: %s)",
+			st, vnpu_boot_status_name(st));
 		goto fail_quiet;
 	}
 	if (vnpu_pt_init(&d->pt, &sim_pt_ops, d, false))
@@ -916,6 +961,12 @@ static vnpu_error_t sim_submit(struct vnpurt_bdev *d, unsigned qi,
 		uint64_t gen, need;
 
 		pthread_rwlock_rdlock(&d->reset_lock);
+		/* Under the reset lock: nothing enters a lost device's rings
+		 * (a reset fails what is in them). */
+		if (atomic_load(&d->lost)) {
+			pthread_rwlock_unlock(&d->reset_lock);
+			return VNPU_ERROR_DEVICE_RESET;
+		}
 		pthread_mutex_lock(&q->lock);
 		if (q->next_seq - 1 - q->done + n <= v.entries - 1)
 			break;
@@ -1014,22 +1065,49 @@ static bool sim_take_failure(struct vnpurt_bdev *d, unsigned qi,
 			     struct vnpurt_failure *f)
 {
 	struct sim_queue *q = &d->q[qi];
-	bool got = false;
+	bool got;
 
 	pthread_mutex_lock(&q->lock);
-	if (q->fail_n) {
-		*f = q->fail[q->fail_head];
-		q->fail_head = (q->fail_head + 1) % q->fail_cap;
-		q->fail_n--;
-		got = true;
-	}
+	got = rt_failures_take(&q->fail, f);
 	pthread_mutex_unlock(&q->lock);
 	return got;
+}
+
+static bool sim_lost(struct vnpurt_bdev *d, char *why, size_t why_len)
+{
+	/* lost_why is final once lost is seen set. */
+	if (!atomic_load(&d->lost))
+		return false;
+	snprintf(why, why_len, "%s", d->lost_why);
+	return true;
 }
 
 static bool sim_test_mode(struct vnpurt_bdev *d)
 {
 	return d->cfg->sim_test_mode;
+}
+
+void vnpurt_sim_test_corrupt_firmware(struct vnpurt_bdev *d)
+{
+	struct vnpu_fw_header *h = d->fw_image;
+
+	/* The device reads the image only at boot, under the reset lock. */
+	pthread_rwlock_wrlock(&d->reset_lock);
+	h->magic = ~VNPU_FW_MAGIC;
+	pthread_rwlock_unlock(&d->reset_lock);
+}
+
+bool vnpurt_sim_test_failure_list(struct vnpurt_bdev *d, unsigned qi,
+				  size_t cap, bool grows)
+{
+	bool ok;
+
+	if (qi >= SIM_QUEUES)
+		return false;
+	pthread_mutex_lock(&d->q[qi].lock);
+	ok = rt_failures_resize(&d->q[qi].fail, cap, grows);
+	pthread_mutex_unlock(&d->q[qi].lock);
+	return ok;
 }
 
 const struct vnpurt_backend_ops vnpurt_backend_sim = {
@@ -1046,5 +1124,6 @@ const struct vnpurt_backend_ops vnpurt_backend_sim = {
 	.wait = sim_wait,
 	.completed = sim_completed,
 	.take_failure = sim_take_failure,
+	.lost = sim_lost,
 	.test_mode = sim_test_mode,
 };

@@ -191,6 +191,8 @@ static vnpu_error_t copy(struct rt_stream *s, void *dst, const void *src,
 	err = check_extent(kind, "dst", dst, size, ds, davail);
 	if (!err)
 		err = check_extent(kind, "src", src, size, ss, savail);
+	if (!err)
+		err = rt_device_check(d, "memcpy %s", kind_names[kind]);
 	if (err)
 		return err;
 	snprintf(what, sizeof(what), "memcpy %s", kind_names[kind]);

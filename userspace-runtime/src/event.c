@@ -231,6 +231,10 @@ static vnpu_error_t record_status(struct rt_event *e, const struct record *r,
 		return VNPU_ERROR_NOT_READY;
 	if (!st)
 		return VNPU_SUCCESS;
+	/* Lost with the device: say why. */
+	if (st == VNPURT_STATUS_DEVICE_LOST &&
+	    rt_device_check(e->dev, "the event's record did not run"))
+		return VNPU_ERROR_DEVICE_RESET;
 	return rt_fail(rt_status_error(st),
 		       "the event's record did not run (device status %s)",
 		       rt_status_name(st));
@@ -248,6 +252,10 @@ vnpu_error_t vnpu_event_query(vnpu_event_t event)
 	if (r.id)
 		err = record_done(&r) ? record_status(e, &r, NULL)
 				      : VNPU_ERROR_NOT_READY;
+	/* Once the record's own failure was reported, a lost device still
+	 * is. */
+	if (!err)
+		err = rt_device_check(e->dev, "event query");
 	event_put(e);
 	return err;
 }
@@ -267,6 +275,8 @@ vnpu_error_t vnpu_event_synchronize(vnpu_event_t event)
 		err = record_status(e, &r, NULL);
 		rt_trace_host("event synchronize", t0, rt_now_ns());
 	}
+	if (!err)
+		err = rt_device_check(e->dev, "event synchronize");
 	event_put(e);
 	return err;
 }
@@ -286,10 +296,13 @@ vnpu_error_t vnpu_stream_wait_event(vnpu_stream_t stream, vnpu_event_t event)
 		return err;
 	}
 	r = latest(e);
-	if (s->dev != e->dev) {
+	/* A lost device refuses it even when there is nothing to submit. */
+	if (s->dev != e->dev)
 		err = rt_fail(VNPU_ERROR_INVALID_VALUE,
 			      "event and stream belong to different devices");
-	} else if (r.id && r.hwq != s->hwq) {
+	else
+		err = rt_device_check(s->dev, "wait event");
+	if (!err && r.id && r.hwq != s->hwq) {
 		/* On the recording queue itself, order is already given. */
 		struct vnpu_cmd c =
 			vnpu_fence_wait_cmd(r.hwq->timeline_bo.va, r.value);
@@ -333,6 +346,8 @@ vnpu_error_t vnpu_event_elapsed_time(float *ms, vnpu_event_t start,
 		else
 			err = record_status(ev[i], &r, &ts[i]);
 	}
+	if (!err)
+		err = rt_device_check(ev[0]->dev, "event elapsed time");
 	if (!err)
 		*ms = (float)((double)(int64_t)(ts[1] - ts[0]) / 1e6);
 	for (int i = 0; i < 2; i++)

@@ -34,9 +34,10 @@ static const char *fault_reason_name(uint32_t reason)
 	}
 }
 
-static void describe(char *buf, size_t len, const struct rt_op *op,
-		     const struct vnpurt_failure *f)
+static void describe(char *buf, size_t len, struct rt_device *d,
+		     const struct rt_op *op, const struct vnpurt_failure *f)
 {
+	char why[192];
 	int n = snprintf(buf, len, "%s #%" PRIu64 " on stream %u: ", op->what,
 			 op->op_id, op->stream_id);
 
@@ -44,6 +45,16 @@ static void describe(char *buf, size_t len, const struct rt_op *op,
 		return;
 	buf += n;
 	len -= (size_t)n;
+	if (f->merged && op->first_seq > f->exact_last_seq) {
+		/* Past the failure this one was merged into (failures.c):
+		 * it may have run, but it cannot be told apart. */
+		snprintf(buf, len,
+			 "counted as failed: its queue failed more often "
+			 "than the runtime had memory to record apart (the "
+			 "first such failure: %s at seq %" PRIu64 ")",
+			 rt_status_name(f->status), f->first_seq);
+		return;
+	}
 	switch (f->status) {
 	case VNPU_STATUS_MMU_FAULT:
 		snprintf(buf, len, "MMU fault at VA 0x%" PRIx64 " (%s%s)",
@@ -59,6 +70,11 @@ static void describe(char *buf, size_t len, const struct rt_op *op,
 	case VNPURT_STATUS_DEVICE_RESET:
 		snprintf(buf, len, "lost: the device stopped responding and "
 				   "was reset");
+		break;
+	case VNPURT_STATUS_DEVICE_LOST:
+		if (!d->be->lost(d->bdev, why, sizeof(why)))
+			snprintf(why, sizeof(why), "no reason given");
+		snprintf(buf, len, "lost, with the device: %s", why);
 		break;
 	case VNPU_STATUS_INVALID_ARGS:
 		snprintf(buf, len, "the device rejected the kernel's "
@@ -108,7 +124,8 @@ static void attribute(struct rt_hwq *q, const struct vnpurt_failure *f)
 		op->traced = false;
 		if (s->err == VNPU_SUCCESS) {
 			s->err = rt_status_error(f->status);
-			describe(s->err_detail, sizeof(s->err_detail), op, f);
+			describe(s->err_detail, sizeof(s->err_detail), d, op,
+				 f);
 			pthread_mutex_lock(&d->err_lock);
 			if (d->err == VNPU_SUCCESS) {
 				d->err = s->err;
@@ -255,6 +272,9 @@ vnpu_error_t rt_submit(struct rt_stream *s, const struct rt_opdesc *desc,
 		return rt_fail(VNPU_ERROR_INVALID_VALUE,
 			       "%s: %u commands in one operation (at most %u)",
 			       desc->what, n, RT_MAX_OP_CMDS);
+	err = rt_device_check(d, "%s", desc->what);
+	if (err)
+		return err;
 	pthread_mutex_lock(&q->lock);
 	for (;;) {
 		bool room = q->op_count < q->op_cap;
@@ -314,6 +334,9 @@ vnpu_error_t rt_submit(struct rt_stream *s, const struct rt_opdesc *desc,
 		if (args_size)
 			q->arena_head = arena_off;
 		pthread_mutex_unlock(&q->lock);
+		/* The device may have been lost since the check above. */
+		if (rt_device_check(d, "%s", desc->what))
+			return VNPU_ERROR_DEVICE_RESET;
 		return rt_fail(err, "%s: submission failed", desc->what);
 	}
 	op = &q->ops[idx];
@@ -362,6 +385,9 @@ vnpu_error_t rt_stream_take_error(struct rt_stream *s)
 		s->err = VNPU_SUCCESS;
 	}
 	pthread_mutex_unlock(&s->hwq->lock);
+	/* Once its own failures were reported, a lost device still is. */
+	if (!err)
+		err = rt_device_check(s->dev, "stream %u", s->id);
 	return err;
 }
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Initialisation, backend choice, devices and their properties. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,20 @@ struct rt_device *rt_current_device(void)
 	int i = current_device;
 
 	return rt.devs[i >= 0 && i < rt.ndev ? i : 0];
+}
+
+vnpu_error_t rt_device_check(struct rt_device *d, const char *fmt, ...)
+{
+	char what[64], why[192];
+	va_list ap;
+
+	if (!d->be->lost(d->bdev, why, sizeof(why)))
+		return VNPU_SUCCESS;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	return rt_fail(VNPU_ERROR_DEVICE_RESET, "%s: device %d is lost: %s",
+		       what, d->index, why);
 }
 
 static void device_close(struct rt_device *d)
@@ -292,5 +307,8 @@ vnpu_error_t vnpu_device_synchronize(void)
 		d->err = VNPU_SUCCESS;
 	}
 	pthread_mutex_unlock(&d->err_lock);
+	/* Once every failure was reported, a lost device still is. */
+	if (!err)
+		err = rt_device_check(d, "device synchronize");
 	return err;
 }

@@ -88,6 +88,28 @@ bool rt_ranges_alloc(struct rt_ranges *r, uint64_t size, uint64_t align,
  * free list could not grow (the range is then lost, never corrupted). */
 bool rt_ranges_free(struct rt_ranges *r, uint64_t start, uint64_t size);
 
+/* ---- failures of a backend queue (failures.c) ------------------------- */
+
+/* Failures not yet taken, oldest first, in sequence order; the owner
+ * locks. Never drops one: it grows, or merges into the newest. */
+struct rt_failures {
+	struct vnpurt_failure *buf;
+	size_t head, n, cap;
+	bool fixed; /* never grows (testing: as if out of memory) */
+};
+
+/* Room for cap (>= 1) failures to begin with; false without memory. */
+bool rt_failures_init(struct rt_failures *r, size_t cap);
+void rt_failures_fini(struct rt_failures *r);
+/* Room for cap (>= the pending ones) failures, the pending kept; grows
+ * false makes a full list merge instead of growing. false: cap too small
+ * or no memory (then nothing changed). */
+bool rt_failures_resize(struct rt_failures *r, size_t cap, bool grows);
+/* Appends f (a range after every pending one's). */
+void rt_failures_push(struct rt_failures *r, const struct vnpurt_failure *f);
+/* Pops the oldest; false when none. */
+bool rt_failures_take(struct rt_failures *r, struct vnpurt_failure *f);
+
 /* ---- unified addressing (va_window.c) ------------------------------------ */
 
 /* Reserves a window of the process's address space for a device's VAs
@@ -275,6 +297,11 @@ extern struct rt_runtime rt;
 vnpu_error_t rt_ready(void);
 /* The calling thread's current device (after rt_ready). */
 struct rt_device *rt_current_device(void);
+/* VNPU_SUCCESS while d works. Once its backend lost it for good: the
+ * persistent VNPU_ERROR_DEVICE_RESET, with a detail naming what was
+ * refused (formatted only then) and saying why. */
+vnpu_error_t rt_device_check(struct rt_device *d, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /* Resolves a stream handle (NULL: default stream of the current device)
  * with a reference; rt_stream_put releases it. */
@@ -359,7 +386,11 @@ void rt_trace_device(const char *what, uint32_t stream_id, uint64_t op_id,
 		     uint64_t bytes, uint64_t start_ns, uint64_t end_ns,
 		     bool failed);
 void rt_trace_host(const char *what, uint64_t start_ns, uint64_t end_ns);
+/* Writes the trace (once per session); a failure is a warning on stderr
+ * naming the file. */
 void rt_trace_write(void);
+/* Testing: the trace's next count allocations fail. */
+void rt_trace_test_fail_allocs(unsigned count);
 uint64_t rt_now_ns(void);
 
 #endif /* VNPURT_INTERNAL_H */

@@ -213,6 +213,9 @@ vnpu_error_t vnpu_malloc(void **devptr, size_t size)
 	if (!size)
 		return rt_fail(VNPU_ERROR_INVALID_VALUE, "size 0");
 	d = rt_current_device();
+	err = rt_device_check(d, "device allocation of %zu bytes", size);
+	if (err)
+		return err;
 	if (size > d->info.vram_size)
 		return rt_fail(VNPU_ERROR_OUT_OF_MEMORY,
 			       "%zu bytes: more than the device's %" PRIu64,
@@ -354,6 +357,9 @@ vnpu_error_t vnpu_host_malloc(void **ptr, size_t size)
 	if (!size)
 		return rt_fail(VNPU_ERROR_INVALID_VALUE, "size 0");
 	d = rt_current_device();
+	err = rt_device_check(d, "pinned host allocation of %zu bytes", size);
+	if (err)
+		return err;
 	memset(&a, 0, sizeof(a));
 	err = d->be->bo_create(d->bdev, size, VNPURT_DOMAIN_HOST, &a.bo);
 	if (err)

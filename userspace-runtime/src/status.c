@@ -97,6 +97,7 @@ vnpu_error_t rt_status_error(uint32_t status)
 	case VNPU_STATUS_UNSUPPORTED:
 		return VNPU_ERROR_UNSUPPORTED;
 	case VNPURT_STATUS_DEVICE_RESET:
+	case VNPURT_STATUS_DEVICE_LOST:
 		return VNPU_ERROR_DEVICE_RESET;
 	default:
 		return VNPU_ERROR_DEVICE_ERROR;
@@ -123,5 +124,7 @@ const char *rt_status_name(uint32_t status)
 
 	if (status == VNPURT_STATUS_DEVICE_RESET)
 		return "DEVICE_RESET";
+	if (status == VNPURT_STATUS_DEVICE_LOST)
+		return "DEVICE_LOST";
 	return status < VNPU_STATUS_COUNT ? names[status] : "UNKNOWN";
 }

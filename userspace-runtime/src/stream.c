@@ -43,7 +43,9 @@ vnpu_error_t vnpu_stream_create(vnpu_stream_t *stream, int priority)
 		return rt_fail(VNPU_ERROR_INVALID_VALUE,
 			       "priority %d is neither LOW (0) nor HIGH (1)",
 			       priority);
-	err = rt_stream_new(rt_current_device(), priority, &s);
+	err = rt_device_check(rt_current_device(), "stream create");
+	if (!err)
+		err = rt_stream_new(rt_current_device(), priority, &s);
 	if (err)
 		return err;
 	s->handle = rt_handle_add(&rt.streams, s);

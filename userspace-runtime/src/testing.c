@@ -90,3 +90,63 @@ vnpu_error_t vnpurt_test_gate(vnpu_stream_t stream, const uint64_t *word,
 	rt_stream_put(s);
 	return err;
 }
+
+/* The current device's sim backend, in test mode. */
+static vnpu_error_t sim_in_test_mode(struct rt_device **out)
+{
+	vnpu_error_t err = rt_ready();
+	struct rt_device *d;
+
+	if (err)
+		return err;
+	d = rt_current_device();
+	if (d->be != &vnpurt_backend_sim || !d->be->test_mode(d->bdev))
+		return rt_fail(VNPU_ERROR_UNSUPPORTED,
+			       "needs the sim backend with "
+			       "VNPU_SIM_TEST_MODE=1");
+	*out = d;
+	return VNPU_SUCCESS;
+}
+
+vnpu_error_t vnpurt_test_corrupt_firmware(void)
+{
+	struct rt_device *d;
+	vnpu_error_t err = sim_in_test_mode(&d);
+
+	if (err)
+		return err;
+	vnpurt_sim_test_corrupt_firmware(d->bdev);
+	return VNPU_SUCCESS;
+}
+
+vnpu_error_t vnpurt_test_failure_list(vnpu_stream_t stream, unsigned capacity,
+				      bool grows)
+{
+	struct rt_device *d;
+	struct rt_stream *s;
+	vnpu_error_t err = sim_in_test_mode(&d);
+
+	if (err)
+		return err;
+	if (!capacity)
+		return rt_fail(VNPU_ERROR_INVALID_VALUE, "capacity 0");
+	err = rt_stream_get(stream, &s);
+	if (err)
+		return err;
+	if (s->dev != d)
+		err = rt_fail(VNPU_ERROR_INVALID_VALUE,
+			      "the stream is not on the current device");
+	else if (!vnpurt_sim_test_failure_list(d->bdev, s->hwq->qid, capacity,
+					       grows))
+		err = rt_fail(VNPU_ERROR_INVALID_VALUE,
+			      "%u entries: fewer than the failures pending, "
+			      "or no memory",
+			      capacity);
+	rt_stream_put(s);
+	return err;
+}
+
+void vnpurt_test_trace_fail_allocs(unsigned count)
+{
+	rt_trace_test_fail_allocs(count);
+}

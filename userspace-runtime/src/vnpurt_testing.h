@@ -28,5 +28,17 @@ vnpu_error_t vnpurt_test_stream_queue(vnpu_stream_t stream, unsigned *qid);
  * is >= value. The host opens it by storing to the word. */
 vnpu_error_t vnpurt_test_gate(vnpu_stream_t stream, const uint64_t *word,
 			      uint64_t value);
+/* Sim in test mode: corrupts the current device's firmware image in host
+ * memory, so that the device refuses it at its next boot: the next reset
+ * (an injected hang) loses the device. */
+vnpu_error_t vnpurt_test_corrupt_firmware(void);
+/* Sim in test mode: the backend's list of failures not yet taken, of the
+ * stream's hardware queue, gets room for `capacity` (>= 1) of them; with
+ * grows false it never grows, as if out of memory, so that a full list
+ * merges. VNPU_ERROR_INVALID_VALUE when fewer than the pending ones. */
+vnpu_error_t vnpurt_test_failure_list(vnpu_stream_t stream, unsigned capacity,
+				      bool grows);
+/* The VNPU_TRACE trace's next `count` allocations fail (0: none). */
+void vnpurt_test_trace_fail_allocs(unsigned count);
 
 #endif /* VNPURT_TESTING_H */
