@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Command processor: decodes and validates the local copy of one command
- * and executes it. Validation never reads guest memory again. */
+ * and executes it in steps. Validation never reads guest memory again. */
 #include <string.h>
 
 #include "sim_internal.h"
@@ -15,7 +15,8 @@ static bool all_zero(const void *p, size_t n)
 	return true;
 }
 
-static void exec_copy(struct vnpu_sim *sim, struct sim_exec *ex)
+/* Validates a DMA_COPY; the data moves in the later steps. */
+static void exec_copy(struct sim_exec *ex)
 {
 	const struct vnpu_cmd_copy *c = &ex->cmd.copy;
 	uint64_t end;
@@ -30,10 +31,11 @@ static void exec_copy(struct vnpu_sim *sim, struct sim_exec *ex)
 		ex->status = VNPU_STATUS_OUT_OF_RANGE;
 		return;
 	}
-	sim_dma_copy(sim, ex, c->src_va, c->dst_va, c->size);
+	ex->done = 0;
+	ex->phase = SIM_PH_COPY;
 }
 
-static void exec_fill(struct vnpu_sim *sim, struct sim_exec *ex)
+static void exec_fill(struct sim_exec *ex)
 {
 	const struct vnpu_cmd_fill *f = &ex->cmd.fill;
 	uint64_t end;
@@ -52,7 +54,8 @@ static void exec_fill(struct vnpu_sim *sim, struct sim_exec *ex)
 		ex->status = VNPU_STATUS_MISALIGNED;
 		return;
 	}
-	sim_dma_fill(sim, ex, f->dst_va, f->size, f->pattern, f->width);
+	ex->done = 0;
+	ex->phase = SIM_PH_FILL;
 }
 
 static bool fence_fields_ok(struct sim_exec *ex)
@@ -78,16 +81,22 @@ static void exec_fence_signal(struct vnpu_sim *sim, struct sim_exec *ex)
 		sim_va_write(sim, ex, ex->cmd.fence.va, &value, sizeof(value));
 }
 
-static void exec_fence_wait(struct vnpu_sim *sim, struct sim_exec *ex)
+/* Reads the fence word: DONE when satisfied or failed, WAIT otherwise. */
+static void fence_check(struct vnpu_sim *sim, struct sim_exec *ex)
 {
 	uint64_t value;
 
-	if (!fence_fields_ok(ex))
-		return;
+	ex->phase = SIM_PH_DONE;
 	if (!sim_va_read(sim, ex, ex->cmd.fence.va, &value, sizeof(value)))
 		return;
 	if (value < ex->cmd.fence.value)
-		ex->wait = true;
+		ex->phase = SIM_PH_WAIT;
+}
+
+static void exec_fence_wait(struct vnpu_sim *sim, struct sim_exec *ex)
+{
+	if (fence_fields_ok(ex))
+		fence_check(sim, ex);
 }
 
 static void exec_timestamp(struct vnpu_sim *sim, struct sim_exec *ex)
@@ -149,7 +158,7 @@ static void exec_test_inject(struct vnpu_sim *sim, struct sim_exec *ex)
 				sim_fatal_locked(sim, VNPU_FATAL_INJECTED);
 		}
 		sim_unlock(sim);
-		ex->stop = true; /* the firmware dies with this command */
+		ex->phase = SIM_PH_DEAD; /* the firmware dies with it */
 		break;
 	case VNPU_TEST_MMU_FAULT:
 		inject_mmu_fault(sim, ex);
@@ -180,14 +189,14 @@ static bool opcode_known(uint8_t opcode)
 	}
 }
 
-void sim_cmd_execute(struct vnpu_sim *sim, struct sim_exec *ex)
+void sim_cmd_begin(struct vnpu_sim *sim, struct sim_exec *ex)
 {
 	const struct vnpu_cmd_header *h = &ex->cmd.hdr;
 
 	ex->status = VNPU_STATUS_OK;
 	ex->info = 0;
-	ex->wait = false;
-	ex->stop = false;
+	/* Commands finish in this step unless they say otherwise. */
+	ex->phase = SIM_PH_DONE;
 	if (h->flags & ~VNPU_CMD_F_ALL || h->reserved0 || h->reserved1) {
 		/* An unknown opcode is reported as such even with bad flags. */
 		ex->status = opcode_known(h->opcode)
@@ -201,13 +210,13 @@ void sim_cmd_execute(struct vnpu_sim *sim, struct sim_exec *ex)
 			ex->status = VNPU_STATUS_INVALID_FIELD;
 		break;
 	case VNPU_OP_KERNEL_LAUNCH:
-		sim_launch(sim, ex);
+		sim_launch_begin(sim, ex);
 		break;
 	case VNPU_OP_DMA_COPY:
-		exec_copy(sim, ex);
+		exec_copy(ex);
 		break;
 	case VNPU_OP_FILL:
-		exec_fill(sim, ex);
+		exec_fill(ex);
 		break;
 	case VNPU_OP_FENCE_SIGNAL:
 		exec_fence_signal(sim, ex);
@@ -224,5 +233,32 @@ void sim_cmd_execute(struct vnpu_sim *sim, struct sim_exec *ex)
 	default:
 		ex->status = VNPU_STATUS_INVALID_OPCODE;
 		break;
+	}
+}
+
+bool sim_cmd_step(struct vnpu_sim *sim, struct sim_exec *ex)
+{
+	switch (ex->phase) {
+	case SIM_PH_WAIT:
+		/* A context that faulted meanwhile ends the wait. */
+		if (ex->faulted) {
+			ex->status = VNPU_STATUS_CONTEXT_FAULTED;
+			ex->phase = SIM_PH_DONE;
+			return true;
+		}
+		fence_check(sim, ex);
+		return ex->phase != SIM_PH_WAIT;
+	case SIM_PH_COPY:
+		if (sim_dma_copy_step(sim, ex))
+			ex->phase = SIM_PH_DONE;
+		return true;
+	case SIM_PH_FILL:
+		if (sim_dma_fill_step(sim, ex))
+			ex->phase = SIM_PH_DONE;
+		return true;
+	case SIM_PH_LAUNCH:
+		return sim_launch_step(sim, ex);
+	default:
+		return false;
 	}
 }

@@ -96,47 +96,48 @@ bool sim_va_write(struct vnpu_sim *sim, struct sim_exec *ex, uint64_t va,
 }
 
 /*
- * The run of pages from va (at most len bytes, at most SIM_DMA_RUN_MAX)
- * that translate to consecutive addresses of one kind: one memmove or one
- * host DMA for the whole run instead of one per page. Returns its length
- * and *phys its start; 0 with the fault recorded when the first page
- * faults. A later page that does not translate only ends the run.
+ * The run of pages from va (at most len bytes) that translate to
+ * consecutive addresses of one kind: one memmove or one host DMA for the
+ * whole run instead of one per page. Returns its length and *phys its
+ * start; 0 with the fault recorded when the first page faults. A later
+ * page that does not translate only ends the run.
  */
-static uint64_t phys_run(struct vnpu_sim *sim, struct sim_exec *ex,
-			 uint64_t va, uint64_t len, bool write,
-			 struct sim_phys *phys)
+static uint64_t phys_run(struct vnpu_sim *sim, struct sim_exec *ex, uint64_t va,
+			 uint64_t len, bool write, struct sim_phys *phys)
 {
 	if (!sim_mmu_translate_or_fault(sim, ex, va, write, phys))
 		return 0;
-	return sim_mmu_contiguous(sim, ex, va,
-				  len < SIM_DMA_RUN_MAX ? len : SIM_DMA_RUN_MAX,
-				  write, phys);
+	return sim_mmu_contiguous(sim, ex, va, len, write, phys);
 }
 
 /*
  * Copies in runs that are contiguous on both sides (see phys_run); each run
  * is translated (source first), then moved with memmove semantics. A fault
- * or refused DMA stops the copy: the runs before it have been written.
+ * or refused DMA stops the copy: the runs before it have been written. One
+ * step moves at most SIM_DMA_STEP_BYTES, so that the command processor
+ * serves the other queues, an abort and a reset between steps.
  */
-void sim_dma_copy(struct vnpu_sim *sim, struct sim_exec *ex, uint64_t src,
-		  uint64_t dst, uint64_t size)
+bool sim_dma_copy_step(struct vnpu_sim *sim, struct sim_exec *ex)
 {
+	const struct vnpu_cmd_copy *c = &ex->cmd.copy;
+	uint64_t budget = SIM_DMA_STEP_BYTES;
 	uint8_t bounce[VNPU_PAGE_SIZE];
 
-	if (!range_ok(sim, ex, src, size, false) ||
-	    !range_ok(sim, ex, dst, size, true))
-		return;
-	while (size) {
+	if (ex->done == 0 && (!range_ok(sim, ex, c->src_va, c->size, false) ||
+			      !range_ok(sim, ex, c->dst_va, c->size, true)))
+		return true;
+	while (ex->done < c->size && budget) {
+		uint64_t src = c->src_va + ex->done, dst = c->dst_va + ex->done;
+		uint64_t left = c->size - ex->done;
 		struct sim_phys ps, pd;
 		uint64_t chunk;
 
-		if (atomic_load(&sim->cancel))
-			return; /* a reset drops this command anyway */
-		chunk = phys_run(sim, ex, src, size, false, &ps);
+		chunk = phys_run(sim, ex, src, left < budget ? left : budget,
+				 false, &ps);
 		if (chunk)
 			chunk = phys_run(sim, ex, dst, chunk, true, &pd);
 		if (!chunk)
-			return;
+			return true;
 		if (ps.kind != SIM_PHYS_VRAM && pd.kind != SIM_PHYS_VRAM)
 			chunk = min3(page_left(src), page_left(dst), chunk);
 		if (ps.kind == SIM_PHYS_VRAM && pd.kind == SIM_PHYS_VRAM) {
@@ -147,28 +148,28 @@ void sim_dma_copy(struct vnpu_sim *sim, struct sim_exec *ex, uint64_t src,
 			if (!sim_phys_read(sim, &ps, sim->vram + pd.addr,
 					   chunk)) {
 				dma_error(ex, src);
-				return;
+				return true;
 			}
 		} else if (ps.kind == SIM_PHYS_VRAM) {
 			if (!sim_phys_write(sim, &pd, sim->vram + ps.addr,
 					    chunk)) {
 				dma_error(ex, dst);
-				return;
+				return true;
 			}
 		} else {
 			if (!sim_phys_read(sim, &ps, bounce, chunk)) {
 				dma_error(ex, src);
-				return;
+				return true;
 			}
 			if (!sim_phys_write(sim, &pd, bounce, chunk)) {
 				dma_error(ex, dst);
-				return;
+				return true;
 			}
 		}
-		src += chunk;
-		dst += chunk;
-		size -= chunk;
+		ex->done += chunk;
+		budget -= chunk;
 	}
+	return ex->done == c->size;
 }
 
 /* len bytes of the pattern at p, starting at the pattern's byte 0. */
@@ -187,44 +188,44 @@ static void fill_pattern(uint8_t *p, uint64_t len, const uint8_t word[4])
 /*
  * Fills in runs contiguous in device memory (see phys_run): VRAM directly,
  * host memory through a page of the pattern. dst and every run start are
- * width-aligned, so each starts at byte 0 of the pattern.
+ * width-aligned, so each starts at byte 0 of the pattern. At most
+ * SIM_DMA_STEP_BYTES per step, as a copy.
  */
-void sim_dma_fill(struct vnpu_sim *sim, struct sim_exec *ex, uint64_t dst,
-		  uint64_t size, uint32_t pattern, uint32_t width)
+bool sim_dma_fill_step(struct vnpu_sim *sim, struct sim_exec *ex)
 {
+	const struct vnpu_cmd_fill *f = &ex->cmd.fill;
+	uint64_t budget = SIM_DMA_STEP_BYTES;
 	uint8_t word[4], page[VNPU_PAGE_SIZE];
 	bool page_ready = false;
 
 	for (unsigned i = 0; i < 4; i++)
-		word[i] = (uint8_t)(pattern >> (8 * (i % width)));
-	if (!range_ok(sim, ex, dst, size, true))
-		return;
-	while (size) {
+		word[i] = (uint8_t)(f->pattern >> (8 * (i % f->width)));
+	if (ex->done == 0 && !range_ok(sim, ex, f->dst_va, f->size, true))
+		return true;
+	while (ex->done < f->size && budget) {
+		uint64_t dst = f->dst_va + ex->done, left = f->size - ex->done;
 		struct sim_phys pd;
 		uint64_t run;
 
-		if (atomic_load(&sim->cancel))
-			return;
-		run = phys_run(sim, ex, dst, size, true, &pd);
+		run = phys_run(sim, ex, dst, left < budget ? left : budget,
+			       true, &pd);
 		if (!run)
-			return;
+			return true;
 		if (pd.kind == SIM_PHYS_VRAM) {
 			fill_pattern(sim->vram + pd.addr, run, word);
 		} else {
 			run = page_left(dst) < run ? page_left(dst) : run;
 			if (!page_ready) {
-				fill_pattern(page,
-					     size < sizeof(page) ? size
-								 : sizeof(page),
-					     word);
+				fill_pattern(page, sizeof(page), word);
 				page_ready = true;
 			}
 			if (!sim_phys_write(sim, &pd, page, run)) {
 				dma_error(ex, dst);
-				return;
+				return true;
 			}
 		}
-		dst += run;
-		size -= run;
+		ex->done += run;
+		budget -= run;
 	}
+	return ex->done == f->size;
 }

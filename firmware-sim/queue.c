@@ -12,31 +12,50 @@ static uint32_t queue_entries(const struct sim_queue *qu)
 }
 
 /* Keeps bit q of active_queues in step with the queue's state; called
- * after every change of its enabled, waiting, head or tail. */
+ * after every change of its enabled, busy, head or tail. */
 static void queue_changed_locked(struct vnpu_sim *sim, unsigned q)
 {
 	const struct sim_queue *qu = &sim->queue[q];
 
-	if (qu->enabled && (qu->waiting || qu->head != qu->tail))
+	if (qu->busy || (qu->enabled && qu->head != qu->tail))
 		sim->active_queues |= 1u << q;
 	else
 		sim->active_queues &= ~(1u << q);
 }
 
-bool sim_queue_fetchable_locked(const struct vnpu_sim *sim, unsigned q)
-{
-	const struct sim_queue *qu = &sim->queue[q];
-
-	return sim_processing_allowed_locked(sim) && qu->enabled &&
-	       !qu->waiting && qu->head != qu->tail;
-}
-
 bool sim_any_waiting_locked(const struct vnpu_sim *sim)
 {
 	for (unsigned q = 0; q < sim->cfg.num_queues; q++)
-		if (sim->queue[q].enabled && sim->queue[q].waiting)
+		if (sim->queue[q].busy && sim->queue[q].waiting)
 			return true;
 	return false;
+}
+
+bool sim_queues_busy_locked(const struct vnpu_sim *sim)
+{
+	for (unsigned q = 0; q < sim->cfg.num_queues; q++)
+		if (sim->queue[q].busy)
+			return true;
+	return false;
+}
+
+bool sim_queues_runnable_locked(const struct vnpu_sim *sim)
+{
+	if (!sim_processing_allowed_locked(sim))
+		return false;
+	for (unsigned q = 0; q < sim->cfg.num_queues; q++) {
+		const struct sim_queue *qu = &sim->queue[q];
+
+		if (qu->busy ? !qu->waiting
+			     : qu->enabled && qu->head != qu->tail)
+			return true;
+	}
+	return false;
+}
+
+void sim_exec_release(struct vnpu_sim *sim, struct sim_exec *ex)
+{
+	sim_launch_release(sim, &ex->launch);
 }
 
 uint32_t sim_queue_read_locked(struct vnpu_sim *sim, unsigned q, uint32_t reg)
@@ -58,16 +77,20 @@ uint32_t sim_queue_read_locked(struct vnpu_sim *sim, unsigned q, uint32_t reg)
 	case VNPU_Q_CPL_BASE_HI:
 		return (uint32_t)(qu->cpl_base >> 32);
 	case VNPU_Q_CTRL:
-		return (qu->enabled ? VNPU_Q_CTRL_ENABLE : 0) |
+		/* An abort in progress keeps the queue enabled until its
+		 * command has stopped. */
+		return (qu->enabled || qu->aborting ? VNPU_Q_CTRL_ENABLE : 0) |
 		       (qu->irq_enable ? VNPU_Q_CTRL_IRQ_ENABLE : 0);
 	case VNPU_Q_STATUS:
 		v = qu->last_error << 16;
-		if (qu->enabled)
+		if (qu->enabled || qu->aborting)
 			v |= VNPU_Q_STATUS_ENABLED;
-		if (qu->enabled && qu->waiting)
+		if (qu->enabled && qu->busy && qu->waiting)
 			v |= VNPU_Q_STATUS_WAITING;
 		if (qu->config_error)
 			v |= VNPU_Q_STATUS_CONFIG_ERROR;
+		if (qu->aborted)
+			v |= VNPU_Q_STATUS_ABORTED;
 		return v;
 	case VNPU_Q_HEAD:
 		return qu->head;
@@ -107,6 +130,33 @@ static int queue_config_check(const struct vnpu_sim *sim,
 	return -1;
 }
 
+/*
+ * ABORT: the command in flight, if any, is stopped and retires with
+ * ABORTED (the command processor does it once the command has stopped:
+ * until then the queue reads enabled, with ABORTED set); the commands
+ * after it are dropped. Without a command in flight the queue is only
+ * disabled.
+ */
+static void queue_abort_locked(struct vnpu_sim *sim, unsigned q)
+{
+	struct sim_queue *qu = &sim->queue[q];
+
+	if (!qu->enabled) {
+		sim_log(sim, "vnpu: queue %u: abort of a disabled queue", q);
+		return;
+	}
+	qu->enabled = false;
+	qu->aborted = true;
+	qu->waiting = false;
+	if (qu->busy) {
+		qu->aborting = true;
+		atomic_store(&qu->exec.launch.stop, true);
+	} else {
+		qu->gen++;
+	}
+	queue_changed_locked(sim, q);
+}
+
 static void queue_ctrl_write_locked(struct vnpu_sim *sim, unsigned q,
 				    uint32_t value)
 {
@@ -114,14 +164,32 @@ static void queue_ctrl_write_locked(struct vnpu_sim *sim, unsigned q,
 	bool enable = value & VNPU_Q_CTRL_ENABLE;
 	int bad;
 
+	if (qu->aborting) {
+		/* Until the aborted command has stopped, only the
+		 * interrupt enable can change. */
+		if ((value & ~VNPU_Q_CTRL_IRQ_ENABLE) != VNPU_Q_CTRL_ENABLE)
+			sim_log(sim,
+				"vnpu: queue %u: Q_CTRL 0x%x while an abort "
+				"is in progress: only IRQ_ENABLE taken",
+				q, value);
+		qu->irq_enable = value & VNPU_Q_CTRL_IRQ_ENABLE;
+		return;
+	}
+	if (value & VNPU_Q_CTRL_ABORT) {
+		queue_abort_locked(sim, q);
+		return;
+	}
 	qu->irq_enable = value & VNPU_Q_CTRL_IRQ_ENABLE;
 	if (enable == qu->enabled)
 		return;
 	if (!enable) {
-		/* Unexecuted commands are dropped without completions. */
+		/* Unexecuted commands are dropped without completions; the
+		 * one in flight stops at its next step, unretired. */
 		qu->enabled = false;
 		qu->waiting = false;
 		qu->gen++;
+		if (qu->busy)
+			atomic_store(&qu->exec.launch.stop, true);
 		queue_changed_locked(sim, q);
 		return;
 	}
@@ -143,6 +211,7 @@ static void queue_ctrl_write_locked(struct vnpu_sim *sim, unsigned q,
 		return;
 	}
 	qu->enabled = true;
+	qu->aborted = false;
 	qu->waiting = false;
 	qu->head = qu->tail = 0;
 	qu->done_seq = 0;
@@ -163,7 +232,7 @@ void sim_queue_write_locked(struct vnpu_sim *sim, unsigned q, uint32_t reg,
 	case VNPU_Q_CTX:
 	case VNPU_Q_CPL_BASE_LO:
 	case VNPU_Q_CPL_BASE_HI:
-		if (qu->enabled) {
+		if (qu->enabled || qu->aborting) {
 			sim_log(sim,
 				"vnpu: queue %u: config write 0x%x while "
 				"enabled ignored",
@@ -234,15 +303,6 @@ void sim_doorbell_locked(struct vnpu_sim *sim, unsigned q, uint32_t value)
 	sim_wake_cp_locked(sim);
 }
 
-/* Everything one command needs, snapshotted under the lock. */
-struct cp_slot {
-	uint64_t ring_base, cpl_base;
-	uint32_t slot;
-	uint32_t entries;
-	bool refetch; /* false: resume the stored FENCE_WAIT */
-	bool faulted; /* the context has a pending fault */
-};
-
 /* No reset and no disable (nor re-enable) of the queue since the
  * snapshot, when the queue was enabled: every enable change bumps the
  * queue's generation. Lock-free (both counters are atomic). */
@@ -261,50 +321,34 @@ static void fatal_if_current(struct vnpu_sim *sim, const struct sim_exec *ex,
 	sim_unlock(sim);
 }
 
-/*
- * Fetches (once), executes and retires one command; true when retired.
- * Called without the lock; returns with it held, so that the retirement
- * and the next command's snapshot share one critical section (the
- * interrupt is delivered when the lock is next dropped).
- */
-static bool cp_execute_one(struct vnpu_sim *sim, struct sim_exec *ex,
-			   const struct cp_slot *slot)
+/* What a step did, for the commit under the lock. */
+enum step_outcome {
+	OUT_NONE,     /* could not progress (fence, staging room) */
+	OUT_PROGRESS, /* progressed, the command goes on */
+	OUT_RETIRED,  /* the completion record is written: retire */
+	OUT_DROPPED,  /* over without retirement (disabled, dead, failed) */
+};
+
+/* Reads the command from its ring slot (once). */
+static bool fetch(struct vnpu_sim *sim, struct sim_exec *ex)
 {
-	struct sim_queue *qu = &sim->queue[ex->queue];
+	uint64_t addr;
+
+	if (!__builtin_add_overflow(
+		    ex->ring_base, (uint64_t)ex->slot * VNPU_CMD_SIZE, &addr) &&
+	    !sim->hal.dma_read(sim->hal.opaque, addr, &ex->cmd,
+			       sizeof(ex->cmd)))
+		return true;
+	sim_log(sim, "vnpu: queue %u: ring fetch failed", ex->queue);
+	fatal_if_current(sim, ex, VNPU_FATAL_RING_DMA);
+	return false;
+}
+
+/* Writes the completion record of a finished command (status final). */
+static enum step_outcome complete(struct vnpu_sim *sim, struct sim_exec *ex)
+{
 	struct vnpu_cpl cpl;
 	uint64_t addr;
-	bool retired = false;
-
-	if (slot->refetch) {
-		if (__builtin_add_overflow(slot->ring_base,
-					   (uint64_t)slot->slot * VNPU_CMD_SIZE,
-					   &addr) ||
-		    sim->hal.dma_read(sim->hal.opaque, addr, &ex->cmd,
-				      sizeof(ex->cmd))) {
-			sim_log(sim, "vnpu: queue %u: ring fetch failed",
-				ex->queue);
-			fatal_if_current(sim, ex, VNPU_FATAL_RING_DMA);
-			sim_lock(sim);
-			return false;
-		}
-	}
-	if (slot->faulted)
-		ex->status = VNPU_STATUS_CONTEXT_FAULTED;
-	else
-		sim_cmd_execute(sim, ex);
-	if (ex->stop) {
-		sim_lock(sim);
-		return false;
-	}
-	if (ex->wait) {
-		sim_lock(sim);
-		if (still_current(sim, ex)) {
-			qu->waiting = true;
-			qu->wait_cmd = ex->cmd;
-			queue_changed_locked(sim, ex->queue);
-		}
-		return false;
-	}
 
 	memset(&cpl, 0, sizeof(cpl));
 	cpl.seqno = ex->cmd.hdr.seqno;
@@ -313,40 +357,70 @@ static bool cp_execute_one(struct vnpu_sim *sim, struct sim_exec *ex,
 	cpl.info = ex->info;
 	cpl.timestamp = sim_clock(sim);
 
-	/* A reset waits for this command (cp_busy), so a record written
-	 * after this check is still written before the reset returns. */
-	if (!still_current(sim, ex)) {
-		sim_lock(sim);
-		return false;
-	}
-	if (__builtin_add_overflow(slot->cpl_base,
-				   (uint64_t)slot->slot * VNPU_CPL_SIZE,
-				   &addr) ||
+	/* A reset waits for this step (cp_busy), so a record written after
+	 * this check is still written before the reset returns. */
+	if (!still_current(sim, ex))
+		return OUT_DROPPED;
+	if (__builtin_add_overflow(ex->cpl_base,
+				   (uint64_t)ex->slot * VNPU_CPL_SIZE, &addr) ||
 	    sim->hal.dma_write(sim->hal.opaque, addr, &cpl, sizeof(cpl))) {
 		sim_log(sim, "vnpu: queue %u: completion write failed",
 			ex->queue);
 		fatal_if_current(sim, ex, VNPU_FATAL_CPL_DMA);
-		sim_lock(sim);
-		return false;
+		return OUT_DROPPED;
 	}
+	return OUT_RETIRED;
+}
 
-	sim_lock(sim);
-	if (still_current(sim, ex)) {
-		bool irq = (ex->cmd.hdr.flags & VNPU_CMD_F_IRQ) ||
-			   ex->status != VNPU_STATUS_OK;
+/*
+ * One step of the command in flight on a queue, without the lock. abort:
+ * the queue's ABORT is pending; cancelled: the queue was disabled since the
+ * command was fetched. A launch in flight is not on the cores here (the
+ * caller waits for its blocks to be over first).
+ */
+static enum step_outcome run_step(struct vnpu_sim *sim, struct sim_exec *ex,
+				  bool abort, bool cancelled)
+{
+	bool progressed = true;
 
-		qu->head = (slot->slot + 1) & (slot->entries - 1);
-		qu->waiting = false;
-		queue_changed_locked(sim, ex->queue);
-		qu->done_seq = ex->cmd.hdr.seqno;
-		if (ex->status != VNPU_STATUS_OK)
-			qu->last_error = ex->status;
-		if (irq && qu->irq_enable)
-			sim_raise_irq_locked(sim, VNPU_IRQ_QUEUE(ex->queue),
-					     VNPU_MSIX_VECTOR_QUEUE(ex->queue));
-		retired = true;
+	if (cancelled || ex->phase == SIM_PH_DEAD ||
+	    (abort && ex->phase == SIM_PH_FETCH)) {
+		sim_exec_release(sim, ex);
+		return OUT_DROPPED;
 	}
-	return retired;
+	if (abort) {
+		sim_exec_release(sim, ex);
+		ex->status = VNPU_STATUS_ABORTED;
+		ex->info = 0;
+		return complete(sim, ex);
+	}
+	if (ex->phase == SIM_PH_FETCH) {
+		if (!fetch(sim, ex))
+			return OUT_DROPPED;
+		if (ex->faulted) {
+			ex->status = VNPU_STATUS_CONTEXT_FAULTED;
+			ex->info = 0;
+			ex->phase = SIM_PH_DONE;
+		} else {
+			sim_cmd_begin(sim, ex);
+			/* the first piece of work with the validation */
+			if (ex->phase == SIM_PH_COPY ||
+			    ex->phase == SIM_PH_FILL ||
+			    ex->phase == SIM_PH_LAUNCH)
+				sim_cmd_step(sim, ex);
+		}
+	} else {
+		progressed = sim_cmd_step(sim, ex);
+	}
+	if (ex->phase == SIM_PH_DONE) {
+		sim_exec_release(sim, ex);
+		return complete(sim, ex);
+	}
+	if (ex->phase == SIM_PH_DEAD) {
+		sim_exec_release(sim, ex);
+		return OUT_DROPPED;
+	}
+	return progressed ? OUT_PROGRESS : OUT_NONE;
 }
 
 static void cp_done_locked(struct vnpu_sim *sim)
@@ -355,50 +429,134 @@ static void cp_done_locked(struct vnpu_sim *sim)
 	pthread_cond_broadcast(&sim->idle_cv);
 }
 
-bool sim_cp_step_locked(struct vnpu_sim *sim)
+/* Whether queue q can be stepped: a command to fetch, or one in flight
+ * that is not a launch whose blocks are still on the cores. */
+static bool queue_steppable_locked(struct vnpu_sim *sim, unsigned q)
+{
+	struct sim_queue *qu = &sim->queue[q];
+	struct sim_exec *ex = &qu->exec;
+
+	if (!qu->busy)
+		return qu->enabled && qu->head != qu->tail;
+	if (sim->cfg.mode == VNPU_SIM_THREADS && ex->phase == SIM_PH_LAUNCH &&
+	    ex->launch.lphase == SIM_LP_RUN)
+		return sim_launch_settled(sim, &ex->launch);
+	return true;
+}
+
+/* Starts a command in flight on queue q: the snapshot of its slot. */
+static void exec_start_locked(struct vnpu_sim *sim, unsigned q)
+{
+	struct sim_queue *qu = &sim->queue[q];
+	struct sim_exec *ex = &qu->exec;
+
+	qu->busy = true;
+	qu->waiting = false;
+	ex->queue = q;
+	ex->ctx = qu->ctx;
+	ex->epoch = sim->epoch;
+	ex->qgen = qu->gen;
+	ex->ring_base = qu->ring_base;
+	ex->cpl_base = qu->cpl_base;
+	ex->slot = qu->head;
+	ex->entries = queue_entries(qu);
+	ex->phase = SIM_PH_FETCH;
+	ex->status = VNPU_STATUS_OK;
+	ex->info = 0;
+	ex->done = 0;
+	/* cleared here, under the lock: an ABORT or a disable from now on
+	 * stops this command's launch */
+	atomic_store(&ex->launch.stop, false);
+}
+
+/* Commits a step (lock held); the step's result. */
+static enum sim_step commit_locked(struct vnpu_sim *sim, unsigned q,
+				   enum step_outcome out)
+{
+	struct sim_queue *qu = &sim->queue[q];
+	struct sim_exec *ex = &qu->exec;
+
+	/* A reset waiting for this step clears everything itself. */
+	if (sim->epoch != ex->epoch)
+		return SIM_STEP_PROGRESS;
+	switch (out) {
+	case OUT_NONE:
+	case OUT_PROGRESS:
+		qu->waiting = ex->phase == SIM_PH_WAIT && !qu->aborting &&
+			      qu->gen == ex->qgen;
+		return out == OUT_NONE ? SIM_STEP_NONE : SIM_STEP_PROGRESS;
+	case OUT_RETIRED:
+		qu->busy = false;
+		qu->waiting = false;
+		/* An abort that came while the record was written finds the
+		 * command retired: the queue is only disabled. */
+		qu->aborting = false;
+		if (qu->gen == ex->qgen) {
+			qu->head = (ex->slot + 1) & (ex->entries - 1);
+			qu->done_seq = ex->cmd.hdr.seqno;
+			if (ex->status != VNPU_STATUS_OK)
+				qu->last_error = ex->status;
+			if (qu->irq_enable &&
+			    ((ex->cmd.hdr.flags & VNPU_CMD_F_IRQ) ||
+			     ex->status != VNPU_STATUS_OK))
+				sim_raise_irq_locked(sim, VNPU_IRQ_QUEUE(q),
+						     VNPU_MSIX_VECTOR_QUEUE(q));
+		}
+		queue_changed_locked(sim, q);
+		/* disabled meanwhile: over, but not retired */
+		return qu->gen == ex->qgen ? SIM_STEP_RETIRED
+					   : SIM_STEP_PROGRESS;
+	case OUT_DROPPED:
+		qu->busy = false;
+		qu->waiting = false;
+		qu->aborting = false;
+		queue_changed_locked(sim, q);
+		return SIM_STEP_PROGRESS;
+	}
+	return SIM_STEP_NONE;
+}
+
+enum sim_step sim_cp_step_locked(struct vnpu_sim *sim)
 {
 	unsigned nq = sim->cfg.num_queues;
 	unsigned q = sim->rr_next % nq;
 
-	/* Runs after every command over every queue: a bit test per queue
+	/* Runs after every step over every queue: a bit test per queue
 	 * (not its state's cache lines), the device-wide checks only for a
 	 * queue with work. */
 	for (unsigned i = 0; i < nq; i++, q = q + 1 == nq ? 0 : q + 1) {
 		struct sim_queue *qu = &sim->queue[q];
-		struct sim_exec ex;
-		struct cp_slot slot;
-		bool retired;
+		struct sim_exec *ex = &qu->exec;
+		enum step_outcome out;
+		enum sim_step step;
+		bool abort, cancelled;
 
 		if (!(sim->active_queues & (1u << q)))
 			continue;
 		if (!sim_processing_allowed_locked(sim) ||
 		    atomic_load(&sim->cancel))
 			break;
-		memset(&ex, 0, sizeof(ex));
-		ex.queue = q;
-		ex.ctx = qu->ctx;
-		ex.epoch = sim->epoch;
-		ex.qgen = qu->gen;
-		slot.ring_base = qu->ring_base;
-		slot.cpl_base = qu->cpl_base;
-		slot.slot = qu->head;
-		slot.entries = queue_entries(qu);
-		slot.refetch = !qu->waiting;
-		slot.faulted = sim->ctx[qu->ctx].fault_status != 0;
-		if (qu->waiting)
-			ex.cmd = qu->wait_cmd;
+		if (!queue_steppable_locked(sim, q))
+			continue;
+		if (!qu->busy)
+			exec_start_locked(sim, q);
+		abort = qu->aborting;
+		cancelled = qu->gen != ex->qgen;
+		ex->faulted = sim->ctx[ex->ctx].fault_status != 0;
 		sim->cp_busy = true;
 		sim_unlock(sim); /* delivers the last retirement's interrupt */
 
-		retired = cp_execute_one(sim, &ex, &slot);
+		out = run_step(sim, ex, abort, cancelled);
 
+		sim_lock(sim);
+		step = commit_locked(sim, q, out);
 		cp_done_locked(sim);
-		if (retired) {
+		if (step != SIM_STEP_NONE) {
 			sim->rr_next = q + 1 == nq ? 0 : q + 1;
-			return true;
+			return step;
 		}
 	}
-	return false;
+	return SIM_STEP_NONE;
 }
 
 void sim_cp_deliver_locked(struct vnpu_sim *sim)
@@ -411,17 +569,6 @@ void sim_cp_deliver_locked(struct vnpu_sim *sim)
 	sim_unlock(sim);
 	sim_lock(sim);
 	cp_done_locked(sim);
-}
-
-bool sim_cp_step(struct vnpu_sim *sim)
-{
-	bool retired;
-
-	sim_lock(sim);
-	retired = sim_cp_step_locked(sim);
-	sim_cp_deliver_locked(sim);
-	sim_unlock(sim);
-	return retired;
 }
 
 static uint32_t boot_load(struct vnpu_sim *sim, uint64_t addr, uint32_t size,

@@ -96,7 +96,7 @@ static uint32_t status_locked(const struct vnpu_sim *sim)
 	for (unsigned q = 0; !busy && q < sim->cfg.num_queues; q++) {
 		const struct sim_queue *qu = &sim->queue[q];
 
-		busy = qu->enabled && (qu->head != qu->tail || qu->waiting);
+		busy = qu->busy || (qu->enabled && qu->head != qu->tail);
 	}
 	if (busy)
 		status |= VNPU_STATUS_BUSY;

@@ -2,6 +2,7 @@
 /* Creation, destruction, reset and the top-level entry points. */
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +109,22 @@ int vnpu_sim_create(const struct vnpu_sim_config *cfg,
 	return 0;
 }
 
+/* Lets go of every queue's command in flight (reset, destroy): the
+ * command processor is idle and no block runs. */
+static void release_all(struct vnpu_sim *sim)
+{
+	for (unsigned q = 0; q < VNPU_MAX_QUEUES; q++) {
+		struct sim_exec *ex = &sim->queue[q].exec;
+
+		if (sim->cfg.mode == VNPU_SIM_THREADS && ex->launch.posted) {
+			pthread_mutex_lock(&sim->pool.lock);
+			sim_pool_remove_locked(&sim->pool, &ex->launch);
+			pthread_mutex_unlock(&sim->pool.lock);
+		}
+		sim_exec_release(sim, ex);
+	}
+}
+
 void vnpu_sim_destroy(struct vnpu_sim *sim)
 {
 	if (!sim)
@@ -115,7 +132,11 @@ void vnpu_sim_destroy(struct vnpu_sim *sim)
 	if (sim->cfg.mode == VNPU_SIM_THREADS) {
 		sim_cp_thread_stop(sim);
 		sim_workers_stop(sim);
+		/* the pool's lock is gone: nothing is posted any more */
+		for (unsigned q = 0; q < VNPU_MAX_QUEUES; q++)
+			sim->queue[q].exec.launch.posted = false;
 	}
+	release_all(sim);
 	pthread_cond_destroy(&sim->wake_cv);
 	pthread_cond_destroy(&sim->idle_cv);
 	pthread_mutex_destroy(&sim->run_lock);
@@ -125,8 +146,10 @@ void vnpu_sim_destroy(struct vnpu_sim *sim)
 
 /*
  * The one reset routine (CTRL.RESET, FLR, system reset). Stops the command
- * processor between commands or kernel blocks, then returns every register
- * to its reset value. VRAM keeps its contents.
+ * processor at the end of its step (a bounded piece of work) and every
+ * launch's blocks at their next poll of the kernels' stop hook, waits for
+ * both, then returns every register to its reset value. VRAM keeps its
+ * contents.
  */
 void sim_hw_reset_locked(struct vnpu_sim *sim)
 {
@@ -134,9 +157,16 @@ void sim_hw_reset_locked(struct vnpu_sim *sim)
 
 	atomic_store(&sim->cancel, true);
 	sim->epoch++;
+	for (unsigned q = 0; q < VNPU_MAX_QUEUES; q++)
+		if (sim->queue[q].busy)
+			atomic_store(&sim->queue[q].exec.launch.stop, true);
 	sim_wake_cp_locked(sim);
 	while (sim->cp_busy)
 		pthread_cond_wait(&sim->idle_cv, &sim->lock);
+	/* The workers take only their own lock: waiting for them with ours
+	 * held cannot block them. */
+	sim_pool_wait_idle(sim);
+	release_all(sim);
 
 	sim->boot_status = VNPU_BOOT_OFF;
 	sim->fw_version = 0;
@@ -160,10 +190,13 @@ void sim_hw_reset_locked(struct vnpu_sim *sim)
 		atomic_store(&ctx->tlb_gen, gen + 1);
 	}
 	for (unsigned q = 0; q < VNPU_MAX_QUEUES; q++) {
-		uint64_t gen = atomic_load(&sim->queue[q].gen);
+		struct sim_queue *qu = &sim->queue[q];
+		uint64_t gen = atomic_load(&qu->gen);
 
-		memset(&sim->queue[q], 0, sizeof(sim->queue[q]));
-		atomic_store(&sim->queue[q].gen, gen + 1);
+		/* The registers; exec is scratch of the command processor
+		 * (released above, reinitialised at the next fetch). */
+		memset(qu, 0, offsetof(struct sim_queue, exec));
+		atomic_store(&qu->gen, gen + 1);
 	}
 	sim->rr_next = 0;
 	sim->active_queues = 0;
@@ -179,6 +212,18 @@ void vnpu_sim_reset(struct vnpu_sim *sim)
 	sim_unlock(sim);
 }
 
+/* One step of the command processor; delivers its interrupts. */
+static enum sim_step run_one_step(struct vnpu_sim *sim)
+{
+	enum sim_step step;
+
+	sim_lock(sim);
+	step = sim_cp_step_locked(sim);
+	sim_cp_deliver_locked(sim);
+	sim_unlock(sim);
+	return step;
+}
+
 unsigned vnpu_sim_run(struct vnpu_sim *sim, unsigned max_commands)
 {
 	unsigned retired = 0;
@@ -187,10 +232,36 @@ unsigned vnpu_sim_run(struct vnpu_sim *sim, unsigned max_commands)
 		return 0;
 	pthread_mutex_lock(&sim->run_lock);
 	sim_cp_boot(sim);
-	while (retired < max_commands && sim_cp_step(sim))
-		retired++;
+	while (retired < max_commands) {
+		enum sim_step step = run_one_step(sim);
+
+		if (step == SIM_STEP_NONE)
+			break;
+		if (step == SIM_STEP_RETIRED)
+			retired++;
+	}
 	pthread_mutex_unlock(&sim->run_lock);
 	return retired;
+}
+
+bool vnpu_sim_step(struct vnpu_sim *sim)
+{
+	bool boot, progressed;
+
+	if (sim->cfg.mode != VNPU_SIM_DETERMINISTIC)
+		return false;
+	pthread_mutex_lock(&sim->run_lock);
+	sim_lock(sim);
+	boot = sim->boot_pending;
+	sim_unlock(sim);
+	if (boot) {
+		sim_cp_boot(sim);
+		progressed = true;
+	} else {
+		progressed = run_one_step(sim) != SIM_STEP_NONE;
+	}
+	pthread_mutex_unlock(&sim->run_lock);
+	return progressed;
 }
 
 bool vnpu_sim_irq_level(struct vnpu_sim *sim)
@@ -208,11 +279,9 @@ bool vnpu_sim_idle(struct vnpu_sim *sim)
 	bool idle = true;
 
 	sim_lock(sim);
-	if (sim->boot_pending || sim->cp_busy)
+	if (sim->boot_pending || sim->cp_busy ||
+	    sim_queues_runnable_locked(sim))
 		idle = false;
-	for (unsigned q = 0; idle && q < sim->cfg.num_queues; q++)
-		if (sim_queue_fetchable_locked(sim, q))
-			idle = false;
 	sim_unlock(sim);
 	return idle;
 }

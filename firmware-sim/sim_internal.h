@@ -2,13 +2,26 @@
 /*
  * Internal state of the simulated device, shared by the firmware-sim files.
  *
+ * Execution: every queue has its own command in flight (struct sim_exec),
+ * executed in steps, each a bounded piece of work (a fetch, a DMA chunk, a
+ * batch of page translations, one kernel block in deterministic mode). The
+ * command processor (the CP thread, or the caller of vnpu_sim_run) steps
+ * the queues round robin, so that no queue waits for another queue's
+ * command to finish. In threaded mode a launch's blocks go to the worker
+ * threads ("cores"), shared round robin between the launches in flight,
+ * while the command processor keeps serving the other queues.
+ *
  * Locking: `lock` protects every register and all queue/context/firmware
- * state. The command processor (the CP thread, or the caller of
- * vnpu_sim_run) snapshots what it needs under the lock, executes a command
- * WITHOUT the lock (HAL calls never happen with the lock held), and retires
- * it under the lock after checking that no reset (epoch) and no queue
- * disable (queue generation) happened meanwhile. Reset sets `cancel`, bumps
- * the epoch and waits until the command processor is no longer busy.
+ * state. The command processor snapshots what a step needs under the lock,
+ * runs the step WITHOUT the lock (HAL calls never happen with the lock
+ * held; cp_busy is set meanwhile), and commits under the lock after
+ * checking that no reset (epoch) and no queue disable (queue generation)
+ * happened meanwhile. A queue's struct sim_exec belongs to the command
+ * processor (and to reset, which runs while the command processor is not
+ * busy); register writes only raise its atomic stop flag. The worker pool
+ * has its own lock, taken after `lock` when both are needed, never the
+ * other way round. Reset sets `cancel`, bumps the epoch, stops every
+ * launch and waits until the command processor and the workers are idle.
  */
 #ifndef VNPU_SIM_INTERNAL_H
 #define VNPU_SIM_INTERNAL_H
@@ -28,16 +41,25 @@
 #include "vnpu_sim.h"
 
 #define SIM_HEARTBEAT_PERIOD_US 1000u
-/* Bounce buffers of one launch, all staged buffers together. */
+/* Bounce buffers of one launch, all staged buffers together; also the
+ * staging all launches in flight may hold at once. */
 #define SIM_STAGING_LIMIT (256ull << 20)
 /* Software TLB entries per context (direct mapped). */
 #define SIM_TLB_ENTRIES 64
-/* Threaded mode: how often a queue in FENCE_WAIT re-reads its fence. */
+/* Threaded mode: how often a queue in FENCE_WAIT re-reads its fence when
+ * nothing else runs. */
 #define SIM_FENCE_POLL_NS 1000000ull
 /* Threaded mode: how long the command processor keeps polling for a
  * doorbell after its queues ran dry, before it sleeps (a burst of
  * submissions then costs no thread wake-up per doorbell). */
 #define SIM_CP_SPIN_NS 50000ull
+/* Bytes one step of a copy, fill, gather or scatter moves at most: a
+ * fraction of a millisecond of memcpy, so that other queues, an abort and
+ * a reset are served within about a millisecond. */
+#define SIM_DMA_STEP_BYTES (4ull << 20)
+/* Pages of launch buffers translated or staged per step (the same
+ * SIM_DMA_STEP_BYTES for staging). */
+#define SIM_STEP_PAGES (SIM_DMA_STEP_BYTES / VNPU_PAGE_SIZE)
 /* ERR_QUEUE value when an error concerns no queue. */
 #define SIM_ERR_NO_QUEUE 0xffffffffu
 
@@ -58,12 +80,91 @@ struct sim_ctx {
 	 * `enabled` and reset; read by the command processor without it. */
 	_Atomic uint64_t tlb_gen;
 	/* The TLB belongs to the command processor (only code executing a
-	 * command, cp_busy, touches it; reset clears it while the CP is
-	 * idle): a hit takes no lock. Its entries are valid while tlb_gen
-	 * equals tlb_seen_gen; tlb_enabled is `enabled` as of that gen. */
+	 * step, cp_busy, touches it; reset clears it while the CP is idle):
+	 * a hit takes no lock. Its entries are valid while tlb_gen equals
+	 * tlb_seen_gen; tlb_enabled is `enabled` as of that gen. */
 	uint64_t tlb_seen_gen;
 	bool tlb_enabled;
 	struct sim_tlb_entry tlb[SIM_TLB_ENTRIES];
+};
+
+enum sim_phys_kind { SIM_PHYS_HOST, SIM_PHYS_VRAM };
+struct sim_phys {
+	enum sim_phys_kind kind;
+	uint64_t addr; /* bus address or VRAM offset of the byte */
+};
+
+/* What the command in flight on a queue is doing between two steps. */
+enum sim_phase {
+	SIM_PH_FETCH,  /* not read from the ring yet */
+	SIM_PH_WAIT,   /* FENCE_WAIT, not satisfied at its last check */
+	SIM_PH_COPY,   /* DMA_COPY, `done` bytes moved */
+	SIM_PH_FILL,   /* FILL, `done` bytes written */
+	SIM_PH_LAUNCH, /* KERNEL_LAUNCH, see struct sim_launch */
+	SIM_PH_DONE,   /* finished: retires with `status` */
+	SIM_PH_DEAD,   /* HANG/FATAL or a fatal DMA error: never retires */
+};
+
+enum sim_launch_phase {
+	SIM_LP_MAP,	/* translating buffer `cur` from page `pos` */
+	SIM_LP_STAGE,	/* waiting for staging room, then allocating it */
+	SIM_LP_GATHER,	/* reading staged buffer `cur` from page `pos` */
+	SIM_LP_RUN,	/* blocks running */
+	SIM_LP_SCATTER, /* writing staged buffer `cur` back from page `pos` */
+};
+
+struct sim_lbuf {
+	uint64_t va;
+	uint64_t size;
+	uint32_t access;
+	uint8_t *staging;	/* NULL when direct */
+	struct sim_phys *pages; /* staged buffers: one entry per page */
+	uint64_t npages;
+	struct sim_phys one_page; /* pages of a one-page buffer (no malloc) */
+	struct sim_phys p0;	  /* MAP: the first page */
+	bool contiguous;	  /* MAP: physically contiguous VRAM so far */
+};
+
+struct sim_launch {
+	const struct vnpu_kernel_def *kernel;
+	uint32_t nbufs;
+	uint32_t nblocks;
+	struct sim_lbuf bufs[VNPU_KARGS_MAX_BUFFERS];
+	struct vnpu_kbuf kbufs[VNPU_KARGS_MAX_BUFFERS];
+	uint64_t staged; /* bytes of bounce buffers */
+	bool budget;	 /* `staged` is counted in sim->staging_used */
+	enum sim_launch_phase lphase;
+	uint32_t cur;
+	uint64_t pos;
+	/* Blocks. Threaded mode: next_block, running and posted are the
+	 * pool's (its lock); deterministic: the command processor's. */
+	uint32_t next_block;
+	uint32_t running;
+	bool posted;
+	/* Abort, disable, reset or destroy: no block starts any more and
+	 * running ones return at their next poll (the kernels' stop hook). */
+	atomic_bool stop;
+	_Alignas(16) uint8_t params[VNPU_KARGS_MAX_BYTES];
+};
+
+/* The command in flight on a queue, with what the CP snapshotted for it. */
+struct sim_exec {
+	unsigned queue;
+	unsigned ctx;
+	uint64_t epoch;
+	uint64_t qgen;
+	uint64_t cpl_base;
+	uint64_t ring_base;
+	uint32_t slot;
+	uint32_t entries;
+	struct vnpu_cmd cmd; /* local copy, fetched once */
+	enum sim_phase phase;
+	uint32_t status;
+	uint64_t info;
+	uint64_t done; /* COPY/FILL progress */
+	/* Per step, from the snapshot: the context has a pending fault */
+	bool faulted;
+	struct sim_launch launch;
 };
 
 struct sim_queue {
@@ -71,7 +172,9 @@ struct sim_queue {
 	uint64_t cpl_base;
 	uint32_t ring_log2;
 	uint32_t ctx;
-	bool enabled;
+	bool enabled;  /* fetching commands */
+	bool aborting; /* ABORT requested, its command not stopped yet */
+	bool aborted;  /* Q_STATUS.ABORTED */
 	bool irq_enable;
 	bool config_error;
 	uint32_t last_error; /* Q_STATUS[31:16] */
@@ -81,42 +184,24 @@ struct sim_queue {
 	/* Bumped on enable and disable (under the lock); atomic so that the
 	 * command processor checks it without the lock. */
 	_Atomic uint64_t gen;
-	bool waiting; /* blocked in FENCE_WAIT on wait_cmd */
-	struct vnpu_cmd wait_cmd;
+	bool busy;    /* a command is in flight (exec is in use) */
+	bool waiting; /* that command is blocked in FENCE_WAIT */
+	struct sim_exec exec;
 };
 
-/* The command being executed, with what the CP snapshotted to run it. */
-struct sim_exec {
-	unsigned queue;
-	unsigned ctx;
-	uint64_t epoch;
-	uint64_t qgen;
-	struct vnpu_cmd cmd; /* local copy, fetched once */
-	uint32_t status;
-	uint64_t info;
-	bool wait; /* FENCE_WAIT not satisfied yet */
-	bool stop; /* HANG/FATAL: no completion */
-};
-
-/* Kernel blocks of one launch handed to the worker threads. */
-struct sim_job {
-	const struct vnpu_kernel_def *kernel;
-	const void *params;
-	const struct vnpu_kbuf *bufs;
-	uint32_t nblocks;
-	atomic_uint next_block;
-};
-
-struct sim_workers {
+/* The worker threads ("cores") and the launches whose blocks they run. */
+struct sim_pool {
 	unsigned count;
 	pthread_t threads[VNPU_MAX_CORES];
 	pthread_mutex_t lock;
-	pthread_cond_t start_cv;
-	pthread_cond_t done_cv;
-	uint64_t job_gen;
-	unsigned running; /* workers still on the current job */
+	pthread_cond_t work_cv; /* a launch was posted, or stop */
+	pthread_cond_t idle_cv; /* a block finished */
+	struct sim_launch *active[VNPU_MAX_QUEUES]; /* posted launches */
+	unsigned nactive;
+	unsigned rr;	   /* round robin between the launches */
+	unsigned running;  /* blocks executing, all launches */
+	atomic_uint posts; /* bumped (under the lock) by every post */
 	bool stop;
-	struct sim_job job;
 };
 
 struct vnpu_sim {
@@ -129,8 +214,8 @@ struct vnpu_sim {
 	 * a doorbell must not evict what the command processor reads on
 	 * every command (cfg, hal). The structure is allocated aligned. */
 	_Alignas(64) pthread_mutex_t lock;
-	pthread_cond_t idle_cv; /* CP became not busy */
-	pthread_cond_t wake_cv; /* work for the CP thread */
+	pthread_cond_t idle_cv;		/* CP became not busy */
+	pthread_cond_t wake_cv;		/* work for the CP thread */
 	_Alignas(64) atomic_uint wakes; /* bumped with every wake_cv signal */
 
 	/* global registers and firmware state */
@@ -151,18 +236,21 @@ struct vnpu_sim {
 	struct sim_ctx ctx[VNPU_MAX_CONTEXTS];
 	struct sim_queue queue[VNPU_MAX_QUEUES];
 	unsigned rr_next; /* round-robin start queue */
-	/* Bit q: queue q is enabled and waiting or has HEAD != TAIL. */
+	/* Bit q: queue q has a command in flight or is enabled with
+	 * HEAD != TAIL. */
 	uint32_t active_queues;
 
 	/* command processor */
 	_Atomic uint64_t epoch; /* bumped by every reset (under the lock) */
-	atomic_bool cancel; /* a reset wants the CP to stop */
+	atomic_bool cancel;	/* a reset wants the CP to stop */
 	bool cp_busy;
 	pthread_mutex_t run_lock; /* serialises vnpu_sim_run callers */
 	bool cp_started;
 	bool cp_stop;
 	pthread_t cp_thread;
-	struct sim_workers workers;
+	/* Bytes of bounce buffers the launches in flight hold (the CP's). */
+	uint64_t staging_used;
+	struct sim_pool pool;
 
 	/* interrupts to deliver once the lock is dropped */
 	uint32_t pending_vectors;
@@ -185,13 +273,19 @@ void sim_set_error_locked(struct vnpu_sim *sim, uint32_t code, uint32_t queue,
 void sim_fatal_locked(struct vnpu_sim *sim, uint32_t code);
 void sim_hang_locked(struct vnpu_sim *sim);
 uint32_t sim_heartbeat_locked(struct vnpu_sim *sim);
-bool sim_queue_fetchable_locked(const struct vnpu_sim *sim, unsigned q);
 bool sim_any_waiting_locked(const struct vnpu_sim *sim);
+/* Some queue has a command in flight that is not blocked in FENCE_WAIT,
+ * or an enabled queue has a command to fetch (processing allowed). */
+bool sim_queues_runnable_locked(const struct vnpu_sim *sim);
+bool sim_queues_busy_locked(const struct vnpu_sim *sim);
 void sim_queue_write_locked(struct vnpu_sim *sim, unsigned q, uint32_t reg,
 			    uint32_t value);
 uint32_t sim_queue_read_locked(struct vnpu_sim *sim, unsigned q, uint32_t reg);
 void sim_doorbell_locked(struct vnpu_sim *sim, unsigned q, uint32_t value);
 void sim_wake_cp_locked(struct vnpu_sim *sim);
+/* Lets go of what a queue's command in flight holds (bounce buffers,
+ * page lists, staging room); its launch must not be on the cores. */
+void sim_exec_release(struct vnpu_sim *sim, struct sim_exec *ex);
 
 /* Booted and neither hung nor fatal (lock held). */
 static inline bool sim_processing_allowed_locked(const struct vnpu_sim *sim)
@@ -199,12 +293,16 @@ static inline bool sim_processing_allowed_locked(const struct vnpu_sim *sim)
 	return sim->ready && !sim->fatal && !sim->hung;
 }
 
-/* queue.c: one scheduling pass; true when a command retired. The _locked
- * form is entered and left with the lock held (it drops it while a
- * command executes); interrupts of its last retirement are delivered at
- * the caller's next sim_unlock. */
-bool sim_cp_step(struct vnpu_sim *sim);
-bool sim_cp_step_locked(struct vnpu_sim *sim);
+/* queue.c: one step of the next queue (round robin) that can progress. */
+enum sim_step {
+	SIM_STEP_NONE,	   /* no queue could progress */
+	SIM_STEP_PROGRESS, /* a queue's command progressed */
+	SIM_STEP_RETIRED,  /* a command retired */
+};
+/* Entered and left with the lock held (it drops it while the step runs);
+ * interrupts of a retirement are delivered at the caller's next
+ * sim_unlock. */
+enum sim_step sim_cp_step_locked(struct vnpu_sim *sim);
 /* Delivers the command processor's collected interrupts (lock held on
  * entry and exit; dropped meanwhile, with cp_busy set). */
 void sim_cp_deliver_locked(struct vnpu_sim *sim);
@@ -217,11 +315,6 @@ uint32_t sim_fw_verify(struct vnpu_sim *sim, const uint8_t *image,
 		       bool loaded[VNPU_KERNEL_ID_MAX + 1]);
 
 /* mmu.c */
-enum sim_phys_kind { SIM_PHYS_HOST, SIM_PHYS_VRAM };
-struct sim_phys {
-	enum sim_phys_kind kind;
-	uint64_t addr; /* bus address or VRAM offset of the byte */
-};
 struct sim_fault {
 	uint64_t va;
 	uint32_t reason; /* enum vnpu_fault_reason */
@@ -247,12 +340,6 @@ bool sim_mmu_translate_or_fault(struct vnpu_sim *sim, struct sim_exec *ex,
 				uint64_t va, bool write, struct sim_phys *phys);
 void sim_tlb_invalidate_locked(struct sim_ctx *ctx);
 
-/* dma.c: the longest physically contiguous run one copy step moves: long
- * enough for memcpy's streaming (non-temporal) stores, which glibc uses
- * above a threshold of about the shared cache size, and short enough that
- * a reset's cancel is seen within some milliseconds. */
-#define SIM_DMA_RUN_MAX (64ull << 20)
-
 /* dma.c: accesses through the executing context's MMU. They set ex->status
  * and ex->info and return false on MMU_FAULT or DMA_ERROR. */
 bool sim_phys_read(struct vnpu_sim *sim, const struct sim_phys *p, void *buf,
@@ -263,24 +350,39 @@ bool sim_va_read(struct vnpu_sim *sim, struct sim_exec *ex, uint64_t va,
 		 void *buf, uint64_t len);
 bool sim_va_write(struct vnpu_sim *sim, struct sim_exec *ex, uint64_t va,
 		  const void *buf, uint64_t len);
-void sim_dma_copy(struct vnpu_sim *sim, struct sim_exec *ex, uint64_t src,
-		  uint64_t dst, uint64_t size);
-void sim_dma_fill(struct vnpu_sim *sim, struct sim_exec *ex, uint64_t dst,
-		  uint64_t size, uint32_t pattern, uint32_t width);
+/* One step of a DMA_COPY / FILL from ex->done on (at most
+ * SIM_DMA_STEP_BYTES). True when the command is over: all done, or failed
+ * with ex->status set. */
+bool sim_dma_copy_step(struct vnpu_sim *sim, struct sim_exec *ex);
+bool sim_dma_fill_step(struct vnpu_sim *sim, struct sim_exec *ex);
 
-/* cmd.c */
-void sim_cmd_execute(struct vnpu_sim *sim, struct sim_exec *ex);
+/* cmd.c: the first step of the fetched command in ex (validation, and the
+ * whole command for the short ones), and the later steps. Both leave
+ * ex->phase at what remains to do. */
+void sim_cmd_begin(struct vnpu_sim *sim, struct sim_exec *ex);
+/* A later step; false when it could not progress (fence not satisfied,
+ * staging room or the cores busy). */
+bool sim_cmd_step(struct vnpu_sim *sim, struct sim_exec *ex);
 
 /* launch.c */
-void sim_launch(struct vnpu_sim *sim, struct sim_exec *ex);
+void sim_launch_begin(struct vnpu_sim *sim, struct sim_exec *ex);
+bool sim_launch_step(struct vnpu_sim *sim, struct sim_exec *ex);
+/* Whether a launch's blocks are over (all ran, or stopped, and none is
+ * running); threaded mode takes the pool lock. */
+bool sim_launch_settled(struct vnpu_sim *sim, struct sim_launch *l);
+void sim_launch_release(struct vnpu_sim *sim, struct sim_launch *l);
 
 /* workers.c */
 int sim_workers_start(struct vnpu_sim *sim);
 void sim_workers_stop(struct vnpu_sim *sim);
-/* Runs blocks 0..nblocks-1; stops early when sim->cancel is set. */
-void sim_run_blocks(struct vnpu_sim *sim, const struct vnpu_kernel_def *k,
-		    const void *params, const struct vnpu_kbuf *bufs,
-		    uint32_t nblocks);
+/* Threaded mode: hands the launch's blocks to the workers. */
+void sim_pool_post(struct vnpu_sim *sim, struct sim_launch *l);
+/* Takes a settled launch off the pool (pool lock held by the caller). */
+void sim_pool_remove_locked(struct sim_pool *pool, struct sim_launch *l);
+/* Waits until no block of any launch is running (every launch stopped). */
+void sim_pool_wait_idle(struct vnpu_sim *sim);
+/* Runs block b of l on the calling thread with l's stop hook installed. */
+void sim_run_block(struct sim_launch *l, uint32_t b);
 int sim_cp_thread_start(struct vnpu_sim *sim);
 void sim_cp_thread_stop(struct vnpu_sim *sim);
 

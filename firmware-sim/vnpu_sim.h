@@ -77,8 +77,18 @@ void vnpu_sim_reg_write(struct vnpu_sim *sim, uint32_t offset, uint32_t value);
 
 /* Deterministic mode: performs a pending boot, then executes commands until
  * no queue can progress or max_commands commands have retired; returns how
- * many retired. Threaded mode: returns 0 at once. */
+ * many retired. Queues are stepped round robin, a bounded piece of work per
+ * step (a fetch, a DMA chunk, one kernel block...), so commands of other
+ * queues may be left part-done when it returns. Threaded mode: returns 0 at
+ * once. */
 unsigned vnpu_sim_run(struct vnpu_sim *sim, unsigned max_commands);
+
+/* Deterministic mode: performs a pending boot or one step (of the next
+ * queue, round robin, that can progress); false when nothing could
+ * progress. For hosts that bound the time they give the device at once (a
+ * step is at most a few megabytes of DMA or one kernel block). Threaded
+ * mode: returns false at once. */
+bool vnpu_sim_step(struct vnpu_sim *sim);
 
 /* INTx level: (IRQ_STATUS & ~IRQ_MASK) != 0. */
 bool vnpu_sim_irq_level(struct vnpu_sim *sim);

@@ -228,6 +228,8 @@ static void add_f32_dense(float *o, const float *a, const float *b, uint64_t n)
  * memory traffic, as memcpy does for large copies).
  */
 #define STREAM_OUT_BYTES (32ull << 20)
+/* Elements of the dense add between two polls of the cancellation hook. */
+#define ADD_SEGMENT (1ull << 18)
 
 static void add_f32_stream(float *o, const float *a, const float *b, uint64_t n)
 {
@@ -319,10 +321,22 @@ static void binary_run(const void *params, const struct vnpu_kbuf *bufs,
 		const float *a = (const float *)(void *)loop.base[1] + begin;
 		const float *b = (const float *)(void *)loop.base[2] + begin;
 
-		if (loop.numel * sizeof(float) >= STREAM_OUT_BYTES)
-			add_f32_stream(o, a, b, end - begin);
-		else
-			add_f32_dense(o, a, b, end - begin);
+		bool stream = loop.numel * sizeof(float) >= STREAM_OUT_BYTES;
+
+		/* in segments, polling the cancellation hook between them
+		 * (a multiple of 4 floats keeps the stream's alignment) */
+		for (uint64_t i = 0; i < end - begin; i += ADD_SEGMENT) {
+			uint64_t n = end - begin - i < ADD_SEGMENT
+					     ? end - begin - i
+					     : ADD_SEGMENT;
+
+			if (i && vnpu_kernel_should_stop())
+				return;
+			if (stream)
+				add_f32_stream(o + i, a + i, b + i, n);
+			else
+				add_f32_dense(o + i, a + i, b + i, n);
+		}
 		return;
 	}
 	vnpu_ew_for_range(&loop, begin, end, binary_chunk, &c);

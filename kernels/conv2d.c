@@ -413,6 +413,7 @@ static void conv_direct(const struct conv_ctx *x, int64_t oh0, int64_t oh1,
 {
 	enum { SEG = 256 };
 	const struct vnpu_kp_conv2d *p = x->p;
+	uint64_t work = 0, per_out = (uint64_t)(x->kh * x->kw * x->cg) + 1;
 	float acc[SEG];
 
 	for (int64_t j = j0; j < j1; j++) {
@@ -428,6 +429,9 @@ static void conv_direct(const struct conv_ctx *x, int64_t oh0, int64_t oh1,
 				int64_t cnt =
 					x->wo - s0 < SEG ? x->wo - s0 : SEG;
 
+				if (vnpu_kernel_poll(&work,
+						     (uint64_t)cnt * per_out))
+					return;
 				direct_segment(x, co, oh, s0, cnt, acc);
 				for (int64_t t = 0; t < cnt; t++)
 					acc[t] = vnpu_activate(p->activation,
@@ -524,6 +528,8 @@ static void conv_run(const void *params, const struct vnpu_kbuf *bufs,
 		int64_t tile = (int64_t)(u % (uint64_t)tiles);
 		int64_t tr = tile / gc, tc = tile % gc;
 
+		if (vnpu_kernel_should_stop())
+			return;
 		x.n = ng / groups;
 		x.g = ng % groups;
 		job.m0 = vnpu_gemm_chunk(x.ho, gr, tr) * x.wo;
@@ -535,6 +541,9 @@ static void conv_run(const void *params, const struct vnpu_kbuf *bufs,
 				    job.n1);
 		else
 			vnpu_gemm_run_job(&job);
+		/* a cancelled tile is not finished: no padding after it */
+		if (vnpu_kernel_should_stop())
+			return;
 		if (x.g == groups - 1 && job.n1 == x.cog)
 			zero_channel_padding(&x, job.m0, job.m1);
 	}

@@ -48,7 +48,7 @@ static inline uint32_t vnpu_ew_check_out(const struct vnpu_tensor *t,
 	if (st != VNPU_STATUS_OK)
 		return st;
 	return vnpu_tensor_is_injective(t) ? VNPU_STATUS_OK
-					      : VNPU_STATUS_INVALID_ARGS;
+					   : VNPU_STATUS_INVALID_ARGS;
 }
 
 static inline bool vnpu_same_shape(const struct vnpu_tensor *a,
@@ -324,8 +324,9 @@ typedef void vnpu_ew_chunk_fn(void *ctx, char *const *ptrs,
 
 /* Runs fn over output elements [begin, end) with base pointers `base`
  * (l->base, or shifted copies of it). One div/mod per dim at the start,
- * then an index counter. */
-static inline void vnpu_ew_for_range_at(const struct vnpu_ew_loop *l,
+ * then an index counter. Polls the cancellation hook every
+ * VNPU_KERNEL_POLL_WORK elements; true when it stopped early. */
+static inline bool vnpu_ew_for_range_at(const struct vnpu_ew_loop *l,
 					char *const *base, uint64_t begin,
 					uint64_t end, vnpu_ew_chunk_fn *fn,
 					void *ctx)
@@ -335,10 +336,10 @@ static inline void vnpu_ew_for_range_at(const struct vnpu_ew_loop *l,
 	int64_t step[VNPU_EW_MAX_OPS];
 	char *ptrs[VNPU_EW_MAX_OPS];
 	uint32_t last = l->ndim - 1;
-	uint64_t rem = begin, todo;
+	uint64_t rem = begin, todo, work = 0;
 
 	if (begin >= end)
-		return;
+		return false;
 	for (uint32_t d = l->ndim; d-- > 0;) {
 		idx[d] = (int64_t)(rem % (uint64_t)l->sizes[d]);
 		rem /= (uint64_t)l->sizes[d];
@@ -355,6 +356,8 @@ static inline void vnpu_ew_for_range_at(const struct vnpu_ew_loop *l,
 			n = (int64_t)todo;
 		if (n > VNPU_EW_CHUNK)
 			n = VNPU_EW_CHUNK;
+		if (vnpu_kernel_poll(&work, (uint64_t)n))
+			return true;
 		for (uint32_t op = 0; op < l->nops; op++)
 			ptrs[op] = base[op] + off[op] * l->itemsize[op];
 		fn(ctx, ptrs, step, n);
@@ -370,13 +373,14 @@ static inline void vnpu_ew_for_range_at(const struct vnpu_ew_loop *l,
 					   l->sizes[d] * l->strides[op][d];
 		}
 	}
+	return false;
 }
 
-static inline void vnpu_ew_for_range(const struct vnpu_ew_loop *l,
+static inline bool vnpu_ew_for_range(const struct vnpu_ew_loop *l,
 				     uint64_t begin, uint64_t end,
 				     vnpu_ew_chunk_fn *fn, void *ctx)
 {
-	vnpu_ew_for_range_at(l, l->base, begin, end, fn, ctx);
+	return vnpu_ew_for_range_at(l, l->base, begin, end, fn, ctx);
 }
 
 /* This block's share of the loop's elements. */

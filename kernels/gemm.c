@@ -225,7 +225,7 @@ static void gemm_run(const void *params, const struct vnpu_kbuf *bufs,
 	int64_t n = p->out.sizes[p->out.ndim - 1];
 	int64_t k = p->a.sizes[p->a.ndim - (p->trans_a ? 2 : 1)];
 	int64_t batch, ba, bb, gm, gn, t;
-	uint64_t begin, end;
+	uint64_t begin, end, work = 0;
 
 	batch = batch_of(&p->out);
 	ba = batch_of(&p->a);
@@ -281,6 +281,11 @@ static void gemm_run(const void *params, const struct vnpu_kbuf *bufs,
 		int64_t tile = (int64_t)(u % (uint64_t)(gm * gn));
 		int64_t ti = tile / gn, tj = tile % gn;
 
+		/* big tiles poll inside the GEMM core; many small ones here */
+		if (vnpu_kernel_poll(&work, (uint64_t)(m / gm) *
+						    (uint64_t)(n / gn) *
+						    (uint64_t)(k ? k : 1)))
+			return;
 		g.bo = (int64_t)(u / (uint64_t)(gm * gn));
 		g.ba = ba == 1 ? 0 : g.bo;
 		g.bb = bb == 1 ? 0 : g.bo;

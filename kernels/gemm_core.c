@@ -7,6 +7,7 @@
  * tile of C in registers.
  */
 #include "gemm_core.h"
+#include "kernel.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -46,10 +47,10 @@ struct gemm_micro {
 
 /* Plain C, written so that a compiler's vectoriser can keep the 4 x 8
  * accumulator tile in registers of any SIMD width (or none). */
-static void micro_portable(int64_t kc, const float *a, const float *b,
-			   float *c, int64_t ldc, float alpha, float beta)
+static void micro_portable(int64_t kc, const float *a, const float *b, float *c,
+			   int64_t ldc, float alpha, float beta)
 {
-	float acc[4][8] = { { 0 } };
+	float acc[4][8] = {{0}};
 
 	for (int64_t p = 0; p < kc; p++) {
 		for (int i = 0; i < 4; i++)
@@ -349,11 +350,14 @@ static void run_empty(const struct vnpu_gemm_job *job, float *cw, int64_t ldcw)
 	int64_t cols = job->n1 - job->n0;
 	/* alpha times the empty sum, as the workspace epilogue computes it */
 	float product = job->alpha * 0.0f;
+	uint64_t work = 0;
 
 	if (job->c) {
 		for (int64_t i = job->m0; i < job->m1; i++) {
 			float *row = job->c + i * job->ldc + job->n0;
 
+			if (vnpu_kernel_poll(&work, (uint64_t)cols))
+				return;
 			for (int64_t j = 0; j < cols; j++)
 				row[j] = job->beta == 0.0f
 						 ? product
@@ -371,32 +375,43 @@ static void run_empty(const struct vnpu_gemm_job *job, float *cw, int64_t ldcw)
 
 		for (int64_t i = 0; i < ldcw; i++)
 			cw[i] = 0.0f;
-		for (int64_t i = job->m0; i < job->m1; i++)
+		for (int64_t i = job->m0; i < job->m1; i++) {
+			if (vnpu_kernel_poll(&work, (uint64_t)nc))
+				return;
 			job->epilogue(job, i, 1, j0, nc, cw, ldcw);
+		}
 	}
 }
 
 /* The macro-kernel: packed mc x kc block of A times packed kc x nc block
- * of B into c (pitch ld); c = alpha * product + beta * c. */
-static void macro_kernel(const struct gemm_micro *uk,
+ * of B into c (pitch ld); c = alpha * product + beta * c. Polls the
+ * cancellation hook per column panel (at most MC x NR x KC multiply-adds,
+ * well under a millisecond); true when told to stop. */
+static bool macro_kernel(const struct gemm_micro *uk,
 			 const struct gemm_blocking *bl, int64_t mc, int64_t nc,
 			 int64_t kc, float *c, int64_t ld, float alpha,
 			 float beta)
 {
+	uint64_t work = 0;
+
 	for (int64_t jr = 0; jr < nc; jr += uk->nr) {
 		const float *bpan = bl->bp + jr * kc;
 		int64_t nr = min64(uk->nr, nc - jr);
 
+		if (vnpu_kernel_poll(&work, (uint64_t)(mc * nr * kc)))
+			return true;
 		for (int64_t ir = 0; ir < mc; ir += uk->mr)
 			micro_tile(uk, kc, bl->ap + ir * kc, bpan,
 				   c + ir * ld + jr, ld, min64(uk->mr, mc - ir),
 				   nr, alpha, beta);
 	}
+	return false;
 }
 
 /* Rows [ib, ib + mb) by columns [jc, jc + nc) over the whole reduction:
- * B is packed once per KC step and reused by every MC block of A. */
-static void run_rows(const struct vnpu_gemm_job *job,
+ * B is packed once per KC step and reused by every MC block of A. True
+ * when cancelled. */
+static bool run_rows(const struct vnpu_gemm_job *job,
 		     const struct gemm_micro *uk,
 		     const struct gemm_blocking *bl, int64_t ib, int64_t mb,
 		     int64_t jc, int64_t nc)
@@ -419,12 +434,15 @@ static void run_rows(const struct vnpu_gemm_job *job,
 
 			pack_panels(job, job->pack_a, ic, mc, pc, kc, bl->ap,
 				    uk->mr);
-			macro_kernel(uk, bl, mc, nc, kc, c, ld, alpha, beta);
+			if (macro_kernel(uk, bl, mc, nc, kc, c, ld, alpha,
+					 beta))
+				return true;
 			/* finish while the block is still in cache */
 			if (direct && last && job->need_finish)
 				job->epilogue(job, ic, mc, jc, nc, c, ld);
 		}
 	}
+	return false;
 }
 
 /* Direct mode covers all rows of the tile at once; workspace mode goes
@@ -442,7 +460,8 @@ static void run_blocked(const struct vnpu_gemm_job *job,
 		for (int64_t ib = job->m0; ib < job->m1; ib += mb_step) {
 			int64_t mb = min64(mb_step, job->m1 - ib);
 
-			run_rows(job, uk, bl, ib, mb, jc, nc);
+			if (run_rows(job, uk, bl, ib, mb, jc, nc))
+				return;
 			if (!direct)
 				job->epilogue(job, ib, mb, jc, nc, bl->cw,
 					      bl->nc);

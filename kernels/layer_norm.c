@@ -199,7 +199,7 @@ static void layer_norm_run(const void *params, const struct vnpu_kbuf *bufs,
 	struct vnpu_ew_loop stat_loop, out_loop;
 	struct vnpu_nd_counter c;
 	struct ln_ctx ctx;
-	uint64_t rows = 1, begin, end;
+	uint64_t rows = 1, begin, end, work = 0;
 
 	for (uint32_t d = 0; d < lead; d++)
 		rows *= (uint64_t)in->sizes[d];
@@ -224,16 +224,23 @@ static void layer_norm_run(const void *params, const struct vnpu_kbuf *bufs,
 		};
 		double n = (double)stat_loop.numel;
 
+		/* each pass polls the cancellation hook; short rows poll
+		 * here */
+		if (vnpu_kernel_poll(&work, out_loop.numel + 1))
+			return;
 		ctx.acc = 0;
-		vnpu_ew_for_range_at(&stat_loop, bases + 1, 0, stat_loop.numel,
-				     ln_sum_chunk, &ctx);
+		if (vnpu_ew_for_range_at(&stat_loop, bases + 1, 0,
+					 stat_loop.numel, ln_sum_chunk, &ctx))
+			return;
 		ctx.mean = ctx.acc / n;
 		ctx.acc = 0;
-		vnpu_ew_for_range_at(&stat_loop, bases + 1, 0, stat_loop.numel,
-				     ln_sq_chunk, &ctx);
+		if (vnpu_ew_for_range_at(&stat_loop, bases + 1, 0,
+					 stat_loop.numel, ln_sq_chunk, &ctx))
+			return;
 		ctx.rstd = 1.0 / sqrt(ctx.acc / n + p->eps);
-		vnpu_ew_for_range_at(&out_loop, bases, 0, out_loop.numel,
-				     ln_out_chunk, &ctx);
+		if (vnpu_ew_for_range_at(&out_loop, bases, 0, out_loop.numel,
+					 ln_out_chunk, &ctx))
+			return;
 		if (p->has_stats) {
 			store_stat(&p->mean, bufs, r, (float)ctx.mean);
 			store_stat(&p->rstd, bufs, r, (float)ctx.rstd);

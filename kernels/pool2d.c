@@ -92,9 +92,11 @@ struct pool_geom {
 	int64_t kh, kw, sh, sw, ph, pw, dh, dw;
 };
 
+/* The window functions poll the cancellation hook through *work (a window
+ * may cover a whole, huge plane); *stop tells that it stopped them. */
 static float max_window(const struct pool_geom *g, const char *plane,
 			uint32_t dtype, uint32_t itemsize, int64_t oh,
-			int64_t ow, int64_t *index)
+			int64_t ow, int64_t *index, uint64_t *work, bool *stop)
 {
 	int64_t h0 = oh * g->sh - g->ph, w0 = ow * g->sw - g->pw;
 	int64_t h1 = h0 + (g->kh - 1) * g->dh + 1;
@@ -119,6 +121,10 @@ static float max_window(const struct pool_geom *g, const char *plane,
 			float v = vnpu_ld_f32(row + iw * g->in_sw * itemsize,
 					      dtype);
 
+			if (vnpu_kernel_poll(work, 1)) {
+				*stop = true;
+				return best;
+			}
 			if (v > best || v != v) {
 				best = v;
 				*index = ih * g->w + iw;
@@ -130,7 +136,8 @@ static float max_window(const struct pool_geom *g, const char *plane,
 
 static float avg_window(const struct pool_geom *g, const char *plane,
 			uint32_t dtype, uint32_t itemsize, int64_t oh,
-			int64_t ow, bool count_include_pad)
+			int64_t ow, bool count_include_pad, uint64_t *work,
+			bool *stop)
 {
 	int64_t h0 = oh * g->sh - g->ph, w0 = ow * g->sw - g->pw;
 	int64_t h1 = h0 + g->kh, w1 = w0 + g->kw;
@@ -157,9 +164,14 @@ static float avg_window(const struct pool_geom *g, const char *plane,
 	for (int64_t ih = h0; ih < h1; ih++) {
 		const char *row = plane + ih * g->in_sh * itemsize;
 
-		for (int64_t iw = w0; iw < w1; iw++)
+		for (int64_t iw = w0; iw < w1; iw++) {
+			if (vnpu_kernel_poll(work, 1)) {
+				*stop = true;
+				return 0;
+			}
 			sum += vnpu_ld_f32(row + iw * g->in_sw * itemsize,
 					   dtype);
+		}
 	}
 	return sum / (float)(count_include_pad
 				     ? padded
@@ -191,7 +203,8 @@ static void pool2d_run(const void *params, const struct vnpu_kbuf *bufs,
 		.dw = p->dil_w,
 	};
 	int64_t n_, c_, oh, ow;
-	uint64_t numel = 1, begin, end, rem;
+	uint64_t numel = 1, begin, end, rem, work = 0;
+	bool stop = false;
 
 	for (uint32_t d = 0; d < 4; d++)
 		numel *= (uint64_t)out->sizes[d];
@@ -213,11 +226,16 @@ static void pool2d_run(const void *params, const struct vnpu_kbuf *bufs,
 				oh * out->strides[2] + ow * out->strides[3];
 		float v;
 
+		/* empty windows cost nothing inside: poll per output too */
+		if (vnpu_kernel_poll(&work, 1))
+			return;
 		if (p->mode == VNPU_POOL_MAX) {
 			int64_t index;
 
 			v = max_window(&g, plane, dtype, itemsize, oh, ow,
-				       &index);
+				       &index, &work, &stop);
+			if (stop)
+				return;
 			if (idx_base) {
 				int64_t i_off = n_ * idx->strides[0] +
 						c_ * idx->strides[1] +
@@ -228,7 +246,9 @@ static void pool2d_run(const void *params, const struct vnpu_kbuf *bufs,
 			}
 		} else {
 			v = avg_window(&g, plane, dtype, itemsize, oh, ow,
-				       p->count_include_pad);
+				       p->count_include_pad, &work, &stop);
+			if (stop)
+				return;
 		}
 		vnpu_st_f32(out_base + o_off * itemsize, dtype, v);
 		if (++ow == out->sizes[3]) {

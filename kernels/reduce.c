@@ -142,9 +142,10 @@ static void fold_i64(const struct reduce_plan *rp, struct reduce_acc *acc,
 }
 
 /* Reduces the elements feeding one output, the input at element offset
- * `base` (from the buffer start). */
-static void reduce_one(const struct reduce_plan *rp, const char *in,
-		       int64_t base, struct reduce_acc *acc)
+ * `base` (from the buffer start). True when the cancellation hook (polled
+ * through *work) stopped it. */
+static bool reduce_one(const struct reduce_plan *rp, const char *in,
+		       int64_t base, struct reduce_acc *acc, uint64_t *work)
 {
 	uint32_t itemsize = vnpu_dtype_size(rp->dtype);
 	bool is_float = vnpu_dtype_is_float(rp->dtype);
@@ -165,6 +166,8 @@ static void reduce_one(const struct reduce_plan *rp, const char *in,
 							       : VNPU_EW_CHUNK;
 			const char *q = p + done * step * itemsize;
 
+			if (vnpu_kernel_poll(work, (uint64_t)n))
+				return true;
 			if (is_float) {
 				float x[VNPU_EW_CHUNK];
 
@@ -179,6 +182,7 @@ static void reduce_one(const struct reduce_plan *rp, const char *in,
 		}
 		vnpu_nd_counter_next(&c);
 	}
+	return false;
 }
 
 static void store_result(const struct reduce_plan *rp,
@@ -290,7 +294,7 @@ static void reduce_run(const void *params, const struct vnpu_kbuf *bufs,
 	struct reduce_plan rp;
 	struct vnpu_nd_counter c;
 	struct reduce_acc acc;
-	uint64_t numel = 1, begin, end;
+	uint64_t numel = 1, begin, end, work = 0;
 
 	reduce_plan_init(&rp, p);
 	for (uint32_t d = 0; d < rp.kept_ndim; d++)
@@ -301,7 +305,10 @@ static void reduce_run(const void *params, const struct vnpu_kbuf *bufs,
 	vnpu_nd_counter_init(&c, rp.kept_ndim, rp.kept_sizes,
 			     rp.kept_in_strides, rp.kept_out_strides, begin);
 	for (uint64_t i = begin; i < end; i++) {
-		reduce_one(&rp, in, p->input.offset + c.off[0], &acc);
+		if (vnpu_kernel_poll(&work, 1) ||
+		    reduce_one(&rp, in, p->input.offset + c.off[0], &acc,
+			       &work))
+			return;
 		store_result(&rp, &acc,
 			     out + (p->out.offset + c.off[1]) * out_size);
 		vnpu_nd_counter_next(&c);

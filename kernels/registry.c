@@ -62,3 +62,20 @@ const struct vnpu_kernel_def *vnpu_kernel_find_name(const char *name)
 			return kernels[i];
 	return NULL;
 }
+
+/* The calling thread's cancellation hook (kernel.h). */
+static _Thread_local struct {
+	vnpu_kernel_stop_fn fn;
+	void *opaque;
+} stop_hook;
+
+void vnpu_kernel_set_stop_hook(vnpu_kernel_stop_fn fn, void *opaque)
+{
+	stop_hook.fn = fn;
+	stop_hook.opaque = opaque;
+}
+
+bool vnpu_kernel_should_stop(void)
+{
+	return stop_hook.fn && stop_hook.fn(stop_hook.opaque);
+}

@@ -31,9 +31,11 @@ static uint32_t softmax_validate(const void *params,
 	return VNPU_STATUS_OK;
 }
 
-static void softmax_row(const char *in, int64_t in_step, char *out,
+/* One row; true when the cancellation hook (polled through *work every
+ * VNPU_KERNEL_POLL_WORK elements) stopped it. */
+static bool softmax_row(const char *in, int64_t in_step, char *out,
 			int64_t out_step, int64_t len, uint32_t dtype,
-			bool log_out)
+			bool log_out, uint64_t *work)
 {
 	uint32_t itemsize = vnpu_dtype_size(dtype);
 	float x[VNPU_EW_CHUNK];
@@ -45,6 +47,8 @@ static void softmax_row(const char *in, int64_t in_step, char *out,
 		int64_t n =
 			len - done < VNPU_EW_CHUNK ? len - done : VNPU_EW_CHUNK;
 
+		if (vnpu_kernel_poll(work, (uint64_t)n))
+			return true;
 		vnpu_ew_load_f32(in + done * in_step * itemsize, in_step, dtype,
 				 n, x);
 		for (int64_t i = 0; i < n; i++)
@@ -56,6 +60,8 @@ static void softmax_row(const char *in, int64_t in_step, char *out,
 			len - done < VNPU_EW_CHUNK ? len - done : VNPU_EW_CHUNK;
 		float part = 0;
 
+		if (vnpu_kernel_poll(work, (uint64_t)n))
+			return true;
 		vnpu_ew_load_f32(in + done * in_step * itemsize, in_step, dtype,
 				 n, x);
 		for (int64_t i = 0; i < n; i++)
@@ -68,6 +74,8 @@ static void softmax_row(const char *in, int64_t in_step, char *out,
 		int64_t n =
 			len - done < VNPU_EW_CHUNK ? len - done : VNPU_EW_CHUNK;
 
+		if (vnpu_kernel_poll(work, (uint64_t)n))
+			return true;
 		vnpu_ew_load_f32(in + done * in_step * itemsize, in_step, dtype,
 				 n, x);
 		if (log_out)
@@ -79,6 +87,7 @@ static void softmax_row(const char *in, int64_t in_step, char *out,
 		vnpu_ew_store_f32(out + done * out_step * itemsize, out_step,
 				  dtype, n, x);
 	}
+	return false;
 }
 
 static void softmax_run(const void *params, const struct vnpu_kbuf *bufs,
@@ -92,7 +101,7 @@ static void softmax_run(const void *params, const struct vnpu_kbuf *bufs,
 	const char *in_base = vnpu_tensor_data(in, bufs);
 	char *out_base = vnpu_tensor_data(out, bufs);
 	struct vnpu_nd_counter c;
-	uint64_t rows = 1, begin, end;
+	uint64_t rows = 1, begin, end, work = 0;
 	uint32_t nd = 0;
 
 	/* rows: every dim but `dim` */
@@ -112,10 +121,13 @@ static void softmax_run(const void *params, const struct vnpu_kbuf *bufs,
 		return;
 	vnpu_nd_counter_init(&c, nd, sizes, in_strides, out_strides, begin);
 	for (uint64_t r = begin; r < end; r++) {
-		softmax_row(in_base + c.off[0] * itemsize, in->strides[p->dim],
-			    out_base + c.off[1] * itemsize,
-			    out->strides[p->dim], in->sizes[p->dim], in->dtype,
-			    p->log != 0);
+		if (vnpu_kernel_poll(&work, 1) ||
+		    softmax_row(in_base + c.off[0] * itemsize,
+				in->strides[p->dim],
+				out_base + c.off[1] * itemsize,
+				out->strides[p->dim], in->sizes[p->dim],
+				in->dtype, p->log != 0, &work))
+			return;
 		vnpu_nd_counter_next(&c);
 	}
 }

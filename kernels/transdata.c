@@ -592,6 +592,7 @@ TD_ALWAYS_INLINE void td_walk(const struct td_plan *p, char *st_base,
 	const uint64_t max_group = TD_GROUP_BYTES / (p->c0 * isz);
 	const bool groups = p->col_stride == 1 && p->nouter > 0 &&
 			    p->col_dim == p->nouter - 1;
+	uint64_t work = 0;
 
 	for (uint64_t tile = begin; tile < end;) {
 		uint64_t row0 = idx[p->row_dim] * p->tile_rows;
@@ -609,6 +610,8 @@ TD_ALWAYS_INLINE void td_walk(const struct td_plan *p, char *st_base,
 			n = n < max_group ? n : max_group;
 			n = n < end - tile ? n : end - tile;
 		}
+		if (vnpu_kernel_poll(&work, p->tile_rows * p->c0 * n))
+			return;
 		if (n > 1) {
 			td_rows_group(st_base + st_off * isz,
 				      pl_base + pl_off * isz, p, rv, st_rows, n,
@@ -707,6 +710,10 @@ static bool td_fz_plan_build(struct td_fz_plan *f, const struct vnpu_tensor *pl,
 	return true;
 }
 
+/* (h, w) positions of one FRACTAL_Z row transposed between two polls of
+ * the cancellation hook. */
+#define TD_FZ_SEGMENT 4096
+
 TD_ALWAYS_INLINE void td_fz_walk(const struct td_fz_plan *f, char *st, char *pl,
 				 bool pack, uint64_t begin, uint64_t end,
 				 size_t isz)
@@ -716,6 +723,7 @@ TD_ALWAYS_INLINE void td_fz_walk(const struct td_fz_plan *f, char *st, char *pl,
 	/* storage bytes from one (h, w) fractal stack to the next */
 	const size_t hw_pitch = f->n1 * VNPU_CUBE_M0 * row_bytes;
 	const size_t cs = f->c_stride * isz;
+	uint64_t work = 0;
 
 	for (uint64_t unit = begin; unit < end; unit++) {
 		uint64_t c1 = unit / f->n1, nb = unit % f->n1;
@@ -731,6 +739,8 @@ TD_ALWAYS_INLINE void td_fz_walk(const struct td_fz_plan *f, char *st, char *pl,
 				pl +
 				(n * f->n_stride + c1 * c0 * f->c_stride) * isz;
 
+			if (vnpu_kernel_poll(&work, f->hw * c0))
+				return;
 			if (n >= f->n) {
 				for (uint64_t k = 0; pack && k < f->hw; k++)
 					memset(st_row + k * hw_pitch, 0,
@@ -749,13 +759,29 @@ TD_ALWAYS_INLINE void td_fz_walk(const struct td_fz_plan *f, char *st, char *pl,
 							   isz);
 				continue;
 			}
-			if (!pack) {
-				td_transpose_block(pl_nc, cs, st_row, hw_pitch,
-						   f->hw, cv, isz);
-				continue;
+			/* (h, w) in segments: one row may be a big part of
+			 * the buffer, and the hook is polled between them */
+			for (uint64_t k0 = 0; k0 < f->hw; k0 += TD_FZ_SEGMENT) {
+				uint64_t kn = f->hw - k0 < TD_FZ_SEGMENT
+						      ? f->hw - k0
+						      : TD_FZ_SEGMENT;
+
+				if (k0 && vnpu_kernel_poll(
+						  &work, VNPU_KERNEL_POLL_WORK))
+					return;
+				if (pack)
+					td_transpose_block(
+						st_row + k0 * hw_pitch,
+						hw_pitch, pl_nc + k0 * isz, cs,
+						cv, kn, isz);
+				else
+					td_transpose_block(
+						pl_nc + k0 * isz, cs,
+						st_row + k0 * hw_pitch,
+						hw_pitch, kn, cv, isz);
 			}
-			td_transpose_block(st_row, hw_pitch, pl_nc, cs, cv,
-					   f->hw, isz);
+			if (!pack)
+				continue;
 			for (uint64_t k = 0; cv < c0 && k < f->hw; k++)
 				memset(st_row + k * hw_pitch + cv * isz, 0,
 				       (c0 - cv) * isz);
@@ -885,6 +911,10 @@ static void td_copy_plan_build(struct td_copy_plan *cp,
 	}
 }
 
+/* Elements of one row copied between two polls of the cancellation
+ * hook. */
+#define TD_ROW_SEGMENT (1ull << 16)
+
 TD_ALWAYS_INLINE void td_copy_rows(const struct td_copy_plan *cp, char *dst,
 				   const char *src, uint64_t begin,
 				   uint64_t end, size_t isz)
@@ -894,7 +924,7 @@ TD_ALWAYS_INLINE void td_copy_rows(const struct td_copy_plan *cp, char *dst,
 	size_t ss = cp->src_strides[inner] * isz;
 	size_t os = cp->out_strides[inner] * isz;
 	uint64_t idx[VNPU_MAX_DIMS];
-	uint64_t so = 0, oo = 0, rem = begin;
+	uint64_t so = 0, oo = 0, rem = begin, work = 0;
 
 	for (uint32_t d = inner; d-- > 0;) {
 		idx[d] = rem % cp->sizes[d];
@@ -906,11 +936,20 @@ TD_ALWAYS_INLINE void td_copy_rows(const struct td_copy_plan *cp, char *dst,
 		const char *s = src + so * isz;
 		char *d = dst + oo * isz;
 
-		if (ss == isz && os == isz)
-			memcpy(d, s, n * isz);
-		else
-			for (uint64_t i = 0; i < n; i++)
-				memcpy(d + i * os, s + i * ss, isz);
+		/* in segments: a row may be most of the tensor, and the
+		 * cancellation hook is polled between them */
+		for (uint64_t i0 = 0; i0 < n; i0 += TD_ROW_SEGMENT) {
+			uint64_t m = n - i0 < TD_ROW_SEGMENT ? n - i0
+							     : TD_ROW_SEGMENT;
+
+			if (vnpu_kernel_poll(&work, m + 1))
+				return;
+			if (ss == isz && os == isz)
+				memcpy(d + i0 * isz, s + i0 * isz, m * isz);
+			else
+				for (uint64_t i = i0; i < i0 + m; i++)
+					memcpy(d + i * os, s + i * ss, isz);
+		}
 
 		for (uint32_t k = inner; k-- > 0;) {
 			so += cp->src_strides[k];
@@ -1011,7 +1050,7 @@ TD_ALWAYS_INLINE void td_transpose_units(const struct td_transpose_plan *tp,
 {
 	const uint32_t b_dim = tp->nunit - 1;
 	uint64_t idx[VNPU_MAX_DIMS];
-	uint64_t so = 0, oo = 0, rem = begin;
+	uint64_t so = 0, oo = 0, rem = begin, work = 0;
 
 	for (uint32_t d = tp->nunit; d-- > 0;) {
 		idx[d] = rem % tp->extent[d];
@@ -1025,6 +1064,8 @@ TD_ALWAYS_INLINE void td_transpose_units(const struct td_transpose_plan *tp,
 
 		na = na < tp->tile_a ? na : tp->tile_a;
 		nb = nb < tp->tile_b ? nb : tp->tile_b;
+		if (vnpu_kernel_poll(&work, na * nb))
+			return;
 		/* source rows run along b, output rows along a */
 		td_transpose_block(dst + oo * isz, tp->out_stride_a * isz,
 				   src + so * isz, tp->src_stride_b * isz, nb,

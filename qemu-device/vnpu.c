@@ -6,14 +6,19 @@
  *
  * BAR0 forwards 32-bit register accesses to the simulator, BAR2 holds the
  * MSI-X table and PBA, BAR4 is the VRAM, a RAM region whose host memory is
- * the simulator's VRAM. The simulator reaches guest memory only through
- * pci_dma_rw() with memory-only attributes: DMA aimed at MMIO (the device's
- * own registers included) fails and becomes a DMA error in the device.
+ * the simulator's VRAM. The simulator reaches plain guest RAM only, never
+ * through a dispatch of the memory core (see vnpu_dma_target_ok): DMA aimed
+ * at anything else (MMIO, ROM, our own BARs, other devices' memory) fails and
+ * becomes a DMA error in the device, and the simulator's threads never take
+ * the BQL - a vCPU resetting the device holds it while it waits for them,
+ * which takes milliseconds at most (the simulator cancels kernels inside
+ * their blocks).
  *
  * Execution modes: "threads" runs the simulator's command processor and
  * cores on their own threads, off the BQL; "deterministic" runs the command
- * processor in a bottom half of the main loop. In both modes interrupts are
- * delivered by a bottom half in the main loop, under the BQL.
+ * processor in a bottom half of the main loop, one bounded step at a time.
+ * In both modes interrupts are delivered by a bottom half in the main loop,
+ * under the BQL.
  *
  * The device clock is QEMU_CLOCK_VIRTUAL: heartbeat, timestamps and fence
  * polling in deterministic mode follow virtual time (under -accel qtest it
@@ -94,27 +99,104 @@ static void vnpu_hal_thread_exit(void *opaque)
     rcu_unregister_thread();
 }
 
-static int vnpu_hal_dma(VnpuState *s, uint64_t addr, void *buf, uint64_t len,
-                        DMADirection dir)
+/*
+ * The only memory the device masters: plain, writable guest RAM. Not ROM,
+ * ROM devices, read-only RAM or RAM devices (their writes and some reads are
+ * MMIO dispatches, which take the BQL: a simulator thread must never wait
+ * for it, as a vCPU resetting the device holds it while it waits for that
+ * thread), not MMIO nor unassigned space, and not memory that belongs to a
+ * device - another device's BAR, a display's VRAM, our own VRAM BAR: guest
+ * RAM belongs to a memory backend or to the machine.
+ */
+static bool vnpu_dma_target_ok(MemoryRegion *mr)
 {
-    /* Memory only: a transfer that would reach MMIO fails instead. */
-    const MemTxAttrs attrs = { .memory = 1 };
-
-    return pci_dma_rw(&s->parent_obj, addr, buf, len, dir, attrs) != MEMTX_OK;
+    if (!mr || !memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
+        memory_region_is_romd(mr) || mr->rom_device || mr->readonly ||
+        !mr->ram_block) {
+        return false;
+    }
+    return !mr->owner || !object_dynamic_cast(mr->owner, TYPE_DEVICE);
 }
 
+static void vnpu_dma_refused(uint64_t addr, uint64_t len, const char *what)
+{
+    qemu_log_mask(LOG_GUEST_ERROR, "vnpu: DMA %s of 0x%" PRIx64 " bytes at "
+                  "0x%" PRIx64 " refused: not guest RAM\n", what, len, addr);
+}
+
+/*
+ * Device reads: translated and copied here, under RCU only, so that no
+ * part of a refused range is ever dispatched (the memory core would take
+ * the BQL for it).
+ */
 static int vnpu_hal_dma_read(void *opaque, uint64_t addr, void *buf,
                              uint64_t len)
 {
-    return vnpu_hal_dma(opaque, addr, buf, len, DMA_DIRECTION_TO_DEVICE);
+    VnpuState *s = opaque;
+    AddressSpace *as = pci_get_address_space(&s->parent_obj);
+    const MemTxAttrs attrs = { .memory = 1 };
+    uint8_t *p = buf;
+    FlatView *fv;
+
+    dma_barrier(as, DMA_DIRECTION_TO_DEVICE);
+    RCU_READ_LOCK_GUARD();
+    fv = address_space_to_flatview(as);
+    while (len) {
+        hwaddr xlat, l = len;
+        MemoryRegion *mr = flatview_translate(fv, addr, &xlat, &l, false,
+                                              attrs);
+
+        if (!l || !vnpu_dma_target_ok(mr)) {
+            vnpu_dma_refused(addr, len, "read");
+            return -1;
+        }
+        fuzz_dma_read_cb(addr, l, mr);
+        memcpy(p, (uint8_t *)memory_region_get_ram_ptr(mr) + xlat, l);
+        addr += l;
+        p += l;
+        len -= l;
+    }
+    return 0;
 }
 
+/*
+ * Device writes: through address_space_map, whose unmap marks the pages
+ * dirty and invalidates translated code, and only when the mapping is RAM
+ * we accept (map never dispatches for a write; a refused mapping is
+ * unmapped with nothing written).
+ */
 static int vnpu_hal_dma_write(void *opaque, uint64_t addr, const void *buf,
                               uint64_t len)
 {
-    /* pci_dma_rw only reads buf when writing to the bus. */
-    return vnpu_hal_dma(opaque, addr, (void *)buf, len,
-                        DMA_DIRECTION_FROM_DEVICE);
+    VnpuState *s = opaque;
+    AddressSpace *as = pci_get_address_space(&s->parent_obj);
+    const MemTxAttrs attrs = { .memory = 1 };
+    const uint8_t *p = buf;
+
+    dma_barrier(as, DMA_DIRECTION_FROM_DEVICE);
+    while (len) {
+        hwaddr l = len;
+        ram_addr_t offset;
+        void *host = address_space_map(as, addr, &l, true, attrs);
+        MemoryRegion *mr;
+
+        if (!host) {
+            vnpu_dma_refused(addr, len, "write");
+            return -1;
+        }
+        mr = memory_region_from_host(host, &offset);
+        if (!l || !vnpu_dma_target_ok(mr)) {
+            address_space_unmap(as, host, l, true, 0);
+            vnpu_dma_refused(addr, len, "write");
+            return -1;
+        }
+        memcpy(host, p, l);
+        address_space_unmap(as, host, l, true, l);
+        addr += l;
+        p += l;
+        len -= l;
+    }
+    return 0;
 }
 
 /* Any thread: record the vector, deliver it from the main loop. */
@@ -202,9 +284,10 @@ static void vnpu_run_bh(void *opaque)
     VnpuState *s = opaque;
     int64_t end = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + VNPU_RUN_SLICE_NS;
 
-    while (vnpu_sim_run(s->sim, 1) &&
+    while (vnpu_sim_step(s->sim) &&
            qemu_clock_get_ns(QEMU_CLOCK_REALTIME) < end) {
-        /* one command at a time until the slice is used */
+        /* one step (a DMA chunk, a kernel block...) at a time until the
+         * slice is used */
     }
     if (!vnpu_sim_idle(s->sim)) {
         /* More to do: yield to the main loop, then continue. */
@@ -283,9 +366,10 @@ static const MemoryRegionOps vnpu_regs_ops = {
 
 /*
  * System reset and FLR (pci_device_reset -> device_cold_reset) land here.
- * The simulator's reset cancels the command in flight and waits until its
- * command processor is idle; nothing it started is written afterwards.
- * Interrupts signalled before that are dropped here.
+ * The simulator's reset cancels the commands in flight and waits until its
+ * command processor and cores are idle - milliseconds at most, with the BQL
+ * held, which none of its threads needs; nothing they started is written
+ * afterwards. Interrupts signalled before that are dropped here.
  */
 static void vnpu_reset_hold(Object *obj, ResetType type)
 {

@@ -121,10 +121,15 @@
 #define VNPU_Q_CTRL			0x18	/* RW */
 #define   VNPU_Q_CTRL_ENABLE		(1u << 0)
 #define   VNPU_Q_CTRL_IRQ_ENABLE	(1u << 1)
+/* WO, reads 0: abort the command in flight (it completes with
+ * VNPU_STATUS_ABORTED) and disable the queue; the other bits of that write
+ * are ignored. Q_STATUS.ENABLED reads 1 until the command has stopped. */
+#define   VNPU_Q_CTRL_ABORT		(1u << 2)
 #define VNPU_Q_STATUS			0x1c	/* RO */
 #define   VNPU_Q_STATUS_ENABLED		(1u << 0)
 #define   VNPU_Q_STATUS_WAITING		(1u << 1)	/* on FENCE_WAIT */
 #define   VNPU_Q_STATUS_CONFIG_ERROR	(1u << 2)
+#define   VNPU_Q_STATUS_ABORTED		(1u << 3)	/* until re-enabled */
 #define   VNPU_Q_STATUS_ERROR(v)	((v) >> 16)	/* enum vnpu_status */
 #define VNPU_Q_HEAD			0x20	/* RO next entry to fetch */
 #define VNPU_Q_TAIL			0x24	/* RO last doorbell value */

@@ -23,6 +23,7 @@ enum vnpu_status {
 	VNPU_STATUS_NOT_PERMITTED = 10,	/* test command without test mode */
 	VNPU_STATUS_DMA_ERROR = 11,	/* host memory access refused by the bus */
 	VNPU_STATUS_TOO_LARGE = 12,	/* operand exceeds the device's staging limit */
+	VNPU_STATUS_ABORTED = 13,	/* stopped by the queue's Q_CTRL.ABORT */
 	VNPU_STATUS_COUNT
 };
 

@@ -195,7 +195,9 @@ START_TEST(fence_released_by_host)
 }
 END_TEST
 
-/* Submits big GEMMs on queues 0 and 2; returns the output pointer. */
+/* Submits big GEMMs on queues 0 and 2 (the queues run at the same time:
+ * each accumulates into an output of its own, o and o + m * n); returns
+ * the outputs. */
 static float *submit_long_gemms(struct vnpu_simhost *h, unsigned count,
 				uint64_t *bytes)
 {
@@ -204,11 +206,11 @@ static float *submit_long_gemms(struct vnpu_simhost *h, unsigned count,
 	uint64_t va_a, va_b, va_o;
 	float *a = vnpu_simhost_alloc_map(h, 0, true, m * k * 4, RW, &va_a);
 	float *b = vnpu_simhost_alloc_map(h, 0, true, k * n * 4, RW, &va_b);
-	float *o = vnpu_simhost_alloc_map(h, 0, true, m * n * 4, RW, &va_o);
+	float *o = vnpu_simhost_alloc_map(h, 0, true, 2 * m * n * 4, RW, &va_o);
 	struct vnpu_kargs_buffer kb[3];
 	struct vnpu_kp_gemm p;
 	uint32_t args_size;
-	uint64_t args;
+	uint64_t args[2];
 
 	for (int64_t i = 0; i < m * k; i++)
 		a[i] = b[i] = 1.0f / (float)(1 + i % 7);
@@ -220,13 +222,17 @@ static float *submit_long_gemms(struct vnpu_simhost *h, unsigned count,
 	p.out = ft_tensor(2, VNPU_DTYPE_F32, 2, so);
 	kb[0] = ft_kbuf(va_a, m * k * 4, VNPU_ACCESS_READ);
 	kb[1] = ft_kbuf(va_b, k * n * 4, VNPU_ACCESS_READ);
-	kb[2] = ft_kbuf(va_o, m * n * 4, VNPU_ACCESS_READ | VNPU_ACCESS_WRITE);
-	args = vnpu_simhost_write_args(h, 0, kb, 3, &p, sizeof(p), &args_size);
+	for (unsigned i = 0; i < 2; i++) {
+		kb[2] = ft_kbuf(va_o + i * m * n * 4, m * n * 4,
+				VNPU_ACCESS_READ | VNPU_ACCESS_WRITE);
+		args[i] = vnpu_simhost_write_args(h, 0, kb, 3, &p, sizeof(p),
+						  &args_size);
+	}
 	for (unsigned i = 0; i < count; i++)
 		vnpu_simhost_push(h, i % 2 ? 2 : 0,
 				  vnpu_launch_cmd(VNPU_KERNEL_GEMM, 64,
-							  args, args_size));
-	*bytes = m * n * 4;
+						  args[i % 2], args_size));
+	*bytes = 2 * m * n * 4;
 	return o;
 }
 

@@ -1,0 +1,830 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Isolation between queues, in both execution modes: a long command on one
+ * queue (a kernel launch that would run for years, a 4 GiB copy) does not
+ * stop the other queues from fetching and executing, a FENCE_WAIT is
+ * re-evaluated meanwhile, the cores are shared between launches, and the
+ * per-queue ABORT and reset stop any command within milliseconds. Timing is
+ * never asserted beyond generous bounds (5 s where the contract says
+ * 10 ms); the measured figures are printed.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "fwtest.h"
+
+#define BOUND_MS 5000 /* what "promptly" is allowed to take on a busy host */
+
+static const enum vnpu_sim_mode modes[2] = {VNPU_SIM_THREADS,
+					    VNPU_SIM_DETERMINISTIC};
+
+static const char *mode_name(enum vnpu_sim_mode m)
+{
+	return m == VNPU_SIM_THREADS ? "threads" : "deterministic";
+}
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void sleep_us(unsigned us)
+{
+	struct timespec ts = {us / 1000000, (long)(us % 1000000) * 1000L};
+
+	nanosleep(&ts, NULL);
+}
+
+static bool threaded(struct vnpu_simhost *h)
+{
+	return h->cfg.mode == VNPU_SIM_THREADS;
+}
+
+/* A booted device as ft_ready, with more VRAM and host memory. */
+static struct vnpu_simhost *big_host(enum vnpu_sim_mode mode)
+{
+	struct vnpu_simhost_config cfg;
+	struct vnpu_simhost *h;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.mode = mode;
+	cfg.test_mode = true;
+	cfg.real_clock = mode == VNPU_SIM_THREADS;
+	cfg.quiet = true;
+	cfg.host_mem_size = 64ull << 20;
+	cfg.vram_size = 64ull << 20;
+	ck_assert_int_eq(vnpu_simhost_create(&cfg, &h), 0);
+	ck_assert_uint_eq(vnpu_simhost_boot(h), VNPU_BOOT_READY);
+	ck_assert_int_eq(vnpu_simhost_ctx_init(h, 0, false), 0);
+	ck_assert_int_eq(vnpu_simhost_ctx_init(h, 1, false), 0);
+	for (unsigned q = 0; q < 4; q++)
+		ck_assert_int_eq(vnpu_simhost_queue_init(h, q, q % 2, 4, true),
+				 0);
+	return h;
+}
+
+static uint64_t done_seq(struct vnpu_simhost *h, unsigned q)
+{
+	return (uint64_t)ft_qreg(h, q, VNPU_Q_DONE_SEQ_HI) << 32 |
+	       ft_qreg(h, q, VNPU_Q_DONE_SEQ_LO);
+}
+
+/* Waits (threaded) or runs the device (deterministic) until the queue's
+ * Q_STATUS.ENABLED reads 0; false after BOUND_MS. */
+static bool wait_disabled(struct vnpu_simhost *h, unsigned q)
+{
+	uint64_t end = now_us() + BOUND_MS * 1000ull;
+
+	do {
+		if (!threaded(h))
+			vnpu_sim_run(h->sim, UINT32_MAX);
+		if (!(ft_qreg(h, q, VNPU_Q_STATUS) & VNPU_Q_STATUS_ENABLED))
+			return true;
+		sleep_us(20);
+	} while (now_us() < end);
+	return false;
+}
+
+/*
+ * A GEMM that runs practically forever in `nblocks` blocks from a few
+ * bytes of memory: A [M, K] and B [K, N] broadcast along K (stride 0),
+ * K = 2^40. Out (VRAM, M x N f32) starts as all-ones bytes (NaN) and gets
+ * finite values from the first reduction step on. Returns the command.
+ */
+struct huge {
+	float *out;
+	uint64_t out_bytes;
+	struct vnpu_cmd cmd;
+};
+
+static struct huge huge_gemm(struct vnpu_simhost *h, unsigned ctx,
+			     uint32_t nblocks)
+{
+	const int64_t m = 256, n = 256, k = 1ll << 40;
+	uint64_t va_a, va_b, va_o;
+	float *a = vnpu_simhost_alloc_map(h, ctx, true, m * 4, RW, &va_a);
+	float *b = vnpu_simhost_alloc_map(h, ctx, true, n * 4, RW, &va_b);
+	struct vnpu_kargs_buffer kb[3];
+	struct vnpu_kp_gemm p;
+	struct huge g;
+	uint32_t args_size;
+	uint64_t args;
+
+	g.out_bytes = m * n * 4;
+	g.out = vnpu_simhost_alloc_map(h, ctx, true, g.out_bytes, RW, &va_o);
+	ck_assert_ptr_nonnull(g.out);
+	for (int64_t i = 0; i < m; i++)
+		a[i] = b[i] = 1.0f;
+	memset(g.out, 0xff, g.out_bytes);
+	memset(&p, 0, sizeof(p));
+	p.alpha = 1.0f;
+	p.a = ft_tensor(0, VNPU_DTYPE_F32, 2, (int64_t[]){m, k});
+	p.a.strides[0] = 1;
+	p.a.strides[1] = 0;
+	p.b = ft_tensor(1, VNPU_DTYPE_F32, 2, (int64_t[]){k, n});
+	p.b.strides[0] = 0;
+	p.b.strides[1] = 1;
+	p.out = ft_tensor(2, VNPU_DTYPE_F32, 2, (int64_t[]){m, n});
+	kb[0] = ft_kbuf(va_a, m * 4, VNPU_ACCESS_READ);
+	kb[1] = ft_kbuf(va_b, n * 4, VNPU_ACCESS_READ);
+	kb[2] = ft_kbuf(va_o, g.out_bytes, VNPU_ACCESS_WRITE);
+	args = vnpu_simhost_write_args(h, ctx, kb, 3, &p, sizeof(p),
+				       &args_size);
+	g.cmd = vnpu_launch_cmd(VNPU_KERNEL_GEMM, nblocks, args, args_size);
+	return g;
+}
+
+/* A host page mapped at the same VA in contexts 0 and 1 (fences). */
+static uint64_t *shared_page(struct vnpu_simhost *h, uint64_t *va)
+{
+	uint64_t bus = vnpu_simhost_host_alloc(h, 4096, 4096);
+
+	*va = 0x700000000ull;
+	ck_assert_int_eq(vnpu_simhost_map(h, 0, *va, false, bus, 4096, RW), 0);
+	ck_assert_int_eq(vnpu_simhost_map(h, 1, *va, false, bus, 4096, RW), 0);
+	return vnpu_simhost_host_ptr(h, bus, 4096);
+}
+
+/* The interrupt follows the retirement: give it time to arrive. */
+static unsigned irqs_reaching(struct vnpu_simhost *h, unsigned vector,
+			      unsigned want)
+{
+	for (int i = 0;
+	     i < BOUND_MS * 10 && vnpu_simhost_irq_count(h, vector) < want; i++)
+		sleep_us(100);
+	return vnpu_simhost_irq_count(h, vector);
+}
+
+/* Whether the kernel has written its output (it is executing). */
+static bool huge_started(const struct huge *g)
+{
+	return __atomic_load_n((const uint32_t *)g->out, __ATOMIC_RELAXED) !=
+	       0xffffffffu;
+}
+
+/* Deterministic mode: a thread that runs the device until it is idle. */
+struct runner {
+	struct vnpu_simhost *h;
+	pthread_t thread;
+	_Atomic uint64_t end_us;
+};
+
+static void *run_device(void *arg)
+{
+	struct runner *r = arg;
+
+	vnpu_sim_run(r->h->sim, UINT32_MAX);
+	atomic_store(&r->end_us, now_us());
+	return NULL;
+}
+
+/* Starts the device on `huge` (queue q); threaded: just rings it;
+ * deterministic: runs it on a thread (the block runs until stopped).
+ * Returns once the kernel is writing its output. */
+static void start_huge(struct vnpu_simhost *h, unsigned q, const struct huge *g,
+		       struct runner *r)
+{
+	uint64_t end;
+
+	vnpu_simhost_submit(h, q, g->cmd);
+	r->h = h;
+	atomic_store(&r->end_us, 0);
+	if (!threaded(h))
+		ck_assert_int_eq(
+			pthread_create(&r->thread, NULL, run_device, r), 0);
+	end = now_us() + BOUND_MS * 1000ull;
+	while (!huge_started(g) && now_us() < end)
+		sleep_us(50);
+	ck_assert_msg(huge_started(g), "the kernel did not start");
+}
+
+static void finish_runner(struct vnpu_simhost *h, struct runner *r)
+{
+	if (!threaded(h))
+		pthread_join(r->thread, NULL);
+}
+
+/* ---- (a) progress of the other queues -------------------------------- */
+
+/* Threaded: while queue 0 runs a launch that never ends, queue 1 fetches
+ * and executes every kind of command, and a FENCE_WAIT on queue 3 is
+ * released by the host and then by queue 2. */
+START_TEST(progress_beside_endless_kernel)
+{
+	struct vnpu_simhost *h = big_host(VNPU_SIM_THREADS);
+	struct huge g = huge_gemm(h, 0, 1);
+	struct runner r;
+	uint64_t va_h, va_v, s_nop, s_fill, s_copy, s_launch, s_sig;
+	uint8_t *hm = vnpu_simhost_alloc_map(h, 1, false, 8 << 20, RW, &va_h);
+	uint8_t *vm = vnpu_simhost_alloc_map(h, 1, true, 8 << 20, RW, &va_v);
+	uint64_t va_f, *fence = shared_page(h, &va_f);
+	struct vnpu_kp_fill fill;
+	struct vnpu_kargs_buffer kb;
+	uint64_t t0, args, seq;
+	uint32_t args_size;
+	const int64_t n = 1 << 16;
+
+	start_huge(h, 0, &g, &r);
+	t0 = now_us();
+
+	s_nop = vnpu_simhost_submit(h, 1, vnpu_nop_cmd());
+	s_fill = vnpu_simhost_submit(
+		h, 1, vnpu_fill_cmd(va_h, 8 << 20, 0x5a5a5a5a, 4));
+	s_copy = vnpu_simhost_submit(h, 1, vnpu_copy_cmd(va_h, va_v, 8 << 20));
+	memset(&fill, 0, sizeof(fill));
+	fill.out = ft_tensor(0, VNPU_DTYPE_F32, 1, &n);
+	fill.value = 2.5;
+	kb = ft_kbuf(va_v, n * 4, VNPU_ACCESS_WRITE);
+	args = vnpu_simhost_write_args(h, 1, &kb, 1, &fill, sizeof(fill),
+				       &args_size);
+	s_launch = vnpu_simhost_submit(
+		h, 1, vnpu_launch_cmd(VNPU_KERNEL_FILL, 4, args, args_size));
+	ck_assert_int_eq(vnpu_simhost_wait(h, 1, s_launch, BOUND_MS), 0);
+	fprintf(stderr,
+		"isolation: 4 commands (8 MiB fill, 8 MiB copy, launch) on "
+		"queue 1 beside an endless kernel on queue 0: %.1f ms\n",
+		(double)(now_us() - t0) / 1000.0);
+	ck_assert_uint_eq(vnpu_simhost_cpl(h, 1, s_nop).status, VNPU_STATUS_OK);
+	ck_assert_uint_eq(vnpu_simhost_cpl(h, 1, s_fill).status,
+			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(vnpu_simhost_cpl(h, 1, s_copy).status,
+			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(vnpu_simhost_cpl(h, 1, s_launch).status,
+			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(hm[(8 << 20) - 1], 0x5a);
+	ck_assert_uint_eq(vm[(8 << 20) - 1], 0x5a);
+	ck_assert_float_eq(((float *)vm)[n - 1], 2.5f);
+
+	/* A FENCE_WAIT on queue 3 is re-read while queue 0 computes. */
+	seq = vnpu_simhost_submit(h, 3,
+				  vnpu_fence_cmd(VNPU_OP_FENCE_WAIT, va_f, 1));
+	for (int i = 0; i < BOUND_MS &&
+			!(ft_qreg(h, 3, VNPU_Q_STATUS) & VNPU_Q_STATUS_WAITING);
+	     i++)
+		sleep_us(1000);
+	ck_assert(ft_qreg(h, 3, VNPU_Q_STATUS) & VNPU_Q_STATUS_WAITING);
+	t0 = now_us();
+	__atomic_store_n(fence, 1, __ATOMIC_SEQ_CST);
+	ck_assert_int_eq(vnpu_simhost_wait(h, 3, seq, BOUND_MS), 0);
+	fprintf(stderr,
+		"isolation: FENCE_WAIT released by the host after %.2f ms\n",
+		(double)(now_us() - t0) / 1000.0);
+	/* ... and by another queue's FENCE_SIGNAL */
+	seq = vnpu_simhost_submit(h, 3,
+				  vnpu_fence_cmd(VNPU_OP_FENCE_WAIT, va_f, 2));
+	s_sig = vnpu_simhost_submit(
+		h, 2, vnpu_fence_cmd(VNPU_OP_FENCE_SIGNAL, va_f, 2));
+	ck_assert_int_eq(vnpu_simhost_wait(h, 3, seq, BOUND_MS), 0);
+	ck_assert_uint_eq(vnpu_simhost_cpl(h, 3, seq).status, VNPU_STATUS_OK);
+	ck_assert_uint_eq(vnpu_simhost_cpl(h, 2, s_sig).status, VNPU_STATUS_OK);
+
+	ck_assert_uint_eq(done_seq(h, 0), 0);
+	ck_assert(ft_rd(h, VNPU_REG_STATUS) & VNPU_STATUS_BUSY);
+	ft_wr(h, VNPU_QUEUE_REG(0, VNPU_Q_CTRL), VNPU_Q_CTRL_ABORT);
+	ck_assert(wait_disabled(h, 0));
+	ck_assert_uint_eq(vnpu_simhost_cpl(h, 0, 1).status,
+			  VNPU_STATUS_ABORTED);
+	finish_runner(h, &r);
+	vnpu_simhost_destroy(h);
+}
+END_TEST
+
+/* A 512^3 GEMM in 64 blocks on queue 0 and, after it, other commands. */
+static uint64_t scenario_det(struct vnpu_simhost *h, uint64_t *sum)
+{
+	const int64_t m = 512;
+	int64_t s2[2] = {m, m};
+	uint64_t va_a, va_o, va_f, va_h, s_launch;
+	float *a = vnpu_simhost_alloc_map(h, 0, true, m * m * 4, RW, &va_a);
+	float *o = vnpu_simhost_alloc_map(h, 0, true, m * m * 4, RW, &va_o);
+	uint8_t *hm = vnpu_simhost_alloc_map(h, 1, false, 4096, RW, &va_h);
+	struct vnpu_kargs_buffer kb[2];
+	struct vnpu_kp_gemm p;
+	uint32_t args_size;
+	uint64_t args;
+
+	shared_page(h, &va_f);
+	for (int64_t i = 0; i < m * m; i++)
+		a[i] = (float)(i % 13) * 0.125f;
+	memset(&p, 0, sizeof(p));
+	p.alpha = 1.0f;
+	p.a = ft_tensor(0, VNPU_DTYPE_F32, 2, s2);
+	p.b = ft_tensor(0, VNPU_DTYPE_F32, 2, s2);
+	p.out = ft_tensor(1, VNPU_DTYPE_F32, 2, s2);
+	kb[0] = ft_kbuf(va_a, m * m * 4, VNPU_ACCESS_READ);
+	kb[1] = ft_kbuf(va_o, m * m * 4, VNPU_ACCESS_WRITE);
+	args = vnpu_simhost_write_args(h, 0, kb, 2, &p, sizeof(p), &args_size);
+	s_launch = vnpu_simhost_submit(
+		h, 0, vnpu_launch_cmd(VNPU_KERNEL_GEMM, 64, args, args_size));
+	vnpu_simhost_push(h, 1, vnpu_nop_cmd());
+	vnpu_simhost_push(h, 1, vnpu_fill_cmd(va_h, 4096, 0x11223344, 4));
+	vnpu_simhost_push(h, 1, vnpu_nop_cmd());
+	vnpu_simhost_ring(h, 1);
+	/* queue 3 waits for queue 2's signal (different contexts, same
+	 * page) */
+	vnpu_simhost_submit(h, 3, vnpu_fence_cmd(VNPU_OP_FENCE_WAIT, va_f, 7));
+	vnpu_simhost_submit(h, 2,
+			    vnpu_fence_cmd(VNPU_OP_FENCE_SIGNAL, va_f, 7));
+
+	/* Five retirements: all of queues 1-3, none of queue 0, whose
+	 * launch is part-done (blocks interleave with the others). */
+	ck_assert_uint_eq(vnpu_sim_run(h->sim, 5), 5);
+	ck_assert_uint_eq(done_seq(h, 1), 3);
+	ck_assert_uint_eq(done_seq(h, 2), 1);
+	ck_assert_uint_eq(done_seq(h, 3), 1);
+	ck_assert_uint_eq(done_seq(h, 0), 0);
+	ck_assert(!vnpu_sim_idle(h->sim));
+	ck_assert_uint_eq(((uint32_t *)hm)[1023], 0x11223344);
+	ck_assert_uint_eq(vnpu_sim_run(h->sim, UINT32_MAX), 1);
+	ck_assert_uint_eq(vnpu_simhost_cpl(h, 0, s_launch).status,
+			  VNPU_STATUS_OK);
+	*sum = 1469598103934665603ull;
+	for (int64_t i = 0; i < m * m; i++) {
+		uint32_t bits;
+
+		memcpy(&bits, &o[i], 4);
+		*sum = (*sum ^ bits) * 1099511628211ull;
+	}
+	return s_launch;
+}
+
+/* Deterministic: the same interleaving, and the same results, for the
+ * same sequence of calls. */
+START_TEST(progress_deterministic)
+{
+	uint64_t sum1, sum2;
+	struct vnpu_simhost *h = big_host(VNPU_SIM_DETERMINISTIC);
+
+	scenario_det(h, &sum1);
+	vnpu_simhost_destroy(h);
+	h = big_host(VNPU_SIM_DETERMINISTIC);
+	scenario_det(h, &sum2);
+	vnpu_simhost_destroy(h);
+	ck_assert_uint_eq(sum1, sum2);
+}
+END_TEST
+
+/* Deterministic: a long copy proceeds by steps between other queues'
+ * commands. */
+START_TEST(copy_interleaves_deterministic)
+{
+	struct vnpu_simhost *h = big_host(VNPU_SIM_DETERMINISTIC);
+	uint64_t va_s, va_d;
+	uint8_t *s = vnpu_simhost_alloc_map(h, 0, true, 24 << 20, RW, &va_s);
+	uint8_t *d = vnpu_simhost_alloc_map(h, 0, true, 24 << 20, RW, &va_d);
+
+	memset(s, 0x77, 24 << 20);
+	vnpu_simhost_submit(h, 0, vnpu_copy_cmd(va_s, va_d, 24 << 20));
+	vnpu_simhost_submit(h, 1, vnpu_nop_cmd());
+	ck_assert_uint_eq(vnpu_sim_run(h->sim, 1), 1);
+	ck_assert_uint_eq(done_seq(h, 1), 1);
+	ck_assert_uint_eq(done_seq(h, 0), 0);
+	/* the copy has started, in order, and is not over */
+	ck_assert_uint_eq(d[0], 0x77);
+	ck_assert_uint_eq(d[(24 << 20) - 1], 0);
+	ck_assert_uint_eq(vnpu_sim_run(h->sim, UINT32_MAX), 1);
+	ck_assert_uint_eq(d[(24 << 20) - 1], 0x77);
+	vnpu_simhost_destroy(h);
+}
+END_TEST
+
+/* Threaded: the cores go round robin between the launches in flight: a
+ * short launch submitted after a long one of 8 blocks finishes first. */
+START_TEST(cores_shared_between_launches)
+{
+	struct vnpu_simhost *h = big_host(VNPU_SIM_THREADS);
+	const int64_t m = 128, n = 64, k = 1 << 21;
+	uint64_t va_a, va_o, va_o2, s_long, s_short, t0;
+	float *a = vnpu_simhost_alloc_map(h, 0, true, 4096, RW, &va_a);
+	struct vnpu_kargs_buffer kb[2];
+	struct vnpu_kp_gemm p;
+	struct vnpu_kp_fill fill;
+	uint32_t args_size;
+	uint64_t args;
+	const int64_t nf = 1024;
+
+	vnpu_simhost_alloc_map(h, 0, true, m * n * 4, RW, &va_o);
+	vnpu_simhost_alloc_map(h, 1, true, nf * 4, RW, &va_o2);
+	a[0] = 1.0f;
+	/* each of 8 blocks: 16 x 64 x 2^21 multiply-adds */
+	memset(&p, 0, sizeof(p));
+	p.alpha = 1.0f;
+	p.a = ft_tensor(0, VNPU_DTYPE_F32, 2, (int64_t[]){m, k});
+	p.a.strides[0] = p.a.strides[1] = 0;
+	p.b = ft_tensor(0, VNPU_DTYPE_F32, 2, (int64_t[]){k, n});
+	p.b.strides[0] = p.b.strides[1] = 0;
+	p.out = ft_tensor(1, VNPU_DTYPE_F32, 2, (int64_t[]){m, n});
+	kb[0] = ft_kbuf(va_a, 4, VNPU_ACCESS_READ);
+	kb[1] = ft_kbuf(va_o, m * n * 4, VNPU_ACCESS_WRITE);
+	args = vnpu_simhost_write_args(h, 0, kb, 2, &p, sizeof(p), &args_size);
+	t0 = now_us();
+	s_long = vnpu_simhost_submit(
+		h, 0, vnpu_launch_cmd(VNPU_KERNEL_GEMM, 8, args, args_size));
+	memset(&fill, 0, sizeof(fill));
+	fill.out = ft_tensor(0, VNPU_DTYPE_F32, 1, &nf);
+	fill.value = 1.0;
+	kb[0] = ft_kbuf(va_o2, nf * 4, VNPU_ACCESS_WRITE);
+	args = vnpu_simhost_write_args(h, 1, kb, 1, &fill, sizeof(fill),
+				       &args_size);
+	s_short = vnpu_simhost_submit(
+		h, 1, vnpu_launch_cmd(VNPU_KERNEL_FILL, 2, args, args_size));
+	ck_assert_int_eq(vnpu_simhost_wait(h, 1, s_short, 60000), 0);
+	fprintf(stderr,
+		"isolation: short launch done after %.1f ms, long launch %s\n",
+		(double)(now_us() - t0) / 1000.0,
+		done_seq(h, 0) ? "done (too fast a host to tell)"
+			       : "still running");
+	ck_assert_uint_eq(done_seq(h, 0), 0);
+	ck_assert_int_eq(vnpu_simhost_wait(h, 0, s_long, 120000), 0);
+	ck_assert_uint_eq(vnpu_simhost_cpl(h, 0, s_long).status,
+			  VNPU_STATUS_OK);
+	vnpu_simhost_destroy(h);
+}
+END_TEST
+
+/* ---- (c) ABORT -------------------------------------------------------- */
+
+/* The queue's registers after an abort that retired `seq`. */
+static void expect_aborted(struct vnpu_simhost *h, unsigned q, uint64_t seq,
+			   uint8_t opcode, uint32_t slot_next)
+{
+	struct vnpu_cpl c = vnpu_simhost_cpl(h, q, seq);
+	uint32_t st = ft_qreg(h, q, VNPU_Q_STATUS);
+
+	ck_assert_uint_eq(c.seqno, seq);
+	ck_assert_uint_eq(c.status, VNPU_STATUS_ABORTED);
+	ck_assert_uint_eq(c.opcode, opcode);
+	ck_assert_uint_eq(c.info, 0);
+	ck_assert_uint_eq(done_seq(h, q), seq);
+	ck_assert_uint_eq(ft_qreg(h, q, VNPU_Q_HEAD), slot_next);
+	ck_assert_uint_eq(st & (VNPU_Q_STATUS_ENABLED | VNPU_Q_STATUS_ABORTED |
+				VNPU_Q_STATUS_WAITING),
+			  VNPU_Q_STATUS_ABORTED);
+	ck_assert_uint_eq(VNPU_Q_STATUS_ERROR(st), VNPU_STATUS_ABORTED);
+	ck_assert(ft_rd(h, VNPU_REG_IRQ_STATUS) & VNPU_IRQ_QUEUE(q));
+	/* Q_CTRL: the queue is off; ABORT is write-only */
+	ck_assert_uint_eq(ft_qreg(h, q, VNPU_Q_CTRL) &
+				  (VNPU_Q_CTRL_ENABLE | VNPU_Q_CTRL_ABORT),
+			  0);
+}
+
+/* The driver's re-programming sequence; the queue works again. */
+static void reenable(struct vnpu_simhost *h, unsigned q)
+{
+	ft_wr(h, VNPU_QUEUE_REG(q, VNPU_Q_CTRL), 0);
+	ck_assert_int_eq(vnpu_simhost_queue_init(h, q, q % 2, 4, true), 0);
+	ck_assert_uint_eq(
+		ft_qreg(h, q, VNPU_Q_STATUS) &
+			(VNPU_Q_STATUS_ENABLED | VNPU_Q_STATUS_ABORTED),
+		VNPU_Q_STATUS_ENABLED);
+	ck_assert_uint_eq(ft_qreg(h, q, VNPU_Q_HEAD), 0);
+	ck_assert_uint_eq(ft_exec(h, q, vnpu_nop_cmd(), NULL), VNPU_STATUS_OK);
+}
+
+/* Nothing in flight: the queue is only disabled, with no record and no
+ * interrupt; a disabled queue ignores ABORT; the bits written with ABORT
+ * are ignored. */
+START_TEST(abort_idle_queue)
+{
+	enum vnpu_sim_mode mode = modes[_i];
+	struct vnpu_simhost *h = ft_ready(mode, true);
+	uint8_t *cpl = vnpu_simhost_host_ptr(h, h->q[0].cpl_bus, 16 * 32);
+	unsigned irqs;
+
+	ck_assert_uint_eq(ft_exec(h, 0, vnpu_nop_cmd(), NULL), VNPU_STATUS_OK);
+	irqs = vnpu_simhost_irq_count(h, 1);
+	ft_wr(h, VNPU_REG_IRQ_STATUS, 0xffffffff);
+	/* ENABLE and IRQ_ENABLE 0 in the same write: ignored */
+	ft_wr(h, VNPU_QUEUE_REG(0, VNPU_Q_CTRL), VNPU_Q_CTRL_ABORT);
+	ck_assert(wait_disabled(h, 0));
+	ck_assert_uint_eq(ft_qreg(h, 0, VNPU_Q_STATUS), VNPU_Q_STATUS_ABORTED);
+	ck_assert_uint_eq(ft_qreg(h, 0, VNPU_Q_CTRL), VNPU_Q_CTRL_IRQ_ENABLE);
+	ck_assert_uint_eq(ft_qreg(h, 0, VNPU_Q_HEAD), 1);
+	ck_assert_uint_eq(done_seq(h, 0), 1);
+	for (unsigned i = 32; i < 16 * 32; i++)
+		ck_assert_uint_eq(cpl[i], 0);
+	ck_assert_uint_eq(vnpu_simhost_irq_count(h, 1), irqs);
+	ck_assert_uint_eq(ft_rd(h, VNPU_REG_IRQ_STATUS), 0);
+	/* a doorbell now is that of a disabled queue */
+	ft_wr(h, VNPU_DOORBELL(0), 2);
+	ck_assert_uint_eq(ft_rd(h, VNPU_REG_ERR_CODE),
+			  VNPU_ERR_DOORBELL_DISABLED);
+	/* ABORT of a disabled queue: nothing changes */
+	ft_wr(h, VNPU_QUEUE_REG(2, VNPU_Q_CTRL), 0);
+	ft_wr(h, VNPU_QUEUE_REG(2, VNPU_Q_CTRL), VNPU_Q_CTRL_ABORT);
+	ck_assert_uint_eq(ft_qreg(h, 2, VNPU_Q_STATUS), 0);
+	reenable(h, 0);
+	ck_assert_uint_eq(ft_qreg(h, 0, VNPU_Q_STATUS), VNPU_Q_STATUS_ENABLED);
+	vnpu_simhost_destroy(h);
+}
+END_TEST
+
+/* Deterministic: commands rung but none started when ABORT comes: the
+ * queue is disabled with HEAD at the first of them; none ever runs. */
+START_TEST(abort_before_start)
+{
+	struct vnpu_simhost *h = ft_ready(VNPU_SIM_DETERMINISTIC, true);
+	uint64_t va;
+	uint32_t *mem = vnpu_simhost_alloc_map(h, 0, false, 4096, RW, &va);
+
+	vnpu_simhost_submit(h, 0, vnpu_fill_cmd(va, 4096, 0x42424242, 4));
+	vnpu_simhost_submit(h, 0, vnpu_nop_cmd());
+	ft_wr(h, VNPU_QUEUE_REG(0, VNPU_Q_CTRL), VNPU_Q_CTRL_ABORT);
+	ck_assert_uint_eq(ft_qreg(h, 0, VNPU_Q_STATUS), VNPU_Q_STATUS_ABORTED);
+	ck_assert_uint_eq(vnpu_sim_run(h->sim, UINT32_MAX), 0);
+	ck_assert_uint_eq(ft_qreg(h, 0, VNPU_Q_HEAD), 0);
+	ck_assert_uint_eq(done_seq(h, 0), 0);
+	ck_assert_uint_eq(mem[0], 0);
+	ck_assert_uint_eq(vnpu_simhost_cpl(h, 0, 1).seqno, 0);
+	vnpu_simhost_destroy(h);
+}
+END_TEST
+
+/* A FENCE_WAIT in progress completes ABORTED; the commands after it are
+ * neither executed nor completed; the other queues go on. */
+START_TEST(abort_fence_wait)
+{
+	enum vnpu_sim_mode mode = modes[_i];
+	struct vnpu_simhost *h = ft_ready(mode, true);
+	uint64_t va, vb, seq, later;
+	uint32_t *mem = vnpu_simhost_alloc_map(h, 0, false, 4096, RW, &va);
+	unsigned irqs = vnpu_simhost_irq_count(h, 1);
+
+	vnpu_simhost_alloc_map(h, 0, false, 4096, RW, &vb);
+	ck_assert_uint_eq(ft_exec(h, 0, vnpu_nop_cmd(), NULL), VNPU_STATUS_OK);
+	seq = vnpu_simhost_submit(h, 0,
+				  vnpu_fence_cmd(VNPU_OP_FENCE_WAIT, vb, 1));
+	vnpu_simhost_submit(h, 0, vnpu_fill_cmd(va, 4096, 0x42424242, 4));
+	later = vnpu_simhost_submit(h, 0, vnpu_nop_cmd());
+	if (!threaded(h))
+		vnpu_sim_run(h->sim, UINT32_MAX);
+	for (int i = 0; i < BOUND_MS &&
+			!(ft_qreg(h, 0, VNPU_Q_STATUS) & VNPU_Q_STATUS_WAITING);
+	     i++)
+		sleep_us(1000);
+	ck_assert(ft_qreg(h, 0, VNPU_Q_STATUS) & VNPU_Q_STATUS_WAITING);
+	ck_assert_uint_eq(ft_exec(h, 2, vnpu_nop_cmd(), NULL), VNPU_STATUS_OK);
+	ft_wr(h, VNPU_QUEUE_REG(0, VNPU_Q_CTRL), VNPU_Q_CTRL_ABORT);
+	ck_assert(wait_disabled(h, 0));
+	expect_aborted(h, 0, seq, VNPU_OP_FENCE_WAIT, 2);
+	ck_assert_uint_eq(irqs_reaching(h, 1, irqs + 1), irqs + 1);
+	ck_assert_uint_eq(mem[0], 0);
+	ck_assert_uint_eq(vnpu_simhost_cpl(h, 0, later).seqno, 0);
+	ck_assert_uint_eq(vnpu_simhost_cpl(h, 0, seq + 1).seqno, 0);
+	/* the other queues were not affected */
+	ck_assert_uint_eq(ft_exec(h, 1, vnpu_nop_cmd(), NULL), VNPU_STATUS_OK);
+	ck_assert_uint_eq(ft_qreg(h, 2, VNPU_Q_STATUS), VNPU_Q_STATUS_ENABLED);
+	reenable(h, 0);
+	vnpu_simhost_destroy(h);
+}
+END_TEST
+
+/* A single-block kernel that would run forever: ABORT stops it within
+ * milliseconds (asserted: BOUND_MS), leaving its output partially written;
+ * nothing is written after ENABLED reads 0. */
+START_TEST(abort_endless_kernel)
+{
+	enum vnpu_sim_mode mode = modes[_i];
+	struct vnpu_simhost *h = big_host(mode);
+	struct huge g = huge_gemm(h, 0, 1);
+	uint8_t *snap = malloc(g.out_bytes);
+	uint64_t t0, t1;
+	struct runner r;
+
+	vnpu_simhost_push(h, 0, vnpu_nop_cmd());
+	start_huge(h, 0, &g, &r);
+	/* (deterministic: the run thread holds the device) */
+	if (threaded(h))
+		ck_assert_uint_eq(ft_exec(h, 1, vnpu_nop_cmd(), NULL),
+				  VNPU_STATUS_OK);
+	t0 = now_us();
+	ft_wr(h, VNPU_QUEUE_REG(0, VNPU_Q_CTRL), VNPU_Q_CTRL_ABORT);
+	if (threaded(h)) {
+		while ((ft_qreg(h, 0, VNPU_Q_STATUS) & VNPU_Q_STATUS_ENABLED) &&
+		       now_us() - t0 < BOUND_MS * 1000ull)
+			sleep_us(10);
+		t1 = now_us();
+	} else {
+		/* the run thread returns once the block has stopped */
+		finish_runner(h, &r);
+		t1 = atomic_load(&r.end_us);
+	}
+	fprintf(stderr,
+		"isolation (%s): ABORT of an endless kernel took %.2f ms\n",
+		mode_name(mode), (double)(t1 - t0) / 1000.0);
+	ck_assert_uint_lt(t1 - t0, BOUND_MS * 1000ull);
+	ck_assert(wait_disabled(h, 0));
+	/* seq 1 is the NOP pushed before (rung with the kernel) */
+	ck_assert_uint_eq(vnpu_simhost_cpl(h, 0, 1).status, VNPU_STATUS_OK);
+	expect_aborted(h, 0, 2, VNPU_OP_KERNEL_LAUNCH, 2);
+	/* partially written, and stopped */
+	ck_assert(huge_started(&g));
+	memcpy(snap, g.out, g.out_bytes);
+	sleep_us(50000);
+	ck_assert_mem_eq(snap, g.out, g.out_bytes);
+	if (threaded(h))
+		finish_runner(h, &r);
+	reenable(h, 0);
+	free(snap);
+	vnpu_simhost_destroy(h);
+}
+END_TEST
+
+/*
+ * A 4 GiB copy through page-aliased mappings (every VA page of both ranges
+ * maps the same VRAM page pair: slow, one page per chunk): ABORT stops it
+ * mid-way.
+ */
+static void alias_map(struct vnpu_simhost *h, unsigned ctx, uint64_t va,
+		      uint64_t vram_page)
+{
+	uint64_t leaf = vnpu_simhost_host_alloc(h, 4096, 4096);
+	uint64_t *e = vnpu_simhost_host_ptr(h, leaf, 4096);
+
+	for (unsigned i = 0; i < 512; i++)
+		e[i] = vram_page | VNPU_PTE_VALID | VNPU_PTE_VRAM |
+		       VNPU_PTE_READ | VNPU_PTE_WRITE;
+	/* 2048 second-level entries of 2 MiB: 4 GiB */
+	for (uint64_t off = 0; off < (4ull << 30); off += 2ull << 20)
+		ck_assert_int_eq(vnpu_simhost_set_pte(h, ctx, va + off, 1,
+						      leaf | VNPU_PTE_VALID),
+				 0);
+}
+
+START_TEST(abort_long_copy)
+{
+	enum vnpu_sim_mode mode = modes[_i];
+	struct vnpu_simhost *h = big_host(mode);
+	const uint64_t src = 0x1000000000ull, dst = 0x2000000000ull;
+	uint64_t ps = vnpu_simhost_vram_alloc(h, 4096, 4096);
+	uint64_t pd = vnpu_simhost_vram_alloc(h, 4096, 4096);
+	uint8_t *s = vnpu_simhost_vram_ptr(h, ps),
+		*d = vnpu_simhost_vram_ptr(h, pd);
+	uint64_t seq, t0, t1;
+
+	alias_map(h, 0, src, ps);
+	alias_map(h, 0, dst, pd);
+	memset(s, 0x3c, 4096);
+	seq = vnpu_simhost_submit(h, 0, vnpu_copy_cmd(src, dst, 4ull << 30));
+	if (threaded(h)) {
+		for (int i = 0; i < BOUND_MS && d[4095] != 0x3c; i++)
+			sleep_us(1000);
+	} else {
+		/* queue 1's NOP retires after the copy's first step */
+		vnpu_simhost_submit(h, 1, vnpu_nop_cmd());
+		ck_assert_uint_eq(vnpu_sim_run(h->sim, 1), 1);
+		ck_assert_uint_eq(done_seq(h, 1), 1);
+	}
+	ck_assert_uint_eq(d[4095], 0x3c);
+	ck_assert_uint_eq(done_seq(h, 0), 0);
+	t0 = now_us();
+	ft_wr(h, VNPU_QUEUE_REG(0, VNPU_Q_CTRL), VNPU_Q_CTRL_ABORT);
+	ck_assert(wait_disabled(h, 0));
+	t1 = now_us();
+	fprintf(stderr, "isolation (%s): ABORT of a 4 GiB copy took %.2f ms\n",
+		mode_name(mode), (double)(t1 - t0) / 1000.0);
+	expect_aborted(h, 0, seq, VNPU_OP_DMA_COPY, 1);
+	reenable(h, 0);
+	vnpu_simhost_destroy(h);
+}
+END_TEST
+
+/* While an abort is in progress (deterministic: until the device runs),
+ * Q_CTRL only takes IRQ_ENABLE and configuration writes are refused; the
+ * abort still completes with its record. */
+START_TEST(abort_in_progress)
+{
+	struct vnpu_simhost *h = big_host(VNPU_SIM_DETERMINISTIC);
+	uint64_t va_s, va_d, seq;
+
+	vnpu_simhost_alloc_map(h, 0, true, 16 << 20, RW, &va_s);
+	vnpu_simhost_alloc_map(h, 0, true, 16 << 20, RW, &va_d);
+	seq = vnpu_simhost_submit(h, 0, vnpu_copy_cmd(va_s, va_d, 16 << 20));
+	vnpu_simhost_submit(h, 1, vnpu_nop_cmd());
+	ck_assert_uint_eq(vnpu_sim_run(h->sim, 1), 1);
+	ft_wr(h, VNPU_QUEUE_REG(0, VNPU_Q_CTRL), VNPU_Q_CTRL_ABORT);
+	ck_assert_uint_eq(ft_qreg(h, 0, VNPU_Q_STATUS),
+			  VNPU_Q_STATUS_ENABLED | VNPU_Q_STATUS_ABORTED);
+	ck_assert(ft_rd(h, VNPU_REG_STATUS) & VNPU_STATUS_BUSY);
+	ft_wr(h, VNPU_QUEUE_REG(0, VNPU_Q_CTRL), 0); /* disable: ignored */
+	ck_assert_uint_eq(ft_qreg(h, 0, VNPU_Q_CTRL), VNPU_Q_CTRL_ENABLE);
+	ft_wr(h, VNPU_QUEUE_REG(0, VNPU_Q_RING_LOG2), 5);
+	ck_assert_uint_eq(ft_rd(h, VNPU_REG_ERR_CODE), VNPU_ERR_BAD_REGISTER);
+	ck_assert_uint_eq(ft_qreg(h, 0, VNPU_Q_RING_LOG2), 4);
+	ft_wr(h, VNPU_DOORBELL(0), 3);
+	ck_assert_uint_eq(ft_rd(h, VNPU_REG_ERR_CODE),
+			  VNPU_ERR_DOORBELL_DISABLED);
+	/* IRQ_ENABLE is taken: off, the abort raises no interrupt */
+	ft_wr(h, VNPU_QUEUE_REG(0, VNPU_Q_CTRL), VNPU_Q_CTRL_ENABLE);
+	ft_wr(h, VNPU_REG_IRQ_STATUS, 0xffffffff);
+	ck_assert_uint_eq(vnpu_sim_run(h->sim, UINT32_MAX), 1);
+	ck_assert_uint_eq(vnpu_simhost_cpl(h, 0, seq).status,
+			  VNPU_STATUS_ABORTED);
+	ck_assert_uint_eq(
+		ft_qreg(h, 0, VNPU_Q_STATUS) &
+			(VNPU_Q_STATUS_ENABLED | VNPU_Q_STATUS_ABORTED),
+		VNPU_Q_STATUS_ABORTED);
+	ck_assert_uint_eq(ft_rd(h, VNPU_REG_IRQ_STATUS), 0);
+	ck_assert_uint_eq(done_seq(h, 0), seq);
+	reenable(h, 0);
+	vnpu_simhost_destroy(h);
+}
+END_TEST
+
+/* Disabling a queue stops its command in flight (no record); enabled
+ * again the queue runs new commands. */
+START_TEST(disable_stops_in_flight)
+{
+	enum vnpu_sim_mode mode = modes[_i];
+	struct vnpu_simhost *h = big_host(mode);
+	struct huge g = huge_gemm(h, 0, 1);
+	struct runner r;
+
+	start_huge(h, 0, &g, &r);
+	ft_wr(h, VNPU_QUEUE_REG(0, VNPU_Q_CTRL), 0);
+	ck_assert_uint_eq(ft_qreg(h, 0, VNPU_Q_STATUS) & VNPU_Q_STATUS_ENABLED,
+			  0);
+	finish_runner(h, &r);
+	ck_assert_int_eq(vnpu_simhost_queue_init(h, 0, 0, 4, true), 0);
+	ck_assert_uint_eq(ft_exec(h, 0, vnpu_nop_cmd(), NULL), VNPU_STATUS_OK);
+	ck_assert_uint_eq(vnpu_simhost_cpl(h, 0, 1).status, VNPU_STATUS_OK);
+	ck_assert_uint_eq(done_seq(h, 0), 1);
+	vnpu_simhost_destroy(h);
+}
+END_TEST
+
+/* ---- (b) reset ------------------------------------------------------- */
+
+/* Reset during an endless kernel (and during an abort of it) returns
+ * within milliseconds; nothing is written afterwards; the device works. */
+START_TEST(reset_endless_kernel)
+{
+	enum vnpu_sim_mode mode = modes[_i];
+	struct vnpu_simhost *h = big_host(mode);
+	struct huge g = huge_gemm(h, 0, 2);
+	uint8_t *snap = malloc(g.out_bytes);
+	uint64_t t0, t1;
+	struct runner r;
+
+	start_huge(h, 0, &g, &r);
+	t0 = now_us();
+	ft_wr(h, VNPU_REG_CTRL, VNPU_CTRL_RESET);
+	t1 = now_us();
+	fprintf(stderr,
+		"isolation (%s): CTRL.RESET during an endless kernel took "
+		"%.2f ms\n",
+		mode_name(mode), (double)(t1 - t0) / 1000.0);
+	ck_assert_uint_lt(t1 - t0, BOUND_MS * 1000ull);
+	finish_runner(h, &r);
+	memcpy(snap, g.out, g.out_bytes);
+	sleep_us(50000);
+	ck_assert_mem_eq(snap, g.out, g.out_bytes);
+	ck_assert_uint_eq(vnpu_simhost_cpl(h, 0, 1).seqno, 0);
+	ck_assert_uint_eq(ft_rd(h, VNPU_REG_RESET_COUNT), 1);
+	ck_assert_uint_eq(ft_rd(h, VNPU_REG_STATUS), 0);
+
+	/* again, with an abort in progress when the reset comes */
+	ck_assert_uint_eq(vnpu_simhost_boot(h), VNPU_BOOT_READY);
+	ck_assert_int_eq(vnpu_simhost_ctx_init(h, 0, false), 0);
+	ck_assert_int_eq(vnpu_simhost_queue_init(h, 0, 0, 4, true), 0);
+	g = huge_gemm(h, 0, 1);
+	start_huge(h, 0, &g, &r);
+	ft_wr(h, VNPU_QUEUE_REG(0, VNPU_Q_CTRL), VNPU_Q_CTRL_ABORT);
+	vnpu_sim_reset(h->sim); /* FLR */
+	finish_runner(h, &r);
+	ck_assert_uint_eq(ft_qreg(h, 0, VNPU_Q_STATUS), 0);
+	ck_assert_uint_eq(ft_rd(h, VNPU_REG_RESET_COUNT), 2);
+	ck_assert_uint_eq(vnpu_simhost_boot(h), VNPU_BOOT_READY);
+	ck_assert_int_eq(vnpu_simhost_ctx_init(h, 0, false), 0);
+	ck_assert_int_eq(vnpu_simhost_queue_init(h, 0, 0, 4, true), 0);
+	ck_assert_uint_eq(ft_exec(h, 0, vnpu_nop_cmd(), NULL), VNPU_STATUS_OK);
+	free(snap);
+	vnpu_simhost_destroy(h);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("firmware-sim-isolation");
+	TCase *tc = tcase_create("isolation");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, progress_beside_endless_kernel);
+	tcase_add_test(tc, progress_deterministic);
+	tcase_add_test(tc, copy_interleaves_deterministic);
+	tcase_add_test(tc, cores_shared_between_launches);
+	tcase_add_loop_test(tc, abort_idle_queue, 0, 2);
+	tcase_add_test(tc, abort_before_start);
+	tcase_add_loop_test(tc, abort_fence_wait, 0, 2);
+	tcase_add_loop_test(tc, abort_endless_kernel, 0, 2);
+	tcase_add_loop_test(tc, abort_long_copy, 0, 2);
+	tcase_add_test(tc, abort_in_progress);
+	tcase_add_loop_test(tc, disable_stops_in_flight, 0, 2);
+	tcase_add_loop_test(tc, reset_endless_kernel, 0, 2);
+	suite_add_tcase(s, tc);
+	return ft_run_suite(s);
+}
