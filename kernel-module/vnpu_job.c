@@ -197,19 +197,22 @@ static int vnpu_job_prepare_bos(struct vnpu_job *job, bool explicit_sync,
  * Submission, past the point of no return (queue->submit_lock held, the
  * reservations locked): the job gets its seqno, its fence goes into its
  * BOs, the queue's timeline and the out-syncobj, and the entity gets it.
+ * Returns the seqno: the job itself may be gone by then.
  */
-static void vnpu_job_push(struct vnpu_job *job, bool explicit_sync,
-			  struct ww_acquire_ctx *acquire,
-			  struct dma_fence_chain *chain,
-			  struct drm_syncobj *out_syncobj)
+static u64 vnpu_job_push(struct vnpu_job *job, bool explicit_sync,
+			 struct ww_acquire_ctx *acquire,
+			 struct dma_fence_chain *chain,
+			 struct drm_syncobj *out_syncobj)
 {
 	struct vnpu_queue *queue = job->queue;
 	struct dma_fence *finished;
+	u64 seqno;
 	u32 i;
 
 	lockdep_assert_held(&queue->submit_lock);
 	drm_sched_job_arm(&job->base);
-	job->seqno = ++queue->seqno;
+	seqno = ++queue->seqno;
+	job->seqno = seqno;
 	kref_get(&queue->ref); /* the job's */
 	finished = &job->base.s_fence->finished;
 	for (i = 0; i < job->bo_count; i++)
@@ -229,6 +232,7 @@ static void vnpu_job_push(struct vnpu_job *job, bool explicit_sync,
 	/* Last: once pushed, the job may run and be freed at any time. */
 	vnpu_hwq_job_pushed(queue->hwq, job);
 	drm_sched_entity_push_job(&job->base);
+	return seqno;
 }
 
 int vnpu_submit_ioctl(struct drm_device *dev, void *data, struct drm_file *file)
@@ -301,8 +305,8 @@ int vnpu_submit_ioctl(struct drm_device *dev, void *data, struct drm_file *file)
 		dma_fence_chain_free(chain);
 		goto err_cleanup;
 	}
-	vnpu_job_push(job, explicit_sync, &acquire, chain, out_syncobj);
-	args->seqno = job->seqno;
+	args->seqno = vnpu_job_push(job, explicit_sync, &acquire, chain,
+				    out_syncobj);
 	mutex_unlock(&queue->submit_lock);
 	if (out_syncobj)
 		drm_syncobj_put(out_syncobj);

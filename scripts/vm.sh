@@ -26,6 +26,10 @@
 #   --device-opts OPTS properties for -device vnpu (e.g. cores=2,test-mode=on)
 #   --no-device        no vnpu device
 #   --smp N            vCPUs (default 2)     --mem SIZE  memory (default 2G)
+#   --memory-checks    boot the guest kernel with SLUB debugging (poisoned,
+#                      checked, red-zoned objects) and KFENCE: Debian ships
+#                      no KASAN kernel, but these are built in, and turn a
+#                      use-after-free or overflow into a BUG in the log
 #   --accel A          auto (default), tcg or kvm
 #   --qemu PATH        qemu-system-x86_64 (default: $VNPU_QEMU, else what
 #                      scripts/build-qemu.sh builds)
@@ -82,6 +86,7 @@ check-log)
 esac
 
 user=0
+memory_checks=0
 timeout=${VNPU_VM_TIMEOUT:-600}
 module=""
 firmware=""
@@ -102,6 +107,7 @@ while [ $# -gt 0 ]; do
 	--device-opts) device_opts=${2:?}; shift 2 ;;
 	--no-device) device=0; shift ;;
 	--smp) smp=${2:?}; shift 2 ;;
+	--memory-checks) memory_checks=1; shift ;;
 	--mem) mem=${2:?}; shift 2 ;;
 	--accel) accel=${2:?}; shift 2 ;;
 	--qemu) qemu=${2:?}; shift 2 ;;
@@ -214,6 +220,8 @@ qemu_args() {
 	# loglevel=5: warnings reach the console (and so the console log) as
 	# they happen, without the boot chatter of info messages.
 	local append="console=ttyS0 loglevel=5 panic=-1 rdinit=/init"
+	[ "$memory_checks" -eq 0 ] ||
+		append+=" slub_debug=FZPU kfence.sample_interval=1"
 	append+="${VNPU_VM_APPEND:+ $VNPU_VM_APPEND}"
 	if [ "$mode" = run ]; then
 		args+=(-serial "file:$run/console.log"

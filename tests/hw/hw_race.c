@@ -423,6 +423,109 @@ START_TEST(test_race_ioctls)
 }
 END_TEST
 
+/* ---- one race aimed at: QUEUE_CREATE against QUEUE_DESTROY of its id ---- */
+
+struct qrace {
+	int fd;
+	int64_t deadline;
+	long created, destroyed, bad;
+};
+
+static void *qrace_creator(void *arg)
+{
+	struct qrace *r = arg;
+
+	while (hw_now_ns() < r->deadline) {
+		uint32_t q, s;
+		int ret = hw_queue_create(r->fd, DRM_VNPU_HW_QUEUE_ANY, &q, &s);
+
+		if (!ret) {
+			r->created++;
+			hw_syncobj_destroy(r->fd, s);
+		} else if (!documented(ret)) {
+			r->bad++;
+		}
+	}
+	return NULL;
+}
+
+/* Destroys the ids a new queue gets (the lowest free ones) as fast as it
+ * can: some land while the creator is still setting the queue up. */
+static void *qrace_destroyer(void *arg)
+{
+	struct qrace *r = arg;
+	uint32_t id = 1;
+
+	while (hw_now_ns() < r->deadline) {
+		int ret = hw_queue_destroy(r->fd, id);
+
+		if (!ret)
+			r->destroyed++;
+		else if (!documented(ret))
+			r->bad++;
+		id = id % 3 + 1;
+	}
+	return NULL;
+}
+
+START_TEST(test_queue_create_against_destroy)
+{
+	struct qrace r = {
+		.fd = hw_open(),
+		.deadline = hw_now_ns() + 2000000000ll,
+	};
+	pthread_t t[3];
+
+	ck_assert_int_eq(pthread_create(&t[0], NULL, qrace_creator, &r), 0);
+	ck_assert_int_eq(pthread_create(&t[1], NULL, qrace_destroyer, &r), 0);
+	ck_assert_int_eq(pthread_create(&t[2], NULL, qrace_destroyer, &r), 0);
+	for (int i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
+	hw_figure("QUEUE_CREATE against QUEUE_DESTROY of its id for 2 s: "
+		  "%ld created, %ld destroyed, %ld undocumented answers",
+		  r.created, r.destroyed, r.bad);
+	ck_assert_int_eq(r.bad, 0);
+	ck_assert_int_gt(r.destroyed, 0);
+	close(r.fd);
+}
+END_TEST
+
+/*
+ * SUBMIT answers the job's seqno; the job may have run and been freed
+ * before the ioctl returns (a NOP completes at once), so the answer must
+ * not be read from the job. Jobs of one queue get consecutive seqnos.
+ */
+START_TEST(test_submit_seqno_while_job_ends)
+{
+	struct vnpu_cmd nop = vnpu_nop_cmd();
+	struct hw_ctx ctx;
+	uint64_t seqno, prev = 0;
+	int64_t deadline = hw_now_ns() + 2000000000ll;
+	long jobs = 0, wrong = 0;
+
+	hw_ctx_open(&ctx);
+	while (hw_now_ns() < deadline) {
+		int ret = hw_submit(ctx.fd, ctx.queue, &ctx.cmd,
+				    64ull * (jobs % 64), &nop, 1, NULL, 0, 0,
+				    &seqno);
+
+		if (ret == -EBUSY)
+			continue;
+		ck_assert_int_eq(ret, 0);
+		if (seqno != prev + 1 && wrong++ < 5)
+			printf("SUBMIT %ld answered seqno %#" PRIx64
+			       " after %#" PRIx64 "\n",
+			       jobs, seqno, prev);
+		prev = seqno;
+		jobs++;
+	}
+	hw_figure("%ld NOP jobs submitted in 2 s, %ld wrong seqnos", jobs,
+		  wrong);
+	ck_assert_int_eq(wrong, 0);
+	hw_ctx_close(&ctx);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
 	Suite *s = suite_create("hw_race");
@@ -430,6 +533,8 @@ int main(int argc, char **argv)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_race_ioctls);
+	tcase_add_test(tc, test_queue_create_against_destroy);
+	tcase_add_test(tc, test_submit_seqno_while_job_ends);
 	hw_suite_add(s, tc);
 	return hw_main(argc, argv, s, 0);
 }

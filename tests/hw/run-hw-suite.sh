@@ -24,7 +24,7 @@
 # measurements) are shown under its result. Prints "hw: N passed, N failed"
 # and exits non-zero when a test failed, a program crashed, a reset was
 # unexpected or the VM run failed (vm.sh also fails it on a kernel
-# WARN/BUG/oops in dmesg).
+# WARN/BUG/oops in dmesg). The guest boots with vm.sh --memory-checks.
 
 # ---- guest side (POSIX sh) -----------------------------------------------------
 guest_result() {
@@ -168,7 +168,7 @@ guest_args=("${only[@]}" "HW_REPEAT=$repeat")
 
 out=$stage/out
 set +e
-"$repo/scripts/vm.sh" run --module "$ko" \
+"$repo/scripts/vm.sh" run --module "$ko" --memory-checks \
 	--firmware "$build/tools/vnpu.fw" --device-opts test-mode=on \
 	--add "$stage/hw:/vnpu/hw" "$@" -- \
 	sh /vnpu/hw/run-hw-suite.sh --guest "${guest_args[@]}" | tee "$out"

@@ -148,7 +148,7 @@ cp "$0" "$stage/suite/run-runtime-suite.sh"
 out=$stage/out
 # sh has no pipefail: vm.sh's own status travels through a file, not tee's.
 {
-	"$repo/scripts/vm.sh" run --module "$ko" \
+	"$repo/scripts/vm.sh" run --module "$ko" --memory-checks \
 		--firmware "$build/tools/vnpu.fw" \
 		--add "$stage/suite:/vnpu/suite" "$@" -- \
 		sh /vnpu/suite/run-runtime-suite.sh --guest "$bench" &&
