@@ -30,19 +30,19 @@ apt-sources)
 	mkdir -p "$d/sources.list.d"
 	cat >"$d/sources.list.d/debian.sources" <<'EOF'
 Types: deb
-URIs: http://archive.example/debian
+URIs: file:/srv/archive/debian
 Suites: bookworm bookworm-updates
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 
 Types: deb
-URIs: http://security.example/debian-security
+URIs: file:/srv/security/debian-security
 Suites: bookworm-security
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF
 	text=$(apt_text "$d")
-	[ "$(grep -c '^URIs: http://archive.example/debian$' <<<"$text")" = 3 ] &&
+	[ "$(grep -c '^URIs: file:/srv/archive/debian$' <<<"$text")" = 3 ] &&
 		ok "deb822: the machine's archive, three entries" ||
 		fail "deb822: got: $text"
 	grep -q '^Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg$' \
@@ -55,19 +55,19 @@ EOF
 	d=$work/b
 	mkdir -p "$d/sources.list.d"
 	cat >"$d/sources.list" <<'EOF'
-# deb http://commented.example/debian bookworm main
-deb [arch=amd64 signed-by=/k/x.gpg] http://m.example/debian bookworm main contrib
-deb-src http://m.example/debian bookworm main
+# deb file:/srv/commented/debian bookworm main
+deb [arch=amd64 signed-by=/k/x.gpg] file:/srv/m/debian bookworm main contrib
+deb-src file:/srv/m/debian bookworm main
 EOF
 	cat >"$d/sources.list.d/bp.sources" <<'EOF'
 Types: deb deb-src
-URIs: http://n.example/debian
+URIs: file:/srv/n/debian
 Suites: bookworm-backports
 Components: main
 Enabled: no
 
 Types: deb
-URIs: http://n.example/debian
+URIs: file:/srv/n/debian
 Suites: bookworm-backports
 Components: main
 Signed-By:
@@ -76,13 +76,13 @@ Signed-By:
  xyz
 EOF
 	text=$(apt_text "$d")
-	want=$'Types: deb-src\nURIs: http://m.example/debian\nSuites: bookworm-backports\nComponents: main\nSigned-By: /k/x.gpg'
+	want=$'Types: deb-src\nURIs: file:/srv/m/debian\nSuites: bookworm-backports\nComponents: main\nSigned-By: /k/x.gpg'
 	[ "$text" = "$want" ] && ok "one-line + deb822: only the missing entry" ||
 		fail "one-line: got '$text', want '$want'"
 
 	# Everything already there: nothing to write.
 	cat >"$d/sources.list.d/more.list" <<'EOF'
-deb-src http://m.example/debian bookworm-backports main
+deb-src file:/srv/m/debian bookworm-backports main
 EOF
 	text=$(apt_text "$d") && [ -z "$text" ] &&
 		ok "nothing missing: empty list file" || fail "got '$text'"
