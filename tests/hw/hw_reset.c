@@ -77,12 +77,14 @@ static void device_works(void)
 /*
  * Guilty context G: FILL(gbuf) then the injected command (HANG or FATAL),
  * then a second job. Innocent context I has jobs before, around and after.
+ * G's first job waits on a gate until everything is submitted: a FATAL is
+ * handled at once, and a ban before G's second SUBMIT would refuse it.
  */
 static void guilty_and_innocent(uint32_t kind)
 {
 	struct hw_ctx g, in;
-	struct hw_bo gbuf, gbuf2, ibuf, ibuf2;
-	struct vnpu_cmd c[2];
+	struct hw_bo gate, gbuf, gbuf2, ibuf, ibuf2;
+	struct vnpu_cmd c[3];
 	struct drm_vnpu_bo_wait w;
 	uint32_t q;
 	long before;
@@ -90,23 +92,30 @@ static void guilty_and_innocent(uint32_t kind)
 	hw_ctx_open(&g);
 	need_test_mode(g.fd);
 	hw_ctx_open(&in);
+	hw_bo_new(g.fd, HW_PAGE_SIZE, 0, &gate);
 	hw_bo_new(g.fd, HW_PAGE_SIZE, 0, &gbuf);
 	hw_bo_new(g.fd, HW_PAGE_SIZE, 0, &gbuf2);
+	memset(gate.map, 0, 8);
 	hw_bo_new(in.fd, 256 * 1024, 0, &ibuf);
 	hw_bo_new(in.fd, 256 * 1024, DRM_VNPU_BO_VRAM, &ibuf2);
 	allow_inject(true);
 	before = resets();
 
-	c[0] = vnpu_fill_cmd(gbuf.va, gbuf.size, 0x61616161, 4);
-	c[1] = vnpu_inject_cmd(kind, 0, 0);
-	ck_assert_int_eq(hw_submit(g.fd, g.queue, &g.cmd, 0, c, 2,
-				   &gbuf.handle, 1, 0, NULL),
-			 0);
+	c[0] = vnpu_fence_wait_cmd(gate.va, 1);
+	c[1] = vnpu_fill_cmd(gbuf.va, gbuf.size, 0x61616161, 4);
+	c[2] = vnpu_inject_cmd(kind, 0, 0);
+	{
+		uint32_t bos[2] = { gate.handle, gbuf.handle };
+
+		ck_assert_int_eq(hw_submit(g.fd, g.queue, &g.cmd, 0, c, 3, bos,
+					   2, 0, NULL),
+				 0);
+	}
 	c[0] = vnpu_fill_cmd(gbuf2.va, gbuf2.size, 0x62626262, 4);
 	ck_assert_int_eq(hw_submit(g.fd, g.queue, &g.cmd, 0, c, 1,
 				   &gbuf2.handle, 1, 0, NULL),
 			 0);
-	/* The innocent's job is queued while the device is stuck. */
+	/* The innocent's job is queued too; it runs before or after the hang. */
 	c[0] = vnpu_fill_cmd(ibuf.va, ibuf.size, 0x71717171, 4);
 	c[1] = vnpu_copy_cmd(ibuf.va, ibuf2.va, ibuf.size);
 	{
@@ -116,6 +125,7 @@ static void guilty_and_innocent(uint32_t kind)
 					   bos, 2, 0, NULL),
 				 0);
 	}
+	__atomic_store_n((uint64_t *)gate.map, 1, __ATOMIC_RELEASE);
 
 	memset(&w, 0, sizeof(w));
 	ck_assert_int_eq(hw_bo_wait(g.fd, gbuf.handle, HW_WAIT_NS * 3, &w), 0);
