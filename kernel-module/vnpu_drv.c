@@ -14,10 +14,23 @@
 
 #include "vnpu_hw.h"
 
-int vnpu_job_timeout_ms = 1000;
-module_param_named(job_timeout_ms, vnpu_job_timeout_ms, int, 0444);
+unsigned int vnpu_job_timeout_ms = 1000;
+
+/* 0 would time out every job at once, a huge value would disarm it. */
+static int vnpu_job_timeout_set(const char *val, const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 10, 600 * MSEC_PER_SEC);
+}
+
+static const struct kernel_param_ops vnpu_job_timeout_ops = {
+	.set = vnpu_job_timeout_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(job_timeout_ms, &vnpu_job_timeout_ops, &vnpu_job_timeout_ms,
+		0444);
 MODULE_PARM_DESC(job_timeout_ms,
-		 "ms without progress before a hang check (default 1000)");
+		 "time limit of a job on the device, ms (10..600000, default 1000)");
 
 bool vnpu_allow_test_inject;
 module_param_named(allow_test_inject, vnpu_allow_test_inject, bool, 0644);
@@ -292,6 +305,9 @@ static int vnpu_get_param_ioctl(struct drm_device *dev, void *data,
 		break;
 	case DRM_VNPU_PARAM_RESET_COUNT:
 		value = atomic_read(&vdev->reset_count);
+		break;
+	case DRM_VNPU_PARAM_JOB_TIMEOUT_MS:
+		value = vnpu_job_timeout_ms;
 		break;
 	case DRM_VNPU_PARAM_CONTEXT_ID:
 		value = ctx->index;

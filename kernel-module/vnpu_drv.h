@@ -37,7 +37,7 @@
 #define VNPU_EVENT_LOG_LEN 64
 #define VNPU_EVENT_MSG_LEN 112
 
-extern int vnpu_job_timeout_ms;
+extern unsigned int vnpu_job_timeout_ms;
 extern bool vnpu_allow_test_inject;
 
 struct vnpu_device;
@@ -103,7 +103,15 @@ struct vnpu_hwq {
 	u32 last_heartbeat;
 	ktime_t last_judged;
 	int judged_resets; /* the reset count then */
-	u32 stall_checks;
+	/*
+	 * The job at the head of the ring (compared, never dereferenced: set
+	 * whenever the head changes), since when it is there, and how many
+	 * timeout checks let it wait in FENCE_WAIT past its time limit.
+	 */
+	const struct vnpu_job *head_job;
+	ktime_t head_since;
+	u32 head_wait_checks;
+	bool stopping; /* an ABORT is under way: records are not retired */
 	char name[16];
 };
 
@@ -377,6 +385,8 @@ void vnpu_hwq_job_pushed(struct vnpu_hwq *hwq, struct vnpu_job *job);
 void vnpu_hwq_program(struct vnpu_hwq *hwq, int ctx_index);
 void vnpu_hwq_push(struct vnpu_hwq *hwq, struct vnpu_job *job);
 void vnpu_hwq_retire(struct vnpu_hwq *hwq);
+void vnpu_hwq_head_update(struct vnpu_hwq *hwq, bool restart);
+bool vnpu_hwq_contended(struct vnpu_hwq *hwq);
 bool vnpu_cmd_retired(struct vnpu_hwq *hwq, struct vnpu_job *job, u32 i);
 void vnpu_job_collect(struct vnpu_hwq *hwq, struct vnpu_job *job, u32 end);
 u32 vnpu_job_current_cmd(struct vnpu_hwq *hwq, struct vnpu_job *job);

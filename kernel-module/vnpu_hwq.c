@@ -87,11 +87,20 @@ void vnpu_hwq_push(struct vnpu_hwq *hwq, struct vnpu_job *job)
 	vnpu_wr(hwq->vdev, VNPU_DOORBELL(hwq->index), hwq->tail);
 }
 
+/*
+ * Whether command i of job has run to its end. A command stopped by the
+ * queue's ABORT has a record too, but it did not: the driver runs it again
+ * or fails its job (vnpu_reset.c).
+ */
 bool vnpu_cmd_retired(struct vnpu_hwq *hwq, struct vnpu_job *job, u32 i)
 {
 	struct vnpu_cpl *cpl = &hwq->cpl[vnpu_job_slot(hwq, job, i)];
 
-	return le64_to_cpu(READ_ONCE(cpl->seqno)) == job->first_seqno + i;
+	if (le64_to_cpu(READ_ONCE(cpl->seqno)) != job->first_seqno + i)
+		return false;
+	/* The status only once the seqno says the record is this one's. */
+	dma_rmb();
+	return le32_to_cpu(READ_ONCE(cpl->status)) != VNPU_STATUS_ABORTED;
 }
 
 static int vnpu_status_errno(u32 status)
@@ -102,6 +111,8 @@ static int vnpu_status_errno(u32 status)
 	case VNPU_STATUS_MMU_FAULT:
 	case VNPU_STATUS_CONTEXT_FAULTED:
 		return -EFAULT;
+	case VNPU_STATUS_ABORTED:
+		return -ETIMEDOUT;
 	default:
 		return -EIO;
 	}
@@ -138,13 +149,33 @@ u32 vnpu_job_current_cmd(struct vnpu_hwq *hwq, struct vnpu_job *job)
 	return r;
 }
 
+/*
+ * Notes a change of the job at the head of the ring: from now on it has
+ * its time limit to finish (vnpu_reset.c). restart: the same job starts
+ * over (put back into the ring after a reset or an abort).
+ */
+void vnpu_hwq_head_update(struct vnpu_hwq *hwq, bool restart)
+{
+	struct vnpu_job *head = list_first_entry_or_null(&hwq->inflight,
+							 struct vnpu_job, node);
+
+	lockdep_assert_held(&hwq->lock);
+	if (head == hwq->head_job && !restart)
+		return;
+	hwq->head_job = head;
+	hwq->head_since = ktime_get();
+	hwq->head_wait_checks = 0;
+}
+
 void vnpu_job_signal(struct vnpu_job *job, int error)
 {
+	struct vnpu_hwq *hwq = job->queue->hwq;
 	struct vnpu_hw_fence *hwf =
 		container_of(job->hw_fence, struct vnpu_hw_fence, base);
 
-	lockdep_assert_held(&job->queue->hwq->lock);
+	lockdep_assert_held(&hwq->lock);
 	list_del_init(&job->node);
+	vnpu_hwq_head_update(hwq, false);
 	/* Dropped for the context's fault without a record of its own. */
 	if (error == -EFAULT && !job->st.status)
 		job->st.status = VNPU_STATUS_CONTEXT_FAULTED;
@@ -180,6 +211,11 @@ void vnpu_hwq_retire(struct vnpu_hwq *hwq)
 	unsigned long flags;
 
 	spin_lock_irqsave(&hwq->lock, flags);
+	/* The one stopping the queue sorts out what ended and how. */
+	if (hwq->stopping) {
+		spin_unlock_irqrestore(&hwq->lock, flags);
+		return;
+	}
 	list_for_each_entry_safe(job, tmp, &hwq->inflight, node) {
 		if (!vnpu_cmd_retired(hwq, job, job->cmd_count - 1))
 			break;
@@ -304,6 +340,14 @@ void vnpu_hwq_job_pushed(struct vnpu_hwq *hwq, struct vnpu_job *job)
 	spin_unlock_irqrestore(&hwq->lock, flags);
 }
 
+/* Whether another context waits for this queue (hwq->lock held). */
+bool vnpu_hwq_contended(struct vnpu_hwq *hwq)
+{
+	lockdep_assert_held(&hwq->lock);
+	vnpu_hwq_switch_prune(hwq);
+	return hwq->switch_count;
+}
+
 static void vnpu_hwq_switch_fini(struct vnpu_hwq *hwq)
 {
 	while (hwq->switch_count) {
@@ -381,6 +425,7 @@ static struct dma_fence *vnpu_run_job(struct drm_sched_job *sj)
 		       job->first_seqno + job->cmd_count - 1);
 	job->hw_fence = fence;
 	list_add_tail(&job->node, &hwq->inflight);
+	vnpu_hwq_head_update(hwq, false);
 	vnpu_hwq_push(hwq, job);
 	spin_unlock_irqrestore(&hwq->lock, flags);
 	drm_dev_exit(idx);

@@ -1,16 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * vnpu DRM accel driver: hang detection, device reset and recovery, and
- * removal. A job's timeout (drm_sched) judges whether its queue is stuck;
- * a reset fails the guilty job, bans its context and puts the innocent jobs
- * back into the rings.
+ * vnpu DRM accel driver: time limits, hang detection, device reset and
+ * recovery, and removal. A job's timeout (drm_sched) judges its queue: a
+ * job that overran its time limit on a working device is aborted alone
+ * (Q_CTRL.ABORT); a device that stopped is reset. Either way the guilty
+ * job fails, its context is banned and the innocent jobs go back into the
+ * rings.
  */
+#include <linux/iopoll.h>
 #include <drm/drm_drv.h>
 
 #include "vnpu_hw.h"
 
-#define VNPU_MAX_WAIT_CHECKS	10 /* timeouts a FENCE_WAIT may take */
+/* Time limits an uncontended FENCE_WAIT may take beyond its first. */
+#define VNPU_MAX_WAIT_CHECKS	10
 #define VNPU_HANG_PERIODS	16 /* heartbeat periods a hang verdict spans */
+/* The device stops an aborted command in well under 10 ms. */
+#define VNPU_ABORT_WAIT_US	(500 * USEC_PER_MSEC)
 
 /* The job on some queue whose next command is an injected hang or fatal. */
 static struct vnpu_job *vnpu_find_injected_hang(struct vnpu_device *vdev)
@@ -86,12 +92,13 @@ static void vnpu_hwq_rebase(struct vnpu_hwq *hwq, int resets, u64 done, u32 hb)
 	hwq->last_done_seq = done;
 	hwq->last_heartbeat = hb;
 	hwq->last_judged = ktime_get();
-	hwq->stall_checks = 0;
 }
 
 /*
- * After CTRL.RESET and a new boot: finish what had retired, fail the guilty
- * and banned, and put the rest of each innocent job back into the ring.
+ * After CTRL.RESET and a new boot, or after the queue's ABORT: finish what
+ * had retired, fail the guilty and banned, and put the rest of each
+ * innocent job back into the ring (a command stopped by the reset or the
+ * abort runs again from its start).
  */
 static void vnpu_hwq_recover(struct vnpu_hwq *hwq, bool booted)
 {
@@ -101,6 +108,7 @@ static void vnpu_hwq_recover(struct vnpu_hwq *hwq, bool booted)
 	int ctx_index;
 
 	spin_lock_irqsave(&hwq->lock, flags);
+	hwq->stopping = false;
 	ctx_index = hwq->cur_ctx;
 	hwq->cur_ctx = -1;
 	hwq->tail = 0;
@@ -142,6 +150,8 @@ static void vnpu_hwq_recover(struct vnpu_hwq *hwq, bool booted)
 	}
 	if (!programmed)
 		hwq->cur_ctx = -1;
+	/* What is put back has its whole time limit again. */
+	vnpu_hwq_head_update(hwq, true);
 	spin_unlock_irqrestore(&hwq->lock, flags);
 	if (programmed && ctx_index >= 0)
 		vnpu_log(hwq->vdev, "%s: resubmitted unfinished jobs",
@@ -245,14 +255,14 @@ void vnpu_device_stop(struct vnpu_device *vdev)
 
 /*
  * Called with hwq->lock held, from a timeout: whether the firmware has
- * stopped (HEARTBEAT and DONE_SEQ stood still) or the queue has waited on
- * a fence for VNPU_MAX_WAIT_CHECKS checks. A judgement needs a baseline
- * from the same boot and at least VNPU_HANG_PERIODS heartbeat periods old:
- * a fatal error runs every queue's timeout at once, and a queue checked
- * just after the reset it caused would see a fresh firmware stand still.
+ * stopped (HEARTBEAT and DONE_SEQ stood still). A judgement needs a
+ * baseline from the same boot and at least VNPU_HANG_PERIODS heartbeat
+ * periods old: a fatal error runs every queue's timeout at once, and a
+ * queue checked just after the reset it caused would see a fresh firmware
+ * stand still.
  */
-static bool vnpu_hwq_stuck(struct vnpu_hwq *hwq, int resets, u64 done, u32 hb,
-			   bool waiting)
+static bool vnpu_hwq_fw_stopped(struct vnpu_hwq *hwq, int resets, u64 done,
+				u32 hb)
 {
 	s64 age_us = ktime_us_delta(ktime_get(), hwq->last_judged);
 	bool progressed, alive;
@@ -270,17 +280,114 @@ static bool vnpu_hwq_stuck(struct vnpu_hwq *hwq, int resets, u64 done, u32 hb,
 	hwq->last_done_seq = done;
 	hwq->last_heartbeat = hb;
 	hwq->last_judged = ktime_get();
-	if (progressed || !waiting)
-		hwq->stall_checks = 0;
-	else
-		hwq->stall_checks++;
-	if (!progressed && !alive)
-		return true; /* firmware stopped */
-	if (waiting && hwq->stall_checks >= VNPU_MAX_WAIT_CHECKS) {
-		hwq->stall_checks = 0;
-		return true; /* a FENCE_WAIT nobody signals */
+	return !progressed && !alive;
+}
+
+/*
+ * Called with hwq->lock held, from job's timeout: whether job, at the head
+ * of the ring, has had its time limit there: job_timeout_ms, or, while it
+ * waits in FENCE_WAIT and no other context wants the queue, up to
+ * VNPU_MAX_WAIT_CHECKS limits more. The scheduler's timer may have been
+ * armed a little before the job reached the head; a job that has been
+ * there for less than most of its limit is judged at the next timeout.
+ */
+static bool vnpu_hwq_overran(struct vnpu_hwq *hwq, struct vnpu_job *job,
+			     bool waiting)
+{
+	s64 ms = ktime_ms_delta(ktime_get(), hwq->head_since);
+
+	lockdep_assert_held(&hwq->lock);
+
+	if (hwq->head_job != job ||
+	    ms < vnpu_job_timeout_ms - vnpu_job_timeout_ms / 8)
+		return false;
+	if (waiting && !vnpu_hwq_contended(hwq) &&
+	    hwq->head_wait_checks < VNPU_MAX_WAIT_CHECKS) {
+		hwq->head_wait_checks++;
+		return false;
 	}
-	return false;
+	return true;
+}
+
+/* Whether the firmware's heartbeat moves now (sampled for 4 periods). */
+static bool vnpu_fw_alive(struct vnpu_device *vdev)
+{
+	u32 period = vdev->heartbeat_period_us, hb0, hb;
+
+	hb0 = vnpu_hw_heartbeat(vdev);
+	return !read_poll_timeout(vnpu_hw_heartbeat, hb, hb != hb0,
+				  period / 4 + 1, 4 * period, false, vdev);
+}
+
+/*
+ * Ends job, at the head of hwq past its time limit, without a reset: ABORT
+ * stops the queue's command in flight (docs/hw-spec.md section 4). The job
+ * fails with -ETIMEDOUT and its context is banned, unless its last command
+ * retired before the abort took effect; the other jobs in the ring go back
+ * (a banned context's fail). Returns false when the queue did not stop:
+ * the caller resets the device. Under vdev->reset_lock, with the queue's
+ * scheduler parked.
+ */
+static bool vnpu_hwq_abort_head(struct vnpu_hwq *hwq, struct vnpu_job *job)
+{
+	struct vnpu_device *vdev = hwq->vdev;
+	unsigned long flags;
+	bool overran;
+	u32 st;
+
+	lockdep_assert_held(&vdev->reset_lock);
+	spin_lock_irqsave(&hwq->lock, flags);
+	if (hwq->head_job != job) {
+		/* It ended meanwhile (a fault of its context). */
+		spin_unlock_irqrestore(&hwq->lock, flags);
+		return true;
+	}
+	/* The interrupt of the aborted command must not retire anything. */
+	hwq->stopping = true;
+	vnpu_qwr(hwq, VNPU_Q_CTRL, VNPU_Q_CTRL_ABORT);
+	spin_unlock_irqrestore(&hwq->lock, flags);
+	if (read_poll_timeout(vnpu_qrd, st, !(st & VNPU_Q_STATUS_ENABLED), 100,
+			      VNPU_ABORT_WAIT_US, false, hwq, VNPU_Q_STATUS)) {
+		vnpu_log(vdev, "%s: ABORT did not stop the queue", hwq->name);
+		return false;
+	}
+
+	spin_lock_irqsave(&hwq->lock, flags);
+	overran = hwq->head_job == job &&
+		  !vnpu_cmd_retired(hwq, job, job->cmd_count - 1);
+	if (overran) {
+		job->guilty = true;
+		WRITE_ONCE(job->ctx->banned, true);
+		if (!job->error) {
+			job->st.status = VNPU_STATUS_ABORTED;
+			job->st.cmd = vnpu_job_current_cmd(hwq, job);
+			job->st.info = 0;
+		}
+	}
+	spin_unlock_irqrestore(&hwq->lock, flags);
+	if (overran)
+		vnpu_log(vdev,
+			 "%s: job %llu of context %d ran past its time limit: aborted, context banned",
+			 hwq->name, job->seqno, job->ctx->index);
+	vnpu_hwq_recover(hwq, true);
+	return true;
+}
+
+/* The job overran on a device that works: abort it, else reset. */
+static void vnpu_job_time_limit(struct vnpu_device *vdev,
+				struct vnpu_hwq *hwq, struct vnpu_job *job,
+				int seen_resets)
+{
+	bool stopped = true;
+
+	mutex_lock(&vdev->reset_lock);
+	/* A reset since has put it back, with its whole limit again. */
+	if (seen_resets == atomic_read(&vdev->reset_count) && !vdev->dead)
+		stopped = vnpu_hwq_abort_head(hwq, job);
+	mutex_unlock(&vdev->reset_lock);
+	if (!stopped)
+		vnpu_device_reset(vdev, job, seen_resets,
+				  "queue did not stop on ABORT");
 }
 
 enum drm_gpu_sched_stat vnpu_timedout_job(struct drm_sched_job *sj)
@@ -289,7 +396,7 @@ enum drm_gpu_sched_stat vnpu_timedout_job(struct drm_sched_job *sj)
 	struct drm_gpu_scheduler *sched = sj->sched;
 	struct vnpu_hwq *hwq = job->queue->hwq;
 	struct vnpu_device *vdev = hwq->vdev;
-	bool waiting, fatal, hang;
+	bool waiting, fatal, stopped, overran;
 	unsigned long flags;
 	int idx, seen_resets;
 	u64 done;
@@ -322,17 +429,19 @@ enum drm_gpu_sched_stat vnpu_timedout_job(struct drm_sched_job *sj)
 	waiting = vnpu_qrd(hwq, VNPU_Q_STATUS) & VNPU_Q_STATUS_WAITING;
 	fatal = vnpu_rd(vdev, VNPU_REG_STATUS) & VNPU_STATUS_FATAL;
 	spin_lock_irqsave(&hwq->lock, flags);
-	hang = fatal || vnpu_hwq_stuck(hwq, seen_resets, done, hb, waiting);
+	stopped = !fatal && vnpu_hwq_fw_stopped(hwq, seen_resets, done, hb);
+	overran = !fatal && !stopped && vnpu_hwq_overran(hwq, job, waiting);
 	spin_unlock_irqrestore(&hwq->lock, flags);
-	if (hang)
+	if (fatal || stopped)
 		vnpu_device_reset(vdev, job, seen_resets,
-				  fatal	    ? "firmware fatal error"
-				  : waiting ? "fence wait timeout"
-					    : "heartbeat stopped");
+				  fatal ? "firmware fatal error"
+					: "heartbeat stopped");
+	/* A firmware that hangs is not a job's overrun: judged again. */
+	else if (overran && vnpu_fw_alive(vdev))
+		vnpu_job_time_limit(vdev, hwq, job, seen_resets);
 	drm_dev_exit(idx);
 out:
 	/* Frees the job if it finished: do not touch it after this. */
 	drm_sched_wqueue_start(sched);
 	return DRM_GPU_SCHED_STAT_NOMINAL;
 }
-

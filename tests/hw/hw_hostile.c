@@ -179,8 +179,9 @@ static void nd_tensor(struct vnpu_tensor *t, uint32_t buffer, int64_t rows,
 	t->strides[1] = cs;
 }
 
-/* GEMM out[M,M] = A[M,K] x B[K,M], A and B broadcast from one float. */
-static uint32_t gemm_kargs(void *args, uint64_t one_va, uint64_t out_va)
+/* GEMM out[M,M] = A[M,k] x B[k,M], A and B broadcast from one float. */
+static uint32_t gemm_kargs(void *args, uint64_t one_va, uint64_t out_va,
+			   int64_t k)
 {
 	struct vnpu_kargs_header h = { 2, sizeof(struct vnpu_kp_gemm), 0 };
 	struct vnpu_kargs_buffer b[2] = {
@@ -192,8 +193,8 @@ static uint32_t gemm_kargs(void *args, uint64_t one_va, uint64_t out_va)
 
 	memset(&kp, 0, sizeof(kp));
 	kp.alpha = 1.0f;
-	nd_tensor(&kp.a, 0, GEMM_M, GEMM_K, 0, 0);
-	nd_tensor(&kp.b, 0, GEMM_K, GEMM_M, 0, 0);
+	nd_tensor(&kp.a, 0, GEMM_M, k, 0, 0);
+	nd_tensor(&kp.b, 0, k, GEMM_M, 0, 0);
 	nd_tensor(&kp.out, 1, GEMM_M, GEMM_M, GEMM_M, 1);
 	memcpy(p, &h, sizeof(h));
 	memcpy(p + sizeof(h), b, sizeof(b));
@@ -227,7 +228,7 @@ static int attacker_main(int in, int out, void *p)
 		return 81;
 	*(float *)one.map = 1.0f;
 	memset(flag.map, 0, 8);
-	size = gemm_kargs(args.map, one.va, x.va);
+	size = gemm_kargs(args.map, one.va, x.va, GEMM_K);
 	c[0] = vnpu_fence_signal_cmd(flag.va, 1);
 	c[1] = vnpu_launch_cmd(VNPU_KERNEL_GEMM, 1, args.va, size);
 	list[0] = one.handle;
@@ -731,6 +732,319 @@ START_TEST(test_nop_flood)
 }
 END_TEST
 
+/* ---- time limits: no job holds the device past JOB_TIMEOUT_MS ------------- */
+
+#define LONG_GEMM_K (1 << 23) /* about 16 s of one core */
+#define LIMIT_SLACK_NS (1000ll * 1000 * 1000) /* scheduling, TCG, the abort */
+#define NS_PER_MS (1000ll * 1000)
+
+/* The report of long_kernels_main: per hardware queue, then overall. */
+enum {
+	LK_GEMM_ERR,	/* positive errno of the GEMM job */
+	LK_GEMM_STATUS, /* its job_status */
+	LK_NOP_ERR,	/* positive errno of the NOP job queued behind it */
+	LK_PER_HWQ
+};
+#define LK_ENDED_NS (LK_PER_HWQ * FLOOD_MAX_HWQ) /* start to last end */
+#define LK_SUBMIT_ERR (LK_ENDED_NS + 1)		 /* a SUBMIT afterwards */
+#define LK_STATE (LK_SUBMIT_ERR + 1)		 /* CONTEXT_STATE then */
+#define LK_WORDS (LK_STATE + 1)
+
+/*
+ * On a queue of every hardware queue: a job [FENCE_SIGNAL started, LAUNCH
+ * a GEMM of LONG_GEMM_K] and a NOP job behind it. Answers 's' once every
+ * launch has started, then waits for all of them and reports (LK_*).
+ */
+static int long_kernels_main(int in, int out, void *p)
+{
+	struct hw_bo cmd, one[FLOOD_MAX_HWQ], flag[FLOOD_MAX_HWQ],
+		args[FLOOD_MAX_HWQ], dst[FLOOD_MAX_HWQ], nop[FLOOD_MAX_HWQ];
+	uint32_t queue[FLOOD_MAX_HWQ];
+	uint64_t r[LK_WORDS] = { 0 }, nhwq, state;
+	struct drm_vnpu_bo_wait w;
+	int fd = hw_open_raw();
+	int64_t t0;
+
+	(void)in;
+	(void)p;
+	if (fd < 0 ||
+	    hw_get_param(fd, DRM_VNPU_PARAM_NUM_HW_QUEUES, 0, &nhwq) ||
+	    hw_bo_create(fd, 64 * 1024, 0, &cmd))
+		return 1;
+	nhwq = nhwq < FLOOD_MAX_HWQ ? nhwq : FLOOD_MAX_HWQ;
+	/* Nothing shared between the queues' jobs: a BO in two jobs' lists
+	 * orders them (implicit sync), and the kernels must run at once. */
+	for (uint32_t i = 0; i < nhwq; i++) {
+		struct vnpu_cmd c[2];
+		uint32_t list[4], size;
+
+		if (hw_queue_create(fd, i, &queue[i], NULL) ||
+		    hw_bo_create(fd, 4096, 0, &one[i]) ||
+		    hw_bo_create(fd, 4096, 0, &flag[i]) ||
+		    hw_bo_create(fd, 4096, 0, &args[i]) ||
+		    hw_bo_create(fd, 4ull * GEMM_M * GEMM_M, 0, &dst[i]) ||
+		    hw_bo_create(fd, 4096, 0, &nop[i]))
+			return 2;
+		memset(flag[i].map, 0, 8);
+		*(float *)one[i].map = 1.0f;
+		size = gemm_kargs(args[i].map, one[i].va, dst[i].va,
+				  LONG_GEMM_K);
+		c[0] = vnpu_fence_signal_cmd(flag[i].va, 1);
+		c[1] = vnpu_launch_cmd(VNPU_KERNEL_GEMM, 1, args[i].va, size);
+		list[0] = one[i].handle;
+		list[1] = args[i].handle;
+		list[2] = flag[i].handle;
+		list[3] = dst[i].handle;
+		if (hw_submit(fd, queue[i], &cmd, 256ull * i, c, 2, list, 4, 0,
+			      NULL))
+			return 3;
+		c[0] = vnpu_nop_cmd();
+		if (hw_submit(fd, queue[i], &cmd, 256ull * i + 128, c, 1,
+			      &nop[i].handle, 1, 0, NULL))
+			return 4;
+	}
+	t0 = hw_now_ns();
+	for (uint32_t i = 0; i < nhwq; i++) {
+		while (!__atomic_load_n((uint64_t *)flag[i].map,
+					__ATOMIC_ACQUIRE)) {
+			if (hw_now_ns() - t0 > HW_WAIT_NS)
+				return 5;
+			usleep(1000);
+		}
+	}
+	t0 = hw_now_ns();
+	if (step_send(out, 's'))
+		return 6;
+	for (uint32_t i = 0; i < nhwq; i++) {
+		uint64_t *ri = &r[LK_PER_HWQ * i];
+
+		memset(&w, 0, sizeof(w));
+		hw_bo_wait(fd, args[i].handle, HW_WAIT_NS, &w);
+		ri[LK_GEMM_ERR] = (uint64_t)-w.job_error;
+		ri[LK_GEMM_STATUS] = w.job_status;
+		memset(&w, 0, sizeof(w));
+		hw_bo_wait(fd, nop[i].handle, HW_WAIT_NS, &w);
+		ri[LK_NOP_ERR] = (uint64_t)-w.job_error;
+	}
+	r[LK_ENDED_NS] = (uint64_t)(hw_now_ns() - t0);
+	{
+		struct vnpu_cmd c = vnpu_nop_cmd();
+
+		r[LK_SUBMIT_ERR] = (uint64_t)-hw_submit(fd, queue[0], &cmd, 0,
+							&c, 1, NULL, 0, 0,
+							NULL);
+	}
+	if (hw_get_param(fd, DRM_VNPU_PARAM_CONTEXT_STATE, 0, &state))
+		return 7;
+	r[LK_STATE] = state;
+	return report_send(out, r, LK_WORDS) ? 8 : 0;
+}
+
+/*
+ * An unprivileged user runs a kernel of about 16 s on every hardware
+ * queue. Each is aborted once it has had its time limit, without a device
+ * reset: the attacker's jobs fail (-ETIMEDOUT, status ABORTED; the job
+ * behind it -ECANCELED) and its context is banned. The victim's FILL on
+ * each hardware queue, submitted once all the kernels run, finishes
+ * within the time limit and a second.
+ */
+START_TEST(test_long_kernels)
+{
+	struct proc att;
+	struct hw_ctx ctx;
+	struct hw_bo buf[FLOOD_MAX_HWQ];
+	uint32_t queue[FLOOD_MAX_HWQ];
+	int64_t t_sub[FLOOD_MAX_HWQ], waited = 0;
+	uint64_t r[LK_WORDS], nhwq, limit_ms;
+	long before;
+
+	hw_ctx_open(&ctx);
+	nhwq = hw_param(ctx.fd, DRM_VNPU_PARAM_NUM_HW_QUEUES);
+	nhwq = nhwq < FLOOD_MAX_HWQ ? nhwq : FLOOD_MAX_HWQ;
+	limit_ms = hw_param(ctx.fd, DRM_VNPU_PARAM_JOB_TIMEOUT_MS);
+	ck_assert_msg(limit_ms <= 4000,
+		      "JOB_TIMEOUT_MS %" PRIu64 ": the kernels are too short",
+		      limit_ms);
+	before = (long)hw_param(ctx.fd, DRM_VNPU_PARAM_RESET_COUNT);
+	for (uint32_t i = 0; i < nhwq; i++) {
+		ck_assert_int_eq(hw_queue_create(ctx.fd, i, &queue[i], NULL),
+				 0);
+		hw_bo_new(ctx.fd, HW_PAGE_SIZE, 0, &buf[i]);
+	}
+	proc_start(&att, long_kernels_main, NULL, HW_USER_UID);
+	if (step_recv(att.from_child) != 's')
+		ck_abort_msg("the attacker failed (exit %d)", proc_wait(&att));
+	for (uint32_t i = 0; i < nhwq; i++) {
+		struct vnpu_cmd c = vnpu_fill_cmd(buf[i].va, HW_PAGE_SIZE,
+						  0x7e570000u + i, 4);
+
+		t_sub[i] = hw_now_ns();
+		ck_assert_int_eq(hw_submit(ctx.fd, queue[i], &ctx.cmd,
+					   64ull * i, &c, 1, &buf[i].handle, 1,
+					   0, NULL),
+				 0);
+	}
+	for (uint32_t i = 0; i < nhwq; i++) {
+		struct drm_vnpu_bo_wait w;
+		int64_t t;
+
+		ck_assert_int_eq(hw_bo_wait(ctx.fd, buf[i].handle, HW_WAIT_NS,
+					    &w),
+				 0);
+		t = hw_now_ns() - t_sub[i];
+		waited = t > waited ? t : waited;
+		ck_assert_int_eq(w.job_error, 0);
+		ck_assert_uint_eq(hw_check_u32(buf[i].map, HW_PAGE_SIZE,
+					       0x7e570000u + i),
+				  SIZE_MAX);
+	}
+	report_recv(&att, r, LK_WORDS);
+	ck_assert_int_eq(proc_wait(&att), 0);
+	hw_figure("time limit %" PRIu64 " ms: kernels on %" PRIu64
+		  " hardware queues aborted %.2f s after they started; the "
+		  "victim's FILLs waited %.2f s at most; resets %ld",
+		  limit_ms, nhwq, (double)r[LK_ENDED_NS] / 1e9,
+		  (double)waited / 1e9,
+		  (long)hw_param(ctx.fd, DRM_VNPU_PARAM_RESET_COUNT) - before);
+	for (uint32_t i = 0; i < nhwq; i++) {
+		const uint64_t *ri = &r[LK_PER_HWQ * i];
+
+		ck_assert_uint_eq(ri[LK_GEMM_ERR], ETIMEDOUT);
+		ck_assert_uint_eq(ri[LK_GEMM_STATUS], VNPU_STATUS_ABORTED);
+		ck_assert_uint_eq(ri[LK_NOP_ERR], ECANCELED);
+	}
+	ck_assert_uint_eq(r[LK_SUBMIT_ERR], ECANCELED);
+	ck_assert(r[LK_STATE] & DRM_VNPU_CONTEXT_BANNED);
+	ck_assert_msg(waited < (int64_t)limit_ms * NS_PER_MS + LIMIT_SLACK_NS,
+		      "a victim's job waited %lld ms behind a long kernel",
+		      (long long)(waited / NS_PER_MS));
+	/* The scheduler re-arms its timer when a job is queued: at most two
+	 * limits from the start. */
+	ck_assert_uint_lt(r[LK_ENDED_NS],
+			  2 * limit_ms * NS_PER_MS + LIMIT_SLACK_NS);
+	ck_assert_int_eq((long)hw_param(ctx.fd, DRM_VNPU_PARAM_RESET_COUNT),
+			 before);
+	for (uint32_t i = 0; i < nhwq; i++)
+		hw_bo_free(ctx.fd, &buf[i]);
+	hw_ctx_close(&ctx);
+}
+END_TEST
+
+/*
+ * A job blocked in FENCE_WAIT on a word of its own (`*gate`, never
+ * released) on hardware queue 0; answers 's' once submitted, then waits
+ * for it and reports {its errno, its job_status, CONTEXT_STATE}.
+ */
+static int gate_forever_main(int in, int out, void *p)
+{
+	struct hw_bo cmd, gate;
+	struct drm_vnpu_bo_wait w = { 0 };
+	uint64_t r[3];
+	uint32_t queue;
+	struct vnpu_cmd c;
+	int fd = hw_open_raw();
+
+	(void)in;
+	(void)p;
+	if (fd < 0 || hw_queue_create(fd, 0, &queue, NULL) ||
+	    hw_bo_create(fd, 4096, 0, &cmd) || hw_bo_create(fd, 4096, 0, &gate))
+		return 1;
+	memset(gate.map, 0, 8);
+	c = vnpu_fence_wait_cmd(gate.va, 1);
+	if (hw_submit(fd, queue, &cmd, 0, &c, 1, &gate.handle, 1, 0, NULL))
+		return 2;
+	usleep(100 * 1000);
+	if (step_send(out, 's'))
+		return 3;
+	hw_bo_wait(fd, gate.handle, HW_WAIT_NS, &w);
+	r[0] = (uint64_t)-w.job_error;
+	r[1] = w.job_status;
+	if (hw_get_param(fd, DRM_VNPU_PARAM_CONTEXT_STATE, 0, &r[2]))
+		return 4;
+	return report_send(out, r, 3) ? 5 : 0;
+}
+
+/*
+ * FENCE_WAIT: while no other context wants the hardware queue, a job may
+ * wait past its time limit (a CPU that releases it later); as soon as one
+ * does, the waiting job has had its limit, and an attacker's wait that
+ * nobody releases is aborted without a reset.
+ */
+START_TEST(test_fence_wait_limit)
+{
+	struct hw_ctx ctx;
+	struct hw_bo gate, buf;
+	struct drm_vnpu_bo_wait w;
+	struct proc att;
+	uint32_t queue0;
+	uint64_t r[3], limit_ms;
+	int64_t t0, waited;
+	long before;
+
+	hw_ctx_open(&ctx);
+	limit_ms = hw_param(ctx.fd, DRM_VNPU_PARAM_JOB_TIMEOUT_MS);
+	before = (long)hw_param(ctx.fd, DRM_VNPU_PARAM_RESET_COUNT);
+	hw_bo_new(ctx.fd, HW_PAGE_SIZE, 0, &gate);
+	hw_bo_new(ctx.fd, HW_PAGE_SIZE, 0, &buf);
+	memset(gate.map, 0, 8);
+	{
+		struct vnpu_cmd c[2] = {
+			vnpu_fence_wait_cmd(gate.va, 1),
+			vnpu_fill_cmd(buf.va, HW_PAGE_SIZE, 0x6a7e6a7e, 4),
+		};
+		uint32_t list[2] = { gate.handle, buf.handle };
+
+		ck_assert_int_eq(hw_submit(ctx.fd, ctx.queue, &ctx.cmd, 0, c,
+					   2, list, 2, 0, NULL),
+				 0);
+	}
+	usleep((useconds_t)limit_ms * 2500);
+	__atomic_store_n((uint64_t *)gate.map, 1, __ATOMIC_RELEASE);
+	ck_assert_int_eq(hw_bo_wait(ctx.fd, buf.handle, HW_WAIT_NS, &w), 0);
+	ck_assert_int_eq(w.job_error, 0);
+	ck_assert_uint_eq(hw_check_u32(buf.map, HW_PAGE_SIZE, 0x6a7e6a7e),
+			  SIZE_MAX);
+	ck_assert_uint_eq(hw_param(ctx.fd, DRM_VNPU_PARAM_CONTEXT_STATE), 0);
+
+	/* Contended: a victim's FILL on the same hardware queue. */
+	ck_assert_int_eq(hw_queue_create(ctx.fd, 0, &queue0, NULL), 0);
+	proc_start(&att, gate_forever_main, NULL, HW_USER_UID);
+	if (step_recv(att.from_child) != 's')
+		ck_abort_msg("the attacker failed (exit %d)", proc_wait(&att));
+	{
+		struct vnpu_cmd c = vnpu_fill_cmd(buf.va, HW_PAGE_SIZE,
+						  0x6b7e6b7e, 4);
+
+		t0 = hw_now_ns();
+		ck_assert_int_eq(hw_submit(ctx.fd, queue0, &ctx.cmd, 128, &c,
+					   1, &buf.handle, 1, 0, NULL),
+				 0);
+	}
+	ck_assert_int_eq(hw_bo_wait(ctx.fd, buf.handle, HW_WAIT_NS, &w), 0);
+	waited = hw_now_ns() - t0;
+	report_recv(&att, r, 3);
+	ck_assert_int_eq(proc_wait(&att), 0);
+	hw_figure("time limit %" PRIu64 " ms: an uncontended FENCE_WAIT "
+		  "held %.2f s and finished; a victim waited %.2f s behind a "
+		  "FENCE_WAIT nobody releases",
+		  limit_ms, (double)limit_ms * 2.5 / 1e3, (double)waited / 1e9);
+	ck_assert_int_eq(w.job_error, 0);
+	ck_assert_uint_eq(hw_check_u32(buf.map, HW_PAGE_SIZE, 0x6b7e6b7e),
+			  SIZE_MAX);
+	ck_assert_uint_eq(r[0], ETIMEDOUT);
+	ck_assert_uint_eq(r[1], VNPU_STATUS_ABORTED);
+	ck_assert(r[2] & DRM_VNPU_CONTEXT_BANNED);
+	ck_assert_msg(waited < (int64_t)limit_ms * NS_PER_MS + LIMIT_SLACK_NS,
+		      "the victim waited %lld ms behind a FENCE_WAIT",
+		      (long long)(waited / NS_PER_MS));
+	ck_assert_int_eq((long)hw_param(ctx.fd, DRM_VNPU_PARAM_RESET_COUNT),
+			 before);
+	hw_bo_free(ctx.fd, &gate);
+	hw_bo_free(ctx.fd, &buf);
+	hw_ctx_close(&ctx);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
 	Suite *s = suite_create("hw_hostile");
@@ -752,6 +1066,11 @@ int main(int argc, char **argv)
 	tc = tcase_create("fairness");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_nop_flood);
+	hw_suite_add(s, tc);
+	tc = tcase_create("time_limits");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_long_kernels);
+	tcase_add_test(tc, test_fence_wait_limit);
 	hw_suite_add(s, tc);
 	return hw_main(argc, argv, s, 0);
 }

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define LAST_PARAM DRM_VNPU_PARAM_FILE_JOB_BYTES
+#define LAST_PARAM DRM_VNPU_PARAM_JOB_TIMEOUT_MS
 #define UNTOUCHED 0x5a5a5a5a5a5a5a5aull
 
 static bool is_queue_param(uint32_t p)
@@ -62,6 +62,8 @@ START_TEST(test_geometry)
 	ck_assert_uint_le(va_start + va_size, 1ull << 39);
 	ck_assert_uint_eq(hw_param(fd, DRM_VNPU_PARAM_MAX_SUBMIT_CMDS), 1023);
 	ck_assert_uint_eq(hw_param(fd, DRM_VNPU_PARAM_QUEUE_DEPTH), 64);
+	/* The module parameter, default 1000 (docs/uapi.md). */
+	ck_assert_uint_ge(hw_param(fd, DRM_VNPU_PARAM_JOB_TIMEOUT_MS), 1);
 	close(fd);
 }
 END_TEST

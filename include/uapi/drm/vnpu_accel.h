@@ -80,6 +80,8 @@ enum drm_vnpu_param {
 	DRM_VNPU_PARAM_FILE_MAX_JOBS = 33, /* unfinished jobs per file */
 	DRM_VNPU_PARAM_FILE_JOB_BYTES = 34, /* what they may hold, per file,
 					     * each counted as DRM_VNPU_JOB_BYTES */
+	DRM_VNPU_PARAM_JOB_TIMEOUT_MS = 35, /* a job's time limit on the
+					     * device (docs/uapi.md) */
 };
 
 /* Kernel memory an unfinished job counts as (FILE_JOB_BYTES). */
