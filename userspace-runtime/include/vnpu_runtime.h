@@ -65,6 +65,8 @@ typedef enum vnpu_error {
 	VNPU_ERROR_DEVICE_ERROR,	/* the device failed a command */
 	VNPU_ERROR_DEVICE_RESET,	/* the device was reset; work was lost */
 	VNPU_ERROR_TIMEOUT,		/* a wait gave up */
+	VNPU_ERROR_LAUNCH_TIMEOUT,	/* work ran past the device's time
+					 * limit and was aborted */
 	VNPU_ERROR_COUNT
 } vnpu_error_t;
 

@@ -84,6 +84,10 @@ static void describe(char *buf, size_t len, struct rt_device *d,
 		snprintf(buf, len, "the kernel does not implement this dtype "
 				   "or format combination (UNSUPPORTED)");
 		break;
+	case VNPU_STATUS_ABORTED:
+		snprintf(buf, len, "aborted: it ran past the device's time "
+				   "limit (ABORTED)");
+		break;
 	default:
 		snprintf(buf, len, "device status %s (%u), info 0x%" PRIx64,
 			 rt_status_name(f->status), f->status, f->info);

@@ -28,6 +28,7 @@ static const char *const error_names[VNPU_ERROR_COUNT] = {
 	[VNPU_ERROR_DEVICE_ERROR] = "device error",
 	[VNPU_ERROR_DEVICE_RESET] = "device reset",
 	[VNPU_ERROR_TIMEOUT] = "timeout",
+	[VNPU_ERROR_LAUNCH_TIMEOUT] = "launch timed out",
 };
 
 const char *vnpu_error_string(vnpu_error_t err)
@@ -96,6 +97,8 @@ vnpu_error_t rt_status_error(uint32_t status)
 		return VNPU_ERROR_LAUNCH_FAILURE;
 	case VNPU_STATUS_UNSUPPORTED:
 		return VNPU_ERROR_UNSUPPORTED;
+	case VNPU_STATUS_ABORTED:
+		return VNPU_ERROR_LAUNCH_TIMEOUT;
 	case VNPURT_STATUS_DEVICE_RESET:
 	case VNPURT_STATUS_DEVICE_LOST:
 		return VNPU_ERROR_DEVICE_RESET;
