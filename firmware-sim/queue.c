@@ -100,6 +100,8 @@ uint32_t sim_queue_read_locked(struct vnpu_sim *sim, unsigned q, uint32_t reg)
 		return (uint32_t)qu->done_seq;
 	case VNPU_Q_DONE_SEQ_HI:
 		return (uint32_t)(qu->done_seq >> 32);
+	case VNPU_Q_BUSY_US:
+		return (uint32_t)(sim_queue_busy_ns_locked(sim, q) / 1000);
 	default:
 		sim_log(sim, "vnpu: read of no such queue register 0x%x",
 			VNPU_QUEUE_REG(q, reg));
@@ -529,7 +531,8 @@ enum sim_step sim_cp_step_locked(struct vnpu_sim *sim)
 		struct sim_exec *ex = &qu->exec;
 		enum step_outcome out;
 		enum sim_step step;
-		bool abort, cancelled;
+		bool abort, cancelled, timed;
+		uint64_t t0 = 0;
 
 		if (!(sim->active_queues & (1u << q)))
 			continue;
@@ -544,11 +547,20 @@ enum sim_step sim_cp_step_locked(struct vnpu_sim *sim)
 		cancelled = qu->gen != ex->qgen;
 		ex->faulted = sim->ctx[ex->ctx].fault_status != 0;
 		sim->cp_busy = true;
+		/* Blocked in FENCE_WAIT is not executing (Q_BUSY_US). */
+		timed = ex->phase != SIM_PH_WAIT;
 		sim_unlock(sim); /* delivers the last retirement's interrupt */
 
+		if (timed)
+			t0 = sim_clock(sim);
 		out = run_step(sim, ex, abort, cancelled);
+		if (timed)
+			t0 = sim_clock(sim) - t0;
 
 		sim_lock(sim);
+		/* not into the counter of a reset that came meanwhile */
+		if (timed && sim->epoch == ex->epoch)
+			atomic_fetch_add(&qu->busy_ns, t0);
 		step = commit_locked(sim, q, out);
 		cp_done_locked(sim);
 		if (step != SIM_STEP_NONE) {

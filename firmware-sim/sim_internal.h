@@ -141,6 +141,8 @@ struct sim_launch {
 	uint32_t next_block;
 	uint32_t running;
 	bool posted;
+	uint64_t run_since; /* threaded: device clock when `running` left 0 */
+	_Atomic uint64_t *busy_ns; /* its queue's */
 	/* Abort, disable, reset or destroy: no block starts any more and
 	 * running ones return at their next poll (the kernels' stop hook). */
 	atomic_bool stop;
@@ -186,6 +188,9 @@ struct sim_queue {
 	_Atomic uint64_t gen;
 	bool busy;    /* a command is in flight (exec is in use) */
 	bool waiting; /* that command is blocked in FENCE_WAIT */
+	/* Q_BUSY_US in ns: steps and block runs that ended; added to by the
+	 * command processor and the workers, hence atomic. */
+	_Atomic uint64_t busy_ns;
 	struct sim_exec exec;
 };
 
@@ -376,7 +381,9 @@ void sim_launch_release(struct vnpu_sim *sim, struct sim_launch *l);
 int sim_workers_start(struct vnpu_sim *sim);
 void sim_workers_stop(struct vnpu_sim *sim);
 /* Threaded mode: hands the launch's blocks to the workers. */
-void sim_pool_post(struct vnpu_sim *sim, struct sim_launch *l);
+void sim_pool_post(struct vnpu_sim *sim, struct sim_launch *l,
+		   _Atomic uint64_t *busy_ns);
+uint64_t sim_queue_busy_ns_locked(struct vnpu_sim *sim, unsigned q);
 /* Takes a settled launch off the pool (pool lock held by the caller). */
 void sim_pool_remove_locked(struct sim_pool *pool, struct sim_launch *l);
 /* Waits until no block of any launch is running (every launch stopped). */

@@ -84,9 +84,11 @@ void sim_run_block(struct sim_launch *l, uint32_t b)
 
 /* The next block to run, round robin between the posted launches (one
  * block of each in turn); NULL when none has a block left. Pool lock. */
-static struct sim_launch *pool_pick_locked(struct sim_pool *pool,
+static struct sim_launch *pool_pick_locked(struct vnpu_sim *sim,
 					   uint32_t *block)
 {
+	struct sim_pool *pool = &sim->pool;
+
 	for (unsigned i = 0; i < pool->nactive; i++) {
 		unsigned k = (pool->rr + i) % pool->nactive;
 		struct sim_launch *l = pool->active[k];
@@ -94,7 +96,9 @@ static struct sim_launch *pool_pick_locked(struct sim_pool *pool,
 		if (l->next_block >= l->nblocks || atomic_load(&l->stop))
 			continue;
 		*block = l->next_block++;
-		l->running++;
+		/* The queue is busy while any block of its launch runs. */
+		if (l->running++ == 0)
+			l->run_since = sim_clock(sim);
 		pool->running++;
 		pool->rr = k + 1;
 		return l;
@@ -124,7 +128,7 @@ static void *worker_main(void *arg)
 		uint32_t b;
 		bool over;
 
-		l = pool_pick_locked(pool, &b);
+		l = pool_pick_locked(sim, &b);
 		if (!l) {
 			unsigned seen = atomic_load(&pool->posts);
 
@@ -140,7 +144,9 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&pool->lock);
 		sim_run_block(l, b);
 		pthread_mutex_lock(&pool->lock);
-		l->running--;
+		if (--l->running == 0)
+			atomic_fetch_add(l->busy_ns,
+					 sim_clock(sim) - l->run_since);
 		pool->running--;
 		over = l->running == 0 &&
 		       (l->next_block >= l->nblocks || atomic_load(&l->stop));
@@ -198,13 +204,15 @@ void sim_workers_stop(struct vnpu_sim *sim)
 	pthread_mutex_destroy(&pool->lock);
 }
 
-void sim_pool_post(struct vnpu_sim *sim, struct sim_launch *l)
+void sim_pool_post(struct vnpu_sim *sim, struct sim_launch *l,
+		   _Atomic uint64_t *busy_ns)
 {
 	struct sim_pool *pool = &sim->pool;
 
 	pthread_mutex_lock(&pool->lock);
 	l->next_block = 0;
 	l->running = 0;
+	l->busy_ns = busy_ns;
 	l->posted = true;
 	pool->active[pool->nactive++] = l; /* one launch per queue */
 	atomic_fetch_add(&pool->posts, 1);
@@ -240,6 +248,24 @@ bool sim_launch_settled(struct vnpu_sim *sim, struct sim_launch *l)
 		sim_pool_remove_locked(pool, l);
 	pthread_mutex_unlock(&pool->lock);
 	return settled;
+}
+
+/* Q_BUSY_US in ns: what ended, and the blocks of its launch running now.
+ * Takes the pool lock inside the simulator's, as the command processor
+ * does. */
+uint64_t sim_queue_busy_ns_locked(struct vnpu_sim *sim, unsigned q)
+{
+	struct sim_queue *qu = &sim->queue[q];
+	struct sim_launch *l = &qu->exec.launch;
+	uint64_t ns = atomic_load(&qu->busy_ns);
+
+	if (sim->cfg.mode != VNPU_SIM_THREADS || !qu->busy)
+		return ns;
+	pthread_mutex_lock(&sim->pool.lock);
+	if (l->posted && l->running)
+		ns += sim_clock(sim) - l->run_since;
+	pthread_mutex_unlock(&sim->pool.lock);
+	return ns;
 }
 
 void sim_pool_wait_idle(struct vnpu_sim *sim)

@@ -21,9 +21,10 @@
 #define VNPU_BAR_VRAM			4	/* 64-bit prefetchable VRAM */
 #define VNPU_REGS_SIZE			0x10000u
 
-/* Hardware ABI version reported in HW_VERSION and required of firmware. */
+/* Hardware ABI version reported in HW_VERSION and required of firmware.
+ * Minor 1 added Q_CTRL.ABORT and Q_BUSY_US. */
 #define VNPU_HW_ABI_MAJOR		1
-#define VNPU_HW_ABI_MINOR		0
+#define VNPU_HW_ABI_MINOR		1
 
 /* ---- limits -------------------------------------------------------------- */
 #define VNPU_MAX_QUEUES			16
@@ -135,6 +136,10 @@
 #define VNPU_Q_TAIL			0x24	/* RO last doorbell value */
 #define VNPU_Q_DONE_SEQ_LO		0x28	/* RO seqno of last retired cmd */
 #define VNPU_Q_DONE_SEQ_HI		0x2c	/* RO */
+/* RO: device time, in us, the queue's commands have spent executing since
+ * the device reset (a kernel block on a core, a DMA or FILL step; not a
+ * FENCE_WAIT, not a launch waiting for a core); wraps at 2^32. */
+#define VNPU_Q_BUSY_US			0x30
 
 /* ---- doorbells (page 3, alone so it can be mapped by itself) ----------- */
 #define VNPU_DOORBELL_BASE		0x3000

@@ -119,7 +119,7 @@ static void old_major(struct image *im)
 
 static void newer_minor(struct image *im)
 {
-	hdr(im)->abi_minor = 1;
+	hdr(im)->abi_minor = VNPU_HW_ABI_MINOR + 1;
 	vnpu_fw_image_seal(im->bytes, im->size);
 }
 

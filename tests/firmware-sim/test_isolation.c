@@ -446,6 +446,77 @@ START_TEST(cores_shared_between_launches)
 }
 END_TEST
 
+/* ---- (b') what a queue has used: Q_BUSY_US ----------------------------- */
+
+#define BUSY_WINDOW_US 300000
+
+/* Q_BUSY_US of q grown over BUSY_WINDOW_US of wall time. */
+static uint32_t busy_over_window(struct vnpu_simhost *h, unsigned q)
+{
+	uint32_t b0 = ft_qreg(h, q, VNPU_Q_BUSY_US);
+
+	sleep_us(BUSY_WINDOW_US);
+	return ft_qreg(h, q, VNPU_Q_BUSY_US) - b0;
+}
+
+/*
+ * Threaded: a launch whose blocks hold both cores counts its time while
+ * it runs (not only once a block ends); a launch waiting for a core and a
+ * FENCE_WAIT count nothing; once the cores are free the waiting launch
+ * counts too. A driver's time limit rests on this (hw-spec section 4).
+ */
+START_TEST(busy_time)
+{
+	struct vnpu_simhost *h = big_host(VNPU_SIM_THREADS);
+	struct huge hog = huge_gemm(h, 0, 2), starved = huge_gemm(h, 1, 1);
+	uint32_t hog_us, starved_us, wait_us, fed_us;
+	uint64_t va_gate;
+	struct runner r;
+
+	ck_assert_uint_eq(h->cfg.num_cores, 2);
+	ck_assert_uint_eq(ft_qreg(h, 0, VNPU_Q_BUSY_US), 0);
+	shared_page(h, &va_gate);
+	start_huge(h, 0, &hog, &r);
+	/* both blocks on the cores (block 1 writes the second half) */
+	for (int i = 0; i < BOUND_MS * 10 &&
+			__atomic_load_n((uint32_t *)hog.out + hog.out_bytes / 8,
+					__ATOMIC_RELAXED) == 0xffffffffu;
+	     i++)
+		sleep_us(100);
+	vnpu_simhost_submit(h, 1, starved.cmd);
+	vnpu_simhost_submit(h, 3, vnpu_fence_cmd(VNPU_OP_FENCE_WAIT,
+						 va_gate, 1));
+	sleep_us(20000);
+	hog_us = busy_over_window(h, 0);
+	starved_us = ft_qreg(h, 1, VNPU_Q_BUSY_US);
+	wait_us = ft_qreg(h, 3, VNPU_Q_BUSY_US);
+	/* the hog's blocks stop: the starved launch gets a core */
+	ft_wr(h, VNPU_QUEUE_REG(0, VNPU_Q_CTRL), VNPU_Q_CTRL_ABORT);
+	ck_assert(wait_disabled(h, 0));
+	sleep_us(20000);
+	fed_us = busy_over_window(h, 1);
+	fprintf(stderr,
+		"isolation: over %.0f ms, Q_BUSY_US grew %.1f ms for a launch "
+		"on both cores, %.1f ms for one waiting for a core (then %.1f "
+		"ms with a core), %.1f ms for a FENCE_WAIT\n",
+		BUSY_WINDOW_US / 1e3, hog_us / 1e3, starved_us / 1e3,
+		fed_us / 1e3, wait_us / 1e3);
+	ck_assert_uint_ge(hog_us, BUSY_WINDOW_US * 9 / 10);
+	ck_assert_uint_le(hog_us, BUSY_WINDOW_US * 3);
+	ck_assert_uint_lt(starved_us, BUSY_WINDOW_US / 10);
+	ck_assert_uint_lt(wait_us, BUSY_WINDOW_US / 10);
+	ck_assert_uint_ge(fed_us, BUSY_WINDOW_US * 9 / 10);
+	ft_wr(h, VNPU_QUEUE_REG(1, VNPU_Q_CTRL), VNPU_Q_CTRL_ABORT);
+	ft_wr(h, VNPU_QUEUE_REG(3, VNPU_Q_CTRL), VNPU_Q_CTRL_ABORT);
+	ck_assert(wait_disabled(h, 1));
+	ck_assert(wait_disabled(h, 3));
+	finish_runner(h, &r);
+	vnpu_sim_reset(h->sim);
+	ck_assert_uint_eq(ft_qreg(h, 1, VNPU_Q_BUSY_US), 0);
+	vnpu_simhost_destroy(h);
+}
+END_TEST
+
 /* ---- (c) ABORT -------------------------------------------------------- */
 
 /* The queue's registers after an abort that retired `seq`. */
@@ -817,6 +888,7 @@ int main(void)
 	tcase_add_test(tc, progress_deterministic);
 	tcase_add_test(tc, copy_interleaves_deterministic);
 	tcase_add_test(tc, cores_shared_between_launches);
+	tcase_add_test(tc, busy_time);
 	tcase_add_loop_test(tc, abort_idle_queue, 0, 2);
 	tcase_add_test(tc, abort_before_start);
 	tcase_add_loop_test(tc, abort_fence_wait, 0, 2);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "rt_check.h"
+#include "vnpu/hw_regs.h"
 
 START_TEST(not_initialized)
 {
@@ -54,7 +55,8 @@ START_TEST(devices_and_properties)
 	RT_OK(vnpu_device_properties(0, &p));
 	ck_assert_str_eq(p.backend, "sim");
 	ck_assert_str_eq(p.name, "vnpu (sim)");
-	ck_assert_uint_eq(p.hw_version, 0x00010000u);
+	ck_assert_uint_eq(p.hw_version,
+			  VNPU_HW_ABI_MAJOR << 16 | VNPU_HW_ABI_MINOR);
 	ck_assert_uint_eq(p.fw_version, 0x00010000u);
 	ck_assert_uint_eq(p.vram_size, 256ull << 20);
 	ck_assert_uint_ge(p.cores, 1);
