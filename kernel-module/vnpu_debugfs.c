@@ -42,6 +42,11 @@ static int vnpu_queues_show(struct seq_file *s, void *unused)
 			   hwq->cur_ctx, hwq->entries, hwq->tail);
 		seq_printf(s, " next_seqno %llu jobs %u", hwq->next_seqno,
 			   jobs);
+		if (jobs)
+			seq_printf(s, " head for %lld ms, used %u us",
+				   ktime_ms_delta(ktime_get(), hwq->head_since),
+				   vnpu_qrd(hwq, VNPU_Q_BUSY_US) -
+					   hwq->head_busy_us);
 		seq_printf(s, " | HEAD %u TAIL %u DONE_SEQ %u Q_STATUS %#x\n",
 			   vnpu_qrd(hwq, VNPU_Q_HEAD),
 			   vnpu_qrd(hwq, VNPU_Q_TAIL),

@@ -105,12 +105,15 @@ struct vnpu_hwq {
 	int judged_resets; /* the reset count then */
 	/*
 	 * The job at the head of the ring (compared, never dereferenced: set
-	 * whenever the head changes), since when it is there, and how many
-	 * timeout checks let it wait in FENCE_WAIT past its time limit.
+	 * whenever the head changes), since when it is there, Q_BUSY_US then,
+	 * and how many timeout checks let it wait in FENCE_WAIT past its time
+	 * limit. limit_work has it judged once it may have used its limit.
 	 */
 	const struct vnpu_job *head_job;
 	ktime_t head_since;
+	u32 head_busy_us;
 	u32 head_wait_checks;
+	struct delayed_work limit_work;
 	bool stopping; /* an ABORT is under way: records are not retired */
 	char name[16];
 };

@@ -31,9 +31,11 @@ int vnpu_hw_init(struct vnpu_device *vdev)
 		return -ENODEV;
 	}
 	vdev->hw_version = vnpu_rd(vdev, VNPU_REG_HW_VERSION);
-	if (vdev->hw_version >> 16 != VNPU_HW_ABI_MAJOR) {
+	/* Time limits need Q_CTRL.ABORT and Q_BUSY_US (minor 1). */
+	if (vdev->hw_version >> 16 != VNPU_HW_ABI_MAJOR ||
+	    (vdev->hw_version & 0xffff) < 1) {
 		dev_err(dev,
-			"device hardware ABI %u.%u, driver supports %u.x\n",
+			"device hardware ABI %u.%u, driver supports %u.1 and later\n",
 			vdev->hw_version >> 16, vdev->hw_version & 0xffff,
 			VNPU_HW_ABI_MAJOR);
 		return -ENODEV;

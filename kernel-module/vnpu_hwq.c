@@ -151,8 +151,10 @@ u32 vnpu_job_current_cmd(struct vnpu_hwq *hwq, struct vnpu_job *job)
 
 /*
  * Notes a change of the job at the head of the ring: from now on it has
- * its time limit to finish (vnpu_reset.c). restart: the same job starts
- * over (put back into the ring after a reset or an abort).
+ * its time limit to finish (vnpu_reset.c), and is judged when it may have
+ * used it, whenever the scheduler's own timer (re-armed by every job
+ * queued) would fire. restart: the same job starts over (put back into
+ * the ring after a reset or an abort).
  */
 void vnpu_hwq_head_update(struct vnpu_hwq *hwq, bool restart)
 {
@@ -165,6 +167,22 @@ void vnpu_hwq_head_update(struct vnpu_hwq *hwq, bool restart)
 	hwq->head_job = head;
 	hwq->head_since = ktime_get();
 	hwq->head_wait_checks = 0;
+	if (!head) {
+		cancel_delayed_work(&hwq->limit_work);
+		return;
+	}
+	hwq->head_busy_us = vnpu_qrd(hwq, VNPU_Q_BUSY_US);
+	mod_delayed_work(hwq->vdev->reset_wq, &hwq->limit_work,
+			 msecs_to_jiffies(vnpu_job_timeout_ms));
+}
+
+/* The head job may have used its time: the timeout handler judges it. */
+static void vnpu_hwq_limit_work(struct work_struct *work)
+{
+	struct vnpu_hwq *hwq =
+		container_of(to_delayed_work(work), struct vnpu_hwq, limit_work);
+
+	drm_sched_fault(&hwq->sched);
 }
 
 void vnpu_job_signal(struct vnpu_job *job, int error)
@@ -485,6 +503,7 @@ int vnpu_hwq_init(struct vnpu_device *vdev, u32 index)
 	spin_lock_init(&hwq->lock);
 	spin_lock_init(&hwq->fence_lock);
 	INIT_LIST_HEAD(&hwq->inflight);
+	INIT_DELAYED_WORK(&hwq->limit_work, vnpu_hwq_limit_work);
 	hwq->next_seqno = 1;
 	hwq->cur_ctx = -1;
 	hwq->fence_ctx = dma_fence_context_alloc(1);
@@ -510,6 +529,7 @@ int vnpu_hwq_init(struct vnpu_device *vdev, u32 index)
 
 void vnpu_hwq_fini(struct vnpu_hwq *hwq)
 {
+	cancel_delayed_work_sync(&hwq->limit_work);
 	if (hwq->sched_ready)
 		drm_sched_fini(&hwq->sched);
 	hwq->sched_ready = false;

@@ -285,23 +285,36 @@ static bool vnpu_hwq_fw_stopped(struct vnpu_hwq *hwq, int resets, u64 done,
 
 /*
  * Called with hwq->lock held, from job's timeout: whether job, at the head
- * of the ring, has had its time limit there: job_timeout_ms, or, while it
- * waits in FENCE_WAIT and no other context wants the queue, up to
- * VNPU_MAX_WAIT_CHECKS limits more. The scheduler's timer may have been
- * armed a little before the job reached the head; a job that has been
- * there for less than most of its limit is judged at the next timeout.
+ * of the ring, has had its time limit there. What counts is the device
+ * time its queue used since (Q_BUSY_US, busy_us now): a launch that waits
+ * for a core while another queue's blocks run has not used its time.
+ * Blocked in FENCE_WAIT, the time at the head counts: job_timeout_ms, or
+ * while no other context wants the queue, up to VNPU_MAX_WAIT_CHECKS
+ * limits more. A job with time left is judged again when it may have used
+ * it.
  */
 static bool vnpu_hwq_overran(struct vnpu_hwq *hwq, struct vnpu_job *job,
-			     bool waiting)
+			     bool waiting, u32 busy_us)
 {
-	s64 ms = ktime_ms_delta(ktime_get(), hwq->head_since);
+	u32 limit_us = vnpu_job_timeout_ms * USEC_PER_MSEC;
+	u32 used_us = busy_us - hwq->head_busy_us; /* wraps */
+	s64 at_head_us = ktime_us_delta(ktime_get(), hwq->head_since);
 
 	lockdep_assert_held(&hwq->lock);
 
-	if (hwq->head_job != job ||
-	    ms < vnpu_job_timeout_ms - vnpu_job_timeout_ms / 8)
+	if (hwq->head_job != job)
 		return false;
-	if (waiting && !vnpu_hwq_contended(hwq) &&
+	/* The counter and the clocks are read apart: a little slack. */
+	if (used_us >= limit_us - limit_us / 16)
+		return true;
+	if (!waiting) {
+		mod_delayed_work(hwq->vdev->reset_wq, &hwq->limit_work,
+				 usecs_to_jiffies(limit_us - used_us));
+		return false;
+	}
+	if (at_head_us < limit_us - limit_us / 16)
+		return false;
+	if (!vnpu_hwq_contended(hwq) &&
 	    hwq->head_wait_checks < VNPU_MAX_WAIT_CHECKS) {
 		hwq->head_wait_checks++;
 		return false;
@@ -400,7 +413,7 @@ enum drm_gpu_sched_stat vnpu_timedout_job(struct drm_sched_job *sj)
 	unsigned long flags;
 	int idx, seen_resets;
 	u64 done;
-	u32 hb;
+	u32 hb, busy_us;
 
 	/*
 	 * The scheduler took the job off its list so that it cannot be freed
@@ -427,10 +440,12 @@ enum drm_gpu_sched_stat vnpu_timedout_job(struct drm_sched_job *sj)
 	done = vnpu_hwq_done_seq(hwq);
 	hb = vnpu_hw_heartbeat(vdev);
 	waiting = vnpu_qrd(hwq, VNPU_Q_STATUS) & VNPU_Q_STATUS_WAITING;
+	busy_us = vnpu_qrd(hwq, VNPU_Q_BUSY_US);
 	fatal = vnpu_rd(vdev, VNPU_REG_STATUS) & VNPU_STATUS_FATAL;
 	spin_lock_irqsave(&hwq->lock, flags);
 	stopped = !fatal && vnpu_hwq_fw_stopped(hwq, seen_resets, done, hb);
-	overran = !fatal && !stopped && vnpu_hwq_overran(hwq, job, waiting);
+	overran = !fatal && !stopped &&
+		  vnpu_hwq_overran(hwq, job, waiting, busy_us);
 	spin_unlock_irqrestore(&hwq->lock, flags);
 	if (fatal || stopped)
 		vnpu_device_reset(vdev, job, seen_resets,

@@ -202,6 +202,56 @@ static uint32_t gemm_kargs(void *args, uint64_t one_va, uint64_t out_va,
 	return sizeof(h) + sizeof(b) + sizeof(kp);
 }
 
+/* An attacker's job [FENCE_SIGNAL started, LAUNCH gemm] and its BOs. */
+struct gemm_job {
+	struct hw_bo one, args, flag;
+};
+
+/*
+ * Submits a GEMM of k in nblocks blocks writing out_va to queue, after a
+ * FENCE_SIGNAL that says it started; the list holds its own BOs and
+ * `out` (0: none, the kernel reaches it only through its arguments).
+ * Nothing is shared with another job: a BO in two jobs' lists orders
+ * them (implicit sync). 0, or -errno.
+ */
+static int gemm_job_submit(int fd, uint32_t queue, const struct hw_bo *cmd,
+			   uint64_t cmd_offset, uint64_t out_va, uint32_t out,
+			   int64_t k, uint32_t nblocks, struct gemm_job *g)
+{
+	struct vnpu_cmd c[2];
+	uint32_t list[4], size;
+	int ret;
+
+	if ((ret = hw_bo_create(fd, 4096, 0, &g->one)) ||
+	    (ret = hw_bo_create(fd, 4096, 0, &g->args)) ||
+	    (ret = hw_bo_create(fd, 4096, 0, &g->flag)))
+		return ret;
+	*(float *)g->one.map = 1.0f;
+	memset(g->flag.map, 0, 8);
+	size = gemm_kargs(g->args.map, g->one.va, out_va, k);
+	c[0] = vnpu_fence_signal_cmd(g->flag.va, 1);
+	c[1] = vnpu_launch_cmd(VNPU_KERNEL_GEMM, nblocks, g->args.va, size);
+	list[0] = g->one.handle;
+	list[1] = g->args.handle;
+	list[2] = g->flag.handle;
+	list[3] = out;
+	return hw_submit(fd, queue, cmd, cmd_offset, c, 2, list, out ? 4 : 3,
+			 0, NULL);
+}
+
+/* Waits until the job's launch has started; false after HW_WAIT_NS. */
+static bool gemm_job_started(const struct gemm_job *g)
+{
+	int64_t t0 = hw_now_ns();
+
+	while (!__atomic_load_n((uint64_t *)g->flag.map, __ATOMIC_ACQUIRE)) {
+		if (hw_now_ns() - t0 > HW_WAIT_NS)
+			return false;
+		usleep(1000);
+	}
+	return true;
+}
+
 /*
  * Submits [FENCE_SIGNAL started, LAUNCH gemm -> X] listing every BO but X,
  * waits until the launch started, closes X (or exits), answers 'x'; then
@@ -210,10 +260,9 @@ static uint32_t gemm_kargs(void *args, uint64_t one_va, uint64_t out_va,
 static int attacker_main(int in, int out, void *p)
 {
 	const struct attack_arg *a = p;
-	struct hw_bo x, one, args, flag;
+	struct gemm_job g;
 	struct hw_ctx ctx;
-	struct vnpu_cmd c[2];
-	uint32_t list[3], size;
+	struct hw_bo x;
 	int64_t t0;
 
 	ctx.fd = hw_open_raw();
@@ -221,27 +270,14 @@ static int attacker_main(int in, int out, void *p)
 	    hw_queue_create(ctx.fd, DRM_VNPU_HW_QUEUE_ANY, &ctx.queue, NULL) ||
 	    hw_bo_create(ctx.fd, 64 * 1024, 0, &ctx.cmd))
 		return 80;
-	if (hw_bo_create(ctx.fd, 4ull * GEMM_M * GEMM_M, a->flags, &x) ||
-	    hw_bo_create(ctx.fd, 4096, 0, &one) ||
-	    hw_bo_create(ctx.fd, 4096, 0, &args) ||
-	    hw_bo_create(ctx.fd, 4096, 0, &flag))
+	if (hw_bo_create(ctx.fd, 4ull * GEMM_M * GEMM_M, a->flags, &x))
 		return 81;
-	*(float *)one.map = 1.0f;
-	memset(flag.map, 0, 8);
-	size = gemm_kargs(args.map, one.va, x.va, GEMM_K);
-	c[0] = vnpu_fence_signal_cmd(flag.va, 1);
-	c[1] = vnpu_launch_cmd(VNPU_KERNEL_GEMM, 1, args.va, size);
-	list[0] = one.handle;
-	list[1] = args.handle;
-	list[2] = flag.handle;
-	if (hw_submit(ctx.fd, ctx.queue, &ctx.cmd, 0, c, 2, list, 3, 0, NULL))
+	if (gemm_job_submit(ctx.fd, ctx.queue, &ctx.cmd, 0, x.va, 0, GEMM_K, 1,
+			    &g))
 		return 82;
+	if (!gemm_job_started(&g))
+		return 83;
 	t0 = hw_now_ns();
-	while (!__atomic_load_n((uint64_t *)flag.map, __ATOMIC_ACQUIRE)) {
-		if (hw_now_ns() - t0 > 20ll * 1000 * 1000 * 1000)
-			return 83;
-		usleep(1000);
-	}
 	if (a->exit_early) {
 		/* Everything closes with the process, the job still runs. */
 		step_send(out, 'x');
@@ -253,7 +289,7 @@ static int attacker_main(int in, int out, void *p)
 	if (step_send(out, 'x') || step_recv(in) != 'w')
 		return 85;
 	/* The job ends (it may fail: its output went away). */
-	hw_bo_wait(ctx.fd, args.handle, HW_WAIT_NS, NULL);
+	hw_bo_wait(ctx.fd, g.args.handle, HW_WAIT_NS, NULL);
 	hw_figure("attacker: its kernel ran %.2f s after it started",
 		  (double)(hw_now_ns() - t0) / 1e9);
 	return 0;
@@ -757,8 +793,8 @@ enum {
  */
 static int long_kernels_main(int in, int out, void *p)
 {
-	struct hw_bo cmd, one[FLOOD_MAX_HWQ], flag[FLOOD_MAX_HWQ],
-		args[FLOOD_MAX_HWQ], dst[FLOOD_MAX_HWQ], nop[FLOOD_MAX_HWQ];
+	struct hw_bo cmd, dst[FLOOD_MAX_HWQ], nop[FLOOD_MAX_HWQ];
+	struct gemm_job g[FLOOD_MAX_HWQ];
 	uint32_t queue[FLOOD_MAX_HWQ];
 	uint64_t r[LK_WORDS] = { 0 }, nhwq, state;
 	struct drm_vnpu_bo_wait w;
@@ -772,46 +808,23 @@ static int long_kernels_main(int in, int out, void *p)
 	    hw_bo_create(fd, 64 * 1024, 0, &cmd))
 		return 1;
 	nhwq = nhwq < FLOOD_MAX_HWQ ? nhwq : FLOOD_MAX_HWQ;
-	/* Nothing shared between the queues' jobs: a BO in two jobs' lists
-	 * orders them (implicit sync), and the kernels must run at once. */
 	for (uint32_t i = 0; i < nhwq; i++) {
-		struct vnpu_cmd c[2];
-		uint32_t list[4], size;
+		struct vnpu_cmd c = vnpu_nop_cmd();
 
 		if (hw_queue_create(fd, i, &queue[i], NULL) ||
-		    hw_bo_create(fd, 4096, 0, &one[i]) ||
-		    hw_bo_create(fd, 4096, 0, &flag[i]) ||
-		    hw_bo_create(fd, 4096, 0, &args[i]) ||
 		    hw_bo_create(fd, 4ull * GEMM_M * GEMM_M, 0, &dst[i]) ||
 		    hw_bo_create(fd, 4096, 0, &nop[i]))
 			return 2;
-		memset(flag[i].map, 0, 8);
-		*(float *)one[i].map = 1.0f;
-		size = gemm_kargs(args[i].map, one[i].va, dst[i].va,
-				  LONG_GEMM_K);
-		c[0] = vnpu_fence_signal_cmd(flag[i].va, 1);
-		c[1] = vnpu_launch_cmd(VNPU_KERNEL_GEMM, 1, args[i].va, size);
-		list[0] = one[i].handle;
-		list[1] = args[i].handle;
-		list[2] = flag[i].handle;
-		list[3] = dst[i].handle;
-		if (hw_submit(fd, queue[i], &cmd, 256ull * i, c, 2, list, 4, 0,
-			      NULL))
+		if (gemm_job_submit(fd, queue[i], &cmd, 256ull * i, dst[i].va,
+				    dst[i].handle, LONG_GEMM_K, 1, &g[i]))
 			return 3;
-		c[0] = vnpu_nop_cmd();
-		if (hw_submit(fd, queue[i], &cmd, 256ull * i + 128, c, 1,
+		if (hw_submit(fd, queue[i], &cmd, 256ull * i + 128, &c, 1,
 			      &nop[i].handle, 1, 0, NULL))
 			return 4;
 	}
-	t0 = hw_now_ns();
-	for (uint32_t i = 0; i < nhwq; i++) {
-		while (!__atomic_load_n((uint64_t *)flag[i].map,
-					__ATOMIC_ACQUIRE)) {
-			if (hw_now_ns() - t0 > HW_WAIT_NS)
-				return 5;
-			usleep(1000);
-		}
-	}
+	for (uint32_t i = 0; i < nhwq; i++)
+		if (!gemm_job_started(&g[i]))
+			return 5;
 	t0 = hw_now_ns();
 	if (step_send(out, 's'))
 		return 6;
@@ -819,7 +832,7 @@ static int long_kernels_main(int in, int out, void *p)
 		uint64_t *ri = &r[LK_PER_HWQ * i];
 
 		memset(&w, 0, sizeof(w));
-		hw_bo_wait(fd, args[i].handle, HW_WAIT_NS, &w);
+		hw_bo_wait(fd, g[i].args.handle, HW_WAIT_NS, &w);
 		ri[LK_GEMM_ERR] = (uint64_t)-w.job_error;
 		ri[LK_GEMM_STATUS] = w.job_status;
 		memset(&w, 0, sizeof(w));
@@ -842,11 +855,13 @@ static int long_kernels_main(int in, int out, void *p)
 
 /*
  * An unprivileged user runs a kernel of about 16 s on every hardware
- * queue. Each is aborted once it has had its time limit, without a device
- * reset: the attacker's jobs fail (-ETIMEDOUT, status ABORTED; the job
- * behind it -ECANCELED) and its context is banned. The victim's FILL on
- * each hardware queue, submitted once all the kernels run, finishes
- * within the time limit and a second.
+ * queue. Each is aborted once it has used its time limit, without a
+ * device reset: the attacker's jobs fail (-ETIMEDOUT, status ABORTED; the
+ * job behind it -ECANCELED) and its context is banned. With more kernels
+ * than cores, those waiting for a core have not used their time yet: the
+ * victim's FILL on each hardware queue, submitted once all the kernels are
+ * on the device, finishes within a time limit per round of cores (2 here)
+ * and a second.
  */
 START_TEST(test_long_kernels)
 {
@@ -855,12 +870,14 @@ START_TEST(test_long_kernels)
 	struct hw_bo buf[FLOOD_MAX_HWQ];
 	uint32_t queue[FLOOD_MAX_HWQ];
 	int64_t t_sub[FLOOD_MAX_HWQ], waited = 0;
-	uint64_t r[LK_WORDS], nhwq, limit_ms;
+	uint64_t r[LK_WORDS], nhwq, ncores, rounds, limit_ms;
 	long before;
 
 	hw_ctx_open(&ctx);
 	nhwq = hw_param(ctx.fd, DRM_VNPU_PARAM_NUM_HW_QUEUES);
 	nhwq = nhwq < FLOOD_MAX_HWQ ? nhwq : FLOOD_MAX_HWQ;
+	ncores = hw_param(ctx.fd, DRM_VNPU_PARAM_NUM_CORES);
+	rounds = (nhwq + ncores - 1) / ncores;
 	limit_ms = hw_param(ctx.fd, DRM_VNPU_PARAM_JOB_TIMEOUT_MS);
 	ck_assert_msg(limit_ms <= 4000,
 		      "JOB_TIMEOUT_MS %" PRIu64 ": the kernels are too short",
@@ -915,17 +932,134 @@ START_TEST(test_long_kernels)
 	}
 	ck_assert_uint_eq(r[LK_SUBMIT_ERR], ECANCELED);
 	ck_assert(r[LK_STATE] & DRM_VNPU_CONTEXT_BANNED);
-	ck_assert_msg(waited < (int64_t)limit_ms * NS_PER_MS + LIMIT_SLACK_NS,
+	ck_assert_msg(waited < (int64_t)(rounds * limit_ms) * NS_PER_MS +
+				       LIMIT_SLACK_NS,
 		      "a victim's job waited %lld ms behind a long kernel",
 		      (long long)(waited / NS_PER_MS));
-	/* The scheduler re-arms its timer when a job is queued: at most two
-	 * limits from the start. */
 	ck_assert_uint_lt(r[LK_ENDED_NS],
-			  2 * limit_ms * NS_PER_MS + LIMIT_SLACK_NS);
+			  rounds * limit_ms * NS_PER_MS + LIMIT_SLACK_NS);
 	ck_assert_int_eq((long)hw_param(ctx.fd, DRM_VNPU_PARAM_RESET_COUNT),
 			 before);
 	for (uint32_t i = 0; i < nhwq; i++)
 		hw_bo_free(ctx.fd, &buf[i]);
+	hw_ctx_close(&ctx);
+}
+END_TEST
+
+/*
+ * Hardware queue 0: a job [FENCE_SIGNAL started, LAUNCH a GEMM of
+ * LONG_GEMM_K in 2 blocks] that holds both cores, then a NOP job every
+ * 20 ms (each re-arms the scheduler's timer) until SUBMIT refuses one.
+ * Answers 's' once the launch started; reports {GEMM's errno, its
+ * job_status, ns from start to its end, SUBMIT's last answer}.
+ */
+static int core_hog_main(int in, int out, void *p)
+{
+	struct drm_vnpu_bo_wait w = { 0 };
+	struct vnpu_cmd nop = vnpu_nop_cmd();
+	struct hw_bo cmd, dst;
+	struct gemm_job g;
+	uint64_t r[4];
+	uint32_t queue;
+	int fd = hw_open_raw(), ret;
+	int64_t t0;
+
+	(void)in;
+	(void)p;
+	if (fd < 0 || hw_queue_create(fd, 0, &queue, NULL) ||
+	    hw_bo_create(fd, 64 * 1024, 0, &cmd) ||
+	    hw_bo_create(fd, 4ull * GEMM_M * GEMM_M, 0, &dst))
+		return 1;
+	if (gemm_job_submit(fd, queue, &cmd, 0, dst.va, dst.handle,
+			    LONG_GEMM_K, 2, &g))
+		return 2;
+	if (!gemm_job_started(&g))
+		return 3;
+	t0 = hw_now_ns();
+	if (step_send(out, 's'))
+		return 4;
+	do {
+		usleep(20 * 1000);
+		ret = hw_submit(fd, queue, &cmd, 128, &nop, 1, NULL, 0, 0,
+				NULL);
+	} while (!ret && hw_now_ns() - t0 < HW_WAIT_NS);
+	hw_bo_wait(fd, g.args.handle, HW_WAIT_NS, &w);
+	r[0] = (uint64_t)-w.job_error;
+	r[1] = w.job_status;
+	r[2] = (uint64_t)(hw_now_ns() - t0);
+	r[3] = (uint64_t)-ret;
+	return report_send(out, r, 4) ? 5 : 0;
+}
+
+/*
+ * An unprivileged user's launch holds both cores (blocks are not
+ * preempted) and keeps queueing jobs behind it. A victim's launch on
+ * another hardware queue waits for a core meanwhile: it has not used its
+ * time and must complete, while the hog is aborted within its limit of
+ * device time, whatever it queues.
+ */
+START_TEST(test_starved_launch_completes)
+{
+	const int64_t k = 1 << 18; /* a fraction of a second of one core */
+	struct hw_bo one, args, dst;
+	struct drm_vnpu_bo_wait w;
+	struct hw_ctx ctx;
+	struct proc hog;
+	uint32_t queue1, list[3], size;
+	uint64_t r[4], limit_ms;
+	int64_t t0, took;
+	struct vnpu_cmd c;
+	long before;
+
+	hw_ctx_open(&ctx);
+	if (hw_param(ctx.fd, DRM_VNPU_PARAM_NUM_HW_QUEUES) < 2 ||
+	    hw_param(ctx.fd, DRM_VNPU_PARAM_NUM_CORES) != 2) {
+		hw_ctx_close(&ctx);
+		return; /* the scenario needs 2 cores and 2 queues */
+	}
+	limit_ms = hw_param(ctx.fd, DRM_VNPU_PARAM_JOB_TIMEOUT_MS);
+	before = (long)hw_param(ctx.fd, DRM_VNPU_PARAM_RESET_COUNT);
+	ck_assert_int_eq(hw_queue_create(ctx.fd, 1, &queue1, NULL), 0);
+	hw_bo_new(ctx.fd, HW_PAGE_SIZE, 0, &one);
+	hw_bo_new(ctx.fd, HW_PAGE_SIZE, 0, &args);
+	hw_bo_new(ctx.fd, 4ull * GEMM_M * GEMM_M, 0, &dst);
+	*(float *)one.map = 1.0f;
+	size = gemm_kargs(args.map, one.va, dst.va, k);
+	c = vnpu_launch_cmd(VNPU_KERNEL_GEMM, 1, args.va, size);
+	list[0] = one.handle;
+	list[1] = args.handle;
+	list[2] = dst.handle;
+	proc_start(&hog, core_hog_main, NULL, HW_USER_UID);
+	if (step_recv(hog.from_child) != 's')
+		ck_abort_msg("the hog failed (exit %d)", proc_wait(&hog));
+	t0 = hw_now_ns();
+	ck_assert_int_eq(hw_submit(ctx.fd, queue1, &ctx.cmd, 0, &c, 1, list,
+				   3, 0, NULL),
+			 0);
+	ck_assert_int_eq(hw_bo_wait(ctx.fd, dst.handle, HW_WAIT_NS, &w), 0);
+	took = hw_now_ns() - t0;
+	report_recv(&hog, r, 4);
+	ck_assert_int_eq(proc_wait(&hog), 0);
+	hw_figure("time limit %" PRIu64 " ms: a launch holding both cores "
+		  "(its user queueing a job every 20 ms) was aborted %.2f s "
+		  "after it started; a victim's launch waiting for a core "
+		  "completed %.2f s after its SUBMIT",
+		  limit_ms, (double)r[2] / 1e9, (double)took / 1e9);
+	ck_assert_msg(w.job_error == 0,
+		      "the starved launch failed: %d, status %u",
+		      w.job_error, w.job_status);
+	ck_assert_uint_eq(hw_check_u32(dst.map, 4ull * GEMM_M * GEMM_M,
+				       0x48800000u /* 262144.0f */),
+			  SIZE_MAX);
+	ck_assert_uint_eq(r[0], ETIMEDOUT);
+	ck_assert_uint_eq(r[1], VNPU_STATUS_ABORTED);
+	ck_assert_uint_eq(r[3], ECANCELED);
+	ck_assert_uint_lt(r[2], limit_ms * NS_PER_MS + LIMIT_SLACK_NS);
+	ck_assert_int_eq((long)hw_param(ctx.fd, DRM_VNPU_PARAM_RESET_COUNT),
+			 before);
+	hw_bo_free(ctx.fd, &one);
+	hw_bo_free(ctx.fd, &args);
+	hw_bo_free(ctx.fd, &dst);
 	hw_ctx_close(&ctx);
 }
 END_TEST
@@ -1070,6 +1204,7 @@ int main(int argc, char **argv)
 	tc = tcase_create("time_limits");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_long_kernels);
+	tcase_add_test(tc, test_starved_launch_completes);
 	tcase_add_test(tc, test_fence_wait_limit);
 	hw_suite_add(s, tc);
 	return hw_main(argc, argv, s, 0);
