@@ -1179,6 +1179,224 @@ START_TEST(test_fence_wait_limit)
 }
 END_TEST
 
+/* ---- SIGKILL in every phase of a job ---------------------------------------- */
+
+/* Where kill_target_main stands when it is killed. */
+enum kill_phase {
+	KP_OPENED,	/* a file, nothing else */
+	KP_MAPPED,	/* system and VRAM BOs, mapped and written */
+	KP_SUBMITTING,	/* threads in SUBMIT, jobs queued */
+	KP_GATED,	/* a job blocked in FENCE_WAIT, jobs behind it */
+	KP_KERNEL,	/* a long kernel on the cores, reaching a VRAM BO
+			 * through its arguments only */
+	KP_WAITING,	/* in BO_WAIT on that kernel */
+	KP_EXPORTED,	/* a system BO exported as a dma-buf, imported by a
+			 * second file, a job of that file writing it */
+	KP_COUNT
+};
+
+static const char *const kill_phase_names[KP_COUNT] = {
+	"opened", "BOs mapped", "in SUBMIT", "job gated", "kernel running",
+	"in BO_WAIT", "dma-buf exported"
+};
+
+struct submitter {
+	int fd;
+	uint32_t queue;
+	const struct hw_bo *cmd;
+};
+
+static void *submit_forever(void *p)
+{
+	const struct submitter *s = p;
+	struct vnpu_cmd c = vnpu_nop_cmd();
+
+	for (;;)
+		hw_submit(s->fd, s->queue, s->cmd, 0, &c, 1, NULL, 0, 0, NULL);
+	return NULL;
+}
+
+/* Gets to phase *p, answers 'k' and waits to be killed (exit 9 if it is
+ * not; another code names a step that failed). */
+static int kill_target_main(int in, int out, void *p)
+{
+	enum kill_phase phase = *(const enum kill_phase *)p;
+	struct hw_bo sys, vram, cmd, gate, dst;
+	struct submitter sub;
+	struct gemm_job g;
+	struct vnpu_cmd c[2];
+	uint32_t queue, imported;
+	pthread_t t;
+	int fd = hw_open_raw(), dmabuf;
+
+	(void)in;
+	if (fd < 0)
+		return 1;
+	if (phase == KP_OPENED)
+		goto killed;
+	if (hw_bo_create(fd, 1u << 20, 0, &sys) ||
+	    hw_bo_create(fd, 1u << 20, DRM_VNPU_BO_VRAM, &vram) ||
+	    hw_bo_create(fd, 64 * 1024, 0, &cmd) ||
+	    hw_bo_create(fd, 4096, 0, &gate) ||
+	    hw_bo_create(fd, 4ull * GEMM_M * GEMM_M, DRM_VNPU_BO_VRAM, &dst))
+		return 2;
+	memset(sys.map, 0x11, sys.size);
+	memset(vram.map, 0x22, vram.size);
+	memset(gate.map, 0, 8);
+	if (phase == KP_MAPPED)
+		goto killed;
+	if (hw_queue_create(fd, DRM_VNPU_HW_QUEUE_ANY, &queue, NULL))
+		return 3;
+	switch (phase) {
+	case KP_SUBMITTING:
+		sub = (struct submitter){ fd, queue, &cmd };
+		for (int i = 0; i < 2; i++)
+			if (pthread_create(&t, NULL, submit_forever, &sub))
+				return 4;
+		usleep(20 * 1000);
+		break;
+	case KP_GATED:
+		c[0] = vnpu_fence_wait_cmd(gate.va, 1);
+		c[1] = vnpu_fill_cmd(vram.va, vram.size, 0x33333333, 4);
+		{
+			uint32_t list[2] = { gate.handle, vram.handle };
+
+			if (hw_submit(fd, queue, &cmd, 0, c, 2, list, 2, 0,
+				      NULL) ||
+			    hw_submit(fd, queue, &cmd, 128, &c[1], 1,
+				      &vram.handle, 1, 0, NULL))
+				return 5;
+		}
+		break;
+	case KP_KERNEL:
+	case KP_WAITING:
+		if (gemm_job_submit(fd, queue, &cmd, 0, dst.va, 0, LONG_GEMM_K,
+				    1, &g) ||
+		    !gemm_job_started(&g))
+			return 6;
+		if (phase == KP_WAITING) {
+			step_send(out, 'k');
+			hw_bo_wait(fd, g.args.handle, HW_WAIT_NS, NULL);
+			return 9;
+		}
+		break;
+	case KP_EXPORTED: {
+		int fd2 = hw_open_raw();
+		struct hw_bo cmd2;
+		uint32_t q2;
+
+		if (fd2 < 0 || hw_prime_export(fd, sys.handle, &dmabuf) ||
+		    hw_prime_import(fd2, dmabuf, &imported) ||
+		    hw_queue_create(fd2, DRM_VNPU_HW_QUEUE_ANY, &q2, NULL) ||
+		    hw_bo_create(fd2, 4096, 0, &cmd2) ||
+		    hw_bo_from_handle(fd2, imported, &dst))
+			return 7;
+		c[0] = vnpu_fill_cmd(dst.va, dst.size, 0x44444444, 4);
+		if (hw_submit(fd2, q2, &cmd2, 0, c, 1, &imported, 1, 0, NULL))
+			return 8;
+		break;
+	}
+	default:
+		break;
+	}
+killed:
+	step_send(out, 'k');
+	sleep(60);
+	return 9;
+}
+
+/* As uid HW_USER_UID: reports {open files, VRAM bytes, pinned bytes}
+ * that user holds (this probe's own file included). */
+static int quota_probe_main(int in, int out, void *p)
+{
+	uint64_t r[3];
+	int fd = hw_open_raw();
+
+	(void)in;
+	(void)p;
+	if (fd < 0 ||
+	    hw_get_param(fd, DRM_VNPU_PARAM_QUOTA_USED, DRM_VNPU_QUOTA_CONTEXTS,
+			 &r[0]) ||
+	    hw_get_param(fd, DRM_VNPU_PARAM_QUOTA_USED, DRM_VNPU_QUOTA_VRAM,
+			 &r[1]) ||
+	    hw_get_param(fd, DRM_VNPU_PARAM_QUOTA_USED, DRM_VNPU_QUOTA_PINNED,
+			 &r[2]))
+		return 1;
+	return report_send(out, r, 3) ? 2 : 0;
+}
+
+/* What HW_USER_UID holds, through a probe of its own. */
+static void user_holds(uint64_t r[3])
+{
+	struct proc probe;
+
+	proc_start(&probe, quota_probe_main, NULL, HW_USER_UID);
+	report_recv(&probe, r, 3);
+	ck_assert_int_eq(proc_wait(&probe), 0);
+}
+
+/*
+ * An unprivileged process is SIGKILLed in every phase of a job's life,
+ * twice each, while a victim guards its canary. Afterwards the victim's
+ * memory is unchanged, its jobs run, no reset happened, and everything
+ * the killed processes held (files, VRAM, pinned pages) is given back
+ * once their jobs have ended.
+ */
+START_TEST(test_sigkill_every_phase)
+{
+	struct victim_arg va = { DRM_VNPU_BO_VRAM, 64 * 1024 };
+	struct proc victim, target;
+	uint64_t held[3];
+	int64_t t0;
+	long before;
+	int fd = hw_open(), vst;
+
+	before = (long)hw_param(fd, DRM_VNPU_PARAM_RESET_COUNT);
+	proc_start(&victim, victim_main, &va, 0);
+	ck_assert_int_eq(step_send(victim.to_child, 'g'), 0);
+	ck_assert_int_eq(step_recv(victim.from_child), 'r');
+	for (int round = 0; round < 2 * KP_COUNT; round++) {
+		enum kill_phase phase = (enum kill_phase)(round % KP_COUNT);
+
+		proc_start(&target, kill_target_main, &phase, HW_USER_UID);
+		if (step_recv(target.from_child) != 'k')
+			ck_abort_msg("phase %s: the target failed (exit %d)",
+				     kill_phase_names[phase],
+				     proc_wait(&target));
+		/* somewhere in the phase, not only at its start */
+		usleep((useconds_t)(round / KP_COUNT) * 7000);
+		ck_assert_int_eq(kill(target.pid, SIGKILL), 0);
+		ck_assert_int_eq(proc_wait(&target), -SIGKILL);
+		victim_works(DRM_VNPU_BO_VRAM, HW_PAGE_SIZE);
+	}
+	/* What a killed job held goes back when the job ends: within a time
+	 * limit of the device (its kernel is aborted), and a second. */
+	t0 = hw_now_ns();
+	do {
+		user_holds(held);
+		if (held[0] == 1 && !held[1] && !held[2])
+			break;
+		usleep(100 * 1000);
+	} while (hw_now_ns() - t0 < HW_WAIT_NS);
+	ck_assert_int_eq(step_send(victim.to_child, 'c'), 0);
+	vst = proc_wait(&victim);
+	hw_figure("SIGKILL in %d phases of a job, %d times each: victim BOs "
+		  "changed %d of %d; the user held %" PRIu64 " files, %" PRIu64
+		  " VRAM bytes, %" PRIu64 " pinned bytes %.2f s after the last "
+		  "kill",
+		  KP_COUNT, 2, vst, VICTIM_BOS, held[0] - 1, held[1], held[2],
+		  (double)(hw_now_ns() - t0) / 1e9);
+	ck_assert_msg(vst == 0,
+		      "the victim's memory changed (%d BOs) or it failed", vst);
+	ck_assert_uint_eq(held[0], 1);
+	ck_assert_uint_eq(held[1], 0);
+	ck_assert_uint_eq(held[2], 0);
+	ck_assert_int_eq((long)hw_param(fd, DRM_VNPU_PARAM_RESET_COUNT),
+			 before);
+	close(fd);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
 	Suite *s = suite_create("hw_hostile");
@@ -1188,6 +1406,7 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, test_close_vram_during_kernel);
 	tcase_add_test(tc, test_close_system_during_kernel);
 	tcase_add_test(tc, test_exit_during_kernel);
+	tcase_add_test(tc, test_sigkill_every_phase);
 	hw_suite_add(s, tc);
 	tc = tcase_create("limits");
 	tcase_set_timeout(tc, 120);
