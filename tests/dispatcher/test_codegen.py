@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""dispatcher/codegen/gen_ops.py: the yaml is the one list of kernels.
+
+Each case writes a small native_functions.yaml and kernel source, runs the
+generator and checks that a mismatch between what the yaml lists and what
+the sources define is a build error naming both, and that a consistent
+pair registers exactly the listed kernels.
+
+  test_codegen.py GEN_OPS_PY
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+GEN = None
+
+MM = 'mm(Tensor self, Tensor mat2) -> Tensor'
+KERNEL = ('struct vnpu_at_tensor *vnpu_%s_mm(vnpu_keyset_t ks,\n'
+          '\tstruct vnpu_at_tensor *self, struct vnpu_at_tensor *mat2)\n'
+          '{\n\treturn NULL;\n}\n')
+
+
+def run(yaml_text, prefixes):
+    """Runs the generator; (exit status, stderr, generated source)."""
+    with tempfile.TemporaryDirectory() as d:
+        y = os.path.join(d, 'nf.yaml')
+        c = os.path.join(d, 'kernels.c')
+        with open(y, 'w') as f:
+            f.write(yaml_text)
+        with open(c, 'w') as f:
+            f.write(''.join(KERNEL % p for p in prefixes))
+        p = subprocess.run([sys.executable, GEN, '--yaml', y, '--outdir',
+                            os.path.join(d, 'out'), c],
+                           capture_output=True, text=True)
+        gen = ''
+        if p.returncode == 0:
+            with open(os.path.join(d, 'out', 'vnpu_ops_gen.c')) as f:
+                gen = f.read()
+        return p.returncode, p.stderr, gen
+
+
+def registered(gen):
+    return sorted(re.findall(r'\(void \*\)vnpu_(\w+)_mm \}', gen))
+
+
+class Codegen(unittest.TestCase):
+    def test_listed_kernels_are_registered(self):
+        rc, err, gen = run('- func: %s\n  dispatch: CPU, NPU\n' % MM,
+                           ['cpu', 'npu'])
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(registered(gen), ['cpu', 'npu'])
+
+    def test_defined_but_not_listed(self):
+        rc, err, _ = run('- func: %s\n  dispatch: CPU\n' % MM,
+                         ['cpu', 'npu'])
+        self.assertNotEqual(rc, 0)
+        self.assertIn('vnpu_npu_mm is defined but dispatch does not list NPU',
+                      err)
+        self.assertIn('kernels.c:', err)
+
+    def test_listed_but_not_defined(self):
+        rc, err, _ = run('- func: %s\n  dispatch: CPU, NPU\n' % MM, ['cpu'])
+        self.assertNotEqual(rc, 0)
+        self.assertIn('aten::mm: dispatch lists NPU but no vnpu_npu_mm is '
+                      'defined', err)
+
+    def test_autograd_must_be_declared(self):
+        rc, err, _ = run('- func: %s\n  dispatch: CPU\n' % MM,
+                         ['cpu', 'autograd'])
+        self.assertNotEqual(rc, 0)
+        self.assertIn('autograd: True is not set', err)
+        rc, err, gen = run('- func: %s\n  dispatch: CPU\n  autograd: True\n'
+                           % MM, ['cpu', 'autograd'])
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(registered(gen), ['autograd', 'cpu'])
+
+    def test_bad_dispatch_lines(self):
+        rc, err, _ = run('- func: %s\n  dispatch: CPU, Cuda\n' % MM, ['cpu'])
+        self.assertNotEqual(rc, 0)
+        self.assertIn('unknown dispatch key Cuda', err)
+        rc, err, _ = run('- func: %s\n  dispatch: CPU, CPU\n' % MM, ['cpu'])
+        self.assertNotEqual(rc, 0)
+        self.assertIn('a dispatch key listed twice', err)
+
+
+if __name__ == '__main__':
+    GEN = sys.argv.pop(1)
+    unittest.main(verbosity=2)
