@@ -69,7 +69,7 @@ START_TEST(json_has_the_sim_device)
 	json_field(out, "cores", v, sizeof(v));
 	ck_assert_str_eq(v, "3");
 	json_field(out, "hw_version", v, sizeof(v));
-	ck_assert_str_eq(v, "\"1.0\"");
+	ck_assert_str_eq(v, "\"1.1\"");
 	json_field(out, "fw_version", v, sizeof(v));
 	ck_assert_str_eq(v, "\"1.0\"");
 	json_field(out, "fw_build", v, sizeof(v));
