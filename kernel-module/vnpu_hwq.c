@@ -490,6 +490,7 @@ int vnpu_hwq_init(struct vnpu_device *vdev, u32 index)
 	int ret;
 
 	hwq->vdev = vdev;
+	INIT_DELAYED_WORK(&hwq->limit_work, vnpu_hwq_limit_work);
 	hwq->index = index;
 	hwq->ring_log2 = min_t(u32, VNPU_DRV_RING_LOG2,
 			       VNPU_CAPS_RING_LOG2_MAX(vdev->caps));
@@ -503,7 +504,6 @@ int vnpu_hwq_init(struct vnpu_device *vdev, u32 index)
 	spin_lock_init(&hwq->lock);
 	spin_lock_init(&hwq->fence_lock);
 	INIT_LIST_HEAD(&hwq->inflight);
-	INIT_DELAYED_WORK(&hwq->limit_work, vnpu_hwq_limit_work);
 	hwq->next_seqno = 1;
 	hwq->cur_ctx = -1;
 	hwq->fence_ctx = dma_fence_context_alloc(1);
@@ -529,7 +529,9 @@ int vnpu_hwq_init(struct vnpu_device *vdev, u32 index)
 
 void vnpu_hwq_fini(struct vnpu_hwq *hwq)
 {
-	cancel_delayed_work_sync(&hwq->limit_work);
+	/* A queue whose init never ran has no work to cancel. */
+	if (hwq->vdev)
+		cancel_delayed_work_sync(&hwq->limit_work);
 	if (hwq->sched_ready)
 		drm_sched_fini(&hwq->sched);
 	hwq->sched_ready = false;
