@@ -35,6 +35,7 @@
 #define VNPU_DRV_RING_LOG2 10
 #define VNPU_QUEUE_DEPTH   64 /* unfinished jobs per user queue */
 #define VNPU_EVENT_LOG_LEN 64
+#define VNPU_MAX_HEARTBEAT_PERIOD_US 10000 /* the spec's is 1000 */
 #define VNPU_EVENT_MSG_LEN 112
 
 extern unsigned int vnpu_job_timeout_ms;
@@ -114,7 +115,6 @@ struct vnpu_hwq {
 	u32 head_busy_us;
 	u32 head_wait_checks;
 	struct delayed_work limit_work;
-	bool stopping; /* an ABORT is under way: records are not retired */
 	char name[16];
 };
 

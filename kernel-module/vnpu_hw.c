@@ -49,8 +49,14 @@ int vnpu_hw_init(struct vnpu_device *vdev)
 	vdev->test_mode = !!(vdev->caps & VNPU_CAPS_TEST_MODE);
 	vdev->vram_size = vnpu_rd64_stable(vdev, VNPU_REG_VRAM_SIZE_LO,
 					   VNPU_REG_VRAM_SIZE_HI);
-	vdev->heartbeat_period_us =
-		max(vnpu_rd(vdev, VNPU_REG_HEARTBEAT_PERIOD_US), 1u);
+	vdev->heartbeat_period_us = vnpu_rd(vdev, VNPU_REG_HEARTBEAT_PERIOD_US);
+	/* Hang checks sample a few periods; they must fit a time limit. */
+	if (!vdev->heartbeat_period_us ||
+	    vdev->heartbeat_period_us > VNPU_MAX_HEARTBEAT_PERIOD_US) {
+		dev_err(dev, "heartbeat period %u us out of 1..%u\n",
+			vdev->heartbeat_period_us, VNPU_MAX_HEARTBEAT_PERIOD_US);
+		return -ENODEV;
+	}
 	if (!vdev->num_hwq || !vdev->num_contexts ||
 	    VNPU_CAPS_RING_LOG2_MAX(vdev->caps) < VNPU_RING_LOG2_MIN) {
 		dev_err(dev, "device reports no usable queues or contexts\n");

@@ -229,11 +229,6 @@ void vnpu_hwq_retire(struct vnpu_hwq *hwq)
 	unsigned long flags;
 
 	spin_lock_irqsave(&hwq->lock, flags);
-	/* The one stopping the queue sorts out what ended and how. */
-	if (hwq->stopping) {
-		spin_unlock_irqrestore(&hwq->lock, flags);
-		return;
-	}
 	list_for_each_entry_safe(job, tmp, &hwq->inflight, node) {
 		if (!vnpu_cmd_retired(hwq, job, job->cmd_count - 1))
 			break;

@@ -108,7 +108,6 @@ static void vnpu_hwq_recover(struct vnpu_hwq *hwq, bool booted)
 	int ctx_index;
 
 	spin_lock_irqsave(&hwq->lock, flags);
-	hwq->stopping = false;
 	ctx_index = hwq->cur_ctx;
 	hwq->cur_ctx = -1;
 	hwq->tail = 0;
@@ -337,9 +336,10 @@ static bool vnpu_fw_alive(struct vnpu_device *vdev)
  * stops the queue's command in flight (docs/hw-spec.md section 4). The job
  * fails with -ETIMEDOUT and its context is banned, unless its last command
  * retired before the abort took effect; the other jobs in the ring go back
- * (a banned context's fail). Returns false when the queue did not stop:
- * the caller resets the device. Under vdev->reset_lock, with the queue's
- * scheduler parked.
+ * (a banned context's fail). Meanwhile the interrupt may retire what
+ * completed: an ABORTED record is not a retired command. Returns false
+ * when the queue did not stop: the caller resets the device. Under
+ * vdev->reset_lock, with the queue's scheduler parked.
  */
 static bool vnpu_hwq_abort_head(struct vnpu_hwq *hwq, struct vnpu_job *job)
 {
@@ -351,12 +351,10 @@ static bool vnpu_hwq_abort_head(struct vnpu_hwq *hwq, struct vnpu_job *job)
 	lockdep_assert_held(&vdev->reset_lock);
 	spin_lock_irqsave(&hwq->lock, flags);
 	if (hwq->head_job != job) {
-		/* It ended meanwhile (a fault of its context). */
+		/* It ended meanwhile. */
 		spin_unlock_irqrestore(&hwq->lock, flags);
 		return true;
 	}
-	/* The interrupt of the aborted command must not retire anything. */
-	hwq->stopping = true;
 	vnpu_qwr(hwq, VNPU_Q_CTRL, VNPU_Q_CTRL_ABORT);
 	spin_unlock_irqrestore(&hwq->lock, flags);
 	if (read_poll_timeout(vnpu_qrd, st, !(st & VNPU_Q_STATUS_ENABLED), 100,
