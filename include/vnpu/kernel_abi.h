@@ -85,6 +85,24 @@ struct vnpu_tensor {
 	int64_t strides[VNPU_MAX_DIMS];	/* elements, >= 0; past ndim zero */
 };
 
+/* An f32 rows x cols matrix in ND at the start of `buffer`, with strides
+ * rs and cs (elements; 0 broadcasts). */
+static inline struct vnpu_tensor vnpu_tensor_f32_2d(uint32_t buffer,
+						    int64_t rows, int64_t cols,
+						    int64_t rs, int64_t cs)
+{
+	struct vnpu_tensor t = {
+		.buffer = buffer,
+		.dtype = VNPU_DTYPE_F32,
+		.format = VNPU_FORMAT_ND,
+		.ndim = 2,
+		.sizes = { rows, cols },
+		.strides = { rs, cs },
+	};
+
+	return t;
+}
+
 enum vnpu_kernel_id {
 	VNPU_KERNEL_FILL = 1,
 	VNPU_KERNEL_CAST = 2,

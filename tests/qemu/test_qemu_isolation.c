@@ -109,23 +109,6 @@ static struct vnpu_cmd launch_cmd(struct vq *v, unsigned ctx, uint32_t kernel,
 	return vnpu_launch_cmd(kernel, blocks, va, (uint32_t)size);
 }
 
-static struct vnpu_tensor tensor2(uint32_t buf, int64_t rows, int64_t cols,
-				  int64_t rs, int64_t cs)
-{
-	struct vnpu_tensor t;
-
-	memset(&t, 0, sizeof(t));
-	t.buffer = buf;
-	t.dtype = VNPU_DTYPE_F32;
-	t.format = VNPU_FORMAT_ND;
-	t.ndim = 2;
-	t.sizes[0] = rows;
-	t.sizes[1] = cols;
-	t.strides[0] = rs;
-	t.strides[1] = cs;
-	return t;
-}
-
 static struct vnpu_kargs_buffer kbuf(uint64_t va, uint64_t size,
 				     uint32_t access)
 {
@@ -156,9 +139,9 @@ static struct vnpu_cmd gemm_cmd(struct vq *v, unsigned ctx, int64_t m,
 	qt_memset(v->qt, VQ_BAR4_ADDR + *out_off, 0xff, m * n * 4);
 	memset(&p, 0, sizeof(p));
 	p.alpha = 1.0f;
-	p.a = tensor2(0, m, k, 0, 0);
-	p.b = tensor2(0, k, n, 0, 0);
-	p.out = tensor2(1, m, n, n, 1);
+	p.a = vnpu_tensor_f32_2d(0, m, k, 0, 0);
+	p.b = vnpu_tensor_f32_2d(0, k, n, 0, 0);
+	p.out = vnpu_tensor_f32_2d(1, m, n, n, 1);
 	kb[0] = kbuf(va_in, 4, VNPU_ACCESS_READ);
 	kb[1] = kbuf(va_out, m * n * 4, VNPU_ACCESS_WRITE);
 	return launch_cmd(v, ctx, VNPU_KERNEL_GEMM, blocks, kb, 2, &p,
@@ -226,7 +209,7 @@ START_TEST(t_abort_long_launch)
 	vq_push(v, 1, vnpu_fill_cmd(va, 1 << 20, 0x5a5a5a5a, 4));
 	vq_push(v, 1, vnpu_copy_cmd(va, vb, 1 << 20));
 	memset(&fill, 0, sizeof(fill));
-	fill.out = tensor2(0, 1, nf, nf, 1);
+	fill.out = vnpu_tensor_f32_2d(0, 1, nf, nf, 1);
 	fill.value = 2.0;
 	kb = kbuf(vf, nf * 4, VNPU_ACCESS_WRITE);
 	seq1 = vq_submit(v, 1,

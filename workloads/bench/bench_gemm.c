@@ -48,20 +48,10 @@ static void fill(float *x, size_t n, unsigned seed)
 	}
 }
 
+/* A dense row-major f32 matrix at the start of `buffer`. */
 static struct vnpu_tensor matrix(uint32_t buffer, int64_t rows, int64_t cols)
 {
-	struct vnpu_tensor t;
-
-	memset(&t, 0, sizeof(t));
-	t.buffer = buffer;
-	t.dtype = VNPU_DTYPE_F32;
-	t.format = VNPU_FORMAT_ND;
-	t.ndim = 2;
-	t.sizes[0] = rows;
-	t.sizes[1] = cols;
-	t.strides[0] = cols;
-	t.strides[1] = 1;
-	return t;
+	return vnpu_tensor_f32_2d(buffer, rows, cols, cols, 1);
 }
 
 static int bench_shape(const struct vnpu_kernel_def *gemm,
