@@ -165,20 +165,6 @@ struct attack_arg {
 	bool exit_early; /* exit (closing everything) instead of closing X */
 };
 
-static void nd_tensor(struct vnpu_tensor *t, uint32_t buffer, int64_t rows,
-		      int64_t cols, int64_t rs, int64_t cs)
-{
-	memset(t, 0, sizeof(*t));
-	t->buffer = buffer;
-	t->dtype = VNPU_DTYPE_F32;
-	t->format = VNPU_FORMAT_ND;
-	t->ndim = 2;
-	t->sizes[0] = rows;
-	t->sizes[1] = cols;
-	t->strides[0] = rs;
-	t->strides[1] = cs;
-}
-
 /* GEMM out[M,M] = A[M,k] x B[k,M], A and B broadcast from one float. */
 static uint32_t gemm_kargs(void *args, uint64_t one_va, uint64_t out_va,
 			   int64_t k)
@@ -193,9 +179,9 @@ static uint32_t gemm_kargs(void *args, uint64_t one_va, uint64_t out_va,
 
 	memset(&kp, 0, sizeof(kp));
 	kp.alpha = 1.0f;
-	nd_tensor(&kp.a, 0, GEMM_M, k, 0, 0);
-	nd_tensor(&kp.b, 0, k, GEMM_M, 0, 0);
-	nd_tensor(&kp.out, 1, GEMM_M, GEMM_M, GEMM_M, 1);
+	kp.a = vnpu_tensor_f32_2d(0, GEMM_M, k, 0, 0);
+	kp.b = vnpu_tensor_f32_2d(0, k, GEMM_M, 0, 0);
+	kp.out = vnpu_tensor_f32_2d(1, GEMM_M, GEMM_M, GEMM_M, 1);
 	memcpy(p, &h, sizeof(h));
 	memcpy(p + sizeof(h), b, sizeof(b));
 	memcpy(p + sizeof(h) + sizeof(b), &kp, sizeof(kp));
@@ -947,10 +933,30 @@ START_TEST(test_long_kernels)
 END_TEST
 
 /*
+ * The victim's side of a time-limit test: submits c on queue, listing
+ * bos (the first is waited for), and returns the ns from SUBMIT until the
+ * job ended, with its BO_WAIT answer in *w.
+ */
+static int64_t victim_job_ns(struct hw_ctx *ctx, uint32_t queue,
+			     uint64_t cmd_offset, const struct vnpu_cmd *c,
+			     const uint32_t *bos, uint32_t nbos,
+			     struct drm_vnpu_bo_wait *w)
+{
+	int64_t t0 = hw_now_ns();
+
+	ck_assert_int_eq(hw_submit(ctx->fd, queue, &ctx->cmd, cmd_offset, c, 1,
+				   bos, nbos, 0, NULL),
+			 0);
+	ck_assert_int_eq(hw_bo_wait(ctx->fd, bos[0], HW_WAIT_NS, w), 0);
+	return hw_now_ns() - t0;
+}
+
+/*
  * Hardware queue 0: a job [FENCE_SIGNAL started, LAUNCH a GEMM of
- * LONG_GEMM_K in 2 blocks] that holds both cores, then a NOP job every
- * 20 ms (each re-arms the scheduler's timer) until SUBMIT refuses one.
- * Answers 's' once the launch started; reports {GEMM's errno, its
+ * LONG_GEMM_K in a block per core] that holds every core, then a NOP job
+ * every 20 ms (each re-arms the scheduler's timer) until SUBMIT refuses
+ * one. Answers 's' once every block is on a core (each has written the
+ * first row of its part of the VRAM output); reports {GEMM's errno, its
  * job_status, ns from start to its end, SUBMIT's last answer}.
  */
 static int core_hog_main(int in, int out, void *p)
@@ -959,22 +965,36 @@ static int core_hog_main(int in, int out, void *p)
 	struct vnpu_cmd nop = vnpu_nop_cmd();
 	struct hw_bo cmd, dst;
 	struct gemm_job g;
-	uint64_t r[4];
+	uint64_t r[4], ncores;
 	uint32_t queue;
 	int fd = hw_open_raw(), ret;
 	int64_t t0;
 
 	(void)in;
 	(void)p;
-	if (fd < 0 || hw_queue_create(fd, 0, &queue, NULL) ||
+	if (fd < 0 || hw_get_param(fd, DRM_VNPU_PARAM_NUM_CORES, 0, &ncores) ||
+	    hw_queue_create(fd, 0, &queue, NULL) ||
 	    hw_bo_create(fd, 64 * 1024, 0, &cmd) ||
-	    hw_bo_create(fd, 4ull * GEMM_M * GEMM_M, 0, &dst))
+	    hw_bo_create(fd, 4ull * GEMM_M * GEMM_M, DRM_VNPU_BO_VRAM, &dst))
 		return 1;
+	memset(dst.map, 0xff, dst.size);
 	if (gemm_job_submit(fd, queue, &cmd, 0, dst.va, dst.handle,
-			    LONG_GEMM_K, 2, &g))
+			    LONG_GEMM_K, (uint32_t)ncores, &g))
 		return 2;
 	if (!gemm_job_started(&g))
 		return 3;
+	/* Blocks split the rows: block b starts at row b * M / ncores. */
+	t0 = hw_now_ns();
+	for (uint64_t b = 0; b < ncores; b++) {
+		volatile uint32_t *row = (uint32_t *)dst.map +
+					 b * GEMM_M / ncores * GEMM_M;
+
+		while (*row == 0xffffffffu) {
+			if (hw_now_ns() - t0 > HW_WAIT_NS)
+				return 6;
+			usleep(1000);
+		}
+	}
 	t0 = hw_now_ns();
 	if (step_send(out, 's'))
 		return 4;
@@ -992,7 +1012,7 @@ static int core_hog_main(int in, int out, void *p)
 }
 
 /*
- * An unprivileged user's launch holds both cores (blocks are not
+ * An unprivileged user's launch holds every core (blocks are not
  * preempted) and keeps queueing jobs behind it. A victim's launch on
  * another hardware queue waits for a core meanwhile: it has not used its
  * time and must complete, while the hog is aborted within its limit of
@@ -1007,16 +1027,14 @@ START_TEST(test_starved_launch_completes)
 	struct proc hog;
 	uint32_t queue1, list[3], size;
 	uint64_t r[4], limit_ms;
-	int64_t t0, took;
+	int64_t took;
 	struct vnpu_cmd c;
 	long before;
 
 	hw_ctx_open(&ctx);
-	if (hw_param(ctx.fd, DRM_VNPU_PARAM_NUM_HW_QUEUES) < 2 ||
-	    hw_param(ctx.fd, DRM_VNPU_PARAM_NUM_CORES) != 2) {
-		hw_ctx_close(&ctx);
-		return; /* the scenario needs 2 cores and 2 queues */
-	}
+	ck_assert_uint_ge(hw_param(ctx.fd, DRM_VNPU_PARAM_NUM_HW_QUEUES), 2);
+	ck_assert_uint_eq(GEMM_M % hw_param(ctx.fd, DRM_VNPU_PARAM_NUM_CORES),
+			  0);
 	limit_ms = hw_param(ctx.fd, DRM_VNPU_PARAM_JOB_TIMEOUT_MS);
 	before = (long)hw_param(ctx.fd, DRM_VNPU_PARAM_RESET_COUNT);
 	ck_assert_int_eq(hw_queue_create(ctx.fd, 1, &queue1, NULL), 0);
@@ -1026,21 +1044,16 @@ START_TEST(test_starved_launch_completes)
 	*(float *)one.map = 1.0f;
 	size = gemm_kargs(args.map, one.va, dst.va, k);
 	c = vnpu_launch_cmd(VNPU_KERNEL_GEMM, 1, args.va, size);
-	list[0] = one.handle;
-	list[1] = args.handle;
-	list[2] = dst.handle;
+	list[0] = dst.handle;
+	list[1] = one.handle;
+	list[2] = args.handle;
 	proc_start(&hog, core_hog_main, NULL, HW_USER_UID);
 	if (step_recv(hog.from_child) != 's')
 		ck_abort_msg("the hog failed (exit %d)", proc_wait(&hog));
-	t0 = hw_now_ns();
-	ck_assert_int_eq(hw_submit(ctx.fd, queue1, &ctx.cmd, 0, &c, 1, list,
-				   3, 0, NULL),
-			 0);
-	ck_assert_int_eq(hw_bo_wait(ctx.fd, dst.handle, HW_WAIT_NS, &w), 0);
-	took = hw_now_ns() - t0;
+	took = victim_job_ns(&ctx, queue1, 0, &c, list, 3, &w);
 	report_recv(&hog, r, 4);
 	ck_assert_int_eq(proc_wait(&hog), 0);
-	hw_figure("time limit %" PRIu64 " ms: a launch holding both cores "
+	hw_figure("time limit %" PRIu64 " ms: a launch holding every core "
 		  "(its user queueing a job every 20 ms) was aborted %.2f s "
 		  "after it started; a victim's launch waiting for a core "
 		  "completed %.2f s after its SUBMIT",
@@ -1048,6 +1061,10 @@ START_TEST(test_starved_launch_completes)
 	ck_assert_msg(w.job_error == 0,
 		      "the starved launch failed: %d, status %u",
 		      w.job_error, w.job_status);
+	/* It ran only once the hog was aborted: it was starved meanwhile. */
+	ck_assert_msg(took > (int64_t)limit_ms * NS_PER_MS / 2,
+		      "the victim's launch did not wait for a core (%lld ms)",
+		      (long long)(took / NS_PER_MS));
 	ck_assert_uint_eq(hw_check_u32(dst.map, 4ull * GEMM_M * GEMM_M,
 				       0x48000000u /* 131072.0f */),
 			  SIZE_MAX);
@@ -1112,7 +1129,7 @@ START_TEST(test_fence_wait_limit)
 	struct proc att;
 	uint32_t queue0;
 	uint64_t r[3], limit_ms;
-	int64_t t0, waited;
+	int64_t waited;
 	long before;
 
 	hw_ctx_open(&ctx);
@@ -1149,13 +1166,9 @@ START_TEST(test_fence_wait_limit)
 		struct vnpu_cmd c = vnpu_fill_cmd(buf.va, HW_PAGE_SIZE,
 						  0x6b7e6b7e, 4);
 
-		t0 = hw_now_ns();
-		ck_assert_int_eq(hw_submit(ctx.fd, queue0, &ctx.cmd, 128, &c,
-					   1, &buf.handle, 1, 0, NULL),
-				 0);
+		waited = victim_job_ns(&ctx, queue0, 128, &c, &buf.handle, 1,
+				       &w);
 	}
-	ck_assert_int_eq(hw_bo_wait(ctx.fd, buf.handle, HW_WAIT_NS, &w), 0);
-	waited = hw_now_ns() - t0;
 	report_recv(&att, r, 3);
 	ck_assert_int_eq(proc_wait(&att), 0);
 	hw_figure("time limit %" PRIu64 " ms: an uncontended FENCE_WAIT "

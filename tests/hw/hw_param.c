@@ -8,11 +8,27 @@
 #include "hw_util.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #define LAST_PARAM DRM_VNPU_PARAM_JOB_TIMEOUT_MS
 #define UNTOUCHED 0x5a5a5a5a5a5a5a5aull
+
+/* /sys/module/vnpu/parameters/<name>, a number (ck_assert). */
+static uint64_t module_param_uint(const char *name)
+{
+	char path[128];
+	unsigned long long v;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/module/vnpu/parameters/%s", name);
+	f = fopen(path, "r");
+	ck_assert_msg(f, "%s: %s", path, strerror(errno));
+	ck_assert_int_eq(fscanf(f, "%llu", &v), 1);
+	fclose(f);
+	return v;
+}
 
 static bool is_queue_param(uint32_t p)
 {
@@ -62,8 +78,9 @@ START_TEST(test_geometry)
 	ck_assert_uint_le(va_start + va_size, 1ull << 39);
 	ck_assert_uint_eq(hw_param(fd, DRM_VNPU_PARAM_MAX_SUBMIT_CMDS), 1023);
 	ck_assert_uint_eq(hw_param(fd, DRM_VNPU_PARAM_QUEUE_DEPTH), 64);
-	/* The module parameter, default 1000 (docs/uapi.md). */
-	ck_assert_uint_ge(hw_param(fd, DRM_VNPU_PARAM_JOB_TIMEOUT_MS), 1);
+	/* The module parameter (docs/uapi.md). */
+	ck_assert_uint_eq(hw_param(fd, DRM_VNPU_PARAM_JOB_TIMEOUT_MS),
+			  module_param_uint("job_timeout_ms"));
 	close(fd);
 }
 END_TEST
