@@ -62,9 +62,9 @@ END_TEST
 int main(void)
 {
 	struct vnpu_device_props props;
-	Suite *s = suite_create("runtime-time-limit");
-	TCase *tc = tcase_create("time-limit");
 	SRunner *sr;
+	Suite *s;
+	TCase *tc;
 	int failed;
 
 	if (vnpu_init() || vnpu_device_properties(0, &props) ||
@@ -77,6 +77,9 @@ int main(void)
 		       props.backend);
 		return 77;
 	}
+	/* Only now: what Check allocates is freed by srunner_free. */
+	s = suite_create("runtime-time-limit");
+	tc = tcase_create("time-limit");
 	tcase_add_checked_fixture(tc, rt_setup, rt_teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, long_kernel_times_out);
