@@ -48,7 +48,7 @@ enum vnpu_fault_reason {
 	VNPU_FAULT_INJECTED = 6,	/* VNPU_TEST_MMU_FAULT on a mapped VA */
 };
 
-_Static_assert(VNPU_PT_ENTRIES * 8 == VNPU_PAGE_SIZE, "one table per page");
-_Static_assert(VNPU_PAGE_SHIFT + 9 * VNPU_PT_LEVELS == VNPU_VA_BITS, "VA bits");
+VNPU_STATIC_ASSERT(VNPU_PT_ENTRIES * 8 == VNPU_PAGE_SIZE, "one table per page");
+VNPU_STATIC_ASSERT(VNPU_PAGE_SHIFT + 9 * VNPU_PT_LEVELS == VNPU_VA_BITS, "VA bits");
 
 #endif /* VNPU_HW_MMU_H */

@@ -145,13 +145,13 @@
 #define VNPU_DOORBELL_BASE		0x3000
 #define VNPU_DOORBELL(q)		(VNPU_DOORBELL_BASE + (q) * 4)
 
-_Static_assert(VNPU_CTX_BASE + VNPU_MAX_CONTEXTS * VNPU_CTX_STRIDE <= VNPU_QUEUE_BASE,
+VNPU_STATIC_ASSERT(VNPU_CTX_BASE + VNPU_MAX_CONTEXTS * VNPU_CTX_STRIDE <= VNPU_QUEUE_BASE,
 	       "context registers overlap queue registers");
-_Static_assert(VNPU_QUEUE_BASE + VNPU_MAX_QUEUES * VNPU_QUEUE_STRIDE <= VNPU_DOORBELL_BASE,
+VNPU_STATIC_ASSERT(VNPU_QUEUE_BASE + VNPU_MAX_QUEUES * VNPU_QUEUE_STRIDE <= VNPU_DOORBELL_BASE,
 	       "queue registers overlap doorbells");
-_Static_assert(VNPU_DOORBELL_BASE + VNPU_MAX_QUEUES * 4 <= 0x4000,
+VNPU_STATIC_ASSERT(VNPU_DOORBELL_BASE + VNPU_MAX_QUEUES * 4 <= 0x4000,
 	       "doorbells exceed their page");
-_Static_assert(VNPU_REGS_SIZE >= 0x4000, "BAR0 too small");
-_Static_assert(1 + VNPU_MAX_QUEUES <= 32, "IRQ_STATUS has a bit per queue");
+VNPU_STATIC_ASSERT(VNPU_REGS_SIZE >= 0x4000, "BAR0 too small");
+VNPU_STATIC_ASSERT(1 + VNPU_MAX_QUEUES <= 32, "IRQ_STATUS has a bit per queue");
 
 #endif /* VNPU_HW_REGS_H */

@@ -14,11 +14,17 @@
 #include <stdint.h>
 #endif
 
-/* Every device-visible struct and offset is pinned with this. */
+/* Every device-visible struct and offset is pinned with this (the headers
+ * are also included from C++: torch_vnpu). */
+#ifdef __cplusplus
+#define VNPU_STATIC_ASSERT static_assert
+#else
+#define VNPU_STATIC_ASSERT _Static_assert
+#endif
 #define VNPU_ASSERT_SIZE(type, size) \
-	_Static_assert(sizeof(type) == (size), #type " must be " #size " bytes")
+	VNPU_STATIC_ASSERT(sizeof(type) == (size), #type " must be " #size " bytes")
 #define VNPU_ASSERT_OFFSET(type, field, off)             \
-	_Static_assert(offsetof(type, field) == (off),   \
+	VNPU_STATIC_ASSERT(offsetof(type, field) == (off),   \
 		       #type "." #field " must be at " #off)
 
 #endif /* VNPU_HW_TYPES_H */

@@ -27,6 +27,9 @@
 #define VNPU_KERNEL_ABI_H
 
 #include "hw_types.h"
+#ifndef __KERNEL__
+#include <string.h>
+#endif
 
 #define VNPU_MAX_DIMS		8
 #define VNPU_KARGS_MAX_BUFFERS	8
@@ -91,15 +94,18 @@ static inline struct vnpu_tensor vnpu_tensor_f32_2d(uint32_t buffer,
 						    int64_t rows, int64_t cols,
 						    int64_t rs, int64_t cs)
 {
-	struct vnpu_tensor t = {
-		.buffer = buffer,
-		.dtype = VNPU_DTYPE_F32,
-		.format = VNPU_FORMAT_ND,
-		.ndim = 2,
-		.sizes = { rows, cols },
-		.strides = { rs, cs },
-	};
+	/* member by member: the header is also C++ (torch_vnpu) */
+	struct vnpu_tensor t;
 
+	memset(&t, 0, sizeof(t));
+	t.buffer = buffer;
+	t.dtype = VNPU_DTYPE_F32;
+	t.format = VNPU_FORMAT_ND;
+	t.ndim = 2;
+	t.sizes[0] = rows;
+	t.sizes[1] = cols;
+	t.strides[0] = rs;
+	t.strides[1] = cs;
 	return t;
 }
 
@@ -341,7 +347,7 @@ VNPU_ASSERT_OFFSET(struct vnpu_kp_gemm, a, 24);
 VNPU_ASSERT_OFFSET(struct vnpu_kp_conv2d, input, 40);
 VNPU_ASSERT_OFFSET(struct vnpu_kp_pool2d, input, 48);
 VNPU_ASSERT_OFFSET(struct vnpu_kp_layer_norm, input, 24);
-_Static_assert(sizeof(struct vnpu_kargs_header) +
+VNPU_STATIC_ASSERT(sizeof(struct vnpu_kargs_header) +
 	       VNPU_KARGS_MAX_BUFFERS * sizeof(struct vnpu_kargs_buffer) +
 	       sizeof(struct vnpu_kp_layer_norm) <= 4096,
 	       "the largest argument block fits VNPU_KARGS_MAX_BYTES");
