@@ -41,6 +41,8 @@ enum vnpu_at_error {
 	VNPU_AT_ERR_OOM,		/* host or device memory exhausted */
 	VNPU_AT_ERR_FALLBACK,		/* CPU fallback refused by policy */
 	VNPU_AT_ERR_AUTOGRAD,		/* autograd misuse */
+	VNPU_AT_ERR_FALLBACK_DEFERRED,	/* left to the front end's CPU
+					 * fallback (vnpu_frontend.h) */
 };
 
 /* The calling thread's pending error (VNPU_AT_OK when none) and its text;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "dispatch_internal.h"
+#include "vnpu_frontend.h"
 
 static pthread_once_t policy_once = PTHREAD_ONCE_INIT;
 static _Atomic int policy = VNPU_FALLBACK_ALLOW;
@@ -50,6 +51,92 @@ static bool is_npu_tensor(const struct vnpu_ivalue *v)
 	return v->tag == VNPU_IV_TENSOR && v->t->storage->device.type == VNPU_AT_NPU;
 }
 
+/* Set while a front end runs NPU kernels and its own fallback. */
+static _Thread_local bool deferred;
+
+bool vnpu_fallback_defer_begin(void)
+{
+	bool was = deferred;
+
+	deferred = true;
+	return was;
+}
+
+void vnpu_fallback_defer_end(bool previous)
+{
+	deferred = previous;
+}
+
+/* The policy for one fallback of `name`: refuse, warn once, count. */
+static bool admit(const char *name, _Atomic uint64_t *count,
+		  atomic_bool *warned)
+{
+	enum vnpu_fallback_policy p = vnpu_fallback_policy();
+
+	if (p == VNPU_FALLBACK_ERROR) {
+		vnpu_at_error_set(VNPU_AT_ERR_FALLBACK,
+				  "The operator '%s' is not currently implemented for the npu device, and CPU fallback is disabled (VNPU_FALLBACK=error).",
+				  name);
+		return false;
+	}
+	if (p == VNPU_FALLBACK_WARN && !atomic_exchange(warned, true))
+		fprintf(stderr,
+			"vnpu dispatcher: CAUTION: The operator '%s' is not currently supported on the npu backend and will fall back to run on the CPU. This may have performance implications.\n",
+			name);
+	atomic_fetch_add(count, 1);
+	return true;
+}
+
+/*
+ * Ops a front end falls back for that the dispatcher does not declare
+ * (PyTorch has ~2,000): counted by name in a table of fixed size, so a
+ * hostile stream of op names cannot grow it; names past it share one
+ * "(other operators)" entry.
+ */
+#define FOREIGN_MAX 512
+struct foreign_op {
+	char name[96];
+	_Atomic uint64_t count;
+	atomic_bool warned;
+};
+static struct foreign_op foreign[FOREIGN_MAX + 1];
+static size_t nforeign;
+static pthread_mutex_t foreign_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct foreign_op *foreign_entry(const char *name)
+{
+	struct foreign_op *e = &foreign[FOREIGN_MAX];
+
+	pthread_mutex_lock(&foreign_lock);
+	for (size_t i = 0; i < nforeign; i++)
+		if (!strcmp(foreign[i].name, name)) {
+			e = &foreign[i];
+			goto out;
+		}
+	if (nforeign < FOREIGN_MAX && strlen(name) < sizeof(e->name)) {
+		e = &foreign[nforeign++];
+		strcpy(e->name, name);
+	}
+out:
+	if (!e->name[0])
+		strcpy(e->name, "(other operators)");
+	pthread_mutex_unlock(&foreign_lock);
+	return e;
+}
+
+bool vnpu_fallback_enter(const char *qualified_name)
+{
+	const struct vnpu_op *op = vnpu_op_find(qualified_name);
+	struct foreign_op *e;
+
+	vnpu_at_error_clear();
+	if (op)
+		return admit(op->name, &((struct vnpu_op *)op)->fallback_count,
+			     &((struct vnpu_op *)op)->fallback_warned);
+	e = foreign_entry(qualified_name);
+	return admit(qualified_name, &e->count, &e->warned);
+}
+
 void vnpu_cpu_fallback(const struct vnpu_op *op, vnpu_keyset_t ks,
 		       struct vnpu_stack *stack)
 {
@@ -61,20 +148,16 @@ void vnpu_cpu_fallback(const struct vnpu_op *op, vnpu_keyset_t ks,
 	struct vnpu_tls_guard g;
 	size_t base;
 	bool ok = false;
-	enum vnpu_fallback_policy p = vnpu_fallback_policy();
 
-	if (p == VNPU_FALLBACK_ERROR) {
-		vnpu_at_error_set(VNPU_AT_ERR_FALLBACK,
-				  "The operator '%s' is not currently implemented for the npu device, and CPU fallback is disabled (VNPU_FALLBACK=error).",
+	if (deferred) {
+		vnpu_at_error_set(VNPU_AT_ERR_FALLBACK_DEFERRED,
+				  "%s: left to the front end's CPU fallback",
 				  op->name);
 		return;
 	}
-	if (p == VNPU_FALLBACK_WARN &&
-	    !atomic_exchange(&((struct vnpu_op *)op)->fallback_warned, true))
-		fprintf(stderr,
-			"vnpu dispatcher: CAUTION: The operator '%s' is not currently supported on the npu backend and will fall back to run on the CPU. This may have performance implications.\n",
-			op->name);
-	atomic_fetch_add(&((struct vnpu_op *)op)->fallback_count, 1);
+	if (!admit(op->name, &((struct vnpu_op *)op)->fallback_count,
+		   &((struct vnpu_op *)op)->fallback_warned))
+		return;
 	if (!vnpu_stack_has(op, stack, n))
 		return;
 	base = stack->size - n;
@@ -272,7 +355,7 @@ size_t vnpu_fallback_report(struct vnpu_fallback_entry *out, size_t max)
 	size_t n = 0;
 
 	vnpu_dispatch_init();
-	all = calloc(VNPU_NUM_GEN_OPS + 1, sizeof(*all));
+	all = calloc(VNPU_NUM_GEN_OPS + FOREIGN_MAX + 1, sizeof(*all));
 	if (!all)
 		return 0;
 	for (size_t i = 0; i < VNPU_NUM_GEN_OPS; i++) {
@@ -281,6 +364,14 @@ size_t vnpu_fallback_report(struct vnpu_fallback_entry *out, size_t max)
 		if (c)
 			all[n++] = (struct fb_sort){ vnpu_gen_ops[i]->name, c };
 	}
+	pthread_mutex_lock(&foreign_lock);
+	for (size_t i = 0; i <= FOREIGN_MAX; i++) {
+		uint64_t c = atomic_load(&foreign[i].count);
+
+		if (c)
+			all[n++] = (struct fb_sort){ foreign[i].name, c };
+	}
+	pthread_mutex_unlock(&foreign_lock);
 	qsort(all, n, sizeof(*all), by_count);
 	for (size_t i = 0; i < n && i < max; i++)
 		out[i] = (struct vnpu_fallback_entry){ all[i].op, all[i].count };
@@ -291,8 +382,9 @@ size_t vnpu_fallback_report(struct vnpu_fallback_entry *out, size_t max)
 void vnpu_fallback_print(void *file)
 {
 	FILE *f = file ? file : stdout;
-	struct vnpu_fallback_entry e[VNPU_NUM_GEN_OPS];
-	size_t n = vnpu_fallback_report(e, VNPU_NUM_GEN_OPS);
+	enum { MAX = VNPU_NUM_GEN_OPS + FOREIGN_MAX + 1 };
+	struct vnpu_fallback_entry *e = calloc(MAX, sizeof(*e));
+	size_t n = e ? vnpu_fallback_report(e, MAX) : 0;
 	uint64_t calls = 0;
 
 	for (size_t i = 0; i < n; i++)
@@ -301,6 +393,7 @@ void vnpu_fallback_print(void *file)
 		(unsigned long long)calls, calls == 1 ? "" : "s");
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, "  %-36s %llu\n", e[i].op, (unsigned long long)e[i].count);
+	free(e);
 }
 
 void vnpu_fallback_reset(void)
@@ -310,6 +403,12 @@ void vnpu_fallback_reset(void)
 		atomic_store(&vnpu_gen_ops[i]->fallback_count, 0);
 		atomic_store(&vnpu_gen_ops[i]->fallback_warned, false);
 	}
+	pthread_mutex_lock(&foreign_lock);
+	for (size_t i = 0; i <= FOREIGN_MAX; i++) {
+		atomic_store(&foreign[i].count, 0);
+		atomic_store(&foreign[i].warned, false);
+	}
+	pthread_mutex_unlock(&foreign_lock);
 }
 
 void vnpu_register_builtin_fallbacks(void)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "dispatch_internal.h"
+#include "vnpu_frontend.h"
 #include "vnpu_runtime.h"
 
 #define MIN_CLASS 9	/* 512 B */
@@ -18,6 +19,7 @@ struct cached_block {
 	struct cached_block *next;
 	void *ptr;
 	int device;
+	int cls;		/* size class: the block holds 1 << cls bytes */
 	void *stream;
 };
 
@@ -25,6 +27,53 @@ static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cached_block *free_lists[MAX_CLASS + 1];
 static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
 static vnpu_error_t rt_status = VNPU_ERROR_NOT_INITIALIZED;
+
+/* Per device: bytes in live storages and in the cache (block sizes). */
+#define STATS_DEVICES 64
+static _Atomic uint64_t live_bytes[STATS_DEVICES];
+static _Atomic uint64_t peak_bytes[STATS_DEVICES];
+static _Atomic uint64_t cached_bytes[STATS_DEVICES];
+
+static void stats_add(_Atomic uint64_t *v, int device, int64_t delta)
+{
+	if (device >= 0 && device < STATS_DEVICES)
+		atomic_fetch_add(&v[device], (uint64_t)delta);
+}
+
+static void note_live(int device, int64_t delta)
+{
+	uint64_t now, peak;
+
+	if (device < 0 || device >= STATS_DEVICES)
+		return;
+	now = atomic_fetch_add(&live_bytes[device], (uint64_t)delta) +
+	      (uint64_t)delta;
+	peak = atomic_load(&peak_bytes[device]);
+	while (now > peak &&
+	       !atomic_compare_exchange_weak(&peak_bytes[device], &peak, now))
+		;
+}
+
+bool vnpu_at_npu_memory_stats(int device,
+			      struct vnpu_at_npu_memory_stats *stats)
+{
+	if (device < 0 || device >= STATS_DEVICES || !stats) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				  "npu: no memory statistics for device %d",
+				  device);
+		return false;
+	}
+	stats->allocated = atomic_load(&live_bytes[device]);
+	stats->peak = atomic_load(&peak_bytes[device]);
+	stats->reserved = stats->allocated + atomic_load(&cached_bytes[device]);
+	return true;
+}
+
+void vnpu_at_npu_reset_peak(int device)
+{
+	if (device >= 0 && device < STATS_DEVICES)
+		atomic_store(&peak_bytes[device], atomic_load(&live_bytes[device]));
+}
 
 _Thread_local void *vnpu_npu_cur_stream;
 _Thread_local int vnpu_npu_cur_device;
@@ -80,8 +129,10 @@ static void *npu_alloc(size_t nbytes, int device, void *stream, size_t *got)
 	}
 	pthread_mutex_unlock(&cache_lock);
 	*got = (size_t)1 << c;
-	if (ptr)
+	if (ptr) {
+		stats_add(cached_bytes, device, -(int64_t)*got);
 		return ptr;
+	}
 	e = vnpu_malloc(&ptr, *got);
 	if (e == VNPU_ERROR_OUT_OF_MEMORY) {
 		vnpu_at_npu_empty_cache();
@@ -106,7 +157,9 @@ static void npu_cache_put(void *ptr, size_t nbytes, int device, void *stream)
 		vnpu_free(ptr);
 		return;
 	}
+	stats_add(cached_bytes, device, (int64_t)nbytes);
 	b->ptr = ptr;
+	b->cls = c;
 	b->device = device;
 	b->stream = stream;
 	pthread_mutex_lock(&cache_lock);
@@ -134,6 +187,8 @@ void vnpu_at_npu_empty_cache(void)
 		struct cached_block *b = all;
 
 		all = b->next;
+		stats_add(cached_bytes, b->device,
+			  -((int64_t)1 << b->cls));
 		vnpu_free(b->ptr);
 		free(b);
 	}
@@ -162,6 +217,7 @@ struct vnpu_at_storage *vnpu_storage_new(size_t nbytes,
 			free(s);
 			return NULL;
 		}
+		note_live(dev.index, (int64_t)s->nbytes);
 		s->nbytes = nbytes;
 		return s;
 	}
@@ -185,10 +241,51 @@ void vnpu_storage_release(struct vnpu_at_storage *s)
 		if (s->device.type == VNPU_AT_NPU) {
 			size_t c = (size_t)1 << size_class(s->nbytes ? s->nbytes : 1);
 
+			note_live(s->device.index, -(int64_t)c);
 			npu_cache_put(s->data, c, s->device.index, s->stream);
 		} else {
 			free(s->data);
 		}
 	}
 	free(s);
+}
+
+struct vnpu_at_storage *vnpu_at_npu_storage_new(size_t nbytes)
+{
+	return vnpu_storage_new(nbytes, VNPU_AT_DEV_NPU((int8_t)vnpu_npu_cur_device));
+}
+
+struct vnpu_at_storage *vnpu_at_storage_retain(struct vnpu_at_storage *s)
+{
+	if (s)
+		__atomic_add_fetch(&s->refcount, 1, __ATOMIC_RELAXED);
+	return s;
+}
+
+void vnpu_at_storage_release(struct vnpu_at_storage *s)
+{
+	vnpu_storage_release(s);
+}
+
+struct vnpu_at_tensor *vnpu_at_tensor_on(struct vnpu_at_storage *s,
+					 enum vnpu_at_dtype dtype,
+					 uint32_t ndim, const int64_t *sizes,
+					 const int64_t *strides,
+					 int64_t offset)
+{
+	size_t span;
+
+	if (!s || ndim > VNPU_AT_MAX_DIMS || !vnpu_at_dtype_valid(dtype) ||
+	    offset < 0 || (ndim && (!sizes || !strides)))
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "tensor_on: invalid storage, dtype, rank or offset");
+	if (!vnpu_strided_span(ndim, sizes, strides, vnpu_at_dtype_size(dtype),
+			       &span) ||
+	    (span && ((uint64_t)offset * vnpu_at_dtype_size(dtype) + span >
+		      s->nbytes)))
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "tensor_on: the geometry does not fit in a storage of %zu bytes",
+					 s->nbytes);
+	return vnpu_tensor_on_storage(vnpu_at_storage_retain(s), ndim, sizes,
+				      strides, offset, dtype);
 }
