@@ -316,3 +316,59 @@ int64_t vnpu_npu_get_npu_format(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
 {
 	return vnpu_npu_format_of(self);
 }
+
+/* torch_npu's in-place cast: self (a whole base, not a view) takes the
+ * cast storage, so every later use reads the new layout. */
+struct vnpu_at_tensor *vnpu_npu_npu_format_cast_(vnpu_keyset_t ks,
+						 struct vnpu_at_tensor *self,
+						 int64_t acl_format)
+{
+	struct vnpu_at_tensor *c;
+
+	if (self->is_view || self->offset || !vnpu_at_is_contiguous(self) ||
+	    self->ndim != self->storage->npu.base_ndim)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "npu::npu_format_cast_: self must be a whole contiguous tensor, not a view");
+	c = vnpu_npu_npu_format_cast(ks, self, acl_format);
+	if (!c)
+		return NULL;
+	if (c->storage != self->storage) {
+		__atomic_add_fetch(&c->storage->refcount, 1, __ATOMIC_RELAXED);
+		vnpu_storage_release(self->storage);
+		self->storage = c->storage;
+		memcpy(self->strides, c->strides, sizeof(self->strides));
+		self->offset = c->offset;
+	}
+	vnpu_at_release(c);
+	return vnpu_at_retain(self);
+}
+
+struct vnpu_at_tensor *vnpu_npu_empty_with_format(vnpu_keyset_t ks,
+	struct vnpu_at_int_array size, enum vnpu_at_dtype dtype,
+	struct vnpu_at_device device, int64_t acl_format)
+{
+	if (size.n > VNPU_AT_MAX_DIMS)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "npu::empty_with_format: too many dims");
+	if (device.type == VNPU_AT_CPU)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "npu::empty_with_format: the device must be an npu");
+	for (int64_t i = 0; i < size.n; i++)
+		if (size.v[i] < 0)
+			return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+						 "npu::empty_with_format: negative dimension %lld",
+						 (long long)size.v[i]);
+	if (acl_format != VNPU_FORMAT_ND && acl_format != VNPU_FORMAT_NCHW &&
+	    acl_format != VNPU_FORMAT_NC1HWC0 &&
+	    acl_format != VNPU_FORMAT_FRACTAL_Z &&
+	    acl_format != VNPU_FORMAT_FRACTAL_NZ)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "npu::empty_with_format: unsupported format %lld",
+					 (long long)acl_format);
+	if (!vnpu_npu_ready() ||
+	    (device.type == VNPU_AT_NPU && !vnpu_at_npu_set_device(device.index)))
+		return NULL;
+	return vnpu_npu_empty_format((uint32_t)size.n, size.v,
+				     dtype == VNPU_AT_DTYPE_NONE ? VNPU_AT_F32 : dtype,
+				     (int)acl_format);
+}
