@@ -13,6 +13,8 @@ packages=(
 	libdrm-dev              # the runtime's drm backend
 	shellcheck              # the scripts suite lints every script
 	gdb                     # a crashed QEMU's backtrace (scripts/vm.sh)
+	python3-torch libtorch-dev pybind11-dev python3-dev  # torch_vnpu
+	python3-pytest          # torch_vnpu's tests
 )
 # shellcheck source=scripts/lib/apt.sh
 . "$(dirname "$0")/lib/apt.sh"

@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Generates torch_vnpu's PyTorch registrations from the dispatcher's yaml.
+
+  gen_registrations.py --yaml native_functions.yaml --out register_npu.cpp
+
+Run by the python that has torch: as torch_npu generates RegisterNPU.cpp
+from npu_native_functions.yaml, this generates ours from the file that
+declares the dispatcher's ops, and checks it against the PyTorch it builds
+for. Registered for PyTorch's PrivateUse1 key, each as a boxed kernel
+that runs the dispatcher's kernel (torch_vnpu/csrc/bridge.cpp):
+  - every op whose `dispatch:` lists NPU;
+  - every CompositeExplicitAutograd op of ours for which PyTorch has only
+    backend kernels (zero_), so it runs on our NPU kernels;
+  - the in-place and out= variants PyTorch has of those (add_.Tensor,
+    add.out) and has no composite kernel for, served by the functional
+    kernel and a copy, as torchgen's wrappers for external backends.
+Ops of the `npu::` namespace are defined as torch.ops.npu.* (with their
+CPU kernel when the yaml lists one, and a BackendSelect kernel for
+factories). Everything else reaches the CPU fallback registered last.
+"""
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', '..', 'dispatcher', 'codegen'))
+import gen_ops  # noqa: E402
+
+COMPOSITE = ('CompositeExplicitAutograd', 'CompositeImplicitAutograd')
+# views stay PyTorch's own device-generic kernels (csrc/views.cpp)
+VIEW_OPS = {'view', 'as_strided', '_reshape_alias', 'unfold'}
+
+
+class TorchOps:
+    """PyTorch's schemas and which keys have kernels."""
+
+    def __init__(self):
+        import torch
+        self.torch = torch
+        self.schemas = {}
+        for sc in torch._C._jit_get_all_schemas():
+            self.schemas.setdefault(sc.name, []).append(sc)
+
+    def find(self, qualified, overload):
+        for sc in self.schemas.get(qualified, []):
+            if sc.overload_name == overload:
+                return sc
+        return None
+
+    def has_composite(self, qualified, overload):
+        name = qualified + ('.' + overload if overload else '')
+        return any(self.torch._C._dispatch_has_kernel_for_dispatch_key(name, k)
+                   for k in COMPOSITE)
+
+    def variants(self, op):
+        """PyTorch's in-place and out= forms of our functional op."""
+        fn = self.find('aten::' + op.name, op.overload)
+        if fn is None or any(a.alias_info for a in fn.arguments):
+            return []
+        sig = [(a.name, str(a.type)) for a in fn.arguments]
+        nret = len(fn.returns)
+        found = []
+        inpl = self.find('aten::' + op.name + '_', op.overload)
+        if inpl is not None and nret == 1 and \
+                [(a.name, str(a.type)) for a in inpl.arguments] == sig and \
+                inpl.arguments[0].alias_info is not None and \
+                inpl.arguments[0].alias_info.is_write:
+            found.append(inpl)
+        for sc in self.schemas.get('aten::' + op.name, []):
+            args = sc.arguments
+            if len(args) != len(sig) + nret or \
+                    [(a.name, str(a.type)) for a in args[:len(sig)]] != sig:
+                continue
+            if all(a.alias_info is not None and a.alias_info.is_write and
+                   a.kwarg_only for a in args[len(sig):]):
+                found.append(sc)
+        return [sc for sc in found
+                if not self.has_composite(sc.name, sc.overload_name)]
+
+
+def schema_without_ns(op):
+    text = op.schema
+    return text.split('::', 1)[1] if '::' in text.split('(')[0] else text
+
+
+def generate(ops, yaml_name, tops):
+    npu_ops = [op for op in ops if 'NPU' in op.dispatch]
+    ns_ops = [op for op in ops if op.ns == 'npu']
+    errors = []
+    for op in ops:
+        if op.ns == 'aten' and tops.find('aten::' + op.name, op.overload) is None:
+            errors.append('%s is not an operator of this PyTorch' % op.qualified)
+    if errors:
+        sys.exit('\n'.join(errors))
+    # ours where PyTorch has backend kernels only
+    composite = [op for op in ops
+                 if op.ns == 'aten' and op.dispatch == ['CompositeExplicitAutograd']
+                 and op.name not in VIEW_OPS
+                 and not tops.has_composite('aten::' + op.name, op.overload)]
+    served = npu_ops + composite
+    variants = [(op, sc) for op in served if op.ns == 'aten'
+                for sc in tops.variants(op)]
+    out = []
+    w = out.append
+    w('// SPDX-License-Identifier: MIT')
+    w('// Generated from %s by torch_vnpu/codegen/gen_registrations.py;'
+      % yaml_name)
+    w('// do not edit. One boxed kernel per op whose dispatch lists NPU.')
+    w('#include "backend.h"')
+    w('')
+    w('#include <torch/library.h>')
+    w('')
+    w('namespace torch_vnpu {')
+    w('namespace {')
+    w('')
+    w('template <const char *Name>')
+    w('void npu_kernel(const c10::OperatorHandle &op, c10::DispatchKeySet ks,')
+    w('\t\ttorch::jit::Stack *stack)')
+    w('{')
+    w('\trun_npu_kernel(Name, op, ks, stack);')
+    w('}')
+    w('')
+    w('template <const char *Name>')
+    w('void npu_variant(const c10::OperatorHandle &op, c10::DispatchKeySet ks,')
+    w('\t\t torch::jit::Stack *stack)')
+    w('{')
+    w('\trun_npu_variant(Name, op, ks, stack);')
+    w('}')
+    w('')
+    for op in served + [o for o in ns_ops if o not in served]:
+        w('constexpr char k_%s_%s[] = "%s";' % (op.ns, op.c, op.qualified))
+    w('')
+    w('} // namespace')
+    w('')
+
+    def reg(op):
+        name = op.name + ('.' + op.overload if op.overload else '')
+        return ('\tm.impl("%s", torch::CppFunction::makeFromBoxedFunction<'
+                '&npu_kernel<k_%s_%s>>());' % (name, op.ns, op.c))
+    if ns_ops:
+        w('TORCH_LIBRARY(npu, m)')
+        w('{')
+        for op in ns_ops:
+            w('\tm.def("%s");' % schema_without_ns(op))
+        w('}')
+        w('')
+    w('TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)')
+    w('{')
+    w('\t// dispatch: NPU')
+    for op in npu_ops:
+        if op.ns == 'aten':
+            w(reg(op))
+    w('\t// our composites where PyTorch has backend kernels only')
+    for op in composite:
+        w(reg(op))
+    w('\t// in-place and out= variants, served by the functional kernel')
+    for op, sc in variants:
+        name = sc.name.split('::')[1] + \
+            ('.' + sc.overload_name if sc.overload_name else '')
+        w('\tm.impl("%s", torch::CppFunction::makeFromBoxedFunction<'
+          '&npu_variant<k_%s_%s>>());' % (name, op.ns, op.c))
+    w('}')
+    w('')
+    if ns_ops:
+        w('TORCH_LIBRARY_IMPL(npu, PrivateUse1, m)')
+        w('{')
+        for op in ns_ops:
+            if 'NPU' in op.dispatch:
+                w(reg(op))
+        w('}')
+        w('')
+        w('TORCH_LIBRARY_IMPL(npu, CPU, m)')
+        w('{')
+        for op in ns_ops:
+            if 'CPU' in op.dispatch:
+                w(reg(op))
+        w('}')
+        w('')
+        w('TORCH_LIBRARY_IMPL(npu, BackendSelect, m)')
+        w('{')
+        for op in ns_ops:
+            if op.backend_select:
+                w('\tm.impl("%s", torch::CppFunction::makeFromBoxedFunction<'
+                  '&npu_backend_select>());' % op.name)
+        w('}')
+        w('')
+    w('TORCH_LIBRARY_IMPL(_, PrivateUse1, m)')
+    w('{')
+    w('\tm.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());')
+    w('}')
+    w('')
+    w('} // namespace torch_vnpu')
+    return '\n'.join(out) + '\n'
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--yaml', required=True)
+    ap.add_argument('--out', required=True)
+    args = ap.parse_args()
+    try:
+        ops = [gen_ops.Op(e) for e in gen_ops.parse_yaml(args.yaml)]
+    except ValueError as e:
+        sys.exit('%s: %s' % (args.yaml, e))
+    text = generate(ops, 'dispatcher/ops/native_functions.yaml', TorchOps())
+    old = None
+    if os.path.exists(args.out):
+        with open(args.out) as f:
+            old = f.read()
+    if old != text:
+        with open(args.out, 'w') as f:
+            f.write(text)
+
+
+if __name__ == '__main__':
+    main()

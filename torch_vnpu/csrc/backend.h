@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+// torch_vnpu's C++ glue: what PyTorch's API demands in C++ (allocator,
+// guard, boxed kernels, fallback, Python module); the work is done by the
+// dispatcher's NPU kernels (dispatcher/) over libvnpurt. docs/torch.md.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/Allocator.h>
+
+#include <vector>
+
+extern "C" {
+#include "vnpu_frontend.h"
+}
+
+namespace torch_vnpu {
+
+constexpr c10::DeviceType kNpu = c10::DeviceType::PrivateUse1;
+
+// The allocator of npu storages: the dispatcher's storages, so that the
+// NPU storage descriptor (format, base sizes) travels with PyTorch's.
+c10::Allocator *npu_allocator();
+// The dispatcher storage behind an npu tensor's storage, or nullptr when
+// the storage was not made by npu_allocator.
+struct vnpu_at_storage *storage_of(const c10::Storage &s);
+// A PyTorch storage holding a reference to the dispatcher storage s.
+c10::Storage wrap_storage(struct vnpu_at_storage *s);
+
+// The thread's npu device index (starts the runtime; throws if it fails).
+int current_device();
+void set_device(int index);
+int device_count();
+
+// Throws the dispatcher's pending error as a Python RuntimeError (or
+// IndexError / ValueError where PyTorch raises those), naming `what`.
+[[noreturn]] void throw_dispatch_error(const char *what);
+
+// Boxed kernels registered by the generated registration file.
+void run_npu_kernel(const char *c_name, const c10::OperatorHandle &op,
+		    c10::DispatchKeySet ks, torch::jit::Stack *stack);
+// A functional kernel serving PyTorch's in-place (add_) or out= (add.out)
+// variant: the result is checked as PyTorch's structured kernels check it
+// (cast, shape; out= resizes) and copied into the written argument.
+void run_npu_variant(const char *c_name, const c10::OperatorHandle &op,
+		     c10::DispatchKeySet ks, torch::jit::Stack *stack);
+void npu_backend_select(const c10::OperatorHandle &op,
+			torch::jit::Stack *stack);
+// The CPU fallback for PrivateUse1 (every op without an NPU kernel, and
+// those an NPU kernel leaves to the CPU).
+void cpu_fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack);
+
+// Kernels PyTorch needs in a form the dispatcher's cannot give (the
+// storage object itself changes, or arguments only PyTorch has).
+at::Tensor empty_memory_format(c10::IntArrayRef size,
+			       c10::optional<at::ScalarType> dtype,
+			       c10::optional<at::Layout> layout,
+			       c10::optional<at::Device> device,
+			       c10::optional<bool> pin_memory,
+			       c10::optional<at::MemoryFormat> memory_format);
+at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
+			 c10::optional<at::ScalarType> dtype,
+			 c10::optional<at::Layout> layout,
+			 c10::optional<at::Device> device,
+			 c10::optional<bool> pin_memory);
+
+} // namespace torch_vnpu

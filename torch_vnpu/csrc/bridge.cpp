@@ -1,0 +1,606 @@
+// SPDX-License-Identifier: MIT
+// The bridge between PyTorch and the dispatcher's NPU kernels: PyTorch
+// tensors become dispatcher tensors on the same storages (no copy), the
+// boxed stack is translated argument by argument by name, the NPU kernel
+// runs, and its results come back as PyTorch tensors sharing storage with
+// the inputs they alias. An NPU kernel that would fall back leaves the
+// whole op to PyTorch's own CPU kernels (cpu_fallback).
+#include "backend.h"
+
+#include <ATen/EmptyTensor.h>
+#include <c10/util/Exception.h>
+
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+extern "C" {
+#include "vnpu_schema.h"
+}
+
+namespace torch_vnpu {
+
+[[noreturn]] void throw_dispatch_error(const char *what)
+{
+	enum vnpu_at_error code = vnpu_at_error_code();
+	std::string msg = vnpu_at_error_message();
+
+	vnpu_at_error_clear();
+	if (msg.empty())
+		msg = std::string(what) + ": failed without an error message";
+	else if (msg.find(what) == std::string::npos)
+		msg = std::string(what) + ": " + msg;
+	if (code == VNPU_AT_ERR_OOM)
+		throw c10::OutOfMemoryError({__func__, __FILE__, __LINE__}, msg);
+	TORCH_CHECK(false, msg);
+}
+
+// ---- dtypes and devices -----------------------------------------------------
+
+static bool dtype_to_c(at::ScalarType st, enum vnpu_at_dtype *out)
+{
+	switch (st) {
+	case at::kByte: *out = VNPU_AT_U8; return true;
+	case at::kChar: *out = VNPU_AT_I8; return true;
+	case at::kInt: *out = VNPU_AT_I32; return true;
+	case at::kLong: *out = VNPU_AT_I64; return true;
+	case at::kHalf: *out = VNPU_AT_F16; return true;
+	case at::kFloat: *out = VNPU_AT_F32; return true;
+	case at::kDouble: *out = VNPU_AT_F64; return true;
+	case at::kBool: *out = VNPU_AT_BOOL; return true;
+	case at::kBFloat16: *out = VNPU_AT_BF16; return true;
+	default: return false;
+	}
+}
+
+static at::ScalarType dtype_from_c(int dt)
+{
+	switch (dt) {
+	case VNPU_AT_U8: return at::kByte;
+	case VNPU_AT_I8: return at::kChar;
+	case VNPU_AT_I32: return at::kInt;
+	case VNPU_AT_I64: return at::kLong;
+	case VNPU_AT_F16: return at::kHalf;
+	case VNPU_AT_F32: return at::kFloat;
+	case VNPU_AT_F64: return at::kDouble;
+	case VNPU_AT_BOOL: return at::kBool;
+	case VNPU_AT_BF16: return at::kBFloat16;
+	}
+	TORCH_CHECK(false, "torch_vnpu: the dispatcher returned dtype ", dt);
+}
+
+// ---- tensors -------------------------------------------------------------------
+
+namespace {
+
+// Dispatcher references owned while one call runs.
+struct CTensors {
+	std::vector<struct vnpu_at_tensor *> v;
+	~CTensors()
+	{
+		for (auto *t : v)
+			vnpu_at_release(t);
+	}
+};
+
+// Thrown while translating arguments the dispatcher cannot represent
+// (a dtype it lacks, more than 8 dims, another device): the op then runs
+// on PyTorch's CPU kernels as any op without an NPU kernel.
+struct Unrepresentable {
+	std::string why;
+};
+
+} // namespace
+
+// t as a dispatcher tensor on the same bytes (a new reference).
+static struct vnpu_at_tensor *to_c(const at::Tensor &t)
+{
+	enum vnpu_at_dtype dt;
+	struct vnpu_at_tensor *c;
+	int64_t nd = t.dim();
+
+	if (!dtype_to_c(t.scalar_type(), &dt))
+		throw Unrepresentable{std::string("dtype ") +
+				      c10::toString(t.scalar_type())};
+	if (nd > VNPU_AT_MAX_DIMS)
+		throw Unrepresentable{"more than 8 dims"};
+	if (t.layout() != at::kStrided)
+		throw Unrepresentable{"a layout other than strided"};
+	if (t.device().type() == kNpu) {
+		struct vnpu_at_storage *s = storage_of(t.storage());
+
+		TORCH_CHECK(s, "torch_vnpu: an npu tensor whose storage was not allocated by torch_vnpu");
+		c = vnpu_at_tensor_on(s, dt, (uint32_t)nd, t.sizes().data(),
+				      t.strides().data(), t.storage_offset());
+	} else if (t.device().is_cpu()) {
+		c = vnpu_at_from_blob(t.data_ptr(), (uint32_t)nd,
+				      t.sizes().data(), t.strides().data(), dt);
+	} else {
+		throw Unrepresentable{"device " + t.device().str()};
+	}
+	if (!c)
+		throw_dispatch_error("torch_vnpu");
+	return c;
+}
+
+static bool same_geometry(const at::Tensor &t, const struct vnpu_at_tensor *c)
+{
+	if (t.dim() != c->ndim || t.storage_offset() != c->offset)
+		return false;
+	for (int64_t i = 0; i < c->ndim; i++)
+		if (t.size(i) != c->sizes[i] || t.stride(i) != c->strides[i])
+			return false;
+	return true;
+}
+
+static void set_geometry(at::Tensor &t, const struct vnpu_at_tensor *c)
+{
+	t.unsafeGetTensorImpl()->set_sizes_and_strides(
+		c10::IntArrayRef(c->sizes, c->ndim),
+		c10::IntArrayRef(c->strides, c->ndim), c->offset);
+}
+
+// A PyTorch tensor for the dispatcher tensor r: on an input's storage
+// when r shares it (a view keeps aliasing), else on a new wrapper.
+static at::Tensor from_c(struct vnpu_at_tensor *r,
+			 const std::vector<at::Tensor> &inputs)
+{
+	at::ScalarType st = dtype_from_c(r->dtype);
+
+	if (r->storage->device.type != VNPU_AT_NPU) {
+		auto opts = at::TensorOptions().dtype(st);
+		void *data = vnpu_at_data(r);
+
+		return at::from_blob(data, c10::IntArrayRef(r->sizes, r->ndim),
+				     c10::IntArrayRef(r->strides, r->ndim),
+				     opts).clone();
+	}
+	c10::Storage storage;
+	for (const auto &in : inputs)
+		if (in.defined() && in.device().type() == kNpu &&
+		    storage_of(in.storage()) == r->storage) {
+			storage = in.storage();
+			break;
+		}
+	if (!storage)
+		storage = wrap_storage(r->storage);
+	at::Tensor t = at::detail::make_tensor<c10::TensorImpl>(
+		std::move(storage), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+		caffe2::TypeMeta::fromScalarType(st));
+	set_geometry(t, r);
+	return t;
+}
+
+// ---- arguments --------------------------------------------------------------
+
+static std::vector<int64_t> int_list(const c10::IValue &v)
+{
+	if (v.isIntList())
+		return v.toIntVector();
+	std::vector<int64_t> out;
+	TORCH_CHECK(v.isList(), "torch_vnpu: expected an int list, got ",
+		    v.tagKind());
+	for (const c10::IValue &e : v.toListRef()) {
+		if (e.isInt())
+			out.push_back(e.toInt());
+		else if (e.isSymInt())
+			out.push_back(e.toSymInt().expect_int());
+		else
+			TORCH_CHECK(false, "torch_vnpu: expected an int list element, got ",
+				    e.tagKind());
+	}
+	return out;
+}
+
+static bool push_device(struct vnpu_stack *s, const c10::IValue &v)
+{
+	if (v.isNone())
+		return vnpu_stack_push_none(s);
+	at::Device d = v.toDevice();
+	if (d.is_cpu())
+		return vnpu_stack_push_device(s, VNPU_AT_DEV_CPU);
+	if (d.type() != kNpu)
+		throw Unrepresentable{"device " + d.str()};
+	return vnpu_stack_push_device(
+		s, VNPU_AT_DEV_NPU((int8_t)(d.has_index() ? d.index() : current_device())));
+}
+
+static bool push_scalar(struct vnpu_stack *s, const c10::IValue &v)
+{
+	if (v.isInt())
+		return vnpu_stack_push_int(s, v.toInt());
+	if (v.isDouble())
+		return vnpu_stack_push_double(s, v.toDouble());
+	if (v.isBool())
+		return vnpu_stack_push_bool(s, v.toBool());
+	throw Unrepresentable{std::string("a ") + v.tagKind() + " scalar"};
+}
+
+// Pushes torch value v for dispatcher argument a.
+static void push_arg(struct vnpu_stack *s, const struct vnpu_schema_arg *a,
+		     const c10::IValue &v, CTensors &owned)
+{
+	const struct vnpu_schema_type *ty = &a->type;
+	bool ok;
+
+	// an optional tensor arrives as an undefined tensor from C++ callers
+	bool none = v.isNone() || (v.isTensor() && !v.toTensor().defined());
+
+	if (none) {
+		TORCH_CHECK(ty->optional || ty->elem_optional || a->default_value,
+			    "torch_vnpu: argument '", a->name, "' is None");
+		ok = vnpu_stack_push_none(s);
+	} else if (ty->base == VNPU_TYPE_TENSOR && !ty->is_list) {
+		struct vnpu_at_tensor *t = to_c(v.toTensor());
+
+		owned.v.push_back(t);
+		ok = vnpu_stack_push_tensor(s, t);
+	} else if (ty->base == VNPU_TYPE_TENSOR) {
+		std::vector<struct vnpu_at_tensor *> l;
+
+		for (const c10::IValue &e : v.toListRef()) {
+			struct vnpu_at_tensor *t = nullptr;
+
+			if (!e.isNone() && e.toTensor().defined()) {
+				t = to_c(e.toTensor());
+				owned.v.push_back(t);
+			}
+			l.push_back(t);
+		}
+		ok = vnpu_stack_push_tensor_list(
+			s, (struct vnpu_at_tensor_list){ l.data(), (int64_t)l.size() });
+	} else if (ty->is_list) {
+		TORCH_CHECK(ty->base == VNPU_TYPE_INT,
+			    "torch_vnpu: unsupported list argument '", a->name, "'");
+		std::vector<int64_t> l = int_list(v);
+		ok = vnpu_stack_push_int_list(
+			s, (struct vnpu_at_int_array){ l.data(), (int64_t)l.size() });
+	} else {
+		switch (ty->base) {
+		case VNPU_TYPE_INT:
+			ok = vnpu_stack_push_int(s, v.isSymInt() ?
+						 v.toSymInt().expect_int() : v.toInt());
+			break;
+		case VNPU_TYPE_FLOAT:
+			ok = vnpu_stack_push_double(s, v.toDouble());
+			break;
+		case VNPU_TYPE_BOOL:
+			ok = vnpu_stack_push_bool(s, v.toBool());
+			break;
+		case VNPU_TYPE_STR:
+			ok = vnpu_stack_push_string(s, v.toStringRef().c_str());
+			break;
+		case VNPU_TYPE_SCALAR:
+			ok = push_scalar(s, v);
+			break;
+		case VNPU_TYPE_SCALAR_TYPE: {
+			enum vnpu_at_dtype dt;
+
+			if (!dtype_to_c(v.toScalarType(), &dt))
+				throw Unrepresentable{std::string("dtype ") +
+						      c10::toString(v.toScalarType())};
+			ok = vnpu_stack_push_int(s, dt);
+			break;
+		}
+		case VNPU_TYPE_DEVICE:
+			ok = push_device(s, v);
+			break;
+		default:
+			TORCH_CHECK(false, "torch_vnpu: unsupported argument '",
+				    a->name, "'");
+		}
+	}
+	if (!ok)
+		throw_dispatch_error("torch_vnpu");
+}
+
+// Arguments PyTorch's schema has and ours leaves out: accepted when they
+// ask for what the dispatcher's kernel does anyway.
+static void check_torch_only(const c10::Argument &a, const c10::IValue &v)
+{
+	if (v.isNone())
+		return;
+	const std::string &n = a.name();
+	if (n == "layout" && v.toLayout() == at::kStrided)
+		return;
+	if (n == "pin_memory" && !v.toBool())
+		return;
+	if (n == "memory_format" &&
+	    (v.toMemoryFormat() == at::MemoryFormat::Contiguous ||
+	     v.toMemoryFormat() == at::MemoryFormat::Preserve))
+		return;
+	throw Unrepresentable{n + "=" + c10::IValue(v).tagKind()};
+}
+
+// ---- the call ------------------------------------------------------------
+
+namespace {
+
+// How the dispatcher op's arguments map to the PyTorch op's (resolved
+// once per pair: a functional kernel also serves its in-place and out=
+// variants, whose schemas place the arguments differently).
+struct Binding {
+	const struct vnpu_op *op;
+	std::vector<int> torch_index;	// per dispatcher argument
+	std::vector<int> targets;	// PyTorch's written args we don't pass
+};
+
+struct CStack {
+	struct vnpu_stack s;
+	CStack() { vnpu_stack_init(&s); }
+	~CStack() { vnpu_stack_destroy(&s); }
+	CStack(const CStack &) = delete;
+	CStack &operator=(const CStack &) = delete;
+};
+
+struct Deferral {
+	bool prev = vnpu_fallback_defer_begin();
+	~Deferral() { vnpu_fallback_defer_end(prev); }
+};
+
+} // namespace
+
+static const Binding &binding(const char *c_name, const c10::OperatorHandle &op)
+{
+	static std::mutex lock;
+	static std::unordered_map<std::string, Binding> cache;
+	const c10::OperatorName &tn = op.operator_name();
+	std::string key = std::string(c_name) + "|" + tn.name + "." + tn.overload_name;
+	std::lock_guard<std::mutex> g(lock);
+	auto it = cache.find(key);
+
+	if (it != cache.end())
+		return it->second;
+	Binding b;
+	b.op = vnpu_op_find(c_name);
+	TORCH_CHECK(b.op, "torch_vnpu: the dispatcher has no operator ", c_name);
+	const struct vnpu_schema *cs = vnpu_op_schema(b.op);
+	const auto &targs = op.schema().arguments();
+	std::vector<bool> used(targs.size());
+	for (uint32_t i = 0; i < cs->nargs; i++) {
+		int found = -1;
+
+		for (size_t j = 0; j < targs.size(); j++)
+			if (targs[j].name() == cs->args[i].name)
+				found = (int)j;
+		TORCH_CHECK(found >= 0, "torch_vnpu: ", c_name, " argument '",
+			    cs->args[i].name, "' is not in PyTorch's schema ",
+			    op.schema());
+		b.torch_index.push_back(found);
+		used[found] = true;
+	}
+	for (size_t j = 0; j < targs.size(); j++)
+		if (!used[j] && targs[j].alias_info() &&
+		    targs[j].alias_info()->isWrite())
+			b.targets.push_back((int)j);
+	return cache.emplace(key, std::move(b)).first->second;
+}
+
+// After a kernel wrote argument i: if it replaced the dispatcher
+// tensor's storage (resize_, a format cast in place), the PyTorch storage
+// takes the new one, so every view of it sees the new bytes.
+static void write_back(at::Tensor &t, struct vnpu_at_tensor *c)
+{
+	if (t.device().type() != kNpu)
+		return;
+	c10::Storage st = t.storage();
+	if (storage_of(st) != c->storage) {
+		c10::Storage fresh = wrap_storage(c->storage);
+		st.set_data_ptr_noswap(std::move(fresh.unsafeGetStorageImpl()->data_ptr()));
+		st.set_nbytes(c->storage->nbytes);
+	}
+	if (!same_geometry(t, c))
+		set_geometry(t, c);
+}
+
+static c10::IValue ret_from_c(const char *c_name, struct vnpu_ivalue *v,
+			      const std::vector<at::Tensor> &inputs)
+{
+	switch (v->tag) {
+	case VNPU_IV_NONE:
+		return c10::IValue();
+	case VNPU_IV_TENSOR:
+		return from_c(v->t, inputs);
+	case VNPU_IV_TENSOR_LIST: {
+		std::vector<at::Tensor> l;
+		for (int64_t j = 0; j < v->tl->n; j++)
+			l.push_back(from_c(v->tl->v[j], inputs));
+		return l;
+	}
+	case VNPU_IV_INT:
+		return v->i;
+	case VNPU_IV_DOUBLE:
+		return v->d;
+	case VNPU_IV_BOOL:
+		return v->b;
+	}
+	TORCH_CHECK(false, "torch_vnpu: ", c_name, ": unsupported return value");
+}
+
+// Runs the dispatcher's kernel c_name on the arguments of op on the
+// stack (left there); false when the op must run on the CPU instead.
+static bool invoke(const char *c_name, const Binding &b,
+		   const c10::OperatorHandle &op, c10::DispatchKeySet ks,
+		   torch::jit::Stack *stack, std::vector<c10::IValue> &rets)
+{
+	const struct vnpu_schema *cs = vnpu_op_schema(b.op);
+	const auto &tschema = op.schema();
+	size_t n = tschema.arguments().size(), base = stack->size() - n;
+	std::vector<at::Tensor> inputs;
+	std::vector<struct vnpu_at_tensor *> arg_c(cs->nargs, nullptr);
+	CTensors owned;
+	CStack cst;
+
+	try {
+		for (size_t j = 0; j < n; j++) {
+			const c10::IValue &v = (*stack)[base + j];
+			bool ours = false;
+
+			for (int ti : b.torch_index)
+				ours |= (size_t)ti == j;
+			for (int ti : b.targets)
+				ours |= (size_t)ti == j;
+			if (!ours)
+				check_torch_only(tschema.arguments()[j], v);
+			if (v.isTensor())
+				inputs.push_back(v.toTensor());
+		}
+		for (uint32_t i = 0; i < cs->nargs; i++) {
+			size_t before = owned.v.size();
+
+			push_arg(&cst.s, &cs->args[i],
+				 (*stack)[base + b.torch_index[i]], owned);
+			if (owned.v.size() == before + 1 &&
+			    cs->args[i].type.base == VNPU_TYPE_TENSOR &&
+			    !cs->args[i].type.is_list)
+				arg_c[i] = owned.v.back();
+		}
+	} catch (const Unrepresentable &) {
+		return false;
+	}
+
+	bool ok;
+	{
+		Deferral d;
+		bool cpu = ks.has(c10::DispatchKey::CPU) &&
+			   !ks.has(c10::DispatchKey::PrivateUse1);
+
+		ok = vnpu_redispatch_boxed(
+			b.op, vnpu_keyset_of(cpu ? VNPU_KEY_CPU : VNPU_KEY_PRIVATEUSE1),
+			&cst.s);
+	}
+	if (!ok) {
+		if (vnpu_at_error_code() == VNPU_AT_ERR_FALLBACK_DEFERRED) {
+			vnpu_at_error_clear();
+			return false;
+		}
+		throw_dispatch_error(c_name);
+	}
+
+	// written arguments first: their PyTorch tensors are the returns
+	for (uint32_t i = 0; i < cs->nargs; i++)
+		if (cs->args[i].is_write && arg_c[i]) {
+			at::Tensor t = (*stack)[base + b.torch_index[i]].toTensor();
+			write_back(t, arg_c[i]);
+		}
+	for (uint32_t r = 0; r < cs->nrets; r++) {
+		const struct vnpu_schema_arg *ra = &cs->rets[r];
+
+		if (ra->is_write) {
+			c10::IValue same;
+			for (uint32_t i = 0; i < cs->nargs; i++)
+				if (cs->args[i].is_write &&
+				    cs->args[i].alias_set == ra->alias_set)
+					same = (*stack)[base + b.torch_index[i]];
+			TORCH_CHECK(!same.isNone(), "torch_vnpu: ", c_name,
+				    ": no argument for written return ", r);
+			rets.push_back(same);
+			continue;
+		}
+		rets.push_back(ret_from_c(c_name, &cst.s.v[r], inputs));
+	}
+	return true;
+}
+
+static void replace_args(torch::jit::Stack *stack, size_t n,
+			 std::vector<c10::IValue> &rets)
+{
+	torch::jit::drop(*stack, n);
+	for (auto &r : rets)
+		stack->push_back(std::move(r));
+}
+
+void run_npu_kernel(const char *c_name, const c10::OperatorHandle &op,
+		    c10::DispatchKeySet ks, torch::jit::Stack *stack)
+{
+	const Binding &b = binding(c_name, op);
+	std::vector<c10::IValue> rets;
+
+	TORCH_CHECK(vnpu_op_schema(b.op)->nrets == op.schema().returns().size(),
+		    "torch_vnpu: ", c_name, " and ", op.schema(),
+		    " return different numbers of values");
+	if (!invoke(c_name, b, op, ks, stack, rets)) {
+		cpu_fallback(op, stack);
+		return;
+	}
+	replace_args(stack, op.schema().arguments().size(), rets);
+}
+
+// What PyTorch's structured kernels check before writing a result into
+// an existing tensor (TensorIterator's cast and shape rules).
+static void check_target(const char *what, const at::Tensor &target,
+			 const at::Tensor &result, bool may_resize)
+{
+	TORCH_CHECK(c10::canCast(result.scalar_type(), target.scalar_type()),
+		    "result type ", result.scalar_type(),
+		    " can't be cast to the desired output type ",
+		    target.scalar_type());
+	TORCH_CHECK(may_resize || target.sizes() == result.sizes(),
+		    "output with shape ", target.sizes(),
+		    " doesn't match the broadcast shape ", result.sizes());
+	TORCH_CHECK(target.device().type() == kNpu || !may_resize ||
+		    target.device().is_cpu(),
+		    what, ": out= on ", target.device());
+}
+
+void run_npu_variant(const char *c_name, const c10::OperatorHandle &op,
+		     c10::DispatchKeySet ks, torch::jit::Stack *stack)
+{
+	const Binding &b = binding(c_name, op);
+	const auto &targs = op.schema().arguments();
+	size_t n = targs.size(), base = stack->size() - n;
+	std::vector<c10::IValue> rets;
+	std::vector<at::Tensor> targets;
+
+	// in place: self is the target; out=: the written args we don't pass
+	if (b.targets.empty()) {
+		TORCH_CHECK(targs[0].alias_info() && targs[0].alias_info()->isWrite(),
+			    "torch_vnpu: ", op.schema(), " is not an in-place variant of ",
+			    c_name);
+		targets.push_back((*stack)[base].toTensor());
+	} else {
+		for (int ti : b.targets)
+			targets.push_back((*stack)[base + ti].toTensor());
+	}
+	if (targets.size() != vnpu_op_schema(b.op)->nrets ||
+	    !invoke(c_name, b, op, ks, stack, rets)) {
+		cpu_fallback(op, stack);
+		return;
+	}
+	bool out = !b.targets.empty();
+	for (size_t i = 0; i < targets.size(); i++) {
+		at::Tensor r = rets[i].toTensor();
+
+		check_target(c_name, targets[i], r, out);
+		if (out && targets[i].sizes() != r.sizes()) {
+			if (targets[i].numel())
+				TORCH_WARN("An output with one or more elements was resized since it had shape ",
+					   targets[i].sizes(), ", which does not match the required output shape ",
+					   r.sizes(), ". This behavior is deprecated, and in a future PyTorch release outputs will not be resized unless they have zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).");
+			targets[i].resize_(r.sizes());
+		}
+		targets[i].copy_(r);
+	}
+	std::vector<c10::IValue> outs(targets.begin(), targets.end());
+	replace_args(stack, n, outs);
+}
+
+// BackendSelect for the npu:: factory ops: the device argument decides.
+void npu_backend_select(const c10::OperatorHandle &op, torch::jit::Stack *stack)
+{
+	const auto &targs = op.schema().arguments();
+	size_t n = targs.size(), base = stack->size() - n;
+	c10::DispatchKey key = c10::DispatchKey::PrivateUse1;
+
+	for (size_t j = 0; j < n; j++) {
+		const c10::IValue &v = (*stack)[base + j];
+
+		if (targs[j].name() == "device" && v.isDevice() &&
+		    v.toDevice().is_cpu())
+			key = c10::DispatchKey::CPU;
+	}
+	op.redispatchBoxed(c10::DispatchKeySet(key), stack);
+}
+
+} // namespace torch_vnpu

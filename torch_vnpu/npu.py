@@ -1,0 +1,214 @@
+# SPDX-License-Identifier: MIT
+"""torch.cuda's API for the npu: devices, streams, events, memory.
+
+Streams and events are libvnpurt's, with CUDA's rules (docs/runtime-api.md):
+work on one stream runs in order; an event recorded on a stream completes
+when the work queued before it has; stream.wait_event orders across
+streams. Tensors allocated while a stream is current return their memory
+to the cache for reuse on that stream only; a tensor used on another
+stream needs an event before it is freed (as PyTorch's record_stream).
+"""
+import contextlib
+
+import torch
+
+from . import _C
+
+_TYPE = 'privateuseone'
+
+
+def _index(device):
+    if device is None:
+        return _C.current_device()
+    if isinstance(device, int):
+        return device
+    d = torch.device(device)
+    if d.type != _TYPE:
+        raise ValueError('expected an npu device (%r), got %r' % (_TYPE, str(d)))
+    return _C.current_device() if d.index is None else d.index
+
+
+def is_available():
+    return _C.device_count() > 0
+
+
+def device_count():
+    return _C.device_count()
+
+
+def current_device():
+    return _C.current_device()
+
+
+def set_device(device):
+    _C.set_device(_index(device))
+
+
+def get_device_name(device=None):
+    idx = _index(device)
+    prev = _C.current_device()
+    _C.set_device(idx)
+    try:
+        return _C.device_name()
+    finally:
+        _C.set_device(prev)
+
+
+def synchronize(device=None):
+    """Waits for all work on every stream of the device."""
+    _C.synchronize(_index(device))
+
+
+class device(object):
+    """Context manager: the current npu device inside the block."""
+
+    def __init__(self, dev):
+        self.idx = _index(dev)
+        self.prev = None
+
+    def __enter__(self):
+        self.prev = _C.current_device()
+        _C.set_device(self.idx)
+
+    def __exit__(self, *exc):
+        _C.set_device(self.prev)
+        return False
+
+
+_device_ctx = device
+
+
+class Stream(object):
+    """An npu stream (priority 0 low, 1 high). Stream(_id=0) wraps the
+    default stream."""
+
+    def __init__(self, device=None, priority=0, _id=None):
+        self.device = torch.device(_TYPE, _index(device))
+        self._owned = _id is None
+        with _device_ctx(self.device):
+            self.id = _C.stream_create(priority) if _id is None else _id
+
+    def synchronize(self):
+        _C.stream_synchronize(self.id)
+
+    def query(self):
+        return _C.stream_query(self.id)
+
+    def wait_event(self, event):
+        _C.stream_wait_event(self.id, event._id())
+
+    def wait_stream(self, stream):
+        self.wait_event(stream.record_event())
+
+    def record_event(self, event=None):
+        event = event or Event()
+        event.record(self)
+        return event
+
+    def __eq__(self, other):
+        return isinstance(other, Stream) and self.id == other.id
+
+    def __hash__(self):
+        return hash(self.id)
+
+    def __repr__(self):
+        return '<torch_vnpu.npu.Stream device=%s id=%#x>' % (self.device,
+                                                            self.id)
+
+    def __del__(self):
+        if getattr(self, '_owned', False) and self.id:
+            try:
+                _C.stream_destroy(self.id)
+            except Exception:
+                pass
+
+
+def current_stream(device=None):
+    return Stream(device, _id=_C.current_stream())
+
+
+def default_stream(device=None):
+    return Stream(device, _id=0)
+
+
+@contextlib.contextmanager
+def stream(s):
+    """Makes s the current stream inside the block (None: no change)."""
+    if s is None:
+        yield
+        return
+    prev = _C.current_stream()
+    _C.set_stream(s.id)
+    try:
+        yield
+    finally:
+        _C.set_stream(prev)
+
+
+class Event(object):
+    """An npu event; enable_timing=True allows elapsed_time."""
+
+    def __init__(self, enable_timing=False, blocking=False, interprocess=False):
+        if interprocess:
+            raise NotImplementedError('npu events are not shared between processes')
+        self.enable_timing = enable_timing
+        self.id = 0
+
+    def _id(self):
+        if not self.id:
+            self.id = _C.event_create(self.enable_timing)
+        return self.id
+
+    def record(self, stream=None):
+        s = stream if stream is not None else current_stream()
+        _C.event_record(self._id(), s.id)
+
+    def wait(self, stream=None):
+        s = stream if stream is not None else current_stream()
+        s.wait_event(self)
+
+    def query(self):
+        return True if not self.id else _C.event_query(self.id)
+
+    def synchronize(self):
+        if self.id:
+            _C.event_synchronize(self.id)
+
+    def elapsed_time(self, end_event):
+        """Milliseconds between this event and end_event (both recorded
+        and complete, both with enable_timing)."""
+        return _C.event_elapsed_time(self._id(), end_event._id())
+
+    def __del__(self):
+        if getattr(self, 'id', 0):
+            try:
+                _C.event_destroy(self.id)
+            except Exception:
+                pass
+
+
+def memory_stats(device=None):
+    return _C.memory_stats(_index(device))
+
+
+def memory_allocated(device=None):
+    """Bytes held by live npu tensors (their cache block sizes)."""
+    return memory_stats(device)['allocated_bytes.all.current']
+
+
+def max_memory_allocated(device=None):
+    return memory_stats(device)['allocated_bytes.all.peak']
+
+
+def memory_reserved(device=None):
+    """memory_allocated plus blocks cached for reuse."""
+    return memory_stats(device)['reserved_bytes.all.current']
+
+
+def reset_peak_memory_stats(device=None):
+    _C.reset_peak_memory_stats(_index(device))
+
+
+def empty_cache():
+    """Returns cached blocks to the device."""
+    _C.empty_cache()
