@@ -53,6 +53,22 @@ struct vnpu_at_tensor *vnpu_npu_fill__Scalar(vnpu_keyset_t ks,
 		tgt = vnpu_npu_empty(self->ndim, self->sizes, (enum vnpu_at_dtype)self->dtype);
 		if (!tgt)
 			return NULL;
+	} else if (vnpu_npu_overlaps_itself(self)) {
+		/* an expanded tensor: every element of a stride-0 dim is one
+		 * location, so fill each once (PyTorch allows fill_ here) */
+		int64_t sz[VNPU_AT_MAX_DIMS];
+
+		for (uint32_t i = 0; i < self->ndim; i++)
+			sz[i] = self->strides[i] ? self->sizes[i] : 1;
+		tgt = vnpu_at_view_of(self, self->ndim, sz, self->strides,
+				      self->offset);
+		if (!tgt)
+			return NULL;
+		ok = vnpu_npu_arg(&l, tgt, VNPU_ACCESS_WRITE, &p.out) &&
+		     vnpu_npu_launch("aten::fill_", &l, "fill", &p, sizeof(p),
+				     vnpu_at_numel(tgt));
+		vnpu_at_release(tgt);
+		return ok ? vnpu_at_retain(self) : NULL;
 	}
 	ok = vnpu_npu_arg(&l, tgt, VNPU_ACCESS_WRITE, &p.out) &&
 	     vnpu_npu_launch("aten::fill_", &l, "fill", &p, sizeof(p), vnpu_at_numel(tgt));
@@ -231,6 +247,9 @@ struct vnpu_at_tensor *vnpu_npu_mm(vnpu_keyset_t ks, struct vnpu_at_tensor *self
 	struct vnpu_npu_launch l = { 0 };
 	struct vnpu_at_tensor *a = NULL, *b = NULL, *out = NULL;
 
+	if (!vnpu_at_check_same_device("aten::mm", 2,
+				       (const struct vnpu_at_tensor *[]){ self, mat2 }))
+		return NULL;
 	if (self->ndim != 2 || mat2->ndim != 2 || self->sizes[1] != mat2->sizes[0] ||
 	    self->dtype != mat2->dtype)
 		return vnpu_fallback_mm(ks, self, mat2);	/* the CPU kernel words the error */

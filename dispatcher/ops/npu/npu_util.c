@@ -133,6 +133,26 @@ static bool add_buffer(struct vnpu_npu_launch *l, const struct vnpu_at_storage *
 	return true;
 }
 
+bool vnpu_npu_overlaps_itself(const struct vnpu_at_tensor *t)
+{
+	for (uint32_t i = 0; i < t->ndim; i++)
+		if (t->strides[i] == 0 && t->sizes[i] > 1)
+			return true;
+	return false;
+}
+
+/* PyTorch's check before writing (has_internal_overlap): an expanded
+ * tensor has elements that share one location; the device refuses such
+ * an output, asynchronously, so refuse it here. */
+static bool check_writable(const struct vnpu_at_tensor *t)
+{
+	if (!vnpu_npu_overlaps_itself(t))
+		return true;
+	vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			  "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.");
+	return false;
+}
+
 bool vnpu_npu_arg(struct vnpu_npu_launch *l, const struct vnpu_at_tensor *t,
 		  uint32_t access, struct vnpu_tensor *desc)
 {
@@ -149,6 +169,8 @@ bool vnpu_npu_arg(struct vnpu_npu_launch *l, const struct vnpu_at_tensor *t,
 				  vnpu_at_dtype_name((enum vnpu_at_dtype)t->dtype));
 		return false;
 	}
+	if ((access & VNPU_ACCESS_WRITE) && !check_writable(t))
+		return false;
 	if (!add_buffer(l, t->storage, access, &desc->buffer))
 		return false;
 	desc->dtype = (uint32_t)dt;
@@ -442,7 +464,7 @@ bool vnpu_npu_copy(const char *op, struct vnpu_at_tensor *dst,
 	size_t isz = vnpu_at_dtype_size((enum vnpu_at_dtype)dst->dtype);
 	bool ok;
 
-	if (!vnpu_npu_ready())
+	if (!vnpu_npu_ready() || !check_writable(dst))
 		return false;
 	if (dst_npu && is_internal(vnpu_npu_format_of(dst))) {
 		/* copy_h2d / d2d into an internal format: through a plain

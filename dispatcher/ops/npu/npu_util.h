@@ -27,12 +27,16 @@ struct vnpu_npu_launch {
 	uint32_t nbufs;
 };
 
+/* True when elements of t share a location (a stride 0 over a dim of
+ * size > 1: an expanded tensor); such a tensor cannot be written. */
+bool vnpu_npu_overlaps_itself(const struct vnpu_at_tensor *t);
+
 /* Fills desc for t as an operand of l with `access` (VNPU_ACCESS_*).
  * Plain storages: t's sizes, strides and offset. Internal-format storages:
  * t must be the whole base tensor (not a view); desc carries the npu format
  * and zero strides. A WRITE operand bumps its storage's version. False
- * with the error set on f64, a view of an internal format, or more than 8
- * storages. */
+ * with the error set on f64, a view of an internal format, a written
+ * operand that overlaps itself, or more than 8 storages. */
 bool vnpu_npu_arg(struct vnpu_npu_launch *l, const struct vnpu_at_tensor *t,
 		  uint32_t access, struct vnpu_tensor *desc);
 /* As vnpu_npu_arg for a plain tensor broadcast to out_ndim dims (leading
