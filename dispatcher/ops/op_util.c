@@ -241,14 +241,11 @@ bool vnpu_at_broadcast_shapes(const char *op, uint32_t n,
 				sizes[lead + d] = s;
 				continue;
 			}
-			{
-				char a[128], b[128];
-
-				vnpu_at_error_set(VNPU_AT_ERR_VALUE,
-						  "%s: shapes %s and %s cannot be broadcast",
-						  op, vnpu_at_format_sizes(ts[0], a, sizeof(a)),
-						  vnpu_at_format_sizes(ts[i], b, sizeof(b)));
-			}
+			/* PyTorch's words (infer_size) */
+			vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					  "%s: The size of tensor a (%lld) must match the size of tensor b (%lld) at non-singleton dimension %u",
+					  op, (long long)sizes[lead + d], (long long)s,
+					  lead + d);
 			return false;
 		}
 	}

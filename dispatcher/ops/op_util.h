@@ -62,8 +62,9 @@ bool vnpu_at_iter_next(struct vnpu_at_iter *it);
 
 /* ---- shapes and dtypes --------------------------------------------------------- */
 
-/* Broadcast shape of n tensors; false with "<op>: shapes [..] and [..]
- * cannot be broadcast" set. */
+/* Broadcast shape of n tensors; false with PyTorch's "<op>: The size of
+ * tensor a (3) must match the size of tensor b (4) at non-singleton
+ * dimension 1" set. */
 bool vnpu_at_broadcast_shapes(const char *op, uint32_t n,
 			      const struct vnpu_at_tensor *const *ts,
 			      uint32_t *ndim, int64_t *sizes);

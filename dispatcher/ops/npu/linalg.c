@@ -94,6 +94,9 @@ struct vnpu_at_tensor *vnpu_npu_bmm(vnpu_keyset_t ks,
 {
 	struct vnpu_at_tensor *out;
 
+	if (!vnpu_at_check_same_device("aten::bmm", 2,
+				       (const struct vnpu_at_tensor *[]){ self, mat2 }))
+		return NULL;
 	if (self->ndim != 3 || mat2->ndim != 3 ||
 	    mat2->sizes[0] != self->sizes[0] ||
 	    mat2->sizes[1] != self->sizes[2] || self->dtype != mat2->dtype ||
@@ -127,6 +130,9 @@ struct vnpu_at_tensor *vnpu_npu_addmm(vnpu_keyset_t ks,
 	int64_t M, N;
 	bool ok;
 
+	if (!vnpu_at_check_same_device(name, 3,
+				       (const struct vnpu_at_tensor *[]){ self, mat1, mat2 }))
+		return NULL;
 	if (mat1->ndim != 2 || mat2->ndim != 2 ||
 	    mat1->sizes[1] != mat2->sizes[0] || mat1->dtype != mat2->dtype ||
 	    self->dtype != mat1->dtype || !npk_float(self->dtype) ||
