@@ -211,8 +211,18 @@ struct vnpu_at_storage *vnpu_storage_new(size_t nbytes,
 			free(s);
 			return NULL;
 		}
-		s->stream = vnpu_npu_cur_stream;
+		int cur = vnpu_npu_cur_device;
+
+		/* memory of npu:N is allocated with N current (an index that
+		 * names no device fails here, before any tensor exists) */
+		if (dev.index != cur && !vnpu_at_npu_set_device(dev.index)) {
+			free(s);
+			return NULL;
+		}
+		s->stream = dev.index == cur ? vnpu_npu_cur_stream : NULL;
 		s->data = npu_alloc(nbytes, dev.index, s->stream, &s->nbytes);
+		if (dev.index != cur)
+			vnpu_at_npu_set_device(cur);
 		if (!s->data) {
 			free(s);
 			return NULL;
