@@ -49,6 +49,9 @@ void npu_backend_select(const c10::OperatorHandle &op,
 // The CPU fallback for PrivateUse1 (every op without an NPU kernel, and
 // those an NPU kernel leaves to the CPU).
 void cpu_fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack);
+// The same without the policy and the report: for the ops torch_vnpu
+// runs on the host by design (random numbers, random.cpp).
+void run_on_cpu(const c10::OperatorHandle &op, torch::jit::Stack *stack);
 
 // Kernels PyTorch needs in a form the dispatcher's cannot give (the
 // storage object itself changes, or arguments only PyTorch has).

@@ -8,6 +8,7 @@
 #include "backend.h"
 
 #include <ATen/EmptyTensor.h>
+#include <c10/core/DeviceGuard.h>
 #include <c10/util/Exception.h>
 
 #include <cstring>
@@ -87,8 +88,11 @@ struct CTensors {
 // Thrown while translating arguments the dispatcher cannot represent
 // (a dtype it lacks, more than 8 dims, another device): the op then runs
 // on PyTorch's CPU kernels as any op without an NPU kernel.
-struct Unrepresentable {
-	std::string why;
+struct Unrepresentable : std::runtime_error {
+	explicit Unrepresentable(const std::string &why)
+		: std::runtime_error("torch_vnpu: the dispatcher cannot take " + why)
+	{
+	}
 };
 
 } // namespace
@@ -101,12 +105,12 @@ static struct vnpu_at_tensor *to_c(const at::Tensor &t)
 	int64_t nd = t.dim();
 
 	if (!dtype_to_c(t.scalar_type(), &dt))
-		throw Unrepresentable{std::string("dtype ") +
-				      c10::toString(t.scalar_type())};
+		throw Unrepresentable(std::string("dtype ") +
+				      c10::toString(t.scalar_type()));
 	if (nd > VNPU_AT_MAX_DIMS)
-		throw Unrepresentable{"more than 8 dims"};
+		throw Unrepresentable("more than 8 dims");
 	if (t.layout() != at::kStrided)
-		throw Unrepresentable{"a layout other than strided"};
+		throw Unrepresentable("a layout other than strided");
 	if (t.device().type() == kNpu) {
 		struct vnpu_at_storage *s = storage_of(t.storage());
 
@@ -117,11 +121,123 @@ static struct vnpu_at_tensor *to_c(const at::Tensor &t)
 		c = vnpu_at_from_blob(t.data_ptr(), (uint32_t)nd,
 				      t.sizes().data(), t.strides().data(), dt);
 	} else {
-		throw Unrepresentable{"device " + t.device().str()};
+		throw Unrepresentable("device " + t.device().str());
 	}
 	if (!c)
 		throw_dispatch_error("torch_vnpu");
 	return c;
+}
+
+// A copy between two tensors of one shape and one element size, as u8
+// tensors with one more dim (the element's bytes): copies of a dtype the
+// dispatcher lacks (int16, complex) or of a rank beyond its 8 dims are
+// byte copies, which its copy engine does on any strides. Dims of size 1
+// are dropped and dims contiguous in both tensors merged first, so a
+// tensor of many dims copies as one of few.
+struct ByteGeometry {
+	std::vector<int64_t> sizes, dst_strides, src_strides;
+};
+
+static ByteGeometry byte_geometry(const at::Tensor &dst, const at::Tensor &src)
+{
+	ByteGeometry g;
+	int64_t isz = (int64_t)dst.itemsize();
+
+	for (int64_t d = 0; d < dst.dim(); d++) {
+		int64_t sz = dst.size(d), ds = dst.stride(d) * isz,
+			ss = src.stride(d) * isz;
+
+		if (sz == 1)
+			continue;
+		if (!g.sizes.empty() &&
+		    g.dst_strides.back() == ds * sz && g.src_strides.back() == ss * sz) {
+			g.sizes.back() *= sz;
+			g.dst_strides.back() = ds;
+			g.src_strides.back() = ss;
+			continue;
+		}
+		g.sizes.push_back(sz);
+		g.dst_strides.push_back(ds);
+		g.src_strides.push_back(ss);
+	}
+	g.sizes.push_back(isz);
+	g.dst_strides.push_back(1);
+	g.src_strides.push_back(1);
+	if (g.sizes.size() > VNPU_AT_MAX_DIMS)
+		throw Unrepresentable("a copy of more than 7 non-mergeable dims");
+	return g;
+}
+
+static struct vnpu_at_tensor *bytes_of(const at::Tensor &t,
+				       const std::vector<int64_t> &sizes,
+				       const std::vector<int64_t> &strides)
+{
+	struct vnpu_at_tensor *c;
+
+	if (t.device().type() == kNpu) {
+		struct vnpu_at_storage *s = storage_of(t.storage());
+
+		TORCH_CHECK(s, "torch_vnpu: an npu tensor whose storage was not allocated by torch_vnpu");
+		c = vnpu_at_tensor_on(s, VNPU_AT_U8, (uint32_t)sizes.size(),
+				      sizes.data(), strides.data(),
+				      t.storage_offset() * (int64_t)t.itemsize());
+	} else {
+		c = vnpu_at_from_blob(t.data_ptr(), (uint32_t)sizes.size(),
+				      sizes.data(), strides.data(), VNPU_AT_U8);
+	}
+	if (!c)
+		throw_dispatch_error("torch_vnpu");
+	return c;
+}
+
+static void byte_copy(const at::Tensor &dst, const at::Tensor &src)
+{
+	if (!dst.numel())
+		return;
+	ByteGeometry g = byte_geometry(dst, src);
+	struct vnpu_at_tensor *d = bytes_of(dst, g.sizes, g.dst_strides);
+	struct vnpu_at_tensor *s = nullptr, *r = nullptr;
+
+	try {
+		s = bytes_of(src, g.sizes, g.src_strides);
+	} catch (...) {
+		vnpu_at_release(d);
+		throw;
+	}
+	r = vnpu_op_copy_(d, s, false);
+	vnpu_at_release(d);
+	vnpu_at_release(s);
+	if (!r)
+		throw_dispatch_error("aten::copy_");
+	vnpu_at_release(r);
+}
+
+// copy_ for dtypes the dispatcher lacks: byte copies across devices, the
+// conversion (if any) by PyTorch on the CPU.
+static void copy_any_dtype(const at::Tensor &dst, const at::Tensor &src)
+{
+	TORCH_CHECK(dst.sizes() == src.sizes() || src.numel() == 1 ||
+		    src.dim() <= dst.dim(),
+		    "copy_: shapes ", dst.sizes(), " and ", src.sizes());
+	at::Tensor s = src.expand(dst.sizes());
+	if (dst.device().is_cpu() && s.device().is_cpu()) {
+		dst.copy_(s);
+		return;
+	}
+	if (dst.scalar_type() == s.scalar_type()) {
+		byte_copy(dst, s);
+		return;
+	}
+	at::Tensor host = s;
+	if (s.device().type() == kNpu) {
+		host = at::empty(s.sizes(), s.options().device(at::kCPU));
+		byte_copy(host, s);
+	}
+	host = host.to(dst.scalar_type());
+	if (dst.device().is_cpu())
+		dst.copy_(host);
+	else
+		byte_copy(dst, host);
 }
 
 static bool same_geometry(const at::Tensor &t, const struct vnpu_at_tensor *c)
@@ -201,7 +317,7 @@ static bool push_device(struct vnpu_stack *s, const c10::IValue &v)
 	if (d.is_cpu())
 		return vnpu_stack_push_device(s, VNPU_AT_DEV_CPU);
 	if (d.type() != kNpu)
-		throw Unrepresentable{"device " + d.str()};
+		throw Unrepresentable("device " + d.str());
 	return vnpu_stack_push_device(
 		s, VNPU_AT_DEV_NPU((int8_t)(d.has_index() ? d.index() : current_device())));
 }
@@ -214,7 +330,7 @@ static bool push_scalar(struct vnpu_stack *s, const c10::IValue &v)
 		return vnpu_stack_push_double(s, v.toDouble());
 	if (v.isBool())
 		return vnpu_stack_push_bool(s, v.toBool());
-	throw Unrepresentable{std::string("a ") + v.tagKind() + " scalar"};
+	throw Unrepresentable(std::string("a ") + v.tagKind() + " scalar");
 }
 
 // Pushes torch value v for dispatcher argument a.
@@ -254,6 +370,10 @@ static void push_arg(struct vnpu_stack *s, const struct vnpu_schema_arg *a,
 		TORCH_CHECK(ty->base == VNPU_TYPE_INT,
 			    "torch_vnpu: unsupported list argument '", a->name, "'");
 		std::vector<int64_t> l = int_list(v);
+		// a shape past the dispatcher's rank: PyTorch's kernels take it
+		if ((!strcmp(a->name, "size") || !strcmp(a->name, "stride")) &&
+		    l.size() > VNPU_AT_MAX_DIMS)
+			throw Unrepresentable("more than 8 dims");
 		ok = vnpu_stack_push_int_list(
 			s, (struct vnpu_at_int_array){ l.data(), (int64_t)l.size() });
 	} else {
@@ -278,8 +398,8 @@ static void push_arg(struct vnpu_stack *s, const struct vnpu_schema_arg *a,
 			enum vnpu_at_dtype dt;
 
 			if (!dtype_to_c(v.toScalarType(), &dt))
-				throw Unrepresentable{std::string("dtype ") +
-						      c10::toString(v.toScalarType())};
+				throw Unrepresentable(std::string("dtype ") +
+						      c10::toString(v.toScalarType()));
 			ok = vnpu_stack_push_int(s, dt);
 			break;
 		}
@@ -310,7 +430,7 @@ static void check_torch_only(const c10::Argument &a, const c10::IValue &v)
 	    (v.toMemoryFormat() == at::MemoryFormat::Contiguous ||
 	     v.toMemoryFormat() == at::MemoryFormat::Preserve))
 		return;
-	throw Unrepresentable{n + "=" + c10::IValue(v).tagKind()};
+	throw Unrepresentable(n + "=" + c10::IValue(v).tagKind());
 }
 
 // ---- the call ------------------------------------------------------------
@@ -377,13 +497,16 @@ static const Binding &binding(const char *c_name, const c10::OperatorHandle &op)
 	return cache.emplace(key, std::move(b)).first->second;
 }
 
-// After a kernel wrote argument i: if it replaced the dispatcher
+// After a kernel ran on argument t: if it replaced the dispatcher
 // tensor's storage (resize_, a format cast in place), the PyTorch storage
 // takes the new one, so every view of it sees the new bytes.
 static void write_back(at::Tensor &t, struct vnpu_at_tensor *c)
 {
-	if (t.device().type() != kNpu)
+	if (t.device().type() != kNpu) {
+		// CPU tensors are wrapped, not owned: their memory stays
+		TORCH_CHECK(same_geometry(t, c), "torch_vnpu: an npu kernel resized a CPU tensor argument");
 		return;
+	}
 	c10::Storage st = t.storage();
 	if (storage_of(st) != c->storage) {
 		c10::Storage fresh = wrap_storage(c->storage);
@@ -478,9 +601,11 @@ static bool invoke(const char *c_name, const Binding &b,
 		throw_dispatch_error(c_name);
 	}
 
-	// written arguments first: their PyTorch tensors are the returns
+	// a kernel that changed a tensor argument's storage or geometry
+	// (resize_, _copy_from_and_resize, a cast in place): PyTorch's
+	// tensor follows
 	for (uint32_t i = 0; i < cs->nargs; i++)
-		if (cs->args[i].is_write && arg_c[i]) {
+		if (arg_c[i]) {
 			at::Tensor t = (*stack)[base + b.torch_index[i]].toTensor();
 			write_back(t, arg_c[i]);
 		}
@@ -511,6 +636,58 @@ static void replace_args(torch::jit::Stack *stack, size_t n,
 		stack->push_back(std::move(r));
 }
 
+// Allocation and copies are the same for every dtype: where the
+// dispatcher lacks the dtype (int16, complex), they run here instead of
+// the CPU fallback (which itself allocates and copies on the npu).
+static bool dtype_agnostic(const char *c_name, const c10::OperatorHandle &op,
+			   torch::jit::Stack *stack)
+{
+	std::string name = c_name;
+	size_t n = op.schema().arguments().size(), base = stack->size() - n;
+	auto arg = [&](size_t i) -> c10::IValue & { return (*stack)[base + i]; };
+	at::Tensor result;
+
+	if (name == "aten::empty.memory_format" || name == "aten::empty_strided") {
+		bool strided = name == "aten::empty_strided";
+		size_t o = strided ? 1 : 0;
+		std::vector<int64_t> size = int_list(arg(0));
+		auto dtype = arg(o + 1).isNone() ? c10::typeMetaToScalarType(
+				     c10::get_default_dtype()) : arg(o + 1).toScalarType();
+		c10::DispatchKeySet ks(c10::DispatchKey::PrivateUse1);
+
+		c10::optional<c10::DeviceGuard> on;
+		if (!arg(o + 3).isNone() && arg(o + 3).toDevice().has_index())
+			on.emplace(arg(o + 3).toDevice());
+		if (strided) {
+			std::vector<int64_t> stride = int_list(arg(1));
+			result = at::detail::empty_strided_generic(size, stride,
+				npu_allocator(), ks, dtype);
+		} else {
+			auto mf = arg(5).isNone() ? c10::nullopt :
+				c10::make_optional(arg(5).toMemoryFormat());
+			result = at::detail::empty_generic(size, npu_allocator(), ks,
+							   dtype, mf);
+		}
+	} else if (name == "aten::copy_") {
+		copy_any_dtype(arg(0).toTensor(), arg(1).toTensor());
+		result = arg(0).toTensor();
+	} else if (name == "aten::_copy_from") {
+		copy_any_dtype(arg(1).toTensor(), arg(0).toTensor());
+		result = arg(1).toTensor();
+	} else if (name == "aten::_copy_from_and_resize") {
+		at::Tensor dst = arg(1).toTensor();
+		if (dst.sizes() != arg(0).toTensor().sizes())
+			dst.resize_(arg(0).toTensor().sizes());
+		copy_any_dtype(dst, arg(0).toTensor());
+		result = dst;
+	} else {
+		return false;
+	}
+	torch::jit::drop(*stack, n);
+	stack->push_back(result);
+	return true;
+}
+
 void run_npu_kernel(const char *c_name, const c10::OperatorHandle &op,
 		    c10::DispatchKeySet ks, torch::jit::Stack *stack)
 {
@@ -521,7 +698,8 @@ void run_npu_kernel(const char *c_name, const c10::OperatorHandle &op,
 		    "torch_vnpu: ", c_name, " and ", op.schema(),
 		    " return different numbers of values");
 	if (!invoke(c_name, b, op, ks, stack, rets)) {
-		cpu_fallback(op, stack);
+		if (!dtype_agnostic(c_name, op, stack))
+			cpu_fallback(op, stack);
 		return;
 	}
 	replace_args(stack, op.schema().arguments().size(), rets);
@@ -586,21 +764,12 @@ void run_npu_variant(const char *c_name, const c10::OperatorHandle &op,
 	replace_args(stack, n, outs);
 }
 
-// BackendSelect for the npu:: factory ops: the device argument decides.
+// BackendSelect for the npu:: factory ops (they have no tensor argument).
 void npu_backend_select(const c10::OperatorHandle &op, torch::jit::Stack *stack)
 {
-	const auto &targs = op.schema().arguments();
-	size_t n = targs.size(), base = stack->size() - n;
-	c10::DispatchKey key = c10::DispatchKey::PrivateUse1;
-
-	for (size_t j = 0; j < n; j++) {
-		const c10::IValue &v = (*stack)[base + j];
-
-		if (targs[j].name() == "device" && v.isDevice() &&
-		    v.toDevice().is_cpu())
-			key = c10::DispatchKey::CPU;
-	}
-	op.redispatchBoxed(c10::DispatchKeySet(key), stack);
+	// npu:: factories make npu tensors: the kernel judges the device
+	op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+			   stack);
 }
 
 } // namespace torch_vnpu

@@ -97,15 +97,21 @@ static void copy_back(const at::Tensor &npu, const at::Tensor &cpu)
 
 void cpu_fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack)
 {
+	std::string name = qualified_name(op);
+
+	if (!vnpu_fallback_enter(name.c_str()))
+		throw_dispatch_error(name.c_str());
+	run_on_cpu(op, stack);
+}
+
+void run_on_cpu(const c10::OperatorHandle &op, torch::jit::Stack *stack)
+{
 	const c10::FunctionSchema &schema = op.schema();
 	const auto &args = schema.arguments();
 	size_t n = args.size(), base = stack->size() - n;
 	std::string name = qualified_name(op);
 	std::vector<c10::IValue> orig(stack->begin() + base, stack->end());
 	c10::optional<at::Device> tgt;
-
-	if (!vnpu_fallback_enter(name.c_str()))
-		throw_dispatch_error(name.c_str());
 	std::vector<c10::IValue> cpu_args;
 	for (size_t i = 0; i < n; i++) {
 		cpu_args.push_back(to_cpu(orig[i], tgt));

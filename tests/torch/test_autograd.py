@@ -1,0 +1,109 @@
+# SPDX-License-Identifier: MIT
+"""Autograd through PyTorch's formulas on npu tensors, optimisers, and
+reproducible random numbers."""
+import copy
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import torch_vnpu
+from conftest import NPU
+
+
+def grads_match(model, inputs, loss_fn, rtol=1e-4, atol=1e-5):
+    cpu = copy.deepcopy(model)
+    dev = copy.deepcopy(model).to(NPU)
+    loss_fn(cpu, *inputs).backward()
+    loss_fn(dev, *[x.to(NPU) for x in inputs]).backward()
+    for (n, p), q in zip(cpu.named_parameters(), dev.parameters()):
+        assert q.grad is not None and q.grad.device == NPU, n
+        torch.testing.assert_close(q.grad.cpu(), p.grad, rtol=rtol, atol=atol,
+                                   msg=n)
+
+
+def test_mlp_grads():
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(10, 32), nn.GELU(), nn.Linear(32, 32),
+                      nn.Tanh(), nn.Linear(32, 4))
+    x, y = torch.randn(16, 10), torch.randint(0, 4, (16,))
+    grads_match(m, (x, y), lambda m, x, y: F.cross_entropy(m(x), y))
+
+
+def test_cnn_grads():
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4),
+                      nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                      nn.Linear(4 * 4 * 4, 3))
+    x, y = torch.randn(5, 1, 8, 8), torch.randint(0, 3, (5,))
+    grads_match(m, (x, y), lambda m, x, y: F.nll_loss(F.log_softmax(m(x), 1), y),
+                rtol=1e-3, atol=1e-4)
+
+
+def test_transformer_layer_grads():
+    torch.manual_seed(0)
+    m = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+    x = torch.randn(2, 5, 16)
+    grads_match(m, (x,), lambda m, x: m(x).pow(2).mean(), rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize('opt', ['sgd', 'adam'])
+def test_training_loss_falls(opt):
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 2)).to(NPU)
+    o = (torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) if opt == 'sgd'
+         else torch.optim.Adam(m.parameters(), lr=1e-2))
+    x = torch.randn(64, 8)
+    y = (x[:, 0] + x[:, 1] > 0).long()
+    x, y = x.to(NPU), y.to(NPU)
+    losses = []
+    for _ in range(60):
+        o.zero_grad()
+        loss = F.cross_entropy(m(x), y)
+        loss.backward()
+        o.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.5 * losses[0], losses[::10]
+    assert all(p.device == NPU for p in m.parameters())
+
+
+def test_no_grad_and_views():
+    w = torch.randn(4, 4, device=NPU, requires_grad=True)
+    with torch.no_grad():
+        y = w * 2
+    assert not y.requires_grad
+    v = torch.zeros(6, device=NPU)[1:5].requires_grad_()
+    assert v.is_leaf and v.requires_grad
+    (v * w[0]).sum().backward()
+    torch.testing.assert_close(v.grad.cpu(), w[0].detach().cpu())
+    x = torch.randn(3, device=NPU, requires_grad=True)
+    x.detach().add_(1)          # in place on a detached alias: allowed
+    with pytest.raises(RuntimeError, match='leaf Variable'):
+        x.add_(1)
+
+
+def test_format_cast_passes_gradients():
+    w = torch.randn(32, 16, device=NPU, requires_grad=True)
+    nz = torch_vnpu.npu_format_cast(w, 'FRACTAL_NZ')
+    assert nz.requires_grad
+    x = torch.randn(8, 16, device=NPU)
+    (x @ nz.t()).sum().backward()
+    torch.testing.assert_close(w.grad.cpu(), x.sum(0).expand(32, 16).cpu())
+
+
+def test_manual_seed_makes_random_ops_reproducible():
+    def draw():
+        torch.manual_seed(1234)
+        a = torch.rand(5, device=NPU)
+        b = torch.randn(5, device=NPU)
+        c = F.dropout(torch.ones(100, device=NPU), 0.5)
+        d = torch.empty(5, device=NPU).normal_(2, 3)
+        return [t.cpu() for t in (a, b, c, d)]
+    first, second = draw(), draw()
+    for a, b in zip(first, second):
+        assert torch.equal(a, b)
+    # npu random numbers come from PyTorch's CPU generator (docs/torch.md):
+    # the same seed draws the same numbers on both devices
+    torch.manual_seed(1234)
+    assert torch.equal(torch.rand(5), first[0])

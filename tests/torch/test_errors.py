@@ -1,0 +1,89 @@
+# SPDX-License-Identifier: MIT
+"""Bad input gets PyTorch's exception and message, never a crash; a
+failure below names the op."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_vnpu
+from conftest import NPU
+
+
+def n(*shape):
+    return torch.ones(*shape, device=NPU)
+
+
+def test_shape_errors_word_as_pytorch():
+    with pytest.raises(RuntimeError, match=r'mat1 and mat2 shapes cannot be multiplied \(2x3 and 2x3\)'):
+        n(2, 3) @ n(2, 3)
+    with pytest.raises(RuntimeError, match=r"shape '\[4\]' is invalid for input of size 6"):
+        n(2, 3).view(4)
+    with pytest.raises(IndexError, match='Dimension out of range'):
+        n(2, 3).sum(5)
+    with pytest.raises(RuntimeError, match='Sizes of tensors must match'):
+        torch.cat([n(2, 3), n(2, 4)])
+    with pytest.raises(RuntimeError, match='The size of tensor a'):
+        n(2, 3) + n(4)
+
+
+def test_tensors_of_two_devices():
+    for f in (lambda: n(2, 3) + torch.ones(2, 3), lambda: n(2, 3) @ torch.ones(3, 2),
+              lambda: torch.bmm(n(1, 2, 3), torch.ones(1, 3, 2)),
+              lambda: torch.addmm(n(2), n(2, 3), torch.ones(3, 2))):
+        with pytest.raises(RuntimeError, match='Expected all tensors to be on the same device'):
+            f()
+    # a 0-dim CPU tensor is a scalar, as for CUDA
+    assert (n(2) + torch.tensor(1.)).cpu().tolist() == [2, 2]
+
+
+def test_out_of_memory_is_pytorchs_oom_error():
+    with pytest.raises(RuntimeError, match='too large|out of memory|allocating'):
+        torch.empty(1 << 40, device=NPU)
+    assert (n(3) * 2).cpu().tolist() == [2, 2, 2]     # and nothing broke
+
+
+def test_bad_values_name_the_op():
+    with pytest.raises(RuntimeError, match='npu::npu_format_cast: unsupported format 7'):
+        torch_vnpu.npu_format_cast(n(3), 7)
+    with pytest.raises(ValueError, match='unknown npu format'):
+        torch_vnpu.npu_format_cast(n(3), 'NHWC8')
+    with pytest.raises(RuntimeError, match='negative dimension'):
+        torch.ops.npu.empty_with_format([-1], device=NPU)
+    with pytest.raises(RuntimeError, match='the device must be an npu'):
+        torch.ops.npu.empty_with_format([2], device='cpu')
+    with pytest.raises(RuntimeError, match='not a view'):
+        torch_vnpu.npu_format_cast_(n(4, 4)[1:], 'FRACTAL_NZ')
+    with pytest.raises(RuntimeError, match='Target 5 is out of bounds'):
+        F.nll_loss(n(2, 3), torch.tensor([0, 5], device=NPU))
+
+
+def test_dtypes_the_device_lacks():
+    # float64 and int16 run on PyTorch's CPU kernels under 'allow' ...
+    d = torch.ones(3, dtype=torch.float64, device=NPU)
+    assert (d * 2).dtype == torch.float64
+    s = torch.ones(3, dtype=torch.int16, device=NPU)
+    assert (s + s).cpu().tolist() == [2, 2, 2]
+    # ... and are refused, naming the op, under 'error'
+    torch_vnpu.set_fallback_policy('error')
+    with pytest.raises(RuntimeError, match="'aten::mul.Tensor' is not currently implemented for the npu"):
+        d * 2
+    with pytest.raises(RuntimeError, match="CPU fallback is disabled"):
+        s + s
+
+
+def test_hostile_arguments_do_not_crash():
+    with pytest.raises((RuntimeError, IndexError, ValueError, TypeError)):
+        n(2, 2).as_strided((2, 2), (1 << 40, 1))
+    with pytest.raises(RuntimeError):
+        n(2, 2).as_strided((2,), (1,), -1)
+    with pytest.raises(RuntimeError):
+        torch.empty(-1, device=NPU)
+    with pytest.raises(IndexError):
+        torch_vnpu._C.set_device(1 << 40)
+    with pytest.raises(RuntimeError):
+        torch_vnpu._C.event_elapsed_time(0, 0)
+    # beyond the dispatcher's 8 dims, PyTorch's CPU kernels run it
+    assert (n(*([1] * 9)) + 1).sum().item() == 2
+    big = torch.arange(2. ** 10).view([2] * 10)
+    assert torch.equal((big.to(NPU).transpose(0, 9) * 2).cpu(),
+                       big.transpose(0, 9) * 2)

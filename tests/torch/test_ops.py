@@ -1,0 +1,378 @@
+# SPDX-License-Identifier: MIT
+"""Every op torch_vnpu registers for the npu, against PyTorch's own CPU
+result on the same inputs: f32/f16/bf16 and the integer dtypes an op
+takes, broadcasting, 0-dim, empty, non-contiguous, NaN/inf/-0. A sample
+names the dispatcher ops it exercises; the last test holds the samples to
+the yaml, so an op added with an NPU kernel needs a sample here."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_vnpu
+from conftest import NPU, assert_same, yaml_ops
+
+FLOATS = [torch.float32, torch.float16, torch.bfloat16]
+INTS = [torch.int32, torch.int64]
+
+
+def make(shape, dtype=torch.float32, special=False, low=-3, high=3, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    if dtype.is_floating_point:
+        t = torch.rand(shape, generator=g) * (high - low) + low
+        if special and t.numel() >= 4:
+            flat = t.view(-1)
+            flat[0], flat[1], flat[2], flat[3] = (float('nan'), float('inf'),
+                                                  float('-inf'), -0.0)
+        return t.to(dtype)
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=g) > 0.5
+    return torch.randint(low, high + 1, shape, generator=g).to(dtype)
+
+
+def _cast(v, dt):
+    if isinstance(v, (tuple, list)):
+        return type(v)(_cast(x, dt) for x in v)
+    if isinstance(v, torch.Tensor) and v.dtype == torch.float32:
+        return v.to(dt)
+    return v
+
+
+def reference(fn, inputs):
+    """PyTorch's CPU result; where 1.13's CPU kernel lacks f16/bf16 (exp,
+    log, ... in Half), the f32 result rounded to it, as CUDA computes."""
+    try:
+        return fn(*[x.clone() if isinstance(x, torch.Tensor) else x
+                    for x in inputs])
+    except RuntimeError as e:
+        low = [x.dtype for x in inputs if isinstance(x, torch.Tensor) and
+               x.dtype in (torch.float16, torch.bfloat16)]
+        if 'not implemented for' not in str(e) or not low:
+            raise
+        up = [x.float() if isinstance(x, torch.Tensor) and
+              x.dtype in (torch.float16, torch.bfloat16) else x for x in inputs]
+        return _cast(fn(*up), low[0])
+
+
+def run(fn, *inputs, scale=1.0):
+    """fn on CPU copies and on npu copies; the results must agree."""
+    cpu = reference(fn, inputs)
+    npu = fn(*[x.to(NPU) if isinstance(x, torch.Tensor) else x for x in inputs])
+    assert_same(npu, cpu, scale)
+    return npu
+
+
+SAMPLES = []
+
+
+def sample(ops, id_):
+    def deco(fn):
+        SAMPLES.append(pytest.param(fn, id=id_))
+        fn.ops = ops
+        return fn
+    return deco
+
+
+# ---- pointwise -----------------------------------------------------------
+
+UNARY = {
+    'neg': torch.neg, 'abs': torch.abs, 'exp': torch.exp, 'log': torch.log,
+    'sqrt': torch.sqrt, 'rsqrt': torch.rsqrt, 'relu': torch.relu,
+    'gelu': F.gelu, 'silu': F.silu, 'sigmoid': torch.sigmoid,
+    'tanh': torch.tanh,
+}
+UNARY_SHAPES = [(), (0,), (3, 4), (2, 3, 5)]
+
+for _name, _fn in UNARY.items():
+    for _dt in FLOATS:
+        def _s(fn=_fn, dt=_dt):
+            for shape in UNARY_SHAPES:
+                run(fn, make(shape, dt, special=dt == torch.float32))
+            run(lambda x: fn(x[:, ::2]), make((4, 6), dt))   # non-contiguous
+        sample(['aten::' + _name], '%s-%s' % (_name, str(_dt)[6:]))(_s)
+    if _name in ('neg', 'abs', 'relu'):
+        def _si(fn=_fn):
+            run(fn, make((3, 5), torch.int32))
+        sample(['aten::' + _name], '%s-int32' % _name)(_si)
+
+BINARY = {
+    'add.Tensor': lambda a, b: torch.add(a, b, alpha=2),
+    'sub.Tensor': lambda a, b: torch.sub(a, b, alpha=3),
+    'mul.Tensor': torch.mul, 'div.Tensor': torch.div,
+    'maximum': torch.maximum, 'minimum': torch.minimum,
+    'eq.Tensor': torch.eq, 'ne.Tensor': torch.ne, 'lt.Tensor': torch.lt,
+    'le.Tensor': torch.le, 'gt.Tensor': torch.gt, 'ge.Tensor': torch.ge,
+}
+BCAST = [((3, 4), (3, 4)), ((3, 4), (4,)), ((2, 1, 4), (3, 1)), ((), (3,)),
+         ((0, 3), (3,)), ((), ())]
+
+for _name, _fn in BINARY.items():
+    for _dt in FLOATS + INTS:
+        if _name == 'div.Tensor' and not _dt.is_floating_point:
+            continue
+
+        def _s(fn=_fn, dt=_dt):
+            for sa, sb in BCAST:
+                run(fn, make(sa, dt, special=dt == torch.float32),
+                    make(sb, dt, seed=1))
+            run(lambda a, b: fn(a.t(), b[::2]), make((5, 3), dt),
+                make((6, 5), dt, seed=1))
+        sample(['aten::' + _name], '%s-%s' % (_name, str(_dt)[6:]))(_s)
+
+
+@sample(['aten::add.Tensor', 'aten::mul.Tensor', 'aten::div.Tensor'],
+        'binary-mixed-dtypes')
+def _mixed():
+    # type promotion, a CPU 0-dim operand, Python scalars
+    run(torch.add, make((3, 4), torch.float16), make((3, 4), torch.float32))
+    run(torch.mul, make((3, 4), torch.int32), make((3, 4), torch.float32))
+    run(lambda a: a * torch.tensor(2.5), make((3, 4)))
+    run(lambda a: a / 3, make((3, 4), torch.int64))
+    run(lambda a: a + 1, make((3, 4), torch.bfloat16))
+
+
+@sample(['aten::eq.Scalar', 'aten::gt.Scalar'], 'compare-scalar')
+def _cmp_scalar():
+    for dt in FLOATS + INTS:
+        run(lambda a: (a == 1, a > 0.5), make((4, 5), dt))
+
+
+@sample(['aten::pow.Tensor_Scalar'], 'pow')
+def _pow():
+    for dt in FLOATS:
+        for e in (2, 3, 0.5, -1, -0.5, 0):
+            run(lambda a: torch.pow(a, e), make((3, 4), dt, low=0.1, high=3))
+    run(lambda a: torch.pow(a, 2), make((3, 4), torch.int32))
+
+
+@sample(['aten::where.self'], 'where')
+def _where():
+    for dt in FLOATS + INTS:
+        run(torch.where, make((3, 4), torch.bool), make((3, 4), dt),
+            make((4,), dt, seed=2))
+
+
+@sample(['aten::clamp'], 'clamp')
+def _clamp():
+    for dt in FLOATS + INTS:
+        run(lambda a: torch.clamp(a, -1, 2), make((3, 4), dt))
+        run(lambda a: torch.clamp(a, min=0), make((3, 4), dt))
+        run(lambda a: torch.clamp(a, max=1), make((2, 3), dt))
+
+
+@sample(['aten::cat'], 'cat')
+def _cat():
+    for dt in FLOATS + INTS:
+        run(lambda a, b: torch.cat([a, b], 1), make((2, 3), dt),
+            make((2, 5), dt, seed=1))
+        run(lambda a, b: torch.cat([a, b]), make((0, 3), dt), make((2, 3), dt))
+        run(lambda a, b: torch.cat([a.t(), b]), make((2, 4), dt),
+            make((4, 2), dt))
+
+
+# ---- reductions ------------------------------------------------------------
+
+@sample(['aten::sum', 'aten::sum.dim_IntList', 'aten::mean', 'aten::mean.dim'],
+        'sum-mean')
+def _sum_mean():
+    for dt in FLOATS:
+        x = make((4, 5, 6), dt)
+        run(torch.sum, x, scale=10)
+        run(lambda a: a.sum((0, 2), keepdim=True), x, scale=10)
+        run(lambda a: a.sum(-1), x, scale=10)
+        run(torch.mean, x, scale=10)
+        run(lambda a: a.mean(1), x, scale=10)
+        run(torch.sum, make((0, 3), dt))
+        run(lambda a: a.sum(), make((), dt))
+    run(torch.sum, make((4, 5), torch.int32))
+    run(lambda a: a.sum(1), make((4, 5), torch.int64))
+
+
+@sample(['aten::amax', 'aten::amin', 'aten::argmax', 'aten::argmin',
+         'aten::max.dim'], 'max-min')
+def _max_min():
+    for dt in FLOATS + INTS:
+        x = make((4, 7), dt, low=-50, high=50)
+        run(lambda a: a.amax(1), x)
+        run(lambda a: a.amin(0, keepdim=True), x)
+        run(lambda a: a.argmax(1), x)
+        run(lambda a: a.argmin(), x)
+        run(lambda a: tuple(a.max(1)), x)
+        run(lambda a: tuple(a.max(0, keepdim=True)), x)
+
+
+# ---- matrix products -----------------------------------------------------
+
+@sample(['aten::mm', 'aten::bmm', 'aten::addmm'], 'gemm')
+def _gemm():
+    for dt in FLOATS:
+        s = 4 if dt != torch.float32 else 1
+        run(torch.mm, make((7, 33), dt), make((33, 5), dt, seed=1), scale=s)
+        run(lambda a, b: a.t() @ b, make((33, 7), dt), make((33, 5), dt), scale=s)
+        run(lambda a, b: a @ b.t(), make((7, 33), dt), make((5, 33), dt), scale=s)
+        run(torch.bmm, make((3, 7, 9), dt), make((3, 9, 4), dt), scale=s)
+        run(torch.addmm, make((5,), dt), make((7, 9), dt), make((9, 5), dt),
+            scale=s)
+        run(lambda c, a, b: torch.addmm(c, a, b, beta=0.5, alpha=2),
+            make((7, 5), dt), make((7, 9), dt), make((9, 5), dt), scale=s)
+        run(torch.mm, make((3, 0), dt), make((0, 4), dt))
+        run(F.linear, make((6, 9), dt), make((5, 9), dt), make((5,), dt),
+            scale=s)
+
+
+# ---- nn ------------------------------------------------------------------
+
+@sample(['aten::convolution'], 'conv2d')
+def _conv():
+    for dt in FLOATS:
+        s = 1 if dt == torch.float32 else 8
+        run(lambda x, w, b: F.conv2d(x, w, b, padding=1),
+            make((2, 3, 8, 8), dt), make((4, 3, 3, 3), dt), make((4,), dt),
+            scale=s)
+        run(lambda x, w: F.conv2d(x, w, stride=2),
+            make((1, 16, 9, 9), dt), make((8, 16, 3, 3), dt), scale=s)
+
+
+@sample(['aten::max_pool2d_with_indices', 'aten::avg_pool2d'], 'pool2d')
+def _pool():
+    for dt in FLOATS:
+        x = make((2, 3, 8, 8), dt)
+        run(lambda a: F.max_pool2d(a, 2), x)
+        run(lambda a: F.max_pool2d(a, 3, 2, 1, return_indices=True), x)
+        run(lambda a: F.avg_pool2d(a, 2), x)
+
+
+@sample(['aten::_softmax', 'aten::_log_softmax'], 'softmax')
+def _softmax():
+    for dt in FLOATS:
+        x = make((4, 9), dt)
+        run(lambda a: torch.softmax(a, 1), x)
+        run(lambda a: torch.log_softmax(a, 0), x)
+        run(lambda a: torch.softmax(a, -1), make((2, 3, 5), dt))
+
+
+@sample(['aten::native_layer_norm', 'aten::native_batch_norm'], 'norm')
+def _norm():
+    for dt in [torch.float32]:
+        run(lambda x, w, b: F.layer_norm(x, (8,), w, b), make((4, 8), dt),
+            make((8,), dt), make((8,), dt))
+        run(lambda x: F.layer_norm(x, (3, 4)), make((2, 3, 4), dt))
+        run(lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
+            make((4, 3, 5, 5), dt), make((3,), dt), make((3,), dt))
+
+        def bn_running(x, m, v):
+            y = F.batch_norm(x, m, v, training=True, momentum=0.3)
+            return y, m, v
+        run(bn_running, make((4, 3, 5, 5), dt), make((3,), dt),
+            make((3,), dt, low=0.5, high=2))
+        run(lambda x, m, v: F.batch_norm(x, m, v, training=False),
+            make((4, 3, 5, 5), dt), make((3,), dt), make((3,), dt, low=0.5))
+
+
+@sample(['aten::mse_loss', 'aten::nll_loss_forward'], 'losses')
+def _losses():
+    for dt in [torch.float32]:
+        for red in ('mean', 'sum', 'none'):
+            run(lambda a, b: F.mse_loss(a, b, reduction=red),
+                make((4, 5), dt), make((4, 5), dt, seed=3))
+            run(lambda x, t: F.nll_loss(x, t, reduction=red),
+                make((6, 4), dt), make((6,), torch.int64, low=0, high=3))
+            run(lambda x, t, w: F.nll_loss(x, t, w, reduction=red,
+                                           ignore_index=1),
+                make((6, 4), dt), make((6,), torch.int64, low=0, high=3),
+                make((4,), dt, low=0.1, high=1))
+        run(lambda x, t: F.cross_entropy(x, t), make((5, 3), dt),
+            make((5,), torch.int64, low=0, high=2))
+
+
+@sample(['aten::threshold_backward', 'aten::sigmoid_backward',
+         'aten::tanh_backward', 'aten::_softmax_backward_data',
+         'aten::_log_softmax_backward_data', 'aten::mse_loss_backward',
+         'aten::nll_loss_backward'], 'backward-ops')
+def _backward_ops():
+    def grads(f, *shapes_and_extra):
+        def g(*xs):
+            leaves = [x.detach().requires_grad_() if x.is_floating_point()
+                      else x for x in xs]
+            f(*leaves).sum().backward()
+            return tuple(x.grad for x in leaves if x.is_floating_point())
+        return g
+    run(grads(torch.relu), make((3, 4)))
+    run(grads(torch.sigmoid), make((3, 4)))
+    run(grads(torch.tanh), make((3, 4)))
+    run(grads(lambda a: torch.softmax(a, 1) * torch.arange(4.).to(a.device)),
+        make((3, 4)))
+    run(grads(lambda a: torch.log_softmax(a, 1)[:, 0]), make((3, 4)))
+    run(grads(lambda a, b: F.mse_loss(a, b)), make((3, 4)), make((3, 4), seed=1))
+    run(grads(lambda x, t: F.nll_loss(x, t)), make((5, 4)),
+        make((5,), torch.int64, low=0, high=3))
+
+
+# ---- creation, copies, scalars, formats ----------------------------------
+
+@sample(['aten::empty.memory_format', 'aten::empty_strided', 'aten::fill_.Scalar',
+         'aten::copy_', 'aten::_copy_from', 'aten::_copy_from_and_resize',
+         'aten::_local_scalar_dense', 'aten::resize_'], 'core')
+def _core():
+    for dt in FLOATS + INTS + [torch.bool, torch.uint8, torch.int8]:
+        run(lambda: torch.empty(3, 4, dtype=dt, device=NPU).fill_(1).shape)
+        run(lambda x: x.clone().fill_(0), make((3, 4), dt))
+        run(lambda x: x.to(torch.float32), make((3, 4), dt))
+        run(lambda x: x.t().contiguous(), make((3, 4), dt))
+        run(lambda x: x[1, 2].item(), make((3, 4), dt))
+        run(lambda x: torch.empty_strided((2, 3), (1, 2), dtype=dt,
+                                          device=x.device).copy_(x).stride(),
+            make((2, 3), dt))
+    x = torch.arange(6.).to(NPU)
+    x.resize_(2, 5)
+    assert x.shape == (2, 5) and x.cpu().view(-1)[:6].tolist() == list(range(6))
+    out = torch.empty(0, device=NPU)
+    torch._copy_from_and_resize(torch.arange(4.), out)
+    assert out.cpu().tolist() == [0, 1, 2, 3]
+
+
+@sample(['npu::npu_format_cast', 'npu::npu_format_cast_', 'npu::get_npu_format',
+         'npu::empty_with_format'], 'formats')
+def _formats():
+    for fmt, shape in [('FRACTAL_NZ', (35, 50)), ('NC1HWC0', (2, 20, 5, 6)),
+                       ('FRACTAL_Z', (20, 17, 3, 3)), ('ND', (3, 4))]:
+        for dt in [torch.float32, torch.float16]:
+            x = make(shape, dt)
+            c = torch_vnpu.npu_format_cast(x.to(NPU), fmt)
+            assert torch_vnpu.get_npu_format(c) == torch_vnpu.FORMATS[fmt]
+            assert c.shape == x.shape
+            assert torch.equal(c.cpu(), x)
+            y = x.to(NPU)
+            assert torch_vnpu.npu_format_cast_(y, fmt) is y
+            assert torch.equal(y.cpu(), x)
+    e = torch_vnpu.empty_with_format((32, 48), 'FRACTAL_NZ')
+    assert torch_vnpu.get_npu_format(e) == 29 and e.shape == (32, 48)
+    assert torch_vnpu.get_npu_format(torch.ones(3)) == 2
+
+
+@sample(['aten::zero_'], 'zero_')
+def _zero():
+    for dt in FLOATS + INTS:
+        run(lambda x: x.zero_(), make((3, 4), dt))
+        run(lambda x: (x[:, 1].zero_(), x)[1], make((3, 4), dt))
+
+
+# ---- the tests ---------------------------------------------------------------
+
+@pytest.mark.parametrize('fn', SAMPLES)
+def test_op_matches_pytorch_cpu(fn):
+    fn()
+
+
+def test_every_npu_op_has_a_sample():
+    covered = set()
+    for p in SAMPLES:
+        covered.update(p.values[0].ops)
+    npu_ops = {op.qualified for op in yaml_ops() if 'NPU' in op.dispatch}
+    assert npu_ops - covered == set(), 'NPU ops without a sample'
+
+
+def test_every_npu_op_is_registered():
+    for op in yaml_ops():
+        if 'NPU' in op.dispatch:
+            assert torch._C._dispatch_has_kernel_for_dispatch_key(
+                op.qualified, 'PrivateUse1'), op.qualified

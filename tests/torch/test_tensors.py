@@ -1,0 +1,212 @@
+# SPDX-License-Identifier: MIT
+"""Views share storage, in-place and out= ops write where PyTorch writes,
+copies in every direction, resize_/set_, printing."""
+import pytest
+import torch
+
+import torch_vnpu
+from conftest import NPU, assert_same
+
+
+def pair(*shape, dtype=torch.float32):
+    c = torch.arange(float(torch.Size(shape).numel())).view(shape).to(dtype)
+    return c, c.to(NPU)
+
+
+VIEWS = [
+    lambda t: t.view(4, 6),
+    lambda t: t.reshape(-1),
+    lambda t: t.t(),
+    lambda t: t.transpose(0, 1),
+    lambda t: t.permute(1, 0),
+    lambda t: t[1:3],
+    lambda t: t[:, 2],
+    lambda t: t.select(0, 2),
+    lambda t: t.narrow(1, 1, 3),
+    lambda t: t.unsqueeze(1),
+    lambda t: t.unsqueeze(0).expand(2, 6, 4),
+    lambda t: t.as_strided((3, 3), (5, 1), 2),
+    lambda t: t.unfold(1, 2, 2),
+    lambda t: t.flatten(),
+    lambda t: t.view(2, 3, 4).squeeze(),
+    lambda t: t.diagonal(),
+    lambda t: t.split(2)[1],
+    lambda t: t.chunk(2, 1)[1],
+    lambda t: t.unbind(0)[3],
+    lambda t: t.view(torch.int32),
+]
+
+
+@pytest.mark.parametrize('i', range(len(VIEWS)))
+def test_view_shares_storage_and_matches_cpu(i):
+    c, n = pair(6, 4)
+    vc, vn = VIEWS[i](c), VIEWS[i](n)
+    assert vn.device == NPU
+    assert vn.data_ptr() >= n.data_ptr()
+    assert vn.storage().data_ptr() == n.storage().data_ptr()
+    assert vn.shape == vc.shape and vn.stride() == vc.stride()
+    assert_same(vn, vc)
+    # a write through the view is seen by the base
+    vc.zero_() if vc.dtype.is_floating_point else vc.fill_(0)
+    vn.zero_() if vn.dtype.is_floating_point else vn.fill_(0)
+    assert_same(n, c)
+
+
+def test_zero_dim_views():
+    c, n = torch.tensor(1.5), torch.tensor(1.5).to(NPU)
+    for f in (lambda t: t.view(1, 1), lambda t: t.reshape(-1),
+              lambda t: t.flatten(), lambda t: t.unsqueeze(0)):
+        assert_same(f(n), f(c))
+
+
+INPLACE = [
+    lambda a, b: a.add_(b),
+    lambda a, b: a.add_(b, alpha=2),
+    lambda a, b: a.sub_(b),
+    lambda a, b: a.mul_(b),
+    lambda a, b: a.div_(b + 100),
+    lambda a, b: a.relu_(),
+    lambda a, b: a.sigmoid_(),
+    lambda a, b: a.clamp_(2, 7),
+    lambda a, b: a.mul_(3),
+    lambda a, b: a[1].add_(b[0]),
+    lambda a, b: a.t().mul_(b.t()),
+    lambda a, b: a.gt_(b),
+    lambda a, b: a.fill_(2),
+    lambda a, b: a.zero_(),
+    lambda a, b: a.copy_(b.t().contiguous().t()),
+]
+
+
+@pytest.mark.parametrize('i', range(len(INPLACE)))
+def test_inplace_writes_self(i):
+    ca, na = pair(4, 5)
+    cb, nb = pair(4, 5)
+    cb, nb = cb * 0.5 - 3, nb * 0.5 - 3
+    rc = INPLACE[i](ca, cb)
+    rn = INPLACE[i](na, nb)
+    assert_same(na, ca)
+    assert_same(rn, rc)
+
+
+def test_inplace_returns_self_and_keeps_storage():
+    _, n = pair(4, 5)
+    p = n.storage().data_ptr()
+    assert n.add_(1) is n and n.mul_(2) is n and n.relu_() is n
+    assert n.storage().data_ptr() == p
+
+
+def test_inplace_refuses_what_pytorch_refuses():
+    n = torch.ones(3, dtype=torch.int64, device=NPU)
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
+        n.add_(torch.ones(3, device=NPU))
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        torch.ones(3, device=NPU).add_(torch.ones(2, 3, device=NPU))
+
+
+def test_expanded_tensors():
+    c = torch.ones(4).expand(3, 4)
+    n = torch.ones(4, device=NPU).expand(3, 4)
+    n.zero_()            # allowed, as on the CPU: one location, one value
+    c.zero_()
+    assert_same(n, c)
+    msg = 'more than one element of the written-to tensor refers to a single memory location'
+    with pytest.raises(RuntimeError, match=msg):
+        c.add_(1)
+    with pytest.raises(RuntimeError, match=msg):
+        n.add_(1)
+    with pytest.raises(RuntimeError, match=msg):
+        n.copy_(torch.randn(3, 4))
+    # the device saw nothing it had to refuse: later work runs
+    assert (torch.ones(2, device=NPU) + 1).cpu().tolist() == [2, 2]
+    torch_vnpu.npu.synchronize()
+
+
+def test_out_variants():
+    ca, na = pair(3, 4)
+    cb, nb = pair(4, 2)
+    out = torch.empty(3, 2, device=NPU)
+    r = torch.mm(na, nb, out=out)
+    assert r is out
+    assert_same(out, ca @ cb)
+    # a wrong-shaped out is resized, as PyTorch does (with its warning)
+    out = torch.empty(0, device=NPU)
+    torch.add(na, 1, out=out)
+    assert_same(out, ca + 1)
+    with pytest.warns(UserWarning, match='was resized'):
+        torch.mul(na, 2, out=torch.empty(5, device=NPU))
+    # multiple outs
+    v, i = torch.empty(0, device=NPU), torch.empty(0, dtype=torch.long, device=NPU)
+    torch.max(na, 1, out=(v, i))
+    cv, ci = torch.max(ca, 1)
+    assert_same(v, cv)
+    assert_same(i, ci)
+    # out of a narrower dtype is refused
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        torch.add(na, nb.sum(), out=torch.empty(3, 4, dtype=torch.int32,
+                                                device=NPU))
+
+
+def test_out_overlapping_an_input():
+    ca, na = pair(3, 4)
+    torch.mul(na, na, out=na)
+    torch.mul(ca, ca, out=ca)
+    assert_same(na, ca)
+
+
+def test_copies_in_every_direction():
+    c = torch.randn(5, 7)
+    for dt in (torch.float32, torch.float16, torch.int32, torch.bool):
+        n = c.to(NPU, dt)                       # H2D with a cast
+        assert_same(n, c.to(dt))
+        assert torch.equal(n.cpu(), c.to(dt))    # D2H
+        m = torch.empty(5, 7, dtype=dt, device=NPU).copy_(n)   # D2D
+        assert_same(m, c.to(dt))
+        h = torch.empty(7, 5, dtype=dt).t()
+        h.copy_(n)                               # D2H into a strided view
+        assert torch.equal(h, c.to(dt))
+        d = torch.empty(7, 5, dtype=dt, device=NPU).t()
+        d.copy_(c.to(dt))                        # H2D into a strided view
+        assert_same(d, c.to(dt))
+    x = c.to(NPU)
+    x[1:3, 2:5] = torch.ones(2, 3)
+    c[1:3, 2:5] = 1
+    assert_same(x, c)
+
+
+def test_non_blocking_copies_complete_before_use():
+    c = torch.randn(256, 256)
+    p = c.pin_memory(device=NPU)
+    assert p.is_pinned(device=NPU)
+    n = p.to(NPU, non_blocking=True)
+    back = n.to('cpu', non_blocking=True)
+    torch_vnpu.npu.synchronize()
+    assert torch.equal(back, c)
+
+
+def test_resize_and_set():
+    n = torch.arange(6.).to(NPU)
+    n.resize_(3, 4)
+    assert n.shape == (3, 4)
+    assert n.cpu().view(-1)[:6].tolist() == [0, 1, 2, 3, 4, 5]
+    n.resize_(2)
+    assert n.cpu().tolist() == [0, 1]
+    # (PyTorch 1.13's Python storages do not take privateuseone, so set_
+    # with a storage argument is reachable from C++ only)
+    m = torch.empty(0, device=NPU)
+    m.set_(n)
+    assert m.shape == n.shape
+    assert m.storage().data_ptr() == n.storage().data_ptr()
+    m.fill_(7)
+    assert n.cpu().tolist() == [7, 7]
+    e = torch.ones(3, device=NPU)
+    e.set_()
+    assert e.numel() == 0
+
+
+def test_repr():
+    n = torch.tensor([[1.5, -2.0], [float('nan'), 3.0]]).to(NPU)
+    r = repr(n)
+    assert "device='privateuseone:0'" in r and 'nan' in r and '1.5000' in r
+    assert 'privateuseone' in repr(torch.ones(2, dtype=torch.int32, device=NPU))
+    assert repr(torch.empty(0, device=NPU)).startswith('tensor([]')
