@@ -625,3 +625,40 @@ struct vnpu_at_tensor *vnpu_cia_cross_entropy_loss(vnpu_keyset_t ks, struct vnpu
 	vnpu_at_release(r.r1);
 	return r.r0;
 }
+
+/* self + value * (tensor1 op tensor2): two kernels, as Adam's moments
+ * need them (PyTorch fuses them into one). */
+static struct vnpu_at_tensor *add_product(struct vnpu_at_tensor *self,
+					  struct vnpu_at_tensor *p,
+					  struct vnpu_at_scalar value)
+{
+	struct vnpu_at_tensor *r;
+
+	if (!p)
+		return NULL;
+	r = vnpu_op_add_Tensor(self, p, value);
+	vnpu_at_release(p);
+	return r;
+}
+
+struct vnpu_at_tensor *vnpu_cia_addcmul(vnpu_keyset_t ks,
+					struct vnpu_at_tensor *self,
+					struct vnpu_at_tensor *tensor1,
+					struct vnpu_at_tensor *tensor2,
+					struct vnpu_at_scalar value)
+{
+	return add_product(self, vnpu_op_mul_Tensor(tensor1, tensor2), value);
+}
+
+struct vnpu_at_tensor *vnpu_cia_addcdiv(vnpu_keyset_t ks,
+					struct vnpu_at_tensor *self,
+					struct vnpu_at_tensor *tensor1,
+					struct vnpu_at_tensor *tensor2,
+					struct vnpu_at_scalar value)
+{
+	if (!vnpu_at_dtype_is_float((enum vnpu_at_dtype)tensor1->dtype) &&
+	    !vnpu_at_dtype_is_float((enum vnpu_at_dtype)tensor2->dtype))
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "aten::addcdiv: Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), for all dtypes.");
+	return add_product(self, vnpu_op_div_Tensor(tensor1, tensor2), value);
+}

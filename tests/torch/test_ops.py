@@ -159,6 +159,22 @@ def _clamp():
         run(lambda a: torch.clamp(a, max=1), make((2, 3), dt))
 
 
+@sample(['aten::addcmul', 'aten::addcdiv'], 'addcmul-addcdiv')
+def _addc():
+    for dt in FLOATS:
+        s = 1 if dt == torch.float32 else 2
+        run(lambda a, b, c: torch.addcmul(a, b, c, value=0.5), make((3, 4), dt),
+            make((4,), dt, seed=1), make((3, 1), dt, seed=2), scale=s)
+        run(lambda a, b, c: torch.addcdiv(a, b, c, value=-2), make((3, 4), dt),
+            make((3, 4), dt, seed=1), make((3, 4), dt, low=1, high=2), scale=s)
+        run(lambda a, b, c: a.addcmul_(b, c), make((3, 4), dt),
+            make((3, 4), dt, seed=1), make((3, 4), dt, seed=2), scale=s)
+    run(lambda a, b, c: torch.addcmul(a, b, c, value=2), make((3, 4), torch.int32),
+        make((3, 4), torch.int32), make((3, 4), torch.int32))
+    with pytest.raises(RuntimeError, match='Integer division with addcdiv'):
+        torch.addcdiv(*[make((2,), torch.int32).to(NPU)] * 3)
+
+
 @sample(['aten::cat'], 'cat')
 def _cat():
     for dt in FLOATS + INTS:

@@ -10,8 +10,8 @@ declares the dispatcher's ops, and checks it against the PyTorch it builds
 for. Registered for PyTorch's PrivateUse1 key, each as a boxed kernel
 that runs the dispatcher's kernel (torch_vnpu/csrc/bridge.cpp):
   - every op whose `dispatch:` lists NPU;
-  - every CompositeExplicitAutograd op of ours for which PyTorch has only
-    backend kernels (zero_), so it runs on our NPU kernels;
+  - every composite op of ours for which PyTorch has only backend
+    kernels (zero_, addcmul), so it runs on our NPU kernels;
   - the in-place and out= variants PyTorch has of those (add_.Tensor,
     add.out) and has no composite kernel for, served by the functional
     kernel and a copy, as torchgen's wrappers for external backends.
@@ -95,12 +95,15 @@ def generate(ops, yaml_name, tops):
         sys.exit('\n'.join(errors))
     # ours where PyTorch has backend kernels only
     composite = [op for op in ops
-                 if op.ns == 'aten' and op.dispatch == ['CompositeExplicitAutograd']
-                 and op.name not in VIEW_OPS
+                 if op.ns == 'aten' and len(op.dispatch) == 1 and
+                 op.dispatch[0] in COMPOSITE and op.name not in VIEW_OPS
                  and not tops.has_composite('aten::' + op.name, op.overload)]
     served = npu_ops + composite
+    names = {op.qualified for op in served}
     variants = [(op, sc) for op in served if op.ns == 'aten'
-                for sc in tops.variants(op)]
+                for sc in tops.variants(op)
+                if sc.name + ('.' + sc.overload_name if sc.overload_name else '')
+                not in names]
     out = []
     w = out.append
     w('// SPDX-License-Identifier: MIT')
