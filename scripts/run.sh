@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: MIT
 # The main job: build everything, boot the VM with the NPU (our QEMU with
 # -device vnpu, Debian's backports kernel, vnpu.ko) and run the workloads in
-# it through the driver; each is checked against a CPU reference.
+# it through the driver; each is checked against a CPU reference. Then the
+# PyTorch workloads (torch_vnpu) on the simulator in-process: the guest has
+# no Python yet.
 #
 #   scripts/run.sh          the VM (falls back to the simulator, saying why,
 #                           when the VM cannot be built or booted here)
@@ -61,6 +63,18 @@ run_sim() {
 	return $rc
 }
 
+# PyTorch programs on privateuseone through torch_vnpu, against PyTorch's
+# CPU; built when Debian's PyTorch is installed (scripts/deps.sh does).
+run_torch() {
+	step "running the PyTorch workloads (torch_vnpu) on the simulator in-process"
+	if [ ! -x "$bin/workloads/vnpu-torch-workloads" ]; then
+		echo "run: torch_vnpu was not built (no usable PyTorch here)" >&2
+		return 1
+	fi
+	VNPU_BACKEND=sim PYTHONDONTWRITEBYTECODE=1 \
+		"$bin/workloads/vnpu-torch-workloads"
+}
+
 run_vm() {
 	local qemu ko guest_cmd="" w adds=()
 	step "building QEMU with the vnpu device (cached after the first run)"
@@ -98,22 +112,21 @@ first_result_time() {
 	done
 }
 
+status=0
 case $mode in
-sim) run_sim ;;
-vm) run_vm ;;
+sim) run_sim || status=$? ;;
+vm) run_vm || status=$? ;;
 auto)
-	set +e
-	run_vm
-	rc=$?
-	set -e
+	run_vm || status=$?
 	# 3: QEMU or the module could not be built here. Anything else (the
 	# workloads' verdict, a guest kernel problem) stands.
-	if [ $rc -eq 3 ]; then
-		echo "run: the VM is not available here (status $rc);" \
+	if [ $status -eq 3 ]; then
+		echo "run: the VM is not available here (status $status);" \
 			"using the embedded simulator" >&2
-		run_sim
-	else
-		exit $rc
+		status=0
+		run_sim || status=$?
 	fi
 	;;
 esac
+run_torch || status=1
+exit $status

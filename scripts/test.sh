@@ -34,7 +34,8 @@ run_suite() {
 	meson test -C "$dir" --print-errorlogs --num-processes 2 || status=1
 }
 
-run_suite build-test --buildtype=debugoptimized
+# torch_vnpu is required here: deps.sh installs Debian's PyTorch
+run_suite build-test --buildtype=debugoptimized -Dtorch=enabled
 CC=clang run_suite build-test-asan --buildtype=debug \
 	-Db_sanitize=address,undefined -Db_lundef=false
 
