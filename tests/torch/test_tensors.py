@@ -168,6 +168,16 @@ def test_copies_in_every_direction():
         d = torch.empty(7, 5, dtype=dt, device=NPU).t()
         d.copy_(c.to(dt))                        # H2D into a strided view
         assert_same(d, c.to(dt))
+    # dtypes the device does not compute are copied as bytes, any strides
+    for dt in (torch.float64, torch.int16, torch.complex64):
+        h = torch.randn(4, 6).to(dt)
+        assert torch.equal(h.to(NPU).t().cpu(), h.t())
+        assert torch.equal(h.to(NPU)[:, 1].cpu(), h[:, 1])
+        d = torch.empty(6, 4, dtype=dt, device=NPU).t()
+        d.copy_(h)
+        assert torch.equal(d.cpu(), h)
+        assert torch.equal(d.to(torch.float32).cpu(), h.t().t().real.float()
+                           if dt.is_complex else h.float())
     x = c.to(NPU)
     x[1:3, 2:5] = torch.ones(2, 3)
     c[1:3, 2:5] = 1

@@ -688,6 +688,28 @@ static bool dtype_agnostic(const char *c_name, const c10::OperatorHandle &op,
 	return true;
 }
 
+// A copy op with a tensor whose dtype the device has no kernels for.
+static bool copies_foreign_dtype(const c10::OperatorHandle &op,
+				 torch::jit::Stack *stack)
+{
+	const std::string &name = op.operator_name().name;
+	size_t n = op.schema().arguments().size(), base = stack->size() - n;
+
+	if (name != "aten::copy_" && name != "aten::_copy_from" &&
+	    name != "aten::_copy_from_and_resize")
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		const c10::IValue &v = (*stack)[base + i];
+		enum vnpu_at_dtype dt;
+
+		if (v.isTensor() && v.toTensor().defined() &&
+		    (!dtype_to_c(v.toTensor().scalar_type(), &dt) ||
+		     dt == VNPU_AT_F64))
+			return true;
+	}
+	return false;
+}
+
 void run_npu_kernel(const char *c_name, const c10::OperatorHandle &op,
 		    c10::DispatchKeySet ks, torch::jit::Stack *stack)
 {
@@ -697,6 +719,9 @@ void run_npu_kernel(const char *c_name, const c10::OperatorHandle &op,
 	TORCH_CHECK(vnpu_op_schema(b.op)->nrets == op.schema().returns().size(),
 		    "torch_vnpu: ", c_name, " and ", op.schema(),
 		    " return different numbers of values");
+	// copies of a dtype the device does not compute (float64): bytes
+	if (copies_foreign_dtype(op, stack) && dtype_agnostic(c_name, op, stack))
+		return;
 	if (!invoke(c_name, b, op, ks, stack, rets)) {
 		if (!dtype_agnostic(c_name, op, stack))
 			cpu_fallback(op, stack);
