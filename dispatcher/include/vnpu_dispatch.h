@@ -409,6 +409,9 @@ struct vnpu_at_storage {
 	uint64_t version;
 	struct vnpu_at_tensor *format_cache;
 	uint64_t format_cache_version;
+	/* the cache's own storage version when cached: the cast is also
+	 * returned to callers (npu_format_cast), who may write it */
+	uint64_t format_cache_own_version;
 };
 
 struct vnpu_autograd_meta;

@@ -360,6 +360,15 @@ def _formats():
             y = x.to(NPU)
             assert torch_vnpu.npu_format_cast_(y, fmt) is y
             assert torch.equal(y.cpu(), x)
+    # the cast is cached for the weight's next use, and returned: writing
+    # the returned tensor must not change what the next cast returns
+    w = make((32, 48)).to(NPU)
+    c1 = torch_vnpu.npu_format_cast(w, 'FRACTAL_NZ')
+    c1.mul_(0)
+    c2 = torch_vnpu.npu_format_cast(w, 'FRACTAL_NZ')
+    assert torch.equal(c2.cpu(), w.cpu())
+    w.add_(1)                                   # and a write of the weight
+    assert torch.equal(torch_vnpu.npu_format_cast(w, 'FRACTAL_NZ').cpu(), w.cpu())
     e = torch_vnpu.empty_with_format((32, 48), 'FRACTAL_NZ')
     assert torch_vnpu.get_npu_format(e) == 29 and e.shape == (32, 48)
     assert torch_vnpu.get_npu_format(torch.ones(3)) == 2

@@ -361,6 +361,7 @@ struct vnpu_at_tensor *vnpu_npu_as_format(struct vnpu_at_tensor *t, int format)
 	if (vnpu_npu_format_of(t) == format)
 		return vnpu_at_retain(t);
 	if (s->format_cache && s->format_cache_version == s->version &&
+	    s->format_cache_own_version == s->format_cache->storage->version &&
 	    vnpu_npu_format_of(s->format_cache) == format && is_whole_base(t))
 		return vnpu_at_retain(s->format_cache);
 	src = vnpu_npu_plain(t);
@@ -390,6 +391,7 @@ struct vnpu_at_tensor *vnpu_npu_as_format(struct vnpu_at_tensor *t, int format)
 		vnpu_at_release(s->format_cache);
 		s->format_cache = vnpu_at_retain(r);
 		s->format_cache_version = s->version;
+		s->format_cache_own_version = r->storage->version;
 	}
 	return r;
 }
