@@ -189,9 +189,15 @@ def test_non_blocking_copies_complete_before_use():
     p = c.pin_memory(device=NPU)
     assert p.is_pinned(device=NPU)
     n = p.to(NPU, non_blocking=True)
+    # into pageable memory a non_blocking D2H completes before returning
+    # (as CUDA's): no synchronize needed
     back = n.to('cpu', non_blocking=True)
-    torch_vnpu.npu.synchronize()
     assert torch.equal(back, c)
+    # into pinned memory it is queued; the stream's synchronisation ends it
+    h = torch.empty(256, 256).pin_memory(device=NPU)
+    h.copy_(n * 2, non_blocking=True)
+    torch_vnpu.npu.current_stream().synchronize()
+    assert torch.equal(h, c * 2)
 
 
 def test_resize_and_set():

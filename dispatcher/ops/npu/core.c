@@ -85,13 +85,15 @@ struct vnpu_at_tensor *vnpu_npu_copy_(vnpu_keyset_t ks, struct vnpu_at_tensor *s
 	if (src->ndim > self->ndim)
 		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 					 "aten::copy_: source has more dims than the destination");
-	return vnpu_npu_copy("aten::copy_", self, src) ? vnpu_at_retain(self) : NULL;
+	return vnpu_npu_copy_nb("aten::copy_", self, src, non_blocking) ?
+	       vnpu_at_retain(self) : NULL;
 }
 
 struct vnpu_at_tensor *vnpu_npu__copy_from(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
 					   struct vnpu_at_tensor *dst, bool non_blocking)
 {
-	return vnpu_npu_copy("aten::_copy_from", dst, self) ? vnpu_at_retain(dst) : NULL;
+	return vnpu_npu_copy_nb("aten::_copy_from", dst, self, non_blocking) ?
+	       vnpu_at_retain(dst) : NULL;
 }
 
 struct vnpu_at_tensor *vnpu_npu__copy_from_and_resize(vnpu_keyset_t ks,

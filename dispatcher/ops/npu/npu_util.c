@@ -462,6 +462,12 @@ static bool d2d(const char *op, struct vnpu_at_tensor *dst, struct vnpu_at_tenso
 bool vnpu_npu_copy(const char *op, struct vnpu_at_tensor *dst,
 		   struct vnpu_at_tensor *src)
 {
+	return vnpu_npu_copy_nb(op, dst, src, false);
+}
+
+bool vnpu_npu_copy_nb(const char *op, struct vnpu_at_tensor *dst,
+		      struct vnpu_at_tensor *src, bool non_blocking)
+{
 	bool dst_npu = vnpu_at_is_npu(dst), src_npu = vnpu_at_is_npu(src);
 	size_t isz = vnpu_at_dtype_size((enum vnpu_at_dtype)dst->dtype);
 	bool ok;
@@ -524,6 +530,7 @@ bool vnpu_npu_copy(const char *op, struct vnpu_at_tensor *dst,
 	}
 	if (src_npu) {	/* D2H: plain, dense, converted on the device, one DMA */
 		struct vnpu_at_tensor *dev, *h;
+		bool direct;
 		enum vnpu_at_dtype dt = (enum vnpu_at_dtype)dst->dtype;
 
 		if (vnpu_npu_dtype(dt) < 0)
@@ -546,16 +553,23 @@ bool vnpu_npu_copy(const char *op, struct vnpu_at_tensor *dst,
 		} else {
 			ok = d2d(op, dev, src);
 		}
-		h = ok ? vnpu_at_empty(dst->ndim, dst->sizes, dt, VNPU_AT_DEV_CPU) : NULL;
+		/* non_blocking into a dense dst of that dtype: one DMA into it,
+		 * left on the stream (the runtime itself waits when dst is
+		 * pageable, as CUDA does) */
+		direct = non_blocking && vnpu_at_is_contiguous(dst) &&
+			 dst->dtype == dt;
+		h = !ok ? NULL : direct ? vnpu_at_retain(dst) :
+		    vnpu_at_empty(dst->ndim, dst->sizes, dt, VNPU_AT_DEV_CPU);
 		ok = h && (!vnpu_at_numel(dst) ||
 			   rt_check(op, "copy D2H", vnpu_memcpy_async(
 					    vnpu_at_data(h), dev->storage->data,
 					    (size_t)vnpu_at_numel(dst) *
 					    vnpu_at_dtype_size(dt),
 					    VNPU_MEMCPY_D2H, vnpu_npu_stream())));
-		ok = ok && rt_check(op, "synchronize",
-				    vnpu_stream_synchronize(vnpu_npu_stream()));
-		if (ok) {
+		ok = ok && (direct ||
+			    rt_check(op, "synchronize",
+				     vnpu_stream_synchronize(vnpu_npu_stream())));
+		if (ok && !direct) {
 			struct vnpu_at_tensor *r = vnpu_redispatch_copy_(
 				vnpu_keyset_of(VNPU_KEY_CPU), dst, h, false);
 

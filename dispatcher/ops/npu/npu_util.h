@@ -75,5 +75,11 @@ struct vnpu_at_tensor *vnpu_npu_as_format(struct vnpu_at_tensor *t,
  * engine): H2D, D2H, D2D, format-aware as torch_npu's copy_h2d/d2h. */
 bool vnpu_npu_copy(const char *op, struct vnpu_at_tensor *dst,
 		   struct vnpu_at_tensor *src);
+/* The same; non_blocking lets a D2H copy into a dense CPU tensor of the
+ * source's device dtype stay queued on the current stream (pinned dst:
+ * complete at the stream's next synchronisation; pageable: the runtime
+ * waits, as CUDA does). */
+bool vnpu_npu_copy_nb(const char *op, struct vnpu_at_tensor *dst,
+		      struct vnpu_at_tensor *src, bool non_blocking);
 
 #endif /* VNPU_NPU_UTIL_H */
