@@ -7,6 +7,8 @@
 // whole op to PyTorch's own CPU kernels (cpu_fallback).
 #include "backend.h"
 
+#include "vnpu_runtime.h"
+
 #include <ATen/EmptyTensor.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/Exception.h>
@@ -636,6 +638,41 @@ static void replace_args(torch::jit::Stack *stack, size_t n,
 		stack->push_back(std::move(r));
 }
 
+// resize_ of an npu tensor of any dtype: a larger storage when needed
+// (the old bytes copied on the device), contiguous sizes.
+static void resize_any_dtype(at::Tensor &self, const std::vector<int64_t> &size)
+{
+	int64_t numel = 1;
+
+	for (int64_t d : size) {
+		TORCH_CHECK(d >= 0, "Trying to create tensor with negative dimension ",
+			    d, ": ", c10::IntArrayRef(size));
+		TORCH_CHECK(!d || numel <= INT64_MAX / d, "resize_: size overflows");
+		numel *= d;
+	}
+	uint64_t need = 0;
+	TORCH_CHECK(!numel || !__builtin_mul_overflow(
+				(uint64_t)(numel + self.storage_offset()),
+				(uint64_t)self.itemsize(), &need),
+		    "resize_: size overflows");
+	c10::Storage st = self.storage();
+	struct vnpu_at_storage *old = storage_of(st);
+	TORCH_CHECK(old, "resize_: expected an npu storage of torch_vnpu");
+	TORCH_CHECK(old->npu.npu_format == 2 /* ND */ || need <= st.nbytes(),
+		    "resize_: not supported for internal formats");
+	if (need > st.nbytes()) {
+		c10::DataPtr fresh = npu_allocator()->allocate(need);
+		if (st.nbytes() &&
+		    vnpu_memcpy(fresh.get(), st.data(), st.nbytes(),
+				VNPU_MEMCPY_D2D) != VNPU_SUCCESS)
+			TORCH_CHECK(false, "resize_: device copy: ",
+				    vnpu_last_error_detail());
+		st.set_data_ptr_noswap(std::move(fresh));
+		st.set_nbytes(need);
+	}
+	self.unsafeGetTensorImpl()->set_sizes_contiguous(size);
+}
+
 // Allocation and copies are the same for every dtype: where the
 // dispatcher lacks the dtype (int16, complex), they run here instead of
 // the CPU fallback (which itself allocates and copies on the npu).
@@ -668,6 +705,9 @@ static bool dtype_agnostic(const char *c_name, const c10::OperatorHandle &op,
 			result = at::detail::empty_generic(size, npu_allocator(), ks,
 							   dtype, mf);
 		}
+	} else if (name == "aten::resize_") {
+		result = arg(0).toTensor();
+		resize_any_dtype(result, int_list(arg(1)));
 	} else if (name == "aten::copy_") {
 		copy_any_dtype(arg(0).toTensor(), arg(1).toTensor());
 		result = arg(0).toTensor();

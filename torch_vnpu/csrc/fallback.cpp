@@ -95,6 +95,25 @@ static void copy_back(const at::Tensor &npu, const at::Tensor &cpu)
 	npu.copy_(cpu);
 }
 
+namespace {
+
+// The fallback allocates and copies on the npu, which must never fall
+// back in turn; a bound on the nesting turns a cycle into an error
+// instead of a stack overflow.
+thread_local int fallback_depth;
+
+struct DepthGuard {
+	DepthGuard(const std::string &name)
+	{
+		TORCH_CHECK(fallback_depth < 8, "torch_vnpu: the CPU fallback of ",
+			    name, " nests too deeply (a fallback cycle)");
+		fallback_depth++;
+	}
+	~DepthGuard() { fallback_depth--; }
+};
+
+} // namespace
+
 void cpu_fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack)
 {
 	std::string name = qualified_name(op);
@@ -110,6 +129,7 @@ void run_on_cpu(const c10::OperatorHandle &op, torch::jit::Stack *stack)
 	const auto &args = schema.arguments();
 	size_t n = args.size(), base = stack->size() - n;
 	std::string name = qualified_name(op);
+	DepthGuard depth(name);
 	std::vector<c10::IValue> orig(stack->begin() + base, stack->end());
 	c10::optional<at::Device> tgt;
 	std::vector<c10::IValue> cpu_args;
