@@ -171,35 +171,3 @@ bool vnpu_tensor_is_contiguous(const struct vnpu_tensor *t)
 	return true;
 }
 
-bool vnpu_tensor_is_injective(const struct vnpu_tensor *t)
-{
-	int64_t sizes[VNPU_MAX_DIMS], strides[VNPU_MAX_DIMS];
-	uint32_t n = 0;
-	int64_t span = 0;
-
-	if (vnpu_format_is_internal(t->format))
-		return true;
-	/* Sufficient test: with the dims of size > 1 sorted by stride, each
-	 * stride steps past everything the smaller dims span. */
-	for (uint32_t i = 0; i < t->ndim; i++) {
-		uint32_t j;
-
-		if (t->sizes[i] == 0)
-			return true;
-		if (t->sizes[i] == 1)
-			continue;
-		for (j = n++; j > 0 && strides[j - 1] > t->strides[i]; j--) {
-			strides[j] = strides[j - 1];
-			sizes[j] = sizes[j - 1];
-		}
-		strides[j] = t->strides[i];
-		sizes[j] = t->sizes[i];
-	}
-	/* vnpu_tensor_check bounded every span by the buffer: no overflow */
-	for (uint32_t i = 0; i < n; i++) {
-		if (strides[i] <= span)
-			return false;
-		span += (sizes[i] - 1) * strides[i];
-	}
-	return true;
-}

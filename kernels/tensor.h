@@ -12,19 +12,6 @@
 #include "dtype.h"
 #include "kernel.h"
 
-static inline bool vnpu_format_is_internal(uint32_t format)
-{
-	return format == VNPU_FORMAT_NC1HWC0 ||
-	       format == VNPU_FORMAT_FRACTAL_Z ||
-	       format == VNPU_FORMAT_FRACTAL_NZ;
-}
-
-static inline bool vnpu_format_is_plain(uint32_t format)
-{
-	return format == VNPU_FORMAT_ND || format == VNPU_FORMAT_NCHW ||
-	       format == VNPU_FORMAT_NHWC;
-}
-
 /* Storage shape of a logical shape in `format` (see docs/hw-spec.md):
  *   NC1HWC0     [N,C,H,W]      -> [N, C1, H, W, C0]
  *   FRACTAL_Z   [N,C,H,W]      -> [C1*H*W, N1, 16, C0]
@@ -66,10 +53,6 @@ static inline void *vnpu_tensor_data(const struct vnpu_tensor *t,
 /* True when t is plain and its elements are dense in row-major order. */
 bool vnpu_tensor_is_contiguous(const struct vnpu_tensor *t);
 
-/* True when no two logical elements of a checked tensor share memory
- * (internal formats always). Blocks write disjoint element ranges, so an
- * output that fails this would let two blocks race on one location. */
-bool vnpu_tensor_is_injective(const struct vnpu_tensor *t);
 
 /* Element offset (from the buffer start, offset included) of the element
  * with row-major logical index `linear` of a plain tensor. */

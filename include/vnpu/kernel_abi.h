@@ -28,6 +28,7 @@
 
 #include "hw_types.h"
 #ifndef __KERNEL__
+#include <stdbool.h>
 #include <string.h>
 #endif
 
@@ -351,5 +352,59 @@ VNPU_STATIC_ASSERT(sizeof(struct vnpu_kargs_header) +
 	       VNPU_KARGS_MAX_BUFFERS * sizeof(struct vnpu_kargs_buffer) +
 	       sizeof(struct vnpu_kp_layer_norm) <= 4096,
 	       "the largest argument block fits VNPU_KARGS_MAX_BYTES");
+
+/* ---- what the device accepts as a tensor (host and device agree) ------ */
+
+static inline bool vnpu_format_is_internal(uint32_t format)
+{
+	return format == VNPU_FORMAT_NC1HWC0 ||
+	       format == VNPU_FORMAT_FRACTAL_Z ||
+	       format == VNPU_FORMAT_FRACTAL_NZ;
+}
+
+static inline bool vnpu_format_is_plain(uint32_t format)
+{
+	return format == VNPU_FORMAT_ND || format == VNPU_FORMAT_NCHW ||
+	       format == VNPU_FORMAT_NHWC;
+}
+
+/*
+ * True when no two logical elements of t share memory (internal formats
+ * always): the device refuses an output that fails this (INVALID_ARGS),
+ * since its blocks write disjoint element ranges and would race on one
+ * location. A sufficient test: with the dims of size > 1 sorted by
+ * stride, each stride steps past everything the smaller dims span. The
+ * device bounds every span by the buffer first; a host calling this on
+ * an unchecked descriptor must bound sizes*strides itself.
+ */
+static inline bool vnpu_tensor_is_injective(const struct vnpu_tensor *t)
+{
+	int64_t sizes[VNPU_MAX_DIMS], strides[VNPU_MAX_DIMS];
+	uint32_t n = 0;
+	int64_t span = 0;
+
+	if (vnpu_format_is_internal(t->format))
+		return true;
+	for (uint32_t i = 0; i < t->ndim && i < VNPU_MAX_DIMS; i++) {
+		uint32_t j;
+
+		if (t->sizes[i] == 0)
+			return true;
+		if (t->sizes[i] == 1)
+			continue;
+		for (j = n++; j > 0 && strides[j - 1] > t->strides[i]; j--) {
+			strides[j] = strides[j - 1];
+			sizes[j] = sizes[j - 1];
+		}
+		strides[j] = t->strides[i];
+		sizes[j] = t->sizes[i];
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		if (strides[i] <= span)
+			return false;
+		span += (sizes[i] - 1) * strides[i];
+	}
+	return true;
+}
 
 #endif /* VNPU_KERNEL_ABI_H */

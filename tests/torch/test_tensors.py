@@ -122,6 +122,35 @@ def test_expanded_tensors():
     torch_vnpu.npu.synchronize()
 
 
+def test_overlapping_views_are_refused_synchronously():
+    # the device cannot write a view whose elements overlap; the op says
+    # so at once instead of a launch failing at a later synchronisation
+    n = torch.zeros(10, device=NPU)
+    with pytest.raises(RuntimeError, match='overlap in memory'):
+        n.as_strided((3, 3), (1, 1)).copy_(torch.ones(3, 3))
+    assert (n + 1).cpu().tolist() == [1] * 10
+    torch_vnpu.npu.synchronize()
+    # an empty expanded tensor writes nothing, so it is no overlap
+    e = torch.empty(0, device=NPU).as_strided((5, 0), (1, 1))
+    e.copy_(torch.empty(5, 0))
+    assert torch.equal(torch.argwhere(torch.zeros(5, 0).to(NPU)).cpu(),
+                       torch.argwhere(torch.zeros(5, 0)))
+
+
+def test_complex_lazy_bits_survive_copies():
+    c = torch.randn(5, dtype=torch.complex64)
+    for t in (c.conj(), c.conj().t() if c.dim() > 1 else c.conj(), torch._neg_view(c)):
+        n = t.to(NPU)
+        assert torch.equal(n.cpu(), t.resolve_conj().resolve_neg())
+    n = c.to(NPU)
+    assert torch.equal(n.conj().cpu(), c.conj())
+    d = torch.empty(5, dtype=torch.complex64, device=NPU)
+    d.conj().copy_(c)              # writing through a conjugate view
+    assert torch.equal(d.cpu(), c.conj())
+    assert torch.equal(torch.fft.ifft(torch.arange(8.).to(NPU)).cpu(),
+                       torch.fft.ifft(torch.arange(8.)))
+
+
 def test_out_variants():
     ca, na = pair(3, 4)
     cb, nb = pair(4, 2)

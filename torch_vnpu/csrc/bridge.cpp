@@ -226,20 +226,36 @@ static void copy_any_dtype(const at::Tensor &dst, const at::Tensor &src)
 		dst.copy_(s);
 		return;
 	}
-	if (dst.scalar_type() == s.scalar_type()) {
+	// complex tensors may carry lazy conjugate/negative bits: bytes are
+	// copied without them, the values they stand for are made on the host
+	bool lazy = s.is_conj() || s.is_neg() || dst.is_conj() || dst.is_neg();
+	if (dst.scalar_type() == s.scalar_type() && !lazy) {
 		byte_copy(dst, s);
 		return;
 	}
 	at::Tensor host = s;
 	if (s.device().type() == kNpu) {
+		at::Tensor raw = s.is_conj() ? s.conj() : s;
+		raw = raw.is_neg() ? at::_neg_view(raw) : raw;
 		host = at::empty(s.sizes(), s.options().device(at::kCPU));
-		byte_copy(host, s);
+		byte_copy(host, raw);
+		if (s.is_conj())
+			host = host.conj_physical();
+		if (s.is_neg())
+			host = host.neg();
 	}
-	host = host.to(dst.scalar_type());
-	if (dst.device().is_cpu())
+	host = host.resolve_conj().resolve_neg().to(dst.scalar_type());
+	if (dst.device().is_cpu()) {
 		dst.copy_(host);
-	else
-		byte_copy(dst, host);
+		return;
+	}
+	// the bytes of a conjugate/negative view hold conj(x)/-x
+	if (dst.is_conj())
+		host = host.conj_physical();
+	if (dst.is_neg())
+		host = host.neg();
+	at::Tensor raw = dst.is_conj() ? dst.conj() : dst;
+	byte_copy(raw.is_neg() ? at::_neg_view(raw) : raw, host.contiguous());
 }
 
 static bool same_geometry(const at::Tensor &t, const struct vnpu_at_tensor *c)

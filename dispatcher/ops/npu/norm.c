@@ -323,6 +323,15 @@ struct vnpu_ret_native_batch_norm vnpu_npu_native_batch_norm(vnpu_keyset_t ks,
 	if (nd < 2 || !npk_float(input->dtype) || !vnpu_at_is_npu(input))
 		goto fallback;
 	C = input->sizes[1];
+	if (!C && bn_param_ok(weight, 0) && bn_param_ok(bias, 0) &&
+	    bn_param_ok(running_mean, 0) && bn_param_ok(running_var, 0)) {
+		/* no channels: nothing to normalise (PyTorch 1.13's CPU kernel
+		 * divides by zero here, so it must not fall back) */
+		r.r0 = vnpu_npu_empty(nd, input->sizes, input->dtype);
+		r.r1 = vnpu_npu_empty(1, &zero, VNPU_AT_F32);
+		r.r2 = vnpu_npu_empty(1, &zero, VNPU_AT_F32);
+		goto out;
+	}
 	n = C ? vnpu_at_numel(input) / C : 0;
 	if (!C || n < 2 || !bn_param_ok(weight, C) || !bn_param_ok(bias, C) ||
 	    !bn_param_ok(running_mean, C) || !bn_param_ok(running_var, C) ||

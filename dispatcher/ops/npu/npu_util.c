@@ -135,21 +135,42 @@ static bool add_buffer(struct vnpu_npu_launch *l, const struct vnpu_at_storage *
 
 bool vnpu_npu_overlaps_itself(const struct vnpu_at_tensor *t)
 {
+	if (!vnpu_at_numel(t))
+		return false;	/* nothing is written */
 	for (uint32_t i = 0; i < t->ndim; i++)
 		if (t->strides[i] == 0 && t->sizes[i] > 1)
 			return true;
 	return false;
 }
 
-/* PyTorch's check before writing (has_internal_overlap): an expanded
- * tensor has elements that share one location; the device refuses such
- * an output, asynchronously, so refuse it here. */
+/*
+ * The device refuses an output whose elements overlap (kernel_abi.h,
+ * vnpu_tensor_is_injective), asynchronously, which would surface at some
+ * later synchronisation; refuse it here. An expanded tensor gets
+ * PyTorch's own check and message (has_internal_overlap); other
+ * overlapping views (as_strided), which PyTorch's CPU kernels write in
+ * some order, are refused too.
+ */
 static bool check_writable(const struct vnpu_at_tensor *t)
 {
-	if (!vnpu_npu_overlaps_itself(t))
+	struct vnpu_tensor d;
+
+	if (vnpu_npu_overlaps_itself(t)) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				  "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.");
+		return false;
+	}
+	if (is_internal(t->storage->npu.npu_format))
+		return true;
+	memset(&d, 0, sizeof(d));
+	d.ndim = t->ndim;
+	memcpy(d.sizes, t->sizes, t->ndim * sizeof(int64_t));
+	memcpy(d.strides, t->strides, t->ndim * sizeof(int64_t));
+	d.format = VNPU_FORMAT_ND;
+	if (vnpu_tensor_is_injective(&d))
 		return true;
 	vnpu_at_error_set(VNPU_AT_ERR_VALUE,
-			  "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.");
+			  "unsupported operation: elements of the written-to tensor overlap in memory (a view made with as_strided), which the npu cannot write. Please clone() the tensor before performing the operation.");
 	return false;
 }
 
