@@ -1,0 +1,75 @@
+# SPDX-License-Identifier: MIT
+"""Runs the first samples of every OpInfo of PyTorch's op_db in float32 on
+privateuseone and on the CPU and compares; prints one line per sample
+that differs or fails, and a summary line. Run by test_opinfo_sweep.py in
+a child process, so that a crash is a test failure, not a lost run."""
+import sys
+import warnings
+
+import torch
+from torch.testing._internal.common_methods_invocations import op_db
+
+import torch_vnpu  # noqa: F401
+
+NPU = torch.device('privateuseone', 0)
+SAMPLES = 3
+
+
+def to(x):
+    if isinstance(x, torch.Tensor):
+        return x.to(NPU)
+    if isinstance(x, (list, tuple)):
+        return type(x)(to(y) for y in x)
+    if isinstance(x, dict):
+        return {k: to(v) for k, v in x.items()}
+    return x
+
+
+def cpu(x):
+    if isinstance(x, torch.Tensor):
+        return x.cpu()
+    if isinstance(x, (list, tuple)):
+        return type(x)(cpu(y) for y in x)
+    return x
+
+
+def main():
+    warnings.simplefilter('ignore')
+    stats = dict(agree=0, differ=0, npu_error=0, skipped=0)
+    for op in op_db:
+        print('op', op.name, file=sys.stderr, flush=True)
+        try:
+            samples = list(op.sample_inputs('cpu', torch.float32))[:SAMPLES]
+        except Exception:
+            stats['skipped'] += 1
+            continue
+        for s in samples:
+            try:
+                ref = op(s.input, *s.args, **s.kwargs)
+            except Exception:
+                stats['skipped'] += 1
+                continue
+            if op.name in ('empty_like', 'new_empty', 'new_empty_strided',
+                           'empty', 'empty_permuted') or \
+                    getattr(s.input, 'layout', torch.strided) != torch.strided:
+                stats['skipped'] += 1     # uninitialised memory, sparse
+                continue
+            try:
+                got = cpu(op(to(s.input), *to(s.args), **to(s.kwargs)))
+            except Exception as e:
+                stats['npu_error'] += 1
+                print('error  %-28s %s' % (op.name, str(e).split('\n')[0][:160]))
+                continue
+            try:
+                torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4,
+                                           equal_nan=True)
+                stats['agree'] += 1
+            except Exception as e:
+                stats['differ'] += 1
+                print('differ %-28s %s' % (op.name, str(e).split('\n')[0][:160]))
+    print('opinfo sweep: %(agree)d agree, %(differ)d differ, '
+          '%(npu_error)d fail on the npu only, %(skipped)d skipped' % stats)
+
+
+if __name__ == '__main__':
+    main()
