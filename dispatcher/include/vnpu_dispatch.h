@@ -117,6 +117,16 @@ struct vnpu_at_scalar {
 
 double vnpu_at_scalar_to_double(struct vnpu_at_scalar s);
 int64_t vnpu_at_scalar_to_int(struct vnpu_at_scalar s);
+/* PyTorch's checked conversion of a Scalar written into a tensor of dtype
+ * (c10::checked_convert): anything goes into bool; an integer into
+ * uint8 may be negative down to -255 (it wraps); a float must be in range
+ * (inf and NaN only into float dtypes). False with PyTorch's "value cannot
+ * be converted to type int without overflow" set. */
+bool vnpu_at_scalar_fits(struct vnpu_at_scalar s, enum vnpu_at_dtype dtype);
+/* The integer s stores as in an integer or bool dtype: (x != 0) for bool
+ * (0.5 and NaN are true), truncation for the others. */
+int64_t vnpu_at_scalar_to_int_as(struct vnpu_at_scalar s,
+				 enum vnpu_at_dtype dtype);
 
 /* Argument types of the typed entry points (borrowed views). */
 struct vnpu_at_int_array {	/* int[], SymInt[]; .v may be NULL if n == 0 */

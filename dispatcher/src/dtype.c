@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* dtypes, devices and scalars. */
+#include <math.h>
 #include "dispatch_internal.h"
 
 size_t vnpu_at_dtype_size(enum vnpu_at_dtype dtype)
@@ -104,6 +105,72 @@ int64_t vnpu_at_scalar_to_int(struct vnpu_at_scalar s)
 		if (s.d <= -9.2233720368547758e18)
 			return INT64_MIN;
 		return (int64_t)s.d;
+	case VNPU_AT_SCALAR_BOOL: return s.b;
+	default: return 0;
+	}
+}
+
+/* C++'s name of each dtype, as PyTorch's messages print it. */
+static const char *cxx_name(enum vnpu_at_dtype dt)
+{
+	switch (dt) {
+	case VNPU_AT_U8: return "uint8_t";
+	case VNPU_AT_I8: return "int8_t";
+	case VNPU_AT_I32: return "int";
+	case VNPU_AT_I64: return "int64_t";
+	case VNPU_AT_F16: return "at::Half";
+	case VNPU_AT_BF16: return "at::BFloat16";
+	case VNPU_AT_F32: return "float";
+	case VNPU_AT_F64: return "double";
+	case VNPU_AT_BOOL: return "bool";
+	default: return "?";
+	}
+}
+
+bool vnpu_at_scalar_fits(struct vnpu_at_scalar s, enum vnpu_at_dtype dtype)
+{
+	/* the largest finite value of each float dtype, the range of each
+	 * integer one (c10::overflows compares with these) */
+	double lo = 0, hi = 0;
+	bool ok;
+
+	switch (dtype) {
+	case VNPU_AT_U8: lo = 0; hi = 255; break;
+	case VNPU_AT_I8: lo = -128; hi = 127; break;
+	case VNPU_AT_I32: lo = -2147483648.0; hi = 2147483647.0; break;
+	case VNPU_AT_I64: lo = -9223372036854775808.0; hi = 9223372036854775807.0; break;
+	case VNPU_AT_F16: hi = 65504.0; lo = -hi; break;
+	case VNPU_AT_BF16: hi = 3.3895313892515355e38; lo = -hi; break;
+	case VNPU_AT_F32: hi = 3.4028234663852886e38; lo = -hi; break;
+	default: return true;	/* bool, f64 */
+	}
+	if (s.kind == VNPU_AT_SCALAR_BOOL || s.kind == VNPU_AT_SCALAR_NONE)
+		return true;
+	if (s.kind == VNPU_AT_SCALAR_INT) {
+		/* a negative integer wraps into uint8 (a - b as a + 255 * b) */
+		ok = dtype == VNPU_AT_U8 ? s.i >= -255 && s.i <= 255 :
+		     dtype == VNPU_AT_I64 ? true :
+		     (double)s.i >= lo && (double)s.i <= hi;
+	} else if (s.d != s.d || s.d == INFINITY || s.d == -INFINITY) {
+		ok = vnpu_at_dtype_is_float(dtype);
+	} else {
+		ok = s.d >= lo && s.d <= hi;
+	}
+	if (!ok)
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				  "value cannot be converted to type %s without overflow",
+				  cxx_name(dtype));
+	return ok;
+}
+
+int64_t vnpu_at_scalar_to_int_as(struct vnpu_at_scalar s,
+				 enum vnpu_at_dtype dtype)
+{
+	if (dtype != VNPU_AT_BOOL)
+		return vnpu_at_scalar_to_int(s);
+	switch (s.kind) {
+	case VNPU_AT_SCALAR_INT: return s.i != 0;
+	case VNPU_AT_SCALAR_DOUBLE: return s.d != 0;	/* NaN != 0 */
 	case VNPU_AT_SCALAR_BOOL: return s.b;
 	default: return 0;
 	}

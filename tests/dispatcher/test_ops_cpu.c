@@ -6,6 +6,8 @@
  * and error messages, and every backward op against central finite
  * differences in float64.
  */
+#include <math.h>
+
 #include "ops_test_util.h"
 
 static struct vnpu_at_tensor *f64(uint32_t nd, const int64_t *sizes, double lo,
@@ -840,6 +842,63 @@ START_TEST(backward_finite_differences)
 }
 END_TEST
 
+/* ---- Scalars into tensors: PyTorch's checked_convert (values and errors
+ * measured with PyTorch 1.13's CPU), on the CPU and npu kernels ---------- */
+
+START_TEST(scalar_conversion)
+{
+	static const struct {
+		struct vnpu_at_scalar v;
+		enum vnpu_at_dtype dt;
+		double want;		/* NAN with err: an overflow error */
+		bool err;
+	} c[] = {
+		{ VNPU_AT_DOUBLE(NAN), VNPU_AT_BOOL, 1, false },
+		{ VNPU_AT_DOUBLE(0.5), VNPU_AT_BOOL, 1, false },
+		{ VNPU_AT_INT(5), VNPU_AT_BOOL, 1, false },
+		{ VNPU_AT_DOUBLE(0.0), VNPU_AT_BOOL, 0, false },
+		{ VNPU_AT_INT(-3), VNPU_AT_U8, 253, false },
+		{ VNPU_AT_INT(300), VNPU_AT_U8, 0, true },
+		{ VNPU_AT_DOUBLE(-3.5), VNPU_AT_U8, 0, true },
+		{ VNPU_AT_DOUBLE(2.9), VNPU_AT_I32, 2, false },
+		{ VNPU_AT_DOUBLE(-2.9), VNPU_AT_I32, -2, false },
+		{ VNPU_AT_DOUBLE(NAN), VNPU_AT_I32, 0, true },
+		{ VNPU_AT_DOUBLE(INFINITY), VNPU_AT_I32, 0, true },
+		{ VNPU_AT_INT(2147483648LL), VNPU_AT_I32, 0, true },
+		{ VNPU_AT_DOUBLE(1e19), VNPU_AT_I64, 0, true },
+		{ VNPU_AT_INT(-128), VNPU_AT_I8, -128, false },
+		{ VNPU_AT_BOOLV(true), VNPU_AT_I8, 1, false },
+		{ VNPU_AT_DOUBLE(1e39), VNPU_AT_F32, 0, true },
+		{ VNPU_AT_DOUBLE(1e39), VNPU_AT_BF16, 0, true },
+		{ VNPU_AT_INT(70000), VNPU_AT_F16, 0, true },
+		{ VNPU_AT_DOUBLE(1e5), VNPU_AT_F16, 0, true },
+		{ VNPU_AT_DOUBLE(INFINITY), VNPU_AT_F16, INFINITY, false },
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		for (int dev = 0; dev < 2; dev++) {
+			struct vnpu_at_device d = dev ? VNPU_AT_DEV_NPU(0) : VNPU_AT_DEV_CPU;
+			struct vnpu_at_tensor *t = vnpu_op_full(VNPU_AT_INTS(2), c[i].v,
+								c[i].dt, d), *h;
+			char what[64];
+
+			snprintf(what, sizeof(what), "case %zu on %s", i, dev ? "npu" : "cpu");
+			if (c[i].err) {
+				expect_error(what, t, "without overflow");
+				continue;
+			}
+			ck_assert_msg(t, "%s: %s", what, vnpu_at_error_message());
+			h = vnpu_op__to_copy(t, VNPU_AT_F64, VNPU_AT_DEV_CPU, false);
+			ck_assert_msg(h && ((double *)vnpu_at_data(h))[1] == c[i].want,
+				      "%s: got %g, want %g", what,
+				      h ? ((double *)vnpu_at_data(h))[1] : NAN, c[i].want);
+			vnpu_at_release(h);
+			vnpu_at_release(t);
+		}
+	}
+}
+END_TEST
+
 static Suite *ops_cpu_suite(void)
 {
 	Suite *s = suite_create("ops_cpu");
@@ -853,6 +912,7 @@ static Suite *ops_cpu_suite(void)
 	tcase_add_test(tc, reduce_pointwise_index);
 	tcase_add_test(tc, bmm_addmm_reference);
 	tcase_add_test(tc, backward_finite_differences);
+	tcase_add_test(tc, scalar_conversion);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -107,3 +107,33 @@ def test_manual_seed_makes_random_ops_reproducible():
     # the same seed draws the same numbers on both devices
     torch.manual_seed(1234)
     assert torch.equal(torch.rand(5), first[0])
+
+
+def test_backward_edge_cases_match_the_cpu():
+    # relu's gradient at NaN passes (PyTorch: self <= 0 ? 0 : grad)
+    x = torch.tensor([float('nan'), -1., 0., 2.])
+    a = x.clone().requires_grad_()
+    b = x.to(NPU).requires_grad_()
+    torch.relu(a).sum().backward()
+    torch.relu(b).sum().backward()
+    assert torch.equal(b.grad.cpu(), a.grad)
+    # nll_loss with every target ignored: zero gradient, not 0/0
+    for red in ('mean', 'sum', 'none'):
+        w = torch.randn(3, 4)
+        t = torch.tensor([1, 1, 1])
+        a = w.clone().requires_grad_()
+        b = w.to(NPU).requires_grad_()
+        la = F.nll_loss(a, t, ignore_index=1, reduction=red)
+        lb = F.nll_loss(b, t.to(NPU), ignore_index=1, reduction=red)
+        la.sum().backward()
+        lb.sum().backward()
+        assert torch.equal(b.grad.cpu(), a.grad), red
+    # a NaN gradient reaches only the picked elements
+    w = torch.randn(3, 4)
+    t = torch.tensor([0, 2, 3])
+    g = torch.tensor([1., float('nan'), 2.])
+    a = w.clone().requires_grad_()
+    b = w.to(NPU).requires_grad_()
+    F.nll_loss(a, t, reduction='none').backward(g)
+    F.nll_loss(b, t.to(NPU), reduction='none').backward(g.to(NPU))
+    torch.testing.assert_close(b.grad.cpu(), a.grad, equal_nan=True)

@@ -36,14 +36,16 @@ struct vnpu_at_tensor *vnpu_cpu_fill__Scalar(vnpu_keyset_t ks,
 	struct vnpu_at_iter it;
 	enum vnpu_at_dtype dt = (enum vnpu_at_dtype)self->dtype;
 
-	if (!vnpu_at_iter_init(&it, self->ndim, self->sizes, 1,
+	if (!vnpu_at_scalar_fits(value, dt) ||
+	    !vnpu_at_iter_init(&it, self->ndim, self->sizes, 1,
 			       (const struct vnpu_at_tensor *[]){ self }))
 		return NULL;
 	while (vnpu_at_iter_next(&it)) {
 		if (vnpu_at_dtype_is_float(dt))
 			vnpu_at_store(dt, it.p[0], vnpu_at_scalar_to_double(value));
 		else
-			vnpu_at_store_int(dt, it.p[0], vnpu_at_scalar_to_int(value));
+			vnpu_at_store_int(dt, it.p[0],
+					  vnpu_at_scalar_to_int_as(value, dt));
 	}
 	return vnpu_at_retain(self);
 }

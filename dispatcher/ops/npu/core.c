@@ -39,12 +39,15 @@ struct vnpu_at_tensor *vnpu_npu_fill__Scalar(vnpu_keyset_t ks,
 					     struct vnpu_at_tensor *self,
 					     struct vnpu_at_scalar value)
 {
+	enum vnpu_at_dtype dt = (enum vnpu_at_dtype)self->dtype;
 	struct vnpu_kp_fill p = { .value = vnpu_at_scalar_to_double(value),
-				  .ivalue = vnpu_at_scalar_to_int(value) };
+				  .ivalue = vnpu_at_scalar_to_int_as(value, dt) };
 	struct vnpu_npu_launch l = { 0 };
 	struct vnpu_at_tensor *tgt = self;
 	bool ok;
 
+	if (!vnpu_at_scalar_fits(value, dt))
+		return NULL;
 	if (!vnpu_at_numel(self))
 		return vnpu_at_retain(self);
 	if (vnpu_npu_dtype((enum vnpu_at_dtype)self->dtype) < 0)

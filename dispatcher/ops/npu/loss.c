@@ -224,7 +224,8 @@ struct vnpu_at_tensor *vnpu_npu_nll_loss_backward(vnpu_keyset_t ks,
 {
 	static const char name[] = "aten::nll_loss_backward";
 	enum vnpu_at_dtype dt = self->dtype;
-	struct vnpu_at_tensor *mask, *g = NULL, *scaled = NULL, *q = NULL;
+	struct vnpu_at_tensor *mask, *picked = NULL, *zero = NULL, *sel = NULL;
+	struct vnpu_at_tensor *g = NULL, *scaled = NULL, *q = NULL, *neg = NULL;
 	struct vnpu_at_tensor *out = NULL;
 	bool per_row = reduction == 0 && self->ndim == 2;
 
@@ -238,9 +239,16 @@ struct vnpu_at_tensor *vnpu_npu_nll_loss_backward(vnpu_keyset_t ks,
 		return vnpu_fallback_nll_loss_backward(ks, grad_output, self,
 						       target, weight, reduction,
 						       ignore_index, total_weight);
+	/* PyTorch writes -w[t] * g (/ total_weight) at each picked element
+	 * and leaves every other element 0, even where g or the quotient is
+	 * NaN or inf (all targets ignored: 0/0): hence the where */
 	mask = nll_mask(name, self, target, weight, ignore_index);
+	picked = mask ? nll_mask(name, self, target, NULL, ignore_index) : NULL;
+	zero = picked ? npk_scalar(0.0, dt) : NULL;
+	sel = zero ? npk_binary(name, VNPU_BINARY_NE, picked, zero, dt, 1.0) :
+		     NULL;
 	/* grad_output per row as a column [N, 1], or a single element */
-	if (mask)
+	if (sel)
 		g = per_row ?
 			vnpu_at_view_of(grad_output, 2,
 					(int64_t[]){ grad_output->sizes[0], 1 },
@@ -248,18 +256,22 @@ struct vnpu_at_tensor *vnpu_npu_nll_loss_backward(vnpu_keyset_t ks,
 					grad_output->offset) :
 			vnpu_at_view_of(grad_output, 0, NULL, NULL,
 					grad_output->offset);
-	if (g)
-		scaled = npk_binary(name, VNPU_BINARY_MUL, mask, g, dt, 1.0);
-	if (scaled && reduction == 1)
-		q = npk_binary(name, VNPU_BINARY_DIV, scaled, total_weight, dt,
-			       1.0);
-	else if (scaled)
-		q = vnpu_at_retain(scaled);
+	if (g && reduction == 1)
+		q = npk_binary(name, VNPU_BINARY_DIV, g, total_weight, dt, 1.0);
+	else if (g)
+		q = vnpu_at_retain(g);
 	if (q)
-		out = npk_unary(name, VNPU_UNARY_NEG, q);
+		scaled = npk_binary(name, VNPU_BINARY_MUL, mask, q, dt, 1.0);
+	neg = scaled ? npk_unary(name, VNPU_UNARY_NEG, scaled) : NULL;
+	if (neg)
+		out = npk_where(name, sel, neg, zero, dt);
 	vnpu_at_release(mask);
+	vnpu_at_release(picked);
+	vnpu_at_release(zero);
+	vnpu_at_release(sel);
 	vnpu_at_release(g);
 	vnpu_at_release(scaled);
 	vnpu_at_release(q);
+	vnpu_at_release(neg);
 	return out;
 }

@@ -394,12 +394,13 @@ struct vnpu_at_tensor *vnpu_npu_threshold_backward(vnpu_keyset_t ks,
 	if (!npk_float(dt) || !npk_float_or_int(sdt))
 		return vnpu_fallback_threshold_backward(ks, grad_output, self,
 							threshold);
-	/* grad where self > threshold, else 0 */
+	/* PyTorch's self <= threshold ? 0 : grad, so a NaN self passes the
+	 * gradient (NaN <= t is false) */
 	th = npk_scalar_of(threshold, sdt);
-	mask = th ? npk_binary(name, VNPU_BINARY_GT, self, th, sdt, 1.0) : NULL;
+	mask = th ? npk_binary(name, VNPU_BINARY_LE, self, th, sdt, 1.0) : NULL;
 	zero = mask ? npk_scalar(0.0, dt) : NULL;
 	if (zero)
-		out = npk_where(name, mask, grad_output, zero, dt);
+		out = npk_where(name, mask, zero, grad_output, dt);
 	vnpu_at_release(th);
 	vnpu_at_release(mask);
 	vnpu_at_release(zero);
