@@ -407,47 +407,61 @@ struct vnpu_at_tensor *vnpu_npu_threshold_backward(vnpu_keyset_t ks,
 	return out;
 }
 
+/*
+ * The backward of sigmoid and tanh in PyTorch's own order of operations,
+ * in float32 for f16/bf16 and rounded once (PyTorch's opmath type): the
+ * gradient of a half forward is as exact as its dtype allows.
+ *   sigmoid: g * (1 - y) * y        tanh: g * (1 - y * y)
+ */
+static struct vnpu_at_tensor *act_backward(const char *name, bool tanh_bw,
+					   struct vnpu_at_tensor *grad_output,
+					   struct vnpu_at_tensor *output,
+					   enum vnpu_at_dtype dt)
+{
+	enum vnpu_at_dtype ct = dt == VNPU_AT_F64 ? dt : VNPU_AT_F32;
+	struct vnpu_at_tensor *one, *a = NULL, *b = NULL, *out = NULL;
+
+	one = npk_scalar(1.0, ct);
+	if (one && tanh_bw) {
+		a = npk_binary(name, VNPU_BINARY_MUL, output, output, ct, 1.0);
+		b = a ? npk_binary(name, VNPU_BINARY_SUB, one, a, ct, 1.0) : NULL;
+		out = b ? npk_binary(name, VNPU_BINARY_MUL, grad_output, b, ct,
+				     1.0) : NULL;
+	} else if (one) {
+		a = npk_binary(name, VNPU_BINARY_SUB, one, output, ct, 1.0);
+		b = a ? npk_binary(name, VNPU_BINARY_MUL, grad_output, a, ct,
+				   1.0) : NULL;
+		out = b ? npk_binary(name, VNPU_BINARY_MUL, b, output, ct, 1.0) :
+			  NULL;
+	}
+	vnpu_at_release(one);
+	vnpu_at_release(a);
+	vnpu_at_release(b);
+	return npk_to(out, dt);
+}
+
 struct vnpu_at_tensor *vnpu_npu_sigmoid_backward(vnpu_keyset_t ks,
 						 struct vnpu_at_tensor *grad_output,
 						 struct vnpu_at_tensor *output)
 {
-	static const char name[] = "aten::sigmoid_backward";
 	enum vnpu_at_dtype dt = vnpu_at_result_type(grad_output, output);
-	struct vnpu_at_tensor *gy, *gyy = NULL, *out = NULL;
 
 	if (!npk_float(dt) || !vnpu_at_dtype_is_float(grad_output->dtype))
 		return vnpu_fallback_sigmoid_backward(ks, grad_output, output);
-	/* g * y * (1 - y) = g*y - g*y*y */
-	gy = npk_binary(name, VNPU_BINARY_MUL, grad_output, output, dt, 1.0);
-	if (gy)
-		gyy = npk_binary(name, VNPU_BINARY_MUL, gy, output, dt, 1.0);
-	if (gyy)
-		out = npk_binary(name, VNPU_BINARY_SUB, gy, gyy, dt, 1.0);
-	vnpu_at_release(gy);
-	vnpu_at_release(gyy);
-	return out;
+	return act_backward("aten::sigmoid_backward", false, grad_output,
+			    output, dt);
 }
 
 struct vnpu_at_tensor *vnpu_npu_tanh_backward(vnpu_keyset_t ks,
 					      struct vnpu_at_tensor *grad_output,
 					      struct vnpu_at_tensor *output)
 {
-	static const char name[] = "aten::tanh_backward";
 	enum vnpu_at_dtype dt = vnpu_at_result_type(grad_output, output);
-	struct vnpu_at_tensor *gy, *gyy = NULL, *out = NULL;
 
 	if (!npk_float(dt) || !vnpu_at_dtype_is_float(grad_output->dtype))
 		return vnpu_fallback_tanh_backward(ks, grad_output, output);
-	/* g * (1 - y^2) = g - g*y*y */
-	gy = npk_binary(name, VNPU_BINARY_MUL, grad_output, output, dt, 1.0);
-	if (gy)
-		gyy = npk_binary(name, VNPU_BINARY_MUL, gy, output, dt, 1.0);
-	if (gyy)
-		out = npk_binary(name, VNPU_BINARY_SUB, grad_output, gyy, dt,
-				 1.0);
-	vnpu_at_release(gy);
-	vnpu_at_release(gyy);
-	return out;
+	return act_backward("aten::tanh_backward", true, grad_output, output,
+			    dt);
 }
 
 /* ---- cat: one strided CAST per input into its slice of the output -------------- */
