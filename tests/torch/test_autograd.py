@@ -149,3 +149,10 @@ def test_half_activation_backward_rounds_once():
             want = op(g.to(dt).float(), y.to(dt).float()).to(dt)
             got = op(g.to(dt).to(NPU), y.to(dt).to(NPU)).cpu()
             assert torch.equal(got, want), (dt, op)
+        gs, x = g.view(64, 64).to(dt), torch.randn(64, 64)
+        for op, fwd in ((torch.ops.aten._softmax_backward_data, torch.softmax),
+                        (torch.ops.aten._log_softmax_backward_data, torch.log_softmax)):
+            ys = fwd(x, 1).to(dt)
+            want = op(gs.float(), ys.float(), 1, torch.float32).to(dt)
+            got = op(gs.to(NPU), ys.to(NPU), 1, dt).cpu()
+            assert torch.equal(got, want), (dt, op)

@@ -72,7 +72,9 @@ static struct vnpu_at_tensor *softmax_bw(const char *name,
 					 enum vnpu_at_dtype input_dtype,
 					 bool log_out)
 {
-	enum vnpu_at_dtype dt = g->dtype;
+	/* in float32 for f16/bf16, rounded once (PyTorch's opmath) */
+	enum vnpu_at_dtype dt = g->dtype == VNPU_AT_F64 ? VNPU_AT_F64 :
+			       VNPU_AT_F32;
 	uint32_t mask = 1u << (dim < 0 ? dim + g->ndim : dim);
 	struct vnpu_at_tensor *gp = NULL, *prod = NULL, *sum = NULL;
 	struct vnpu_at_tensor *t = NULL, *out = NULL;
