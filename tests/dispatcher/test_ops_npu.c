@@ -876,6 +876,59 @@ START_TEST(conv_pool)
 }
 END_TEST
 
+/* float64 npu tensors (the device moves their bytes, the host converts):
+ * copies with any strides in every direction, and the backward of
+ * nll_loss and sum in float64 (issue 18's class 15) */
+START_TEST(float64_copies)
+{
+	int64_t sz[2] = { 5, 7 };
+	struct vnpu_at_tensor *c = ot_rand(2, sz, VNPU_AT_F64, -2, 2, OT_CONTIG);
+	struct vnpu_at_tensor *n = ot_to_npu(c), *ct, *nt, *back, *d, *r;
+	int64_t tsz[2] = { 7, 5 }, tst[2] = { 1, 7 };
+
+	/* D2H of a transposed view */
+	nt = vnpu_at_view_of(n, 2, tsz, tst, 0);
+	ct = vnpu_at_view_of(c, 2, tsz, tst, 0);
+	back = ot_to_cpu(nt);
+	ot_expect_close("f64 D2H transposed", ct, back, 0, 0);
+	vnpu_at_release(back);
+	/* H2D into a transposed view, D2D between strided views, f64->f32 */
+	d = vnpu_op_empty_memory_format(VNPU_AT_INTS(7, 5), VNPU_AT_F64,
+					VNPU_AT_DEV_NPU(0));
+	r = vnpu_op_copy_(d, ct, false);
+	ck_assert_msg(r, "H2D: %s", vnpu_at_error_message());
+	vnpu_at_release(r);
+	ot_expect_close("f64 H2D", ct, d, 0, 0);
+	r = vnpu_op_copy_(d, nt, false);
+	ck_assert_msg(r, "D2D: %s", vnpu_at_error_message());
+	vnpu_at_release(r);
+	ot_expect_close("f64 D2D", ct, d, 0, 0);
+	r = vnpu_op__to_copy(nt, VNPU_AT_F32, VNPU_AT_DEV_NPU(0), false);
+	ck_assert_msg(r, "to f32: %s", vnpu_at_error_message());
+	{
+		struct vnpu_at_tensor *w = vnpu_op__to_copy(ct, VNPU_AT_F32,
+							    VNPU_AT_DEV_CPU, false);
+
+		ot_expect_close("f64 -> f32 on npu", w, r, 0, 0);
+		vnpu_at_release(w);
+	}
+	vnpu_at_release(r);
+	/* the gradient of sum over a float64 npu tensor */
+	ck_assert(vnpu_at_set_requires_grad(n, true));
+	r = vnpu_op_sum(n, VNPU_AT_DTYPE_NONE);
+	ck_assert_msg(r && vnpu_at_backward(r), "backward: %s",
+		      vnpu_at_error_message());
+	ck_assert_msg(vnpu_at_grad(n) && vnpu_at_numel(vnpu_at_grad(n)) == 35,
+		      "no gradient");
+	vnpu_at_release(r);
+	vnpu_at_release(d);
+	vnpu_at_release(nt);
+	vnpu_at_release(ct);
+	vnpu_at_release(n);
+	vnpu_at_release(c);
+}
+END_TEST
+
 static Suite *ops_npu_suite(void)
 {
 	Suite *s = suite_create("ops_npu");
@@ -893,6 +946,7 @@ static Suite *ops_npu_suite(void)
 	tcase_add_loop_test(tc, nll_loss, 0, NDT);
 	tcase_add_loop_test(tc, bmm_addmm, 0, NDT);
 	tcase_add_loop_test(tc, conv_pool, 0, NDT);
+	tcase_add_test(tc, float64_copies);
 	suite_add_tcase(s, tc);
 	return s;
 }
