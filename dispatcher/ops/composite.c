@@ -174,6 +174,13 @@ static bool view_strides(const struct vnpu_at_tensor *t, uint32_t nd,
 		vnpu_at_contiguous_strides(nd, ns, out);
 		return true;
 	}
+	if (!t->ndim) {
+		/* one element: any shape of ones views it (PyTorch's
+		 * computeStride gives stride 1) */
+		for (uint32_t d = 0; d < nd; d++)
+			out[d] = 1;
+		return true;
+	}
 	for (int64_t d = (int64_t)t->ndim - 1; d >= 0; d--) {
 		tensor_numel *= t->sizes[d];
 		if (d == 0 || (t->sizes[d - 1] != 1 &&

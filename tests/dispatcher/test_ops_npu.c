@@ -929,6 +929,36 @@ START_TEST(float64_copies)
 }
 END_TEST
 
+/* views of a 0-dim tensor (issue 18's class 3): any shape of ones */
+START_TEST(zero_dim_views)
+{
+	for (int dev = 0; dev < 2; dev++) {
+		struct vnpu_at_tensor *x = vnpu_at_scalar_tensor(
+			VNPU_AT_DOUBLE(1.125), VNPU_AT_F32,
+			dev ? VNPU_AT_DEV_NPU(0) : VNPU_AT_DEV_CPU);
+		struct vnpu_at_tensor *v[3];
+
+		ck_assert(x);
+		v[0] = vnpu_op_view(x, VNPU_AT_INTS(1, 1));
+		v[1] = vnpu_op_reshape(x, VNPU_AT_INTS(-1));
+		v[2] = vnpu_op_flatten_using_ints(x, 0, -1);
+		for (int i = 0; i < 3; i++) {
+			struct vnpu_at_tensor *h;
+
+			ck_assert_msg(v[i], "view %d on %s: %s", i,
+				      dev ? "npu" : "cpu", vnpu_at_error_message());
+			ck_assert_int_eq(vnpu_at_numel(v[i]), 1);
+			ck_assert(v[i]->storage == x->storage);
+			h = ot_to_cpu(v[i]);
+			ck_assert(ot_flat(h, 0) == 1.125);
+			vnpu_at_release(h);
+			vnpu_at_release(v[i]);
+		}
+		vnpu_at_release(x);
+	}
+}
+END_TEST
+
 static Suite *ops_npu_suite(void)
 {
 	Suite *s = suite_create("ops_npu");
@@ -947,6 +977,7 @@ static Suite *ops_npu_suite(void)
 	tcase_add_loop_test(tc, bmm_addmm, 0, NDT);
 	tcase_add_loop_test(tc, conv_pool, 0, NDT);
 	tcase_add_test(tc, float64_copies);
+	tcase_add_test(tc, zero_dim_views);
 	suite_add_tcase(s, tc);
 	return s;
 }
