@@ -8,6 +8,8 @@
  * of a reduction. Every case also checks that the op ran on the device
  * (nothing in the fallback report), except those documented to fall back.
  */
+#include <math.h>
+
 #include "ops_test_util.h"
 #include "vnpu/kernel_abi.h"
 
@@ -959,6 +961,45 @@ START_TEST(zero_dim_views)
 }
 END_TEST
 
+/* nll_loss_forward of a 1-D input with reduction none (issue 18's
+ * class 9): PyTorch's total_weight is weight[target], not 0 */
+START_TEST(nll_loss_one_sample)
+{
+	int64_t c5 = 5;
+	struct vnpu_at_tensor *x = ot_rand(1, &c5, VNPU_AT_F32, -2, 2, OT_CONTIG);
+	struct vnpu_at_tensor *w = ot_rand(1, &c5, VNPU_AT_F32, 0.1, 1, OT_CONTIG);
+	struct vnpu_at_tensor *t = vnpu_at_scalar_tensor(VNPU_AT_INT(2), VNPU_AT_I64,
+							 VNPU_AT_DEV_CPU);
+
+	for (int dev = 0; dev < 2; dev++) {
+		struct vnpu_at_tensor *xs = dev ? ot_to_npu(x) : vnpu_at_retain(x);
+		struct vnpu_at_tensor *ws = dev ? ot_to_npu(w) : vnpu_at_retain(w);
+		struct vnpu_at_tensor *ts = dev ? ot_to_npu(t) : vnpu_at_retain(t);
+		struct vnpu_ret_nll_loss_forward r =
+			vnpu_op_nll_loss_forward(xs, ts, ws, 0, -100);
+		struct vnpu_at_tensor *out, *tw;
+
+		ck_assert_msg(r.r0 && r.r1, "%s", vnpu_at_error_message());
+		out = ot_to_cpu(r.r0);
+		tw = ot_to_cpu(r.r1);
+		ck_assert_int_eq(r.r0->ndim, 0);
+		ck_assert_msg(ot_flat(tw, 0) == ot_flat(w, 2), "%s: total_weight %g, want %g",
+			      dev ? "npu" : "cpu", ot_flat(tw, 0), ot_flat(w, 2));
+		ck_assert(fabs(ot_flat(out, 0) + ot_flat(w, 2) * ot_flat(x, 2)) < 1e-6);
+		vnpu_at_release(out);
+		vnpu_at_release(tw);
+		vnpu_at_release(r.r0);
+		vnpu_at_release(r.r1);
+		vnpu_at_release(xs);
+		vnpu_at_release(ws);
+		vnpu_at_release(ts);
+	}
+	vnpu_at_release(x);
+	vnpu_at_release(w);
+	vnpu_at_release(t);
+}
+END_TEST
+
 static Suite *ops_npu_suite(void)
 {
 	Suite *s = suite_create("ops_npu");
@@ -978,6 +1019,7 @@ static Suite *ops_npu_suite(void)
 	tcase_add_loop_test(tc, conv_pool, 0, NDT);
 	tcase_add_test(tc, float64_copies);
 	tcase_add_test(tc, zero_dim_views);
+	tcase_add_test(tc, nll_loss_one_sample);
 	suite_add_tcase(s, tc);
 	return s;
 }

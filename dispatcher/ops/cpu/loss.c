@@ -239,7 +239,10 @@ struct vnpu_ret_nll_loss_forward vnpu_cpu_nll_loss_forward(vnpu_keyset_t ks,
 		 * target is ignored, as PyTorch). */
 		vnpu_at_store(dt, vnpu_at_data(r.r0),
 			      reduction == 1 ? sum / wsum : sum);
-	vnpu_at_store(dt, vnpu_at_data(r.r1), reduction == 0 ? 0.0 : wsum);
+	/* PyTorch leaves total_weight 0 for per-row losses only; a 1-D
+	 * input takes the general path (w[t]) */
+	vnpu_at_store(dt, vnpu_at_data(r.r1),
+		      reduction == 0 && self->ndim == 2 ? 0.0 : wsum);
 	return r;
 }
 

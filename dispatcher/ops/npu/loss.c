@@ -182,7 +182,9 @@ struct vnpu_ret_nll_loss_forward vnpu_npu_nll_loss_forward(vnpu_keyset_t ks,
 	if (rows)
 		tot = npk_reduce(name, VNPU_REDUCE_SUM, mask,
 				 (1u << mask->ndim) - 1, false);
-	if (tot && reduction == 0) {
+	if (tot && reduction == 0 && self->ndim == 2) {
+		/* per row; PyTorch leaves total_weight 0 here only: a 1-D
+		 * input takes the general path, total_weight = w[t] */
 		r.r0 = npk_unary(name, VNPU_UNARY_NEG, rows);
 		r.r1 = npk_scalar(0.0, dt);
 	} else if (tot) {
