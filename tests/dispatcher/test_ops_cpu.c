@@ -899,6 +899,49 @@ START_TEST(scalar_conversion)
 }
 END_TEST
 
+/* arange as PyTorch 1.13 computes it (issue 18's class 7; the expected
+ * values were printed by PyTorch's CPU) */
+START_TEST(arange_like_pytorch)
+{
+	static const struct {
+		double start, end, step;
+		enum vnpu_at_dtype dt;
+		int64_t n;		/* -1: "step must be nonzero" */
+		double first, last;
+	} c[] = {
+		{ -3, 7.25, 1, VNPU_AT_I64, 10, -3, 6 },
+		{ -1, 1, 0.25, VNPU_AT_I64, -1, 0, 0 },
+		{ -3, 7.25, 1, VNPU_AT_I32, 11, -3, 7 },
+		{ 0, 5.5, 1.5, VNPU_AT_I64, 5, 0, 4 },
+		{ 0, 5.5, 1.5, VNPU_AT_I32, 4, 0, 3 },
+		{ 0.5, 5, 1, VNPU_AT_I32, 5, 0, 4 },
+		{ 0, 1, 0.25, VNPU_AT_F32, 4, 0, 0.75 },
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct vnpu_at_tensor *t = vnpu_op_arange_start_step(
+			VNPU_AT_DOUBLE(c[i].start), VNPU_AT_DOUBLE(c[i].end),
+			VNPU_AT_DOUBLE(c[i].step), c[i].dt, VNPU_AT_DEV_CPU);
+
+		if (c[i].n < 0) {
+			expect_error("arange", t, "step must be nonzero");
+			continue;
+		}
+		ck_assert_msg(t, "case %zu: %s", i, vnpu_at_error_message());
+		ck_assert_msg(t->sizes[0] == c[i].n, "case %zu: %lld elements, want %lld",
+			      i, (long long)t->sizes[0], (long long)c[i].n);
+		ck_assert(ot_flat(t, 0) == c[i].first);
+		ck_assert(ot_flat(t, c[i].n - 1) == c[i].last);
+		vnpu_at_release(t);
+	}
+	expect_error("arange inconsistent",
+		     vnpu_op_arange_start_step(VNPU_AT_INT(5), VNPU_AT_INT(0),
+					       VNPU_AT_INT(1), VNPU_AT_DTYPE_NONE,
+					       VNPU_AT_DEV_CPU),
+		     "upper bound and larger bound inconsistent with step sign");
+}
+END_TEST
+
 static Suite *ops_cpu_suite(void)
 {
 	Suite *s = suite_create("ops_cpu");
@@ -913,6 +956,7 @@ static Suite *ops_cpu_suite(void)
 	tcase_add_test(tc, bmm_addmm_reference);
 	tcase_add_test(tc, backward_finite_differences);
 	tcase_add_test(tc, scalar_conversion);
+	tcase_add_test(tc, arange_like_pytorch);
 	suite_add_tcase(s, tc);
 	return s;
 }
