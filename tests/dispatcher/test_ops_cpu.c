@@ -942,6 +942,45 @@ START_TEST(arange_like_pytorch)
 }
 END_TEST
 
+/* clamp's NaN bounds as PyTorch 1.13 (issue 18's class 11), both
+ * devices: a lone NaN bound is ignored, with both bounds a NaN one gives
+ * NaN everywhere; an int tensor with a float bound gives float32 */
+START_TEST(clamp_nan_bounds)
+{
+	static const double xs[3] = { 1, 5, -3 };
+
+	for (int dev = 0; dev < 2; dev++) {
+		struct vnpu_at_device d = dev ? VNPU_AT_DEV_NPU(0) : VNPU_AT_DEV_CPU;
+		struct vnpu_at_tensor *c = vnpu_at_empty(1, (int64_t[]){ 3 },
+							 VNPU_AT_I32, VNPU_AT_DEV_CPU);
+		struct vnpu_at_tensor *x, *r, *h;
+
+		for (int i = 0; i < 3; i++)
+			((int32_t *)vnpu_at_data(c))[i] = (int32_t)xs[i];
+		x = vnpu_op__to_copy(c, VNPU_AT_DTYPE_NONE, d, false);
+		r = vnpu_op_clamp(x, VNPU_AT_DOUBLE(NAN), VNPU_AT_SCALAR_NONEV);
+		ck_assert_msg(r && r->dtype == VNPU_AT_F32, "%s", vnpu_at_error_message());
+		ck_assert(r->storage != x->storage);
+		h = vnpu_op__to_copy(r, VNPU_AT_F64, VNPU_AT_DEV_CPU, false);
+		for (int i = 0; i < 3; i++)
+			ck_assert_msg(((double *)vnpu_at_data(h))[i] == xs[i],
+				      "lone NaN min on %s", dev ? "npu" : "cpu");
+		vnpu_at_release(h);
+		vnpu_at_release(r);
+		r = vnpu_op_clamp(x, VNPU_AT_INT(2), VNPU_AT_DOUBLE(NAN));
+		h = r ? vnpu_op__to_copy(r, VNPU_AT_F64, VNPU_AT_DEV_CPU, false) : NULL;
+		ck_assert(h);
+		for (int i = 0; i < 3; i++)
+			ck_assert_msg(isnan(((double *)vnpu_at_data(h))[i]),
+				      "NaN max with a min on %s", dev ? "npu" : "cpu");
+		vnpu_at_release(h);
+		vnpu_at_release(r);
+		vnpu_at_release(x);
+		vnpu_at_release(c);
+	}
+}
+END_TEST
+
 static Suite *ops_cpu_suite(void)
 {
 	Suite *s = suite_create("ops_cpu");
@@ -957,6 +996,7 @@ static Suite *ops_cpu_suite(void)
 	tcase_add_test(tc, backward_finite_differences);
 	tcase_add_test(tc, scalar_conversion);
 	tcase_add_test(tc, arange_like_pytorch);
+	tcase_add_test(tc, clamp_nan_bounds);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -157,6 +157,11 @@ def _clamp():
         run(lambda a: torch.clamp(a, -1, 2), make((3, 4), dt))
         run(lambda a: torch.clamp(a, min=0), make((3, 4), dt))
         run(lambda a: torch.clamp(a, max=1), make((2, 3), dt))
+        # NaN bounds as 1.13: alone ignored, with the other bound all NaN
+        nan = float('nan')
+        run(lambda a: torch.clamp(a, min=nan), make((3, 4), dt))
+        run(lambda a: torch.clamp(a, max=nan), make((3, 4), dt))
+        run(lambda a: torch.clamp(a, 0, nan), make((3, 4), dt))
 
 
 @sample(['aten::addcmul', 'aten::addcdiv'], 'addcmul-addcdiv')

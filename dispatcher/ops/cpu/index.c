@@ -141,14 +141,16 @@ struct vnpu_at_tensor *vnpu_cpu_index_select(vnpu_keyset_t ks,
 	if (d < 0)
 		return NULL;
 	if (self->ndim == 0) {
-		/* A scalar is indexed as a 1-element vector. */
+		/* A scalar is indexed as a 1-element vector (the indices
+		 * checked), and the result is 0-dim whatever the index's
+		 * length, as PyTorch 1.13's */
 		view = vnpu_at_view_of(self, 1, (int64_t[]){ 1 },
 				       (int64_t[]){ 1 }, self->offset);
 		if (!view)
 			return NULL;
 		out = gather_rows(op, view, 0, index);
 		vnpu_at_release(view);
-		if (out && index->ndim == 0) {
+		if (out) {
 			struct vnpu_at_tensor *s = vnpu_at_view_of(out, 0, NULL,
 							NULL, out->offset);
 

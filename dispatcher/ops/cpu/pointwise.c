@@ -600,6 +600,9 @@ struct vnpu_at_tensor *vnpu_cpu_clamp(vnpu_keyset_t ks,
 	if (dt == VNPU_AT_BOOL)
 		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 			"aten::clamp: \"clamp_scalar_cpu\" not implemented for 'Bool'");
+	kc_clamp_bounds(&min, &max);
+	has_min = min.kind != VNPU_AT_SCALAR_NONE;
+	has_max = max.kind != VNPU_AT_SCALAR_NONE;
 	out = vnpu_at_empty(self->ndim, self->sizes, dt, VNPU_AT_DEV_CPU);
 	if (!out || !vnpu_at_iter_init(&it, self->ndim, self->sizes, 2,
 			(const struct vnpu_at_tensor *[]){ out, self })) {
