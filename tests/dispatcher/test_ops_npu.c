@@ -956,6 +956,25 @@ START_TEST(zero_dim_views)
 			vnpu_at_release(h);
 			vnpu_at_release(v[i]);
 		}
+		/* index_select of a 0-dim self is 0-dim, whatever the
+		 * index's length (PyTorch 1.13; issue 18's class 8) */
+		{
+			struct vnpu_at_tensor *ic = vnpu_at_empty(1, (int64_t[]){ 2 },
+								  VNPU_AT_I64, VNPU_AT_DEV_CPU);
+			struct vnpu_at_tensor *idx, *r, *h;
+
+			memset(vnpu_at_data(ic), 0, 16);
+			idx = dev ? ot_to_npu(ic) : vnpu_at_retain(ic);
+			r = vnpu_op_index_select(x, 0, idx);
+			ck_assert_msg(r && r->ndim == 0, "index_select on %s: %s",
+				      dev ? "npu" : "cpu", vnpu_at_error_message());
+			h = ot_to_cpu(r);
+			ck_assert(ot_flat(h, 0) == 1.125);
+			vnpu_at_release(h);
+			vnpu_at_release(r);
+			vnpu_at_release(idx);
+			vnpu_at_release(ic);
+		}
 		vnpu_at_release(x);
 	}
 }
