@@ -546,33 +546,147 @@ struct vnpu_at_tensor *vnpu_cia_mul_Scalar(vnpu_keyset_t ks, struct vnpu_at_tens
 	return r;
 }
 
+/* The product of sizes[0..n). */
+static int64_t prod_of(const int64_t *sizes, uint32_t n)
+{
+	int64_t p = 1;
+
+	for (uint32_t i = 0; i < n; i++)
+		p *= sizes[i];
+	return p;
+}
+
+/* t viewed or copied to shape (n dims); consumes t. */
+static struct vnpu_at_tensor *reshaped(struct vnpu_at_tensor *t, uint32_t n,
+				       const int64_t *shape)
+{
+	struct vnpu_at_tensor *r;
+
+	if (!t)
+		return NULL;
+	r = vnpu_op_reshape(t, (struct vnpu_at_int_array){ shape, n });
+	vnpu_at_release(t);
+	return r;
+}
+
+/*
+ * torch.matmul for every rank pair (PyTorch's at::native::matmul):
+ * 1-D @ 1-D is a dot product, 2-D @ 1-D a matrix-vector product, 1-D @
+ * 2-D a vector-matrix one, (>=3)-D @ (1|2)-D folds the batch into the
+ * rows of one mm, and the rest is a bmm over the broadcast batch (a 1-D
+ * operand gets a dim of 1 that the result drops).
+ */
 struct vnpu_at_tensor *vnpu_cia_matmul(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
 				       struct vnpu_at_tensor *other)
 {
-	if (self->ndim == 2 && other->ndim == 2)
-		return vnpu_op_mm(self, other);
-	if (self->ndim >= 3 && other->ndim == 2) {	/* fold the batch into rows */
-		int64_t rows = vnpu_at_numel(self) / (self->sizes[self->ndim - 1] ?
-						      self->sizes[self->ndim - 1] : 1);
-		int64_t os[VNPU_AT_MAX_DIMS];
-		struct vnpu_at_tensor *a, *m, *r;
+	static const char name[] = "aten::matmul";
+	uint32_t d1 = self->ndim, d2 = other->ndim;
+	int64_t out[VNPU_AT_MAX_DIMS + 1], k1, k2;
+	uint32_t no = 0;
 
-		if (!self->sizes[self->ndim - 1])
-			rows = 0;
-		for (uint32_t i = 0; i < self->ndim; i++)
-			os[i] = self->sizes[i];
-		os[self->ndim - 1] = other->sizes[1];
-		a = vnpu_op_reshape(self, VNPU_AT_INTS(rows, self->sizes[self->ndim - 1]));
-		m = a ? vnpu_op_mm(a, other) : NULL;
-		r = m ? vnpu_op_view(m, (struct vnpu_at_int_array){ os, self->ndim }) : NULL;
-		vnpu_at_release(a);
-		vnpu_at_release(m);
-		return r;
+	if (!d1 || !d2)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "%s: both arguments to matmul need to be at least 1D, but they are %uD and %uD",
+					 name, d1, d2);
+	k1 = self->sizes[d1 - 1];
+	k2 = other->sizes[d2 > 1 ? d2 - 2 : 0];
+	if (k1 != k2) {
+		if (d1 == 1 && d2 == 1)
+			return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+						 "%s: inconsistent tensor size, expected tensor [%lld] and src [%lld] to have the same number of elements, but got %lld and %lld elements respectively",
+						 name, (long long)k1, (long long)k2,
+						 (long long)k1, (long long)k2);
+		if (d1 == 2 && d2 == 1)
+			return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+						 "%s: size mismatch, got input (%lld), mat (%lldx%lld), vec (%lld)",
+						 name, (long long)self->sizes[0],
+						 (long long)self->sizes[0], (long long)k1,
+						 (long long)k2);
 	}
-	if (self->ndim == 3 && other->ndim == 3)
-		return vnpu_op_bmm(self, other);
-	return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
-				 "aten::matmul: unsupported ranks %u and %u", self->ndim, other->ndim);
+	if (d1 <= 2 && d2 <= 2) {
+		/* one mm: vectors as a row and a column */
+		struct vnpu_at_tensor *a, *b, *m;
+
+		a = reshaped(vnpu_at_retain(self), 2,
+			     (int64_t[]){ d1 == 2 ? self->sizes[0] : 1, k1 });
+		b = reshaped(vnpu_at_retain(other), 2,
+			     (int64_t[]){ k2, d2 == 2 ? other->sizes[1] : 1 });
+		m = a && b ? vnpu_op_mm(a, b) : NULL;
+		vnpu_at_release(a);
+		vnpu_at_release(b);
+		if (d1 == 2)
+			out[no++] = self->sizes[0];
+		if (d2 == 2)
+			out[no++] = other->sizes[1];
+		return reshaped(m, no, out);
+	}
+	if (d1 >= 3 && d2 <= 2) {
+		/* fold self's batch into the rows of one mm */
+		struct vnpu_at_tensor *a, *b, *m;
+		int64_t p = d2 == 2 ? other->sizes[1] : 1;
+
+		a = reshaped(vnpu_at_retain(self), 2,
+			     (int64_t[]){ prod_of(self->sizes, d1 - 1), k1 });
+		b = reshaped(vnpu_at_retain(other), 2, (int64_t[]){ k2, p });
+		m = a && b ? vnpu_op_mm(a, b) : NULL;
+		vnpu_at_release(a);
+		vnpu_at_release(b);
+		for (uint32_t i = 0; i + 1 < d1; i++)
+			out[no++] = self->sizes[i];
+		if (d2 == 2)
+			out[no++] = p;
+		return reshaped(m, no, out);
+	}
+	{
+		/* bmm over the broadcast batch */
+		uint32_t b1 = d1 > 2 ? d1 - 2 : 0, b2 = d2 > 2 ? d2 - 2 : 0;
+		uint32_t nb = b1 > b2 ? b1 : b2;
+		int64_t batch[VNPU_AT_MAX_DIMS], ea[VNPU_AT_MAX_DIMS], eb[VNPU_AT_MAX_DIMS];
+		int64_t n = d1 > 1 ? self->sizes[d1 - 2] : 1;
+		int64_t p = d2 > 1 ? other->sizes[d2 - 1] : 1, nbatch;
+		struct vnpu_at_tensor *a, *b, *ax = NULL, *bx = NULL, *m = NULL;
+
+		for (uint32_t i = 0; i < nb; i++) {
+			int64_t x = i + b1 >= nb ? self->sizes[i + b1 - nb] : 1;
+			int64_t y = i + b2 >= nb ? other->sizes[i + b2 - nb] : 1;
+
+			if (x != y && x != 1 && y != 1)
+				return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+							 "%s: The size of tensor a (%lld) must match the size of tensor b (%lld) at non-singleton dimension %u",
+							 name, (long long)x, (long long)y, i);
+			batch[i] = x == 1 ? y : x;
+		}
+		nbatch = prod_of(batch, nb);
+		memcpy(ea, batch, nb * sizeof(int64_t));
+		memcpy(eb, batch, nb * sizeof(int64_t));
+		ea[nb] = n;
+		ea[nb + 1] = k1;
+		eb[nb] = k2;
+		eb[nb + 1] = p;
+		/* vectors as [1, k] and [k, 1] matrices first */
+		a = reshaped(vnpu_at_retain(self), d1 == 1 ? 2 : d1,
+			     d1 == 1 ? (int64_t[]){ 1, k1 } : self->sizes);
+		b = reshaped(vnpu_at_retain(other), d2 == 1 ? 2 : d2,
+			     d2 == 1 ? (int64_t[]){ k2, 1 } : other->sizes);
+		if (a && b) {
+			ax = reshaped(vnpu_op_expand(a, (struct vnpu_at_int_array){ ea, nb + 2 }, false),
+				      3, (int64_t[]){ nbatch, n, k1 });
+			bx = reshaped(vnpu_op_expand(b, (struct vnpu_at_int_array){ eb, nb + 2 }, false),
+				      3, (int64_t[]){ nbatch, k2, p });
+		}
+		m = ax && bx ? vnpu_op_bmm(ax, bx) : NULL;
+		vnpu_at_release(a);
+		vnpu_at_release(b);
+		vnpu_at_release(ax);
+		vnpu_at_release(bx);
+		memcpy(out, batch, nb * sizeof(int64_t));
+		no = nb;
+		if (d1 > 1)
+			out[no++] = n;
+		if (d2 > 1)
+			out[no++] = p;
+		return reshaped(m, no, out);
+	}
 }
 
 struct vnpu_at_tensor *vnpu_cia_linear(vnpu_keyset_t ks, struct vnpu_at_tensor *input,

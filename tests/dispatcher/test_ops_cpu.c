@@ -981,6 +981,32 @@ START_TEST(clamp_nan_bounds)
 }
 END_TEST
 
+/* matmul's errors as PyTorch words them (its values: test_same_kernels) */
+START_TEST(matmul_errors)
+{
+	struct vnpu_at_tensor *s0 = vnpu_at_scalar_tensor(VNPU_AT_DOUBLE(1), VNPU_AT_F32,
+							  VNPU_AT_DEV_CPU);
+	struct vnpu_at_tensor *v3 = vnpu_op_ones(VNPU_AT_INTS(3), VNPU_AT_F32, VNPU_AT_DEV_CPU);
+	struct vnpu_at_tensor *v4 = vnpu_op_ones(VNPU_AT_INTS(4), VNPU_AT_F32, VNPU_AT_DEV_CPU);
+	struct vnpu_at_tensor *m23 = vnpu_op_ones(VNPU_AT_INTS(2, 3), VNPU_AT_F32, VNPU_AT_DEV_CPU);
+	struct vnpu_at_tensor *b234 = vnpu_op_ones(VNPU_AT_INTS(2, 3, 4), VNPU_AT_F32, VNPU_AT_DEV_CPU);
+	struct vnpu_at_tensor *b345 = vnpu_op_ones(VNPU_AT_INTS(3, 4, 5), VNPU_AT_F32, VNPU_AT_DEV_CPU);
+
+	expect_error("0-dim", vnpu_op_matmul(s0, m23),
+		     "both arguments to matmul need to be at least 1D, but they are 0D and 2D");
+	expect_error("dot", vnpu_op_matmul(v3, v4), "inconsistent tensor size");
+	expect_error("mv", vnpu_op_matmul(m23, v4), "size mismatch, got input (2), mat (2x3), vec (4)");
+	expect_error("batch", vnpu_op_matmul(b234, b345),
+		     "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0");
+	vnpu_at_release(s0);
+	vnpu_at_release(v3);
+	vnpu_at_release(v4);
+	vnpu_at_release(m23);
+	vnpu_at_release(b234);
+	vnpu_at_release(b345);
+}
+END_TEST
+
 static Suite *ops_cpu_suite(void)
 {
 	Suite *s = suite_create("ops_cpu");
@@ -997,6 +1023,7 @@ static Suite *ops_cpu_suite(void)
 	tcase_add_test(tc, scalar_conversion);
 	tcase_add_test(tc, arange_like_pytorch);
 	tcase_add_test(tc, clamp_nan_bounds);
+	tcase_add_test(tc, matmul_errors);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -10,7 +10,10 @@
  *           the contiguous bytes
  *
  * The Python side reads the inputs back, runs the same op through
- * PyTorch on privateuseone, and requires the result bit for bit.
+ * PyTorch on privateuseone, and requires the result bit for bit. Cases
+ * named "matmul:..." are the C front end's own composite, held to
+ * PyTorch's CPU matmul within float32 tolerance instead (PyTorch
+ * decomposes matmul itself on privateuseone).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,6 +166,11 @@ static struct vnpu_at_tensor *c_addcmul(struct vnpu_at_tensor **x)
 	return vnpu_op_addcmul(x[0], x[1], x[2], VNPU_AT_DOUBLE(-0.25));
 }
 
+static struct vnpu_at_tensor *c_matmul(struct vnpu_at_tensor **x)
+{
+	return vnpu_op_matmul(x[0], x[1]);
+}
+
 static struct vnpu_at_tensor *c_nz_mm(struct vnpu_at_tensor **x)
 {
 	struct vnpu_at_tensor *w = vnpu_op_npu_format_cast(x[1], 29), *r;
@@ -228,6 +236,31 @@ int main(void)
 		in[2] = input(1, (int64_t[]){ 8 }, fl[i]);
 		snprintf(name, sizeof(name), "addcmul/%s", dn);
 		run_case(name, 3, in, c_addcmul);
+	}
+	{
+		/* every rank pair torch.matmul takes */
+		static const struct {
+			uint32_t na, nb;
+			int64_t a[4], b[4];
+		} mm[] = {
+			{ 1, 1, { 7 }, { 7 } },
+			{ 2, 1, { 5, 7 }, { 7 } },
+			{ 1, 2, { 7 }, { 7, 4 } },
+			{ 3, 1, { 2, 5, 7 }, { 7 } },
+			{ 1, 3, { 7 }, { 2, 7, 4 } },
+			{ 3, 2, { 2, 5, 7 }, { 7, 4 } },
+			{ 2, 3, { 5, 7 }, { 3, 7, 4 } },
+			{ 4, 3, { 2, 1, 5, 7 }, { 3, 7, 4 } },
+			{ 3, 4, { 3, 5, 7 }, { 2, 1, 7, 4 } },
+			{ 1, 2, { 0 }, { 0, 33 } },
+		};
+
+		for (size_t i = 0; i < sizeof(mm) / sizeof(mm[0]); i++) {
+			in[0] = input(mm[i].na, mm[i].a, VNPU_AT_F32);
+			in[1] = input(mm[i].nb, mm[i].b, VNPU_AT_F32);
+			snprintf(name, sizeof(name), "matmul:%zu/float32", i);
+			run_case(name, 2, in, c_matmul);
+		}
 	}
 	in[0] = input(4, (int64_t[]){ 2, 3, 9, 9 }, VNPU_AT_F32);
 	in[1] = input(4, (int64_t[]){ 5, 3, 3, 3 }, VNPU_AT_F32);
