@@ -764,24 +764,125 @@ struct vnpu_at_tensor *vnpu_cia_layer_norm(vnpu_keyset_t ks, struct vnpu_at_tens
 	return r.r0;
 }
 
+/* A 0-dim tensor of dt on t's device holding v. */
+static struct vnpu_at_tensor *scalar_like(const struct vnpu_at_tensor *t,
+					  double v)
+{
+	return vnpu_at_scalar_tensor(VNPU_AT_DOUBLE(v),
+				     (enum vnpu_at_dtype)t->dtype,
+				     vnpu_at_device_of(t));
+}
+
+/*
+ * PyTorch 1.13's label smoothing for class-index targets: the smoothing
+ * term -sum_c w_c logp_c per sample (0 where the target is ignored),
+ * reduced as the loss is (a mean divides by the weights, or the number,
+ * of the targets kept), and mixed in as (1 - s) * nll + term * s / C.
+ */
+static struct vnpu_at_tensor *smoothing_term(struct vnpu_at_tensor *logp,
+					     struct vnpu_at_tensor *target,
+					     struct vnpu_at_tensor *weight,
+					     int64_t reduction,
+					     int64_t ignore_index)
+{
+	int64_t cdim = logp->ndim >= 2 ? 1 : 0, C = logp->sizes[cdim];
+	struct vnpu_at_tensor *wv = NULL, *prod = NULL, *sum = NULL, *neg = NULL;
+	struct vnpu_at_tensor *mask = NULL, *zero = NULL, *smooth = NULL;
+	struct vnpu_at_tensor *ret = NULL;
+
+	if (weight) {
+		int64_t ws[VNPU_AT_MAX_DIMS];
+
+		for (uint32_t d = 0; d < logp->ndim; d++)
+			ws[d] = d == cdim ? C : 1;
+		wv = vnpu_op_reshape(weight, (struct vnpu_at_int_array){ ws, logp->ndim });
+		prod = wv ? vnpu_op_mul_Tensor(logp, wv) : NULL;
+	} else {
+		prod = vnpu_at_retain(logp);
+	}
+	sum = prod ? vnpu_op_sum_dim_IntList(prod, (struct vnpu_at_opt_int_array){
+		true, { &cdim, 1 } }, false, VNPU_AT_DTYPE_NONE) : NULL;
+	neg = sum ? vnpu_op_neg(sum) : NULL;
+	mask = neg ? vnpu_op_eq_Scalar(target, VNPU_AT_INT(ignore_index)) : NULL;
+	zero = mask ? scalar_like(neg, 0.0) : NULL;
+	smooth = zero ? vnpu_op_where_self(mask, zero, neg) : NULL;
+	if (smooth && reduction == 0) {
+		ret = vnpu_at_retain(smooth);
+	} else if (smooth && reduction == 2) {
+		ret = vnpu_op_sum(smooth, VNPU_AT_DTYPE_NONE);
+	} else if (smooth) {
+		/* sum / the weights (or the number) of the targets kept */
+		struct vnpu_at_tensor *z = vnpu_at_scalar_tensor(VNPU_AT_INT(0),
+			(enum vnpu_at_dtype)target->dtype, vnpu_at_device_of(target));
+		struct vnpu_at_tensor *safe = z ? vnpu_op_where_self(mask, z, target) : NULL;
+		struct vnpu_at_tensor *flat = safe ? vnpu_op_reshape(safe, VNPU_AT_INTS(-1)) : NULL;
+		struct vnpu_at_tensor *wsel = !flat ? NULL : weight ?
+			vnpu_op_index_select(weight, 0, flat) :
+			vnpu_op_ones((struct vnpu_at_int_array){ flat->sizes, 1 },
+				     (enum vnpu_at_dtype)logp->dtype,
+				     vnpu_at_device_of(logp));
+		struct vnpu_at_tensor *fmask = wsel ? vnpu_op_reshape(mask, VNPU_AT_INTS(-1)) : NULL;
+		struct vnpu_at_tensor *wz = fmask ? scalar_like(wsel, 0.0) : NULL;
+		struct vnpu_at_tensor *kept = wz ? vnpu_op_where_self(fmask, wz, wsel) : NULL;
+		struct vnpu_at_tensor *den = kept ? vnpu_op_sum(kept, VNPU_AT_DTYPE_NONE) : NULL;
+		struct vnpu_at_tensor *num = den ? vnpu_op_sum(smooth, VNPU_AT_DTYPE_NONE) : NULL;
+
+		ret = num ? vnpu_op_div_Tensor(num, den) : NULL;
+		vnpu_at_release(z);
+		vnpu_at_release(safe);
+		vnpu_at_release(flat);
+		vnpu_at_release(wsel);
+		vnpu_at_release(fmask);
+		vnpu_at_release(wz);
+		vnpu_at_release(kept);
+		vnpu_at_release(den);
+		vnpu_at_release(num);
+	}
+	vnpu_at_release(wv);
+	vnpu_at_release(prod);
+	vnpu_at_release(sum);
+	vnpu_at_release(neg);
+	vnpu_at_release(mask);
+	vnpu_at_release(zero);
+	vnpu_at_release(smooth);
+	return ret;
+}
+
 struct vnpu_at_tensor *vnpu_cia_cross_entropy_loss(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
 						   struct vnpu_at_tensor *target,
 						   struct vnpu_at_tensor *weight, int64_t reduction,
 						   int64_t ignore_index, double label_smoothing)
 {
-	struct vnpu_at_tensor *ls;
-	struct vnpu_ret_nll_loss_forward r;
+	struct vnpu_at_tensor *ls, *term, *keep, *a, *r = NULL;
+	struct vnpu_ret_nll_loss_forward nll;
+	int64_t C;
 
-	if (label_smoothing != 0.0)
+	if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0))
 		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
-					 "aten::cross_entropy_loss: label_smoothing is not supported");
-	ls = vnpu_op__log_softmax(self, 1, false);
+					 "aten::cross_entropy_loss: label_smoothing must be between 0.0 and 1.0. Got: %g",
+					 label_smoothing);
+	ls = vnpu_op__log_softmax(self, self->ndim >= 2 ? 1 : 0, false);
 	if (!ls)
 		return NULL;
-	r = vnpu_op_nll_loss_forward(ls, target, weight, reduction, ignore_index);
+	nll = vnpu_op_nll_loss_forward(ls, target, weight, reduction, ignore_index);
+	vnpu_at_release(nll.r1);
+	if (!nll.r0 || label_smoothing == 0.0) {
+		vnpu_at_release(ls);
+		return nll.r0;
+	}
+	C = ls->sizes[ls->ndim >= 2 ? 1 : 0];
+	term = smoothing_term(ls, target, weight, reduction, ignore_index);
 	vnpu_at_release(ls);
-	vnpu_at_release(r.r1);
-	return r.r0;
+	/* (1 - s) * nll + term * (s / C) */
+	keep = term ? scalar_like(nll.r0, 1.0 - label_smoothing) : NULL;
+	a = keep ? vnpu_op_mul_Tensor(nll.r0, keep) : NULL;
+	vnpu_at_release(keep);
+	if (a)
+		r = vnpu_op_add_Tensor(a, term, VNPU_AT_DOUBLE(label_smoothing / (double)C));
+	vnpu_at_release(a);
+	vnpu_at_release(term);
+	vnpu_at_release(nll.r0);
+	return r;
 }
 
 /* self + value * (tensor1 op tensor2): two kernels, as Adam's moments

@@ -11,10 +11,12 @@
  *
  * The Python side reads the inputs back, runs the same op through
  * PyTorch on privateuseone, and requires the result bit for bit. Cases
- * named "matmul:..." are the C front end's own composite, held to
- * PyTorch's CPU matmul within float32 tolerance instead (PyTorch
- * decomposes matmul itself on privateuseone).
+ * named "matmul:..." and "ref:..." are the C front end's own composites
+ * (matmul, cross_entropy with label smoothing), held to PyTorch's CPU
+ * result within float32 tolerance instead (PyTorch decomposes those
+ * itself on privateuseone).
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,6 +173,17 @@ static struct vnpu_at_tensor *c_matmul(struct vnpu_at_tensor **x)
 	return vnpu_op_matmul(x[0], x[1]);
 }
 
+/* cross_entropy with label smoothing; the parameters ride in the name */
+static int64_t ce_reduction;
+static double ce_smoothing;
+static bool ce_weighted;
+
+static struct vnpu_at_tensor *c_cross_entropy(struct vnpu_at_tensor **x)
+{
+	return vnpu_op_cross_entropy_loss(x[0], x[1], ce_weighted ? x[2] : NULL,
+					  ce_reduction, -100, ce_smoothing);
+}
+
 static struct vnpu_at_tensor *c_nz_mm(struct vnpu_at_tensor **x)
 {
 	struct vnpu_at_tensor *w = vnpu_op_npu_format_cast(x[1], 29), *r;
@@ -261,6 +274,27 @@ int main(void)
 			snprintf(name, sizeof(name), "matmul:%zu/float32", i);
 			run_case(name, 2, in, c_matmul);
 		}
+	}
+	for (int i = 0; i < 6; i++) {
+		static const int64_t tg[6] = { 0, 3, 1, -100, 2, 1 };
+		struct vnpu_at_tensor *t = vnpu_at_empty(1, (int64_t[]){ 6 }, VNPU_AT_I64,
+							 VNPU_AT_DEV_CPU);
+		struct vnpu_at_tensor *w = input(1, (int64_t[]){ 4 }, VNPU_AT_F32);
+		struct vnpu_at_tensor *wp = w ? vnpu_op_abs(w) : NULL;
+
+		if (!t || !wp)
+			die("cross_entropy inputs");
+		memcpy(vnpu_at_data(t), tg, sizeof(tg));
+		ce_reduction = i % 3;
+		ce_smoothing = 0.1 * (i + 1);
+		ce_weighted = i >= 3;
+		in[0] = input(2, (int64_t[]){ 6, 4 }, VNPU_AT_F32);
+		in[1] = t;
+		in[2] = wp;
+		snprintf(name, sizeof(name), "ref:cross_entropy:%lld:%g:%d/float32",
+			 (long long)ce_reduction, ce_smoothing, ce_weighted);
+		run_case(name, 3, in, c_cross_entropy);
+		vnpu_at_release(w);
 	}
 	in[0] = input(4, (int64_t[]){ 2, 3, 9, 9 }, VNPU_AT_F32);
 	in[1] = input(4, (int64_t[]){ 5, 3, 3, 3 }, VNPU_AT_F32);
