@@ -1007,6 +1007,51 @@ START_TEST(matmul_errors)
 }
 END_TEST
 
+/* pow with the exponents PyTorch specialises, at -0 and +-inf (issue
+ * 18's class 12; expected values printed by PyTorch's CPU), both devices */
+START_TEST(pow_special_values)
+{
+	static const double x[5] = { -0.0, 0.0, -INFINITY, INFINITY, 4.0 };
+	static const struct { double e, want[5]; } c[] = {
+		{ 0.5, { -0.0, 0.0, NAN, INFINITY, 2.0 } },
+		{ -0.5, { -INFINITY, INFINITY, NAN, 0.0, 0.5 } },
+		{ -1, { -INFINITY, INFINITY, -0.0, 0.0, 0.25 } },
+		{ -2, { INFINITY, INFINITY, 0.0, 0.0, 0.0625 } },
+		{ 3, { -0.0, 0.0, -INFINITY, INFINITY, 64.0 } },
+		{ 1.5, { 0.0, 0.0, INFINITY, INFINITY, 8.0 } },
+	};
+
+	for (int dev = 0; dev < 2; dev++) {
+		struct vnpu_at_tensor *h = vnpu_at_empty(1, (int64_t[]){ 5 }, VNPU_AT_F32,
+							 VNPU_AT_DEV_CPU), *t;
+
+		for (int i = 0; i < 5; i++)
+			((float *)vnpu_at_data(h))[i] = (float)x[i];
+		t = vnpu_op__to_copy(h, VNPU_AT_DTYPE_NONE,
+				     dev ? VNPU_AT_DEV_NPU(0) : VNPU_AT_DEV_CPU, false);
+		for (size_t k = 0; k < sizeof(c) / sizeof(c[0]); k++) {
+			struct vnpu_at_tensor *r = vnpu_op_pow_Tensor_Scalar(t, VNPU_AT_DOUBLE(c[k].e));
+			struct vnpu_at_tensor *b = r ? vnpu_op__to_copy(r, VNPU_AT_F64,
+								       VNPU_AT_DEV_CPU, false) : NULL;
+
+			ck_assert(b);
+			for (int i = 0; i < 5; i++) {
+				double got = ((double *)vnpu_at_data(b))[i], want = c[k].want[i];
+
+				ck_assert_msg((isnan(got) && isnan(want)) ||
+					      (got == want && signbit(got) == signbit(want)),
+					      "%s: pow(%g, %g) = %g, want %g", dev ? "npu" : "cpu",
+					      x[i], c[k].e, got, want);
+			}
+			vnpu_at_release(b);
+			vnpu_at_release(r);
+		}
+		vnpu_at_release(t);
+		vnpu_at_release(h);
+	}
+}
+END_TEST
+
 static Suite *ops_cpu_suite(void)
 {
 	Suite *s = suite_create("ops_cpu");
@@ -1024,6 +1069,7 @@ static Suite *ops_cpu_suite(void)
 	tcase_add_test(tc, arange_like_pytorch);
 	tcase_add_test(tc, clamp_nan_bounds);
 	tcase_add_test(tc, matmul_errors);
+	tcase_add_test(tc, pow_special_values);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -543,6 +543,26 @@ static int64_t pw_ipow(int64_t base, int64_t e)
 	return (int64_t)r;
 }
 
+/* x ** e as PyTorch's pow kernel: the exponents it specialises (0.5,
+ * -0.5, 2, 3, -1, -2) as sqrt, rsqrt and products, which differ from
+ * pow() at -0 and -inf (pow(-0.0, -0.5) is -inf, pow(-inf, -0.5) NaN). */
+static double pw_pow_scalar(double x, double e)
+{
+	if (e == 0.5)
+		return sqrt(x);
+	if (e == -0.5)
+		return 1.0 / sqrt(x);
+	if (e == 2)
+		return x * x;
+	if (e == 3)
+		return x * x * x;
+	if (e == -1)
+		return 1.0 / x;
+	if (e == -2)
+		return 1.0 / (x * x);
+	return pow(x, e);
+}
+
 struct vnpu_at_tensor *vnpu_cpu_pow_Tensor_Scalar(vnpu_keyset_t ks,
 						  struct vnpu_at_tensor *self,
 						  struct vnpu_at_scalar exponent)
@@ -575,8 +595,8 @@ struct vnpu_at_tensor *vnpu_cpu_pow_Tensor_Scalar(vnpu_keyset_t ks,
 
 		while (vnpu_at_iter_next(&it))
 			vnpu_at_store(dt, it.p[0],
-				      pow(vnpu_at_load(self->dtype, it.p[1]),
-					  e));
+				      pw_pow_scalar(vnpu_at_load(self->dtype,
+								 it.p[1]), e));
 	}
 	return out;
 }
