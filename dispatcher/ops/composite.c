@@ -3,6 +3,7 @@
  * one kernel for every backend) and CompositeImplicitAutograd
  * (decompositions into other ops). */
 #include "op_util.h"
+#include "kernel_common.h"
 #include "dispatch_internal.h"
 
 static struct vnpu_at_device dev_or_cpu(struct vnpu_at_device d)
@@ -520,6 +521,26 @@ struct vnpu_at_tensor *vnpu_cia_flatten_using_ints(vnpu_keyset_t ks, struct vnpu
 
 /* ---- arithmetic decompositions --------------------------------------------------- */
 
+/*
+ * A Python scalar is a "wrapped number" to PyTorch: it never decides the
+ * result dtype against a tensor of its category, not even a 0-dim one
+ * (0-dim f16 + nan is f16). The scalar is kept precise as a 0-dim tensor
+ * of its own, the op computes, and a 0-dim self gets its dtype back.
+ */
+static struct vnpu_at_tensor *wrapped_number_result(struct vnpu_at_tensor *r,
+						    const struct vnpu_at_tensor *self,
+						    struct vnpu_at_scalar other)
+{
+	enum vnpu_at_dtype want = kc_scalar_result((enum vnpu_at_dtype)self->dtype, other);
+	struct vnpu_at_tensor *c;
+
+	if (!r || r->dtype == want)
+		return r;
+	c = vnpu_op__to_copy(r, want, VNPU_AT_DEV_NONE, false);
+	vnpu_at_release(r);
+	return c;
+}
+
 struct vnpu_at_tensor *vnpu_cia_add_Scalar(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
 					   struct vnpu_at_scalar other, struct vnpu_at_scalar alpha)
 {
@@ -530,7 +551,7 @@ struct vnpu_at_tensor *vnpu_cia_add_Scalar(vnpu_keyset_t ks, struct vnpu_at_tens
 		return NULL;
 	r = vnpu_op_add_Tensor(self, s, alpha);
 	vnpu_at_release(s);
-	return r;
+	return wrapped_number_result(r, self, other);
 }
 
 struct vnpu_at_tensor *vnpu_cia_mul_Scalar(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
@@ -543,7 +564,7 @@ struct vnpu_at_tensor *vnpu_cia_mul_Scalar(vnpu_keyset_t ks, struct vnpu_at_tens
 		return NULL;
 	r = vnpu_op_mul_Tensor(self, s);
 	vnpu_at_release(s);
-	return r;
+	return wrapped_number_result(r, self, other);
 }
 
 /* The product of sizes[0..n). */

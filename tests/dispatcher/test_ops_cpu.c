@@ -1052,6 +1052,37 @@ START_TEST(pow_special_values)
 }
 END_TEST
 
+/* A Python scalar does not decide the dtype against a 0-dim tensor of
+ * its category (issue 18's class 10), both devices */
+START_TEST(wrapped_number_dtype)
+{
+	for (int dev = 0; dev < 2; dev++) {
+		struct vnpu_at_device d = dev ? VNPU_AT_DEV_NPU(0) : VNPU_AT_DEV_CPU;
+		struct vnpu_at_tensor *h = vnpu_at_scalar_tensor(VNPU_AT_DOUBLE(1.5),
+								 VNPU_AT_F16, d);
+		struct vnpu_at_tensor *b = vnpu_at_scalar_tensor(VNPU_AT_DOUBLE(1.5),
+								 VNPU_AT_BF16, d);
+		struct vnpu_at_tensor *i = vnpu_at_scalar_tensor(VNPU_AT_INT(3),
+								 VNPU_AT_I32, d);
+		struct vnpu_at_tensor *r[4];
+
+		r[0] = vnpu_op_add_Scalar(h, VNPU_AT_DOUBLE(NAN), VNPU_AT_INT(1));
+		r[1] = vnpu_op_mul_Scalar(b, VNPU_AT_DOUBLE(NAN));
+		r[2] = vnpu_op_add_Scalar(i, VNPU_AT_DOUBLE(2.5), VNPU_AT_INT(1));
+		r[3] = vnpu_op_mul_Scalar(i, VNPU_AT_INT(2));
+		ck_assert(r[0] && r[0]->dtype == VNPU_AT_F16);
+		ck_assert(r[1] && r[1]->dtype == VNPU_AT_BF16);
+		ck_assert(r[2] && r[2]->dtype == VNPU_AT_F32);
+		ck_assert(r[3] && r[3]->dtype == VNPU_AT_I32);
+		for (int k = 0; k < 4; k++)
+			vnpu_at_release(r[k]);
+		vnpu_at_release(h);
+		vnpu_at_release(b);
+		vnpu_at_release(i);
+	}
+}
+END_TEST
+
 static Suite *ops_cpu_suite(void)
 {
 	Suite *s = suite_create("ops_cpu");
@@ -1070,6 +1101,7 @@ static Suite *ops_cpu_suite(void)
 	tcase_add_test(tc, clamp_nan_bounds);
 	tcase_add_test(tc, matmul_errors);
 	tcase_add_test(tc, pow_special_values);
+	tcase_add_test(tc, wrapped_number_dtype);
 	suite_add_tcase(s, tc);
 	return s;
 }
