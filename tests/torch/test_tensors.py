@@ -229,6 +229,25 @@ def test_non_blocking_copies_complete_before_use():
     assert torch.equal(h, c * 2)
 
 
+def test_resize_of_internal_formats():
+    # torch_npu's rule: resize as the ND contents would (the elements in
+    # row-major order keep their values), keep the format where the new
+    # shape has a layout in it, else become ND
+    c = torch.arange(35 * 50.).view(35, 50)
+    n = torch_vnpu.npu_format_cast(c.to(NPU), 'FRACTAL_NZ')
+    n.resize_(40, 60)
+    assert n.shape == (40, 60) and torch_vnpu.get_npu_format(n) == 29
+    assert torch.equal(n.cpu().view(-1)[:35 * 50], c.view(-1))
+    n.resize_(7, 5)
+    assert torch.equal(n.cpu(), c.view(-1)[:35].view(7, 5))
+    n.resize_(10)
+    assert torch_vnpu.get_npu_format(n) == 2
+    assert torch.equal(n.cpu(), c.view(-1)[:10])
+    v = torch_vnpu.npu_format_cast(c.to(NPU), 'FRACTAL_NZ')[1:]
+    with pytest.raises(RuntimeError, match='view of an internal-format tensor'):
+        v.resize_(3, 3)
+
+
 def test_resize_and_set():
     n = torch.arange(6.).to(NPU)
     n.resize_(3, 4)

@@ -5,9 +5,6 @@
 #include "npu_util.h"
 #include "dispatch_internal.h"
 
-struct vnpu_at_tensor *vnpu_resize_impl(struct vnpu_at_tensor *self,
-					struct vnpu_at_int_array size);
-
 struct vnpu_at_tensor *vnpu_npu_empty_memory_format(vnpu_keyset_t ks,
 	struct vnpu_at_int_array size, enum vnpu_at_dtype dtype,
 	struct vnpu_at_device device)
@@ -108,7 +105,7 @@ struct vnpu_at_tensor *vnpu_npu__copy_from_and_resize(vnpu_keyset_t ks,
 	for (uint32_t i = 0; same && i < dst->ndim; i++)
 		same = self->sizes[i] == dst->sizes[i];
 	if (!same) {
-		struct vnpu_at_tensor *r = vnpu_resize_impl(dst,
+		struct vnpu_at_tensor *r = vnpu_npu_resize_(ks, dst,
 			(struct vnpu_at_int_array){ self->sizes, self->ndim });
 
 		if (!r)
@@ -136,7 +133,11 @@ struct vnpu_at_scalar vnpu_npu__local_scalar_dense(vnpu_keyset_t ks,
 struct vnpu_at_tensor *vnpu_npu_resize_(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
 					struct vnpu_at_int_array size)
 {
-	return vnpu_resize_impl(self, size);
+	int fmt = vnpu_npu_format_of(self);
+
+	if (fmt == VNPU_FORMAT_ND || fmt == VNPU_FORMAT_NCHW)
+		return vnpu_resize_impl(self, size);
+	return vnpu_npu_resize_internal(self, size) ? vnpu_at_retain(self) : NULL;
 }
 
 /* BINARY with broadcasting; operands cast to the result dtype on the

@@ -670,3 +670,41 @@ bool vnpu_npu_copy_nb(const char *op, struct vnpu_at_tensor *dst,
 		return r != NULL;
 	}
 }
+
+bool vnpu_npu_resize_internal(struct vnpu_at_tensor *self,
+			      struct vnpu_at_int_array size)
+{
+	int fmt = vnpu_npu_format_of(self);
+	struct vnpu_at_tensor *p, *r, *c;
+
+	if (!is_whole_base(self)) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				  "aten::resize_: a view of an internal-format tensor cannot be resized; resize the whole tensor");
+		return false;
+	}
+	p = vnpu_npu_plain(self);
+	r = p ? vnpu_resize_impl(p, size) : NULL;
+	vnpu_at_release(r);
+	if (!r) {
+		vnpu_at_release(p);
+		return false;
+	}
+	/* FRACTAL_NZ lays out 2 or more dims, NC1HWC0 and FRACTAL_Z 4
+	 * (docs/formats.md); another shape stays ND */
+	if (fmt == VNPU_FORMAT_FRACTAL_NZ ? size.n >= 2 : size.n == 4)
+		c = vnpu_npu_as_format(p, fmt);
+	else
+		c = vnpu_at_retain(p);
+	vnpu_at_release(p);
+	if (!c)
+		return false;
+	__atomic_add_fetch(&c->storage->refcount, 1, __ATOMIC_RELAXED);
+	vnpu_storage_release(self->storage);
+	self->storage = c->storage;
+	self->ndim = c->ndim;
+	memcpy(self->sizes, c->sizes, sizeof(self->sizes));
+	memcpy(self->strides, c->strides, sizeof(self->strides));
+	self->offset = c->offset;
+	vnpu_at_release(c);
+	return true;
+}

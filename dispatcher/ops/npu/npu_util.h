@@ -82,4 +82,13 @@ bool vnpu_npu_copy(const char *op, struct vnpu_at_tensor *dst,
 bool vnpu_npu_copy_nb(const char *op, struct vnpu_at_tensor *dst,
 		      struct vnpu_at_tensor *src, bool non_blocking);
 
+/* resize_ of a whole internal-format tensor (torch_npu's rule): it
+ * resizes as its ND contents do (the elements in row-major order keep
+ * their values) and keeps its format where the new shape has a layout in
+ * it, else becomes ND. The tensor takes a new storage. */
+bool vnpu_npu_resize_internal(struct vnpu_at_tensor *self,
+			      struct vnpu_at_int_array size);
+struct vnpu_at_tensor *vnpu_resize_impl(struct vnpu_at_tensor *self,
+					struct vnpu_at_int_array size);
+
 #endif /* VNPU_NPU_UTIL_H */
