@@ -507,8 +507,12 @@ struct vnpu_fallback_entry {
 	uint64_t count;
 };
 /* Copies up to max entries (most frequent first); returns how many ops
- * fell back in total (may exceed max). */
+ * fell back in total (may exceed max). A call counts once the CPU kernel
+ * ran; one whose CPU kernel refused the input (an NPU kernel leaves
+ * invalid arguments to it for PyTorch's wording of the error) is a
+ * rejected input, listed by vnpu_fallback_rejections instead. */
 size_t vnpu_fallback_report(struct vnpu_fallback_entry *out, size_t max);
+size_t vnpu_fallback_rejections(struct vnpu_fallback_entry *out, size_t max);
 /* Prints the report ("CPU fallback: 3 ops, 17 calls" + one line each). */
 void vnpu_fallback_print(void *file);
 void vnpu_fallback_reset(void);

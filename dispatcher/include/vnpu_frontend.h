@@ -51,11 +51,13 @@ void vnpu_at_npu_reset_peak(int device);
 bool vnpu_fallback_defer_begin(void);
 void vnpu_fallback_defer_end(bool previous);
 
-/* The policy and report for a fallback the front end runs: false with
+/* The policy for a fallback the front end runs: false with
  * VNPU_AT_ERR_FALLBACK set when VNPU_FALLBACK=error refuses it; warns once
- * per op under warn; counts the call under qualified_name
- * ("aten::cumsum") in vnpu_fallback_report. */
+ * per op under warn. vnpu_fallback_done then counts the call under
+ * qualified_name ("aten::cumsum"): in vnpu_fallback_report when the CPU
+ * kernel ran (ok), in vnpu_fallback_rejections when it refused the input. */
 bool vnpu_fallback_enter(const char *qualified_name);
+void vnpu_fallback_done(const char *qualified_name, bool ok);
 
 #ifdef __cplusplus
 }

@@ -58,6 +58,7 @@ struct vnpu_op {
 	struct vnpu_registration *kernels[VNPU_NUM_KEYS];	/* newest first */
 	/* CPU fallback and profiler counters */
 	_Atomic uint64_t fallback_count;
+	_Atomic uint64_t fallback_rejected;	/* the CPU kernel refused */
 	atomic_bool fallback_warned;
 	_Atomic uint64_t prof_calls;
 	_Atomic uint64_t prof_ns;

@@ -67,9 +67,8 @@ void vnpu_fallback_defer_end(bool previous)
 	deferred = previous;
 }
 
-/* The policy for one fallback of `name`: refuse, warn once, count. */
-static bool admit(const char *name, _Atomic uint64_t *count,
-		  atomic_bool *warned)
+/* The policy for one fallback of `name`: refuse, or warn once. */
+static bool admit(const char *name, atomic_bool *warned)
 {
 	enum vnpu_fallback_policy p = vnpu_fallback_policy();
 
@@ -83,7 +82,6 @@ static bool admit(const char *name, _Atomic uint64_t *count,
 		fprintf(stderr,
 			"vnpu dispatcher: CAUTION: The operator '%s' is not currently supported on the npu backend and will fall back to run on the CPU. This may have performance implications.\n",
 			name);
-	atomic_fetch_add(count, 1);
 	return true;
 }
 
@@ -97,6 +95,7 @@ static bool admit(const char *name, _Atomic uint64_t *count,
 struct foreign_op {
 	char name[96];
 	_Atomic uint64_t count;
+	_Atomic uint64_t rejected;
 	atomic_bool warned;
 };
 static struct foreign_op foreign[FOREIGN_MAX + 1];
@@ -127,14 +126,25 @@ out:
 bool vnpu_fallback_enter(const char *qualified_name)
 {
 	const struct vnpu_op *op = vnpu_op_find(qualified_name);
-	struct foreign_op *e;
 
 	vnpu_at_error_clear();
 	if (op)
-		return admit(op->name, &((struct vnpu_op *)op)->fallback_count,
-			     &((struct vnpu_op *)op)->fallback_warned);
+		return admit(op->name, &((struct vnpu_op *)op)->fallback_warned);
+	return admit(qualified_name, &foreign_entry(qualified_name)->warned);
+}
+
+void vnpu_fallback_done(const char *qualified_name, bool ok)
+{
+	const struct vnpu_op *op = vnpu_op_find(qualified_name);
+	struct foreign_op *e;
+
+	if (op) {
+		atomic_fetch_add(ok ? &((struct vnpu_op *)op)->fallback_count :
+				      &((struct vnpu_op *)op)->fallback_rejected, 1);
+		return;
+	}
 	e = foreign_entry(qualified_name);
-	return admit(qualified_name, &e->count, &e->warned);
+	atomic_fetch_add(ok ? &e->count : &e->rejected, 1);
 }
 
 void vnpu_cpu_fallback(const struct vnpu_op *op, vnpu_keyset_t ks,
@@ -155,8 +165,7 @@ void vnpu_cpu_fallback(const struct vnpu_op *op, vnpu_keyset_t ks,
 				  op->name);
 		return;
 	}
-	if (!admit(op->name, &((struct vnpu_op *)op)->fallback_count,
-		   &((struct vnpu_op *)op)->fallback_warned))
+	if (!admit(op->name, &((struct vnpu_op *)op)->fallback_warned))
 		return;
 	if (!vnpu_stack_has(op, stack, n))
 		return;
@@ -308,6 +317,10 @@ out:
 			}
 		}
 	}
+	/* a fallback that ran; or an input the CPU kernel refused, which an
+	 * NPU kernel left to it for the wording of the error */
+	atomic_fetch_add(ok ? &((struct vnpu_op *)op)->fallback_count :
+			      &((struct vnpu_op *)op)->fallback_rejected, 1);
 	if (!ok && stack->size >= base)
 		vnpu_stack_drop(stack, stack->size - base);
 	for (uint32_t i = 0; i < n; i++) {
@@ -349,7 +362,10 @@ static int by_count(const void *a, const void *b)
 	return strcmp(x->op, y->op);
 }
 
-size_t vnpu_fallback_report(struct vnpu_fallback_entry *out, size_t max)
+/* Fallbacks (rejected false) or rejected inputs (true) per op, most
+ * first. */
+static size_t collect(struct vnpu_fallback_entry *out, size_t max,
+		      bool rejected)
 {
 	struct fb_sort *all;
 	size_t n = 0;
@@ -359,14 +375,16 @@ size_t vnpu_fallback_report(struct vnpu_fallback_entry *out, size_t max)
 	if (!all)
 		return 0;
 	for (size_t i = 0; i < VNPU_NUM_GEN_OPS; i++) {
-		uint64_t c = atomic_load(&vnpu_gen_ops[i]->fallback_count);
+		uint64_t c = atomic_load(rejected ? &vnpu_gen_ops[i]->fallback_rejected :
+					 &vnpu_gen_ops[i]->fallback_count);
 
 		if (c)
 			all[n++] = (struct fb_sort){ vnpu_gen_ops[i]->name, c };
 	}
 	pthread_mutex_lock(&foreign_lock);
 	for (size_t i = 0; i <= FOREIGN_MAX; i++) {
-		uint64_t c = atomic_load(&foreign[i].count);
+		uint64_t c = atomic_load(rejected ? &foreign[i].rejected :
+					 &foreign[i].count);
 
 		if (c)
 			all[n++] = (struct fb_sort){ foreign[i].name, c };
@@ -377,6 +395,16 @@ size_t vnpu_fallback_report(struct vnpu_fallback_entry *out, size_t max)
 		out[i] = (struct vnpu_fallback_entry){ all[i].op, all[i].count };
 	free(all);
 	return n;
+}
+
+size_t vnpu_fallback_report(struct vnpu_fallback_entry *out, size_t max)
+{
+	return collect(out, max, false);
+}
+
+size_t vnpu_fallback_rejections(struct vnpu_fallback_entry *out, size_t max)
+{
+	return collect(out, max, true);
 }
 
 void vnpu_fallback_print(void *file)
@@ -393,6 +421,15 @@ void vnpu_fallback_print(void *file)
 		(unsigned long long)calls, calls == 1 ? "" : "s");
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, "  %-36s %llu\n", e[i].op, (unsigned long long)e[i].count);
+	n = e ? vnpu_fallback_rejections(e, MAX) : 0;
+	calls = 0;
+	for (size_t i = 0; i < n; i++)
+		calls += e[i].count;
+	if (n)
+		fprintf(f, "rejected inputs (left to the CPU kernel, which refused them; not fallbacks): %llu call%s\n",
+			(unsigned long long)calls, calls == 1 ? "" : "s");
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "  %-36s %llu\n", e[i].op, (unsigned long long)e[i].count);
 	free(e);
 }
 
@@ -401,11 +438,13 @@ void vnpu_fallback_reset(void)
 	vnpu_dispatch_init();
 	for (size_t i = 0; i < VNPU_NUM_GEN_OPS; i++) {
 		atomic_store(&vnpu_gen_ops[i]->fallback_count, 0);
+		atomic_store(&vnpu_gen_ops[i]->fallback_rejected, 0);
 		atomic_store(&vnpu_gen_ops[i]->fallback_warned, false);
 	}
 	pthread_mutex_lock(&foreign_lock);
 	for (size_t i = 0; i <= FOREIGN_MAX; i++) {
 		atomic_store(&foreign[i].count, 0);
+		atomic_store(&foreign[i].rejected, 0);
 		atomic_store(&foreign[i].warned, false);
 	}
 	pthread_mutex_unlock(&foreign_lock);

@@ -193,6 +193,16 @@ START_TEST(fallback_paths)
 	vnpu_at_release(r);
 	cnt = vnpu_fallback_report(e, 8);
 	ck_assert_uint_eq(cnt, 2);
+	/* an input the npu kernel leaves to the CPU kernel, which refuses it,
+	 * is a rejected input, not a fallback */
+	h = vnpu_op_mm(n, n);
+	ck_assert_ptr_null(h);
+	ck_assert(strstr(vnpu_at_error_message(), "cannot be multiplied"));
+	vnpu_at_error_clear();
+	ck_assert_uint_eq(vnpu_fallback_report(e, 8), 2);
+	ck_assert_uint_eq(vnpu_fallback_rejections(e, 8), 1);
+	ck_assert_str_eq(e[0].op, "aten::mm");
+	ck_assert_uint_eq(e[0].count, 1);
 	/* error policy */
 	vnpu_fallback_set_policy(VNPU_FALLBACK_ERROR);
 	ck_assert_ptr_null(vnpu_op_add__Tensor(n, n, VNPU_AT_INT(1)));

@@ -118,3 +118,13 @@ def test_policy_error_still_runs_npu_kernels():
         torch.erfinv(n)
     with pytest.raises(ValueError):
         torch_vnpu.set_fallback_policy('sometimes')
+
+
+def test_rejected_inputs_are_not_fallbacks():
+    # mm with mismatched shapes: the npu kernel leaves the input to
+    # PyTorch's CPU kernel for its wording of the error
+    torch_vnpu.reset_fallback_report()
+    with pytest.raises(RuntimeError, match='cannot be multiplied'):
+        torch.ones(2, 3, device=NPU) @ torch.ones(2, 3, device=NPU)
+    assert report() == {}
+    assert dict(torch_vnpu.rejected_inputs()) == {'aten::mm': 1}

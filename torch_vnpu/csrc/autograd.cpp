@@ -56,6 +56,7 @@ convolution_backward(const at::Tensor &grad_output, const at::Tensor &input,
 
 	if (!vnpu_fallback_enter(name))
 		throw_dispatch_error(name);
+	vnpu_fallback_done(name, true);
 	int64_t bias = weight.size(transposed ? 1 : 0) * (transposed ? groups : 1);
 	auto r = at::convolution_backward(
 		grad_output.cpu(), input.cpu(), weight.cpu(),

@@ -120,7 +120,13 @@ void cpu_fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack)
 
 	if (!vnpu_fallback_enter(name.c_str()))
 		throw_dispatch_error(name.c_str());
-	run_on_cpu(op, stack);
+	try {
+		run_on_cpu(op, stack);
+	} catch (...) {
+		vnpu_fallback_done(name.c_str(), false);
+		throw;
+	}
+	vnpu_fallback_done(name.c_str(), true);
 }
 
 void run_on_cpu(const c10::OperatorHandle &op, torch::jit::Stack *stack)

@@ -55,10 +55,11 @@ static py::dict memory_stats(int64_t device)
 	return d;
 }
 
-static std::vector<std::pair<std::string, uint64_t>> fallback_report()
+static std::vector<std::pair<std::string, uint64_t>>
+report(size_t (*get)(struct vnpu_fallback_entry *, size_t))
 {
 	std::vector<struct vnpu_fallback_entry> e(1024);
-	size_t n = vnpu_fallback_report(e.data(), e.size());
+	size_t n = get(e.data(), e.size());
 	std::vector<std::pair<std::string, uint64_t>> out;
 
 	for (size_t i = 0; i < n && i < e.size(); i++)
@@ -190,7 +191,8 @@ PYBIND11_MODULE(_C, m)
 		vnpu_mem_empty_cache();
 	});
 
-	m.def("fallback_report", &fallback_report);
+	m.def("fallback_report", []() { return report(vnpu_fallback_report); });
+	m.def("fallback_rejections", []() { return report(vnpu_fallback_rejections); });
 	m.def("fallback_reset", []() { vnpu_fallback_reset(); });
 	m.def("fallback_policy", &fallback_policy);
 	m.def("set_fallback_policy", &set_fallback_policy);

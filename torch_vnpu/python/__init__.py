@@ -17,7 +17,8 @@ import torch
 from . import _C
 from . import npu
 from .fallback import fallback_report, print_fallback_report, \
-    reset_fallback_report, set_fallback_policy, fallback_policy
+    reset_fallback_report, set_fallback_policy, fallback_policy, \
+    rejected_inputs
 from .formats import npu_format_cast, npu_format_cast_, get_npu_format, \
     empty_with_format, FORMATS
 
@@ -31,7 +32,7 @@ def device(index=None):
     return torch.device(DEVICE_TYPE, index)
 
 
-__all__ = ['device', 'npu', 'DEVICE_TYPE', 'fallback_report',
+__all__ = ['device', 'npu', 'DEVICE_TYPE', 'fallback_report', 'rejected_inputs',
            'print_fallback_report', 'reset_fallback_report',
            'set_fallback_policy', 'fallback_policy', 'npu_format_cast',
            'npu_format_cast_', 'get_npu_format', 'empty_with_format',

@@ -16,6 +16,12 @@ def fallback_report():
     return _C.fallback_report()
 
 
+def rejected_inputs():
+    """[(op, calls)] whose input an npu kernel left to PyTorch's CPU kernel,
+    which refused it (an error, worded by PyTorch): not fallbacks."""
+    return _C.fallback_rejections()
+
+
 def print_fallback_report(file=None):
     rep = fallback_report()
     calls = sum(c for _, c in rep)
@@ -25,6 +31,14 @@ def print_fallback_report(file=None):
         '' if calls == 1 else 's'), file=out)
     for op, c in rep:
         print('  %-36s %d' % (op, c), file=out)
+    rej = rejected_inputs()
+    if rej:
+        n = sum(c for _, c in rej)
+        print('rejected inputs (left to the CPU kernel, which refused them; '
+              'not fallbacks): %d call%s' % (n, '' if n == 1 else 's'),
+              file=out)
+        for op, c in rej:
+            print('  %-36s %d' % (op, c), file=out)
 
 
 def reset_fallback_report():
