@@ -147,6 +147,42 @@ void vnpu_fallback_done(const char *qualified_name, bool ok)
 	atomic_fetch_add(ok ? &e->count : &e->rejected, 1);
 }
 
+/*
+ * The device rule the NPU kernels apply, on the fallback path too: npu
+ * tensors and CPU tensors of one or more dims do not mix (a 0-dim CPU
+ * tensor is a scalar). Copies are what mixes devices on purpose.
+ */
+static bool same_device(const struct vnpu_op *op, const struct vnpu_ivalue *args,
+			uint32_t n)
+{
+	static const char *const copies[] = { "aten::copy_", "aten::_copy_from",
+					      "aten::_copy_from_and_resize",
+					      "aten::_to_copy" };
+	bool npu = false, cpu = false;
+
+	for (size_t i = 0; i < sizeof(copies) / sizeof(copies[0]); i++)
+		if (!strcmp(op->name, copies[i]))
+			return true;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct vnpu_at_tensor *t = args[i].tag == VNPU_IV_TENSOR ?
+						 args[i].t : NULL;
+
+		if (!t)
+			continue;
+		if (t->storage->device.type == VNPU_AT_NPU)
+			npu = true;
+		else if (t->ndim)
+			cpu = true;
+	}
+	if (npu && cpu) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				  "%s: Expected all tensors to be on the same device, but found at least two devices, npu and cpu!",
+				  op->name);
+		return false;
+	}
+	return true;
+}
+
 void vnpu_cpu_fallback(const struct vnpu_op *op, vnpu_keyset_t ks,
 		       struct vnpu_stack *stack)
 {
@@ -170,6 +206,8 @@ void vnpu_cpu_fallback(const struct vnpu_op *op, vnpu_keyset_t ks,
 	if (!vnpu_stack_has(op, stack, n))
 		return;
 	base = stack->size - n;
+	if (!same_device(op, stack->v + base, n))
+		return;
 	orig = calloc(n ? n : 1, sizeof(*orig));
 	cpu = calloc(n ? n : 1, sizeof(*cpu));
 	if (!orig || !cpu) {

@@ -1019,6 +1019,33 @@ START_TEST(nll_loss_one_sample)
 }
 END_TEST
 
+/* npu and CPU tensors do not mix on the fallback path either (issue
+ * 18's class 17): int64 sub and maximum fall back, and refuse as the NPU
+ * kernels do; a 0-dim CPU tensor stays a scalar */
+START_TEST(mixed_devices_on_the_fallback)
+{
+	struct vnpu_at_tensor *c = vnpu_op_ones(VNPU_AT_INTS(2, 3), VNPU_AT_I64, VNPU_AT_DEV_CPU);
+	struct vnpu_at_tensor *n = ot_to_npu(c);
+	struct vnpu_at_tensor *s = vnpu_at_scalar_tensor(VNPU_AT_INT(2), VNPU_AT_I64,
+							 VNPU_AT_DEV_CPU);
+	struct vnpu_at_tensor *r;
+
+	r = vnpu_op_sub_Tensor(n, c, VNPU_AT_INT(1));
+	ck_assert_msg(!r && strstr(vnpu_at_error_message(), "Expected all tensors to be on the same device"),
+		      "sub: %s", r ? "succeeded" : vnpu_at_error_message());
+	vnpu_at_error_clear();
+	r = vnpu_op_maximum(c, n);
+	ck_assert(!r && strstr(vnpu_at_error_message(), "same device"));
+	vnpu_at_error_clear();
+	r = vnpu_op_sub_Tensor(n, s, VNPU_AT_INT(1));
+	ck_assert_msg(r && vnpu_at_is_npu(r), "%s", vnpu_at_error_message());
+	vnpu_at_release(r);
+	vnpu_at_release(s);
+	vnpu_at_release(n);
+	vnpu_at_release(c);
+}
+END_TEST
+
 static Suite *ops_npu_suite(void)
 {
 	Suite *s = suite_create("ops_npu");
@@ -1039,6 +1066,7 @@ static Suite *ops_npu_suite(void)
 	tcase_add_test(tc, float64_copies);
 	tcase_add_test(tc, zero_dim_views);
 	tcase_add_test(tc, nll_loss_one_sample);
+	tcase_add_test(tc, mixed_devices_on_the_fallback);
 	suite_add_tcase(s, tc);
 	return s;
 }
