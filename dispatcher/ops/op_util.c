@@ -364,3 +364,70 @@ struct vnpu_at_tensor *vnpu_at_scalar_tensor(struct vnpu_at_scalar s,
 {
 	return vnpu_op_full(VNPU_AT_NO_INTS, s, dtype, dev);
 }
+
+bool vnpu_at_can_cast(enum vnpu_at_dtype from, enum vnpu_at_dtype to)
+{
+	if (vnpu_at_dtype_is_float(from) && !vnpu_at_dtype_is_float(to))
+		return false;
+	return from == VNPU_AT_BOOL || to != VNPU_AT_BOOL;
+}
+
+/* PyTorch's name of a dtype in its messages ("Float", "Long"). */
+static const char *scalar_type_name(enum vnpu_at_dtype dt)
+{
+	switch (dt) {
+	case VNPU_AT_U8: return "Byte";
+	case VNPU_AT_I8: return "Char";
+	case VNPU_AT_I32: return "Int";
+	case VNPU_AT_I64: return "Long";
+	case VNPU_AT_F16: return "Half";
+	case VNPU_AT_BF16: return "BFloat16";
+	case VNPU_AT_F32: return "Float";
+	case VNPU_AT_F64: return "Double";
+	case VNPU_AT_BOOL: return "Bool";
+	default: return "?";
+	}
+}
+
+bool vnpu_at_check_write(const char *op, const struct vnpu_at_tensor *out,
+			 enum vnpu_at_dtype result, uint32_t nd,
+			 const int64_t *sizes, bool resizable)
+{
+	char a[128], b[128];
+	int n;
+
+	if (!vnpu_at_can_cast(result, (enum vnpu_at_dtype)out->dtype)) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				  "%s: result type %s can't be cast to the desired output type %s",
+				  op, scalar_type_name(result),
+				  scalar_type_name((enum vnpu_at_dtype)out->dtype));
+		return false;
+	}
+	if (!resizable) {
+		bool same = nd == out->ndim;
+
+		for (uint32_t i = 0; same && i < nd; i++)
+			same = sizes[i] == out->sizes[i];
+		if (!same) {
+			n = snprintf(b, sizeof(b), "[");
+			for (uint32_t i = 0; i < nd && n < (int)sizeof(b); i++)
+				n += snprintf(b + n, sizeof(b) - (size_t)n, "%s%lld",
+					      i ? ", " : "", (long long)sizes[i]);
+			if (n < (int)sizeof(b))
+				snprintf(b + n, sizeof(b) - (size_t)n, "]");
+			vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					  "%s: output with shape %s doesn't match the broadcast shape %s",
+					  op, vnpu_at_format_sizes(out, a, sizeof(a)), b);
+			return false;
+		}
+	}
+	for (uint32_t i = 0; i < out->ndim; i++)
+		if (out->strides[i] == 0 && out->sizes[i] > 1 &&
+		    vnpu_at_numel(out)) {
+			vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					  "%s: unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.",
+					  op);
+			return false;
+		}
+	return true;
+}

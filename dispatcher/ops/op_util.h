@@ -68,6 +68,20 @@ bool vnpu_at_iter_next(struct vnpu_at_iter *it);
 bool vnpu_at_broadcast_shapes(const char *op, uint32_t n,
 			      const struct vnpu_at_tensor *const *ts,
 			      uint32_t *ndim, int64_t *sizes);
+/* PyTorch's canCast: no float into an integer dtype, nothing but bool
+ * into bool. */
+bool vnpu_at_can_cast(enum vnpu_at_dtype from, enum vnpu_at_dtype to);
+/*
+ * TensorIterator's checks before an op writes a result of dtype `result`
+ * and shape (nd, sizes) into `out` that already exists: the dtype must
+ * cast ("result type Float can't be cast to the desired output type
+ * Long"), an in-place self (resizable false) must have the result's
+ * shape ("output with shape [2] doesn't match the broadcast shape
+ * [3, 2]"), and out must not be an expanded tensor.
+ */
+bool vnpu_at_check_write(const char *op, const struct vnpu_at_tensor *out,
+			 enum vnpu_at_dtype result, uint32_t nd,
+			 const int64_t *sizes, bool resizable);
 /* Result dtype of a binary op (vnpu_at_promote; a 0-dim tensor does not
  * raise a dimensioned tensor's category, as PyTorch's result_type). */
 enum vnpu_at_dtype vnpu_at_result_type(const struct vnpu_at_tensor *a,

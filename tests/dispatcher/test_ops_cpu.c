@@ -1083,6 +1083,43 @@ START_TEST(wrapped_number_dtype)
 }
 END_TEST
 
+/* What PyTorch checks before writing into an existing tensor (issue 18's
+ * class 4), both devices; messages as PyTorch's CPU prints them */
+START_TEST(inplace_and_out_checks)
+{
+	for (int dev = 0; dev < 2; dev++) {
+		struct vnpu_at_device d = dev ? VNPU_AT_DEV_NPU(0) : VNPU_AT_DEV_CPU;
+		struct vnpu_at_tensor *i64 = vnpu_op_ones(VNPU_AT_INTS(3), VNPU_AT_I64, d);
+		struct vnpu_at_tensor *f = vnpu_op_ones(VNPU_AT_INTS(3), VNPU_AT_F32, d);
+		struct vnpu_at_tensor *b = vnpu_op_ones(VNPU_AT_INTS(3), VNPU_AT_BOOL, d);
+		struct vnpu_at_tensor *f23 = vnpu_op_ones(VNPU_AT_INTS(2, 3), VNPU_AT_F32, d);
+		struct vnpu_at_tensor *r;
+
+		expect_error("add_ int64 += f32", vnpu_op_add__Tensor(i64, f, VNPU_AT_INT(1)),
+			     "result type Float can't be cast to the desired output type Long");
+		expect_error("mul_ bool *= f32", vnpu_op_mul__Tensor(b, f),
+			     "result type Float can't be cast to the desired output type Bool");
+		expect_error("add.out into Long", vnpu_op_add_out(f, f, VNPU_AT_INT(1), i64),
+			     "result type Float can't be cast to the desired output type Long");
+		expect_error("add_ broadcast", vnpu_op_add__Tensor(f, f23, VNPU_AT_INT(1)),
+			     "output with shape [3] doesn't match the broadcast shape [2, 3]");
+		expect_error("sub bool", vnpu_op_sub_Tensor(f, b, VNPU_AT_INT(1)),
+			     "with a bool tensor is not supported");
+		expect_error("add int alpha 0.5", vnpu_op_add_Scalar(i64, VNPU_AT_INT(1),
+								     VNPU_AT_DOUBLE(0.5)),
+			     "argument alpha must not be a floating point number");
+		/* and what is allowed still works: int into float, out= resized */
+		r = vnpu_op_add__Tensor(f, i64, VNPU_AT_INT(1));
+		ck_assert_msg(r, "add_ f32 += int64: %s", vnpu_at_error_message());
+		vnpu_at_release(r);
+		vnpu_at_release(i64);
+		vnpu_at_release(f);
+		vnpu_at_release(b);
+		vnpu_at_release(f23);
+	}
+}
+END_TEST
+
 static Suite *ops_cpu_suite(void)
 {
 	Suite *s = suite_create("ops_cpu");
@@ -1102,6 +1139,7 @@ static Suite *ops_cpu_suite(void)
 	tcase_add_test(tc, matmul_errors);
 	tcase_add_test(tc, pow_special_values);
 	tcase_add_test(tc, wrapped_number_dtype);
+	tcase_add_test(tc, inplace_and_out_checks);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -255,11 +255,55 @@ static struct vnpu_at_tensor *binary(const char *name, enum binop op,
 	return out;
 }
 
+/* alpha's rule for add: no float alpha with an integral result. */
+static bool alpha_ok(const char *name, enum vnpu_at_dtype dt,
+		     struct vnpu_at_scalar alpha)
+{
+	if (!vnpu_at_dtype_is_float(dt) && alpha.kind == VNPU_AT_SCALAR_DOUBLE) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				  "%s: For integral input tensors, argument alpha must not be a floating point number.",
+				  name);
+		return false;
+	}
+	return true;
+}
+
+/* An in-place op's result written into self, checked as PyTorch does. */
+static bool binary_inplace(const char *name, enum binop op,
+			   struct vnpu_at_tensor *self, struct vnpu_at_tensor *other,
+			   struct vnpu_at_scalar alpha)
+{
+	const struct vnpu_at_tensor *in[2] = { self, other };
+	int64_t sizes[VNPU_AT_MAX_DIMS];
+	uint32_t nd;
+
+	return vnpu_at_broadcast_shapes(name, 2, in, &nd, sizes) &&
+	       vnpu_at_check_write(name, self, vnpu_at_result_type(self, other),
+				   nd, sizes, false) &&
+	       binary_into(name, op, self, self, other, alpha);
+}
+
+/* An out= op: the functional result, castable to out, copied into it. */
+static struct vnpu_at_tensor *binary_out(vnpu_keyset_t ks, const char *name,
+					 struct vnpu_at_tensor *r,
+					 struct vnpu_at_tensor *out)
+{
+	struct vnpu_at_tensor *c = NULL;
+
+	if (r && vnpu_at_check_write(name, out, (enum vnpu_at_dtype)r->dtype,
+				     r->ndim, r->sizes, true))
+		c = vnpu_cpu__copy_from_and_resize(ks, r, out);
+	vnpu_at_release(r);
+	return c;
+}
+
 struct vnpu_at_tensor *vnpu_cpu_add_Tensor(vnpu_keyset_t ks,
 					   struct vnpu_at_tensor *self,
 					   struct vnpu_at_tensor *other,
 					   struct vnpu_at_scalar alpha)
 {
+	if (!alpha_ok("aten::add.Tensor", vnpu_at_result_type(self, other), alpha))
+		return NULL;
 	return binary("aten::add.Tensor", OP_ADD, self, other, alpha);
 }
 
@@ -268,7 +312,9 @@ struct vnpu_at_tensor *vnpu_cpu_add__Tensor(vnpu_keyset_t ks,
 					    struct vnpu_at_tensor *other,
 					    struct vnpu_at_scalar alpha)
 {
-	return binary_into("aten::add_.Tensor", OP_ADD, self, self, other, alpha) ?
+	if (!alpha_ok("aten::add_.Tensor", vnpu_at_result_type(self, other), alpha))
+		return NULL;
+	return binary_inplace("aten::add_.Tensor", OP_ADD, self, other, alpha) ?
 	       vnpu_at_retain(self) : NULL;
 }
 
@@ -278,13 +324,8 @@ struct vnpu_at_tensor *vnpu_cpu_add_out(vnpu_keyset_t ks,
 					struct vnpu_at_scalar alpha,
 					struct vnpu_at_tensor *out)
 {
-	struct vnpu_at_tensor *r = vnpu_cpu_add_Tensor(ks, self, other, alpha), *c;
-
-	if (!r)
-		return NULL;
-	c = vnpu_cpu__copy_from_and_resize(ks, r, out);
-	vnpu_at_release(r);
-	return c;
+	return binary_out(ks, "aten::add.out",
+			  vnpu_cpu_add_Tensor(ks, self, other, alpha), out);
 }
 
 struct vnpu_at_tensor *vnpu_cpu_mul_Tensor(vnpu_keyset_t ks,
@@ -298,8 +339,8 @@ struct vnpu_at_tensor *vnpu_cpu_mul__Tensor(vnpu_keyset_t ks,
 					    struct vnpu_at_tensor *self,
 					    struct vnpu_at_tensor *other)
 {
-	return binary_into("aten::mul_.Tensor", OP_MUL, self, self, other,
-			   VNPU_AT_INT(1)) ? vnpu_at_retain(self) : NULL;
+	return binary_inplace("aten::mul_.Tensor", OP_MUL, self, other,
+			      VNPU_AT_INT(1)) ? vnpu_at_retain(self) : NULL;
 }
 
 struct vnpu_at_tensor *vnpu_cpu_mul_out(vnpu_keyset_t ks,
@@ -307,13 +348,8 @@ struct vnpu_at_tensor *vnpu_cpu_mul_out(vnpu_keyset_t ks,
 					struct vnpu_at_tensor *other,
 					struct vnpu_at_tensor *out)
 {
-	struct vnpu_at_tensor *r = vnpu_cpu_mul_Tensor(ks, self, other), *c;
-
-	if (!r)
-		return NULL;
-	c = vnpu_cpu__copy_from_and_resize(ks, r, out);
-	vnpu_at_release(r);
-	return c;
+	return binary_out(ks, "aten::mul.out", vnpu_cpu_mul_Tensor(ks, self, other),
+			  out);
 }
 
 static void relu_into(struct vnpu_at_tensor *out, struct vnpu_at_tensor *in)

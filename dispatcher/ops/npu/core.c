@@ -185,7 +185,12 @@ struct vnpu_at_tensor *vnpu_npu_add_Tensor(vnpu_keyset_t ks, struct vnpu_at_tens
 					   struct vnpu_at_tensor *other,
 					   struct vnpu_at_scalar alpha)
 {
-	if (!device_float_or_int(vnpu_at_result_type(self, other)))
+	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
+
+	/* a float alpha with an integral result: the CPU kernel words the
+	 * error */
+	if (!device_float_or_int(dt) ||
+	    (!vnpu_at_dtype_is_float(dt) && alpha.kind == VNPU_AT_SCALAR_DOUBLE))
 		return vnpu_fallback_add_Tensor(ks, self, other, alpha);
 	return binary("aten::add.Tensor", ks, VNPU_BINARY_ADD, self, other, alpha);
 }

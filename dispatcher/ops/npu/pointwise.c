@@ -24,7 +24,10 @@ struct vnpu_at_tensor *vnpu_npu_sub_Tensor(vnpu_keyset_t ks,
 {
 	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
 
-	if (!npk_float_or_int(dt) ||
+	/* PyTorch refuses a bool operand and a float alpha with ints: the
+	 * CPU kernel words it */
+	if (!npk_float_or_int(dt) || self->dtype == VNPU_AT_BOOL ||
+	    other->dtype == VNPU_AT_BOOL ||
 	    (kc_is_int(dt) && alpha.kind == VNPU_AT_SCALAR_DOUBLE))
 		return vnpu_fallback_sub_Tensor(ks, self, other, alpha);
 	return binary_op("aten::sub.Tensor", VNPU_BINARY_SUB, self, other, dt,
