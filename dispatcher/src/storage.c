@@ -283,16 +283,19 @@ struct vnpu_at_tensor *vnpu_at_tensor_on(struct vnpu_at_storage *s,
 					 const int64_t *strides,
 					 int64_t offset)
 {
-	size_t span;
+	size_t span, start, end;
 
 	if (!s || ndim > VNPU_AT_MAX_DIMS || !vnpu_at_dtype_valid(dtype) ||
 	    offset < 0 || (ndim && (!sizes || !strides)))
 		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 					 "tensor_on: invalid storage, dtype, rank or offset");
+	/* a front end's geometry: every product and sum checked */
 	if (!vnpu_strided_span(ndim, sizes, strides, vnpu_at_dtype_size(dtype),
 			       &span) ||
-	    (span && ((uint64_t)offset * vnpu_at_dtype_size(dtype) + span >
-		      s->nbytes)))
+	    (span && (__builtin_mul_overflow((uint64_t)offset,
+					     vnpu_at_dtype_size(dtype), &start) ||
+		      __builtin_add_overflow(start, span, &end) ||
+		      end > s->nbytes)))
 		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 					 "tensor_on: the geometry does not fit in a storage of %zu bytes",
 					 s->nbytes);

@@ -166,20 +166,14 @@ def generate(ops, yaml_name, tops):
     w('}')
     w('')
     if ns_ops:
-        w('TORCH_LIBRARY_IMPL(npu, PrivateUse1, m)')
-        w('{')
-        for op in ns_ops:
-            if 'NPU' in op.dispatch:
-                w(reg(op))
-        w('}')
-        w('')
-        w('TORCH_LIBRARY_IMPL(npu, CPU, m)')
-        w('{')
-        for op in ns_ops:
-            if 'CPU' in op.dispatch:
-                w(reg(op))
-        w('}')
-        w('')
+        for key, ours in (('PrivateUse1', 'NPU'), ('CPU', 'CPU')):
+            w('TORCH_LIBRARY_IMPL(npu, %s, m)' % key)
+            w('{')
+            for op in ns_ops:
+                if ours in op.dispatch:
+                    w(reg(op))
+            w('}')
+            w('')
         w('TORCH_LIBRARY_IMPL(npu, BackendSelect, m)')
         w('{')
         for op in ns_ops:

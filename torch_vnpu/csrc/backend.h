@@ -53,18 +53,4 @@ void cpu_fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack);
 // runs on the host by design (random numbers, random.cpp).
 void run_on_cpu(const c10::OperatorHandle &op, torch::jit::Stack *stack);
 
-// Kernels PyTorch needs in a form the dispatcher's cannot give (the
-// storage object itself changes, or arguments only PyTorch has).
-at::Tensor empty_memory_format(c10::IntArrayRef size,
-			       c10::optional<at::ScalarType> dtype,
-			       c10::optional<at::Layout> layout,
-			       c10::optional<at::Device> device,
-			       c10::optional<bool> pin_memory,
-			       c10::optional<at::MemoryFormat> memory_format);
-at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
-			 c10::optional<at::ScalarType> dtype,
-			 c10::optional<at::Layout> layout,
-			 c10::optional<at::Device> device,
-			 c10::optional<bool> pin_memory);
-
 } // namespace torch_vnpu

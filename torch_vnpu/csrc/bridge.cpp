@@ -479,12 +479,34 @@ struct Deferral {
 
 } // namespace
 
+namespace {
+
+// c_name is a generated constant and a schema lives as long as its op:
+// the pair of addresses names a binding without building a string.
+struct BindingKey {
+	const char *c_name;
+	const c10::FunctionSchema *schema;
+	bool operator==(const BindingKey &o) const
+	{
+		return c_name == o.c_name && schema == o.schema;
+	}
+};
+
+struct BindingKeyHash {
+	size_t operator()(const BindingKey &k) const
+	{
+		return std::hash<const void *>()(k.c_name) * 31 ^
+		       std::hash<const void *>()(k.schema);
+	}
+};
+
+} // namespace
+
 static const Binding &binding(const char *c_name, const c10::OperatorHandle &op)
 {
 	static std::mutex lock;
-	static std::unordered_map<std::string, Binding> cache;
-	const c10::OperatorName &tn = op.operator_name();
-	std::string key = std::string(c_name) + "|" + tn.name + "." + tn.overload_name;
+	static std::unordered_map<BindingKey, Binding, BindingKeyHash> cache;
+	BindingKey key{ c_name, &op.schema() };
 	std::lock_guard<std::mutex> g(lock);
 	auto it = cache.find(key);
 
@@ -744,28 +766,6 @@ static bool dtype_agnostic(const char *c_name, const c10::OperatorHandle &op,
 	return true;
 }
 
-// A copy op with a tensor whose dtype the device has no kernels for.
-static bool copies_foreign_dtype(const c10::OperatorHandle &op,
-				 torch::jit::Stack *stack)
-{
-	const std::string &name = op.operator_name().name;
-	size_t n = op.schema().arguments().size(), base = stack->size() - n;
-
-	if (name != "aten::copy_" && name != "aten::_copy_from" &&
-	    name != "aten::_copy_from_and_resize")
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		const c10::IValue &v = (*stack)[base + i];
-		enum vnpu_at_dtype dt;
-
-		if (v.isTensor() && v.toTensor().defined() &&
-		    (!dtype_to_c(v.toTensor().scalar_type(), &dt) ||
-		     dt == VNPU_AT_F64))
-			return true;
-	}
-	return false;
-}
-
 void run_npu_kernel(const char *c_name, const c10::OperatorHandle &op,
 		    c10::DispatchKeySet ks, torch::jit::Stack *stack)
 {
@@ -775,9 +775,6 @@ void run_npu_kernel(const char *c_name, const c10::OperatorHandle &op,
 	TORCH_CHECK(vnpu_op_schema(b.op)->nrets == op.schema().returns().size(),
 		    "torch_vnpu: ", c_name, " and ", op.schema(),
 		    " return different numbers of values");
-	// copies of a dtype the device does not compute (float64): bytes
-	if (copies_foreign_dtype(op, stack) && dtype_agnostic(c_name, op, stack))
-		return;
 	if (!invoke(c_name, b, op, ks, stack, rets)) {
 		if (!dtype_agnostic(c_name, op, stack))
 			cpu_fallback(op, stack);
