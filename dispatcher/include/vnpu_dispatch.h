@@ -431,6 +431,9 @@ struct vnpu_at_tensor {
 	int8_t dtype;			/* enum vnpu_at_dtype */
 	uint8_t ndim;
 	bool is_view;			/* shares its base's storage */
+	/* a Python scalar as a 0-dim tensor (c10's is_wrapped_number): it
+	 * ranks below every tensor in type promotion */
+	bool wrapped_number;
 	vnpu_keyset_t keys;		/* backend + functionality bits */
 	struct vnpu_at_storage *storage;
 	int64_t offset;			/* elements */

@@ -10,9 +10,11 @@
 #include "vnpu_runtime.h"
 
 #include <ATen/EmptyTensor.h>
+#include <ATen/MemoryOverlap.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -127,6 +129,8 @@ static struct vnpu_at_tensor *to_c(const at::Tensor &t)
 	}
 	if (!c)
 		throw_dispatch_error("torch_vnpu");
+	// a Python scalar PyTorch wrapped: promotion ranks it last
+	c->wrapped_number = t.unsafeGetTensorImpl()->is_wrapped_number();
 	return c;
 }
 
@@ -258,14 +262,20 @@ static void copy_any_dtype(const at::Tensor &dst, const at::Tensor &src)
 	byte_copy(raw.is_neg() ? at::_neg_view(raw) : raw, host.contiguous());
 }
 
-static bool same_geometry(const at::Tensor &t, const struct vnpu_at_tensor *c)
+static bool same_sizes_strides(const at::Tensor &t,
+			       const struct vnpu_at_tensor *c)
 {
-	if (t.dim() != c->ndim || t.storage_offset() != c->offset)
+	if (t.dim() != c->ndim)
 		return false;
 	for (int64_t i = 0; i < c->ndim; i++)
 		if (t.size(i) != c->sizes[i] || t.stride(i) != c->strides[i])
 			return false;
 	return true;
+}
+
+static bool same_geometry(const at::Tensor &t, const struct vnpu_at_tensor *c)
+{
+	return t.storage_offset() == c->offset && same_sizes_strides(t, c);
 }
 
 static void set_geometry(at::Tensor &t, const struct vnpu_at_tensor *c)
@@ -543,8 +553,11 @@ static const Binding &binding(const char *c_name, const c10::OperatorHandle &op)
 static void write_back(at::Tensor &t, struct vnpu_at_tensor *c)
 {
 	if (t.device().type() != kNpu) {
-		// CPU tensors are wrapped, not owned: their memory stays
-		TORCH_CHECK(same_geometry(t, c), "torch_vnpu: an npu kernel resized a CPU tensor argument");
+		// CPU tensors are wrapped at their first element (offset 0),
+		// not owned: their memory stays
+		TORCH_CHECK(vnpu_at_data(c) == t.data_ptr() &&
+				    same_sizes_strides(t, c),
+			    "torch_vnpu: an npu kernel resized a CPU tensor argument");
 		return;
 	}
 	c10::Storage st = t.storage();
@@ -800,6 +813,50 @@ static void check_target(const char *what, const at::Tensor &target,
 		    what, ": out= on ", target.device());
 }
 
+// What PyTorch checks of the tensors an in-place or out= variant writes:
+// no element written twice, no input partly overwritten while it is read
+// (TensorIterator's check_mem_overlap); cat and index_select refuse any
+// overlap with an input; reductions such as amax keep self's dtype.
+static void check_aliasing(const char *c_name, const torch::jit::Stack *stack,
+			   size_t base, size_t n, const std::vector<int> &target_args,
+			   const std::vector<at::Tensor> &targets, bool out)
+{
+	bool whole = !strcmp(c_name, "aten::cat") ||
+		     !strcmp(c_name, "aten::index_select");
+	bool same_dtype = !strcmp(c_name, "aten::amax") ||
+			  !strcmp(c_name, "aten::amin");
+
+	for (const at::Tensor &t : targets) {
+		at::assert_no_internal_overlap(t);
+		for (size_t j = 0; j < n; j++) {
+			const c10::IValue &v = (*stack)[base + j];
+			std::vector<at::Tensor> ins;
+
+			if (std::find(target_args.begin(), target_args.end(),
+				      (int)j) != target_args.end())
+				continue;
+			if (v.isTensor())
+				ins.push_back(v.toTensor());
+			else if (v.isTensorList())
+				for (const at::Tensor &e : v.toTensorVector())
+					ins.push_back(e);
+			for (const at::Tensor &in : ins) {
+				if (!in.defined())
+					continue;
+				if (whole)
+					at::assert_no_overlap(t, in);
+				else
+					at::assert_no_partial_overlap(t, in);
+				if (same_dtype && out && j == 0)
+					TORCH_CHECK(in.scalar_type() == t.scalar_type(),
+						    "Expected the dtype for input and out to match, but got ",
+						    in.scalar_type(), " for input's dtype and ",
+						    t.scalar_type(), " for out's dtype.");
+			}
+		}
+	}
+}
+
 void run_npu_variant(const char *c_name, const c10::OperatorHandle &op,
 		     c10::DispatchKeySet ks, torch::jit::Stack *stack)
 {
@@ -825,6 +882,8 @@ void run_npu_variant(const char *c_name, const c10::OperatorHandle &op,
 		return;
 	}
 	bool out = !b.targets.empty();
+	check_aliasing(c_name, stack, base, n,
+		       out ? b.targets : std::vector<int>{ 0 }, targets, out);
 	for (size_t i = 0; i < targets.size(); i++) {
 		at::Tensor r = rets[i].toTensor();
 

@@ -8,9 +8,11 @@
 // are the dispatcher's (VNPU_FALLBACK, vnpu_fallback_report).
 #include "backend.h"
 
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/ivalue.h>
 
 #include <string>
+#include <unordered_map>
 
 namespace torch_vnpu {
 
@@ -26,8 +28,25 @@ static bool is_npu(const at::Tensor &t)
 	return t.defined() && t.device().type() == kNpu;
 }
 
+// One npu tensor passed twice (an input that is also the out=) has one
+// CPU copy, so that the CPU kernel sees that they are the same.
+using CpuCopies = std::unordered_map<c10::TensorImpl *, at::Tensor>;
+
+static at::Tensor cpu_copy(const at::Tensor &t, CpuCopies &seen)
+{
+	auto it = seen.find(t.unsafeGetTensorImpl());
+
+	if (it != seen.end())
+		return it->second;
+	at::Tensor c = t.cpu();
+
+	seen.emplace(t.unsafeGetTensorImpl(), c);
+	return c;
+}
+
 // The CPU copy of one argument value (tensors, lists, optional lists).
-static c10::IValue to_cpu(const c10::IValue &v, c10::optional<at::Device> &tgt)
+static c10::IValue to_cpu(const c10::IValue &v, c10::optional<at::Device> &tgt,
+			  CpuCopies &seen)
 {
 	if (v.isTensor()) {
 		const at::Tensor &t = v.toTensor();
@@ -36,7 +55,7 @@ static c10::IValue to_cpu(const c10::IValue &v, c10::optional<at::Device> &tgt)
 			return v;
 		if (!tgt)
 			tgt = t.device();
-		return t.cpu();
+		return cpu_copy(t, seen);
 	}
 	if (v.isTensorList()) {
 		c10::List<at::Tensor> out;
@@ -44,7 +63,7 @@ static c10::IValue to_cpu(const c10::IValue &v, c10::optional<at::Device> &tgt)
 		for (const at::Tensor &t : v.toTensorVector()) {
 			if (is_npu(t) && !tgt)
 				tgt = t.device();
-			out.push_back(is_npu(t) ? t.cpu() : t);
+			out.push_back(is_npu(t) ? cpu_copy(t, seen) : t);
 		}
 		return out;
 	}
@@ -55,7 +74,7 @@ static c10::IValue to_cpu(const c10::IValue &v, c10::optional<at::Device> &tgt)
 			if (t && is_npu(*t)) {
 				if (!tgt)
 					tgt = t->device();
-				out.push_back(t->cpu());
+				out.push_back(cpu_copy(*t, seen));
 			} else {
 				out.push_back(t);
 			}
@@ -139,8 +158,18 @@ void run_on_cpu(const c10::OperatorHandle &op, torch::jit::Stack *stack)
 	std::vector<c10::IValue> orig(stack->begin() + base, stack->end());
 	c10::optional<at::Device> tgt;
 	std::vector<c10::IValue> cpu_args;
+	// a written tensor whose elements share memory: PyTorch's kernels
+	// refuse it, and its dense CPU copy would hide that
 	for (size_t i = 0; i < n; i++) {
-		cpu_args.push_back(to_cpu(orig[i], tgt));
+		const c10::AliasInfo *ai = args[i].alias_info();
+
+		if (ai && ai->isWrite() && orig[i].isTensor() &&
+		    orig[i].toTensor().defined())
+			at::assert_no_internal_overlap(orig[i].toTensor());
+	}
+	CpuCopies seen;
+	for (size_t i = 0; i < n; i++) {
+		cpu_args.push_back(to_cpu(orig[i], tgt, seen));
 		(*stack)[base + i] = cpu_args.back();
 	}
 
