@@ -258,18 +258,41 @@ static int category(enum vnpu_at_dtype d)
 	return d == VNPU_AT_BOOL ? 0 : vnpu_at_dtype_is_float(d) ? 2 : 1;
 }
 
+/* The dtype of higher-ranked operands, raised by a lower rank's only
+ * when that is of a higher category (c10's combine_categories). */
+static enum vnpu_at_dtype combine_ranks(enum vnpu_at_dtype higher,
+					enum vnpu_at_dtype lower)
+{
+	if (higher == VNPU_AT_DTYPE_NONE)
+		return lower;
+	if (lower == VNPU_AT_DTYPE_NONE ||
+	    category(lower) <= category(higher))
+		return higher;
+	return vnpu_at_promote(higher, lower);
+}
+
 enum vnpu_at_dtype vnpu_at_result_type(const struct vnpu_at_tensor *a,
 				       const struct vnpu_at_tensor *b)
 {
-	enum vnpu_at_dtype da = (enum vnpu_at_dtype)a->dtype;
-	enum vnpu_at_dtype db = (enum vnpu_at_dtype)b->dtype;
+	/* ranks: 0 dimensioned, 1 0-dim, 2 wrapped number */
+	enum vnpu_at_dtype rank[3] = { VNPU_AT_DTYPE_NONE, VNPU_AT_DTYPE_NONE,
+				       VNPU_AT_DTYPE_NONE };
+	const struct vnpu_at_tensor *ts[2] = { a, b };
 
-	/* a 0-dim operand only decides within a higher category */
-	if (a->ndim && !b->ndim)
-		return category(db) > category(da) ? vnpu_at_promote(da, db) : da;
-	if (!a->ndim && b->ndim)
-		return category(da) > category(db) ? vnpu_at_promote(da, db) : db;
-	return vnpu_at_promote(da, db);
+	/* TensorIterator promotes only operands of different dtypes: two
+	 * float wrapped numbers stay float64 */
+	if (a->dtype == b->dtype)
+		return (enum vnpu_at_dtype)a->dtype;
+	for (int i = 0; i < 2; i++) {
+		enum vnpu_at_dtype d = (enum vnpu_at_dtype)ts[i]->dtype;
+		int r = ts[i]->wrapped_number ? 2 : ts[i]->ndim ? 0 : 1;
+
+		if (r == 2 && vnpu_at_dtype_is_float(d))
+			d = VNPU_AT_F32;
+		rank[r] = rank[r] == VNPU_AT_DTYPE_NONE ? d :
+			  vnpu_at_promote(rank[r], d);
+	}
+	return combine_ranks(rank[0], combine_ranks(rank[1], rank[2]));
 }
 
 bool vnpu_at_check_same_device(const char *op, uint32_t n,

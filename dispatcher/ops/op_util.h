@@ -82,8 +82,10 @@ bool vnpu_at_can_cast(enum vnpu_at_dtype from, enum vnpu_at_dtype to);
 bool vnpu_at_check_write(const char *op, const struct vnpu_at_tensor *out,
 			 enum vnpu_at_dtype result, uint32_t nd,
 			 const int64_t *sizes, bool resizable);
-/* Result dtype of a binary op (vnpu_at_promote; a 0-dim tensor does not
- * raise a dimensioned tensor's category, as PyTorch's result_type). */
+/* Result dtype of a binary op, as PyTorch's result_type: dimensioned
+ * tensors first, then 0-dim tensors, then wrapped numbers (Python
+ * scalars; a float one counts as float32, the default dtype); a lower
+ * rank only decides when it is of a higher category (bool < int < float). */
 enum vnpu_at_dtype vnpu_at_result_type(const struct vnpu_at_tensor *a,
 				       const struct vnpu_at_tensor *b);
 /* All tensors on one device; else "<op>: expected all tensors on one

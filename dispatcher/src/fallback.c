@@ -43,7 +43,12 @@ enum vnpu_fallback_policy vnpu_fallback_policy(void)
 static struct vnpu_at_tensor *to_device(struct vnpu_at_tensor *t,
 					struct vnpu_at_device dev)
 {
-	return vnpu_op__to_copy(t, VNPU_AT_DTYPE_NONE, dev, false);
+	struct vnpu_at_tensor *c = vnpu_op__to_copy(t, VNPU_AT_DTYPE_NONE, dev,
+						    false);
+
+	if (c)
+		c->wrapped_number = t->wrapped_number;
+	return c;
 }
 
 static bool is_npu_tensor(const struct vnpu_ivalue *v)
