@@ -3,7 +3,6 @@
  * one kernel for every backend) and CompositeImplicitAutograd
  * (decompositions into other ops). */
 #include "op_util.h"
-#include "kernel_common.h"
 #include "dispatch_internal.h"
 
 static struct vnpu_at_device dev_or_cpu(struct vnpu_at_device d)
@@ -522,49 +521,48 @@ struct vnpu_at_tensor *vnpu_cia_flatten_using_ints(vnpu_keyset_t ks, struct vnpu
 /* ---- arithmetic decompositions --------------------------------------------------- */
 
 /*
- * A Python scalar is a "wrapped number" to PyTorch: it never decides the
- * result dtype against a tensor of its category, not even a 0-dim one
- * (0-dim f16 + nan is f16). The scalar is kept precise as a 0-dim tensor
- * of its own, the op computes, and a 0-dim self gets its dtype back.
+ * A Python scalar is a "wrapped number" to PyTorch: a 0-dim tensor that
+ * never decides the result dtype against a tensor of its category, not
+ * even a 0-dim one (0-dim f16 + nan is f16; vnpu_at_result_type).
  */
-static struct vnpu_at_tensor *wrapped_number_result(struct vnpu_at_tensor *r,
-						    const struct vnpu_at_tensor *self,
-						    struct vnpu_at_scalar other)
+static struct vnpu_at_tensor *wrapped_number(struct vnpu_at_scalar v,
+					     const struct vnpu_at_tensor *self)
 {
-	enum vnpu_at_dtype want = kc_scalar_result((enum vnpu_at_dtype)self->dtype, other);
-	struct vnpu_at_tensor *c;
+	/* full's dtype for v (float32 for a float) unless self computes in
+	 * float64, which must not see v rounded to float32 */
+	enum vnpu_at_dtype dt = v.kind == VNPU_AT_SCALAR_DOUBLE &&
+				self->dtype == VNPU_AT_F64 ?
+				VNPU_AT_F64 : VNPU_AT_DTYPE_NONE;
+	struct vnpu_at_tensor *s = vnpu_op_full(VNPU_AT_NO_INTS, v, dt,
+						self->storage->device);
 
-	if (!r || r->dtype == want)
-		return r;
-	c = vnpu_op__to_copy(r, want, VNPU_AT_DEV_NONE, false);
-	vnpu_at_release(r);
-	return c;
+	if (s)
+		s->wrapped_number = true;
+	return s;
 }
 
 struct vnpu_at_tensor *vnpu_cia_add_Scalar(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
 					   struct vnpu_at_scalar other, struct vnpu_at_scalar alpha)
 {
-	struct vnpu_at_tensor *s = vnpu_op_full(VNPU_AT_NO_INTS, other, VNPU_AT_DTYPE_NONE,
-						self->storage->device), *r;
+	struct vnpu_at_tensor *s = wrapped_number(other, self), *r;
 
 	if (!s)
 		return NULL;
 	r = vnpu_op_add_Tensor(self, s, alpha);
 	vnpu_at_release(s);
-	return wrapped_number_result(r, self, other);
+	return r;
 }
 
 struct vnpu_at_tensor *vnpu_cia_mul_Scalar(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
 					   struct vnpu_at_scalar other)
 {
-	struct vnpu_at_tensor *s = vnpu_op_full(VNPU_AT_NO_INTS, other, VNPU_AT_DTYPE_NONE,
-						self->storage->device), *r;
+	struct vnpu_at_tensor *s = wrapped_number(other, self), *r;
 
 	if (!s)
 		return NULL;
 	r = vnpu_op_mul_Tensor(self, s);
 	vnpu_at_release(s);
-	return wrapped_number_result(r, self, other);
+	return r;
 }
 
 /* The product of sizes[0..n). */
@@ -594,8 +592,9 @@ static struct vnpu_at_tensor *reshaped(struct vnpu_at_tensor *t, uint32_t n,
  * torch.matmul for every rank pair (PyTorch's at::native::matmul):
  * 1-D @ 1-D is a dot product, 2-D @ 1-D a matrix-vector product, 1-D @
  * 2-D a vector-matrix one, (>=3)-D @ (1|2)-D folds the batch into the
- * rows of one mm, and the rest is a bmm over the broadcast batch (a 1-D
- * operand gets a dim of 1 that the result drops).
+ * rows of one mm (and (1|2)-D @ (>=3)-D, transposed), and the rest is a
+ * bmm over the broadcast batch (a 1-D operand gets a dim of 1 that the
+ * result drops).
  */
 struct vnpu_at_tensor *vnpu_cia_matmul(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
 				       struct vnpu_at_tensor *other)
@@ -658,6 +657,28 @@ struct vnpu_at_tensor *vnpu_cia_matmul(vnpu_keyset_t ks, struct vnpu_at_tensor *
 			out[no++] = p;
 		return reshaped(m, no, out);
 	}
+	if (d1 <= 2 && d2 >= 3) {
+		/* transposed, the same fold: (other^T @ self^T)^T, so that the
+		 * gradient of self is one mm over the whole batch as in
+		 * PyTorch (not a sum of per-batch products, rounded each) */
+		struct vnpu_at_tensor *ot, *st, *m, *r = NULL;
+
+		ot = vnpu_op_transpose_int(other, -1, -2);
+		st = d1 == 2 ? vnpu_op_t(self) : vnpu_at_retain(self);
+		m = ot && st ? vnpu_cia_matmul(ks, ot, st) : NULL;
+		vnpu_at_release(ot);
+		vnpu_at_release(st);
+		if (m && d1 == 2) {
+			struct vnpu_at_tensor *mt = vnpu_op_transpose_int(m, -1, -2);
+
+			r = mt ? vnpu_op_contiguous(mt) : NULL;
+			vnpu_at_release(mt);
+		} else {
+			r = vnpu_at_retain(m);
+		}
+		vnpu_at_release(m);
+		return r;
+	}
 	{
 		/* bmm over the broadcast batch */
 		uint32_t b1 = d1 > 2 ? d1 - 2 : 0, b2 = d2 > 2 ? d2 - 2 : 0;
@@ -715,6 +736,24 @@ struct vnpu_at_tensor *vnpu_cia_linear(vnpu_keyset_t ks, struct vnpu_at_tensor *
 {
 	struct vnpu_at_tensor *wt = vnpu_op_t(weight), *y, *r;
 
+	/* with a bias, 2-D (and contiguous 3-D) input is one addmm, as in
+	 * PyTorch: the bias added before the one rounding */
+	if (wt && bias && (input->ndim == 2 ||
+			   (input->ndim == 3 && vnpu_at_is_contiguous(input)))) {
+		int64_t rows[2] = { input->ndim == 3 ? input->sizes[0] * input->sizes[1] :
+				    input->sizes[0], input->sizes[input->ndim - 1] };
+		struct vnpu_at_tensor *x = vnpu_op_view(input, (struct vnpu_at_int_array){ rows, 2 });
+		struct vnpu_at_tensor *m = x ? vnpu_op_addmm(bias, x, wt, VNPU_AT_INT(1),
+							     VNPU_AT_INT(1)) : NULL;
+
+		vnpu_at_release(x);
+		vnpu_at_release(wt);
+		if (!m || input->ndim == 2)
+			return m;
+		r = vnpu_op_view(m, VNPU_AT_INTS(input->sizes[0], input->sizes[1], m->sizes[1]));
+		vnpu_at_release(m);
+		return r;
+	}
 	y = wt ? vnpu_op_matmul(input, wt) : NULL;
 	vnpu_at_release(wt);
 	if (!y || !bias)
@@ -869,6 +908,127 @@ static struct vnpu_at_tensor *smoothing_term(struct vnpu_at_tensor *logp,
 	return ret;
 }
 
+/* x released, the product x * y kept (NULL passes through). */
+static struct vnpu_at_tensor *times(struct vnpu_at_tensor *x,
+				    struct vnpu_at_tensor *y)
+{
+	struct vnpu_at_tensor *r = x && y ? vnpu_op_mul_Tensor(x, y) : NULL;
+
+	vnpu_at_release(x);
+	return r;
+}
+
+/*
+ * Targets that are class probabilities (a float target of the input's
+ * shape), as PyTorch 1.13: -sum over classes of log_softmax(x) * t * w,
+ * t smoothed to t (1 - s) + s / C; a mean divides by the number of
+ * samples (input numel / C; NaN when empty), not by the weights.
+ */
+static struct vnpu_at_tensor *cross_entropy_probs(struct vnpu_at_tensor *self,
+						  struct vnpu_at_tensor *target,
+						  struct vnpu_at_tensor *weight,
+						  int64_t reduction,
+						  double label_smoothing)
+{
+	int64_t cdim = self->ndim >= 2 ? 1 : 0, C = self->sizes[cdim];
+	int64_t wsizes[VNPU_AT_MAX_DIMS];
+	struct vnpu_at_tensor *t, *p, *w, *s, *n, *r;
+
+	t = label_smoothing > 0.0 ?
+	    vnpu_op_mul_Scalar(target, VNPU_AT_DOUBLE(1.0 - label_smoothing)) :
+	    vnpu_at_retain(target);
+	if (t && label_smoothing > 0.0) {
+		struct vnpu_at_tensor *u =
+			vnpu_op_add_Scalar(t, VNPU_AT_DOUBLE(label_smoothing / (double)C),
+					   VNPU_AT_INT(1));
+
+		vnpu_at_release(t);
+		t = u;
+	}
+	p = times(vnpu_op__log_softmax(self, cdim, false), t);
+	vnpu_at_release(t);
+	if (p && weight) {
+		for (uint32_t d = 0; d < self->ndim; d++)
+			wsizes[d] = d == cdim ? C : 1;
+		w = vnpu_op_view(weight, (struct vnpu_at_int_array){ wsizes, self->ndim });
+		p = times(p, w);
+		vnpu_at_release(w);
+	}
+	if (!p)
+		return NULL;
+	if (reduction == 0)
+		s = vnpu_op_sum_dim_IntList(p, (struct vnpu_at_opt_int_array){
+			true, { &cdim, 1 } }, false, VNPU_AT_DTYPE_NONE);
+	else
+		s = vnpu_op_sum(p, VNPU_AT_DTYPE_NONE);
+	vnpu_at_release(p);
+	if (s && reduction == 1) {
+		n = scalar_like(s, (double)(C ? vnpu_at_numel(self) / C : 0));
+		r = n ? vnpu_op_div_Tensor(s, n) : NULL;
+		vnpu_at_release(n);
+		vnpu_at_release(s);
+		s = r;
+	}
+	r = s ? vnpu_op_neg(s) : NULL;
+	vnpu_at_release(s);
+	return r;
+}
+
+/*
+ * (N, C, d1, ..., dk) inputs with (N, d1, ..., dk) class-index targets:
+ * the class dim moved last and both flattened to the 2-D case, whose
+ * per-element losses (reduction none) take the target's shape back.
+ */
+static struct vnpu_at_tensor *cross_entropy_kdim(vnpu_keyset_t ks,
+						 struct vnpu_at_tensor *self,
+						 struct vnpu_at_tensor *target,
+						 struct vnpu_at_tensor *weight,
+						 int64_t reduction, int64_t ignore_index,
+						 double label_smoothing)
+{
+	int64_t perm[VNPU_AT_MAX_DIMS], flat[2] = { -1, self->sizes[1] }, all = -1;
+	struct vnpu_at_tensor *moved, *x, *t, *l, *r = NULL;
+	uint32_t nd = self->ndim;
+
+	if (target->ndim != nd - 1 || target->sizes[0] != self->sizes[0])
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "aten::cross_entropy_loss: Expected target size [%lld, ...] of %u dims for an input of %u dims",
+					 (long long)self->sizes[0], nd - 1, nd);
+	for (uint32_t d = 2; d < nd; d++)
+		if (target->sizes[d - 1] != self->sizes[d])
+			return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+						 "aten::cross_entropy_loss: target size does not match the input's at dim %u",
+						 d);
+	perm[0] = 0;
+	for (uint32_t d = 2; d < nd; d++)
+		perm[d - 1] = d;
+	perm[nd - 1] = 1;
+	moved = vnpu_op_permute(self, (struct vnpu_at_int_array){ perm, nd });
+	x = moved ? vnpu_op_reshape(moved, (struct vnpu_at_int_array){ flat, 2 }) : NULL;
+	t = x ? vnpu_op_reshape(target, (struct vnpu_at_int_array){ &all, 1 }) : NULL;
+	vnpu_at_release(moved);
+	l = t ? vnpu_cia_cross_entropy_loss(ks, x, t, weight, reduction, ignore_index,
+					    label_smoothing) : NULL;
+	vnpu_at_release(x);
+	vnpu_at_release(t);
+	if (l && reduction == 0)
+		r = vnpu_op_view(l, (struct vnpu_at_int_array){ target->sizes, target->ndim });
+	else
+		r = vnpu_at_retain(l);
+	vnpu_at_release(l);
+	return r;
+}
+
+static bool same_sizes(const struct vnpu_at_tensor *a, const struct vnpu_at_tensor *b)
+{
+	if (a->ndim != b->ndim)
+		return false;
+	for (uint32_t d = 0; d < a->ndim; d++)
+		if (a->sizes[d] != b->sizes[d])
+			return false;
+	return true;
+}
+
 struct vnpu_at_tensor *vnpu_cia_cross_entropy_loss(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
 						   struct vnpu_at_tensor *target,
 						   struct vnpu_at_tensor *weight, int64_t reduction,
@@ -882,6 +1042,13 @@ struct vnpu_at_tensor *vnpu_cia_cross_entropy_loss(vnpu_keyset_t ks, struct vnpu
 		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 					 "aten::cross_entropy_loss: label_smoothing must be between 0.0 and 1.0. Got: %g",
 					 label_smoothing);
+	if (same_sizes(self, target) &&
+	    vnpu_at_dtype_is_float((enum vnpu_at_dtype)target->dtype))
+		return cross_entropy_probs(self, target, weight, reduction,
+					   label_smoothing);
+	if (self->ndim > 2)
+		return cross_entropy_kdim(ks, self, target, weight, reduction,
+					  ignore_index, label_smoothing);
 	ls = vnpu_op__log_softmax(self, self->ndim >= 2 ? 1 : 0, false);
 	if (!ls)
 		return NULL;
@@ -906,17 +1073,46 @@ struct vnpu_at_tensor *vnpu_cia_cross_entropy_loss(vnpu_keyset_t ks, struct vnpu
 	return r;
 }
 
-/* self + value * (tensor1 op tensor2): two kernels, as Adam's moments
- * need them (PyTorch fuses them into one). */
+/*
+ * self + value * (tensor1 op tensor2), as PyTorch's fused addcmul/addcdiv
+ * kernels compute it: in the dtype of all three promoted, value
+ * converted to it (truncated for integers), and for float16/bfloat16 in
+ * float32 with one rounding at the end. Two kernels here, as Adam's
+ * moments need them.
+ */
 static struct vnpu_at_tensor *add_product(struct vnpu_at_tensor *self,
-					  struct vnpu_at_tensor *p,
-					  struct vnpu_at_scalar value)
+					  struct vnpu_at_tensor *tensor1,
+					  struct vnpu_at_tensor *tensor2,
+					  struct vnpu_at_scalar value, bool divide)
 {
-	struct vnpu_at_tensor *r;
+	enum vnpu_at_dtype dt = vnpu_at_promote(vnpu_at_result_type(self, tensor1),
+						vnpu_at_result_type(self, tensor2));
+	bool low = dt == VNPU_AT_F16 || dt == VNPU_AT_BF16;
+	struct vnpu_at_tensor *in[3] = { self, tensor1, tensor2 }, *w[3] = { 0 };
+	struct vnpu_at_tensor *p = NULL, *r = NULL;
 
-	if (!p)
-		return NULL;
-	r = vnpu_op_add_Tensor(self, p, value);
+	if (!vnpu_at_dtype_is_float(dt) && value.kind == VNPU_AT_SCALAR_DOUBLE)
+		value = VNPU_AT_INT(vnpu_at_scalar_to_int_as(value, dt));
+	/* every operand in the computing dtype first: f64 + bf16 * f32 is
+	 * an f64 product, not an f32 one */
+	for (int i = 0; i < 3; i++) {
+		enum vnpu_at_dtype want = low ? VNPU_AT_F32 : dt;
+
+		w[i] = in[i]->dtype == want ? vnpu_at_retain(in[i]) :
+		       vnpu_op__to_copy(in[i], want, VNPU_AT_DEV_NONE, false);
+	}
+	if (w[0] && w[1] && w[2])
+		p = divide ? vnpu_op_div_Tensor(w[1], w[2]) : vnpu_op_mul_Tensor(w[1], w[2]);
+	if (p)
+		r = vnpu_op_add_Tensor(w[0], p, value);
+	if (r && low) {
+		struct vnpu_at_tensor *c = vnpu_op__to_copy(r, dt, VNPU_AT_DEV_NONE, false);
+
+		vnpu_at_release(r);
+		r = c;
+	}
+	for (int i = 0; i < 3; i++)
+		vnpu_at_release(w[i]);
 	vnpu_at_release(p);
 	return r;
 }
@@ -927,7 +1123,7 @@ struct vnpu_at_tensor *vnpu_cia_addcmul(vnpu_keyset_t ks,
 					struct vnpu_at_tensor *tensor2,
 					struct vnpu_at_scalar value)
 {
-	return add_product(self, vnpu_op_mul_Tensor(tensor1, tensor2), value);
+	return add_product(self, tensor1, tensor2, value, false);
 }
 
 struct vnpu_at_tensor *vnpu_cia_addcdiv(vnpu_keyset_t ks,
@@ -940,5 +1136,5 @@ struct vnpu_at_tensor *vnpu_cia_addcdiv(vnpu_keyset_t ks,
 	    !vnpu_at_dtype_is_float((enum vnpu_at_dtype)tensor2->dtype))
 		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 					 "aten::addcdiv: Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), for all dtypes.");
-	return add_product(self, vnpu_op_div_Tensor(tensor1, tensor2), value);
+	return add_product(self, tensor1, tensor2, value, true);
 }
