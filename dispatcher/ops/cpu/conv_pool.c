@@ -94,6 +94,7 @@ struct vnpu_at_tensor *vnpu_cpu_convolution(vnpu_keyset_t ks,
 	uint32_t nsp = input->ndim - 2;
 	struct vnpu_at_tensor *out;
 	double *acc;
+	uint64_t *iacc;
 	int64_t out_sizes[4];
 	enum vnpu_at_dtype dt = input->dtype;
 
@@ -108,7 +109,8 @@ struct vnpu_at_tensor *vnpu_cpu_convolution(vnpu_keyset_t ks,
 			op, weight->ndim, weight->ndim,
 			(long long)(weight->ndim ? weight->sizes[0] : 0),
 			input->ndim);
-	if (!vnpu_at_dtype_is_float(dt))
+	/* PyTorch's CPU convolution takes floats and int64 */
+	if (!vnpu_at_dtype_is_float(dt) && dt != VNPU_AT_I64)
 		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 			"%s: \"slow_conv2d_cpu\" not implemented for '%s'", op,
 			vnpu_at_dtype_name(dt));
@@ -207,8 +209,13 @@ struct vnpu_at_tensor *vnpu_cpu_convolution(vnpu_keyset_t ks,
 	out = vnpu_at_empty(input->ndim, out_sizes, dt, VNPU_AT_DEV_CPU);
 	if (!out)
 		return NULL;
+	/* int64 accumulates exactly, in int64 (wrapping as PyTorch's) */
 	acc = calloc((size_t)(N * CO * HO * WO) + 1, sizeof(double));
-	if (!acc) {
+	iacc = dt == VNPU_AT_I64 ? calloc((size_t)(N * CO * HO * WO) + 1,
+					  sizeof(uint64_t)) : NULL;
+	if (!acc || (dt == VNPU_AT_I64 && !iacc)) {
+		free(acc);
+		free(iacc);
 		vnpu_at_release(out);
 		return vnpu_at_error_set(VNPU_AT_ERR_OOM, "%s: out of memory",
 					 op);
@@ -220,6 +227,7 @@ struct vnpu_at_tensor *vnpu_cpu_convolution(vnpu_keyset_t ks,
 					for (int64_t iw = 0; iw < W; iw++) {
 		int64_t c = g * cin_g + ci;
 		double x = vnpu_at_load(dt, at4(input, n, c, ih, iw));
+		uint64_t xi = iacc ? (uint64_t)vnpu_at_load_int(dt, at4(input, n, c, ih, iw)) : 0;
 
 		for (int64_t co = 0; co < cout_g; co++)
 			for (int64_t kh = 0; kh < KH; kh++)
@@ -246,8 +254,12 @@ struct vnpu_at_tensor *vnpu_cpu_convolution(vnpu_keyset_t ks,
 			}
 			if (oh < 0 || ow < 0 || oh >= HO || ow >= WO)
 				continue;
-			acc[((n * CO + ocn) * HO + oh) * WO + ow] +=
-				x * vnpu_at_load(dt, wp);
+			if (iacc)
+				iacc[((n * CO + ocn) * HO + oh) * WO + ow] +=
+					xi * (uint64_t)vnpu_at_load_int(dt, wp);
+			else
+				acc[((n * CO + ocn) * HO + oh) * WO + ow] +=
+					x * vnpu_at_load(dt, wp);
 		}
 					}
 	{
@@ -257,19 +269,23 @@ struct vnpu_at_tensor *vnpu_cpu_convolution(vnpu_keyset_t ks,
 
 		for (int64_t n = 0; n < N; n++)
 			for (int64_t co = 0; co < CO; co++) {
-				double b = 0.0;
+				const char *bp = bias ? (const char *)vnpu_at_data(bias) +
+						     co * bias->strides[0] * (int64_t)osz : NULL;
+				double b = bp ? vnpu_at_load(dt, bp) : 0.0;
+				uint64_t bi = bp && iacc ? (uint64_t)vnpu_at_load_int(dt, bp) : 0;
 
-				if (bias)
-					b = vnpu_at_load(dt,
-						(const char *)vnpu_at_data(bias) +
-						co * bias->strides[0] *
-						(int64_t)osz);
-				for (int64_t q = 0; q < HO * WO; q++, i++)
-					vnpu_at_store(dt, o + i * (int64_t)osz,
-						      acc[i] + b);
+				for (int64_t q = 0; q < HO * WO; q++, i++) {
+					if (iacc)
+						*(int64_t *)(o + i * (int64_t)osz) =
+							(int64_t)(iacc[i] + bi);
+					else
+						vnpu_at_store(dt, o + i * (int64_t)osz,
+							      acc[i] + b);
+				}
 			}
 	}
 	free(acc);
+	free(iacc);
 	return out;
 }
 
@@ -306,7 +322,9 @@ static bool pool_setup(const char *op, const struct vnpu_at_tensor *self,
 			op, self->ndim);
 		return false;
 	}
-	if (!vnpu_at_dtype_is_float(self->dtype)) {
+	/* PyTorch's CPU avg pooling also takes int64 */
+	if (!vnpu_at_dtype_is_float(self->dtype) &&
+	    (is_max || self->dtype != VNPU_AT_I64)) {
 		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 			"%s: \"%s\" not implemented for '%s'", op,
 			is_max ? "max_pool2d" : "avg_pool2d",
@@ -493,7 +511,7 @@ struct vnpu_at_tensor *vnpu_cpu_avg_pool2d(vnpu_keyset_t ks,
 				for (int64_t ow = 0; ow < g.WO; ow++, i++) {
 		int64_t hs = oh * g.s[0] - g.p[0], ws = ow * g.s[1] - g.p[1];
 		int64_t he = hs + g.k[0], we = ws + g.k[1];
-		int64_t pool_size, div;
+		int64_t pool_size, div, isum = 0;
 		double sum = 0.0;
 
 		if (he > g.H + g.p[0])
@@ -510,16 +528,24 @@ struct vnpu_at_tensor *vnpu_cpu_avg_pool2d(vnpu_keyset_t ks,
 		if (we > g.W)
 			we = g.W;
 		for (int64_t h = hs; h < he; h++)
-			for (int64_t w = ws; w < we; w++)
-				sum += vnpu_at_load(dt,
-					pool_at(self, g.batched, n, c, h, w));
+			for (int64_t w = ws; w < we; w++) {
+				const char *x = pool_at(self, g.batched, n, c, h, w);
+
+				if (dt == VNPU_AT_I64)
+					isum += *(const int64_t *)x;
+				else
+					sum += vnpu_at_load(dt, x);
+			}
 		if (divisor_override.has)
 			div = divisor_override.v;
 		else if (count_include_pad)
 			div = pool_size;
 		else
 			div = (he - hs) * (we - ws);
-		vnpu_at_store(dt, o + i * (int64_t)osz, sum / (double)div);
+		if (dt == VNPU_AT_I64)	/* integer division, as PyTorch's */
+			*(int64_t *)(o + i * (int64_t)osz) = isum / div;
+		else
+			vnpu_at_store(dt, o + i * (int64_t)osz, sum / (double)div);
 				}
 	return out;
 }
