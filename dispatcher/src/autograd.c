@@ -118,6 +118,7 @@ struct vnpu_ag_node *vnpu_ag_node_new(const char *name, vnpu_ag_backward_fn fn,
 
 		if (!vnpu_at_requires_grad(t))
 			continue;
+		node->in_dtype[i] = t->dtype;
 		if (t->autograd->grad_fn) {
 			node->next[i].fn = t->autograd->grad_fn;
 			__atomic_add_fetch(&node->next[i].fn->refcount, 1,
@@ -285,6 +286,19 @@ bool vnpu_at_backward(struct vnpu_at_tensor *loss)
 
 			if (!in[i])
 				continue;
+			/* a gradient has its input's dtype (PyTorch's
+			 * validate_outputs): a bf16 leaf of an f32
+			 * computation gets a bf16 .grad */
+			if (in[i]->dtype != n->in_dtype[i] && (e->fn || e->leaf)) {
+				struct vnpu_at_tensor *c = vnpu_op__to_copy(
+					in[i], (enum vnpu_at_dtype)n->in_dtype[i],
+					VNPU_AT_DEV_NONE, false);
+
+				vnpu_at_release(in[i]);
+				in[i] = c;
+				if (!c)
+					goto fail_in;
+			}
 			if (e->fn) {
 				e->fn->acc[e->nr] = accumulate(e->fn->acc[e->nr], in[i]);
 				if (!e->fn->acc[e->nr])

@@ -28,8 +28,12 @@ struct vnpu_ag_node {
 	uint32_t n_in, n_out;
 	struct vnpu_ag_edge next[VNPU_AG_MAX_IO];
 	struct vnpu_at_tensor *saved[VNPU_AG_MAX_IO];	/* inputs only */
+	int8_t in_dtype[VNPU_AG_MAX_IO];	/* each input's gradient dtype */
 	int64_t ints[VNPU_AT_MAX_DIMS * 2];
 	uint32_t nints;
+	/* the shapes of inputs 0 and 1, for reducing or reshaping gradients */
+	int64_t shape[2][VNPU_AT_MAX_DIMS];
+	uint8_t shape_ndim[2];
 	double d[2];
 	int8_t dtype;
 	struct vnpu_at_device device;

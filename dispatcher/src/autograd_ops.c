@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "autograd.h"
+#include "op_util.h"
 #include "vnpu_ops_kernels.h"
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -65,23 +66,18 @@ static struct vnpu_at_tensor *as_dtype(struct vnpu_at_tensor *t,
 	return c;
 }
 
-/* Remembers input i's shape in ints (sizes, ndim in the last slot). */
+/* Remembers input i's (0 or 1) shape. */
 static void save_shape(struct vnpu_ag_node *n, uint32_t i,
 		       const struct vnpu_at_tensor *t)
 {
-	int64_t *s = &n->ints[i * VNPU_AT_MAX_DIMS];
-
-	for (uint32_t d = 0; d < t->ndim && d < VNPU_AT_MAX_DIMS - 1; d++)
-		s[d] = t->sizes[d];
-	s[VNPU_AT_MAX_DIMS - 1] = t->ndim;
+	memcpy(n->shape[i], t->sizes, sizeof(int64_t) * t->ndim);
+	n->shape_ndim[i] = t->ndim;
 }
 
 static struct vnpu_at_int_array saved_shape(const struct vnpu_ag_node *n,
 					    uint32_t i)
 {
-	const int64_t *s = &n->ints[i * VNPU_AT_MAX_DIMS];
-
-	return ints_of(s, s[VNPU_AT_MAX_DIMS - 1]);
+	return ints_of(n->shape[i], n->shape_ndim[i]);
 }
 
 static struct vnpu_at_tensor *sum_to_input(struct vnpu_at_tensor *g,
@@ -172,6 +168,55 @@ static struct vnpu_at_tensor *record_with_output(struct vnpu_at_tensor *out,
 	return track(out, node);
 }
 
+/* Temporaries of a backward formula, released together. */
+struct temps {
+	struct vnpu_at_tensor *v[16];
+	uint32_t n;
+};
+
+/* Keeps x among the temporaries; NULL (an op failed) stays NULL. */
+static struct vnpu_at_tensor *keep(struct temps *t, struct vnpu_at_tensor *x)
+{
+	if (x && t->n < 16)
+		t->v[t->n++] = x;
+	return x;
+}
+
+static void temps_free(struct temps *t)
+{
+	for (uint32_t i = 0; i < t->n; i++)
+		vnpu_at_release(t->v[i]);
+	t->n = 0;
+}
+
+/* x in float32 when it is float16/bfloat16 (a formula of several ops
+ * rounds once, at the end, as PyTorch's fused backward kernels), else
+ * x itself; NULL passes through. */
+static struct vnpu_at_tensor *wide(struct temps *t, struct vnpu_at_tensor *x)
+{
+	if (!x)
+		return NULL;
+	if (x->dtype != VNPU_AT_F16 && x->dtype != VNPU_AT_BF16)
+		return x;
+	return keep(t, vnpu_op__to_copy(x, VNPU_AT_F32, VNPU_AT_DEV_NONE, false));
+}
+
+/* A bool mask as 0/1 of dtype. */
+static struct vnpu_at_tensor *mask_as(struct temps *t, struct vnpu_at_tensor *m,
+				      enum vnpu_at_dtype dtype)
+{
+	return m ? keep(t, vnpu_op__to_copy(m, dtype, VNPU_AT_DEV_NONE, false)) : NULL;
+}
+
+/* A 0-dim tensor of v, of x's dtype and device. */
+static struct vnpu_at_tensor *scalar_of(struct temps *t, const struct vnpu_at_tensor *x,
+					double v)
+{
+	return keep(t, vnpu_at_scalar_tensor(VNPU_AT_DOUBLE(v),
+					     (enum vnpu_at_dtype)x->dtype,
+					     vnpu_at_device_of(x)));
+}
+
 /* ---- pointwise ------------------------------------------------------------ */
 
 /* add / sub: grad, alpha * grad (reduced to each input's shape) */
@@ -233,25 +278,29 @@ struct vnpu_at_tensor *vnpu_autograd_mul_Tensor(vnpu_keyset_t ks, struct vnpu_at
 		      (struct vnpu_at_tensor *[]){ self, other }, true, 0);
 }
 
-/* a / b: grad / b, -grad * a / b^2 */
+/* a / b: grad / b, -grad * ((a / b) / b) (PyTorch's order: b^2 would
+ * overflow sooner), in f32 for f16/bf16 */
 static bool div_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
 			 struct vnpu_at_tensor **in)
 {
-	struct vnpu_at_tensor *ga = vnpu_op_div_Tensor(g[0], n->saved[1]);
-	struct vnpu_at_tensor *q = NULL, *p = NULL;
+	struct temps t = { 0 };
+	struct vnpu_at_tensor *gg = wide(&t, g[0]), *a = wide(&t, n->saved[0]);
+	struct vnpu_at_tensor *b = wide(&t, n->saved[1]), *ga = NULL, *q, *p;
+	enum vnpu_at_dtype dt = (enum vnpu_at_dtype)g[0]->dtype;
 
+	if (gg && a && b)
+		ga = keep(&t, vnpu_op_div_Tensor(gg, b));
+	/* reduced to the input's shape before the one rounding */
 	if (ga && wants(n, 0))
-		in[0] = sum_to_input(ga, n, 0);
+		in[0] = as_dtype(sum_to_input(ga, n, 0), dt);
 	if (ga && wants(n, 1)) {
-		q = vnpu_op_div_Tensor(n->saved[0], n->saved[1]);
-		p = q ? vnpu_op_mul_Tensor(ga, q) : NULL;
-		vnpu_at_release(q);
-		q = p ? vnpu_op_neg(p) : NULL;
-		in[1] = q ? sum_to_input(q, n, 1) : NULL;
+		q = keep(&t, vnpu_op_div_Tensor(a, b));
+		q = q ? keep(&t, vnpu_op_div_Tensor(q, b)) : NULL;
+		p = q ? keep(&t, vnpu_op_mul_Tensor(gg, q)) : NULL;
+		q = p ? keep(&t, vnpu_op_neg(p)) : NULL;
+		in[1] = q ? as_dtype(sum_to_input(q, n, 1), dt) : NULL;
 	}
-	vnpu_at_release(ga);
-	vnpu_at_release(p);
-	vnpu_at_release(q);
+	temps_free(&t);
 	return (!wants(n, 0) || in[0]) && (!wants(n, 1) || in[1]);
 }
 
@@ -421,6 +470,189 @@ struct vnpu_at_tensor *vnpu_autograd_sigmoid(vnpu_keyset_t ks, struct vnpu_at_te
 				  "SigmoidBackward0", sigmoid_backward, self);
 }
 
+/* abs: grad * sgn(x), PyTorch's sgn: 0 at 0 and at NaN */
+static bool abs_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			 struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_tensor *x = n->saved[0], *zero, *sg = NULL;
+	enum vnpu_at_dtype dt = (enum vnpu_at_dtype)g[0]->dtype;
+	struct temps t = { 0 };
+
+	zero = scalar_of(&t, x, 0.0);
+	if (zero) {
+		struct vnpu_at_tensor *pos = mask_as(&t, keep(&t, vnpu_op_gt_Tensor(x, zero)), dt);
+		struct vnpu_at_tensor *neg = mask_as(&t, keep(&t, vnpu_op_lt_Tensor(x, zero)), dt);
+
+		sg = pos && neg ? keep(&t, vnpu_op_sub_Tensor(pos, neg, VNPU_AT_INT(1))) : NULL;
+	}
+	in[0] = sg ? vnpu_op_mul_Tensor(g[0], sg) : NULL;
+	temps_free(&t);
+	return in[0] != NULL;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_abs(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record(vnpu_redispatch_abs(vnpu_ag_below(ks), self),
+		      "AbsBackward0", abs_backward, 1,
+		      (struct vnpu_at_tensor *[]){ self }, true, 0);
+}
+
+/* silu: grad * s * (1 + x (1 - s)), s = sigmoid(x), in f32 for f16/bf16 */
+static bool silu_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			  struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_tensor *x, *gg, *sg, *u = NULL, *r = NULL;
+	struct temps t = { 0 };
+
+	x = wide(&t, n->saved[0]);
+	gg = wide(&t, g[0]);
+	sg = x ? keep(&t, vnpu_op_sigmoid(x)) : NULL;
+	if (sg && gg) {
+		/* 1 + x - x s */
+		struct vnpu_at_tensor *xs = keep(&t, vnpu_op_mul_Tensor(x, sg));
+		struct vnpu_at_tensor *d = xs ? keep(&t, vnpu_op_sub_Tensor(x, xs, VNPU_AT_INT(1))) : NULL;
+
+		u = d ? keep(&t, vnpu_op_add_Scalar(d, VNPU_AT_INT(1), VNPU_AT_INT(1))) : NULL;
+	}
+	if (u) {
+		struct vnpu_at_tensor *su = keep(&t, vnpu_op_mul_Tensor(sg, u));
+
+		r = su ? keep(&t, vnpu_op_mul_Tensor(gg, su)) : NULL;
+	}
+	in[0] = as_dtype(r ? vnpu_at_retain(r) : NULL, (enum vnpu_at_dtype)g[0]->dtype);
+	temps_free(&t);
+	return in[0] != NULL;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_silu(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record(vnpu_redispatch_silu(vnpu_ag_below(ks), self),
+		      "SiluBackward0", silu_backward, 1,
+		      (struct vnpu_at_tensor *[]){ self }, true, 0);
+}
+
+/* rsqrt: -grad * out^3 / 2; for f16/bf16 in f32 with out recomputed
+ * from the saved input (cubing the rounded output triples its error) */
+static bool rsqrt_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			   struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_tensor *o = n->saved[0], *gg, *o2 = NULL, *o3 = NULL, *r = NULL;
+	struct temps t = { 0 };
+
+	if (g[0]->dtype == VNPU_AT_F16 || g[0]->dtype == VNPU_AT_BF16) {
+		struct vnpu_at_tensor *x = wide(&t, n->saved[1]);
+
+		o = x ? keep(&t, vnpu_op_rsqrt(x)) : NULL;
+	}
+	gg = wide(&t, g[0]);
+	if (o && gg)
+		o2 = keep(&t, vnpu_op_mul_Tensor(o, o));
+	if (o2)
+		o3 = keep(&t, vnpu_op_mul_Tensor(o2, o));
+	if (o3)
+		r = keep(&t, vnpu_op_mul_Tensor(gg, o3));
+	in[0] = as_dtype(r ? vnpu_op_mul_Scalar(r, VNPU_AT_DOUBLE(-0.5)) : NULL,
+			 (enum vnpu_at_dtype)g[0]->dtype);
+	temps_free(&t);
+	return in[0] != NULL;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_rsqrt(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record_with_output(vnpu_redispatch_rsqrt(vnpu_ag_below(ks), self),
+				  "RsqrtBackward0", rsqrt_backward, self);
+}
+
+/*
+ * maximum / minimum: the gradient goes to the larger (smaller) input, half
+ * to each where they are equal (PyTorch's formula; NaN compares unequal
+ * and unordered, so both get it). d[0] is +1 for maximum, -1 for minimum.
+ */
+static bool maxmin_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			    struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_tensor *a = n->saved[0], *b = n->saved[1];
+	struct vnpu_at_tensor *eq, *half, *base = NULL, *zero;
+	struct temps t = { 0 };
+	bool ok = true;
+
+	eq = keep(&t, vnpu_op_eq_Tensor(a, b));
+	half = keep(&t, vnpu_op_mul_Scalar(g[0], VNPU_AT_DOUBLE(0.5)));
+	zero = scalar_of(&t, g[0], 0.0);
+	if (eq && half && zero)
+		base = keep(&t, vnpu_op_where_self(eq, half, g[0]));
+	for (uint32_t i = 0; i < 2 && ok; i++) {
+		struct vnpu_at_tensor *lose, *r;
+
+		if (!wants(n, i))
+			continue;
+		/* maximum: a loses where a < b, b where a > b */
+		lose = base ? keep(&t, (i == 0) == (n->d[0] > 0) ?
+				   vnpu_op_lt_Tensor(a, b) : vnpu_op_gt_Tensor(a, b)) : NULL;
+		r = lose ? keep(&t, vnpu_op_where_self(lose, zero, base)) : NULL;
+		in[i] = r ? sum_to_input(r, n, i) : NULL;
+		ok = in[i] != NULL;
+	}
+	temps_free(&t);
+	return ok;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_maximum(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_tensor *other)
+{
+	return record(vnpu_redispatch_maximum(vnpu_ag_below(ks), self, other),
+		      "MaximumBackward0", maxmin_backward, 2,
+		      (struct vnpu_at_tensor *[]){ self, other }, true, 1.0);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_minimum(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_tensor *other)
+{
+	return record(vnpu_redispatch_minimum(vnpu_ag_below(ks), self, other),
+		      "MinimumBackward0", maxmin_backward, 2,
+		      (struct vnpu_at_tensor *[]){ self, other }, true, -1.0);
+}
+
+/* where: the gradient to self where the condition holds, to other where
+ * it does not (each reduced to its input's shape); saved[0] the
+ * condition (no gradient) */
+static bool where_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			   struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_tensor *zero, *r;
+	struct temps t = { 0 };
+	bool ok = true;
+
+	zero = scalar_of(&t, g[0], 0.0);
+	for (uint32_t i = 1; i < 3 && ok; i++) {
+		if (!wants(n, i))
+			continue;
+		r = zero ? keep(&t, i == 1 ? vnpu_op_where_self(n->saved[0], g[0], zero) :
+				    vnpu_op_where_self(n->saved[0], zero, g[0])) : NULL;
+		in[i] = r ? vnpu_ag_sum_to(r, n->shape_ndim[i - 1], n->shape[i - 1]) : NULL;
+		ok = in[i] != NULL;
+	}
+	temps_free(&t);
+	return ok;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_where_self(vnpu_keyset_t ks, struct vnpu_at_tensor *condition, struct vnpu_at_tensor *self, struct vnpu_at_tensor *other)
+{
+	struct vnpu_at_tensor *in[3] = { condition, self, other };
+	struct vnpu_at_tensor *out = vnpu_redispatch_where_self(vnpu_ag_below(ks), condition,
+								self, other);
+	struct vnpu_ag_node *node;
+
+	if (!out || !vnpu_ag_needed(3, in))
+		return out;
+	node = vnpu_ag_node_new("WhereBackward0", where_backward, 3, in, 1);
+	if (node) {
+		node->device = vnpu_at_device_of(self);
+		save_shape(node, 0, self);
+		save_shape(node, 1, other);
+		vnpu_ag_save(node, 0, condition);
+	}
+	return track(out, node);
+}
+
 /* ---- reductions ------------------------------------------------------------ */
 
 /* sum / mean: grad with the reduced dims put back (ints[8] is their mask,
@@ -531,6 +763,143 @@ struct vnpu_at_tensor *vnpu_autograd_mean_dim(vnpu_keyset_t ks, struct vnpu_at_t
 	return record_reduce(vnpu_redispatch_mean_dim(vnpu_ag_below(ks), self,
 						      dim, keepdim, dtype),
 			     "MeanBackward1", self, dim, keepdim, true);
+}
+
+/* g with the dims of mask (ints[8]) put back as size 1, unless keepdim
+ * (ints[9]): the shape that broadcasts against the input. */
+static struct vnpu_at_tensor *restore_dims(struct temps *t, const struct vnpu_ag_node *n,
+					   struct vnpu_at_tensor *g)
+{
+	struct vnpu_at_tensor *cur = g;
+
+	for (int64_t d = 0; d < n->shape_ndim[0] && cur && !n->ints[9]; d++)
+		if (n->ints[8] >> d & 1)
+			cur = keep(t, vnpu_op_unsqueeze(cur, d));
+	return cur;
+}
+
+/*
+ * amax / amin: the gradient shared evenly by the elements equal to the
+ * result (PyTorch's scale_grad_by_count). saved[0] the output (detached),
+ * saved[1] the input; ints[8] the reduced dims' mask, ints[9] keepdim.
+ */
+static bool amax_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			  struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_tensor *gr, *or, *m = NULL, *cnt = NULL, *q = NULL;
+	int64_t dims[VNPU_AT_MAX_DIMS], nd = 0;
+	struct temps t = { 0 };
+
+	for (int64_t d = 0; d < n->shape_ndim[0]; d++)
+		if (n->ints[8] >> d & 1)
+			dims[nd++] = d;
+	gr = restore_dims(&t, n, g[0]);
+	or = restore_dims(&t, n, n->saved[0]);
+	if (gr && or)
+		m = mask_as(&t, keep(&t, vnpu_op_eq_Tensor(or, n->saved[1])),
+			    (enum vnpu_at_dtype)g[0]->dtype);
+	if (m)
+		cnt = nd ? keep(&t, vnpu_op_sum_dim_IntList(m, dims_of(dims, nd), true,
+							     VNPU_AT_DTYPE_NONE)) : m;
+	if (cnt)
+		q = keep(&t, vnpu_op_div_Tensor(gr, cnt));
+	in[0] = q ? vnpu_op_mul_Tensor(q, m) : NULL;
+	temps_free(&t);
+	return in[0] != NULL;
+}
+
+static struct vnpu_at_tensor *record_amax(struct vnpu_at_tensor *out, const char *name,
+					  struct vnpu_at_tensor *self,
+					  struct vnpu_at_int_array dim, bool keepdim)
+{
+	struct vnpu_ag_node *node;
+	uint64_t mask;
+
+	if (!out || !vnpu_ag_needed(1, &self))
+		return out;
+	out = record_with_output(out, name, amax_backward, self);
+	if (!out)
+		return NULL;
+	node = out->autograd->grad_fn;
+	if (!reduced_dims(self, (struct vnpu_at_opt_int_array){ true, dim }, &mask)) {
+		vnpu_at_release(out);
+		return NULL;
+	}
+	save_shape(node, 0, self);
+	node->ints[8] = (int64_t)mask;
+	node->ints[9] = keepdim;
+	return out;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_amax(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_int_array dim, bool keepdim)
+{
+	return record_amax(vnpu_redispatch_amax(vnpu_ag_below(ks), self, dim, keepdim),
+			   "AmaxBackward0", self, dim, keepdim);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_amin(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_int_array dim, bool keepdim)
+{
+	return record_amax(vnpu_redispatch_amin(vnpu_ag_below(ks), self, dim, keepdim),
+			   "AminBackward0", self, dim, keepdim);
+}
+
+/*
+ * max.dim: the gradient goes to the element each index names (a one-hot
+ * of the indices along dim). saved[0] the indices; ints[8] the dim's
+ * mask, ints[9] keepdim.
+ */
+static bool max_dim_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			     struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_int_array shape = saved_shape(n, 0);
+	int64_t dim = 0, ar_shape[VNPU_AT_MAX_DIMS];
+	struct vnpu_at_tensor *gr, *ir, *ar = NULL, *arv = NULL, *oh = NULL;
+	struct temps t = { 0 };
+
+	if (!shape.n) {		/* 0-dim: the gradient itself */
+		in[0] = vnpu_op_clone(g[0]);
+		return in[0] != NULL;
+	}
+	while (!(n->ints[8] >> dim & 1))
+		dim++;
+	for (int64_t d = 0; d < shape.n; d++)
+		ar_shape[d] = d == dim ? shape.v[d] : 1;
+	gr = restore_dims(&t, n, g[0]);
+	ir = restore_dims(&t, n, n->saved[0]);
+	if (gr && ir)
+		ar = keep(&t, vnpu_op_arange_start_step(VNPU_AT_INT(0), VNPU_AT_INT(shape.v[dim]),
+							VNPU_AT_INT(1), VNPU_AT_I64, n->device));
+	if (ar)
+		arv = keep(&t, vnpu_op_view(ar, ints_of(ar_shape, shape.n)));
+	if (arv)
+		oh = mask_as(&t, keep(&t, vnpu_op_eq_Tensor(ir, arv)),
+			     (enum vnpu_at_dtype)g[0]->dtype);
+	in[0] = oh ? vnpu_op_mul_Tensor(oh, gr) : NULL;
+	temps_free(&t);
+	return in[0] != NULL;
+}
+
+struct vnpu_ret_max_dim vnpu_autograd_max_dim(vnpu_keyset_t ks, struct vnpu_at_tensor *self, int64_t dim, bool keepdim)
+{
+	struct vnpu_ret_max_dim r = vnpu_redispatch_max_dim(vnpu_ag_below(ks), self, dim,
+							    keepdim);
+	struct vnpu_ag_node *node;
+
+	if (!r.r0 || !vnpu_ag_needed(1, &self))
+		return r;
+	node = node_for("MaxBackward0", max_dim_backward, 1, &self);
+	if (node) {
+		save_shape(node, 0, self);
+		vnpu_ag_save(node, 0, r.r1);
+		node->ints[8] = self->ndim ? 1ll << vnpu_at_wrap_dim(dim, self->ndim) : 0;
+		node->ints[9] = keepdim;
+	}
+	r.r0 = track(r.r0, node);
+	if (!r.r0) {
+		vnpu_at_release(r.r1);
+		r.r1 = NULL;
+	}
+	return r;
 }
 
 /* ---- views and copies -------------------------------------------------------- */
@@ -721,6 +1090,177 @@ struct vnpu_at_tensor *vnpu_autograd__to_copy(vnpu_keyset_t ks, struct vnpu_at_t
 	node = node_for("ToCopyBackward0", to_copy_backward, 1, &self);
 	if (node)
 		node->dtype = self->dtype;
+	return track(out, node);
+}
+
+/*
+ * index_select: each selected slice's gradient added back to the slice it
+ * came from (PyTorch's index_add into zeros). With dim moved last, that
+ * is the gradient's rows times a one-hot of the index against the
+ * input's positions (k x n): one mm, accumulating repeated indices in
+ * f32. saved[0] the index; ints[0] the dim.
+ */
+static bool index_select_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+				  struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_int_array shape = saved_shape(n, 0);
+	uint32_t nd = (uint32_t)shape.n, dim = (uint32_t)n->ints[0];
+	int64_t perm[VNPU_AT_MAX_DIMS], inv[VNPU_AT_MAX_DIMS], moved[VNPU_AT_MAX_DIMS];
+	int64_t k = vnpu_at_numel(n->saved[0]), rows = 1, len;
+	struct vnpu_at_tensor *gp, *g2 = NULL, *ix = NULL, *ar = NULL, *oh = NULL;
+	struct vnpu_at_tensor *m = NULL, *mv = NULL, *back = NULL;
+	struct temps t = { 0 };
+
+	if (!nd) {		/* a 0-dim self: its one element, selected */
+		in[0] = vnpu_op_clone(g[0]);
+		return in[0] != NULL;
+	}
+	len = shape.v[dim];
+	for (uint32_t d = 0, j = 0; d < nd; d++)
+		if (d != dim)
+			perm[j++] = d;
+	perm[nd - 1] = dim;
+	for (uint32_t d = 0; d < nd; d++) {
+		inv[perm[d]] = d;
+		moved[d] = shape.v[perm[d]];
+		if (d + 1 < nd)
+			rows *= moved[d];
+	}
+	gp = keep(&t, vnpu_op_permute(g[0], ints_of(perm, nd)));
+	if (gp)
+		g2 = wide(&t, keep(&t, vnpu_op_reshape(gp, VNPU_AT_INTS(rows, k))));
+	if (g2)
+		ix = keep(&t, vnpu_op_reshape(n->saved[0], VNPU_AT_INTS(k, 1)));
+	if (ix)
+		ar = keep(&t, vnpu_op_arange_start_step(VNPU_AT_INT(0), VNPU_AT_INT(len),
+							VNPU_AT_INT(1), VNPU_AT_I64,
+							n->device));
+	if (ar)
+		oh = mask_as(&t, keep(&t, vnpu_op_eq_Tensor(ix, ar)),
+			     (enum vnpu_at_dtype)g2->dtype);
+	if (oh)
+		m = keep(&t, vnpu_op_mm(g2, oh));
+	if (m)
+		mv = keep(&t, vnpu_op_view(m, ints_of(moved, nd)));
+	if (mv)
+		back = keep(&t, vnpu_op_permute(mv, ints_of(inv, nd)));
+	in[0] = as_dtype(back ? vnpu_op_contiguous(back) : NULL,
+			 (enum vnpu_at_dtype)g[0]->dtype);
+	temps_free(&t);
+	return in[0] != NULL;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_index_select(vnpu_keyset_t ks, struct vnpu_at_tensor *self, int64_t dim, struct vnpu_at_tensor *index)
+{
+	struct vnpu_at_tensor *out = vnpu_redispatch_index_select(vnpu_ag_below(ks), self,
+								  dim, index);
+	struct vnpu_ag_node *node;
+
+	if (!out || !vnpu_ag_needed(1, &self))
+		return out;
+	node = node_for("IndexSelectBackward0", index_select_backward, 1, &self);
+	if (node) {
+		save_shape(node, 0, self);
+		vnpu_ag_save(node, 0, index);
+		node->ints[0] = self->ndim ? vnpu_at_wrap_dim(dim, self->ndim) : 0;
+	}
+	return track(out, node);
+}
+
+/* The storage position of element i (in row-major order) of t's view. */
+static int64_t view_position(const struct vnpu_at_tensor *t, int64_t i)
+{
+	int64_t pos = t->offset;
+
+	for (int d = (int)t->ndim - 1; d >= 0; d--) {
+		pos += (i % t->sizes[d]) * t->strides[d];
+		i /= t->sizes[d];
+	}
+	return pos;
+}
+
+/* One past the last storage position t's view reaches (0 if empty). */
+static int64_t view_end(const struct vnpu_at_tensor *t)
+{
+	int64_t end = t->offset + 1;
+
+	if (!vnpu_at_numel(t))
+		return 0;
+	for (uint32_t d = 0; d < t->ndim; d++)
+		end += (t->sizes[d] - 1) * t->strides[d];
+	return end;
+}
+
+/*
+ * as_strided (PyTorch's as_strided_backward): each output element's
+ * gradient is added to the storage element it views, and the input's
+ * gradient read back through the input's geometry, divided among the
+ * input elements that share a location. A scatter-add over positions the
+ * dispatcher has no op for: done on the host in f64, then moved to the
+ * node's device. saved[0] the input, saved[1] the output (detached).
+ */
+static bool as_strided_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+				struct vnpu_at_tensor **in)
+{
+	const struct vnpu_at_tensor *x = n->saved[0], *o = n->saved[1];
+	int64_t span = view_end(o) > view_end(x) ? view_end(o) : view_end(x);
+	int64_t no = vnpu_at_numel(o), nx = vnpu_at_numel(x);
+	struct vnpu_at_tensor *gc, *gd, *r = NULL;
+	double *acc = NULL, *gp, *rp;
+	uint32_t *cnt = NULL;
+
+	gc = vnpu_op__to_copy(g[0], VNPU_AT_F64, VNPU_AT_DEV_CPU, false);
+	gd = gc ? vnpu_op_contiguous(gc) : NULL;
+	vnpu_at_release(gc);
+	if (gd) {
+		acc = calloc((size_t)span + 1, sizeof(*acc));
+		cnt = calloc((size_t)span + 1, sizeof(*cnt));
+		r = vnpu_at_empty(x->ndim, x->sizes, VNPU_AT_F64, VNPU_AT_DEV_CPU);
+	}
+	if (!acc || !cnt || !r) {
+		if (gd && (!acc || !cnt))
+			vnpu_at_error_set(VNPU_AT_ERR_OOM, "AsStridedBackward0: out of host memory");
+		goto out;
+	}
+	gp = vnpu_at_data(gd);
+	rp = vnpu_at_data(r);
+	for (int64_t i = 0; i < no; i++)
+		acc[view_position(o, i)] += gp[i];
+	for (int64_t i = 0; i < nx; i++)
+		cnt[view_position(x, i)]++;
+	for (int64_t i = 0; i < nx; i++) {
+		int64_t p = view_position(x, i);
+
+		rp[i] = acc[p] / cnt[p];
+	}
+	in[0] = vnpu_op__to_copy(r, (enum vnpu_at_dtype)g[0]->dtype, n->device, false);
+out:
+	free(acc);
+	free(cnt);
+	vnpu_at_release(gd);
+	vnpu_at_release(r);
+	return in[0] != NULL;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_as_strided(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_int_array size, struct vnpu_at_int_array stride, struct vnpu_at_opt_int storage_offset)
+{
+	struct vnpu_at_tensor *out = vnpu_redispatch_as_strided(vnpu_ag_below(ks), self, size,
+								stride, storage_offset);
+	struct vnpu_ag_node *node;
+	struct vnpu_at_tensor *alias;
+
+	if (!out || !vnpu_ag_needed(1, &self))
+		return out;
+	node = node_for("AsStridedBackward0", as_strided_backward, 1, &self);
+	alias = node ? detach(out) : NULL;
+	if (!alias) {
+		vnpu_ag_node_release(node);
+		vnpu_at_release(out);
+		return NULL;
+	}
+	vnpu_ag_save(node, 0, self);
+	vnpu_ag_save(node, 1, alias);
+	vnpu_at_release(alias);
 	return track(out, node);
 }
 
@@ -1201,16 +1741,31 @@ struct vnpu_at_tensor *vnpu_autograd_avg_pool2d(vnpu_keyset_t ks, struct vnpu_at
 /* ---- softmax ---------------------------------------------------------------------- */
 
 /* saved: the output (detached); ints[0] dim; ints[1] log */
+/*
+ * For f16/bf16 the output is recomputed in f32 from the saved input and
+ * the gradient formed in f32, rounded once: grad - sum(grad * y) cancels,
+ * and the rounded output would carry its rounding into the difference.
+ */
 static bool softmax_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
 			     struct vnpu_at_tensor **in)
 {
 	enum vnpu_at_dtype dt = (enum vnpu_at_dtype)n->dtype;
+	struct vnpu_at_tensor *y = n->saved[0], *gg = g[0], *x;
+	struct temps t = { 0 };
+	bool log = n->ints[1];
 
-	in[0] = n->ints[1] ?
-		vnpu_op__log_softmax_backward_data(g[0], n->saved[0],
-						   n->ints[0], dt) :
-		vnpu_op__softmax_backward_data(g[0], n->saved[0], n->ints[0],
-					       dt);
+	if (g[0]->dtype == VNPU_AT_F16 || g[0]->dtype == VNPU_AT_BF16) {
+		x = wide(&t, n->saved[1]);
+		gg = wide(&t, g[0]);
+		y = !x ? NULL : keep(&t, log ? vnpu_op__log_softmax(x, n->ints[0], false) :
+					   vnpu_op__softmax(x, n->ints[0], false));
+		dt = VNPU_AT_F32;
+	}
+	if (y && gg)
+		in[0] = log ? vnpu_op__log_softmax_backward_data(gg, y, n->ints[0], dt) :
+			vnpu_op__softmax_backward_data(gg, y, n->ints[0], dt);
+	in[0] = as_dtype(in[0], (enum vnpu_at_dtype)g[0]->dtype);
+	temps_free(&t);
 	return in[0] != NULL;
 }
 
@@ -1309,16 +1864,25 @@ static bool norm_backward_common(struct vnpu_ag_node *n,
 				 struct vnpu_at_int_array wshape,
 				 struct vnpu_at_tensor **in)
 {
-	struct vnpu_at_tensor *xhat = normalized(x, mean, rstd), *gh;
+	enum vnpu_at_dtype xdt = (enum vnpu_at_dtype)x->dtype;
+	struct temps t = { 0 };
+	struct vnpu_at_tensor *xhat, *gh;
 
-	if (!xhat)
+	/* f16/bf16 in f32, rounded once (the engine rounds the weight and
+	 * bias gradients to their dtype) */
+	g = wide(&t, g);
+	x = wide(&t, x);
+	w = w ? wide(&t, w) : NULL;
+	xhat = g && x ? normalized(x, mean, rstd) : NULL;
+	if (!xhat) {
+		temps_free(&t);
 		return false;
+	}
 	gh = w ? vnpu_op_mul_Tensor(g, w) : vnpu_at_retain(g);
 	if (gh && wants(n, 0))
 		in[0] = as_dtype(train ? norm_input_grad(gh, xhat, rstd, inner,
 							 ninner)
-				       : vnpu_op_mul_Tensor(gh, rstd),
-				 (enum vnpu_at_dtype)x->dtype);
+				       : vnpu_op_mul_Tensor(gh, rstd), xdt);
 	vnpu_at_release(gh);
 	if (wants(n, 0) && !in[0])
 		goto fail;
@@ -1339,9 +1903,11 @@ static bool norm_backward_common(struct vnpu_ag_node *n,
 			goto fail;
 	}
 	vnpu_at_release(xhat);
+	temps_free(&t);
 	return true;
 fail:
 	vnpu_at_release(xhat);
+	temps_free(&t);
 	return false;
 }
 
@@ -1497,7 +2063,7 @@ static bool embedding_backward(struct vnpu_ag_node *n,
 {
 	struct vnpu_at_tensor *idx = n->saved[0], *ix, *ar, *oh = NULL;
 	struct vnpu_at_tensor *f = NULL, *cur, *g2 = NULL, *ft = NULL;
-	int64_t v = n->ints[0], d = n->ints[1], m = vnpu_at_numel(idx);
+	int64_t v = n->shape[0][0], d = n->shape[0][1], m = vnpu_at_numel(idx);
 
 	ix = vnpu_op_reshape(idx, VNPU_AT_INTS(m, 1));
 	ar = vnpu_op_arange_start_step(VNPU_AT_INT(0), VNPU_AT_INT(v),
