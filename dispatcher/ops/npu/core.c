@@ -22,9 +22,10 @@ struct vnpu_at_tensor *vnpu_npu_empty_strided(vnpu_keyset_t ks,
 	struct vnpu_at_int_array size, struct vnpu_at_int_array stride,
 	enum vnpu_at_dtype dtype, struct vnpu_at_device device)
 {
-	if (size.n > VNPU_AT_MAX_DIMS || size.n != stride.n)
+	/* more than 8 dims: vnpu_at_empty_strided says so */
+	if (size.n != stride.n)
 		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
-					 "aten::empty_strided: size and stride differ in length");
+					 "aten::empty_strided: mismatch in length of strides and shape");
 	if (!vnpu_npu_ready())
 		return NULL;
 	return vnpu_at_empty_strided((uint32_t)size.n, size.v, stride.v,
