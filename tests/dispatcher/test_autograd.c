@@ -562,6 +562,122 @@ START_TEST(npu_against_cpu)
 }
 END_TEST
 
+/* ---- the derivatives PyTorch's OpInfo samples asked for ----------------------------- */
+
+UNARY(f_abs, vnpu_op_abs(in[0]))
+UNARY(f_silu, vnpu_op_silu(in[0]))
+UNARY(f_rsqrt, vnpu_op_rsqrt(in[0]))
+UNARY(f_maximum, vnpu_op_maximum(in[0], in[1]))
+UNARY(f_minimum, vnpu_op_minimum(in[0], in[1]))
+UNARY(f_amax, vnpu_op_amax(in[0], VNPU_AT_INTS(0, 2), false))
+UNARY(f_amin_keep, vnpu_op_amin(in[0], VNPU_AT_INTS(1), true))
+UNARY(f_index_select, vnpu_op_index_select(in[0], 1, in[1]))
+/* an output whose elements overlap: each input element gathers every
+ * output gradient that views it */
+UNARY(f_as_strided, vnpu_op_as_strided(in[0], VNPU_AT_INTS(3, 3),
+				       VNPU_AT_INTS(2, 1), VNPU_AT_SOME_INT(1)))
+
+static struct vnpu_at_tensor *f_where(struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_tensor *c = vnpu_op_gt_Scalar(in[0], VNPU_AT_DOUBLE(0));
+	struct vnpu_at_tensor *r = c ? vnpu_op_where_self(c, in[0], in[1]) : NULL;
+
+	vnpu_at_release(c);
+	return r;
+}
+
+static struct vnpu_at_tensor *f_max_dim(struct vnpu_at_tensor **in)
+{
+	struct vnpu_ret_max_dim r = vnpu_op_max_dim(in[0], -1, false);
+
+	vnpu_at_release(r.r1);
+	return r.r0;
+}
+
+START_TEST(pytorch_derivatives)
+{
+	static const int64_t rep[] = { 3, 0, 3, 1, 3 };
+
+	GC("abs", f_abs, 1, "AbsBackward0", R(3, 4));
+	GC("silu", f_silu, 1, "SiluBackward0", R(3, 4));
+	GC("rsqrt", f_rsqrt, 1, "RsqrtBackward0", RPOS(3, 4));
+	GC("maximum broadcast", f_maximum, 3, "MaximumBackward0", R(3, 4), R(4));
+	GC("minimum broadcast", f_minimum, 3, "MinimumBackward0", R(2, 1, 3), R(4, 1));
+	GC("where broadcast", f_where, 3, "WhereBackward0", R(3, 4), R(4));
+	GC("amax over two dims", f_amax, 1, "AmaxBackward0", R(2, 3, 4));
+	GC("amin keepdim", f_amin_keep, 1, "AminBackward0", R(2, 3, 4));
+	GC("max.dim", f_max_dim, 1, "MaxBackward0", R(3, 5));
+	GC("index_select, repeated indices", f_index_select, 1,
+	   "IndexSelectBackward0", R(2, 4, 3), i64_tensor(VNPU_AT_INTS(5), rep));
+	GC("as_strided, overlapping", f_as_strided, 1, "AsStridedBackward0",
+	   R(12));
+}
+END_TEST
+
+/* Ties share the gradient as in PyTorch: maximum halves it between equal
+ * inputs, amax divides it among the elements equal to the maximum. */
+START_TEST(ties_share_the_gradient)
+{
+	static const double a[] = { 1, 2, 3 }, b[] = { 1, 5, 0 };
+	static const double x[] = { 4, 1, 4, 2 };
+	struct vnpu_at_tensor *ta = vnpu_at_empty(1, (int64_t[]){ 3 }, VNPU_AT_F64,
+						  VNPU_AT_DEV_CPU);
+	struct vnpu_at_tensor *tb = vnpu_at_empty(1, (int64_t[]){ 3 }, VNPU_AT_F64,
+						  VNPU_AT_DEV_CPU);
+	struct vnpu_at_tensor *tx = vnpu_at_empty(1, (int64_t[]){ 4 }, VNPU_AT_F64,
+						  VNPU_AT_DEV_CPU);
+	struct vnpu_at_tensor *m, *s;
+	const double *ga, *gb, *gx;
+
+	memcpy(vnpu_at_data(ta), a, sizeof(a));
+	memcpy(vnpu_at_data(tb), b, sizeof(b));
+	memcpy(vnpu_at_data(tx), x, sizeof(x));
+	ck_assert(vnpu_at_set_requires_grad(ta, true));
+	ck_assert(vnpu_at_set_requires_grad(tb, true));
+	ck_assert(vnpu_at_set_requires_grad(tx, true));
+	m = vnpu_op_maximum(ta, tb);
+	s = vnpu_op_sum(m, VNPU_AT_DTYPE_NONE);
+	ck_assert(vnpu_at_backward(s));
+	vnpu_at_release(m);
+	vnpu_at_release(s);
+	ga = vnpu_at_data(vnpu_at_grad(ta));
+	gb = vnpu_at_data(vnpu_at_grad(tb));
+	ck_assert(ga[0] == 0.5 && gb[0] == 0.5);
+	ck_assert(ga[1] == 0 && gb[1] == 1 && ga[2] == 1 && gb[2] == 0);
+	m = vnpu_op_amax(tx, VNPU_AT_INTS(0), false);
+	ck_assert(vnpu_at_backward(m));
+	vnpu_at_release(m);
+	gx = vnpu_at_data(vnpu_at_grad(tx));
+	ck_assert(gx[0] == 0.5 && gx[1] == 0 && gx[2] == 0.5 && gx[3] == 0);
+	vnpu_at_release(ta);
+	vnpu_at_release(tb);
+	vnpu_at_release(tx);
+}
+END_TEST
+
+/* A bf16 leaf of an f32 computation gets a bf16 gradient (PyTorch's
+ * validate_outputs). */
+START_TEST(gradient_in_the_input_dtype)
+{
+	struct vnpu_at_tensor *x = R(2, 3), *xb, *w = R(2, 3), *wf, *p, *s;
+
+	xb = vnpu_op__to_copy(x, VNPU_AT_BF16, VNPU_AT_DEV_CPU, false);
+	wf = vnpu_op__to_copy(w, VNPU_AT_F32, VNPU_AT_DEV_CPU, false);
+	ck_assert(vnpu_at_set_requires_grad(xb, true));
+	p = vnpu_op_mul_Tensor(xb, wf);
+	ck_assert_int_eq(p->dtype, VNPU_AT_F32);
+	s = vnpu_op_sum(p, VNPU_AT_DTYPE_NONE);
+	ck_assert(vnpu_at_backward(s));
+	ck_assert_int_eq(vnpu_at_grad(xb)->dtype, VNPU_AT_BF16);
+	vnpu_at_release(p);
+	vnpu_at_release(s);
+	vnpu_at_release(x);
+	vnpu_at_release(xb);
+	vnpu_at_release(w);
+	vnpu_at_release(wf);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("autograd");
@@ -577,6 +693,9 @@ int main(void)
 	tcase_add_test(tc, reduce_view_loss);
 	tcase_add_test(tc, embedding_padding_and_frequency);
 	tcase_add_test(tc, npu_against_cpu);
+	tcase_add_test(tc, pytorch_derivatives);
+	tcase_add_test(tc, ties_share_the_gradient);
+	tcase_add_test(tc, gradient_in_the_input_dtype);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

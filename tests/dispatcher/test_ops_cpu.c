@@ -1120,6 +1120,140 @@ START_TEST(inplace_and_out_checks)
 }
 END_TEST
 
+/* PyTorch's result_type ranks (issue 18's OpInfo harness): a 0-dim tensor
+ * of a higher category decides, a wrapped bool Scalar is int64 */
+START_TEST(promotion_ranks)
+{
+	struct vnpu_at_tensor *i = vnpu_at_scalar_tensor(VNPU_AT_INT(3), VNPU_AT_I32,
+							 VNPU_AT_DEV_CPU);
+	struct vnpu_at_tensor *f = vnpu_at_scalar_tensor(VNPU_AT_DOUBLE(0.5), VNPU_AT_F64,
+							 VNPU_AT_DEV_CPU);
+	struct vnpu_at_tensor *v = f64(1, (int64_t[]){ 4 }, -1, 1, OT_CONTIG);
+	struct vnpu_at_tensor *b = vnpu_op__to_copy(v, VNPU_AT_BOOL, VNPU_AT_DEV_CPU, false);
+	struct vnpu_at_tensor *r;
+
+	r = vnpu_op_add_Tensor(i, f, VNPU_AT_INT(1));	/* two 0-dim: promoted */
+	ck_assert(r && r->dtype == VNPU_AT_F64);
+	vnpu_at_release(r);
+	r = vnpu_op_add_Scalar(b, VNPU_AT_BOOLV(true), VNPU_AT_INT(1));
+	ck_assert(r && r->dtype == VNPU_AT_I64);
+	vnpu_at_release(r);
+	r = vnpu_op_mul_Tensor(b, i);	/* a 0-dim int raises bool */
+	ck_assert(r && r->dtype == VNPU_AT_I32);
+	vnpu_at_release(r);
+	vnpu_at_release(i);
+	vnpu_at_release(f);
+	vnpu_at_release(v);
+	vnpu_at_release(b);
+}
+END_TEST
+
+/* cross_entropy_loss forms PyTorch takes, against the class-index form:
+ * one-hot probabilities, and (N, C, d) inputs flattened by hand */
+START_TEST(cross_entropy_forms)
+{
+	static const int64_t cls[] = { 2, 0, 1, 1, 0, 2 };
+	struct vnpu_at_tensor *x = f64(2, (int64_t[]){ 6, 3 }, -2, 2, OT_CONTIG);
+	struct vnpu_at_tensor *t = vnpu_at_empty(1, (int64_t[]){ 6 }, VNPU_AT_I64,
+						 VNPU_AT_DEV_CPU);
+	struct vnpu_at_tensor *oh, *p, *a, *c, *x3, *t2, *k;
+
+	memcpy(vnpu_at_data(t), cls, sizeof(cls));
+	oh = vnpu_at_empty(2, (int64_t[]){ 6, 3 }, VNPU_AT_F64, VNPU_AT_DEV_CPU);
+	for (int n = 0; n < 6; n++)
+		for (int j = 0; j < 3; j++)
+			((double *)vnpu_at_data(oh))[n * 3 + j] = j == cls[n];
+	for (int64_t red = 0; red < 3; red++) {
+		a = vnpu_op_cross_entropy_loss(x, t, NULL, red, -100, 0.1);
+		p = vnpu_op_cross_entropy_loss(x, oh, NULL, red, -100, 0.1);
+		ck_assert_msg(a && p, "%s", vnpu_at_error_message());
+		ot_expect_close("one-hot probabilities", a, p, 1e-12, 1e-12);
+		vnpu_at_release(a);
+		vnpu_at_release(p);
+	}
+	/* rows (n, d) of a [2, 3, 3] input are rows n * 3 + d of x */
+	c = vnpu_op_view(x, VNPU_AT_INTS(2, 3, 3));
+	x3 = vnpu_op_permute(c, VNPU_AT_INTS(0, 2, 1));
+	t2 = vnpu_op_view(t, VNPU_AT_INTS(2, 3));
+	a = vnpu_op_cross_entropy_loss(x, t, NULL, 0, -100, 0.0);
+	k = vnpu_op_cross_entropy_loss(x3, t2, NULL, 0, -100, 0.0);
+	ck_assert_msg(k && k->ndim == 2 && k->sizes[0] == 2 && k->sizes[1] == 3,
+		      "%s", vnpu_at_error_message());
+	p = vnpu_op_view(a, VNPU_AT_INTS(2, 3));
+	ot_expect_close("(N, C, d) input", p, k, 1e-12, 1e-12);
+	vnpu_at_release(p);
+	vnpu_at_release(a);
+	vnpu_at_release(k);
+	vnpu_at_release(c);
+	vnpu_at_release(x3);
+	vnpu_at_release(t2);
+	vnpu_at_release(oh);
+	vnpu_at_release(x);
+	vnpu_at_release(t);
+}
+END_TEST
+
+/* int64 convolution and average pooling are exact, as PyTorch's CPU */
+START_TEST(int64_conv_pool)
+{
+	struct vnpu_at_tensor *x = ot_rand(4, (int64_t[]){ 1, 2, 5, 5 }, VNPU_AT_I64,
+					   -9, 9, OT_STRIDED);
+	struct vnpu_at_tensor *w = ot_rand(4, (int64_t[]){ 3, 2, 3, 3 }, VNPU_AT_I64,
+					   -9, 9, OT_CONTIG);
+	struct vnpu_at_tensor *xd = vnpu_op__to_copy(x, VNPU_AT_F64, VNPU_AT_DEV_CPU, false);
+	struct vnpu_at_tensor *wd = vnpu_op__to_copy(w, VNPU_AT_F64, VNPU_AT_DEV_CPU, false);
+	struct vnpu_at_tensor *ci, *cd, *cc, *pi;
+
+	ci = vnpu_op_conv2d(x, w, NULL, VNPU_AT_INTS(1), VNPU_AT_INTS(1), VNPU_AT_INTS(1), 1);
+	cd = vnpu_op_conv2d(xd, wd, NULL, VNPU_AT_INTS(1), VNPU_AT_INTS(1), VNPU_AT_INTS(1), 1);
+	ck_assert_msg(ci && ci->dtype == VNPU_AT_I64, "%s", vnpu_at_error_message());
+	cc = vnpu_op__to_copy(ci, VNPU_AT_F64, VNPU_AT_DEV_CPU, false);
+	ot_expect_close("int64 conv2d", cd, cc, 0, 0);
+	/* 2x2 windows: the integer sum divided by 4, truncated */
+	pi = vnpu_op_avg_pool2d(x, VNPU_AT_INTS(2), VNPU_AT_NO_INTS, VNPU_AT_INTS(0), false,
+				true, (struct vnpu_at_opt_int){ false, 0 });
+	ck_assert_msg(pi && pi->dtype == VNPU_AT_I64, "%s", vnpu_at_error_message());
+	for (int64_t c = 0; c < 2; c++) {
+		int64_t sum = 0;
+
+		for (int64_t h = 0; h < 2; h++)
+			for (int64_t ww = 0; ww < 2; ww++)
+				sum += *(int64_t *)((char *)vnpu_at_data(x) +
+						    8 * (c * x->strides[1] + h * x->strides[2] +
+							 ww * x->strides[3]));
+		ck_assert_int_eq(((int64_t *)vnpu_at_data(pi))[c * 4], sum / 4);
+	}
+	vnpu_at_release(pi);
+	vnpu_at_release(cc);
+	vnpu_at_release(ci);
+	vnpu_at_release(cd);
+	vnpu_at_release(xd);
+	vnpu_at_release(wd);
+	vnpu_at_release(x);
+	vnpu_at_release(w);
+}
+END_TEST
+
+/* matmul of a 2-D by a batched operand (folded, transposed) equals bmm of
+ * the expanded operand */
+START_TEST(matmul_fold_transposed)
+{
+	struct vnpu_at_tensor *a = f64(2, (int64_t[]){ 4, 3 }, -1, 1, OT_TRANSPOSED);
+	struct vnpu_at_tensor *b = f64(3, (int64_t[]){ 2, 3, 5 }, -1, 1, OT_STRIDED);
+	struct vnpu_at_tensor *m = vnpu_op_matmul(a, b), *e, *r;
+
+	e = vnpu_op_expand(a, VNPU_AT_INTS(2, 4, 3), false);
+	r = e ? vnpu_op_bmm(e, b) : NULL;
+	ck_assert_msg(m && r, "%s", vnpu_at_error_message());
+	ot_expect_close("2-D @ 3-D", r, m, 1e-12, 1e-12);
+	vnpu_at_release(m);
+	vnpu_at_release(e);
+	vnpu_at_release(r);
+	vnpu_at_release(a);
+	vnpu_at_release(b);
+}
+END_TEST
+
 static Suite *ops_cpu_suite(void)
 {
 	Suite *s = suite_create("ops_cpu");
@@ -1140,6 +1274,10 @@ static Suite *ops_cpu_suite(void)
 	tcase_add_test(tc, pow_special_values);
 	tcase_add_test(tc, wrapped_number_dtype);
 	tcase_add_test(tc, inplace_and_out_checks);
+	tcase_add_test(tc, promotion_ranks);
+	tcase_add_test(tc, cross_entropy_forms);
+	tcase_add_test(tc, int64_conv_pool);
+	tcase_add_test(tc, matmul_fold_transposed);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -2,27 +2,33 @@
 """Every NPU op judged by PyTorch's own samples, through both front ends.
 
 For every op of dispatcher/ops/native_functions.yaml that PyTorch 1.13's
-op_db has an OpInfo for (and the ops those OpInfos reach), every dtype
-the OpInfo lists that the device has, its sample_inputs, reference_inputs
-and error_inputs:
+op_db has an OpInfo for (and the OpInfos that reach the others), every
+dtype the OpInfo lists that the device has, its sample_inputs,
+reference_inputs and error_inputs:
 
-- the C front end: each aten call PyTorch makes for the sample (capture.py)
-  replayed through the C dispatcher's boxed call (vnpu_c.py) on cpu and on
-  npu, against PyTorch's CPU result; gradients of the top-level call
-  through the C autograd against PyTorch's; error_inputs must be refused;
+- the C front end (vnpu_c.py over boxed_call.c) on cpu and on npu: the aten
+  calls PyTorch makes for the sample (capture.py: traced whole and
+  dispatched below autograd, backward ops included), its in-place and out=
+  forms, and cases derived from their values for ops PyTorch reaches only
+  from C++; calls PyTorch refuses must be refused; gradients through the C
+  autograd against PyTorch's, and gradcheck in float64;
 - torch_vnpu: the OpInfo's own call on privateuseone against the same call
   on the CPU, its in-place variant, gradients against the CPU's, and
   error_inputs must raise PyTorch's error.
 
 Values are compared with torch.testing.assert_close at PyTorch's default
-tolerance for the dtype, widened by the OpInfo's own toleranceOverride
-decorators. Deliberate differences are listed in accepted.py with their
-reason; anything else that differs is a failure, and so is a listed
-difference that no longer occurs. Prints one line per op and dtype.
+tolerance for the result's dtype, widened by the OpInfo's own
+toleranceOverride decorators; a result that agrees instead with PyTorch's
+op computed wider and rounded once is counted apart. Deliberate
+differences are listed in accepted.py with their reason; anything else
+that differs is a failure, and so is a listed difference that no longer
+occurs or an aten op of the yaml that no case reaches. Prints one line
+per op, dtype and front end (docs/dispatcher.md).
 
   harness.py                 both front ends (two child processes)
   harness.py --front c|torch one of them, JSON on stdout (the children)
   harness.py --ops a,b       only these OpInfos (names as in op_db)
+  harness.py --save FILE     also every count and mismatch as JSON
 """
 import argparse
 import json
@@ -56,10 +62,10 @@ UNINITIALISED = {'aten::empty.memory_format', 'aten::empty_strided',
                  'resize_', 'npu::empty_with_format'}
 # OpInfos that reach yaml ops other than by name: through decomposition
 # (nll_loss -> nll_loss_forward, cross_entropy -> cross_entropy_loss,
-# softmax -> _softmax, max_pool2d -> max_pool2d_with_indices, conv2d ->
-# convolution) or as a fill (fill -> fill_, new_full/full_like -> full)
+# threshold -> threshold_backward, batch_norm -> native_batch_norm) or as
+# a fill (fill -> fill_, new_full/full_like -> full)
 REACHING = ['nn.functional.nll_loss', 'nn.functional.cross_entropy', 'fill',
-            'new_full', 'full_like', 'item', 'nn.functional.threshold',
+            'new_full', 'full_like', 'nn.functional.threshold',
             'nn.functional.batch_norm']
 
 
