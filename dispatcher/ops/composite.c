@@ -836,6 +836,24 @@ static struct vnpu_at_tensor *scalar_like(const struct vnpu_at_tensor *t,
 				     vnpu_at_device_of(t));
 }
 
+/* x * weight, the class weights along x's class dim (1 when x has 2+
+ * dims); x itself (a new reference) without weights. */
+static struct vnpu_at_tensor *class_weighted(struct vnpu_at_tensor *x,
+					     struct vnpu_at_tensor *weight)
+{
+	int64_t cdim = x->ndim >= 2 ? 1 : 0, ws[VNPU_AT_MAX_DIMS];
+	struct vnpu_at_tensor *wv, *r;
+
+	if (!weight)
+		return vnpu_at_retain(x);
+	for (uint32_t d = 0; d < x->ndim; d++)
+		ws[d] = d == cdim ? x->sizes[cdim] : 1;
+	wv = vnpu_op_reshape(weight, (struct vnpu_at_int_array){ ws, x->ndim });
+	r = wv ? vnpu_op_mul_Tensor(x, wv) : NULL;
+	vnpu_at_release(wv);
+	return r;
+}
+
 /*
  * PyTorch 1.13's label smoothing for class-index targets: the smoothing
  * term -sum_c w_c logp_c per sample (0 where the target is ignored),
@@ -848,21 +866,12 @@ static struct vnpu_at_tensor *smoothing_term(struct vnpu_at_tensor *logp,
 					     int64_t reduction,
 					     int64_t ignore_index)
 {
-	int64_t cdim = logp->ndim >= 2 ? 1 : 0, C = logp->sizes[cdim];
-	struct vnpu_at_tensor *wv = NULL, *prod = NULL, *sum = NULL, *neg = NULL;
+	int64_t cdim = logp->ndim >= 2 ? 1 : 0;
+	struct vnpu_at_tensor *prod, *sum = NULL, *neg = NULL;
 	struct vnpu_at_tensor *mask = NULL, *zero = NULL, *smooth = NULL;
 	struct vnpu_at_tensor *ret = NULL;
 
-	if (weight) {
-		int64_t ws[VNPU_AT_MAX_DIMS];
-
-		for (uint32_t d = 0; d < logp->ndim; d++)
-			ws[d] = d == cdim ? C : 1;
-		wv = vnpu_op_reshape(weight, (struct vnpu_at_int_array){ ws, logp->ndim });
-		prod = wv ? vnpu_op_mul_Tensor(logp, wv) : NULL;
-	} else {
-		prod = vnpu_at_retain(logp);
-	}
+	prod = class_weighted(logp, weight);
 	sum = prod ? vnpu_op_sum_dim_IntList(prod, (struct vnpu_at_opt_int_array){
 		true, { &cdim, 1 } }, false, VNPU_AT_DTYPE_NONE) : NULL;
 	neg = sum ? vnpu_op_neg(sum) : NULL;
@@ -901,7 +910,6 @@ static struct vnpu_at_tensor *smoothing_term(struct vnpu_at_tensor *logp,
 		vnpu_at_release(den);
 		vnpu_at_release(num);
 	}
-	vnpu_at_release(wv);
 	vnpu_at_release(prod);
 	vnpu_at_release(sum);
 	vnpu_at_release(neg);
@@ -934,8 +942,7 @@ static struct vnpu_at_tensor *cross_entropy_probs(struct vnpu_at_tensor *self,
 						  double label_smoothing)
 {
 	int64_t cdim = self->ndim >= 2 ? 1 : 0, C = self->sizes[cdim];
-	int64_t wsizes[VNPU_AT_MAX_DIMS];
-	struct vnpu_at_tensor *t, *p, *w, *s, *n, *r;
+	struct vnpu_at_tensor *t, *p, *s, *n, *r;
 
 	t = label_smoothing > 0.0 ?
 	    vnpu_op_mul_Scalar(target, VNPU_AT_DOUBLE(1.0 - label_smoothing)) :
@@ -950,12 +957,11 @@ static struct vnpu_at_tensor *cross_entropy_probs(struct vnpu_at_tensor *self,
 	}
 	p = times(vnpu_op__log_softmax(self, cdim, false), t);
 	vnpu_at_release(t);
-	if (p && weight) {
-		for (uint32_t d = 0; d < self->ndim; d++)
-			wsizes[d] = d == cdim ? C : 1;
-		w = vnpu_op_view(weight, (struct vnpu_at_int_array){ wsizes, self->ndim });
-		p = times(p, w);
-		vnpu_at_release(w);
+	if (p) {
+		struct vnpu_at_tensor *pw = class_weighted(p, weight);
+
+		vnpu_at_release(p);
+		p = pw;
 	}
 	if (!p)
 		return NULL;

@@ -1749,7 +1749,8 @@ struct vnpu_at_tensor *vnpu_autograd_avg_pool2d(vnpu_keyset_t ks, struct vnpu_at
 static bool softmax_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
 			     struct vnpu_at_tensor **in)
 {
-	enum vnpu_at_dtype dt = (enum vnpu_at_dtype)n->dtype;
+	/* the input's dtype: the gradient's, and the kernel's input_dtype */
+	enum vnpu_at_dtype in_dt = (enum vnpu_at_dtype)n->dtype, dt = in_dt;
 	struct vnpu_at_tensor *y = n->saved[0], *gg = g[0], *x;
 	struct temps t = { 0 };
 	bool log = n->ints[1];
@@ -1764,7 +1765,7 @@ static bool softmax_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
 	if (y && gg)
 		in[0] = log ? vnpu_op__log_softmax_backward_data(gg, y, n->ints[0], dt) :
 			vnpu_op__softmax_backward_data(gg, y, n->ints[0], dt);
-	in[0] = as_dtype(in[0], (enum vnpu_at_dtype)g[0]->dtype);
+	in[0] = as_dtype(in[0], in_dt);
 	temps_free(&t);
 	return in[0] != NULL;
 }

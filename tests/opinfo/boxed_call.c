@@ -26,8 +26,7 @@ EXPORT const char *bc_error(void)
 	return vnpu_at_error_message();
 }
 
-/* ---- tensors --------------------------------------------------------------
- */
+/* ---- tensors ------------------------------------------------------ */
 
 static struct vnpu_at_device device(int type, int index)
 {
@@ -107,8 +106,7 @@ EXPORT bool bc_read(struct vnpu_at_tensor *t, void *out)
 	return true;
 }
 
-/* ---- the boxed call -------------------------------------------------------
- */
+/* ---- the boxed call ----------------------------------------------- */
 
 EXPORT struct vnpu_stack *bc_stack_new(void)
 {
@@ -203,13 +201,17 @@ EXPORT size_t bc_stack_size(const struct vnpu_stack *s)
 }
 
 /* Tag of entry i (enum vnpu_ivalue_tag) and its payload: a new reference
- * for a tensor, the length for a list, the value for the rest. */
+ * for a tensor, the length for a list, the value for the rest; -1 past
+ * the stack. */
 EXPORT int bc_stack_get(const struct vnpu_stack *s, size_t i, int64_t *iv,
 			double *dv, struct vnpu_at_tensor **t)
 {
-	const struct vnpu_ivalue *v = &s->v[i];
+	const struct vnpu_ivalue *v;
 
 	*t = NULL;
+	if (i >= s->size)
+		return -1;
+	v = &s->v[i];
 	switch (v->tag) {
 	case VNPU_IV_TENSOR:
 		*t = v->t ? vnpu_at_retain(v->t) : NULL;
@@ -232,17 +234,21 @@ EXPORT int bc_stack_get(const struct vnpu_stack *s, size_t i, int64_t *iv,
 	return (int)v->tag;
 }
 
-/* Entry j of the tensor list at stack entry i (a new reference, or NULL). */
+/* Entry j of the tensor list at stack entry i (a new reference; NULL for
+ * a None entry or one that is not there). */
 EXPORT struct vnpu_at_tensor *bc_stack_list_item(const struct vnpu_stack *s,
 						 size_t i, int64_t j)
 {
-	struct vnpu_at_tensor *t = s->v[i].tl->v[j];
+	struct vnpu_at_tensor *t;
 
+	if (i >= s->size || s->v[i].tag != VNPU_IV_TENSOR_LIST || j < 0 ||
+	    j >= s->v[i].tl->n)
+		return NULL;
+	t = s->v[i].tl->v[j];
 	return t ? vnpu_at_retain(t) : NULL;
 }
 
-/* ---- the op's schema, for binding PyTorch's arguments by name -------------
- */
+/* ---- the op's schema, for binding PyTorch's arguments by name ---------- */
 
 EXPORT int bc_schema_nargs(const char *name)
 {
@@ -251,21 +257,24 @@ EXPORT int bc_schema_nargs(const char *name)
 	return op ? (int)vnpu_op_schema(op)->nargs : -1;
 }
 
-/* Argument i: its name; *base (enum vnpu_type_base), list and optional. */
+/* Argument i of op name: its name, type base, list and optional flags;
+ * NULL for no such op or argument. */
 EXPORT const char *bc_schema_arg(const char *name, int i, int *base,
 				 int *is_list, int *optional)
 {
-	const struct vnpu_schema_arg *a =
-		&vnpu_op_schema(vnpu_op_find(name))->args[i];
+	const struct vnpu_op *op = vnpu_op_find(name);
+	const struct vnpu_schema_arg *a;
 
+	if (!op || i < 0 || (uint32_t)i >= vnpu_op_schema(op)->nargs)
+		return NULL;
+	a = &vnpu_op_schema(op)->args[i];
 	*base = a->type.base;
 	*is_list = a->type.is_list;
 	*optional = a->type.optional;
 	return a->name;
 }
 
-/* ---- autograd and the fallback report -------------------------------------
- */
+/* ---- autograd and the fallback report ----------------------------- */
 
 EXPORT bool bc_set_requires_grad(struct vnpu_at_tensor *t)
 {

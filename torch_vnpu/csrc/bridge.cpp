@@ -472,6 +472,10 @@ struct Binding {
 	const struct vnpu_op *op;
 	std::vector<int> torch_index;	// per dispatcher argument
 	std::vector<int> targets;	// PyTorch's written args we don't pass
+	// what PyTorch's kernel of the op checks of its written tensors
+	// beyond TensorIterator's rules (check_aliasing)
+	bool refuses_any_overlap;	// cat, index_select
+	bool out_keeps_dtype;		// amax, amin
 };
 
 struct CStack {
@@ -544,6 +548,10 @@ static const Binding &binding(const char *c_name, const c10::OperatorHandle &op)
 		if (!used[j] && targs[j].alias_info() &&
 		    targs[j].alias_info()->isWrite())
 			b.targets.push_back((int)j);
+	b.refuses_any_overlap = !strcmp(c_name, "aten::cat") ||
+				!strcmp(c_name, "aten::index_select");
+	b.out_keeps_dtype = !strcmp(c_name, "aten::amax") ||
+			    !strcmp(c_name, "aten::amin");
 	return cache.emplace(key, std::move(b)).first->second;
 }
 
@@ -815,45 +823,43 @@ static void check_target(const char *what, const at::Tensor &target,
 
 // What PyTorch checks of the tensors an in-place or out= variant writes:
 // no element written twice, no input partly overwritten while it is read
-// (TensorIterator's check_mem_overlap); cat and index_select refuse any
-// overlap with an input; reductions such as amax keep self's dtype.
-static void check_aliasing(const char *c_name, const torch::jit::Stack *stack,
+// (TensorIterator's check_mem_overlap), and what the op's own kernel adds
+// (Binding). target_args: the written arguments' positions.
+static void check_aliasing(const Binding &b, const torch::jit::Stack *stack,
 			   size_t base, size_t n, const std::vector<int> &target_args,
 			   const std::vector<at::Tensor> &targets, bool out)
 {
-	bool whole = !strcmp(c_name, "aten::cat") ||
-		     !strcmp(c_name, "aten::index_select");
-	bool same_dtype = !strcmp(c_name, "aten::amax") ||
-			  !strcmp(c_name, "aten::amin");
+	if (out && b.out_keeps_dtype) {
+		const at::Tensor &self = (*stack)[base].toTensor();
 
-	for (const at::Tensor &t : targets) {
+		TORCH_CHECK(self.scalar_type() == targets[0].scalar_type(),
+			    "Expected the dtype for input and out to match, but got ",
+			    self.scalar_type(), " for input's dtype and ",
+			    targets[0].scalar_type(), " for out's dtype.");
+	}
+	for (const at::Tensor &t : targets)
 		at::assert_no_internal_overlap(t);
-		for (size_t j = 0; j < n; j++) {
-			const c10::IValue &v = (*stack)[base + j];
-			std::vector<at::Tensor> ins;
+	for (size_t j = 0; j < n; j++) {
+		const c10::IValue &v = (*stack)[base + j];
 
-			if (std::find(target_args.begin(), target_args.end(),
-				      (int)j) != target_args.end())
-				continue;
-			if (v.isTensor())
-				ins.push_back(v.toTensor());
-			else if (v.isTensorList())
-				for (const at::Tensor &e : v.toTensorVector())
-					ins.push_back(e);
-			for (const at::Tensor &in : ins) {
-				if (!in.defined())
-					continue;
-				if (whole)
+		if (std::find(target_args.begin(), target_args.end(), (int)j) !=
+		    target_args.end())
+			continue;
+		auto check = [&](const at::Tensor &in) {
+			if (!in.defined())
+				return;
+			for (const at::Tensor &t : targets) {
+				if (b.refuses_any_overlap)
 					at::assert_no_overlap(t, in);
 				else
 					at::assert_no_partial_overlap(t, in);
-				if (same_dtype && out && j == 0)
-					TORCH_CHECK(in.scalar_type() == t.scalar_type(),
-						    "Expected the dtype for input and out to match, but got ",
-						    in.scalar_type(), " for input's dtype and ",
-						    t.scalar_type(), " for out's dtype.");
 			}
-		}
+		};
+		if (v.isTensor())
+			check(v.toTensor());
+		else if (v.isTensorList())
+			for (const at::Tensor &e : v.toTensorVector())
+				check(e);
 	}
 }
 
@@ -882,7 +888,7 @@ void run_npu_variant(const char *c_name, const c10::OperatorHandle &op,
 		return;
 	}
 	bool out = !b.targets.empty();
-	check_aliasing(c_name, stack, base, n,
+	check_aliasing(b, stack, base, n,
 		       out ? b.targets : std::vector<int>{ 0 }, targets, out);
 	for (size_t i = 0; i < targets.size(); i++) {
 		at::Tensor r = rets[i].toTensor();
