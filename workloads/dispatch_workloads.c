@@ -79,13 +79,13 @@ static int net_linear(struct net *n, int64_t in, int64_t out)
 	return w;
 }
 
+/* The network on dev, its tensors cast to dtype (NONE: kept). */
 static void net_to(const struct net *src, struct net *dst,
-		   struct vnpu_at_device dev)
+		   struct vnpu_at_device dev, enum vnpu_at_dtype dtype)
 {
 	dst->n = src->n;
 	for (int i = 0; i < src->n; i++) {
-		dst->t[i] = vnpu_op__to_copy(src->t[i], VNPU_AT_DTYPE_NONE, dev,
-					     false);
+		dst->t[i] = vnpu_op__to_copy(src->t[i], dtype, dev, false);
 		if (!dst->t[i])
 			die("copy to device");
 	}
@@ -277,6 +277,7 @@ static tensor_t transformer_forward(const struct net *n)
 
 struct result {
 	const char *name;
+	enum vnpu_at_dtype dtype;
 	double err, tol, cpu_ms, npu_ms;
 	bool ok;
 	char note[160];
@@ -304,10 +305,11 @@ static double max_error(tensor_t a, tensor_t b)
 	return err / mag;
 }
 
+/* Consumes t; a CPU f32 copy of it. */
 static tensor_t to_cpu(tensor_t t)
 {
-	return take(vnpu_op__to_copy(t, VNPU_AT_DTYPE_NONE, VNPU_AT_DEV_CPU,
-				     false), t, NULL);
+	return take(vnpu_op__to_copy(t, VNPU_AT_F32, VNPU_AT_DEV_CPU, false),
+		    t, NULL);
 }
 
 /* One warm-up pass on each device (npu: formats cast and cached, the
@@ -328,22 +330,34 @@ static double timed(tensor_t (*forward)(const struct net *),
 	return now_ms() - t0;
 }
 
+/* As the kernel workloads: what a kernel may differ by in each dtype. */
+static double tolerance_of(enum vnpu_at_dtype dtype)
+{
+	return dtype == VNPU_AT_F32 ? 1e-5 : dtype == VNPU_AT_F16 ? 2e-3 : 2e-2;
+}
+
+/* The network in dtype on npu and on the CPU key (PyTorch's semantics in
+ * that dtype: every op's result rounded to it), same inputs and weights. */
 static void run_inference(struct result *r, const char *name,
 			  void (*init)(struct net *),
-			  tensor_t (*forward)(const struct net *))
+			  tensor_t (*forward)(const struct net *),
+			  enum vnpu_at_dtype dtype)
 {
-	struct net cpu = { 0 }, npu = { 0 };
+	struct net f32 = { 0 }, cpu = { 0 }, npu = { 0 };
 	tensor_t yc, yn;
 
 	r->name = name;
-	r->tol = 1e-3;
-	init(&cpu);
-	net_to(&cpu, &npu, VNPU_AT_DEV_NPU(0));
+	r->dtype = dtype;
+	r->tol = tolerance_of(dtype);
+	init(&f32);
+	net_to(&f32, &cpu, VNPU_AT_DEV_CPU, dtype);
+	net_to(&f32, &npu, VNPU_AT_DEV_NPU(0), dtype);
 	r->cpu_ms = timed(forward, &cpu, false, &yc);
 	r->npu_ms = timed(forward, &npu, true, &yn);
 	if (!vnpu_at_is_npu(yn))
 		die("the npu result is not on npu");
 	yn = to_cpu(yn);
+	yc = to_cpu(yc);
 	r->err = max_error(yn, yc);
 	r->ok = r->err <= r->tol;
 	snprintf(r->note, sizeof(r->note), "output [%lld x %lld%s]",
@@ -351,6 +365,7 @@ static void run_inference(struct result *r, const char *name,
 		 yc->ndim > 2 ? " x ..." : "");
 	vnpu_at_release(yc);
 	vnpu_at_release(yn);
+	net_free(&f32);
 	net_free(&cpu);
 	net_free(&npu);
 }
@@ -432,13 +447,14 @@ static void run_training(struct result *r)
 	double c0, c1, n0, n1;
 
 	r->name = "mlp_training";
-	r->tol = 1e-3;
+	r->dtype = VNPU_AT_F32;
+	r->tol = tolerance_of(VNPU_AT_F32);
 	logits = vnpu_op_linear(x, teacher, NULL);
 	y = take(vnpu_op_argmax(logits, VNPU_AT_SOME_INT(1), false), logits,
 		 teacher);
 	net_linear(&cpu, TRAIN_IN, TRAIN_HID);
 	net_linear(&cpu, TRAIN_HID, TRAIN_CLASSES);
-	net_to(&cpu, &npu, VNPU_AT_DEV_NPU(0));
+	net_to(&cpu, &npu, VNPU_AT_DEV_NPU(0), VNPU_AT_DTYPE_NONE);
 	xn = vnpu_op__to_copy(x, VNPU_AT_DTYPE_NONE, VNPU_AT_DEV_NPU(0), false);
 	yn = vnpu_op__to_copy(y, VNPU_AT_DTYPE_NONE, VNPU_AT_DEV_NPU(0), false);
 	if (!xn || !yn)
@@ -467,52 +483,56 @@ static void run_training(struct result *r)
 	net_free(&npu);
 }
 
+static const struct {
+	const char *name;
+	void (*init)(struct net *);
+	tensor_t (*forward)(const struct net *);
+} networks[] = {
+	{ "mlp_inference", mlp_init, mlp_forward },
+	{ "lenet_cnn", lenet_init, lenet_forward },
+	{ "transformer_block", transformer_init, transformer_forward },
+};
+
+static const enum vnpu_at_dtype dtypes[] = { VNPU_AT_F32, VNPU_AT_F16,
+					     VNPU_AT_BF16 };
+
+static bool report(struct result *r)
+{
+	printf("%-18s %-8s %-4s error %.2e (tol %.0e)  npu %9.2f ms  ref "
+	       "%9.2f ms  %s\n",
+	       r->name, vnpu_at_dtype_name(r->dtype), r->ok ? "PASS" : "FAIL",
+	       r->err, r->tol, r->npu_ms, r->cpu_ms, r->note);
+	printf("  ");
+	vnpu_fallback_print(stdout);
+	return r->ok;
+}
+
 int main(void)
 {
-	struct result res[4];
 	int passed = 0, failed = 0;
+	struct result r;
 
-	memset(res, 0, sizeof(res));
 	if (!vnpu_at_npu_set_device(0))
 		die("npu:0");
-	printf("dispatcher workloads: npu:0 against the CPU key, f32, same "
-	       "inputs and weights\n");
-	printf("error: max |npu - ref| / max(1, max |ref|); time: one pass "
-	       "after a warm-up pass (training: the whole loop)\n"
-	       "ref: the same program on the dispatcher's CPU kernels, the "
-	       "correctness reference\n  (naive loops accumulating in "
-	       "double): not a CPU performance baseline, so no speed ratio\n\n");
-	for (int w = 0; w < 4; w++) {
-		struct result *r = &res[w];
-
-		switch (w) {
-		case 0:
-			run_inference(r, "mlp_inference", mlp_init,
-				      mlp_forward);
-			break;
-		case 1:
-			run_inference(r, "lenet_cnn", lenet_init,
-				      lenet_forward);
-			break;
-		case 2:
-			run_inference(r, "transformer_block", transformer_init,
-				      transformer_forward);
-			break;
-		default:
-			run_training(r);
-			break;
+	printf("dispatcher workloads: npu:0 against the CPU key, same inputs "
+	       "and weights, in each dtype\n");
+	printf("error: max |npu - ref| / max(1, max |ref|), limit per dtype as "
+	       "the kernel workloads'; time: one pass after a warm-up pass "
+	       "(training: the whole loop)\n"
+	       "ref: the same program on the dispatcher's CPU kernels in the "
+	       "same dtype, the correctness reference\n  (naive loops "
+	       "accumulating in double): not a CPU performance baseline, so "
+	       "no speed ratio\n\n");
+	for (size_t w = 0; w < sizeof(networks) / sizeof(networks[0]); w++)
+		for (size_t d = 0; d < sizeof(dtypes) / sizeof(dtypes[0]); d++) {
+			memset(&r, 0, sizeof(r));
+			run_inference(&r, networks[w].name, networks[w].init,
+				      networks[w].forward, dtypes[d]);
+			report(&r) ? passed++ : failed++;
 		}
-		printf("%-18s %-4s error %.2e (tol %.0e)  npu %9.2f ms  ref "
-		       "%9.2f ms  %s\n",
-		       r->name, r->ok ? "PASS" : "FAIL", r->err, r->tol,
-		       r->npu_ms, r->cpu_ms, r->note);
-		printf("  ");
-		vnpu_fallback_print(stdout);
-		if (r->ok)
-			passed++;
-		else
-			failed++;
-	}
+	memset(&r, 0, sizeof(r));
+	run_training(&r);
+	report(&r) ? passed++ : failed++;
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }
