@@ -42,14 +42,13 @@ import warnings
 import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.join(HERE, '..', '..')
 sys.path.insert(0, os.path.join(HERE, '..', 'torch', 'shim'))  # expecttest
 
 import torch  # noqa: E402
-from torch.testing._internal.common_methods_invocations import op_db  # noqa: E402
 from torch.testing._internal.common_device_type import toleranceOverride  # noqa: E402
 
 import capture  # noqa: E402
+from yaml_opinfos import selected_opinfos, yaml_ops  # noqa: E402
 from accepted import ACCEPTED, F32_RESULTS  # noqa: E402
 
 DEVICE_DTYPES = [torch.bool, torch.uint8, torch.int8, torch.int32,
@@ -60,40 +59,6 @@ GRAD_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 UNINITIALISED = {'aten::empty.memory_format', 'aten::empty_strided',
                  'aten::empty_like', 'aten::resize_', 'empty', 'empty_like',
                  'resize_', 'npu::empty_with_format'}
-# OpInfos that reach yaml ops other than by name: through decomposition
-# (nll_loss -> nll_loss_forward, cross_entropy -> cross_entropy_loss,
-# threshold -> threshold_backward, batch_norm -> native_batch_norm) or as
-# a fill (fill -> fill_, new_full/full_like -> full)
-REACHING = ['nn.functional.nll_loss', 'nn.functional.cross_entropy', 'fill',
-            'new_full', 'full_like', 'nn.functional.threshold',
-            'nn.functional.batch_norm']
-
-
-def yaml_ops():
-    ops = []
-    with open(os.path.join(ROOT, 'dispatcher', 'ops',
-                           'native_functions.yaml')) as f:
-        for line in f:
-            m = re.match(r'- func: ([\w:]+)(\.\w+)?\(', line)
-            if m:
-                name = m.group(1)
-                ops.append((name if '::' in name else 'aten::' + name) +
-                           (m.group(2) or ''))
-    return ops
-
-
-def selected_opinfos():
-    bases = {re.sub(r'\..*', '', o.split('::')[1]) for o in yaml_ops()}
-    chosen = []
-    for o in op_db:
-        if o.name.startswith('masked.') or o.name.startswith('_refs'):
-            continue
-        short = o.name.split('.')[-1]
-        if {o.aten_name, short, o.name} & bases or o.name in REACHING:
-            chosen.append(o)
-    return chosen
-
-
 def opinfo_id(o):
     return o.name + ('/' + o.variant_test_name if o.variant_test_name else '')
 
