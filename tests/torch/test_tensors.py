@@ -213,6 +213,19 @@ def test_copies_in_every_direction():
     assert_same(x, c)
 
 
+def test_copies_to_and_from_meta():
+    # the meta device has no data: a copy into it only checks shapes, one
+    # out of it is refused (found by PyTorch's test_storage_meta_*: the
+    # copy dereferenced the meta tensor's null data pointer)
+    for dt in (torch.float32, torch.int16):
+        m = torch.ones(4, 5, dtype=dt, device=NPU).to('meta')
+        assert m.is_meta and m.shape == (4, 5) and m.dtype == dt
+    with pytest.raises(NotImplementedError, match='meta tensor'):
+        torch.ones(3, device=NPU).copy_(torch.ones(3, device='meta'))
+    with pytest.raises(RuntimeError):
+        torch.ones(3, device='meta').copy_(torch.ones(4, device=NPU))
+
+
 def test_non_blocking_copies_complete_before_use():
     c = torch.randn(256, 256)
     p = c.pin_memory(device=NPU)

@@ -188,6 +188,8 @@ static struct vnpu_at_tensor *bytes_of(const at::Tensor &t,
 				      sizes.data(), strides.data(),
 				      t.storage_offset() * (int64_t)t.itemsize());
 	} else {
+		TORCH_CHECK(t.device().is_cpu(), "torch_vnpu: a copy between ",
+			    t.device(), " and npu");
 		c = vnpu_at_from_blob(t.data_ptr(), (uint32_t)sizes.size(),
 				      sizes.data(), strides.data(), VNPU_AT_U8);
 	}
@@ -226,6 +228,12 @@ static void copy_any_dtype(const at::Tensor &dst, const at::Tensor &src)
 		    src.dim() <= dst.dim(),
 		    "copy_: shapes ", dst.sizes(), " and ", src.sizes());
 	at::Tensor s = src.expand(dst.sizes());
+	// as PyTorch's copy_: a meta tensor has no data, a copy into one
+	// only checks the shapes (t.to("meta"))
+	if (dst.is_meta())
+		return;
+	TORCH_CHECK_NOT_IMPLEMENTED(!s.is_meta(),
+				    "Cannot copy out of meta tensor; no data!");
 	if (dst.device().is_cpu() && s.device().is_cpu()) {
 		dst.copy_(s);
 		return;
