@@ -287,3 +287,22 @@ def test_repr():
     assert "device='privateuseone:0'" in r and 'nan' in r and '1.5000' in r
     assert 'privateuseone' in repr(torch.ones(2, dtype=torch.int32, device=NPU))
     assert repr(torch.empty(0, device=NPU)).startswith('tensor([]')
+
+
+def test_legacy_new():
+    # PyTorch 1.13's Tensor.new refuses PrivateUse1; torch_vnpu gives it
+    # the legacy semantics (torch.testing.make_non_contiguous uses it)
+    x = torch.ones(2, 3, device=NPU, dtype=torch.float16)
+    assert x.new().shape == (0,) and x.new().device == x.device
+    e = x.new(4, 5)
+    assert e.shape == (4, 5) and e.dtype == x.dtype and e.device == x.device
+    assert x.new(torch.Size([7])).shape == (7,)
+    assert torch.equal(x.new([1, 2]).cpu(), torch.tensor([1., 2.]).half())
+    assert x.new(x).data_ptr() == x.data_ptr()
+    with pytest.raises(TypeError):
+        x.new(torch.ones(2))            # another type
+    with pytest.raises(RuntimeError):
+        x.new(3, device='cpu')
+    with pytest.raises(TypeError):
+        x.new(3, bogus=1)
+    assert torch.ones(2).new(3).shape == (3,)   # the CPU's own

@@ -27,6 +27,11 @@ struct vnpu_at_storage *storage_of(const c10::Storage &s);
 // A PyTorch storage holding a reference to the dispatcher storage s.
 c10::Storage wrap_storage(struct vnpu_at_storage *s);
 
+// Copies len bytes at byte offset off of an npu storage to host memory
+// (to_host) or from it; synchronous.
+void copy_storage_bytes(const c10::Storage &npu, int64_t off, int64_t len,
+			void *host, bool to_host);
+
 // The thread's npu device index (starts the runtime; throws if it fails).
 int current_device();
 void set_device(int index);

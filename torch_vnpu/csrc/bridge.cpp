@@ -115,6 +115,10 @@ static struct vnpu_at_tensor *to_c(const at::Tensor &t)
 		throw Unrepresentable("more than 8 dims");
 	if (t.layout() != at::kStrided)
 		throw Unrepresentable("a layout other than strided");
+	// a lazily negated view (torch._neg_view) reads other values than
+	// its bytes: the kernels see bytes
+	if (t.is_neg() || t.is_conj())
+		throw Unrepresentable("a negated or conjugated view");
 	if (t.device().type() == kNpu) {
 		struct vnpu_at_storage *s = storage_of(t.storage());
 
@@ -217,6 +221,28 @@ static void byte_copy(const at::Tensor &dst, const at::Tensor &src)
 	vnpu_at_release(s);
 	if (!r)
 		throw_dispatch_error("aten::copy_");
+	vnpu_at_release(r);
+}
+
+void copy_storage_bytes(const c10::Storage &npu, int64_t off, int64_t len,
+			void *host, bool to_host)
+{
+	struct vnpu_at_storage *st = storage_of(npu);
+	struct vnpu_at_tensor *d, *h, *r;
+	const int64_t one = 1;
+
+	TORCH_CHECK(st, "torch_vnpu: an npu storage not allocated by torch_vnpu");
+	if (!len)
+		return;
+	d = vnpu_at_tensor_on(st, VNPU_AT_U8, 1, &len, &one, off);
+	h = vnpu_at_from_blob(host, 1, &len, &one, VNPU_AT_U8);
+	r = d && h ? (to_host ? vnpu_op_copy_(h, d, false)
+			      : vnpu_op_copy_(d, h, false))
+		   : nullptr;
+	vnpu_at_release(d);
+	vnpu_at_release(h);
+	if (!r)
+		throw_dispatch_error("torch_vnpu: a fallback's storage copy");
 	vnpu_at_release(r);
 }
 
@@ -484,6 +510,7 @@ struct Binding {
 	// beyond TensorIterator's rules (check_aliasing)
 	bool refuses_any_overlap;	// cat, index_select
 	bool out_keeps_dtype;		// amax, amin
+	bool is_copy;			// copy_: TensorIterator's rules
 };
 
 struct CStack {
@@ -560,6 +587,7 @@ static const Binding &binding(const char *c_name, const c10::OperatorHandle &op)
 				!strcmp(c_name, "aten::index_select");
 	b.out_keeps_dtype = !strcmp(c_name, "aten::amax") ||
 			    !strcmp(c_name, "aten::amin");
+	b.is_copy = !strcmp(c_name, "aten::copy_");
 	return cache.emplace(key, std::move(b)).first->second;
 }
 
@@ -804,6 +832,21 @@ void run_npu_kernel(const char *c_name, const c10::OperatorHandle &op,
 	TORCH_CHECK(vnpu_op_schema(b.op)->nrets == op.schema().returns().size(),
 		    "torch_vnpu: ", c_name, " and ", op.schema(),
 		    " return different numbers of values");
+	if (b.is_copy) {
+		// PyTorch's copy_ (TensorIterator): a copy onto itself is
+		// done, one between partly overlapping tensors refused
+		size_t base = stack->size() - op.schema().arguments().size();
+		at::Tensor dst = (*stack)[base].toTensor();
+		const at::Tensor &src = (*stack)[base + 1].toTensor();
+
+		if (dst.is_same(src)) {
+			rets.emplace_back(dst);
+			replace_args(stack, op.schema().arguments().size(), rets);
+			return;
+		}
+		at::assert_no_internal_overlap(dst);
+		at::assert_no_partial_overlap(dst, src);
+	}
 	if (!invoke(c_name, b, op, ks, stack, rets)) {
 		if (!dtype_agnostic(c_name, op, stack))
 			cpu_fallback(op, stack);

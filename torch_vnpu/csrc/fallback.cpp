@@ -1,18 +1,25 @@
 // SPDX-License-Identifier: MIT
 // The CPU fallback for PrivateUse1: an op without an NPU kernel (or one
-// an NPU kernel leaves to the CPU) runs on PyTorch's own CPU kernel. npu
-// tensors (alone, in lists, optional) are copied to the CPU, the op is
-// redispatched to the CPU key, written arguments are copied back into the
-// npu tensors they came from (resized when the op resized them), and the
-// other results move to the op's npu device. The policy and the counters
+// an NPU kernel leaves to the CPU) runs on PyTorch's own CPU kernel. The
+// npu storages of its tensors (alone, in lists, optional) are copied to
+// the CPU and the tensors rebuilt over them with their geometry, the op is
+// redispatched to the CPU key, written storages are copied back (a
+// written tensor the op resized, as a tensor), and the other results move
+// to the op's npu device. The policy and the counters
 // are the dispatcher's (VNPU_FALLBACK, vnpu_fallback_report).
 #include "backend.h"
 
-#include <ATen/MemoryOverlap.h>
+extern "C" {
+#include "vnpu/kernel_abi.h"
+}
+
 #include <ATen/core/ivalue.h>
 
+#include <algorithm>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace torch_vnpu {
 
@@ -28,25 +35,148 @@ static bool is_npu(const at::Tensor &t)
 	return t.defined() && t.device().type() == kNpu;
 }
 
-// One npu tensor passed twice (an input that is also the out=) has one
-// CPU copy, so that the CPU kernel sees that they are the same.
-using CpuCopies = std::unordered_map<c10::TensorImpl *, at::Tensor>;
+// The host side of a call: every npu storage its arguments reach is
+// copied to the CPU once (the byte range its tensors use), and every npu
+// tensor becomes a CPU tensor of the same geometry over that copy. So the
+// CPU kernel sees the aliasing the npu tensors have (an input that is
+// also the out=, views of one tensor, an expanded tensor) and PyTorch's
+// own overlap checks, warnings and semantics hold unchanged; a written
+// storage is copied back as a whole range.
+struct HostStorage {
+	c10::Storage npu;
+	int64_t lo = INT64_MAX, hi = 0; // bytes of npu the tensors use
+	at::Tensor bytes;               // their CPU copy, uint8 [hi - lo]
+	bool written = false;
+};
 
-static at::Tensor cpu_copy(const at::Tensor &t, CpuCopies &seen)
+class HostSide {
+public:
+	// First pass: the range each storage's tensors use.
+	void reach(const at::Tensor &t)
+	{
+		if (!is_npu(t) || !t.numel() || !plain(t))
+			return;
+		int64_t isz = (int64_t)t.itemsize(), last = t.storage_offset();
+
+		for (int64_t d = 0; d < t.dim(); d++)
+			last += (t.size(d) - 1) * t.stride(d);
+		HostStorage &h = storages_[t.storage().unsafeGetStorageImpl()];
+		h.npu = t.storage();
+		// aligned for any element size, so every tensor's offset into
+		// the copy is a whole number of its elements
+		h.lo = std::min(h.lo, t.storage_offset() * isz / 16 * 16);
+		h.hi = std::max(h.hi, (last + 1) * isz);
+	}
+
+	void copy_in()
+	{
+		for (auto &kv : storages_) {
+			HostStorage &h = kv.second;
+
+			h.bytes = at::empty({ h.hi - h.lo }, at::kByte);
+			copy_storage_bytes(h.npu, h.lo, h.hi - h.lo,
+					   h.bytes.data_ptr(), true);
+		}
+	}
+
+	at::Tensor cpu(const at::Tensor &t)
+	{
+		auto it = tensors_.find(t.unsafeGetTensorImpl());
+
+		if (it != tensors_.end())
+			return it->second;
+		at::TensorOptions o = t.options().device(at::kCPU);
+		at::Tensor c;
+
+		if (!t.numel()) {
+			c = at::empty_strided(t.sizes(), t.strides(), o);
+		} else if (!plain(t)) {
+			c = t.cpu(); // an internal format: its values, not bytes
+		} else {
+			const HostStorage &h =
+				storages_.at(t.storage().unsafeGetStorageImpl());
+			int64_t isz = (int64_t)t.itemsize();
+
+			c = at::empty({ 0 }, o).set_(
+				h.bytes.storage(),
+				(t.storage_offset() * isz - h.lo) / isz,
+				t.sizes(), t.strides());
+			// the lazy negation/conjugation bits read the same bytes
+			if (t.is_conj())
+				c = c.conj();
+			if (t.is_neg())
+				c = at::_neg_view(c);
+		}
+		tensors_.emplace(t.unsafeGetTensorImpl(), c);
+		return c;
+	}
+
+	// A written npu tensor after the CPU kernel: its storage's range is
+	// copied back, unless the kernel gave its CPU tensor another
+	// geometry (resized an out=), which is then copied as a tensor.
+	void written(const at::Tensor &npu, const at::Tensor &cpu)
+	{
+		if (npu.numel() && plain(npu) && cpu.sizes() == npu.sizes() &&
+		    cpu.strides() == npu.strides() &&
+		    cpu.storage().is_alias_of(storages_.at(
+			    npu.storage().unsafeGetStorageImpl()).bytes.storage())) {
+			storages_[npu.storage().unsafeGetStorageImpl()].written = true;
+			return;
+		}
+		resized_.emplace_back(npu, cpu);
+	}
+
+	void copy_out()
+	{
+		for (auto &kv : storages_) {
+			HostStorage &h = kv.second;
+
+			if (h.written)
+				copy_storage_bytes(h.npu, h.lo, h.hi - h.lo,
+						   h.bytes.data_ptr(), false);
+		}
+		for (auto &r : resized_) {
+			if (r.first.sizes() != r.second.sizes())
+				r.first.resize_(r.second.sizes());
+			r.first.copy_(r.second);
+		}
+	}
+
+private:
+	// whether the storage's bytes are the tensor's elements (ND format)
+	static bool plain(const at::Tensor &t)
+	{
+		struct vnpu_at_storage *st = storage_of(t.storage());
+
+		return st && st->npu.npu_format == VNPU_FORMAT_ND;
+	}
+
+	std::unordered_map<c10::StorageImpl *, HostStorage> storages_;
+	std::unordered_map<c10::TensorImpl *, at::Tensor> tensors_;
+	std::vector<std::pair<at::Tensor, at::Tensor>> resized_;
+};
+
+// Every npu tensor of one argument value (tensors, lists, optional lists).
+template <typename F> static void each_npu_tensor(const c10::IValue &v, F f)
 {
-	auto it = seen.find(t.unsafeGetTensorImpl());
-
-	if (it != seen.end())
-		return it->second;
-	at::Tensor c = t.cpu();
-
-	seen.emplace(t.unsafeGetTensorImpl(), c);
-	return c;
+	if (v.isTensor()) {
+		if (is_npu(v.toTensor()))
+			f(v.toTensor());
+	} else if (v.isTensorList()) {
+		for (const at::Tensor &t : v.toTensorVector())
+			if (is_npu(t))
+				f(t);
+	} else if (v.isOptionalTensorList()) {
+		for (const c10::optional<at::Tensor> &t : v.toOptionalTensorList())
+			if (t && is_npu(*t))
+				f(*t);
+	}
 }
 
-// The CPU copy of one argument value (tensors, lists, optional lists).
+// The CPU value of one argument; tgt: the npu device of the first npu
+// tensor or device argument, where the results go.
 static c10::IValue to_cpu(const c10::IValue &v, c10::optional<at::Device> &tgt,
-			  CpuCopies &seen)
+			  HostSide &host)
 {
 	if (v.isTensor()) {
 		const at::Tensor &t = v.toTensor();
@@ -55,7 +185,7 @@ static c10::IValue to_cpu(const c10::IValue &v, c10::optional<at::Device> &tgt,
 			return v;
 		if (!tgt)
 			tgt = t.device();
-		return cpu_copy(t, seen);
+		return host.cpu(t);
 	}
 	if (v.isTensorList()) {
 		c10::List<at::Tensor> out;
@@ -63,7 +193,7 @@ static c10::IValue to_cpu(const c10::IValue &v, c10::optional<at::Device> &tgt,
 		for (const at::Tensor &t : v.toTensorVector()) {
 			if (is_npu(t) && !tgt)
 				tgt = t.device();
-			out.push_back(is_npu(t) ? cpu_copy(t, seen) : t);
+			out.push_back(is_npu(t) ? host.cpu(t) : t);
 		}
 		return out;
 	}
@@ -74,7 +204,7 @@ static c10::IValue to_cpu(const c10::IValue &v, c10::optional<at::Device> &tgt,
 			if (t && is_npu(*t)) {
 				if (!tgt)
 					tgt = t->device();
-				out.push_back(cpu_copy(*t, seen));
+				out.push_back(host.cpu(*t));
 			} else {
 				out.push_back(t);
 			}
@@ -104,14 +234,6 @@ static c10::IValue to_device(const c10::IValue &v, const at::Device &d)
 		return out;
 	}
 	return v;
-}
-
-// Copies the CPU result of a written argument back into the npu tensor.
-static void copy_back(const at::Tensor &npu, const at::Tensor &cpu)
-{
-	if (npu.sizes() != cpu.sizes())
-		npu.resize_(cpu.sizes());
-	npu.copy_(cpu);
 }
 
 namespace {
@@ -158,18 +280,13 @@ void run_on_cpu(const c10::OperatorHandle &op, torch::jit::Stack *stack)
 	std::vector<c10::IValue> orig(stack->begin() + base, stack->end());
 	c10::optional<at::Device> tgt;
 	std::vector<c10::IValue> cpu_args;
-	// a written tensor whose elements share memory: PyTorch's kernels
-	// refuse it, and its dense CPU copy would hide that
-	for (size_t i = 0; i < n; i++) {
-		const c10::AliasInfo *ai = args[i].alias_info();
+	HostSide host;
 
-		if (ai && ai->isWrite() && orig[i].isTensor() &&
-		    orig[i].toTensor().defined())
-			at::assert_no_internal_overlap(orig[i].toTensor());
-	}
-	CpuCopies seen;
+	for (const c10::IValue &v : orig)
+		each_npu_tensor(v, [&](const at::Tensor &t) { host.reach(t); });
+	host.copy_in();
 	for (size_t i = 0; i < n; i++) {
-		cpu_args.push_back(to_cpu(orig[i], tgt, seen));
+		cpu_args.push_back(to_cpu(orig[i], tgt, host));
 		(*stack)[base + i] = cpu_args.back();
 	}
 
@@ -188,16 +305,17 @@ void run_on_cpu(const c10::OperatorHandle &op, torch::jit::Stack *stack)
 		if (!ai || !ai->isWrite())
 			continue;
 		if (orig[i].isTensor() && is_npu(orig[i].toTensor())) {
-			copy_back(orig[i].toTensor(), cpu_args[i].toTensor());
+			host.written(orig[i].toTensor(), cpu_args[i].toTensor());
 		} else if (orig[i].isTensorList()) {
 			auto o = orig[i].toTensorVector();
 			auto c = cpu_args[i].toTensorVector();
 
 			for (size_t j = 0; j < o.size(); j++)
 				if (is_npu(o[j]))
-					copy_back(o[j], c[j]);
+					host.written(o[j], c[j]);
 		}
 	}
+	host.copy_out();
 	for (size_t r = 0; r < nr; r++) {
 		c10::IValue &rv = (*stack)[base + r];
 		const c10::AliasInfo *ra = rets[r].alias_info();

@@ -16,6 +16,7 @@ import torch
 
 from . import _C
 from . import npu
+from . import tensor_methods  # noqa: F401  (Tensor.new on privateuseone)
 from .fallback import fallback_report, print_fallback_report, \
     reset_fallback_report, set_fallback_policy, fallback_policy, \
     rejected_inputs
