@@ -54,6 +54,9 @@ void npu_backend_select(const c10::OperatorHandle &op,
 // The CPU fallback for PrivateUse1 (every op without an NPU kernel, and
 // those an NPU kernel leaves to the CPU).
 void cpu_fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack);
+// The fallback registered for the structured aten ops without an NPU
+// kernel, which PyTorch would otherwise run through their out= variant.
+void register_direct_fallbacks();
 // The same without the policy and the report: for the ops torch_vnpu
 // runs on the host by design (random numbers, random.cpp).
 void run_on_cpu(const c10::OperatorHandle &op, torch::jit::Stack *stack);

@@ -14,8 +14,10 @@ extern "C" {
 }
 
 #include <ATen/core/ivalue.h>
+#include <torch/library.h>
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -337,6 +339,43 @@ void run_on_cpu(const c10::OperatorHandle &op, torch::jit::Stack *stack)
 		}
 		if (tgt && tgt->type() == kNpu)
 			rv = to_device(rv, *tgt);
+	}
+}
+
+// PyTorch 1.13 runs a structured op (index.Tensor, erfinv, ...) on a
+// backend without its kernel through its generic default: the meta
+// function, an empty npu result, then the out= variant, which falls back.
+// That runs the meta checks twice (each warning twice) and moves the
+// result through an npu tensor it then copies into. Registering the
+// fallback for those ops runs them once, directly on the CPU, as CUDA
+// runs its own kernel. Ops with an NPU kernel keep it, and so do the
+// in-place view ops (t_, squeeze_): they change the npu tensor's own
+// geometry, which no CPU copy can.
+void register_direct_fallbacks()
+{
+	static std::unique_ptr<torch::Library> lib;
+	auto &d = c10::Dispatcher::singleton();
+
+	if (lib)
+		return;
+	lib = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
+					       c10::DispatchKey::PrivateUse1,
+					       __FILE__, __LINE__);
+	for (const c10::OperatorName &name : d.getAllOpNames()) {
+		auto op = d.findOp(name);
+
+		if (!op || name.name.rfind("aten::", 0) != 0 ||
+		    op->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1) ||
+		    op->hasTag(at::Tag::inplace_view) ||
+		    !op->hasKernelForDispatchKey(
+			    c10::DispatchKey::CompositeExplicitAutogradNonFunctional))
+			continue;
+		std::string n = name.name.substr(6);
+
+		if (!name.overload_name.empty())
+			n += "." + name.overload_name;
+		lib->impl(n.c_str(),
+			  torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
 	}
 }
 

@@ -103,6 +103,7 @@ PYBIND11_MODULE(_C, m)
 {
 	using namespace torch_vnpu;
 	m.doc() = "torch_vnpu native module (see torch_vnpu.npu)";
+	register_direct_fallbacks();
 
 	m.def("device_count", &device_count);
 	m.def("current_device", &current_device);
