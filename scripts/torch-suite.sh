@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# PyTorch's own device-generic test classes on privateuseone (torch_vnpu):
+# fetches the test files of the installed PyTorch from Debian's source
+# package (cached), and runs tests/torch-suite/run_suite.py over them.
+# See docs/torch.md, "PyTorch's own test suite".
+#
+#   scripts/torch-suite.sh                   every class, all their tests
+#   scripts/torch-suite.sh --sample K        one test in K (CI's sample)
+#   scripts/torch-suite.sh --classes A,B     only these classes
+#   scripts/torch-suite.sh --build DIR       torch_vnpu from this build
+#                                            (default: build-release, as
+#                                            scripts/run.sh builds it)
+#   scripts/torch-suite.sh --fallback error  VNPU_FALLBACK=error: report
+#                                            only (the expectation file is
+#                                            that of 'allow')
+# Other arguments go to run_suite.py (--save FILE, --log FILE, ...).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=lib/cache.sh
+. scripts/lib/cache.sh
+# shellcheck source=lib/apt.sh
+. scripts/lib/apt.sh
+
+build=""
+fallback=allow
+args=()
+while [ $# -gt 0 ]; do
+	case $1 in
+	--build)
+		build=${2:?--build needs a directory}
+		shift 2
+		;;
+	--fallback)
+		fallback=${2:?--fallback needs allow or error}
+		shift 2
+		;;
+	*)
+		args+=("$1")
+		shift
+		;;
+	esac
+done
+case $fallback in
+allow) ;;
+error) args+=(--no-expectations) ;;
+*)
+	echo "torch-suite: --fallback must be allow or error" >&2
+	exit 2
+	;;
+esac
+
+log() { echo "torch-suite: $*" >&2; }
+
+if [ -z "$build" ]; then
+	scripts/deps.sh
+	build="build-release"
+	scripts/build.sh "$build" --buildtype=release -Dtests=disabled >/dev/null
+fi
+build=$(realpath "$build")
+if [ ! -f "$build/torch_vnpu/__init__.py" ]; then
+	echo "torch-suite: $build has no torch_vnpu (PyTorch not found" \
+		"when it was configured?)" >&2
+	exit 1
+fi
+
+# ---- the test files of the installed PyTorch --------------------------------
+# The source package the installed python3-torch was built from, and the
+# checksum of its orig tarball as the archive lists it.
+src_ver=$(dpkg-query -W -f='${source:Version}' python3-torch 2>/dev/null) ||
+	{
+		echo "torch-suite: python3-torch is not installed" >&2
+		exit 1
+	}
+read -r tarball tar_sha < <(apt-cache showsrc "pytorch=$src_ver" 2>/dev/null |
+	awk '/^Checksums-Sha256:/{s=1; next} /^[^ ]/{s=0}
+	     s && $3 ~ /orig\.tar\.xz$/ {print $3, $1; exit}') || true
+if [ -z "${tarball:-}" ]; then
+	# deb-src of bookworm (scripts/lib/apt.sh) lists the source package
+	ensure_backports
+	read -r tarball tar_sha < <(apt-cache showsrc "pytorch=$src_ver" |
+		awk '/^Checksums-Sha256:/{s=1; next} /^[^ ]/{s=0}
+		     s && $3 ~ /orig\.tar\.xz$/ {print $3, $1; exit}') || true
+fi
+if [ -z "${tarball:-}" ]; then
+	echo "torch-suite: apt knows no source of pytorch $src_ver" >&2
+	exit 1
+fi
+
+mkdir -p "$cache/src"
+if [ ! -f "$cache/src/$tarball" ] ||
+	! echo "$tar_sha  $cache/src/$tarball" | sha256sum -c --status; then
+	log "downloading $tarball (source of python3-torch $src_ver)"
+	rm -f "$cache/src/$tarball"
+	# Only the orig tarball is used; the debian.tar.xz may be missing.
+	(cd "$cache/src" && apt-get source --download-only \
+		"pytorch=$src_ver" >/dev/null 2>&1) || true
+fi
+if ! echo "$tar_sha  $cache/src/$tarball" | sha256sum -c --status; then
+	echo "torch-suite: $tarball missing or checksum mismatch" >&2
+	exit 1
+fi
+tests=$cache/pytorch-tests-${tar_sha:0:16}
+if [ ! -f "$tests/.complete" ]; then
+	log "extracting the test files of $tarball"
+	rm -rf "$tests"
+	mkdir -p "$tests"
+	tar -C "$tests" --strip-components=1 -xJf "$cache/src/$tarball" \
+		--wildcards '*/test/*'
+	touch "$tests/.complete"
+fi
+keep_newest 1 "$cache" 'pytorch-tests-*'
+
+PYTHONPATH="$build${PYTHONPATH:+:$PYTHONPATH}" \
+	VNPU_BACKEND=${VNPU_BACKEND:-sim} VNPU_FALLBACK=$fallback \
+	/usr/bin/python3 tests/torch-suite/run_suite.py --tests "$tests/test" \
+	"${args[@]}"
