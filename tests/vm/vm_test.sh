@@ -115,12 +115,17 @@ host-root)
 	# --host-root: the host's / read-only, the command chrooted in it from
 	# the directory vm.sh ran in, as uid 1000 in group 990 (accel) with
 	# writable /tmp and HOME. A file made here must arrive unchanged: in
-	# the build dir (VNPU_VM_TEST_DIR), since the guest's /tmp is its own.
-	dir=$(mktemp -d "${VNPU_VM_TEST_DIR:?}/host-root.XXXXXX") || exit 1
-	trap 'rm -rf "$dir"; finish' EXIT
+	# the build dir (VNPU_VM_TEST_DIR), since the guest's /tmp is its own,
+	# below a directory private to its owner (as /root is), which the
+	# guest makes passable for the directory the command runs in.
+	top=$(mktemp -d "${VNPU_VM_TEST_DIR:?}/host-root.XXXXXX") || exit 1
+	trap 'rm -rf "$top"; finish' EXIT
+	dir=$top/private/inner
+	mkdir -p "$dir"
+	chmod 0700 "$top/private"
+	chmod 0755 "$top" "$dir"
 	head -c 4096 /dev/urandom >"$dir/blob"
 	want=$(sha256sum <"$dir/blob" | cut -c1-64)
-	chmod 0755 "$dir"
 	cd "$dir" || exit 1
 	expect_rc 0 "--host-root --user" -- run --quiet --host-root --user \
 		-- sh -c 'id -u; id -G; pwd; sha256sum <blob | cut -c1-64
@@ -132,6 +137,9 @@ host-root)
 	[ "$got" = "1000|1000 990|$dir|$want|tmp-and-home-ok|dev-proc-sys-ok|" ] &&
 		ok "host root read-only, uid 1000 in 990, cwd, /tmp, HOME, /dev" ||
 		fail "got '$got'"
+	grep -q "$top/private is private on the host" "$work/err" &&
+		ok "says the private directory was made passable" ||
+		fail "stderr: $(cat "$work/err")"
 	expect_rc 0 "--host-root as root" -- run --quiet --host-root -- id -u
 	[ "$(cat "$work/out")" = 0 ] && ok "--host-root without --user is root" ||
 		fail "root: $(cat "$work/out" "$work/err")"
