@@ -218,6 +218,16 @@ if [ ! -f "$build/build.ninja" ] ||
 	}
 	echo "${flags[*]}" >"$build/vnpu-flags"
 fi
+# scripts/vm.sh --host-root shares the host's / over virtio-9p. meson turns
+# virtfs on by itself where it can (on Debian 12 glibc's xattr functions are
+# all it needs); asking for it with --enable-virtfs would change the flags and
+# so rebuild every existing tree from scratch, so check the result instead.
+if [ "$variant" = system ] &&
+	! grep -q '^#define CONFIG_VIRTFS' "$build/config-host.h"; then
+	echo "build-qemu: QEMU was configured without virtfs (virtio-9p), which" \
+		"scripts/vm.sh --host-root needs; see $tree/configure.log" >&2
+	exit 1
+fi
 log "building $target in $build (ninja -j$jobs)"
 ninja -C "$build" -j"$jobs" "$target" >&2
 

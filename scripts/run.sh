@@ -3,8 +3,9 @@
 # The main job: build everything, boot the VM with the NPU (our QEMU with
 # -device vnpu, Debian's backports kernel, vnpu.ko) and run the workloads in
 # it through the driver; each is checked against a CPU reference. Then the
-# PyTorch workloads (torch_vnpu) on the simulator in-process: the guest has
-# no Python yet.
+# PyTorch workloads (torch_vnpu) in a second boot of the VM, from the host's
+# Debian userland shared read-only (scripts/vm.sh --host-root), through the
+# driver too.
 #
 #   scripts/run.sh          the VM (falls back to the simulator, saying why,
 #                           when the VM cannot be built or booted here)
@@ -65,18 +66,44 @@ run_sim() {
 
 # PyTorch programs on privateuseone through torch_vnpu, against PyTorch's
 # CPU; built when Debian's PyTorch is installed (scripts/deps.sh does).
-run_torch() {
+torch_workloads=$bin/workloads/vnpu-torch-workloads
+torch_built() {
+	[ -x "$torch_workloads" ] && return 0
+	echo "run: torch_vnpu was not built (no usable PyTorch here)" >&2
+	return 1
+}
+run_torch_sim() {
 	step "running the PyTorch workloads (torch_vnpu) on the simulator in-process"
-	if [ ! -x "$bin/workloads/vnpu-torch-workloads" ]; then
-		echo "run: torch_vnpu was not built (no usable PyTorch here)" >&2
-		return 1
-	fi
-	VNPU_BACKEND=sim PYTHONDONTWRITEBYTECODE=1 \
-		"$bin/workloads/vnpu-torch-workloads"
+	torch_built || return 1
+	VNPU_BACKEND=sim PYTHONDONTWRITEBYTECODE=1 "$torch_workloads"
 }
 
+# The same programs in the guest: the host's / is its root (read-only), so
+# Debian's Python and PyTorch and this build tree are there at the same
+# paths; vnpu.ko and the firmware are the build's, as for the C workloads.
+# Its own boot, so that the time to the first result is boot, module load,
+# 'import torch' and the first workload, as a user of the VM sees it.
+run_vm_torch() {
+	step "booting the VM and running the PyTorch workloads through vnpu.ko"
+	torch_built || return 1
+	local t0=$EPOCHREALTIME rc
+	set +e
+	scripts/vm.sh run --qemu "$qemu" --module "$ko" \
+		--firmware "$bin/tools/vnpu.fw" --host-root --user \
+		--timeout "${VNPU_TORCH_VM_TIMEOUT:-1200}" -- \
+		sh -c 'echo "guest: uptime $(cut -d" " -f1 /proc/uptime) s," \
+			"starting $1" >&2
+			VNPU_BACKEND=drm PYTHONDONTWRITEBYTECODE=1 exec "$1"' \
+		sh "$torch_workloads" | first_result_time "$t0" PyTorch
+	rc=${PIPESTATUS[0]}
+	set -e
+	return "$rc"
+}
+
+qemu=""
+ko=""
 run_vm() {
-	local qemu ko guest_cmd="" w adds=()
+	local guest_cmd="" w adds=()
 	step "building QEMU with the vnpu device (cached after the first run)"
 	qemu=$(scripts/build-qemu.sh) || return 3
 	step "building vnpu.ko against Debian's backports kernel"
@@ -92,7 +119,7 @@ run_vm() {
 	scripts/vm.sh run --qemu "$qemu" --module "$ko" \
 		--firmware "$bin/tools/vnpu.fw" "${adds[@]}" --user -- \
 		sh -c "export VNPU_BACKEND=drm; rc=0; $guest_cmd exit \$rc" |
-		first_result_time "$t0"
+		first_result_time "$t0" workload
 	rc=${PIPESTATUS[0]}
 	set -e
 	return "$rc"
@@ -100,22 +127,33 @@ run_vm() {
 
 # Passes the guest's output through and says when the first workload row
 # (a PASS or FAIL verdict) arrived: wall time from starting vm.sh, so it
-# covers the initramfs, QEMU's start, the boot and the module load.
-first_result_time() {
+# covers the initramfs, QEMU's start, the boot and the module load (and for
+# PyTorch, starting Python and importing torch and torch_vnpu).
+first_result_time() { # START WHAT
 	local line seen=0
 	while IFS= read -r line; do
 		printf '%s\n' "$line"
-		if [ $seen -eq 0 ] && [[ $line =~ ^[a-z0-9-]+\ +(PASS|FAIL)\  ]]; then
+		if [ $seen -eq 0 ] && [[ $line =~ ^[a-z0-9_-]+\ +(PASS|FAIL)\  ]]; then
 			seen=1
-			awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN {printf "run: first workload result %.1f s after starting the VM\n", b - a}' >&2
+			awk -v a="$1" -v b="$EPOCHREALTIME" -v w="$2" 'BEGIN {printf "run: first %s result %.1f s after starting the VM\n", w, b - a}' >&2
 		fi
 	done
 }
 
+# PyTorch runs where the C workloads ran: in the VM, or in-process when the
+# VM could not be built here.
 status=0
 case $mode in
-sim) run_sim || status=$? ;;
-vm) run_vm || status=$? ;;
+sim)
+	run_sim || status=$?
+	run_torch_sim || status=1
+	;;
+vm)
+	run_vm || status=$?
+	if [ -n "$ko" ]; then
+		run_vm_torch || status=1
+	fi
+	;;
 auto)
 	run_vm || status=$?
 	# 3: QEMU or the module could not be built here. Anything else (the
@@ -125,8 +163,10 @@ auto)
 			"using the embedded simulator" >&2
 		status=0
 		run_sim || status=$?
+		run_torch_sim || status=1
+	else
+		run_vm_torch || status=1
 	fi
 	;;
 esac
-run_torch || status=1
 exit $status

@@ -6,8 +6,9 @@
 # QEMU with the vnpu device (cached outside the checkout) and runs the
 # 'qemu' suite against it in both execution modes, then the 'vm' suite
 # (scripts/vm.sh booting the guest in that QEMU), the runtime suite in the
-# guest on the drm backend, the driver's smoke test and the workloads through
-# vnpu.ko, the driver's hardware test suite (tests/hw), and prints
+# guest on the drm backend, the driver's smoke test, the workloads and a
+# PyTorch smoke test through vnpu.ko, the driver's hardware test suite
+# (tests/hw), and prints
 # "N passed, N failed" over all of it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -107,6 +108,26 @@ if [ -n "$qemu" ] && ko=$(scripts/build-module.sh); then
 		--add build-test/workloads/vnpu-dispatch-workloads:/opt/vnpu/bin/vnpu-dispatch-workloads \
 		-- sh -c 'export VNPU_BACKEND=drm; /opt/vnpu/bin/vnpu-workloads &&
 			/opt/vnpu/bin/vnpu-dispatch-workloads'
+	# PyTorch in the guest (tests/vm/torch_smoke.py): the host's Debian
+	# userland over --host-root, this build's torch_vnpu, as the non-root
+	# user through vnpu.ko. One result per check, and one for the run
+	# (which also fails on a guest kernel problem or a check that never
+	# printed its verdict).
+	echo "== vm-driver: PyTorch smoke test in the guest"
+	torch_log=build-test-vm-driver/torch-smoke.log
+	result=OK
+	scripts/vm.sh run --qemu "$qemu" --module "$ko" \
+		--firmware build-test/tools/vnpu.fw --host-root --user -- \
+		sh -c 'VNPU_BACKEND=drm PYTHONPATH="$PWD/build-test" \
+			PYTHONDONTWRITEBYTECODE=1 exec /usr/bin/python3 \
+			tests/vm/torch_smoke.py' | tee "$torch_log" ||
+		{ result=FAIL; status=1; }
+	awk '$1 == "PASS" || $1 == "FAIL" {
+		name = $2; sub(/:$/, "", name)
+		printf "{\"name\": \"vm-driver/torch/%s\", \"result\": \"%s\"}\n",
+			name, $1 == "PASS" ? "OK" : "FAIL"
+	}' "$torch_log" >>"$results"
+	echo "{\"name\": \"vm-driver/torch-smoke\", \"result\": \"$result\"}" >>"$results"
 else
 	echo "== vm-driver: not run (no QEMU or no module)"
 	status=1

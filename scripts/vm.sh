@@ -18,6 +18,11 @@
 #
 # Options:
 #   --user             run the command as user 'vnpu' (group 'accel')
+#   --host-root        share the host's / read-only (virtio-9p) and run the
+#                      command chrooted in it, from the current directory,
+#                      with the guest's /dev, /proc, /sys and a tmpfs /tmp
+#                      (HOME=/tmp/home): the host's Python and libraries
+#                      with our module and firmware
 #   --timeout S        time limit in seconds for the whole run, boot
 #                      included (default 600)
 #   --module PATH      our vnpu.ko, loaded at boot
@@ -49,7 +54,7 @@ quiet=0
 log() { [ "$quiet" -eq 1 ] || echo "vm: $*" >&2; }
 die() { echo "vm: $*" >&2; exit 2; }
 usage() {
-	sed -n '7,9p;19,32p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '7,9p;19,41p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
@@ -86,6 +91,7 @@ check-log)
 esac
 
 user=0
+host_root=0
 memory_checks=0
 timeout=${VNPU_VM_TIMEOUT:-600}
 module=""
@@ -100,6 +106,7 @@ qemu=${VNPU_QEMU:-}
 while [ $# -gt 0 ]; do
 	case $1 in
 	--user) user=1; shift ;;
+	--host-root) host_root=1; shift ;;
 	--timeout) timeout=${2:?}; shift 2 ;;
 	--module) module=${2:?}; shift 2 ;;
 	--firmware) firmware=${2:?}; shift 2 ;;
@@ -148,6 +155,12 @@ if [ -z "$qemu" ]; then
 	fi
 fi
 [ -x "$qemu" ] || die "no QEMU at $qemu"
+# --host-root needs QEMU's virtfs (scripts/build-qemu.sh checks it is built).
+if [ "$host_root" -eq 1 ] &&
+	! "$qemu" -device help 2>/dev/null | grep -q '"virtio-9p-pci"'; then
+	die "--host-root: $qemu was built without virtfs (virtio-9p);" \
+		"rebuild it with scripts/build-qemu.sh"
+fi
 log "preparing the guest kernel"
 guest=$(quietly "$here/guest-kernel.sh")
 log "preparing the initramfs"
@@ -183,6 +196,10 @@ if [ "$mode" = run ]; then
 	echo >>"$run/extra/vnpu/cmd"
 	chmod 0644 "$run/extra/vnpu/cmd"
 	[ "$user" -eq 0 ] || touch "$run/extra/vnpu/user"
+fi
+if [ "$host_root" -eq 1 ]; then
+	touch "$run/extra/vnpu/host-root"
+	pwd >"$run/extra/vnpu/cwd"
 fi
 # An uncompressed archive must start 4-byte aligned; zeros between
 # archives are skipped.
@@ -235,6 +252,11 @@ qemu_args() {
 		args+=(-serial mon:stdio)
 	fi
 	[ "$device" -eq 0 ] || args+=(-device "vnpu${device_opts:+,$device_opts}")
+	# The host's / read-only. security_model=none: files are read with
+	# QEMU's own rights and the guest sees their owners and modes as they
+	# are; multidevs=remap keeps inode numbers of the host's several
+	# filesystems apart.
+	[ "$host_root" -eq 0 ] || args+=(-virtfs "local,path=/,mount_tag=vnpu.host,security_model=none,readonly=on,multidevs=remap")
 	args+=(-append "$append")
 	printf '%s\0' "$qemu" "${args[@]}"
 }

@@ -111,6 +111,39 @@ user-and-device)
 	! grep -qx 0x10f7 "$work/out" && ok "--no-device has no vnpu" ||
 		fail "--no-device still has the device"
 	;;
+host-root)
+	# --host-root: the host's / read-only, the command chrooted in it from
+	# the directory vm.sh ran in, as uid 1000 in group 990 (accel) with
+	# writable /tmp and HOME. A file made here must arrive unchanged: in
+	# the build dir (VNPU_VM_TEST_DIR), since the guest's /tmp is its own,
+	# below a directory private to its owner (as /root is), which the
+	# guest makes passable for the directory the command runs in.
+	top=$(mktemp -d "${VNPU_VM_TEST_DIR:?}/host-root.XXXXXX") || exit 1
+	trap 'rm -rf "$top"; finish' EXIT
+	dir=$top/private/inner
+	mkdir -p "$dir"
+	chmod 0700 "$top/private"
+	chmod 0755 "$top" "$dir"
+	head -c 4096 /dev/urandom >"$dir/blob"
+	want=$(sha256sum <"$dir/blob" | cut -c1-64)
+	cd "$dir" || exit 1
+	expect_rc 0 "--host-root --user" -- run --quiet --host-root --user \
+		-- sh -c 'id -u; id -G; pwd; sha256sum <blob | cut -c1-64
+			touch /usr/vnpu-ro 2>/dev/null && echo writable-root
+			touch /tmp/x "$HOME/x" && echo tmp-and-home-ok
+			test -c /dev/null && test -r /proc/self/status &&
+				test -d /sys/class && echo dev-proc-sys-ok'
+	got=$(tr '\n' '|' <"$work/out")
+	[ "$got" = "1000|1000 990|$dir|$want|tmp-and-home-ok|dev-proc-sys-ok|" ] &&
+		ok "host root read-only, uid 1000 in 990, cwd, /tmp, HOME, /dev" ||
+		fail "got '$got'"
+	grep -q "$top/private is private on the host" "$work/err" &&
+		ok "says the private directory was made passable" ||
+		fail "stderr: $(cat "$work/err")"
+	expect_rc 0 "--host-root as root" -- run --quiet --host-root -- id -u
+	[ "$(cat "$work/out")" = 0 ] && ok "--host-root without --user is root" ||
+		fail "root: $(cat "$work/out" "$work/err")"
+	;;
 time-limit)
 	start=$(date +%s)
 	expect_rc 124 "sleep past the limit" -- run --quiet --timeout 20 \
@@ -167,7 +200,7 @@ kernel-panic)
 		fail "panic not printed"
 	;;
 *)
-	echo "usage: $0 log-scanner|exit-status|output|user-and-device|kept-runs|time-limit|kernel-warn|kernel-panic|qemu-crash" >&2
+	echo "usage: $0 log-scanner|exit-status|output|user-and-device|host-root|kept-runs|time-limit|kernel-warn|kernel-panic|qemu-crash" >&2
 	exit 2
 	;;
 esac
