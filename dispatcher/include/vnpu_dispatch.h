@@ -78,6 +78,12 @@ bool vnpu_at_dtype_is_float(enum vnpu_at_dtype dtype);	/* f16 bf16 f32 f64 */
 bool vnpu_at_dtype_valid(enum vnpu_at_dtype dtype);
 /* PyTorch's promotion of two tensor dtypes (bool < ints < floats). */
 enum vnpu_at_dtype vnpu_at_promote(enum vnpu_at_dtype a, enum vnpu_at_dtype b);
+/* PyTorch's default dtype (torch.set_default_dtype), process-wide as
+ * c10's: the dtype of float factories without one, of float Python
+ * scalars in promotion and of float ops on integer tensors. float32 at
+ * start; only floating dtypes are accepted. */
+enum vnpu_at_dtype vnpu_at_default_dtype(void);
+bool vnpu_at_set_default_dtype(enum vnpu_at_dtype dtype);
 
 enum vnpu_at_device_type {
 	VNPU_AT_DEVICE_NONE = -1,	/* "Device? = None" */

@@ -27,7 +27,7 @@ struct vnpu_at_tensor *vnpu_cea_full(vnpu_keyset_t ks, struct vnpu_at_int_array 
 				     struct vnpu_at_scalar fill_value,
 				     enum vnpu_at_dtype dtype, struct vnpu_at_device device)
 {
-	enum vnpu_at_dtype def = fill_value.kind == VNPU_AT_SCALAR_DOUBLE ? VNPU_AT_F32 :
+	enum vnpu_at_dtype def = fill_value.kind == VNPU_AT_SCALAR_DOUBLE ? vnpu_at_default_dtype() :
 				 fill_value.kind == VNPU_AT_SCALAR_BOOL ? VNPU_AT_BOOL : VNPU_AT_I64;
 	struct vnpu_at_tensor *t = vnpu_op_empty_memory_format(size, dt_or(dtype, def),
 							       dev_or_cpu(device));
@@ -43,13 +43,13 @@ struct vnpu_at_tensor *vnpu_cea_full(vnpu_keyset_t ks, struct vnpu_at_int_array 
 struct vnpu_at_tensor *vnpu_cea_zeros(vnpu_keyset_t ks, struct vnpu_at_int_array size,
 				      enum vnpu_at_dtype dtype, struct vnpu_at_device device)
 {
-	return vnpu_op_full(size, VNPU_AT_INT(0), dt_or(dtype, VNPU_AT_F32), device);
+	return vnpu_op_full(size, VNPU_AT_INT(0), dt_or(dtype, vnpu_at_default_dtype()), device);
 }
 
 struct vnpu_at_tensor *vnpu_cea_ones(vnpu_keyset_t ks, struct vnpu_at_int_array size,
 				     enum vnpu_at_dtype dtype, struct vnpu_at_device device)
 {
-	return vnpu_op_full(size, VNPU_AT_INT(1), dt_or(dtype, VNPU_AT_F32), device);
+	return vnpu_op_full(size, VNPU_AT_INT(1), dt_or(dtype, vnpu_at_default_dtype()), device);
 }
 
 static struct vnpu_at_tensor *full_like(struct vnpu_at_tensor *self, int64_t v,
@@ -87,7 +87,7 @@ struct vnpu_at_tensor *vnpu_cea_arange_start_step(vnpu_keyset_t ks,
 	static const char name[] = "aten::arange";
 	bool fl = start.kind == VNPU_AT_SCALAR_DOUBLE || end.kind == VNPU_AT_SCALAR_DOUBLE ||
 		  step.kind == VNPU_AT_SCALAR_DOUBLE;
-	enum vnpu_at_dtype dt = dt_or(dtype, fl ? VNPU_AT_F32 : VNPU_AT_I64);
+	enum vnpu_at_dtype dt = dt_or(dtype, fl ? vnpu_at_default_dtype() : VNPU_AT_I64);
 	bool is_int = !vnpu_at_dtype_is_float(dt);
 	double s = vnpu_at_scalar_to_double(start), e = vnpu_at_scalar_to_double(end);
 	double st = vnpu_at_scalar_to_double(step), xs = s, xe = e, xst = st, nd;

@@ -31,8 +31,8 @@ static inline int kc_scalar_category(struct vnpu_at_scalar s)
 
 /*
  * Result dtype of (tensor, Scalar): a wrapped number only raises the
- * category (int tensor + 2.5 -> float32, bool tensor + 1 -> int64), as
- * PyTorch's result_type with the default dtype float32.
+ * category (int tensor + 2.5 -> the default dtype, bool tensor + 1 ->
+ * int64), as PyTorch's result_type.
  */
 static inline enum vnpu_at_dtype kc_scalar_result(enum vnpu_at_dtype dt,
 						  struct vnpu_at_scalar s)
@@ -41,7 +41,7 @@ static inline enum vnpu_at_dtype kc_scalar_result(enum vnpu_at_dtype dt,
 
 	if (s.kind == VNPU_AT_SCALAR_NONE || sc <= kc_category(dt))
 		return dt;
-	return sc == 2 ? VNPU_AT_F32 : VNPU_AT_I64;
+	return sc == 2 ? vnpu_at_default_dtype() : VNPU_AT_I64;
 }
 
 /*
@@ -63,10 +63,11 @@ static inline void kc_clamp_bounds(struct vnpu_at_scalar *min,
 		max->kind = VNPU_AT_SCALAR_NONE;
 }
 
-/* The dtype a float-only op computes in: ints and bool become float32. */
+/* The dtype a float-only op computes in: ints and bool become the
+ * default dtype (float32 unless PyTorch's was changed). */
 static inline enum vnpu_at_dtype kc_float_of(enum vnpu_at_dtype dt)
 {
-	return vnpu_at_dtype_is_float(dt) ? dt : VNPU_AT_F32;
+	return vnpu_at_dtype_is_float(dt) ? dt : vnpu_at_default_dtype();
 }
 
 static inline bool kc_is_int(enum vnpu_at_dtype dt)

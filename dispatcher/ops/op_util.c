@@ -288,7 +288,7 @@ enum vnpu_at_dtype vnpu_at_result_type(const struct vnpu_at_tensor *a,
 		int r = ts[i]->wrapped_number ? 2 : ts[i]->ndim ? 0 : 1;
 
 		if (r == 2 && vnpu_at_dtype_is_float(d))
-			d = VNPU_AT_F32;
+			d = vnpu_at_default_dtype();
 		rank[r] = rank[r] == VNPU_AT_DTYPE_NONE ? d :
 			  vnpu_at_promote(rank[r], d);
 	}

@@ -1,7 +1,28 @@
 // SPDX-License-Identifier: MIT
 /* dtypes, devices and scalars. */
 #include <math.h>
+#include <stdatomic.h>
 #include "dispatch_internal.h"
+
+static atomic_int default_dtype = VNPU_AT_F32;
+
+enum vnpu_at_dtype vnpu_at_default_dtype(void)
+{
+	return (enum vnpu_at_dtype)atomic_load_explicit(&default_dtype,
+							memory_order_relaxed);
+}
+
+bool vnpu_at_set_default_dtype(enum vnpu_at_dtype dtype)
+{
+	if (!vnpu_at_dtype_is_float(dtype)) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				  "set_default_dtype: only floating-point types are supported as the default type, not %s",
+				  vnpu_at_dtype_name(dtype));
+		return false;
+	}
+	atomic_store_explicit(&default_dtype, dtype, memory_order_relaxed);
+	return true;
+}
 
 size_t vnpu_at_dtype_size(enum vnpu_at_dtype dtype)
 {

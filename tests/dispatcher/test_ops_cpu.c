@@ -1193,6 +1193,38 @@ START_TEST(cross_entropy_forms)
 }
 END_TEST
 
+/* PyTorch's default dtype decides float factories, float Python scalars
+ * and float ops on integer tensors; only float dtypes may be it */
+START_TEST(default_dtype)
+{
+	int64_t n = 3;
+	struct vnpu_at_tensor *i = vnpu_at_empty(1, &n, VNPU_AT_I32, VNPU_AT_DEV_CPU);
+	struct vnpu_at_tensor *r[4];
+
+	ck_assert(vnpu_at_default_dtype() == VNPU_AT_F32);
+	ck_assert(!vnpu_at_set_default_dtype(VNPU_AT_I64));
+	ck_assert_int_eq(vnpu_at_error_code(), VNPU_AT_ERR_VALUE);
+	vnpu_at_error_clear();
+	ck_assert(vnpu_at_set_default_dtype(VNPU_AT_F64));
+	vnpu_op_fill__Scalar(i, VNPU_AT_INT(3));
+	r[0] = vnpu_op_div_Tensor(i, i);
+	r[1] = vnpu_op_add_Scalar(i, VNPU_AT_DOUBLE(0.5), VNPU_AT_INT(1));
+	r[2] = vnpu_op_full(VNPU_AT_INTS(2), VNPU_AT_DOUBLE(1.5), VNPU_AT_DTYPE_NONE,
+			    VNPU_AT_DEV_CPU);
+	r[3] = vnpu_op_zeros(VNPU_AT_INTS(2), VNPU_AT_DTYPE_NONE, VNPU_AT_DEV_CPU);
+	ck_assert(vnpu_at_set_default_dtype(VNPU_AT_F32));
+	for (int k = 0; k < 4; k++) {
+		ck_assert_msg(r[k], "%s", vnpu_at_error_message());
+		ck_assert_int_eq(r[k]->dtype, VNPU_AT_F64);
+		vnpu_at_release(r[k]);
+	}
+	r[0] = vnpu_op_div_Tensor(i, i);
+	ck_assert(r[0] && r[0]->dtype == VNPU_AT_F32);
+	vnpu_at_release(r[0]);
+	vnpu_at_release(i);
+}
+END_TEST
+
 /* int64 convolution and average pooling are exact, as PyTorch's CPU */
 START_TEST(int64_conv_pool)
 {
@@ -1277,6 +1309,7 @@ static Suite *ops_cpu_suite(void)
 	tcase_add_test(tc, promotion_ranks);
 	tcase_add_test(tc, cross_entropy_forms);
 	tcase_add_test(tc, int64_conv_pool);
+	tcase_add_test(tc, default_dtype);
 	tcase_add_test(tc, matmul_fold_transposed);
 	suite_add_tcase(s, tc);
 	return s;

@@ -406,3 +406,17 @@ def test_every_npu_op_is_registered():
         if 'NPU' in op.dispatch:
             assert torch._C._dispatch_has_kernel_for_dispatch_key(
                 op.qualified, 'PrivateUse1'), op.qualified
+
+
+def test_default_dtype_reaches_the_kernels():
+    # found by PyTorch's TestTypePromotion: int division and float
+    # factories followed float32 whatever torch.set_default_dtype said
+    a = torch.tensor([1, 2, 3], device=NPU)
+    try:
+        torch.set_default_dtype(torch.float64)
+        for r in (a / 2, a + 1.5, a.sqrt(), torch.zeros(2, device=NPU),
+                  torch.full((2,), 1.5, device=NPU)):
+            assert r.dtype == torch.float64
+    finally:
+        torch.set_default_dtype(torch.float32)
+    assert (a / 2).dtype == torch.float32

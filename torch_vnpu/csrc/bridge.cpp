@@ -11,6 +11,7 @@
 
 #include <ATen/EmptyTensor.h>
 #include <ATen/MemoryOverlap.h>
+#include <c10/core/DefaultDtype.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/Exception.h>
 
@@ -651,7 +652,13 @@ static bool invoke(const char *c_name, const Binding &b,
 	std::vector<struct vnpu_at_tensor *> arg_c(cs->nargs, nullptr);
 	CTensors owned;
 	CStack cst;
+	enum vnpu_at_dtype def;
 
+	// PyTorch's default dtype (torch.set_default_dtype) decides float
+	// factories and int-to-float promotion in the kernels too
+	if (dtype_to_c(c10::get_default_dtype_as_scalartype(), &def) &&
+	    def != vnpu_at_default_dtype())
+		vnpu_at_set_default_dtype(def);
 	try {
 		for (size_t j = 0; j < n; j++) {
 			const c10::IValue &v = (*stack)[base + j];

@@ -13,7 +13,7 @@ struct vnpu_at_tensor *vnpu_cpu_empty_memory_format(vnpu_keyset_t ks,
 	if (size.n > VNPU_AT_MAX_DIMS)
 		return vnpu_at_error_set(VNPU_AT_ERR_VALUE, "aten::empty: too many dims");
 	return vnpu_at_empty((uint32_t)size.n, size.v,
-			     dtype == VNPU_AT_DTYPE_NONE ? VNPU_AT_F32 : dtype,
+			     dtype == VNPU_AT_DTYPE_NONE ? vnpu_at_default_dtype() : dtype,
 			     VNPU_AT_DEV_CPU);
 }
 
@@ -26,7 +26,7 @@ struct vnpu_at_tensor *vnpu_cpu_empty_strided(vnpu_keyset_t ks,
 		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 					 "aten::empty_strided: mismatch in length of strides and shape");
 	return vnpu_at_empty_strided((uint32_t)size.n, size.v, stride.v,
-				     dtype == VNPU_AT_DTYPE_NONE ? VNPU_AT_F32 : dtype,
+				     dtype == VNPU_AT_DTYPE_NONE ? vnpu_at_default_dtype() : dtype,
 				     VNPU_AT_DEV_CPU);
 }
 

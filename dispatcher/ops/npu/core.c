@@ -14,7 +14,7 @@ struct vnpu_at_tensor *vnpu_npu_empty_memory_format(vnpu_keyset_t ks,
 	if (!vnpu_npu_ready())
 		return NULL;
 	return vnpu_at_empty((uint32_t)size.n, size.v,
-			     dtype == VNPU_AT_DTYPE_NONE ? VNPU_AT_F32 : dtype,
+			     dtype == VNPU_AT_DTYPE_NONE ? vnpu_at_default_dtype() : dtype,
 			     device.type == VNPU_AT_NPU ? device : vnpu_npu_device());
 }
 
@@ -29,7 +29,7 @@ struct vnpu_at_tensor *vnpu_npu_empty_strided(vnpu_keyset_t ks,
 	if (!vnpu_npu_ready())
 		return NULL;
 	return vnpu_at_empty_strided((uint32_t)size.n, size.v, stride.v,
-				     dtype == VNPU_AT_DTYPE_NONE ? VNPU_AT_F32 : dtype,
+				     dtype == VNPU_AT_DTYPE_NONE ? vnpu_at_default_dtype() : dtype,
 				     device.type == VNPU_AT_NPU ? device : vnpu_npu_device());
 }
 
@@ -400,6 +400,6 @@ struct vnpu_at_tensor *vnpu_npu_empty_with_format(vnpu_keyset_t ks,
 	    (device.type == VNPU_AT_NPU && !vnpu_at_npu_set_device(device.index)))
 		return NULL;
 	return vnpu_npu_empty_format((uint32_t)size.n, size.v,
-				     dtype == VNPU_AT_DTYPE_NONE ? VNPU_AT_F32 : dtype,
+				     dtype == VNPU_AT_DTYPE_NONE ? vnpu_at_default_dtype() : dtype,
 				     (int)acl_format);
 }
