@@ -420,3 +420,13 @@ def test_default_dtype_reaches_the_kernels():
     finally:
         torch.set_default_dtype(torch.float32)
     assert (a / 2).dtype == torch.float32
+
+
+def test_int8_with_uint8_is_int16():
+    # PyTorch promotes them to int16, which the dispatcher lacks: the op
+    # runs on the CPU rather than give int32 (found by TestTypePromotion)
+    a = torch.tensor([1, -2], dtype=torch.int8)
+    b = torch.tensor([3, 200], dtype=torch.uint8)
+    for r, ref in (((a.to(NPU) + b.to(NPU)), a + b),
+                   (torch.cat([a.to(NPU), b.to(NPU)]), torch.cat([a, b]))):
+        assert r.dtype == torch.int16 and torch.equal(r.cpu(), ref)

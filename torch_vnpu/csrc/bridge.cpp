@@ -672,7 +672,19 @@ static bool invoke(const char *c_name, const Binding &b,
 				check_torch_only(tschema.arguments()[j], v);
 			if (v.isTensor())
 				inputs.push_back(v.toTensor());
+			else if (v.isTensorList())
+				for (const at::Tensor &t : v.toTensorVector())
+					inputs.push_back(t);
 		}
+		// int8 with uint8 promotes to int16, a dtype the dispatcher
+		// lacks (it computes int32): PyTorch's CPU kernel gives int16
+		bool i8 = false, u8 = false;
+		for (const at::Tensor &t : inputs) {
+			i8 |= t.defined() && t.scalar_type() == at::kChar;
+			u8 |= t.defined() && t.scalar_type() == at::kByte;
+		}
+		if (i8 && u8)
+			throw Unrepresentable("int8 with uint8 (int16)");
 		for (uint32_t i = 0; i < cs->nargs; i++) {
 			size_t before = owned.v.size();
 
