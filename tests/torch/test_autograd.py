@@ -156,3 +156,16 @@ def test_half_activation_backward_rounds_once():
             want = op(gs.float(), ys.float(), 1, torch.float32).to(dt)
             got = op(gs.to(NPU), ys.to(NPU), 1, dt).cpu()
             assert torch.equal(got, want), (dt, op)
+
+
+def test_group_norm_of_an_empty_batch_in_float64():
+    # PyTorch's test_GroupNorm_empty (test_nn.py runs in float64): group
+    # norm reaches batch norm with no channels, which 1.13's CPU kernel
+    # divides by zero on (SIGFPE); the npu must not hand it over
+    m = torch.nn.GroupNorm(2, 4).double().to(NPU)
+    x = torch.randn(0, 4, 2, 2, dtype=torch.float64, device=NPU,
+                    requires_grad=True)
+    y = m(x)
+    y.backward(torch.rand_like(y))
+    assert y.shape == x.shape and x.grad.shape == x.shape
+    assert torch.equal(m.weight.grad.cpu(), torch.zeros(4, dtype=torch.float64))

@@ -322,18 +322,25 @@ struct vnpu_ret_native_batch_norm vnpu_npu_native_batch_norm(vnpu_keyset_t ks,
 	int64_t C, n, zero = 0;
 	bool ok;
 
-	if (nd < 2 || !npk_float(input->dtype) || !vnpu_at_is_npu(input))
+	if (nd < 2 || !vnpu_at_is_npu(input) || !vnpu_at_dtype_is_float(input->dtype))
 		goto fallback;
 	C = input->sizes[1];
 	if (!C && bn_param_ok(weight, 0) && bn_param_ok(bias, 0) &&
 	    bn_param_ok(running_mean, 0) && bn_param_ok(running_var, 0)) {
-		/* no channels: nothing to normalise (PyTorch 1.13's CPU kernel
-		 * divides by zero here, so it must not fall back) */
+		/* no channels: nothing to normalise, in any float dtype
+		 * (PyTorch 1.13's CPU kernel divides by zero here, SIGFPE, so
+		 * it must not fall back: group_norm of an empty batch reaches
+		 * it); statistics in the CPU's accumulation dtype */
+		enum vnpu_at_dtype acc = input->dtype == VNPU_AT_F64 ? VNPU_AT_F64 :
+					 VNPU_AT_F32;
+
 		r.r0 = vnpu_npu_empty(nd, input->sizes, input->dtype);
-		r.r1 = vnpu_npu_empty(1, &zero, VNPU_AT_F32);
-		r.r2 = vnpu_npu_empty(1, &zero, VNPU_AT_F32);
+		r.r1 = vnpu_npu_empty(1, &zero, acc);
+		r.r2 = vnpu_npu_empty(1, &zero, acc);
 		goto out;
 	}
+	if (!npk_float(input->dtype))
+		goto fallback;
 	n = C ? vnpu_at_numel(input) / C : 0;
 	if (!C || n < 2 || !bn_param_ok(weight, C) || !bn_param_ok(bias, C) ||
 	    !bn_param_ok(running_mean, C) || !bn_param_ok(running_var, C) ||
