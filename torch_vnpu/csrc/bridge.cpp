@@ -229,22 +229,29 @@ void copy_storage_bytes(const c10::Storage &npu, int64_t off, int64_t len,
 			void *host, bool to_host)
 {
 	struct vnpu_at_storage *st = storage_of(npu);
-	struct vnpu_at_tensor *d, *h, *r;
-	const int64_t one = 1;
 
 	TORCH_CHECK(st, "torch_vnpu: an npu storage not allocated by torch_vnpu");
+	TORCH_CHECK(off >= 0 && len >= 0 && (size_t)(off + len) <= st->nbytes,
+		    "torch_vnpu: bytes [", off, ", ", off + len,
+		    ") outside an npu storage of ", st->nbytes);
 	if (!len)
 		return;
-	d = vnpu_at_tensor_on(st, VNPU_AT_U8, 1, &len, &one, off);
-	h = vnpu_at_from_blob(host, 1, &len, &one, VNPU_AT_U8);
-	r = d && h ? (to_host ? vnpu_op_copy_(h, d, false)
-			      : vnpu_op_copy_(d, h, false))
-		   : nullptr;
-	vnpu_at_release(d);
-	vnpu_at_release(h);
-	if (!r)
-		throw_dispatch_error("torch_vnpu: a fallback's storage copy");
-	vnpu_at_release(r);
+	// one DMA on the current stream, after the kernels queued there
+	c10::DeviceGuard guard(npu.device());
+	vnpu_stream_t stream = (vnpu_stream_t)vnpu_at_npu_stream();
+	char *dev = (char *)st->data + off;
+	vnpu_error_t e;
+
+	if (to_host) {
+		e = vnpu_memcpy_async(host, dev, (size_t)len, VNPU_MEMCPY_D2H, stream);
+		if (e == VNPU_SUCCESS)
+			e = vnpu_stream_synchronize(stream);
+	} else {
+		st->version++; // a cached format cast of it is stale
+		e = vnpu_memcpy_async(dev, host, (size_t)len, VNPU_MEMCPY_H2D, stream);
+	}
+	TORCH_CHECK(e == VNPU_SUCCESS, "torch_vnpu: a fallback's storage copy: ",
+		    vnpu_error_string(e));
 }
 
 // copy_ for dtypes the dispatcher lacks: byte copies across devices, the
