@@ -47,13 +47,17 @@ def pytest_configure(config):
 class _OpInfoFilter:
     """Whether an instantiated @ops test (test_<name>_<op>_<device>[_dtype])
     is of one of the chosen OpInfos: the op is the longest formatted OpInfo
-    name its name ends with, so that masked_sum is not taken for sum."""
+    name its name ends with, so that masked_sum is not taken for sum.
+    PyTorch's Python references (_refs.*) are not ours: their tests are
+    left out."""
 
     def __init__(self, chosen):
-        from torch.testing._internal.common_methods_invocations import op_db
+        from torch.testing._internal.common_methods_invocations import \
+            op_db, python_ref_db
         self.chosen = chosen
-        self.names = sorted({o.formatted_name for o in op_db}, key=len,
-                            reverse=True)
+        # the _refs OpInfos too, so that _refs_clamp is not taken for clamp
+        self.names = sorted({o.formatted_name for o in op_db + python_ref_db},
+                            key=len, reverse=True)
 
     def __call__(self, test_name):
         m = re.match(r'test_(.+)_privateuseone(_\w+)?$', test_name)

@@ -306,3 +306,22 @@ def test_legacy_new():
     with pytest.raises(TypeError):
         x.new(3, bogus=1)
     assert torch.ones(2).new(3).shape == (3,)   # the CPU's own
+
+
+def test_out_on_another_device_is_refused():
+    # TensorIterator's rule, for npu kernels and the fallback alike
+    # (found by PyTorch's TestCommon.test_out)
+    x = torch.randn(5, device=NPU)
+    for f in (lambda o: torch.add(x, x, out=o),
+              lambda o: torch.erfinv(x, out=o)):
+        with pytest.raises(RuntimeError, match='same device'):
+            f(torch.empty(5))
+
+
+def test_resize_to_the_same_sizes_keeps_strides():
+    # PyTorch's resize_: an out= view of the right shape stays a view
+    t = torch.empty(10, device=NPU)[::2]
+    assert t.resize_(5).stride() == (2,)
+    torch.ones(5, out=t)
+    assert t.stride() == (2,) and torch.equal(t.cpu(), torch.ones(5))
+    assert t.resize_(2, 2).stride() == (2, 1)

@@ -893,9 +893,10 @@ static void check_target(const char *what, const at::Tensor &target,
 	TORCH_CHECK(may_resize || target.sizes() == result.sizes(),
 		    "output with shape ", target.sizes(),
 		    " doesn't match the broadcast shape ", result.sizes());
-	TORCH_CHECK(target.device().type() == kNpu || !may_resize ||
-		    target.device().is_cpu(),
-		    what, ": out= on ", target.device());
+	// TensorIterator: an out= on another device than its inputs
+	TORCH_CHECK(target.device() == result.device(),
+		    "Expected all tensors to be on the same device, but found at least two devices, ",
+		    result.device(), " and ", target.device(), "! (", what, " out=)");
 }
 
 // What PyTorch checks of the tensors an in-place or out= variant writes:

@@ -292,6 +292,20 @@ void run_on_cpu(const c10::OperatorHandle &op, torch::jit::Stack *stack)
 		(*stack)[base + i] = cpu_args.back();
 	}
 
+	// a written CPU tensor of an op on npu tensors (an out= on the CPU):
+	// PyTorch's kernels refuse tensors on two devices, the CPU kernel
+	// here would not see it
+	for (size_t i = 0; tgt && i < n; i++) {
+		const c10::AliasInfo *ai = args[i].alias_info();
+
+		if (ai && ai->isWrite() && orig[i].isTensor() &&
+		    orig[i].toTensor().defined() &&
+		    !is_npu(orig[i].toTensor()))
+			TORCH_CHECK(false,
+				    "Expected all tensors to be on the same device, but found at least two devices, ",
+				    *tgt, " and ", orig[i].toTensor().device(), "! (",
+				    name, ")");
+	}
 	op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
 
 	const auto &rets = schema.returns();

@@ -145,6 +145,11 @@ struct vnpu_at_tensor *vnpu_resize_impl(struct vnpu_at_tensor *self,
 
 	if (size.n > VNPU_AT_MAX_DIMS)
 		return vnpu_at_error_set(VNPU_AT_ERR_VALUE, "aten::resize_: too many dims");
+	/* as PyTorch's resize_: the same sizes keep the strides (an out=
+	 * view of the right shape stays a view) */
+	if ((int64_t)self->ndim == size.n &&
+	    !memcmp(self->sizes, size.v, (size_t)size.n * sizeof(int64_t)))
+		return vnpu_at_retain(self);
 	numel = vnpu_at_shape_numel((uint32_t)size.n, size.v);
 	if (numel < 0 || __builtin_mul_overflow((size_t)numel, isz, &bytes) ||
 	    __builtin_add_overflow(bytes, (size_t)self->offset * isz, &bytes))
