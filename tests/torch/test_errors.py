@@ -95,3 +95,16 @@ def test_hostile_arguments_do_not_crash():
     big = torch.arange(2. ** 10).view([2] * 10)
     assert torch.equal((big.to(NPU).transpose(0, 9) * 2).cpu(),
                        big.transpose(0, 9) * 2)
+
+
+def test_bool_alpha_only_for_bool_results():
+    # PyTorch's alpha_check (found by TestBinaryUfuncs.test_add/test_sub)
+    m = torch.tensor([1, 2], dtype=torch.int8, device=NPU)
+    for f in (lambda: torch.add(m, m, alpha=True),
+              lambda: torch.sub(m, m, alpha=True),
+              lambda: m.add_(m, alpha=True)):
+        with pytest.raises(RuntimeError, match='Boolean alpha only supported'):
+            f()
+    b = torch.tensor([True, False], device=NPU)
+    assert torch.equal(torch.add(b, b, alpha=True).cpu(),
+                       torch.tensor([True, False]))

@@ -261,10 +261,16 @@ static struct vnpu_at_tensor *binary(const char *name, enum binop op,
 	return out;
 }
 
-/* alpha's rule for add: no float alpha with an integral result. */
+/* alpha's rules for add (PyTorch's alpha_check): a bool alpha only with
+ * a bool result, no float alpha with an integral one. */
 static bool alpha_ok(const char *name, enum vnpu_at_dtype dt,
 		     struct vnpu_at_scalar alpha)
 {
+	if (alpha.kind == VNPU_AT_SCALAR_BOOL && dt != VNPU_AT_BOOL) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				  "%s: Boolean alpha only supported for Boolean results.", name);
+		return false;
+	}
 	if (!vnpu_at_dtype_is_float(dt) && alpha.kind == VNPU_AT_SCALAR_DOUBLE) {
 		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 				  "%s: For integral input tensors, argument alpha must not be a floating point number.",

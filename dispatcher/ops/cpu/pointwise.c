@@ -218,6 +218,9 @@ struct vnpu_at_tensor *vnpu_cpu_sub_Tensor(vnpu_keyset_t ks,
 	if (self->dtype == VNPU_AT_BOOL || other->dtype == VNPU_AT_BOOL)
 		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 			"aten::sub.Tensor: Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+	if (alpha.kind == VNPU_AT_SCALAR_BOOL)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"aten::sub.Tensor: Boolean alpha only supported for Boolean results.");
 	if (kc_is_int(dt) && alpha.kind == VNPU_AT_SCALAR_DOUBLE)
 		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 			"aten::sub.Tensor: For integral input tensors, argument alpha must not be a floating point number.");

@@ -188,10 +188,11 @@ struct vnpu_at_tensor *vnpu_npu_add_Tensor(vnpu_keyset_t ks, struct vnpu_at_tens
 {
 	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
 
-	/* a float alpha with an integral result: the CPU kernel words the
-	 * error */
+	/* a float alpha with an integral result, a bool alpha with another:
+	 * the CPU kernel words the error */
 	if (!device_float_or_int(dt) ||
-	    (!vnpu_at_dtype_is_float(dt) && alpha.kind == VNPU_AT_SCALAR_DOUBLE))
+	    (!vnpu_at_dtype_is_float(dt) && alpha.kind == VNPU_AT_SCALAR_DOUBLE) ||
+	    (alpha.kind == VNPU_AT_SCALAR_BOOL && dt != VNPU_AT_BOOL))
 		return vnpu_fallback_add_Tensor(ks, self, other, alpha);
 	return binary("aten::add.Tensor", ks, VNPU_BINARY_ADD, self, other, alpha);
 }

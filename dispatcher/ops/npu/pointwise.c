@@ -27,7 +27,7 @@ struct vnpu_at_tensor *vnpu_npu_sub_Tensor(vnpu_keyset_t ks,
 	/* PyTorch refuses a bool operand and a float alpha with ints: the
 	 * CPU kernel words it */
 	if (!npk_float_or_int(dt) || self->dtype == VNPU_AT_BOOL ||
-	    other->dtype == VNPU_AT_BOOL ||
+	    other->dtype == VNPU_AT_BOOL || alpha.kind == VNPU_AT_SCALAR_BOOL ||
 	    (kc_is_int(dt) && alpha.kind == VNPU_AT_SCALAR_DOUBLE))
 		return vnpu_fallback_sub_Tensor(ks, self, other, alpha);
 	return binary_op("aten::sub.Tensor", VNPU_BINARY_SUB, self, other, dt,
