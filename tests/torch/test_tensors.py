@@ -325,3 +325,16 @@ def test_resize_to_the_same_sizes_keeps_strides():
     torch.ones(5, out=t)
     assert t.stride() == (2,) and torch.equal(t.cpu(), torch.ones(5))
     assert t.resize_(2, 2).stride() == (2, 1)
+
+
+def test_calls_mixing_npu_and_meta_tensors_run_on_meta():
+    # as the CPU's: a module built on meta, its input on the device
+    # (PyTorch's test_module_to_empty); PrivateUse1 ranks above Meta
+    w = torch.randn(10, 3, device='meta')
+    x = torch.randn(5, 10, device=NPU)
+    for r in (x @ w, x[:, :3] + w[0], torch.cat([x[:, :3], w])):
+        assert r.is_meta
+    assert (x @ w).shape == (5, 3)
+    m = torch.nn.Linear(10, 3, device='meta')
+    m.to_empty(device=NPU)
+    assert m(x).device == x.device

@@ -272,6 +272,44 @@ void cpu_fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack)
 	vnpu_fallback_done(name.c_str(), true);
 }
 
+// Tensors of the meta device among the arguments: PrivateUse1 ranks
+// above Meta, so PyTorch sends a call mixing them here, where the CPU
+// would have gone to its Meta kernel (a module built on meta, its input
+// on the device). The call runs on the Meta key as for the CPU: the npu
+// tensors as meta tensors, the results meta, nothing written.
+static bool run_on_meta(const c10::OperatorHandle &op, torch::jit::Stack *stack,
+			size_t base, size_t n)
+{
+	bool meta = false;
+
+	for (size_t i = 0; i < n; i++) {
+		const c10::IValue &v = (*stack)[base + i];
+
+		if (v.isTensor() && v.toTensor().defined())
+			meta |= v.toTensor().is_meta();
+		else if (v.isTensorList())
+			for (const at::Tensor &t : v.toTensorVector())
+				meta |= t.defined() && t.is_meta();
+	}
+	if (!meta)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		c10::IValue &v = (*stack)[base + i];
+
+		if (v.isTensor() && is_npu(v.toTensor())) {
+			v = v.toTensor().to(at::kMeta);
+		} else if (v.isTensorList()) {
+			c10::List<at::Tensor> l;
+
+			for (const at::Tensor &t : v.toTensorVector())
+				l.push_back(is_npu(t) ? t.to(at::kMeta) : t);
+			v = l;
+		}
+	}
+	op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), stack);
+	return true;
+}
+
 void run_on_cpu(const c10::OperatorHandle &op, torch::jit::Stack *stack)
 {
 	const c10::FunctionSchema &schema = op.schema();
@@ -279,6 +317,9 @@ void run_on_cpu(const c10::OperatorHandle &op, torch::jit::Stack *stack)
 	size_t n = args.size(), base = stack->size() - n;
 	std::string name = qualified_name(op);
 	DepthGuard depth(name);
+
+	if (run_on_meta(op, stack, base, n))
+		return;
 	std::vector<c10::IValue> orig(stack->begin() + base, stack->end());
 	c10::optional<at::Device> tgt;
 	std::vector<c10::IValue> cpu_args;
