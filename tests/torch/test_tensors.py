@@ -338,3 +338,19 @@ def test_calls_mixing_npu_and_meta_tensors_run_on_meta():
     m = torch.nn.Linear(10, 3, device='meta')
     m.to_empty(device=NPU)
     assert m(x).device == x.device
+
+
+def test_out_dtypes_pytorch_requires():
+    # unary_op's out= has the input's dtype; max.dim's values the input's
+    # and indices int64 (TestTypePromotion, TestReductions on the device)
+    t = torch.tensor([1., -2.], device=NPU)
+    for f in (torch.neg, torch.abs):
+        with pytest.raises(RuntimeError, match='Found dtype Double but expected Float'):
+            f(t, out=torch.empty(0, dtype=torch.float64, device=NPU))
+    x = torch.randn(5, 5, device=NPU)
+    for outs in ((torch.empty(5, dtype=torch.int32, device=NPU),
+                  torch.empty(5, dtype=torch.int64, device=NPU)),
+                 (torch.empty(5, device=NPU),
+                  torch.empty(5, dtype=torch.float64, device=NPU))):
+        with pytest.raises(RuntimeError, match='Expected out tensor to have dtype'):
+            torch.max(x, dim=0, out=outs)

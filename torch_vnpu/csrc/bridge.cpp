@@ -517,7 +517,13 @@ struct Binding {
 	// what PyTorch's kernel of the op checks of its written tensors
 	// beyond TensorIterator's rules (check_aliasing)
 	bool refuses_any_overlap;	// cat, index_select
-	bool out_keeps_dtype;		// amax, amin
+	// the dtype an out= must have, beyond TensorIterator's cast rule
+	enum OutDtype {
+		OUT_CASTS,		// any the result casts to
+		OUT_INPUTS,		// amax, amin: the input's
+		OUT_UNARY,		// neg, abs: the input's (unary_op)
+		OUT_VALUES_INDICES,	// max.dim: the input's, and int64
+	} out_dtype;
 	bool is_copy;			// copy_: TensorIterator's rules
 };
 
@@ -593,8 +599,13 @@ static const Binding &binding(const char *c_name, const c10::OperatorHandle &op)
 			b.targets.push_back((int)j);
 	b.refuses_any_overlap = !strcmp(c_name, "aten::cat") ||
 				!strcmp(c_name, "aten::index_select");
-	b.out_keeps_dtype = !strcmp(c_name, "aten::amax") ||
-			    !strcmp(c_name, "aten::amin");
+	b.out_dtype = !strcmp(c_name, "aten::amax") || !strcmp(c_name, "aten::amin") ?
+			      Binding::OUT_INPUTS :
+		      !strcmp(c_name, "aten::neg") || !strcmp(c_name, "aten::abs") ?
+			      Binding::OUT_UNARY :
+		      !strcmp(c_name, "aten::max.dim") || !strcmp(c_name, "aten::min.dim") ?
+			      Binding::OUT_VALUES_INDICES :
+			      Binding::OUT_CASTS;
 	b.is_copy = !strcmp(c_name, "aten::copy_");
 	return cache.emplace(key, std::move(b)).first->second;
 }
@@ -907,13 +918,26 @@ static void check_aliasing(const Binding &b, const torch::jit::Stack *stack,
 			   size_t base, size_t n, const std::vector<int> &target_args,
 			   const std::vector<at::Tensor> &targets, bool out)
 {
-	if (out && b.out_keeps_dtype) {
-		const at::Tensor &self = (*stack)[base].toTensor();
+	const at::ScalarType in_dt = (*stack)[base].isTensor() ?
+					     (*stack)[base].toTensor().scalar_type() :
+					     at::kFloat;
 
-		TORCH_CHECK(self.scalar_type() == targets[0].scalar_type(),
+	if (out && b.out_dtype == Binding::OUT_INPUTS)
+		TORCH_CHECK(in_dt == targets[0].scalar_type(),
 			    "Expected the dtype for input and out to match, but got ",
-			    self.scalar_type(), " for input's dtype and ",
+			    in_dt, " for input's dtype and ",
 			    targets[0].scalar_type(), " for out's dtype.");
+	if (out && b.out_dtype == Binding::OUT_UNARY)
+		TORCH_CHECK(in_dt == targets[0].scalar_type(), "Found dtype ",
+			    targets[0].scalar_type(), " but expected ", in_dt);
+	if (out && b.out_dtype == Binding::OUT_VALUES_INDICES) {
+		TORCH_CHECK(targets[0].scalar_type() == in_dt,
+			    "Expected out tensor to have dtype ", in_dt,
+			    ", but got ", targets[0].scalar_type(), " instead");
+		TORCH_CHECK(targets.size() < 2 ||
+				    targets[1].scalar_type() == at::kLong,
+			    "Expected out tensor to have dtype ", at::kLong,
+			    ", but got ", targets[1].scalar_type(), " instead");
 	}
 	for (const at::Tensor &t : targets)
 		at::assert_no_internal_overlap(t);
