@@ -67,23 +67,28 @@ fi
 # ---- the test files of the installed PyTorch --------------------------------
 # The source package the installed python3-torch was built from, and the
 # checksum of its orig tarball as the archive lists it.
-src_ver=$(dpkg-query -W -f='${source:Version}' python3-torch 2>/dev/null) ||
-	{
-		echo "torch-suite: python3-torch is not installed" >&2
-		exit 1
-	}
-read -r tarball tar_sha < <(apt-cache showsrc "pytorch=$src_ver" 2>/dev/null |
-	awk '/^Checksums-Sha256:/{s=1; next} /^[^ ]/{s=0}
-	     s && $3 ~ /orig\.tar\.xz$/ {print $3, $1; exit}') || true
+read -r src_pkg src_ver < <(dpkg-query -W \
+	-f='${source:Package} ${source:Version}\n' python3-torch 2>/dev/null) ||
+	true
+if [ -z "${src_ver:-}" ]; then
+	echo "torch-suite: python3-torch is not installed" >&2
+	exit 1
+fi
+# The orig tarball and its checksum in the stanza of that version.
+orig_of() {
+	apt-cache showsrc "$src_pkg" 2>/dev/null |
+		awk -v want="$src_ver" '/^Version: /{v=$2} /^Checksums-Sha256:/{s=1; next}
+		     /^[^ ]/{s=0}
+		     s && v == want && $3 ~ /orig\.tar\.xz$/ {print $3, $1; exit}'
+}
+read -r tarball tar_sha < <(orig_of) || true
 if [ -z "${tarball:-}" ]; then
 	# deb-src of bookworm (scripts/lib/apt.sh) lists the source package
 	ensure_backports
-	read -r tarball tar_sha < <(apt-cache showsrc "pytorch=$src_ver" |
-		awk '/^Checksums-Sha256:/{s=1; next} /^[^ ]/{s=0}
-		     s && $3 ~ /orig\.tar\.xz$/ {print $3, $1; exit}') || true
+	read -r tarball tar_sha < <(orig_of) || true
 fi
 if [ -z "${tarball:-}" ]; then
-	echo "torch-suite: apt knows no source of pytorch $src_ver" >&2
+	echo "torch-suite: apt knows no source of $src_pkg $src_ver" >&2
 	exit 1
 fi
 
@@ -94,7 +99,7 @@ if [ ! -f "$cache/src/$tarball" ] ||
 	rm -f "$cache/src/$tarball"
 	# Only the orig tarball is used; the debian.tar.xz may be missing.
 	(cd "$cache/src" && apt-get source --download-only \
-		"pytorch=$src_ver" >/dev/null 2>&1) || true
+		"$src_pkg=$src_ver" >/dev/null 2>&1) || true
 fi
 if ! echo "$tar_sha  $cache/src/$tarball" | sha256sum -c --status; then
 	echo "torch-suite: $tarball missing or checksum mismatch" >&2

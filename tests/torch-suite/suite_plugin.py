@@ -16,14 +16,17 @@ an OpInfo-parametrized class named in $VNPU_SUITE_OPINFO_CLASSES, only the
 tests of the OpInfos listed in the file $VNPU_SUITE_OPINFOS.
 """
 import faulthandler
+import gc
 import os
 import re
+import sys
 import zlib
 
 import pytest
 
 _progress = None
 _timeout = float(os.environ.get('VNPU_SUITE_TEST_TIMEOUT', '0') or 0)
+_failed = False
 
 
 def _ids(var):
@@ -106,8 +109,16 @@ def pytest_runtest_logstart(nodeid, location):
 
 
 def pytest_runtest_logfinish(nodeid, location):
+    global _failed
     if _timeout > 0:
         faulthandler.cancel_dump_traceback_later()
+    if _failed:
+        # pytest keeps a failed test's traceback in sys.last_traceback for
+        # post-mortem debugging, and with it the test's frames and their
+        # tensors: device memory the next test would run out of
+        sys.last_type = sys.last_value = sys.last_traceback = None
+        gc.collect()
+        _failed = False
 
 
 def _message(report):
@@ -127,9 +138,11 @@ def pytest_runtest_logreport(report):
         return
     if report.when == 'teardown' and report.outcome == 'passed':
         return
+    global _failed
     outcome = report.outcome
     if report.when == 'teardown':
         outcome = 'failed'
+    _failed |= outcome == 'failed'
     _emit('%s %s\t%s' % (outcome, report.nodeid, _message(report)[:2000]))
 
 
