@@ -1102,6 +1102,9 @@ static struct vnpu_at_tensor *add_product(struct vnpu_at_tensor *self,
 
 	if (!vnpu_at_dtype_is_float(dt) && value.kind == VNPU_AT_SCALAR_DOUBLE)
 		value = VNPU_AT_INT(vnpu_at_scalar_to_int_as(value, dt));
+	/* value=True is 1 here: add's alpha takes a bool only for bools */
+	if (value.kind == VNPU_AT_SCALAR_BOOL && dt != VNPU_AT_BOOL)
+		value = VNPU_AT_INT(value.b ? 1 : 0);
 	/* every operand in the computing dtype first: f64 + bf16 * f32 is
 	 * an f64 product, not an f32 one */
 	for (int i = 0; i < 3; i++) {

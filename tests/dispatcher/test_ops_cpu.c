@@ -1206,7 +1206,7 @@ START_TEST(default_dtype)
 	ck_assert_int_eq(vnpu_at_error_code(), VNPU_AT_ERR_VALUE);
 	vnpu_at_error_clear();
 	ck_assert(vnpu_at_set_default_dtype(VNPU_AT_F64));
-	vnpu_op_fill__Scalar(i, VNPU_AT_INT(3));
+	vnpu_at_release(vnpu_op_fill__Scalar(i, VNPU_AT_INT(3)));
 	r[0] = vnpu_op_div_Tensor(i, i);
 	r[1] = vnpu_op_add_Scalar(i, VNPU_AT_DOUBLE(0.5), VNPU_AT_INT(1));
 	r[2] = vnpu_op_full(VNPU_AT_INTS(2), VNPU_AT_DOUBLE(1.5), VNPU_AT_DTYPE_NONE,
