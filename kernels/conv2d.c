@@ -522,6 +522,7 @@ static void conv_run(const void *params, const struct vnpu_kbuf *bufs,
 	job.pack_a = pack_input;
 	job.pack_b = pack_weight;
 	job.epilogue = store_pixels;
+	job.bf16_operands = x.dtype == VNPU_DTYPE_BF16;
 	job.ctx = &x;
 	for (uint64_t u = begin; u < end; u++) {
 		int64_t ng = (int64_t)(u / (uint64_t)tiles);

@@ -125,6 +125,26 @@ static void pack_b(const struct vnpu_gemm_job *job, int64_t r0, int64_t rows,
 	vnpu_operand_pack(&g->bt, g->bb, r0, rows, p0, kc, dst, panel);
 }
 
+static void pack_a_pairs(const struct vnpu_gemm_job *job, int64_t r0,
+			 int64_t rows, int64_t p0, int64_t kc, float *dst,
+			 uint32_t panel)
+{
+	const struct gemm_ctx *g = job->ctx;
+
+	vnpu_operand_pack_bf16_pairs(&g->a, g->ba, r0, rows, p0, kc, dst,
+				     panel);
+}
+
+static void pack_b_pairs(const struct vnpu_gemm_job *job, int64_t r0,
+			 int64_t rows, int64_t p0, int64_t kc, float *dst,
+			 uint32_t panel)
+{
+	const struct gemm_ctx *g = job->ctx;
+
+	vnpu_operand_pack_bf16_pairs(&g->bt, g->bb, r0, rows, p0, kc, dst,
+				     panel);
+}
+
 static float bias_at(const struct gemm_ctx *g, int64_t j)
 {
 	return vnpu_operand_load(
@@ -179,15 +199,21 @@ static void store_out(const struct vnpu_gemm_job *job, int64_t i0, int64_t rows,
 			if (g->beta != 0.0f)
 				vnpu_operand_read_row(&g->out, g->bo, i0 + i,
 						      j0 + j, cnt, line);
-			for (int64_t t = 0; t < cnt; t++) {
-				float v = g->alpha * src[t];
-
-				if (g->beta != 0.0f)
-					v += g->beta * line[t];
-				if (g->has_bias)
-					v += bias_at(g, j0 + j + t);
-				line[t] = vnpu_activate(g->act, v);
-			}
+			/* one pass per term, each a loop the compiler
+			 * vectorises */
+			if (g->beta != 0.0f)
+				for (int64_t t = 0; t < cnt; t++)
+					line[t] = g->alpha * src[t] +
+						  g->beta * line[t];
+			else
+				for (int64_t t = 0; t < cnt; t++)
+					line[t] = g->alpha * src[t];
+			for (int64_t t = 0; t < cnt && g->has_bias; t++)
+				line[t] += bias_at(g, j0 + j + t);
+			if (g->act != VNPU_ACT_NONE)
+				for (int64_t t = 0; t < cnt; t++)
+					line[t] =
+						vnpu_activate(g->act, line[t]);
 			vnpu_operand_write_row(&g->out, g->bo, i0 + i, j0 + j,
 					       cnt, line);
 		}
@@ -262,6 +288,11 @@ static void gemm_run(const void *params, const struct vnpu_kbuf *bufs,
 
 	memset(&job, 0, sizeof(job));
 	job.k = k;
+	if (g.dtype == VNPU_DTYPE_BF16) {
+		job.bf16_operands = true;
+		job.pack_a_pairs = pack_a_pairs;
+		job.pack_b_pairs = pack_b_pairs;
+	}
 	job.pack_a = pack_a;
 	job.pack_b = pack_b;
 	job.ctx = &g;

@@ -5,6 +5,11 @@
  * micro-panels of MR rows / NR columns interleaved along k, so the
  * microkernel streams both operands with unit stride and keeps an MR x NR
  * tile of C in registers.
+ *
+ * The bf16 engine packs the same panels, then folds each pair of
+ * reduction steps into one 32-bit word per row (step 2q in the low half,
+ * 2q + 1 in the high half) in place: vdpbf16ps multiplies such pairs and
+ * adds both products to an f32 lane, twice the work of an f32 FMA.
  */
 #include "gemm_core.h"
 #include "kernel.h"
@@ -43,6 +48,7 @@ struct gemm_micro {
 	uint32_t isa;
 	uint32_t mr, nr;
 	gemm_micro_fn fn;
+	bool bf16; /* takes bf16-pair panels (bf16 jobs only) */
 };
 
 /* Plain C, written so that a compiler's vectoriser can keep the 4 x 8
@@ -117,34 +123,24 @@ micro_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
 	}
 }
 
-__attribute__((target("avx512f"))) static void
-micro_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
-	     float alpha, float beta)
+/* Zeroes the accumulators of a 12 x 32 tile; the C tile is touched only
+ * at the end: start fetching it now. */
+__attribute__((target("avx512f"))) static inline void
+start_tile_avx512(__m512 acc[12][2], const float *c, int64_t ldc)
 {
-	__m512 acc[12][2];
-
-	/* the C tile is touched only at the end: start fetching it now */
 #pragma GCC unroll 12
 	for (int i = 0; i < 12; i++) {
 		_mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
 		_mm_prefetch((const char *)(c + i * ldc + 31), _MM_HINT_T0);
 		acc[i][0] = acc[i][1] = _mm512_setzero_ps();
 	}
-	for (int64_t p = 0; p < kc; p++) {
-		__m512 b0 = _mm512_loadu_ps(b);
-		__m512 b1 = _mm512_loadu_ps(b + 16);
+}
 
-		_mm_prefetch((const char *)(b + 8 * 32), _MM_HINT_T0);
-#pragma GCC unroll 12
-		for (int i = 0; i < 12; i++) {
-			__m512 av = _mm512_set1_ps(a[i]);
-
-			acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);
-			acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);
-		}
-		a += 12;
-		b += 32;
-	}
+/* c = alpha * acc + beta * c over a 12 x 32 tile (beta == 0: c not read). */
+__attribute__((target("avx512f"))) static inline void
+store_tile_avx512(__m512 acc[12][2], float *c, int64_t ldc, float alpha,
+		  float beta)
+{
 	__m512 va = _mm512_set1_ps(alpha);
 	__m512 vb = _mm512_set1_ps(beta);
 
@@ -162,23 +158,83 @@ micro_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
 		_mm512_storeu_ps(row + 16, r1);
 	}
 }
+
+__attribute__((target("avx512f"))) static void
+micro_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+	     float alpha, float beta)
+{
+	__m512 acc[12][2];
+
+	start_tile_avx512(acc, c, ldc);
+	for (int64_t p = 0; p < kc; p++) {
+		__m512 b0 = _mm512_loadu_ps(b);
+		__m512 b1 = _mm512_loadu_ps(b + 16);
+
+		_mm_prefetch((const char *)(b + 8 * 32), _MM_HINT_T0);
+#pragma GCC unroll 12
+		for (int i = 0; i < 12; i++) {
+			__m512 av = _mm512_set1_ps(a[i]);
+
+			acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);
+			acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);
+		}
+		a += 12;
+		b += 32;
+	}
+	store_tile_avx512(acc, c, ldc, alpha, beta);
+}
+
+/* The same tile from bf16-pair panels: kc reduction steps are
+ * ceil(kc / 2) words per row, each multiplied as two bf16 products. */
+__attribute__((target("avx512f,avx512bf16"))) static void
+micro_avx512_bf16(int64_t kc, const float *a, const float *b, float *c,
+		  int64_t ldc, float alpha, float beta)
+{
+	const int64_t pairs = (kc + 1) / 2;
+	__m512 acc[12][2];
+
+	start_tile_avx512(acc, c, ldc);
+	for (int64_t q = 0; q < pairs; q++) {
+		__m512bh b0 = (__m512bh)_mm512_loadu_si512(b);
+		__m512bh b1 = (__m512bh)_mm512_loadu_si512(b + 16);
+
+		_mm_prefetch((const char *)(b + 8 * 32), _MM_HINT_T0);
+#pragma GCC unroll 12
+		for (int i = 0; i < 12; i++) {
+			uint32_t pair;
+
+			memcpy(&pair, a + i, sizeof(pair));
+			__m512bh av = (__m512bh)_mm512_set1_epi32((int)pair);
+
+			acc[i][0] = _mm512_dpbf16_ps(acc[i][0], av, b0);
+			acc[i][1] = _mm512_dpbf16_ps(acc[i][1], av, b1);
+		}
+		a += 12;
+		b += 32;
+	}
+	store_tile_avx512(acc, c, ldc, alpha, beta);
+}
 #endif
 
 static const struct gemm_micro micro_table[] = {
-	{VNPU_GEMM_ISA_PORTABLE, 4, 8, micro_portable},
+	{VNPU_GEMM_ISA_PORTABLE, 4, 8, micro_portable, false},
 #ifdef VNPU_GEMM_X86
-	{VNPU_GEMM_ISA_AVX2, 6, 16, micro_avx2},
-	{VNPU_GEMM_ISA_AVX512, 12, 32, micro_avx512},
+	{VNPU_GEMM_ISA_AVX2, 6, 16, micro_avx2, false},
+	{VNPU_GEMM_ISA_AVX512, 12, 32, micro_avx512, false},
+	{VNPU_GEMM_ISA_AVX512_BF16, 12, 32, micro_avx512_bf16, true},
 #endif
 };
 
-static uint32_t isa_limit = VNPU_GEMM_ISA_AVX512;
+static uint32_t isa_limit = VNPU_GEMM_ISA_AVX512_BF16;
 static bool stack_blocking_forced;
 
 static bool isa_available(uint32_t isa)
 {
 #ifdef VNPU_GEMM_X86
 	__builtin_cpu_init();
+	if (isa == VNPU_GEMM_ISA_AVX512_BF16)
+		return __builtin_cpu_supports("avx512f") &&
+		       __builtin_cpu_supports("avx512bf16");
 	if (isa == VNPU_GEMM_ISA_AVX512)
 		return __builtin_cpu_supports("avx512f");
 	if (isa == VNPU_GEMM_ISA_AVX2)
@@ -188,12 +244,14 @@ static bool isa_available(uint32_t isa)
 	return isa == VNPU_GEMM_ISA_PORTABLE;
 }
 
-static const struct gemm_micro *select_micro(void)
+/* The best microkernel within the ISA limit; bf16 ones for bf16 jobs. */
+static const struct gemm_micro *select_micro(bool bf16_operands)
 {
 	const size_t n = sizeof(micro_table) / sizeof(micro_table[0]);
 
 	for (size_t i = n; i-- > 1;)
 		if (micro_table[i].isa <= isa_limit &&
+		    (!micro_table[i].bf16 || bf16_operands) &&
 		    isa_available(micro_table[i].isa))
 			return &micro_table[i];
 	return &micro_table[0];
@@ -229,10 +287,10 @@ void vnpu_gemm_force_stack_blocking(bool on)
 
 uint32_t vnpu_gemm_set_isa(uint32_t isa)
 {
-	isa_limit = isa == VNPU_GEMM_ISA_AUTO || isa > VNPU_GEMM_ISA_AVX512
-			    ? VNPU_GEMM_ISA_AVX512
+	isa_limit = isa == VNPU_GEMM_ISA_AUTO || isa > VNPU_GEMM_ISA_AVX512_BF16
+			    ? VNPU_GEMM_ISA_AVX512_BF16
 			    : isa;
-	return select_micro()->isa;
+	return select_micro(true)->isa;
 }
 
 /* Per-thread packing buffers, allocated on a thread's first job and freed
@@ -331,16 +389,49 @@ static void micro_tile(const struct gemm_micro *uk, int64_t kc, const float *a,
 	}
 }
 
-static void pack_panels(const struct vnpu_gemm_job *job, vnpu_gemm_pack_fn fn,
-			int64_t r0, int64_t rows, int64_t p0, int64_t kc,
-			float *dst, uint32_t panel)
+/* One panel; word q only overwrites steps before 2q, already read. */
+static void fold_panel(float *dst, int64_t kc, uint32_t panel)
+{
+	for (int64_t q = 0; q < (kc + 1) / 2; q++) {
+		const float *lo = dst + 2 * q * panel;
+		bool has_hi = 2 * q + 1 < kc;
+
+		for (uint32_t r = 0; r < panel; r++) {
+			uint32_t l, h = 0, w;
+
+			memcpy(&l, &lo[r], 4);
+			if (has_hi)
+				memcpy(&h, &lo[panel + r], 4);
+			w = l >> 16 | (h & 0xffff0000u);
+			memcpy(&dst[q * panel + r], &w, 4);
+		}
+	}
+}
+
+void vnpu_gemm_fold_bf16_pairs(float *dst, int64_t rows, int64_t kc,
+			       uint32_t panel)
+{
+	for (int64_t r = 0; r < rows; r += panel)
+		fold_panel(dst + r * kc, kc, panel);
+}
+
+static void pack_panels(const struct vnpu_gemm_job *job,
+			const struct gemm_micro *uk, vnpu_gemm_pack_fn fn,
+			vnpu_gemm_pack_fn pairs_fn, int64_t r0, int64_t rows,
+			int64_t p0, int64_t kc, float *dst, uint32_t panel)
 {
 	int64_t tail = rows % panel;
 
 	if (tail)
 		memset(dst + (rows - tail) * kc, 0,
 		       (size_t)kc * panel * sizeof(float));
+	if (uk->bf16 && pairs_fn) {
+		pairs_fn(job, r0, rows, p0, kc, dst, panel);
+		return;
+	}
 	fn(job, r0, rows, p0, kc, dst, panel);
+	if (uk->bf16)
+		vnpu_gemm_fold_bf16_pairs(dst, rows, kc, panel);
 }
 
 /* K = 0: the product is empty, the result is beta * c (or 0) finished by
@@ -425,15 +516,16 @@ static bool run_rows(const struct vnpu_gemm_job *job,
 		float alpha = direct ? job->alpha : 1.0f;
 		float beta = pc ? 1.0f : direct ? job->beta : 0.0f;
 
-		pack_panels(job, job->pack_b, jc, nc, pc, kc, bl->bp, uk->nr);
+		pack_panels(job, uk, job->pack_b, job->pack_b_pairs, jc, nc, pc,
+			    kc, bl->bp, uk->nr);
 		for (int64_t ic = ib; ic < ib + mb; ic += bl->mc) {
 			int64_t mc = min64(bl->mc, ib + mb - ic);
 			int64_t ld = direct ? job->ldc : bl->nc;
 			float *c = direct ? job->c + ic * ld + jc
 					  : bl->cw + (ic - ib) * ld;
 
-			pack_panels(job, job->pack_a, ic, mc, pc, kc, bl->ap,
-				    uk->mr);
+			pack_panels(job, uk, job->pack_a, job->pack_a_pairs, ic,
+				    mc, pc, kc, bl->ap, uk->mr);
 			if (macro_kernel(uk, bl, mc, nc, kc, c, ld, alpha,
 					 beta))
 				return true;
@@ -471,7 +563,7 @@ static void run_blocked(const struct vnpu_gemm_job *job,
 
 void vnpu_gemm_run_job(const struct vnpu_gemm_job *job)
 {
-	const struct gemm_micro *uk = select_micro();
+	const struct gemm_micro *uk = select_micro(job->bf16_operands);
 	struct gemm_scratch *s;
 	struct gemm_blocking bl;
 

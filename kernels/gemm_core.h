@@ -7,7 +7,10 @@
  * supplies callbacks that pack its operands into f32 panels (converting
  * dtypes and resolving layouts on the way) and an epilogue that writes the
  * f32 results out. The core does the blocking and runs a register-blocked
- * microkernel picked at run time (AVX-512, AVX2+FMA or portable C).
+ * microkernel picked at run time (AVX-512, AVX2+FMA or portable C). Jobs
+ * whose operands are bfloat16 run on the CPU's bf16 dot-product engine
+ * (AVX512-BF16) when it has one: their f32 panels hold bf16 values exactly,
+ * so packing them as k-pairs of bf16 loses nothing.
  */
 #ifndef VNPU_KERNELS_GEMM_CORE_H
 #define VNPU_KERNELS_GEMM_CORE_H
@@ -51,7 +54,25 @@ struct vnpu_gemm_job {
 	int64_t ldc;
 	float alpha, beta; /* direct mode only; beta == 0 never reads c */
 	bool need_finish;  /* direct mode: call the epilogue at the end */
+	/* Both operands are bfloat16 (every packed value is a bf16 exactly):
+	 * the bf16 microkernel may multiply them, accumulating in f32. */
+	bool bf16_operands;
+	/* Optional, bf16 jobs: pack straight into bf16-pair panels (see
+	 * vnpu_gemm_fold_bf16_pairs); without them the core packs f32 panels
+	 * and folds them. */
+	vnpu_gemm_pack_fn pack_a_pairs;
+	vnpu_gemm_pack_fn pack_b_pairs;
 };
+
+/*
+ * The bf16 engine's panels: packed f32 panels whose values are all bf16
+ * folded in place into one 32-bit word per row and pair of reduction
+ * steps: word q * panel + r holds step 2q of row r in its low half and
+ * step 2q + 1 in its high half (zero past an odd kc). `rows` counts whole
+ * panels' rows (a multiple of panel, or the rows packed).
+ */
+void vnpu_gemm_fold_bf16_pairs(float *dst, int64_t rows, int64_t kc,
+			       uint32_t panel);
 
 /* Runs a job on the calling thread. Never fails: without its per-thread
  * packing buffers (allocated once per thread, freed at thread exit) it falls
@@ -65,6 +86,8 @@ enum vnpu_gemm_isa {
 	VNPU_GEMM_ISA_PORTABLE = 1,
 	VNPU_GEMM_ISA_AVX2 = 2,
 	VNPU_GEMM_ISA_AVX512 = 3,
+	/* AVX-512 with the BF16 dot product (vdpbf16ps) for bf16 jobs */
+	VNPU_GEMM_ISA_AVX512_BF16 = 4,
 };
 
 /* Limits the microkernel choice process-wide (not thread-safe: call it

@@ -160,6 +160,44 @@ void vnpu_operand_load_run(const char *src, uint32_t dtype, int64_t step,
 	}
 }
 
+#ifdef VNPU_GEMM_X86
+/* F32 to F16 through F16C, eight at a time: round to nearest even as the
+ * portable conversion; NaN stays NaN (its payload is not kept bit for
+ * bit by either). */
+__attribute__((target("avx,f16c"))) static void
+store_f16_f16c(char *dst, int64_t n, const float *src)
+{
+	int64_t t = 0;
+
+	for (; t + 8 <= n; t += 8)
+		_mm_storeu_si128((__m128i *)(dst + t * 2),
+				 _mm256_cvtps_ph(_mm256_loadu_ps(src + t),
+						 _MM_FROUND_TO_NEAREST_INT));
+	for (; t < n; t++) {
+		uint16_t h = vnpu_f32_to_f16(src[t]);
+
+		memcpy(dst + t * 2, &h, 2);
+	}
+}
+#endif
+
+/* F32 to BF16 into contiguous storage, without branches so that the
+ * compiler vectorises it; the same rounding as vnpu_f32_to_bf16. */
+static void store_bf16_dense(char *dst, int64_t n, const float *src)
+{
+	for (int64_t t = 0; t < n; t++) {
+		uint32_t u;
+		uint16_t h;
+
+		memcpy(&u, &src[t], 4);
+		h = (u & 0x7fffffffu) > 0x7f800000u
+			    ? (uint16_t)((u >> 16) | 0x40u)
+			    : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >>
+					 16);
+		memcpy(dst + t * 2, &h, 2);
+	}
+}
+
 void vnpu_operand_store_run(char *dst, uint32_t dtype, int64_t step, int64_t n,
 			    const float *src)
 {
@@ -172,6 +210,12 @@ void vnpu_operand_store_run(char *dst, uint32_t dtype, int64_t step, int64_t n,
 			memcpy(dst + t * sb, &src[t], 4);
 		break;
 	case VNPU_DTYPE_F16:
+#ifdef VNPU_GEMM_X86
+		if (step == 1 && vnpu_gemm_use_f16c()) {
+			store_f16_f16c(dst, n, src);
+			break;
+		}
+#endif
 		sb = step * 2;
 		for (int64_t t = 0; t < n; t++) {
 			uint16_t h = vnpu_f32_to_f16(src[t]);
@@ -180,6 +224,10 @@ void vnpu_operand_store_run(char *dst, uint32_t dtype, int64_t step, int64_t n,
 		}
 		break;
 	default: /* BF16 */
+		if (step == 1) {
+			store_bf16_dense(dst, n, src);
+			break;
+		}
 		sb = step * 2;
 		for (int64_t t = 0; t < n; t++) {
 			uint16_t h = vnpu_f32_to_bf16(src[t]);
@@ -287,6 +335,85 @@ void vnpu_operand_pack(const struct vnpu_operand *op, int64_t b, int64_t r0,
 
 		pack_panel(op, b, r0 + r, cnt, p0, kc, dst + r * kc, panel);
 	}
+}
+
+/* Rows contiguous along the reduction (row-major A, B stored [N, K]):
+ * two adjacent bf16 are already a pair word. Each row's 64-byte line is
+ * consumed whole before the next row, as for f32. */
+static void pack_pairs_rows(const char *base, int64_t rs, int64_t rows,
+			    int64_t kc, uint32_t *dst, uint32_t panel)
+{
+	enum { LINE = 16 };
+	const int64_t whole = kc / 2;
+	int64_t q = 0;
+
+	for (; q + LINE <= whole; q += LINE)
+		for (int64_t r = 0; r < rows; r++) {
+			const char *s = base + (r * rs + 2 * q) * 2;
+			uint32_t *d = dst + q * panel + r;
+
+			__builtin_prefetch(s + 4 * 64);
+			for (int t = 0; t < LINE; t++)
+				memcpy(&d[t * panel], s + t * 4, 4);
+		}
+	for (int64_t r = 0; r < rows; r++) {
+		for (int64_t t = q; t < whole; t++)
+			memcpy(&dst[t * panel + r], base + (r * rs + 2 * t) * 2,
+			       4);
+		if (kc % 2) {
+			uint16_t h;
+
+			memcpy(&h, base + (r * rs + kc - 1) * 2, 2);
+			dst[whole * panel + r] = h;
+		}
+	}
+}
+
+/* Rows adjacent in storage (row-major B, column-major A): interleave two
+ * reduction steps, each a contiguous run across the panel's rows. */
+static void pack_pairs_cols(const char *base, int64_t cs, int64_t rows,
+			    int64_t kc, uint32_t *dst, uint32_t panel)
+{
+	for (int64_t q = 0; q < (kc + 1) / 2; q++) {
+		const uint16_t *lo = (const uint16_t *)(base + 2 * q * cs * 2);
+		const uint16_t *hi = lo + cs;
+		bool has_hi = 2 * q + 1 < kc;
+
+		for (int64_t r0 = 0; r0 < rows; r0 += panel) {
+			int64_t cnt = rows - r0 < panel ? rows - r0 : panel;
+			uint32_t *d = dst + r0 * kc + q * panel;
+
+			for (int64_t t = 0; t < cnt; t++)
+				d[t] = (uint32_t)lo[r0 + t] |
+				       (has_hi ? (uint32_t)hi[r0 + t] << 16
+					       : 0);
+		}
+	}
+}
+
+void vnpu_operand_pack_bf16_pairs(const struct vnpu_operand *op, int64_t b,
+				  int64_t r0, int64_t rows, int64_t p0,
+				  int64_t kc, float *dst, uint32_t panel)
+{
+	const char *base =
+		op->data + (b * op->bs + r0 * op->rs + p0 * op->cs) * 2;
+
+	/* pair words are read as 32-bit and 16-bit loads: ND only, and
+	 * element-aligned storage for the interleave */
+	if (!op->nz && op->cs == 1 && op->rs != 1) {
+		for (int64_t r = 0; r < rows; r += panel)
+			pack_pairs_rows(base + r * op->rs * 2, op->rs,
+					rows - r < panel ? rows - r : panel, kc,
+					(uint32_t *)(dst + r * kc), panel);
+		return;
+	}
+	if (!op->nz && op->rs == 1 && op->cs != 1 &&
+	    ((uintptr_t)base & 1) == 0) {
+		pack_pairs_cols(base, op->cs, rows, kc, (uint32_t *)dst, panel);
+		return;
+	}
+	vnpu_operand_pack(op, b, r0, rows, p0, kc, dst, panel);
+	vnpu_gemm_fold_bf16_pairs(dst, rows, kc, panel);
 }
 
 void vnpu_operand_read_row(const struct vnpu_operand *op, int64_t b, int64_t r,

@@ -39,6 +39,13 @@ void vnpu_operand_pack(const struct vnpu_operand *op, int64_t b, int64_t r0,
 		       int64_t rows, int64_t p0, int64_t kc, float *dst,
 		       uint32_t panel);
 
+/* The same for a BF16 operand into bf16-pair panels (see
+ * vnpu_gemm_fold_bf16_pairs): ND storage is read as it lies, without a
+ * trip through f32. */
+void vnpu_operand_pack_bf16_pairs(const struct vnpu_operand *op, int64_t b,
+				  int64_t r0, int64_t rows, int64_t p0,
+				  int64_t kc, float *dst, uint32_t panel);
+
 /* n elements of row r from column c0 on, to/from a dense f32 line. */
 void vnpu_operand_read_row(const struct vnpu_operand *op, int64_t b, int64_t r,
 			   int64_t c0, int64_t n, float *dst);

@@ -34,7 +34,8 @@ extern const struct vnpu_kernel_def vnpu_kernel_conv2d;
 
 static const uint32_t float_dtypes[] = {VNPU_DTYPE_F32, VNPU_DTYPE_F16,
 					VNPU_DTYPE_BF16};
-static const uint32_t block_counts[] = {1, 3, 7};
+static const uint32_t block_counts[] = {1, 2, 3, 7};
+#define N_BLOCK_COUNTS (sizeof(block_counts) / sizeof(block_counts[0]))
 static const int64_t edge_sizes[] = {0, 1, 15, 16, 17, 33};
 
 static int64_t cdiv(int64_t a, int64_t b)
@@ -482,7 +483,7 @@ static struct gemm_case random_case(uint32_t dtype, int64_t max)
 	c.act = kt_rand() % 2 ? VNPU_ACT_NONE : kt_rand() % 6;
 	c.alpha = kt_rand() % 2 ? 1.0f : kt_rand_float(-2.0f, 2.0f);
 	c.beta = betas[kt_rand() % 4];
-	c.nblocks = block_counts[kt_rand() % 3];
+	c.nblocks = block_counts[kt_rand() % N_BLOCK_COUNTS];
 	return c;
 }
 
@@ -499,12 +500,14 @@ START_TEST(test_gemm_random)
 }
 END_TEST
 
-/* Every microkernel family this CPU has, through ragged edges. */
+/* Every microkernel family this CPU has, through ragged edges (the
+ * AVX512-BF16 limit runs bf16 cases on the bf16 engine, the others on
+ * f32 microkernels). */
 START_TEST(test_gemm_isa)
 {
-	static const uint32_t isas[] = {VNPU_GEMM_ISA_PORTABLE,
-					VNPU_GEMM_ISA_AVX2,
-					VNPU_GEMM_ISA_AVX512};
+	static const uint32_t isas[] = {
+		VNPU_GEMM_ISA_PORTABLE, VNPU_GEMM_ISA_AVX2,
+		VNPU_GEMM_ISA_AVX512, VNPU_GEMM_ISA_AVX512_BF16};
 
 	kt_seed(77 + (uint64_t)_i);
 	vnpu_gemm_set_isa(isas[_i]);
@@ -530,6 +533,9 @@ START_TEST(test_gemm_large)
 		{400, 40, 530, VNPU_DTYPE_F16, false},
 		{401, 35, 260, VNPU_DTYPE_F32, true},
 		{33, 1030, 20, VNPU_DTYPE_BF16, true},
+		/* bf16 pairs: an odd K, its last KC block a single step */
+		{37, 70, 513, VNPU_DTYPE_BF16, false},
+		{29, 45, 257, VNPU_DTYPE_BF16, false},
 	};
 	const struct gemm_case base = {
 		.out_ndim = 2,
@@ -552,8 +558,8 @@ START_TEST(test_gemm_large)
 		c.beta = s % 2 ? 0.5f : 0.0f;
 		c.has_bias = s % 2;
 		c.act = (uint32_t)s;
-		c.trans_b = s == 2;
-		c.nblocks = block_counts[s % 3];
+		c.trans_b = s == 2 || s == 5;
+		c.nblocks = block_counts[s % N_BLOCK_COUNTS];
 		c.mode_a = s == 3 ? ND_COLMAJOR : ND_PADDED;
 		run_gemm_case(&c);
 	}
@@ -628,7 +634,7 @@ START_TEST(test_gemm_nz_all)
 				.nz_out = true,
 				.alpha = 1.0f,
 				.beta = 0.5f,
-				.nblocks = block_counts[(mi + ni) % 3],
+				.nblocks = block_counts[(mi + ni) % N_BLOCK_COUNTS],
 			};
 
 			run_gemm_case(&c);
@@ -1042,9 +1048,9 @@ START_TEST(test_conv_cases)
 
 		c.has_bias = i % 2 == 0;
 		c.act = (uint32_t)(i % 6);
-		c.nblocks = block_counts[i % 3];
+		c.nblocks = block_counts[i % N_BLOCK_COUNTS];
 		run_conv_case(&c);
-		c.nblocks = block_counts[(i + 1) % 3];
+		c.nblocks = block_counts[(i + 1) % N_BLOCK_COUNTS];
 		run_conv_case(&c);
 	}
 }
@@ -1078,7 +1084,7 @@ START_TEST(test_conv_random)
 			c.w = 1 + c.dil_w * (c.kw - 1);
 		c.has_bias = kt_rand() % 2;
 		c.act = kt_rand() % 6;
-		c.nblocks = block_counts[kt_rand() % 3];
+		c.nblocks = block_counts[kt_rand() % N_BLOCK_COUNTS];
 		run_conv_case(&c);
 	}
 }
@@ -1139,24 +1145,27 @@ static void *block_worker_main(void *arg)
 	return NULL;
 }
 
+/* The blocks of one launch on `threads` concurrent workers, as the
+ * device's cores run them. */
 static void run_threaded(const struct vnpu_kernel_def *k, const void *params,
-			 const struct vnpu_kbuf *bufs, uint32_t nblocks)
+			 const struct vnpu_kbuf *bufs, uint32_t threads,
+			 uint32_t nblocks)
 {
-	enum { THREADS = 3 };
-	struct block_worker w[THREADS];
+	struct block_worker w[8];
 
-	for (uint32_t t = 0; t < THREADS; t++) {
+	ck_assert_uint_le(threads, 8);
+	for (uint32_t t = 0; t < threads; t++) {
 		w[t] = (struct block_worker){.kernel = k,
 					     .params = params,
 					     .bufs = bufs,
 					     .first = t,
-					     .step = THREADS,
+					     .step = threads,
 					     .nblocks = nblocks};
 		ck_assert_int_eq(pthread_create(&w[t].thread, NULL,
 						block_worker_main, &w[t]),
 				 0);
 	}
-	for (uint32_t t = 0; t < THREADS; t++)
+	for (uint32_t t = 0; t < threads; t++)
 		pthread_join(w[t].thread, NULL);
 }
 
@@ -1198,11 +1207,16 @@ START_TEST(test_threads)
 		want = malloc(out_n * 4);
 		ck_assert_ptr_nonnull(want);
 		memcpy(want, g[2].ptr, out_n * 4);
+		/* one block per core on 1, 2, 3 and 7 cores, and more
+		 * blocks than cores */
+		for (size_t c = 0; c < N_BLOCK_COUNTS; c++) {
+			memset(g[2].ptr, 0xa5, out_n * 4);
+			run_threaded(&vnpu_kernel_gemm, &p, g, block_counts[c],
+				     block_counts[c]);
+			expect_close_f32(g[2].ptr, want, out_n);
+		}
 		memset(g[2].ptr, 0xa5, out_n * 4);
-		run_threaded(&vnpu_kernel_gemm, &p, g, 7);
-		expect_close_f32(g[2].ptr, want, out_n);
-		memset(g[2].ptr, 0xa5, out_n * 4);
-		run_threaded(&vnpu_kernel_gemm, &p, g, 64);
+		run_threaded(&vnpu_kernel_gemm, &p, g, 3, 64);
 		expect_close_f32(g[2].ptr, want, out_n);
 		free(want);
 	}
@@ -1370,7 +1384,7 @@ static Suite *gemm_conv_suite(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_gemm_random, 0, 6);
-	tcase_add_loop_test(tc, test_gemm_isa, 0, 3);
+	tcase_add_loop_test(tc, test_gemm_isa, 0, 4);
 	tcase_add_test(tc, test_gemm_large);
 	tcase_add_test(tc, test_stack_blocking);
 	tcase_add_test(tc, test_gemm_misaligned);
