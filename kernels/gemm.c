@@ -250,7 +250,7 @@ static void gemm_run(const void *params, const struct vnpu_kbuf *bufs,
 	int64_t m = p->out.sizes[p->out.ndim - 2];
 	int64_t n = p->out.sizes[p->out.ndim - 1];
 	int64_t k = p->a.sizes[p->a.ndim - (p->trans_a ? 2 : 1)];
-	int64_t batch, ba, bb, gm, gn, t;
+	int64_t batch, ba, bb, gm, gn;
 	uint64_t begin, end, work = 0;
 
 	batch = batch_of(&p->out);
@@ -259,14 +259,7 @@ static void gemm_run(const void *params, const struct vnpu_kbuf *bufs,
 	if (batch == 0 || m == 0 || n == 0)
 		return;
 
-	/* Tile grid: enough tiles per matrix for every block, rows first
-	 * (each block then packs its own A rows against all of B). */
-	t = (int64_t)vnpu_ceil_div(nblocks, (uint64_t)batch);
-	gm = (int64_t)vnpu_ceil_div((uint64_t)m, 16);
-	gm = gm < t ? gm : t;
-	gn = (int64_t)vnpu_ceil_div((uint64_t)n, 16);
-	t = (int64_t)vnpu_ceil_div((uint64_t)t, (uint64_t)gm);
-	gn = gn < t ? gn : t;
+	vnpu_gemm_tile_grid(batch, m, n, nblocks, &gm, &gn);
 	vnpu_block_range((uint64_t)batch * (uint64_t)gm * (uint64_t)gn, block,
 			 nblocks, &begin, &end);
 	if (begin >= end)
@@ -290,8 +283,8 @@ static void gemm_run(const void *params, const struct vnpu_kbuf *bufs,
 	job.k = k;
 	if (g.dtype == VNPU_DTYPE_BF16) {
 		job.bf16_operands = true;
-		job.pack_a_pairs = pack_a_pairs;
-		job.pack_b_pairs = pack_b_pairs;
+		job.pack_a_native = pack_a_pairs;
+		job.pack_b_native = pack_b_pairs;
 	}
 	job.pack_a = pack_a;
 	job.pack_b = pack_b;

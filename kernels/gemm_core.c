@@ -44,11 +44,18 @@
 typedef void (*gemm_micro_fn)(int64_t kc, const float *a, const float *b,
 			      float *c, int64_t ldc, float alpha, float beta);
 
+/* What a microkernel's panels hold. */
+enum gemm_panels {
+	PANELS_F32,
+	PANELS_BF16_PAIRS, /* bf16 jobs only */
+	PANELS_I8_QUADS,   /* int8 jobs only; c holds int32 */
+};
+
 struct gemm_micro {
 	uint32_t isa;
 	uint32_t mr, nr;
 	gemm_micro_fn fn;
-	bool bf16; /* takes bf16-pair panels (bf16 jobs only) */
+	enum gemm_panels panels;
 };
 
 /* Plain C, written so that a compiler's vectoriser can keep the 4 x 8
@@ -75,6 +82,36 @@ static void micro_portable(int64_t kc, const float *a, const float *b, float *c,
 			for (int j = 0; j < 8; j++)
 				row[j] = alpha * acc[i][j] + beta * row[j];
 	}
+}
+
+/* int32 c = a-quads x b-quads (+ c unless beta == 0), 4 x 16 tile; alpha
+ * is 1 for int8 jobs. */
+static void micro_portable_i8(int64_t kc, const float *a, const float *b,
+			      float *c, int64_t ldc, float alpha, float beta)
+{
+	const uint8_t *pa = (const uint8_t *)a;
+	const int8_t *pb = (const int8_t *)b;
+	int32_t acc[4][16] = {{0}};
+
+	for (int64_t q = 0; q < (kc + 3) / 4; q++) {
+		for (int i = 0; i < 4; i++)
+			for (int j = 0; j < 16; j++)
+				for (int t = 0; t < 4; t++)
+					acc[i][j] +=
+						pa[i * 4 + t] * pb[j * 4 + t];
+		pa += 4 * 4;
+		pb += 16 * 4;
+	}
+	for (int i = 0; i < 4; i++)
+		for (int j = 0; j < 16; j++) {
+			int32_t old = 0;
+
+			if (beta != 0.0f)
+				memcpy(&old, &c[i * ldc + j], 4);
+			old += acc[i][j];
+			memcpy(&c[i * ldc + j], &old, 4);
+		}
+	(void)alpha;
 }
 
 #ifdef VNPU_GEMM_X86
@@ -214,47 +251,111 @@ micro_avx512_bf16(int64_t kc, const float *a, const float *b, float *c,
 	}
 	store_tile_avx512(acc, c, ldc, alpha, beta);
 }
+
+/* The int8 tile from k-quad panels: vpdpbusd multiplies four u8 of A by
+ * four s8 of B and adds the four products to an int32 lane. */
+__attribute__((target("avx512f,avx512vnni"))) static void
+micro_avx512_vnni(int64_t kc, const float *a, const float *b, float *c,
+		  int64_t ldc, float alpha, float beta)
+{
+	const int64_t quads = (kc + 3) / 4;
+	__m512i acc[12][2];
+
+#pragma GCC unroll 12
+	for (int i = 0; i < 12; i++) {
+		_mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+		_mm_prefetch((const char *)(c + i * ldc + 31), _MM_HINT_T0);
+		acc[i][0] = acc[i][1] = _mm512_setzero_si512();
+	}
+	for (int64_t q = 0; q < quads; q++) {
+		__m512i b0 = _mm512_loadu_si512(b);
+		__m512i b1 = _mm512_loadu_si512(b + 16);
+
+		_mm_prefetch((const char *)(b + 8 * 32), _MM_HINT_T0);
+#pragma GCC unroll 12
+		for (int i = 0; i < 12; i++) {
+			uint32_t quad;
+
+			memcpy(&quad, a + i, sizeof(quad));
+			__m512i av = _mm512_set1_epi32((int)quad);
+
+			acc[i][0] = _mm512_dpbusd_epi32(acc[i][0], av, b0);
+			acc[i][1] = _mm512_dpbusd_epi32(acc[i][1], av, b1);
+		}
+		a += 12;
+		b += 32;
+	}
+#pragma GCC unroll 12
+	for (int i = 0; i < 12; i++) {
+		float *row = c + i * ldc;
+
+		if (beta != 0.0f) {
+			acc[i][0] = _mm512_add_epi32(acc[i][0],
+						     _mm512_loadu_si512(row));
+			acc[i][1] = _mm512_add_epi32(
+				acc[i][1], _mm512_loadu_si512(row + 16));
+		}
+		_mm512_storeu_si512(row, acc[i][0]);
+		_mm512_storeu_si512(row + 16, acc[i][1]);
+	}
+	(void)alpha;
+}
 #endif
 
+/* Each family's kernels by ISA level, lowest first. */
 static const struct gemm_micro micro_table[] = {
-	{VNPU_GEMM_ISA_PORTABLE, 4, 8, micro_portable, false},
+	{VNPU_GEMM_ISA_PORTABLE, 4, 8, micro_portable, PANELS_F32},
+	{VNPU_GEMM_ISA_PORTABLE, 4, 16, micro_portable_i8, PANELS_I8_QUADS},
 #ifdef VNPU_GEMM_X86
-	{VNPU_GEMM_ISA_AVX2, 6, 16, micro_avx2, false},
-	{VNPU_GEMM_ISA_AVX512, 12, 32, micro_avx512, false},
-	{VNPU_GEMM_ISA_AVX512_BF16, 12, 32, micro_avx512_bf16, true},
+	{VNPU_GEMM_ISA_AVX2, 6, 16, micro_avx2, PANELS_F32},
+	{VNPU_GEMM_ISA_AVX512, 12, 32, micro_avx512, PANELS_F32},
+	{VNPU_GEMM_ISA_AVX512, 12, 32, micro_avx512_vnni, PANELS_I8_QUADS},
+	{VNPU_GEMM_ISA_AVX512_BF16, 12, 32, micro_avx512_bf16,
+	 PANELS_BF16_PAIRS},
 #endif
 };
 
 static uint32_t isa_limit = VNPU_GEMM_ISA_AVX512_BF16;
 static bool stack_blocking_forced;
 
-static bool isa_available(uint32_t isa)
+static bool micro_available(const struct gemm_micro *uk)
 {
 #ifdef VNPU_GEMM_X86
 	__builtin_cpu_init();
-	if (isa == VNPU_GEMM_ISA_AVX512_BF16)
+	if (uk->panels == PANELS_I8_QUADS && uk->isa == VNPU_GEMM_ISA_AVX512)
+		return __builtin_cpu_supports("avx512f") &&
+		       __builtin_cpu_supports("avx512vnni");
+	if (uk->isa == VNPU_GEMM_ISA_AVX512_BF16)
 		return __builtin_cpu_supports("avx512f") &&
 		       __builtin_cpu_supports("avx512bf16");
-	if (isa == VNPU_GEMM_ISA_AVX512)
+	if (uk->isa == VNPU_GEMM_ISA_AVX512)
 		return __builtin_cpu_supports("avx512f");
-	if (isa == VNPU_GEMM_ISA_AVX2)
+	if (uk->isa == VNPU_GEMM_ISA_AVX2)
 		return __builtin_cpu_supports("avx2") &&
 		       __builtin_cpu_supports("fma");
 #endif
-	return isa == VNPU_GEMM_ISA_PORTABLE;
+	return uk->isa == VNPU_GEMM_ISA_PORTABLE;
 }
 
-/* The best microkernel within the ISA limit; bf16 ones for bf16 jobs. */
-static const struct gemm_micro *select_micro(bool bf16_operands)
+/* The best microkernel within the ISA limit for the job's operands: int8
+ * jobs only take int8 kernels, bf16 jobs also f32 ones. */
+static const struct gemm_micro *select_micro(bool bf16_operands,
+					     bool int8_operands)
 {
 	const size_t n = sizeof(micro_table) / sizeof(micro_table[0]);
+	const struct gemm_micro *best = &micro_table[int8_operands ? 1 : 0];
 
-	for (size_t i = n; i-- > 1;)
-		if (micro_table[i].isa <= isa_limit &&
-		    (!micro_table[i].bf16 || bf16_operands) &&
-		    isa_available(micro_table[i].isa))
-			return &micro_table[i];
-	return &micro_table[0];
+	for (size_t i = 0; i < n; i++) {
+		const struct gemm_micro *uk = &micro_table[i];
+		bool fits = int8_operands ? uk->panels == PANELS_I8_QUADS
+			    : uk->panels == PANELS_BF16_PAIRS
+				    ? bf16_operands
+				    : uk->panels == PANELS_F32;
+
+		if (fits && uk->isa <= isa_limit && micro_available(uk))
+			best = uk;
+	}
+	return best;
 }
 
 bool vnpu_gemm_use_f16c(void)
@@ -290,7 +391,7 @@ uint32_t vnpu_gemm_set_isa(uint32_t isa)
 	isa_limit = isa == VNPU_GEMM_ISA_AUTO || isa > VNPU_GEMM_ISA_AVX512_BF16
 			    ? VNPU_GEMM_ISA_AVX512_BF16
 			    : isa;
-	return select_micro(true)->isa;
+	return select_micro(true, false)->isa;
 }
 
 /* Per-thread packing buffers, allocated on a thread's first job and freed
@@ -359,6 +460,21 @@ struct gemm_blocking {
 	float *ap, *bp, *cw;
 };
 
+/* Reduction steps per float-sized panel slot: int8 quads hold four, so
+ * the same buffers and cache footprint cover four times the KC. (bf16
+ * pairs keep one: their fold fallback packs f32 first.) */
+static int64_t steps_per_slot(const struct gemm_micro *uk)
+{
+	return uk->panels == PANELS_I8_QUADS ? 4 : 1;
+}
+
+/* Slots one row of a packed panel takes for kc steps: panel i of a block
+ * starts at i * panel * panel_slots(). */
+static int64_t panel_slots(const struct gemm_micro *uk, int64_t kc)
+{
+	return (kc + steps_per_slot(uk) - 1) / steps_per_slot(uk);
+}
+
 static inline int64_t min64(int64_t a, int64_t b)
 {
 	return a < b ? a : b;
@@ -376,6 +492,19 @@ static void micro_tile(const struct gemm_micro *uk, int64_t kc, const float *a,
 		return;
 	}
 	uk->fn(kc, a, b, tmp, uk->nr, 1.0f, 0.0f);
+	if (uk->panels == PANELS_I8_QUADS) {
+		for (int64_t i = 0; i < mr; i++)
+			for (int64_t j = 0; j < nr; j++) {
+				int32_t sum, old = 0;
+
+				memcpy(&sum, &tmp[i * uk->nr + j], 4);
+				if (beta != 0.0f)
+					memcpy(&old, &c[i * ldc + j], 4);
+				sum += old;
+				memcpy(&c[i * ldc + j], &sum, 4);
+			}
+		return;
+	}
 	for (int64_t i = 0; i < mr; i++) {
 		float *row = c + i * ldc;
 		const float *t = tmp + i * uk->nr;
@@ -417,20 +546,20 @@ void vnpu_gemm_fold_bf16_pairs(float *dst, int64_t rows, int64_t kc,
 
 static void pack_panels(const struct vnpu_gemm_job *job,
 			const struct gemm_micro *uk, vnpu_gemm_pack_fn fn,
-			vnpu_gemm_pack_fn pairs_fn, int64_t r0, int64_t rows,
+			vnpu_gemm_pack_fn native_fn, int64_t r0, int64_t rows,
 			int64_t p0, int64_t kc, float *dst, uint32_t panel)
 {
 	int64_t tail = rows % panel;
 
 	if (tail)
-		memset(dst + (rows - tail) * kc, 0,
-		       (size_t)kc * panel * sizeof(float));
-	if (uk->bf16 && pairs_fn) {
-		pairs_fn(job, r0, rows, p0, kc, dst, panel);
+		memset(dst + (rows - tail) * panel_slots(uk, kc), 0,
+		       (size_t)panel_slots(uk, kc) * panel * sizeof(float));
+	if (uk->panels != PANELS_F32 && native_fn) {
+		native_fn(job, r0, rows, p0, kc, dst, panel);
 		return;
 	}
 	fn(job, r0, rows, p0, kc, dst, panel);
-	if (uk->bf16)
+	if (uk->panels == PANELS_BF16_PAIRS)
 		vnpu_gemm_fold_bf16_pairs(dst, rows, kc, panel);
 }
 
@@ -486,15 +615,15 @@ static bool macro_kernel(const struct gemm_micro *uk,
 	uint64_t work = 0;
 
 	for (int64_t jr = 0; jr < nc; jr += uk->nr) {
-		const float *bpan = bl->bp + jr * kc;
+		const float *bpan = bl->bp + jr * panel_slots(uk, kc);
 		int64_t nr = min64(uk->nr, nc - jr);
 
 		if (vnpu_kernel_poll(&work, (uint64_t)(mc * nr * kc)))
 			return true;
 		for (int64_t ir = 0; ir < mc; ir += uk->mr)
-			micro_tile(uk, kc, bl->ap + ir * kc, bpan,
-				   c + ir * ld + jr, ld, min64(uk->mr, mc - ir),
-				   nr, alpha, beta);
+			micro_tile(uk, kc, bl->ap + ir * panel_slots(uk, kc),
+				   bpan, c + ir * ld + jr, ld,
+				   min64(uk->mr, mc - ir), nr, alpha, beta);
 	}
 	return false;
 }
@@ -516,16 +645,16 @@ static bool run_rows(const struct vnpu_gemm_job *job,
 		float alpha = direct ? job->alpha : 1.0f;
 		float beta = pc ? 1.0f : direct ? job->beta : 0.0f;
 
-		pack_panels(job, uk, job->pack_b, job->pack_b_pairs, jc, nc, pc,
-			    kc, bl->bp, uk->nr);
+		pack_panels(job, uk, job->pack_b, job->pack_b_native, jc, nc,
+			    pc, kc, bl->bp, uk->nr);
 		for (int64_t ic = ib; ic < ib + mb; ic += bl->mc) {
 			int64_t mc = min64(bl->mc, ib + mb - ic);
 			int64_t ld = direct ? job->ldc : bl->nc;
 			float *c = direct ? job->c + ic * ld + jc
 					  : bl->cw + (ic - ib) * ld;
 
-			pack_panels(job, uk, job->pack_a, job->pack_a_pairs, ic,
-				    mc, pc, kc, bl->ap, uk->mr);
+			pack_panels(job, uk, job->pack_a, job->pack_a_native,
+				    ic, mc, pc, kc, bl->ap, uk->mr);
 			if (macro_kernel(uk, bl, mc, nc, kc, c, ld, alpha,
 					 beta))
 				return true;
@@ -563,16 +692,30 @@ static void run_blocked(const struct vnpu_gemm_job *job,
 
 void vnpu_gemm_run_job(const struct vnpu_gemm_job *job)
 {
-	const struct gemm_micro *uk = select_micro(job->bf16_operands);
+	const struct gemm_micro *uk =
+		select_micro(job->bf16_operands, job->int8_operands);
 	struct gemm_scratch *s;
 	struct gemm_blocking bl;
 
 	if (job->m1 <= job->m0 || job->n1 <= job->n0)
 		return;
+	/* int8 panels come only from native packers, sums only to the
+	 * workspace (a kernel bug otherwise, not an input error) */
+	if (job->int8_operands &&
+	    (!job->pack_a_native || !job->pack_b_native || job->c))
+		return;
 	s = stack_blocking_forced ? NULL : scratch_get(job->c == NULL);
 	if (s) {
-		bl = (struct gemm_blocking){GEMM_KC, GEMM_MC, GEMM_NC, GEMM_MB,
-					    s->ap,   s->bp,   s->cw};
+		/* Panels of pairs or quads packed natively hold 2 or 4
+		 * reduction steps per float-sized slot: the same buffers
+		 * and cache footprint cover that many more steps. */
+		bl = (struct gemm_blocking){GEMM_KC * steps_per_slot(uk),
+					    GEMM_MC,
+					    GEMM_NC,
+					    GEMM_MB,
+					    s->ap,
+					    s->bp,
+					    s->cw};
 	} else {
 		/* Out of memory: one micro-panel of each operand on the
 		 * stack. Correct, just slower. */
@@ -582,8 +725,13 @@ void vnpu_gemm_run_job(const struct vnpu_gemm_job *job)
 		float cw[GEMM_MAX_MR * GEMM_MAX_NR]
 			__attribute__((aligned(64)));
 
-		bl = (struct gemm_blocking){SMALL_KC, uk->mr, uk->nr, uk->mr,
-					    ap,	      bp,     cw};
+		bl = (struct gemm_blocking){SMALL_KC * steps_per_slot(uk),
+					    uk->mr,
+					    uk->nr,
+					    uk->mr,
+					    ap,
+					    bp,
+					    cw};
 		if (job->k == 0)
 			run_empty(job, bl.cw, bl.nc);
 		else

@@ -10,7 +10,8 @@
  * microkernel picked at run time (AVX-512, AVX2+FMA or portable C). Jobs
  * whose operands are bfloat16 run on the CPU's bf16 dot-product engine
  * (AVX512-BF16) when it has one: their f32 panels hold bf16 values exactly,
- * so packing them as k-pairs of bf16 loses nothing.
+ * so packing them as k-pairs of bf16 loses nothing. Int8 jobs (u8 x s8)
+ * accumulate exact int32 sums on AVX512-VNNI or portable C.
  */
 #ifndef VNPU_KERNELS_GEMM_CORE_H
 #define VNPU_KERNELS_GEMM_CORE_H
@@ -57,11 +58,18 @@ struct vnpu_gemm_job {
 	/* Both operands are bfloat16 (every packed value is a bf16 exactly):
 	 * the bf16 microkernel may multiply them, accumulating in f32. */
 	bool bf16_operands;
-	/* Optional, bf16 jobs: pack straight into bf16-pair panels (see
-	 * vnpu_gemm_fold_bf16_pairs); without them the core packs f32 panels
-	 * and folds them. */
-	vnpu_gemm_pack_fn pack_a_pairs;
-	vnpu_gemm_pack_fn pack_b_pairs;
+	/* Int8 job: A is u8, B is s8; the panels hold them as k-quads (word
+	 * q * panel + r = steps 4q..4q+3 of row r, byte t = step 4q + t, zero
+	 * past kc; panel i at word i * panel * ceil(kc / 4)), packed by the
+	 * native packers below (required). Sums are
+	 * exact int32: the workspace and the epilogue's acc hold int32_t (in
+	 * float-sized slots, read them with memcpy). */
+	bool int8_operands;
+	/* Packers into the microkernel's own panel format (bf16 pairs, int8
+	 * quads). Optional for bf16 jobs: without them the core packs f32
+	 * panels and folds them (vnpu_gemm_fold_bf16_pairs). */
+	vnpu_gemm_pack_fn pack_a_native;
+	vnpu_gemm_pack_fn pack_b_native;
 };
 
 /*
@@ -108,6 +116,20 @@ static inline int64_t vnpu_gemm_chunk(int64_t total, int64_t parts, int64_t i)
 {
 	return (int64_t)((unsigned __int128)total * (uint64_t)i /
 			 (uint64_t)parts);
+}
+
+/* The tile grid of a launch: enough gm x gn tiles per matrix (each at
+ * least 16 x 16) for every block, rows first, so that each block packs its
+ * own rows of A against all of B and keeps its panels in its own cache. */
+static inline void vnpu_gemm_tile_grid(int64_t batch, int64_t m, int64_t n,
+				       uint32_t nblocks, int64_t *gm,
+				       int64_t *gn)
+{
+	int64_t t = ((int64_t)nblocks + batch - 1) / batch;
+
+	*gm = (m + 15) / 16 < t ? (m + 15) / 16 : t;
+	t = (t + *gm - 1) / *gm;
+	*gn = (n + 15) / 16 < t ? (n + 15) / 16 : t;
 }
 
 #endif /* VNPU_KERNELS_GEMM_CORE_H */

@@ -416,6 +416,65 @@ void vnpu_operand_pack_bf16_pairs(const struct vnpu_operand *op, int64_t b,
 	vnpu_gemm_fold_bf16_pairs(dst, rows, kc, panel);
 }
 
+void vnpu_operand_pack_i8_quads(const struct vnpu_operand *op, int64_t b,
+				int64_t r0, int64_t rows, int64_t p0,
+				int64_t kc, float *dst, uint32_t panel)
+{
+	const int64_t whole = kc / 4, quads = (kc + 3) / 4;
+
+	for (int64_t pr = 0; pr < rows; pr += panel) {
+		int64_t cnt = rows - pr < panel ? rows - pr : panel;
+		const uint8_t *base = (const uint8_t *)op->data + b * op->bs +
+				      (r0 + pr) * op->rs + p0 * op->cs;
+		char *d = (char *)(dst + pr * quads);
+
+		if (op->cs == 1) {
+			/* rows contiguous along k: four steps are a word */
+			for (int64_t r = 0; r < cnt; r++)
+				for (int64_t q = 0; q < whole; q++)
+					memcpy(d + (q * panel + r) * 4,
+					       base + r * op->rs + q * 4, 4);
+		} else if (op->rs == 1) {
+			/* rows adjacent (row-major B): interleave four steps,
+			 * each a contiguous run across the rows */
+			for (int64_t q = 0; q < whole; q++) {
+				const uint8_t *s0 = base + q * 4 * op->cs;
+				const uint8_t *s1 = s0 + op->cs;
+				const uint8_t *s2 = s1 + op->cs;
+				const uint8_t *s3 = s2 + op->cs;
+
+				for (int64_t r = 0; r < cnt; r++) {
+					uint32_t w = (uint32_t)s0[r] |
+						     (uint32_t)s1[r] << 8 |
+						     (uint32_t)s2[r] << 16 |
+						     (uint32_t)s3[r] << 24;
+
+					memcpy(d + (q * panel + r) * 4, &w, 4);
+				}
+			}
+		} else {
+			for (int64_t q = 0; q < whole; q++)
+				for (int64_t r = 0; r < cnt; r++)
+					for (int t = 0; t < 4; t++)
+						d[(q * panel + r) * 4 +
+						  t] = (char)base[r * op->rs +
+								  (q * 4 +
+								   t) * op->cs];
+		}
+		/* the last quad of an odd kc, zero past it */
+		for (int64_t q = whole; q < quads; q++)
+			for (int64_t r = 0; r < cnt; r++)
+				for (int64_t t = 0; t < 4; t++)
+					d[(q * panel + r) * 4 + t] =
+						q * 4 + t < kc
+							? (char)base
+								  [r * op->rs +
+								   (q * 4 +
+								    t) * op->cs]
+							: 0;
+	}
+}
+
 void vnpu_operand_read_row(const struct vnpu_operand *op, int64_t b, int64_t r,
 			   int64_t c0, int64_t n, float *dst)
 {

@@ -46,6 +46,12 @@ void vnpu_operand_pack_bf16_pairs(const struct vnpu_operand *op, int64_t b,
 				  int64_t r0, int64_t rows, int64_t p0,
 				  int64_t kc, float *dst, uint32_t panel);
 
+/* The same for a U8 or I8 ND operand into int8-quad panels (see
+ * vnpu_gemm_job.int8_operands). */
+void vnpu_operand_pack_i8_quads(const struct vnpu_operand *op, int64_t b,
+				int64_t r0, int64_t rows, int64_t p0,
+				int64_t kc, float *dst, uint32_t panel);
+
 /* n elements of row r from column c0 on, to/from a dense f32 line. */
 void vnpu_operand_read_row(const struct vnpu_operand *op, int64_t b, int64_t r,
 			   int64_t c0, int64_t n, float *dst);

@@ -11,6 +11,7 @@ extern const struct vnpu_kernel_def vnpu_kernel_binary;
 extern const struct vnpu_kernel_def vnpu_kernel_where;
 extern const struct vnpu_kernel_def vnpu_kernel_gemm;
 extern const struct vnpu_kernel_def vnpu_kernel_conv2d;
+extern const struct vnpu_kernel_def vnpu_kernel_qgemm;
 extern const struct vnpu_kernel_def vnpu_kernel_pool2d;
 extern const struct vnpu_kernel_def vnpu_kernel_softmax;
 extern const struct vnpu_kernel_def vnpu_kernel_layer_norm;
@@ -31,6 +32,7 @@ static const struct vnpu_kernel_def *const kernels[] = {
 	[VNPU_KERNEL_LAYER_NORM] = &vnpu_kernel_layer_norm,
 	[VNPU_KERNEL_REDUCE] = &vnpu_kernel_reduce,
 	[VNPU_KERNEL_TRANSDATA] = &vnpu_kernel_transdata,
+	[VNPU_KERNEL_QGEMM] = &vnpu_kernel_qgemm,
 };
 
 _Static_assert(sizeof(kernels) / sizeof(kernels[0]) == VNPU_KERNEL_ID_MAX + 1,

@@ -123,7 +123,8 @@ enum vnpu_kernel_id {
 	VNPU_KERNEL_LAYER_NORM = 10,
 	VNPU_KERNEL_REDUCE = 11,
 	VNPU_KERNEL_TRANSDATA = 12,
-	VNPU_KERNEL_ID_MAX = 12,
+	VNPU_KERNEL_QGEMM = 13,
+	VNPU_KERNEL_ID_MAX = 13,
 };
 
 /* Fused activation of GEMM and CONV2D. */
@@ -225,6 +226,36 @@ struct vnpu_kp_gemm {
 	uint32_t has_bias;
 	float alpha;
 	float beta;
+	struct vnpu_tensor a;
+	struct vnpu_tensor b;
+	struct vnpu_tensor out;
+	struct vnpu_tensor bias;
+};
+
+/* QGEMM: int8 matrix multiply with exact int32 accumulation, the engine of
+ * quantized linear layers. a U8 [M, K] ([K, M] with trans_a), b I8 [K, N]
+ * ([N, K] with trans_b), both ND rank 2, K <= VNPU_QGEMM_MAX_K (so that no
+ * sum can overflow int32). With
+ *   acc[i][j] = sum_k (a[i][k] - a_zero_point) * (b[k][j] - b_zero_point)
+ * out (ND rank 2 [M, N]) is, by its dtype:
+ *   I32  acc (bias, activation and the scales unused, must be 0/NONE);
+ *   F32  act(scale * acc + bias[j]);
+ *   U8   clamp(round_half_even(act(scale * acc + bias[j]) / out_scale)
+ *              + out_zero_point, 0, 255)   (quantized linear).
+ * scale is the product of a's and b's quantisation scales; bias F32 ND [N];
+ * activation NONE or RELU. */
+#define VNPU_QGEMM_MAX_K 32768
+struct vnpu_kp_qgemm {
+	uint32_t trans_a;
+	uint32_t trans_b;
+	int32_t a_zero_point;	/* 0..255 */
+	int32_t b_zero_point;	/* -128..127 */
+	float scale;		/* F32 and U8 outputs: finite */
+	float out_scale;	/* U8 output: finite, > 0 */
+	int32_t out_zero_point;	/* U8 output: 0..255 */
+	uint32_t has_bias;
+	uint32_t activation;	/* VNPU_ACT_NONE or VNPU_ACT_RELU */
+	uint32_t reserved;	/* 0 */
 	struct vnpu_tensor a;
 	struct vnpu_tensor b;
 	struct vnpu_tensor out;
@@ -343,8 +374,10 @@ VNPU_ASSERT_SIZE(struct vnpu_kp_softmax, 312);
 VNPU_ASSERT_SIZE(struct vnpu_kp_layer_norm, 936);
 VNPU_ASSERT_SIZE(struct vnpu_kp_reduce, 312);
 VNPU_ASSERT_SIZE(struct vnpu_kp_transdata, 304);
+VNPU_ASSERT_SIZE(struct vnpu_kp_qgemm, 648);
 VNPU_ASSERT_OFFSET(struct vnpu_kp_binary, a, 16);
 VNPU_ASSERT_OFFSET(struct vnpu_kp_gemm, a, 24);
+VNPU_ASSERT_OFFSET(struct vnpu_kp_qgemm, a, 40);
 VNPU_ASSERT_OFFSET(struct vnpu_kp_conv2d, input, 40);
 VNPU_ASSERT_OFFSET(struct vnpu_kp_pool2d, input, 48);
 VNPU_ASSERT_OFFSET(struct vnpu_kp_layer_norm, input, 24);
