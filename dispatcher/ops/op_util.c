@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Kernel helpers: element conversions, strided iteration, shape rules. */
+#include <math.h>
 #include <stdio.h>
 
 #include "op_util.h"
@@ -452,5 +453,73 @@ bool vnpu_at_check_write(const char *op, const struct vnpu_at_tensor *out,
 					  op);
 			return false;
 		}
+	return true;
+}
+
+static bool qscale_ok(double s)
+{
+	return isfinite(s) && s > 0 && (float)s > 0.0f && isfinite((float)s);
+}
+
+bool vnpu_qmm_check(const char *op, struct vnpu_qmm *q,
+		    const struct vnpu_at_tensor *a,
+		    const struct vnpu_at_tensor *b,
+		    const struct vnpu_at_tensor *bias, int64_t za, int64_t zb,
+		    bool linear, double a_scale, double b_scale,
+		    double out_scale, int64_t out_zp)
+{
+	if (a->dtype != VNPU_AT_U8 || b->dtype != VNPU_AT_I8)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "%s: expected uint8 %s and int8 %s, got %s and %s",
+					 op, linear ? "input" : "self",
+					 linear ? "weight" : "mat2",
+					 vnpu_at_dtype_name((enum vnpu_at_dtype)a->dtype),
+					 vnpu_at_dtype_name((enum vnpu_at_dtype)b->dtype));
+	if ((linear ? a->ndim < 1 : a->ndim != 2) || b->ndim != 2)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "%s: expected %s and a 2-D %s, got %u-D and %u-D",
+					 op, linear ? "an input of at least 1-D" : "a 2-D self",
+					 linear ? "weight" : "mat2", a->ndim, b->ndim);
+	q->linear = linear;
+	q->k = a->sizes[a->ndim - 1];
+	q->m = q->k ? vnpu_at_numel(a) / q->k
+		    : vnpu_at_shape_numel(a->ndim - 1, a->sizes);
+	q->n = b->sizes[linear ? 0 : 1];
+	if (b->sizes[linear ? 1 : 0] != q->k)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "%s: shapes cannot be multiplied (K %lld and %lld)",
+					 op, (long long)q->k,
+					 (long long)b->sizes[linear ? 1 : 0]);
+	if (q->k > 32768)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "%s: K = %lld is larger than 32768, where int32 sums could overflow",
+					 op, (long long)q->k);
+	if (za < 0 || za > 255 || zb < -128 || zb > 127)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "%s: zero points must be in [0, 255] (uint8) and [-128, 127] (int8), got %lld and %lld",
+					 op, (long long)za, (long long)zb);
+	q->za = (int32_t)za;
+	q->zb = (int32_t)zb;
+	if (!linear)
+		return true;
+	if (!qscale_ok(a_scale) || !qscale_ok(b_scale) ||
+	    !qscale_ok(out_scale) || !qscale_ok(a_scale * b_scale))
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "%s: scales must be finite and positive, got %g, %g and %g",
+					 op, a_scale, b_scale, out_scale);
+	if (out_zp < 0 || out_zp > 255)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "%s: output_zero_point must be in [0, 255], got %lld",
+					 op, (long long)out_zp);
+	if (bias && (bias->dtype != VNPU_AT_F32 || bias->ndim != 1 ||
+		     bias->sizes[0] != q->n))
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "%s: bias must be float32 [%lld], got %s %u-D",
+					 op, (long long)q->n,
+					 vnpu_at_dtype_name((enum vnpu_at_dtype)bias->dtype),
+					 bias->ndim);
+	q->scale = (float)(a_scale * b_scale);
+	q->out_scale = (float)out_scale;
+	q->out_zp = (int32_t)out_zp;
 	return true;
 }

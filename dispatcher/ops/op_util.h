@@ -113,4 +113,29 @@ struct vnpu_at_tensor *vnpu_at_scalar_tensor(struct vnpu_at_scalar s,
 					     enum vnpu_at_dtype dtype,
 					     struct vnpu_at_device dev);
 
+/*
+ * The int8 matrix multiply of npu::npu_int8_matmul (a [M, K] @ b [K, N])
+ * and npu::npu_quantized_linear (input [..., K] @ weight [N, K]^T), as
+ * both backends read it. Quantisation is per tensor, affine: real =
+ * scale * (q - zero_point).
+ */
+struct vnpu_qmm {
+	int64_t m, k, n;
+	int32_t za, zb;	   /* zero points of a (u8) and b (s8) */
+	bool linear;	   /* b is [N, K]; u8 output */
+	float scale;	   /* linear: a's scale * b's scale */
+	float out_scale;   /* linear */
+	int32_t out_zp;	   /* linear */
+};
+/* Checks dtypes (a uint8, b int8, bias float32 [N]), shapes, zero points
+ * (a 0..255, b -128..127, out 0..255), scales (finite, > 0) and K (at
+ * most the device's 32768, so that no sum overflows int32); fills q.
+ * False with the error set. */
+bool vnpu_qmm_check(const char *op, struct vnpu_qmm *q,
+		    const struct vnpu_at_tensor *a,
+		    const struct vnpu_at_tensor *b,
+		    const struct vnpu_at_tensor *bias, int64_t za, int64_t zb,
+		    bool linear, double a_scale, double b_scale,
+		    double out_scale, int64_t out_zp);
+
 #endif /* VNPU_OP_UTIL_H */

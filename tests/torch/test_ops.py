@@ -386,6 +386,26 @@ def _zero():
         run(lambda x: (x[:, 1].zero_(), x)[1], make((3, 4), dt))
 
 
+@sample(['npu::npu_int8_matmul', 'npu::npu_quantized_linear'], 'int8')
+def _int8():
+    # against PyTorch's own integer matmul and quantized linear (more in
+    # test_quantized.py)
+    a, b = make((7, 40), torch.uint8, low=0, high=255), \
+        make((40, 9), torch.int8, low=-128, high=127, seed=1)
+    got = torch_vnpu.npu_int8_matmul(a.to(NPU), b.to(NPU), 5, -7)
+    assert torch.equal(got.cpu(), ((a.long() - 5) @ (b.long() + 7)).int())
+    x, w = make((6, 40)), make((9, 40), seed=2)
+    qx = torch.quantize_per_tensor(x, 0.03, 120, torch.quint8)
+    qw = torch.quantize_per_tensor(w, 0.02, 0, torch.qint8)
+    bias = make((9,), seed=3)
+    want = torch.ops.quantized.linear(
+        qx, torch.ops.quantized.linear_prepack(qw, bias), 0.2, 90)
+    got = torch_vnpu.npu_quantized_linear(
+        qx.int_repr().to(NPU), 0.03, 120, qw.int_repr().to(NPU), 0.02, 0,
+        bias.to(NPU), 0.2, 90)
+    assert torch.equal(got.cpu(), want.int_repr())
+
+
 # ---- the tests ---------------------------------------------------------------
 
 @pytest.mark.parametrize('fn', SAMPLES)

@@ -695,13 +695,16 @@ static bool invoke(const char *c_name, const Binding &b,
 					inputs.push_back(t);
 		}
 		// int8 with uint8 promotes to int16, a dtype the dispatcher
-		// lacks (it computes int32): PyTorch's CPU kernel gives int16
+		// lacks (it computes int32): PyTorch's CPU kernel gives int16.
+		// Ops of our own namespace (int8 matmul: u8 x s8) do not
+		// promote.
 		bool i8 = false, u8 = false;
+		const bool promotes = strncmp(c_name, "npu::", 5) != 0;
 		for (const at::Tensor &t : inputs) {
 			i8 |= t.defined() && t.scalar_type() == at::kChar;
 			u8 |= t.defined() && t.scalar_type() == at::kByte;
 		}
-		if (i8 && u8)
+		if (i8 && u8 && promotes)
 			throw Unrepresentable("int8 with uint8 (int16)");
 		for (uint32_t i = 0; i < cs->nargs; i++) {
 			size_t before = owned.v.size();

@@ -8,7 +8,8 @@
 PyTorch 1.13 names the device 'privateuseone' (it has no way to rename
 it); torch_vnpu.device(i) builds torch.device('privateuseone', i).
 torch_vnpu.npu offers what torch.cuda does; the NPU format ops are
-torch.ops.npu.* and torch_vnpu.npu_format_cast etc.; ops without an NPU
+torch.ops.npu.* and torch_vnpu.npu_format_cast etc., int8 inference
+torch_vnpu.npu_int8_matmul and npu_quantized_linear; ops without an NPU
 kernel run on PyTorch's CPU kernels under the VNPU_FALLBACK policy
 (torch_vnpu.fallback). docs/torch.md is the guide.
 """
@@ -22,6 +23,7 @@ from .fallback import fallback_report, print_fallback_report, \
     rejected_inputs
 from .formats import npu_format_cast, npu_format_cast_, get_npu_format, \
     empty_with_format, FORMATS
+from .quantized import npu_int8_matmul, npu_quantized_linear
 
 DEVICE_TYPE = 'privateuseone'
 
@@ -37,4 +39,4 @@ __all__ = ['device', 'npu', 'DEVICE_TYPE', 'fallback_report', 'rejected_inputs',
            'print_fallback_report', 'reset_fallback_report',
            'set_fallback_policy', 'fallback_policy', 'npu_format_cast',
            'npu_format_cast_', 'get_npu_format', 'empty_with_format',
-           'FORMATS']
+           'FORMATS', 'npu_int8_matmul', 'npu_quantized_linear']

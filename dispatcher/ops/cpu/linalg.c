@@ -171,3 +171,105 @@ struct vnpu_at_tensor *vnpu_cpu_addmm(vnpu_keyset_t ks,
 		    beta, alpha);
 	return out;
 }
+
+/* ---- int8 ---------------------------------------------------------------- */
+
+/* sum_k (a[i][k] - za) (b - zb) with b[k][j] ([K, N]) or b[j][k] ([N, K]
+ * when q->linear); a is [M, K]. */
+static int64_t qmm_sum(const struct vnpu_qmm *q, const struct vnpu_at_tensor *a,
+		       const struct vnpu_at_tensor *b, int64_t i, int64_t j)
+{
+	int64_t acc = 0;
+
+	for (int64_t p = 0; p < q->k; p++) {
+		int64_t x = *(const uint8_t *)mat_at(a, 0, i, p);
+		int64_t y = *(const int8_t *)(q->linear ? mat_at(b, 0, j, p)
+							 : mat_at(b, 0, p, j));
+
+		acc += (x - q->za) * (y - q->zb);
+	}
+	return acc;
+}
+
+struct vnpu_at_tensor *vnpu_cpu_npu_int8_matmul(vnpu_keyset_t ks,
+						struct vnpu_at_tensor *self,
+						struct vnpu_at_tensor *mat2,
+						int64_t self_zero_point,
+						int64_t mat2_zero_point)
+{
+	struct vnpu_at_tensor *out;
+	struct vnpu_qmm q;
+	int32_t *o;
+
+	if (!vnpu_qmm_check("npu::npu_int8_matmul", &q, self, mat2, NULL,
+			    self_zero_point, mat2_zero_point, false, 0, 0, 0,
+			    0))
+		return NULL;
+	out = vnpu_at_empty(2, (int64_t[]){ q.m, q.n }, VNPU_AT_I32,
+			    VNPU_AT_DEV_CPU);
+	if (!out)
+		return NULL;
+	o = vnpu_at_data(out);
+	for (int64_t i = 0; i < q.m; i++)
+		for (int64_t j = 0; j < q.n; j++)
+			o[i * q.n + j] = (int32_t)qmm_sum(&q, self, mat2, i, j);
+	return out;
+}
+
+/* The requantisation of one sum, in f32 as the device computes it:
+ * round(scale * acc + bias) / out_scale, half to even, plus the zero
+ * point, saturated to uint8. */
+static uint8_t requantize(const struct vnpu_qmm *q, int64_t acc, float bias)
+{
+	float r = nearbyintf((q->scale * (float)acc + bias) / q->out_scale) +
+		  (float)q->out_zp;
+
+	return !(r > 0.0f) ? 0 : r > 255.0f ? 255 : (uint8_t)r;
+}
+
+struct vnpu_at_tensor *vnpu_cpu_npu_quantized_linear(
+	vnpu_keyset_t ks, struct vnpu_at_tensor *input, double input_scale,
+	int64_t input_zero_point, struct vnpu_at_tensor *weight,
+	double weight_scale, int64_t weight_zero_point,
+	struct vnpu_at_tensor *bias, double output_scale,
+	int64_t output_zero_point)
+{
+	struct vnpu_at_tensor *a, *out, *res;
+	int64_t shape[VNPU_AT_MAX_DIMS];
+	struct vnpu_qmm q;
+	uint8_t *o;
+
+	if (!vnpu_qmm_check("npu::npu_quantized_linear", &q, input, weight,
+			    bias, input_zero_point, weight_zero_point, true,
+			    input_scale, weight_scale, output_scale,
+			    output_zero_point))
+		return NULL;
+	a = vnpu_op_reshape(input, (struct vnpu_at_int_array){
+					   (int64_t[]){ q.m, q.k }, 2 });
+	out = a ? vnpu_at_empty(2, (int64_t[]){ q.m, q.n }, VNPU_AT_U8,
+				VNPU_AT_DEV_CPU)
+		: NULL;
+	if (!out) {
+		vnpu_at_release(a);
+		return NULL;
+	}
+	o = vnpu_at_data(out);
+	for (int64_t j = 0; j < q.n; j++) {
+		float b = bias ? (float)vnpu_at_load(
+					 VNPU_AT_F32,
+					 (const char *)vnpu_at_data(bias) +
+						 j * bias->strides[0] * 4)
+			       : 0.0f;
+
+		for (int64_t i = 0; i < q.m; i++)
+			o[i * q.n + j] =
+				requantize(&q, qmm_sum(&q, a, weight, i, j), b);
+	}
+	vnpu_at_release(a);
+	memcpy(shape, input->sizes, input->ndim * sizeof(int64_t));
+	shape[input->ndim - 1] = q.n;
+	res = vnpu_op_reshape(out, (struct vnpu_at_int_array){ shape,
+							       input->ndim });
+	vnpu_at_release(out);
+	return res;
+}

@@ -178,3 +178,103 @@ struct vnpu_at_tensor *vnpu_npu_addmm(vnpu_keyset_t ks,
 	}
 	return out;
 }
+
+/* ---- int8: the device's qgemm ------------------------------------------ */
+
+/* A plain operand of qgemm: t, or a plain copy of an internal format. */
+static struct vnpu_at_tensor *qgemm_operand(struct vnpu_at_tensor *t)
+{
+	return vnpu_npu_format_of(t) == VNPU_FORMAT_ND ||
+			       vnpu_npu_format_of(t) == VNPU_FORMAT_NCHW
+		       ? vnpu_at_retain(t)
+		       : vnpu_npu_plain(t);
+}
+
+/* out = a @ b (b^T when q->linear) through qgemm; a is [M, K]. */
+static bool qgemm(const char *name, const struct vnpu_qmm *q,
+		  struct vnpu_at_tensor *a, struct vnpu_at_tensor *b,
+		  struct vnpu_at_tensor *bias, struct vnpu_at_tensor *out)
+{
+	struct vnpu_kp_qgemm p = { .trans_b = q->linear,
+				   .a_zero_point = q->za,
+				   .b_zero_point = q->zb };
+	struct vnpu_npu_launch l = { 0 };
+	struct vnpu_at_tensor *x = qgemm_operand(a);
+	struct vnpu_at_tensor *y = x ? qgemm_operand(b) : NULL;
+	bool ok;
+
+	if (q->linear) {
+		p.scale = q->scale;
+		p.out_scale = q->out_scale;
+		p.out_zero_point = q->out_zp;
+		p.has_bias = bias != NULL;
+	}
+	ok = y && vnpu_npu_arg(&l, x, VNPU_ACCESS_READ, &p.a) &&
+	     vnpu_npu_arg(&l, y, VNPU_ACCESS_READ, &p.b) &&
+	     vnpu_npu_arg(&l, out, VNPU_ACCESS_WRITE, &p.out) &&
+	     (!bias || vnpu_npu_arg(&l, bias, VNPU_ACCESS_READ, &p.bias)) &&
+	     vnpu_npu_launch(name, &l, "qgemm", &p, sizeof(p),
+			     q->m * q->n * (q->k ? q->k : 1));
+	vnpu_at_release(x);
+	vnpu_at_release(y);
+	return ok;
+}
+
+struct vnpu_at_tensor *vnpu_npu_npu_int8_matmul(vnpu_keyset_t ks,
+						struct vnpu_at_tensor *self,
+						struct vnpu_at_tensor *mat2,
+						int64_t self_zero_point,
+						int64_t mat2_zero_point)
+{
+	const char *name = "npu::npu_int8_matmul";
+	struct vnpu_at_tensor *out;
+	struct vnpu_qmm q;
+
+	if (!vnpu_at_check_same_device(name, 2,
+				       (const struct vnpu_at_tensor *[]){ self, mat2 }) ||
+	    !vnpu_qmm_check(name, &q, self, mat2, NULL, self_zero_point,
+			    mat2_zero_point, false, 0, 0, 0, 0))
+		return NULL;
+	out = vnpu_npu_empty(2, (int64_t[]){ q.m, q.n }, VNPU_AT_I32);
+	if (!out || !vnpu_at_numel(out))
+		return out;
+	if (!qgemm(name, &q, self, mat2, NULL, out)) {
+		vnpu_at_release(out);
+		return NULL;
+	}
+	return out;
+}
+
+struct vnpu_at_tensor *vnpu_npu_npu_quantized_linear(
+	vnpu_keyset_t ks, struct vnpu_at_tensor *input, double input_scale,
+	int64_t input_zero_point, struct vnpu_at_tensor *weight,
+	double weight_scale, int64_t weight_zero_point,
+	struct vnpu_at_tensor *bias, double output_scale,
+	int64_t output_zero_point)
+{
+	const char *name = "npu::npu_quantized_linear";
+	struct vnpu_at_tensor *a = NULL, *out = NULL, *res = NULL;
+	int64_t shape[VNPU_AT_MAX_DIMS];
+	struct vnpu_qmm q;
+
+	if (!vnpu_at_check_same_device(name, bias ? 3 : 2,
+				       (const struct vnpu_at_tensor *[]){ input, weight, bias }) ||
+	    !vnpu_qmm_check(name, &q, input, weight, bias, input_zero_point,
+			    weight_zero_point, true, input_scale,
+			    weight_scale, output_scale, output_zero_point))
+		return NULL;
+	a = vnpu_op_reshape(input, (struct vnpu_at_int_array){
+					   (int64_t[]){ q.m, q.k }, 2 });
+	out = a ? vnpu_npu_empty(2, (int64_t[]){ q.m, q.n }, VNPU_AT_U8)
+		: NULL;
+	if (out && (!vnpu_at_numel(out) || qgemm(name, &q, a, weight, bias,
+						 out))) {
+		memcpy(shape, input->sizes, input->ndim * sizeof(int64_t));
+		shape[input->ndim - 1] = q.n;
+		res = vnpu_op_reshape(out, (struct vnpu_at_int_array){
+						   shape, input->ndim });
+	}
+	vnpu_at_release(a);
+	vnpu_at_release(out);
+	return res;
+}
