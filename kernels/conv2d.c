@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * CONV2D as an implicit GEMM per (image, group): rows are output pixels,
- * columns output channels of the group, the reduction runs over
+ * CONV2D as an implicit GEMM per group: rows are the output pixels of every
+ * image (image-major, so that a block's rows are one run and the weights
+ * are packed once for all images), columns output channels of the group,
+ * the reduction runs over
  * (kh, kw, input channel) with the channel fastest, so that packing reads
  * whole C0 runs of NC1HWC0 input and FRACTAL_Z weight. The im2col matrix is
  * never materialised: the packer builds each MR-row panel from the input
@@ -24,7 +26,7 @@ struct conv_ctx {
 	uint32_t dtype, itemsize;
 	struct vnpu_nchw_geom gi, gw, go;
 	int64_t ho, wo, kh, kw, cg, cog, bias_stride;
-	int64_t n, g; /* image and group of the job being run */
+	int64_t g; /* group of the job being run */
 };
 
 static uint32_t conv_output_size(int64_t in, uint32_t pad, uint32_t dil,
@@ -105,24 +107,27 @@ static uint32_t conv_validate(const void *params, const struct vnpu_kbuf *bufs,
 
 /* NC1HWC0 / FRACTAL_Z offsets with a literal C0 (16 for every dtype conv2d
  * takes), so the layout's divisions become shifts. */
-static inline int64_t in_offset(const struct conv_ctx *x, int64_t c, int64_t h,
-				int64_t w)
+static inline int64_t in_offset(const struct conv_ctx *x, int64_t n, int64_t c,
+				int64_t h, int64_t w)
 {
 	struct vnpu_nchw_geom g = x->gi;
 
 	g.c0 = VNPU_C0(2);
-	return (int64_t)vnpu_nc1hwc0_index(&g, (uint64_t)x->n, (uint64_t)c,
+	return (int64_t)vnpu_nc1hwc0_index(&g, (uint64_t)n, (uint64_t)c,
 					   (uint64_t)h, (uint64_t)w);
 }
 
-static inline int64_t out_offset(const struct conv_ctx *x, int64_t c, int64_t h,
-				 int64_t w)
+/* Output element of channel c at global output row `row` (image row * Ho
+ * + oh), column w. */
+static inline int64_t out_offset(const struct conv_ctx *x, int64_t c,
+				 int64_t row, int64_t w)
 {
 	struct vnpu_nchw_geom g = x->go;
 
 	g.c0 = VNPU_C0(2);
-	return (int64_t)vnpu_nc1hwc0_index(&g, (uint64_t)x->n, (uint64_t)c,
-					   (uint64_t)h, (uint64_t)w);
+	return (int64_t)vnpu_nc1hwc0_index(&g, (uint64_t)(row / x->ho),
+					   (uint64_t)c, (uint64_t)(row % x->ho),
+					   (uint64_t)w);
 }
 
 static inline int64_t wt_offset(const struct conv_ctx *x, int64_t co,
@@ -156,57 +161,77 @@ static inline void conv_k_next_tap(const struct conv_ctx *x, struct conv_k *k)
 	}
 }
 
+/*
+ * run channels contiguous in storage (one C0 block) at src into a panel
+ * column d, one reduction step per `panel` slots; with `pairs` (bf16 with
+ * an even channel count, so pairs never straddle a tap) two steps per
+ * slot, as the bf16 engine's pair words: two adjacent bf16 already are
+ * one.
+ */
+static void load_channels(const struct conv_ctx *x, const char *src,
+			  int64_t run, float *d, uint32_t panel, bool pairs)
+{
+	if (pairs) {
+		for (int64_t q = 0; q < run / 2; q++)
+			memcpy(&d[q * panel], src + q * 4, 4);
+		return;
+	}
+	if (x->dtype != VNPU_DTYPE_F32) {
+		vnpu_operand_load_run(src, x->dtype, 1, run, d, panel);
+		return;
+	}
+	for (int64_t q = 0; q < run; q++)
+		memcpy(&d[q * panel], src + q * 4, 4);
+}
+
 /* A: im2col rows (output pixels) by reduction index, one panel. */
-/* len input channels from c on at pixel (ih, iw) into d[t * panel]; runs
+/* len input channels from c on at pixel (ih, iw) of image n into d; runs
  * stop at C0 blocks, which lie H * W pixels apart. */
-static void copy_channels(const struct conv_ctx *x, int64_t c, int64_t ih,
-			  int64_t iw, int64_t len, float *d, uint32_t panel)
+static void copy_channels(const struct conv_ctx *x, int64_t n, int64_t c,
+			  int64_t ih, int64_t iw, int64_t len, float *d,
+			  uint32_t panel, bool pairs)
 {
 	for (int64_t t = 0, run; t < len; t += run) {
 		const char *src =
-			x->in + in_offset(x, c + t, ih, iw) * x->itemsize;
+			x->in + in_offset(x, n, c + t, ih, iw) * x->itemsize;
 
 		run = 16 - ((c + t) & 15);
 		if (run > len - t)
 			run = len - t;
-		if (x->dtype != VNPU_DTYPE_F32) {
-			vnpu_operand_load_run(src, x->dtype, 1, run,
-					      d + t * panel, panel);
-			continue;
-		}
-		for (int64_t q = 0; q < run; q++)
-			memcpy(&d[(t + q) * panel], src + q * 4, 4);
+		load_channels(x, src, run, d + (t >> pairs) * panel, panel,
+			      pairs);
 	}
 }
 
 static void pack_input_panel(const struct vnpu_gemm_job *job, int64_t r0,
 			     int64_t rows, int64_t p0, int64_t kc, float *dst,
-			     uint32_t panel)
+			     uint32_t panel, bool pairs)
 {
 	const struct conv_ctx *x = job->ctx;
 	const struct vnpu_kp_conv2d *p = x->p;
 	int64_t h = (int64_t)x->gi.h, w = (int64_t)x->gi.w;
 
 	for (int64_t r = 0; r < rows; r++) {
-		int64_t pix = r0 + r;
-		int64_t ih0 = pix / x->wo * p->stride_h - p->pad_h;
-		int64_t iw0 = pix % x->wo * p->stride_w - p->pad_w;
+		int64_t row = (r0 + r) / x->wo; /* image * Ho + oh */
+		int64_t n = row / x->ho;
+		int64_t ih0 = row % x->ho * p->stride_h - p->pad_h;
+		int64_t iw0 = (r0 + r) % x->wo * p->stride_w - p->pad_w;
 		struct conv_k k = conv_k_of(x, p0);
 
 		for (int64_t q = 0; q < kc;) {
 			int64_t len = x->cg - k.ci;
 			int64_t ih = ih0 + k.kh * p->dil_h;
 			int64_t iw = iw0 + k.kw * p->dil_w;
-			float *d = dst + q * panel + r;
+			float *d = dst + (q >> pairs) * panel + r;
 
 			if (len > kc - q)
 				len = kc - q;
 			if (ih < 0 || ih >= h || iw < 0 || iw >= w)
-				for (int64_t t = 0; t < len; t++)
+				for (int64_t t = 0; t < len >> pairs; t++)
 					d[t * panel] = 0.0f;
 			else
-				copy_channels(x, x->g * x->cg + k.ci, ih, iw,
-					      len, d, panel);
+				copy_channels(x, n, x->g * x->cg + k.ci, ih, iw,
+					      len, d, panel, pairs);
 			q += len;
 			conv_k_next_tap(x, &k);
 		}
@@ -216,7 +241,7 @@ static void pack_input_panel(const struct vnpu_gemm_job *job, int64_t r0,
 /* B: output channels of the group by reduction index, one panel. */
 static void pack_weight_panel(const struct vnpu_gemm_job *job, int64_t r0,
 			      int64_t rows, int64_t p0, int64_t kc, float *dst,
-			      uint32_t panel)
+			      uint32_t panel, bool pairs)
 {
 	const struct conv_ctx *x = job->ctx;
 
@@ -235,12 +260,14 @@ static void pack_weight_panel(const struct vnpu_gemm_job *job, int64_t r0,
 				run = 16 - (ci & 15);
 				if (run > len - t)
 					run = len - t;
-				vnpu_operand_load_run(
-					x->wt + wt_offset(x, co, ci, k.kh,
-							  k.kw) *
-							x->itemsize,
-					x->dtype, 1, run,
-					dst + (q + t) * panel + r, panel);
+				load_channels(x,
+					      x->wt + wt_offset(x, co, ci, k.kh,
+								k.kw) *
+							      x->itemsize,
+					      run,
+					      dst + ((q + t) >> pairs) * panel +
+						      r,
+					      panel, pairs);
 			}
 			q += len;
 			conv_k_next_tap(x, &k);
@@ -255,7 +282,7 @@ static void pack_input(const struct vnpu_gemm_job *job, int64_t r0,
 	for (int64_t r = 0; r < rows; r += panel)
 		pack_input_panel(job, r0 + r,
 				 rows - r < panel ? rows - r : panel, p0, kc,
-				 dst + r * kc, panel);
+				 dst + r * kc, panel, false);
 }
 
 static void pack_weight(const struct vnpu_gemm_job *job, int64_t r0,
@@ -265,7 +292,28 @@ static void pack_weight(const struct vnpu_gemm_job *job, int64_t r0,
 	for (int64_t r = 0; r < rows; r += panel)
 		pack_weight_panel(job, r0 + r,
 				  rows - r < panel ? rows - r : panel, p0, kc,
-				  dst + r * kc, panel);
+				  dst + r * kc, panel, false);
+}
+
+/* The same straight into bf16-pair panels (bf16, even channel count). */
+static void pack_input_pairs(const struct vnpu_gemm_job *job, int64_t r0,
+			     int64_t rows, int64_t p0, int64_t kc, float *dst,
+			     uint32_t panel)
+{
+	for (int64_t r = 0; r < rows; r += panel)
+		pack_input_panel(job, r0 + r,
+				 rows - r < panel ? rows - r : panel, p0, kc,
+				 dst + r * kc, panel, true);
+}
+
+static void pack_weight_pairs(const struct vnpu_gemm_job *job, int64_t r0,
+			      int64_t rows, int64_t p0, int64_t kc, float *dst,
+			      uint32_t panel)
+{
+	for (int64_t r = 0; r < rows; r += panel)
+		pack_weight_panel(job, r0 + r,
+				  rows - r < panel ? rows - r : panel, p0, kc,
+				  dst + r * kc, panel, true);
 }
 
 /* Workspace rows are output pixels, columns the group's channels
@@ -295,7 +343,7 @@ static void store_pixels(const struct vnpu_gemm_job *job, int64_t i0,
 						  x->dtype)
 					: 0.0f;
 		for (int64_t i = 0; i < rows; i++) {
-			int64_t oh = (i0 + i) / x->wo, ow = (i0 + i) % x->wo;
+			int64_t row = (i0 + i) / x->wo, ow = (i0 + i) % x->wo;
 			const float *a = acc + i * ld + s0;
 
 			for (int64_t j = 0, run; j < cnt; j += run) {
@@ -309,7 +357,7 @@ static void store_pixels(const struct vnpu_gemm_job *job, int64_t i0,
 						line[t] = vnpu_activate(
 							act, line[t]);
 				vnpu_operand_store_run(
-					x->out + out_offset(x, c + j, oh, ow) *
+					x->out + out_offset(x, c + j, row, ow) *
 							 x->itemsize,
 					x->dtype, 1, run, line);
 			}
@@ -360,9 +408,9 @@ static void axpy_strided(float *acc, float wv, const char *x, int64_t step,
 /* One tap (input channel c = group channel ci, kernel row kh reading input
  * row ih, kernel column kw) of output channel co into acc, which holds
  * output columns [s0, s0 + cnt). */
-static void direct_tap(const struct conv_ctx *x, int64_t co, int64_t ci,
-		       int64_t kh, int64_t kw, int64_t ih, int64_t s0,
-		       int64_t cnt, float *acc)
+static void direct_tap(const struct conv_ctx *x, int64_t n, int64_t co,
+		       int64_t ci, int64_t kh, int64_t kw, int64_t ih,
+		       int64_t s0, int64_t cnt, float *acc)
 {
 	const struct vnpu_kp_conv2d *p = x->p;
 	int64_t off = kw * p->dil_w - p->pad_w;
@@ -376,18 +424,20 @@ static void direct_tap(const struct conv_ctx *x, int64_t co, int64_t ci,
 		return;
 	wv = vnpu_operand_load(
 		x->wt + wt_offset(x, co, ci, kh, kw) * x->itemsize, x->dtype);
-	src = x->in + in_offset(x, c, ih, lo * p->stride_w + off) * x->itemsize;
+	src = x->in +
+	      in_offset(x, n, c, ih, lo * p->stride_w + off) * x->itemsize;
 	/* consecutive output columns are stride_w input pixels of C0 apart */
 	axpy_strided(acc + lo - s0, wv, src, (int64_t)p->stride_w * VNPU_C0(2),
 		     hi - lo, x->dtype);
 }
 
-/* Output channel co, row oh, columns [s0, s0 + cnt): the sum over every
- * tap of the group's input channels. */
-static void direct_segment(const struct conv_ctx *x, int64_t co, int64_t oh,
+/* Output channel co, global row `row`, columns [s0, s0 + cnt): the sum
+ * over every tap of the group's input channels. */
+static void direct_segment(const struct conv_ctx *x, int64_t co, int64_t row,
 			   int64_t s0, int64_t cnt, float *acc)
 {
 	const struct vnpu_kp_conv2d *p = x->p;
+	int64_t n = row / x->ho, oh = row % x->ho;
 
 	for (int64_t t = 0; t < cnt; t++)
 		acc[t] = 0.0f;
@@ -399,7 +449,8 @@ static void direct_segment(const struct conv_ctx *x, int64_t co, int64_t oh,
 			if (ih < 0 || ih >= (int64_t)x->gi.h)
 				continue;
 			for (int64_t kw = 0; kw < x->kw; kw++)
-				direct_tap(x, co, ci, kh, kw, ih, s0, cnt, acc);
+				direct_tap(x, n, co, ci, kh, kw, ih, s0, cnt,
+					   acc);
 		}
 }
 
@@ -408,7 +459,7 @@ static void direct_segment(const struct conv_ctx *x, int64_t co, int64_t oh,
  * few output channels, where the GEMM's N dimension would be almost all
  * padding: output rows accumulate tap by tap in segments of SEG columns.
  */
-static void conv_direct(const struct conv_ctx *x, int64_t oh0, int64_t oh1,
+static void conv_direct(const struct conv_ctx *x, int64_t row0, int64_t row1,
 			int64_t j0, int64_t j1)
 {
 	enum { SEG = 256 };
@@ -424,7 +475,7 @@ static void conv_direct(const struct conv_ctx *x, int64_t oh0, int64_t oh1,
 			bias = vnpu_operand_load(x->bias + co * x->bias_stride *
 								   x->itemsize,
 						 x->dtype);
-		for (int64_t oh = oh0; oh < oh1; oh++)
+		for (int64_t row = row0; row < row1; row++)
 			for (int64_t s0 = 0; s0 < x->wo; s0 += SEG) {
 				int64_t cnt =
 					x->wo - s0 < SEG ? x->wo - s0 : SEG;
@@ -432,12 +483,12 @@ static void conv_direct(const struct conv_ctx *x, int64_t oh0, int64_t oh1,
 				if (vnpu_kernel_poll(&work,
 						     (uint64_t)cnt * per_out))
 					return;
-				direct_segment(x, co, oh, s0, cnt, acc);
+				direct_segment(x, co, row, s0, cnt, acc);
 				for (int64_t t = 0; t < cnt; t++)
 					acc[t] = vnpu_activate(p->activation,
 							       acc[t] + bias);
 				vnpu_operand_store_run(
-					x->out + out_offset(x, co, oh, s0) *
+					x->out + out_offset(x, co, row, s0) *
 							 x->itemsize,
 					x->dtype, VNPU_C0(2), cnt, acc);
 			}
@@ -468,7 +519,7 @@ static void conv_run(const void *params, const struct vnpu_kbuf *bufs,
 	const struct vnpu_kp_conv2d *p = params;
 	struct conv_ctx x;
 	struct vnpu_gemm_job job;
-	int64_t groups = p->groups, jobs, gr, gc, t, tiles;
+	int64_t groups = p->groups, rows, gr, gc, t, tiles;
 	uint64_t begin, end;
 	bool direct;
 
@@ -489,16 +540,16 @@ static void conv_run(const void *params, const struct vnpu_kbuf *bufs,
 	 * buffer; once it is not empty, N * groups <= N * Cout is. */
 	if (x.go.n == 0 || x.cog == 0 || x.ho == 0 || x.wo == 0)
 		return;
-	jobs = (int64_t)x.go.n * groups;
+	rows = (int64_t)x.go.n * x.ho; /* output rows of all images */
 
-	/* Tiles per (image, group): output rows first, then channels. */
-	t = (int64_t)vnpu_ceil_div(nblocks, (uint64_t)jobs);
-	gr = x.ho < t ? x.ho : t;
+	/* Tiles per group: output rows first, then channels. */
+	t = (int64_t)vnpu_ceil_div(nblocks, (uint64_t)groups);
+	gr = rows < t ? rows : t;
 	t = (int64_t)vnpu_ceil_div((uint64_t)t, (uint64_t)gr);
 	gc = (int64_t)vnpu_ceil_div((uint64_t)x.cog, 16);
 	gc = gc < t ? gc : t;
 	tiles = gr * gc;
-	vnpu_block_range((uint64_t)jobs * (uint64_t)tiles, block, nblocks,
+	vnpu_block_range((uint64_t)groups * (uint64_t)tiles, block, nblocks,
 			 &begin, &end);
 	if (begin >= end)
 		return;
@@ -523,18 +574,22 @@ static void conv_run(const void *params, const struct vnpu_kbuf *bufs,
 	job.pack_b = pack_weight;
 	job.epilogue = store_pixels;
 	job.bf16_operands = x.dtype == VNPU_DTYPE_BF16;
+	/* pairs of channels are pairs of reduction steps when no pair
+	 * straddles a tap (the core's KC and so every block start is even) */
+	if (job.bf16_operands && x.cg % 2 == 0) {
+		job.pack_a_native = pack_input_pairs;
+		job.pack_b_native = pack_weight_pairs;
+	}
 	job.ctx = &x;
 	for (uint64_t u = begin; u < end; u++) {
-		int64_t ng = (int64_t)(u / (uint64_t)tiles);
 		int64_t tile = (int64_t)(u % (uint64_t)tiles);
 		int64_t tr = tile / gc, tc = tile % gc;
 
 		if (vnpu_kernel_should_stop())
 			return;
-		x.n = ng / groups;
-		x.g = ng % groups;
-		job.m0 = vnpu_gemm_chunk(x.ho, gr, tr) * x.wo;
-		job.m1 = vnpu_gemm_chunk(x.ho, gr, tr + 1) * x.wo;
+		x.g = (int64_t)(u / (uint64_t)tiles);
+		job.m0 = vnpu_gemm_chunk(rows, gr, tr) * x.wo;
+		job.m1 = vnpu_gemm_chunk(rows, gr, tr + 1) * x.wo;
 		job.n0 = vnpu_gemm_chunk(x.cog, gc, tc);
 		job.n1 = vnpu_gemm_chunk(x.cog, gc, tc + 1);
 		if (direct)
