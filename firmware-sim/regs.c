@@ -9,6 +9,7 @@ void sim_wake_cp_locked(struct vnpu_sim *sim)
 	 * call only when it sleeps. */
 	atomic_fetch_add_explicit(&sim->wakes, 1, memory_order_release);
 	pthread_cond_broadcast(&sim->wake_cv);
+	sim_wake_cp_vacant_locked(sim);
 }
 
 /* Sets an IRQ_STATUS bit; sends its vector unless masked or dropped by a

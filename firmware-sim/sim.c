@@ -90,12 +90,7 @@ int vnpu_sim_create(const struct vnpu_sim_config *cfg,
 	atomic_init(&sim->wakes, 0);
 	atomic_init(&sim->epoch, 0);
 	if (cfg->mode == VNPU_SIM_THREADS) {
-		err = sim_workers_start(sim);
-		if (!err) {
-			err = sim_cp_thread_start(sim);
-			if (err)
-				sim_workers_stop(sim);
-		}
+		err = sim_threads_start(sim);
 		if (err) {
 			pthread_cond_destroy(&sim->wake_cv);
 			pthread_cond_destroy(&sim->idle_cv);
@@ -130,8 +125,7 @@ void vnpu_sim_destroy(struct vnpu_sim *sim)
 	if (!sim)
 		return;
 	if (sim->cfg.mode == VNPU_SIM_THREADS) {
-		sim_cp_thread_stop(sim);
-		sim_workers_stop(sim);
+		sim_threads_stop(sim);
 		/* the pool's lock is gone: nothing is posted any more */
 		for (unsigned q = 0; q < VNPU_MAX_QUEUES; q++)
 			sim->queue[q].exec.launch.posted = false;

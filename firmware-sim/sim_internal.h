@@ -7,9 +7,12 @@
  * batch of page translations, one kernel block in deterministic mode). The
  * command processor (the CP thread, or the caller of vnpu_sim_run) steps
  * the queues round robin, so that no queue waits for another queue's
- * command to finish. In threaded mode a launch's blocks go to the worker
- * threads ("cores"), shared round robin between the launches in flight,
- * while the command processor keeps serving the other queues.
+ * command to finish. In threaded mode a launch's blocks go to the cores
+ * (at most num_cores blocks at once), shared round robin between the
+ * launches in flight, while the command processor keeps serving the other
+ * queues; of the num_cores + 1 device threads, one at a time is the
+ * command processor, and it runs a block itself when it has nothing else
+ * to do (workers.c).
  *
  * Locking: `lock` protects every register and all queue/context/firmware
  * state. The command processor snapshots what a step needs under the lock,
@@ -53,6 +56,9 @@
  * doorbell after its queues ran dry, before it sleeps (a burst of
  * submissions then costs no thread wake-up per doorbell). */
 #define SIM_CP_SPIN_NS 50000ull
+/* A spin-wait's first part, without yielding the CPU: on a host with few
+ * CPUs the thread it waits for may need this one. */
+#define SIM_SPIN_PAUSE_NS 1000ull
 /* Bytes one step of a copy, fill, gather or scatter moves at most: a
  * fraction of a millisecond of memcpy, so that other queues, an abort and
  * a reset are served within about a millisecond. */
@@ -194,18 +200,22 @@ struct sim_queue {
 	struct sim_exec exec;
 };
 
-/* The worker threads ("cores") and the launches whose blocks they run. */
+/* The device threads (workers.c) and the launches whose blocks they run. */
 struct sim_pool {
-	unsigned count;
-	pthread_t threads[VNPU_MAX_CORES];
+	unsigned count;	   /* cores: blocks that may run at once */
+	unsigned nthreads; /* started: count + 1 */
+	pthread_t threads[VNPU_MAX_CORES + 1];
 	pthread_mutex_t lock;
-	pthread_cond_t work_cv; /* a launch was posted, or stop */
+	pthread_cond_t work_cv; /* a launch was posted, a kick, or stop */
 	pthread_cond_t idle_cv; /* a block finished */
 	struct sim_launch *active[VNPU_MAX_QUEUES]; /* posted launches */
 	unsigned nactive;
 	unsigned rr;	   /* round robin between the launches */
 	unsigned running;  /* blocks executing, all launches */
-	atomic_uint posts; /* bumped (under the lock) by every post */
+	atomic_uint posts; /* bumped (under the lock) by posts and kicks */
+	/* A one-block launch was posted without waking the cores (set and
+	 * cleared under the lock; read by the command processor without). */
+	atomic_bool deferred;
 	bool stop;
 };
 
@@ -250,9 +260,9 @@ struct vnpu_sim {
 	atomic_bool cancel;	/* a reset wants the CP to stop */
 	bool cp_busy;
 	pthread_mutex_t run_lock; /* serialises vnpu_sim_run callers */
-	bool cp_started;
+	/* Threaded: a device thread is the command processor (workers.c). */
+	bool cp_role;
 	bool cp_stop;
-	pthread_t cp_thread;
 	/* Bytes of bounce buffers the launches in flight hold (the CP's). */
 	uint64_t staging_used;
 	struct sim_pool pool;
@@ -287,6 +297,8 @@ void sim_queue_write_locked(struct vnpu_sim *sim, unsigned q, uint32_t reg,
 			    uint32_t value);
 uint32_t sim_queue_read_locked(struct vnpu_sim *sim, unsigned q, uint32_t reg);
 void sim_doorbell_locked(struct vnpu_sim *sim, unsigned q, uint32_t value);
+/* Wakes the command processor; when no thread is it (its last holder
+ * runs a block), a core, which takes the role. */
 void sim_wake_cp_locked(struct vnpu_sim *sim);
 /* Lets go of what a queue's command in flight holds (bounce buffers,
  * page lists, staging room); its launch must not be on the cores. */
@@ -378,8 +390,12 @@ bool sim_launch_settled(struct vnpu_sim *sim, struct sim_launch *l);
 void sim_launch_release(struct vnpu_sim *sim, struct sim_launch *l);
 
 /* workers.c */
-int sim_workers_start(struct vnpu_sim *sim);
-void sim_workers_stop(struct vnpu_sim *sim);
+/* Threaded mode: starts num_cores + 1 device threads; stops and joins
+ * them (cancelling the commands in flight). */
+int sim_threads_start(struct vnpu_sim *sim);
+void sim_threads_stop(struct vnpu_sim *sim);
+/* The part of sim_wake_cp_locked for a free command-processor role. */
+void sim_wake_cp_vacant_locked(struct vnpu_sim *sim);
 /* Threaded mode: hands the launch's blocks to the workers. */
 void sim_pool_post(struct vnpu_sim *sim, struct sim_launch *l,
 		   _Atomic uint64_t *busy_ns);
@@ -390,7 +406,5 @@ void sim_pool_remove_locked(struct sim_pool *pool, struct sim_launch *l);
 void sim_pool_wait_idle(struct vnpu_sim *sim);
 /* Runs block b of l on the calling thread with l's stop hook installed. */
 void sim_run_block(struct sim_launch *l, uint32_t b);
-int sim_cp_thread_start(struct vnpu_sim *sim);
-void sim_cp_thread_stop(struct vnpu_sim *sim);
 
 #endif /* VNPU_SIM_INTERNAL_H */

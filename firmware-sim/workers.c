@@ -1,10 +1,20 @@
 // SPDX-License-Identifier: MIT
 /*
- * Threaded mode: the command-processor thread, woken by doorbells and by
- * the workers, and the worker threads ("cores") that run the blocks of the
- * launches in flight, one block of each launch in turn. In deterministic
- * mode the command processor runs one block per step on the caller's
- * thread.
+ * Threaded mode: num_cores + 1 device threads. One at a time is the
+ * command processor (it holds cp_role): it steps the queues and sleeps on
+ * wake_cv when nothing is left. The others are the cores: they run the
+ * blocks of the launches in flight, one block of each launch in turn, and
+ * sleep on the pool's work_cv. At most num_cores blocks run at once, so a
+ * thread is always left to be the command processor.
+ *
+ * When the command processor has nothing else to do and a posted block
+ * waits for a free core, it gives the role up and runs the block itself: a
+ * one-block launch then costs no hand-off between threads (each one a
+ * thread wake-up, or a context switch where CPUs are few). Whoever ends a
+ * launch's last block takes the role back if it is free; a wake for the
+ * command processor while the role is free (a doorbell during a long
+ * block) wakes the cores, and one of them takes it. In deterministic mode
+ * the command processor runs one block per step on the caller's thread.
  */
 #include <errno.h>
 #include <sched.h>
@@ -54,7 +64,7 @@ static bool spin_for_change(atomic_uint *counter, unsigned seen, uint64_t ns)
 
 	start = now = mono_ns();
 	do {
-		if (now - start < SIM_CP_SPIN_NS / 10) {
+		if (now - start < SIM_SPIN_PAUSE_NS) {
 			for (int i = 0; i < 16; i++)
 				cpu_relax();
 		} else {
@@ -83,12 +93,16 @@ void sim_run_block(struct sim_launch *l, uint32_t b)
 }
 
 /* The next block to run, round robin between the posted launches (one
- * block of each in turn); NULL when none has a block left. Pool lock. */
+ * block of each in turn); NULL when none has a block left or no core is
+ * free. Pool lock. */
 static struct sim_launch *pool_pick_locked(struct vnpu_sim *sim,
 					   uint32_t *block)
 {
 	struct sim_pool *pool = &sim->pool;
 
+	/* every core busy (a thread is left for the command processor) */
+	if (pool->running >= pool->count)
+		return NULL;
 	for (unsigned i = 0; i < pool->nactive; i++) {
 		unsigned k = (pool->rr + i) % pool->nactive;
 		struct sim_launch *l = pool->active[k];
@@ -106,104 +120,6 @@ static struct sim_launch *pool_pick_locked(struct vnpu_sim *sim,
 	return NULL;
 }
 
-/* Wakes the command processor: a launch's blocks are over. Takes the
- * simulator lock (never with the pool lock held), so that the command
- * processor cannot miss it between its check and its sleep. */
-static void wake_cp(struct vnpu_sim *sim)
-{
-	pthread_mutex_lock(&sim->lock);
-	sim_wake_cp_locked(sim);
-	pthread_mutex_unlock(&sim->lock);
-}
-
-static void *worker_main(void *arg)
-{
-	struct vnpu_sim *sim = arg;
-	struct sim_pool *pool = &sim->pool;
-
-	thread_start(sim);
-	pthread_mutex_lock(&pool->lock);
-	while (!pool->stop) {
-		struct sim_launch *l;
-		uint32_t b;
-		bool over;
-
-		l = pool_pick_locked(sim, &b);
-		if (!l) {
-			unsigned seen = atomic_load(&pool->posts);
-
-			/* the next launch of a burst, without a wake-up */
-			pthread_mutex_unlock(&pool->lock);
-			spin_for_change(&pool->posts, seen, SIM_CP_SPIN_NS);
-			pthread_mutex_lock(&pool->lock);
-			/* posts move under the lock: none is missed */
-			if (atomic_load(&pool->posts) == seen && !pool->stop)
-				pthread_cond_wait(&pool->work_cv, &pool->lock);
-			continue;
-		}
-		pthread_mutex_unlock(&pool->lock);
-		sim_run_block(l, b);
-		pthread_mutex_lock(&pool->lock);
-		if (--l->running == 0)
-			atomic_fetch_add(l->busy_ns,
-					 sim_clock(sim) - l->run_since);
-		pool->running--;
-		over = l->running == 0 &&
-		       (l->next_block >= l->nblocks || atomic_load(&l->stop));
-		if (pool->running == 0)
-			pthread_cond_broadcast(&pool->idle_cv);
-		if (over) {
-			pthread_mutex_unlock(&pool->lock);
-			wake_cp(sim);
-			pthread_mutex_lock(&pool->lock);
-		}
-	}
-	pthread_mutex_unlock(&pool->lock);
-	thread_exit(sim);
-	return NULL;
-}
-
-int sim_workers_start(struct vnpu_sim *sim)
-{
-	struct sim_pool *pool = &sim->pool;
-
-	pthread_mutex_init(&pool->lock, NULL);
-	pthread_cond_init(&pool->work_cv, NULL);
-	pthread_cond_init(&pool->idle_cv, NULL);
-	pool->count = 0;
-	for (unsigned i = 0; i < sim->cfg.num_cores; i++) {
-		int err = pthread_create(&pool->threads[i], NULL, worker_main,
-					 sim);
-
-		if (err) {
-			sim_workers_stop(sim);
-			return -err;
-		}
-		pool->count++;
-	}
-	return 0;
-}
-
-void sim_workers_stop(struct vnpu_sim *sim)
-{
-	struct sim_pool *pool = &sim->pool;
-
-	pthread_mutex_lock(&pool->lock);
-	pool->stop = true;
-	/* Blocks still running return at their next poll. */
-	for (unsigned i = 0; i < pool->nactive; i++)
-		atomic_store(&pool->active[i]->stop, true);
-	pthread_cond_broadcast(&pool->work_cv);
-	pthread_mutex_unlock(&pool->lock);
-	for (unsigned i = 0; i < pool->count; i++)
-		pthread_join(pool->threads[i], NULL);
-	pool->count = 0;
-	pool->nactive = 0;
-	pthread_cond_destroy(&pool->idle_cv);
-	pthread_cond_destroy(&pool->work_cv);
-	pthread_mutex_destroy(&pool->lock);
-}
-
 void sim_pool_post(struct vnpu_sim *sim, struct sim_launch *l,
 		   _Atomic uint64_t *busy_ns)
 {
@@ -216,7 +132,13 @@ void sim_pool_post(struct vnpu_sim *sim, struct sim_launch *l,
 	l->posted = true;
 	pool->active[pool->nactive++] = l; /* one launch per queue */
 	atomic_fetch_add(&pool->posts, 1);
-	pthread_cond_broadcast(&pool->work_cv);
+	/* One block: the command processor runs it once it is idle, unless
+	 * it goes on working (then it wakes a core: cp_kick_cores_locked). */
+	if (l->nblocks > 1)
+		pthread_cond_broadcast(&pool->work_cv);
+	else
+		atomic_store_explicit(&pool->deferred, true,
+				      memory_order_relaxed);
 	pthread_mutex_unlock(&pool->lock);
 }
 
@@ -314,6 +236,48 @@ static bool cp_poll_wake(struct vnpu_sim *sim, uint64_t ns)
 	       atomic_load_explicit(&sim->wakes, memory_order_relaxed) != seen;
 }
 
+/* Whether a posted block waits for a core (pool lock). */
+static bool pool_has_block_locked(const struct sim_pool *pool)
+{
+	for (unsigned i = 0; i < pool->nactive; i++) {
+		const struct sim_launch *l = pool->active[i];
+
+		if (l->next_block < l->nblocks && !atomic_load(&l->stop))
+			return true;
+	}
+	return false;
+}
+
+/* Wakes the cores for the blocks posted without a wake-up (sim lock held;
+ * the pool's is taken inside it). */
+static void cp_kick_cores_locked(struct vnpu_sim *sim)
+{
+	struct sim_pool *pool = &sim->pool;
+
+	if (!atomic_load_explicit(&pool->deferred, memory_order_relaxed))
+		return;
+	pthread_mutex_lock(&pool->lock);
+	atomic_store_explicit(&pool->deferred, false, memory_order_relaxed);
+	if (pool_has_block_locked(pool)) {
+		atomic_fetch_add(&pool->posts, 1);
+		pthread_cond_broadcast(&pool->work_cv);
+	}
+	pthread_mutex_unlock(&pool->lock);
+}
+
+void sim_wake_cp_vacant_locked(struct vnpu_sim *sim)
+{
+	struct sim_pool *pool = &sim->pool;
+
+	if (sim->cfg.mode != VNPU_SIM_THREADS || sim->cp_role)
+		return;
+	/* Nobody is the command processor: a core takes the role. */
+	pthread_mutex_lock(&pool->lock);
+	atomic_fetch_add(&pool->posts, 1);
+	pthread_cond_broadcast(&pool->work_cv);
+	pthread_mutex_unlock(&pool->lock);
+}
+
 /* A boot, or an enabled queue with a command to fetch. */
 static bool cp_has_work_locked(const struct vnpu_sim *sim)
 {
@@ -322,24 +286,66 @@ static bool cp_has_work_locked(const struct vnpu_sim *sim)
 	return sim_queues_runnable_locked(sim);
 }
 
-static void *cp_main(void *arg)
+/*
+ * The command processor, idle, takes a block that waits for a free core
+ * and gives the role up to run it (lock held). Not while a fence is polled
+ * or a reset waits: those need the role held.
+ */
+static struct sim_launch *cp_take_block_locked(struct vnpu_sim *sim,
+					       uint32_t *block)
 {
-	struct vnpu_sim *sim = arg;
+	struct sim_pool *pool = &sim->pool;
+	struct sim_launch *l;
 
-	thread_start(sim);
-	sim_lock(sim);
+	pthread_mutex_lock(&pool->lock);
+	l = pool_pick_locked(sim, block);
+	if (l && atomic_load_explicit(&pool->deferred, memory_order_relaxed)) {
+		atomic_store_explicit(&pool->deferred, false,
+				      memory_order_relaxed);
+		/* more blocks than this one: the cores take them */
+		if (pool_has_block_locked(pool)) {
+			atomic_fetch_add(&pool->posts, 1);
+			pthread_cond_broadcast(&pool->work_cv);
+		}
+	}
+	pthread_mutex_unlock(&pool->lock);
+	if (l)
+		sim->cp_role = false;
+	return l;
+}
+
+/*
+ * The command processor's loop (lock held, role taken). Returns a block it
+ * took after giving the role up, or NULL at cp_stop.
+ */
+static struct sim_launch *cp_serve_locked(struct vnpu_sim *sim, uint32_t *block)
+{
+	struct sim_launch *l;
+
 	while (!sim->cp_stop) {
-		/* A retirement's interrupt goes out with the next step's
-		 * snapshot (sim_cp_step_locked drops the lock busy)... */
-		if (!sim->boot_pending &&
-		    sim_cp_step_locked(sim) != SIM_STEP_NONE)
-			continue;
+		if (!sim->boot_pending) {
+			/* a one-block launch posted before this step waits
+			 * while the command processor works on: a core
+			 * takes it */
+			bool deferred = atomic_load_explicit(
+				&sim->pool.deferred, memory_order_relaxed);
+
+			/* A retirement's interrupt goes out with the next
+			 * step's snapshot (sim_cp_step_locked drops the
+			 * lock busy)... */
+			if (sim_cp_step_locked(sim) != SIM_STEP_NONE) {
+				if (deferred)
+					cp_kick_cores_locked(sim);
+				continue;
+			}
+		}
 		if (sim->pending_vectors) {
 			/* ...or here, before anything else */
 			sim_cp_deliver_locked(sim);
 			continue;
 		}
 		if (sim->boot_pending) {
+			cp_kick_cores_locked(sim);
 			sim_unlock(sim);
 			sim_cp_boot(sim);
 			sim_lock(sim);
@@ -347,14 +353,20 @@ static void *cp_main(void *arg)
 		}
 		if (sim->cp_stop)
 			break;
-		if (atomic_load(&sim->cancel) || sim_any_waiting_locked(sim))
+		if (atomic_load(&sim->cancel) || sim_any_waiting_locked(sim)) {
 			/* let a reset finish; re-read fences periodically */
+			cp_kick_cores_locked(sim);
 			timed_wait_locked(sim, SIM_FENCE_POLL_NS);
-		else if (sim_queues_busy_locked(sim)) {
-			/* launches on the cores: the workers wake us (a
-			 * launch waiting for staging room waits for them).
-			 * Only a short poll: a longer one takes the CPU
-			 * from the workers on a loaded host. */
+			continue;
+		}
+		l = cp_take_block_locked(sim, block);
+		if (l)
+			return l;
+		if (sim_queues_busy_locked(sim)) {
+			/* launches on the cores: the cores wake us (a launch
+			 * waiting for staging room waits for them). Only a
+			 * short poll: a longer one takes the CPU from the
+			 * cores on a loaded host. */
 			if (!cp_poll_wake(sim, SIM_CP_SPIN_NS / 10) &&
 			    !sim->cp_stop)
 				pthread_cond_wait(&sim->wake_cv, &sim->lock);
@@ -364,32 +376,143 @@ static void *cp_main(void *arg)
 			pthread_cond_wait(&sim->wake_cv, &sim->lock);
 		}
 	}
-	sim_unlock(sim);
+	return NULL;
+}
+
+/* Runs block b of l and accounts for it; true when it ended the launch. */
+static bool core_run_block(struct vnpu_sim *sim, struct sim_launch *l,
+			   uint32_t b)
+{
+	struct sim_pool *pool = &sim->pool;
+	bool over;
+
+	sim_run_block(l, b);
+	pthread_mutex_lock(&pool->lock);
+	if (--l->running == 0)
+		atomic_fetch_add(l->busy_ns, sim_clock(sim) - l->run_since);
+	pool->running--;
+	over = l->running == 0 &&
+	       (l->next_block >= l->nblocks || atomic_load(&l->stop));
+	if (pool->running == 0)
+		pthread_cond_broadcast(&pool->idle_cv);
+	pthread_mutex_unlock(&pool->lock);
+	return over;
+}
+
+/*
+ * A core: runs blocks while there are and a core is free; when there were
+ * none, sleeps until a post or a kick (posts no longer `seen`). True when
+ * it ended a launch (its queue is then steppable).
+ */
+static bool core_run(struct vnpu_sim *sim, unsigned seen)
+{
+	struct sim_pool *pool = &sim->pool;
+
+	pthread_mutex_lock(&pool->lock);
+	while (!pool->stop) {
+		struct sim_launch *l;
+		uint32_t b;
+
+		l = pool_pick_locked(sim, &b);
+		if (!l) {
+			/* posts move under the lock: none is missed */
+			if (atomic_load(&pool->posts) == seen)
+				pthread_cond_wait(&pool->work_cv, &pool->lock);
+			break;
+		}
+		pthread_mutex_unlock(&pool->lock);
+		if (core_run_block(sim, l, b))
+			return true;
+		seen = atomic_load(&pool->posts);
+		pthread_mutex_lock(&pool->lock);
+	}
+	pthread_mutex_unlock(&pool->lock);
+	return false;
+}
+
+static void *device_main(void *arg)
+{
+	struct vnpu_sim *sim = arg;
+
+	thread_start(sim);
+	pthread_mutex_lock(&sim->lock);
+	while (!sim->cp_stop) {
+		struct sim_launch *l = NULL;
+		uint32_t b = 0;
+		unsigned seen = 0;
+		bool over;
+
+		if (!sim->cp_role) {
+			sim->cp_role = true;
+			l = cp_serve_locked(sim, &b);
+			if (!l)
+				break; /* cp_stop */
+		} else {
+			/* read with the role seen taken: a kick for a free
+			 * role from now on is seen */
+			seen = atomic_load(&sim->pool.posts);
+		}
+		/* pending_vectors is 0: the role delivers before it idles,
+		 * and a core never collects any */
+		pthread_mutex_unlock(&sim->lock);
+		over = l ? core_run_block(sim, l, b) : core_run(sim, seen);
+		pthread_mutex_lock(&sim->lock);
+		/* the launch's queue can be stepped: by this thread if the
+		 * role is free (the loop takes it), else by its holder */
+		if (over && sim->cp_role)
+			sim_wake_cp_locked(sim);
+	}
+	pthread_mutex_unlock(&sim->lock);
 	thread_exit(sim);
 	return NULL;
 }
 
-int sim_cp_thread_start(struct vnpu_sim *sim)
+int sim_threads_start(struct vnpu_sim *sim)
 {
-	int err = pthread_create(&sim->cp_thread, NULL, cp_main, sim);
+	struct sim_pool *pool = &sim->pool;
 
-	if (err)
-		return -err;
-	sim->cp_started = true;
+	pthread_mutex_init(&pool->lock, NULL);
+	pthread_cond_init(&pool->work_cv, NULL);
+	pthread_cond_init(&pool->idle_cv, NULL);
+	atomic_init(&pool->deferred, false);
+	pool->count = sim->cfg.num_cores;
+	pool->nthreads = 0;
+	for (unsigned i = 0; i <= sim->cfg.num_cores; i++) {
+		int err = pthread_create(&pool->threads[i], NULL, device_main,
+					 sim);
+
+		if (err) {
+			sim_threads_stop(sim);
+			return -err;
+		}
+		pool->nthreads++;
+	}
 	return 0;
 }
 
-void sim_cp_thread_stop(struct vnpu_sim *sim)
+void sim_threads_stop(struct vnpu_sim *sim)
 {
-	if (!sim->cp_started)
-		return;
+	struct sim_pool *pool = &sim->pool;
+
 	pthread_mutex_lock(&sim->lock);
 	sim->cp_stop = true;
 	/* Stop a long command early; nothing it did is retired any more. */
 	atomic_store(&sim->cancel, true);
 	sim->epoch++;
 	sim_wake_cp_locked(sim);
+	pthread_mutex_lock(&pool->lock);
+	pool->stop = true;
+	/* Blocks still running return at their next poll. */
+	for (unsigned i = 0; i < pool->nactive; i++)
+		atomic_store(&pool->active[i]->stop, true);
+	pthread_cond_broadcast(&pool->work_cv);
+	pthread_mutex_unlock(&pool->lock);
 	pthread_mutex_unlock(&sim->lock);
-	pthread_join(sim->cp_thread, NULL);
-	sim->cp_started = false;
+	for (unsigned i = 0; i < pool->nthreads; i++)
+		pthread_join(pool->threads[i], NULL);
+	pool->nthreads = 0;
+	pool->nactive = 0;
+	pthread_cond_destroy(&pool->idle_cv);
+	pthread_cond_destroy(&pool->work_cv);
+	pthread_mutex_destroy(&pool->lock);
 }

@@ -10,6 +10,7 @@
  * it does not come back).
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -225,7 +226,20 @@ static int hal_dma_write(void *opaque, uint64_t addr, const void *buf,
 	bool ok;
 
 	if (in_rings(d, addr, len)) {
-		memcpy((void *)(uintptr_t)addr, buf, len);
+		uint64_t *dst = (uint64_t *)(uintptr_t)addr;
+
+		/* Completion records, in 8-byte stores: a waiter reads their
+		 * seqno while they are written (cpl_written). */
+		if (!(addr % 8) && !(len % 8)) {
+			for (uint64_t i = 0; i < len / 8; i++) {
+				uint64_t w;
+
+				memcpy(&w, (const uint8_t *)buf + i * 8, 8);
+				__atomic_store_n(&dst[i], w, __ATOMIC_RELEASE);
+			}
+		} else {
+			memcpy(dst, buf, len);
+		}
 		return 0;
 	}
 	pthread_mutex_lock(&d->hosts_lock);
@@ -1011,28 +1025,37 @@ static uint64_t sim_completed(struct vnpurt_bdev *d, unsigned qi)
 	return done;
 }
 
+/* A spin-wait's first part without yielding the CPU (ns). */
+#define SIM_SPIN_PAUSE_NS 1000u
+
 /*
  * Spins up to VNPU_SIM_SPIN_US for seqno's completion record, reading the
  * completion ring without locks. A sleeping waiter is woken by the
  * interrupt through a condition variable, and that wake-up (10-50 us on a
  * busy or virtual machine) was the slow mode of a bimodal launch + sync
- * round trip; a short command completes well within the spin.
+ * round trip; a short command completes well within the spin. After the
+ * first microsecond it yields between reads: the device's thread may be
+ * waiting for this very CPU (the scheduler often puts a waker and the
+ * thread it woke on one CPU).
  */
 static bool spin_for(struct vnpurt_bdev *d, unsigned qi, uint64_t seqno)
 {
-	uint64_t end;
+	uint64_t start, now;
 
 	if (!d->cfg->sim_spin_us)
 		return false;
-	end = rt_now_ns() + d->cfg->sim_spin_us * 1000ull;
+	start = now = rt_now_ns();
 	do {
 		for (int i = 0; i < 32; i++) {
 			if (cpl_written(d, qi, seqno))
 				return true;
 			rt_cpu_relax();
 		}
-	} while (rt_now_ns() < end);
-	return false;
+		if (now - start >= SIM_SPIN_PAUSE_NS)
+			sched_yield();
+		now = rt_now_ns();
+	} while (now - start < d->cfg->sim_spin_us * 1000ull);
+	return cpl_written(d, qi, seqno);
 }
 
 static vnpu_error_t sim_wait(struct vnpurt_bdev *d, unsigned qi,

@@ -10,7 +10,13 @@
  *    and vs a 64-byte memcpy;
  *  - synchronize round trips, each timed on its own: an empty launch +
  *    sync, a 4-byte memset + sync, against a condvar ping-pong between two
- *    threads;
+ *    threads (the best a round trip through a sleeping thread does: one
+ *    condvar per direction, each thread signalled after the mutex is
+ *    released so that it does not wake into a held lock). The three are
+ *    measured in interleaved chunks so that they see the same machine:
+ *    the ping-pong is 5-10 us when both threads share a CPU and 40-80 us
+ *    when the woken one sleeps on an idle virtual CPU, so its median moves
+ *    with the load of the rest of the machine;
  *  - 64 MiB copies, D2D and H2D / D2H pageable and pinned, against memcpy of
  *    the same size between page-aligned, already touched buffers (glibc's
  *    best path).
@@ -59,21 +65,42 @@ __attribute__((noinline)) static void empty_locked_call(int i)
 	pthread_mutex_unlock(&lock);
 }
 
-/* condvar ping-pong */
-static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static int turn, rounds_left;
+/* condvar ping-pong: turn 1 is pong's, 0 ping's, -1 tells pong to exit */
+static pthread_cond_t ping_cv = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t pong_cv = PTHREAD_COND_INITIALIZER;
+static int turn;
 
 static void *pong(void *arg)
 {
 	pthread_mutex_lock(&lock);
-	while (rounds_left > 0) {
-		while (turn != 1 && rounds_left > 0)
-			pthread_cond_wait(&cv, &lock);
+	for (;;) {
+		while (turn == 0)
+			pthread_cond_wait(&pong_cv, &lock);
+		if (turn < 0)
+			break;
 		turn = 0;
-		pthread_cond_broadcast(&cv);
+		pthread_mutex_unlock(&lock);
+		pthread_cond_signal(&ping_cv);
+		pthread_mutex_lock(&lock);
 	}
 	pthread_mutex_unlock(&lock);
 	return NULL;
+}
+
+/* One round of the ping-pong (us). */
+static double pingpong_round(void)
+{
+	double t0 = now_s();
+
+	pthread_mutex_lock(&lock);
+	turn = 1;
+	pthread_mutex_unlock(&lock);
+	pthread_cond_signal(&pong_cv);
+	pthread_mutex_lock(&lock);
+	while (turn != 0)
+		pthread_cond_wait(&ping_cv, &lock);
+	pthread_mutex_unlock(&lock);
+	return (now_s() - t0) * 1e6;
 }
 
 static double bw_gbs(size_t bytes, double s)
@@ -89,30 +116,6 @@ static double pct(double *v, int n, double q)
 	bench_median(v, n); /* sorts */
 	i = (int)(q * (n - 1) + 0.5);
 	return v[i];
-}
-
-/* One pong per ping, each round timed on its own (us). */
-static void pingpong_rounds(double *us, int n)
-{
-	pthread_t t;
-
-	rounds_left = n;
-	turn = 0;
-	pthread_create(&t, NULL, pong, NULL);
-	pthread_mutex_lock(&lock);
-	for (int i = 0; i < n; i++) {
-		double t0 = now_s();
-
-		turn = 1;
-		pthread_cond_broadcast(&cv);
-		while (turn != 0)
-			pthread_cond_wait(&cv, &lock);
-		us[i] = (now_s() - t0) * 1e6;
-	}
-	rounds_left = 0;
-	pthread_cond_broadcast(&cv);
-	pthread_mutex_unlock(&lock);
-	pthread_join(t, NULL);
 }
 
 static void report_rounds(const char *what, double *us, int n,
@@ -209,34 +212,58 @@ int main(int argc, char **argv)
 	}
 
 	if (strstr(sections, "sync")) {
-		int rounds = n / 10;
-		double launch_med;
+		/* interleaved: every figure over the same machine states */
+		enum { CHUNKS = 20, WARMUP = 200 };
+		int per = n / 10 / CHUNKS > 0 ? n / 10 / CHUNKS : 1;
+		int rounds = per * CHUNKS, k = 0;
+		double *vm = calloc((size_t)rounds, sizeof(*vm));
+		double *vp = calloc((size_t)rounds, sizeof(*vp));
+		double launch_med, pp_med;
+		pthread_t t;
 
-		printf("synchronize round trips, %d each, timed one by one:\n",
-		       rounds);
-		for (int i = 0; i < rounds; i++) {
-			double t = now_s();
+		if (!vm || !vp || rounds > n)
+			return 1;
+		turn = 0;
+		pthread_create(&t, NULL, pong, NULL);
+		for (int i = 0; i < WARMUP; i++)
+			pingpong_round();
+		for (int c = 0; c < CHUNKS; c++, k += per) {
+			for (int i = k; i < k + per; i++) {
+				double t0 = now_s();
 
-			CHECK(vnpu_launch_kernel("fill", 1, &b, 1, &p,
-						 sizeof(p), s));
-			CHECK(vnpu_stream_synchronize(s));
-			v[i] = (now_s() - t) * 1e6;
+				CHECK(vnpu_launch_kernel("fill", 1, &b, 1, &p,
+							 sizeof(p), s));
+				CHECK(vnpu_stream_synchronize(s));
+				v[i] = (now_s() - t0) * 1e6;
+			}
+			for (int i = k; i < k + per; i++) {
+				double t0 = now_s();
+
+				CHECK(vnpu_memset_async(d, i, 4, s));
+				CHECK(vnpu_stream_synchronize(s));
+				vm[i] = (now_s() - t0) * 1e6;
+			}
+			for (int i = k; i < k + per; i++)
+				vp[i] = pingpong_round();
 		}
+		pthread_mutex_lock(&lock);
+		turn = -1;
+		pthread_mutex_unlock(&lock);
+		pthread_cond_signal(&pong_cv);
+		pthread_join(t, NULL);
+		printf("synchronize round trips, %d each in %d interleaved "
+		       "chunks, timed one by one:\n",
+		       rounds, CHUNKS);
 		report_rounds("empty launch + sync", v, rounds, 0);
 		launch_med = pct(v, rounds, 0.5);
-		for (int i = 0; i < rounds; i++) {
-			double t = now_s();
-
-			CHECK(vnpu_memset_async(d, i, 4, s));
-			CHECK(vnpu_stream_synchronize(s));
-			v[i] = (now_s() - t) * 1e6;
-		}
-		report_rounds("memset 4 B + sync", v, rounds, launch_med);
-		pingpong_rounds(v, rounds);
-		report_rounds("condvar ping-pong", v, rounds, 0);
+		report_rounds("memset 4 B + sync", vm, rounds, launch_med);
+		report_rounds("condvar ping-pong", vp, rounds, 0);
+		pp_med = pct(vp, rounds, 0.5);
 		printf("  (ratios: to the empty launch + sync median; launch + "
 		       "sync / ping-pong %.2fx)\n",
-		       launch_med / pct(v, rounds, 0.5));
+		       launch_med / pp_med);
+		free(vm);
+		free(vp);
 	}
 
 	if (!strstr(sections, "copy"))
