@@ -284,6 +284,42 @@ static void pack_f32_cols(const char *base, int64_t cs, int64_t rows,
 	}
 }
 
+#ifdef VNPU_GEMM_X86
+/* F16 rows contiguous along the reduction, as pack_f32_rows: each row's
+ * 64-byte line (32 halves) is converted with F16C and consumed whole
+ * before the next row. */
+__attribute__((target("avx,f16c"))) static void
+pack_f16_rows(const char *base, int64_t rs, int64_t rows, int64_t kc,
+	      float *dst, uint32_t panel)
+{
+	enum { LINE = 32 };
+	int64_t p = 0;
+
+	for (; p + LINE <= kc; p += LINE)
+		for (int64_t r = 0; r < rows; r++) {
+			const char *s = base + (r * rs + p) * 2;
+			float *d = dst + p * panel + r;
+			float f[LINE];
+
+			__builtin_prefetch(s + 4 * 64);
+			for (int h = 0; h < LINE; h += 8)
+				_mm256_storeu_ps(
+					f + h,
+					_mm256_cvtph_ps(_mm_loadu_si128(
+						(const __m128i *)(s + h * 2))));
+			for (int t = 0; t < LINE; t++)
+				d[t * panel] = f[t];
+		}
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t q = p; q < kc; q++) {
+			uint16_t h;
+
+			memcpy(&h, base + (r * rs + q) * 2, 2);
+			dst[q * panel + r] = _cvtsh_ss(h);
+		}
+}
+#endif
+
 /* One panel of at most `panel` rows. */
 static void pack_panel(const struct vnpu_operand *op, int64_t b, int64_t r0,
 		       int64_t rows, int64_t p0, int64_t kc, float *dst,
@@ -297,6 +333,14 @@ static void pack_panel(const struct vnpu_operand *op, int64_t b, int64_t r0,
 			      op->rs, rows, kc, dst, panel);
 		return;
 	}
+#ifdef VNPU_GEMM_X86
+	if (!op->nz && op->dtype == VNPU_DTYPE_F16 && op->cs == 1 &&
+	    vnpu_gemm_use_f16c()) {
+		pack_f16_rows(op->data + (b * op->bs + r0 * op->rs + p0) * 2,
+			      op->rs, rows, kc, dst, panel);
+		return;
+	}
+#endif
 	/* Read in whichever direction is contiguous in storage. */
 	if ((op->nz && op->nz_t) || (!op->nz && op->rs == 1 && op->cs != 1)) {
 		for (int64_t p = 0; p < kc; p++)
