@@ -115,6 +115,29 @@ no-mirror-hosts)
 	[ -z "$hits" ] && ok "no archive host in ${#files[@]} files" ||
 		fail "archive hosts named: $hits"
 	;;
+qemu-sources)
+	# QEMU's build of the device lists the kernel and simulator sources
+	# itself (it compiles them in QEMU's tree): the same files as ours.
+	list() { # the quoted *.c names of a meson files() list
+		sed -n "/^$2 = .*files(/,/^)/p" "$top/$1" |
+			grep -o "'[a-z_0-9]*\.c'" | tr -d "'" | sort
+	}
+	qemu_list() {
+		grep -o "'$1/[a-z_0-9]*\.c'" "$top/qemu-device/meson.build" |
+			sed "s|'$1/||; s|'||" | sort
+	}
+	for pair in kernels:kernels_src firmware-sim:fwsim_src; do
+		dir=${pair%%:*}
+		ours=$(list "$dir/meson.build" "${pair#*:}")
+		theirs=$(qemu_list "$dir")
+		if [ -n "$ours" ] && [ "$ours" = "$theirs" ]; then
+			ok "qemu-device builds the $(echo "$ours" | wc -l) $dir sources"
+		else
+			fail "$dir sources differ from qemu-device/meson.build:" \
+				"$(diff <(echo "$ours") <(echo "$theirs") | grep '^[<>]')"
+		fi
+	done
+	;;
 keep-newest)
 	. "$top/scripts/lib/cache.sh"
 	set -e
