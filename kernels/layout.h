@@ -105,4 +105,19 @@ static inline uint64_t vnpu_fractal_nz_numel(const struct vnpu_nz_geom *g)
 	return g->batch * g->k1 * g->m1 * 16 * g->c0;
 }
 
+/*
+ * Instruction-set families of TransData's vector paths, for tests and
+ * benchmarks that compare them; the default takes the best the CPU has.
+ */
+enum vnpu_td_isa {
+	VNPU_TD_ISA_AUTO = 0,
+	VNPU_TD_ISA_PORTABLE = 1,
+	VNPU_TD_ISA_AVX2 = 2,
+	VNPU_TD_ISA_AVX512 = 3,
+};
+
+/* Limits TransData's choice process-wide (not thread-safe: call it before
+ * launching work). Returns the best family now allowed on this CPU. */
+uint32_t vnpu_transdata_set_isa(uint32_t isa);
+
 #endif /* VNPU_KERNELS_LAYOUT_H */

@@ -23,10 +23,12 @@
  * Two cases have their own walks, because the tile kernels would copy
  * them element by element: FRACTAL_Z with the plain side contiguous along
  * (h, w), as NCHW weights are (block transposes of C0 x H*W per weight
- * row), and plain -> plain copies that transpose two dim groups, as
+ * row; for 3x3 kernels on x86, AVX2 or AVX-512 routines picked at run
+ * time), and plain -> plain copies that transpose two dim groups, as
  * NCHW <-> NHWC does (tiled block transposes). Other plain -> plain
  * copies are strided row copies.
  */
+#include <pthread.h>
 #include <string.h>
 
 #include "kernel.h"
@@ -714,97 +716,935 @@ static bool td_fz_plan_build(struct td_fz_plan *f, const struct vnpu_tensor *pl,
  * the cancellation hook. */
 #define TD_FZ_SEGMENT 4096
 
-TD_ALWAYS_INLINE void td_fz_walk(const struct td_fz_plan *f, char *st, char *pl,
-				 bool pack, uint64_t begin, uint64_t end,
-				 size_t isz)
+/* Rows [r0, r1) of unit (c1, nb): the portable transposes. Returns false
+ * when the cancellation hook asked to stop. */
+TD_ALWAYS_INLINE bool td_fz_rows(const struct td_fz_plan *f, char *st, char *pl,
+				 bool pack, uint64_t unit, uint64_t r0,
+				 uint64_t r1, uint64_t *work, size_t isz)
 {
 	const uint64_t c0 = isz == 1 ? 32 : 16;
 	const size_t row_bytes = c0 * isz;
 	/* storage bytes from one (h, w) fractal stack to the next */
 	const size_t hw_pitch = f->n1 * VNPU_CUBE_M0 * row_bytes;
 	const size_t cs = f->c_stride * isz;
-	uint64_t work = 0;
+	uint64_t c1 = unit / f->n1, nb = unit % f->n1;
+	uint64_t cv = f->c - c1 * c0;
+	char *st_unit =
+		st + (c1 * f->hw * f->n1 + nb) * VNPU_CUBE_M0 * row_bytes;
 
-	for (uint64_t unit = begin; unit < end; unit++) {
-		uint64_t c1 = unit / f->n1, nb = unit % f->n1;
-		uint64_t cv = f->c - c1 * c0;
-		char *st_unit = st + (c1 * f->hw * f->n1 + nb) * VNPU_CUBE_M0 *
-					     row_bytes;
+	cv = cv < c0 ? cv : c0;
+	for (uint64_t r = r0; r < r1; r++) {
+		uint64_t n = nb * VNPU_CUBE_M0 + r;
+		char *st_row = st_unit + r * row_bytes;
+		char *pl_nc =
+			pl + (n * f->n_stride + c1 * c0 * f->c_stride) * isz;
 
-		cv = cv < c0 ? cv : c0;
-		for (uint64_t r = 0; r < VNPU_CUBE_M0; r++) {
-			uint64_t n = nb * VNPU_CUBE_M0 + r;
-			char *st_row = st_unit + r * row_bytes;
-			char *pl_nc =
-				pl +
-				(n * f->n_stride + c1 * c0 * f->c_stride) * isz;
-
-			if (vnpu_kernel_poll(&work, f->hw * c0))
-				return;
-			if (n >= f->n) {
-				for (uint64_t k = 0; pack && k < f->hw; k++)
-					memset(st_row + k * hw_pitch, 0,
-					       row_bytes);
-				continue;
-			}
-			if (cv == c0 && f->hw == 9) {
-				/* 3x3 kernels: constant sizes unroll */
-				if (pack)
-					td_transpose_block(st_row, hw_pitch,
-							   pl_nc, cs, c0, 9,
-							   isz);
-				else
-					td_transpose_block(pl_nc, cs, st_row,
-							   hw_pitch, 9, c0,
-							   isz);
-				continue;
-			}
-			/* (h, w) in segments: one row may be a big part of
-			 * the buffer, and the hook is polled between them */
-			for (uint64_t k0 = 0; k0 < f->hw; k0 += TD_FZ_SEGMENT) {
-				uint64_t kn = f->hw - k0 < TD_FZ_SEGMENT
-						      ? f->hw - k0
-						      : TD_FZ_SEGMENT;
-
-				if (k0 && vnpu_kernel_poll(
-						  &work, VNPU_KERNEL_POLL_WORK))
-					return;
-				if (pack)
-					td_transpose_block(
-						st_row + k0 * hw_pitch,
-						hw_pitch, pl_nc + k0 * isz, cs,
-						cv, kn, isz);
-				else
-					td_transpose_block(
-						pl_nc + k0 * isz, cs,
-						st_row + k0 * hw_pitch,
-						hw_pitch, kn, cv, isz);
-			}
-			if (!pack)
-				continue;
-			for (uint64_t k = 0; cv < c0 && k < f->hw; k++)
-				memset(st_row + k * hw_pitch + cv * isz, 0,
-				       (c0 - cv) * isz);
+		if (vnpu_kernel_poll(work, f->hw * c0))
+			return false;
+		if (n >= f->n) {
+			for (uint64_t k = 0; pack && k < f->hw; k++)
+				memset(st_row + k * hw_pitch, 0, row_bytes);
+			continue;
 		}
+		if (cv == c0 && f->hw == 9) {
+			/* 3x3 kernels: constant sizes unroll */
+			if (pack)
+				td_transpose_block(st_row, hw_pitch, pl_nc, cs,
+						   c0, 9, isz);
+			else
+				td_transpose_block(pl_nc, cs, st_row, hw_pitch,
+						   9, c0, isz);
+			continue;
+		}
+		/* (h, w) in segments: one row may be a big part of the
+		 * buffer, and the hook is polled between them */
+		for (uint64_t k0 = 0; k0 < f->hw; k0 += TD_FZ_SEGMENT) {
+			uint64_t kn = f->hw - k0 < TD_FZ_SEGMENT
+					      ? f->hw - k0
+					      : TD_FZ_SEGMENT;
+
+			if (k0 && vnpu_kernel_poll(work, VNPU_KERNEL_POLL_WORK))
+				return false;
+			if (pack)
+				td_transpose_block(st_row + k0 * hw_pitch,
+						   hw_pitch, pl_nc + k0 * isz,
+						   cs, cv, kn, isz);
+			else
+				td_transpose_block(pl_nc + k0 * isz, cs,
+						   st_row + k0 * hw_pitch,
+						   hw_pitch, kn, cv, isz);
+		}
+		if (!pack)
+			continue;
+		for (uint64_t k = 0; cv < c0 && k < f->hw; k++)
+			memset(st_row + k * hw_pitch + cv * isz, 0,
+			       (c0 - cv) * isz);
 	}
+	return true;
 }
+
+static bool td_fz_rows_1(const struct td_fz_plan *f, char *st, char *pl,
+			 bool pack, uint64_t unit, uint64_t r0, uint64_t r1,
+			 uint64_t *work)
+{
+	return td_fz_rows(f, st, pl, pack, unit, r0, r1, work, 1);
+}
+
+static bool td_fz_rows_2(const struct td_fz_plan *f, char *st, char *pl,
+			 bool pack, uint64_t unit, uint64_t r0, uint64_t r1,
+			 uint64_t *work)
+{
+	return td_fz_rows(f, st, pl, pack, unit, r0, r1, work, 2);
+}
+
+static bool td_fz_rows_4(const struct td_fz_plan *f, char *st, char *pl,
+			 bool pack, uint64_t unit, uint64_t r0, uint64_t r1,
+			 uint64_t *work)
+{
+	return td_fz_rows(f, st, pl, pack, unit, r0, r1, work, 4);
+}
+
+typedef bool (*td_fz_rows_fn)(const struct td_fz_plan *f, char *st, char *pl,
+			      bool pack, uint64_t unit, uint64_t r0,
+			      uint64_t r1, uint64_t *work);
 
 static void td_fz_walk_1(const struct td_fz_plan *f, char *st, char *pl,
 			 bool pack, uint64_t begin, uint64_t end)
 {
-	td_fz_walk(f, st, pl, pack, begin, end, 1);
+	uint64_t work = 0;
+
+	for (uint64_t u = begin; u < end; u++)
+		if (!td_fz_rows_1(f, st, pl, pack, u, 0, VNPU_CUBE_M0, &work))
+			return;
 }
 
 static void td_fz_walk_2(const struct td_fz_plan *f, char *st, char *pl,
 			 bool pack, uint64_t begin, uint64_t end)
 {
-	td_fz_walk(f, st, pl, pack, begin, end, 2);
+	uint64_t work = 0;
+
+	for (uint64_t u = begin; u < end; u++)
+		if (!td_fz_rows_2(f, st, pl, pack, u, 0, VNPU_CUBE_M0, &work))
+			return;
 }
 
 static void td_fz_walk_4(const struct td_fz_plan *f, char *st, char *pl,
 			 bool pack, uint64_t begin, uint64_t end)
 {
-	td_fz_walk(f, st, pl, pack, begin, end, 4);
+	uint64_t work = 0;
+
+	for (uint64_t u = begin; u < end; u++)
+		if (!td_fz_rows_4(f, st, pl, pack, u, 0, VNPU_CUBE_M0, &work))
+			return;
+}
+
+/*
+ * 3x3 kernels with x86 vector units, picked at run time. A plain weight
+ * row n of channel group c1 is a dense C0 x 9 block when the channels
+ * are 9 elements apart (288 bytes for f16 and int8, 576 for f32), and
+ * its nine storage rows are C0-element rows of 32 or 64 bytes, one in
+ * each (h, w) stack. The stacks are a multiple of 4 KiB apart, so the
+ * nine lines a row (pair) writes share one L1 set of 8 ways. Hence:
+ * rows go in pairs (n, n + 1), which fill whole lines of a fractal, and
+ * packing walks a run of pairs twice, writing stacks 0-3 and then 4-8
+ * (reloading the blocks from L1): with nine lines of one set in flight,
+ * lines are evicted before their stores commit (measured: one pass ran
+ * 15-30% slower with AVX-512, up to 2x with AVX2). Units with partial
+ * channel groups, the odd last row and padding rows take the portable
+ * path.
+ */
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define TD_X86 1
+#endif
+
+/* Full units of one channel group given to a vector routine at once
+ * (consecutive units are consecutive rows of every stack), and the rows
+ * of f16 / int8 in one packing pass (f32: half as many), whose blocks
+ * (9 KiB) stay in L1 for the second pass. */
+#define TD_FZ9_GROUP 16
+#define TD_FZ9_PASS  32
+
+/* vnpu_transdata_set_isa's limit */
+static uint32_t td_isa_limit = VNPU_TD_ISA_AVX512;
+
+#ifdef TD_X86
+/* Moves `npairs` row pairs: storage rows from st (row n of stack
+ * (h, w) = 0; stacks `pitch` bytes apart), plain C0 x 9 blocks from pl,
+ * `n_pitch` bytes from one row n to the next. */
+typedef void (*td_fz9_pairs_fn)(char *st, size_t pitch, char *pl,
+				size_t n_pitch, uint64_t npairs, bool pack);
+
+/* Units [begin, end): whole row pairs of full channel groups with
+ * `pairs`, the rest with the portable rows. */
+static void td_fz9_walk(const struct td_fz_plan *f, char *st, char *pl,
+			bool pack, uint64_t begin, uint64_t end, size_t isz,
+			td_fz_rows_fn rows, td_fz9_pairs_fn pairs)
+{
+	const uint64_t c0 = isz == 1 ? 32 : 16;
+	const size_t row_bytes = c0 * isz;
+	const size_t pitch = f->n1 * VNPU_CUBE_M0 * row_bytes;
+	const size_t n_pitch = f->n_stride * isz;
+	const uint64_t full_nb = f->n / VNPU_CUBE_M0; /* units of 16 rows */
+	uint64_t work = 0;
+
+	for (uint64_t unit = begin; unit < end;) {
+		uint64_t c1 = unit / f->n1, nb = unit % f->n1;
+		uint64_t n0 = nb * VNPU_CUBE_M0, r = 0, g = 1;
+
+		if ((c1 + 1) * c0 <= f->c) {
+			if (nb < full_nb) {
+				g = full_nb - nb < end - unit ? full_nb - nb
+							      : end - unit;
+				g = g < TD_FZ9_GROUP ? g : TD_FZ9_GROUP;
+				r = VNPU_CUBE_M0;
+			} else {
+				r = (f->n - n0) / 2 * 2;
+			}
+			if (vnpu_kernel_poll(&work, g * r * 9 * c0))
+				return;
+			pairs(st + (c1 * 9 * f->n1 + nb) * VNPU_CUBE_M0 *
+					      row_bytes,
+			      pitch, pl + n0 * n_pitch + c1 * c0 * 9 * isz,
+			      n_pitch, g * r / 2, pack);
+		}
+		/* the odd last row, padding rows, or a partial group */
+		if (r < VNPU_CUBE_M0 &&
+		    !rows(f, st, pl, pack, unit, r, VNPU_CUBE_M0, &work))
+			return;
+		unit += g;
+	}
+}
+
+#define TD_AVX2	      __attribute__((target("avx2")))
+#define TD_AVX512F    __attribute__((target("avx512f")))
+#define TD_AVX512VBMI __attribute__((target("avx512f,avx512bw,avx512vbmi")))
+
+/*
+ * f16 and int8 with AVX-512 (BW and VBMI): the 288-byte block and the nine
+ * 32-byte rows are a fixed permutation of each other. Every 64-byte piece
+ * of the result (two rows, or a 64-byte run of the block) takes elements
+ * from all 288 bytes of the other side, so it is built from three windows:
+ * 2-register permutes over bytes 0-127 and 128-255, a blend, and a masked
+ * 1-register permute over the last 64 bytes. That is 4 shuffles per 64
+ * bytes; transposes of 16-byte rows need about twice as many.
+ */
+struct td_perm9 {
+	/* per 64-byte piece, per element lane: the source element, whose
+	 * low bits index a 2-register window */
+	_Alignas(64) uint8_t idx[5][64];
+	/* the same in the last window: bytes 224-287 of the block (pack),
+	 * row 8 of row n in the low half of its register (unpack) */
+	_Alignas(64) uint8_t idx_r[5][64];
+	/* unpack: row 8 of row n + 1, in the high half */
+	_Alignas(64) uint8_t idx_r1[5][64];
+	uint64_t hi[5];	  /* lanes from the second window */
+	uint64_t last[5]; /* lanes from the last window */
+};
+
+/* f32 unpack: per 64-byte run j of the block, the element of each lane
+ * in the (transposed) stack rows, see td512_unpack4 */
+struct td_unpack4 {
+	_Alignas(64) uint32_t idx[9][16];
+	uint16_t hi[9];	  /* lanes from the next four channels */
+	uint16_t col8[9]; /* lanes of column 8 */
+};
+
+static struct td_perm9 td_perm9_tab[2][2]; /* [itemsize - 1][pack] */
+static struct td_unpack4 td_unpack4_tab;
+static pthread_once_t td_tab_once = PTHREAD_ONCE_INIT;
+
+/* A lane value of 1 or 2 bytes, little-endian. */
+static void td_lane(uint8_t *p, uint32_t v, uint32_t isz)
+{
+	p[0] = (uint8_t)v;
+	if (isz == 2)
+		p[1] = (uint8_t)(v >> 8);
+}
+
+static void td_perm9_init(struct td_perm9 *t, uint32_t isz, bool pack)
+{
+	const uint32_t c0 = isz == 1 ? 32 : 16, e = 64 / isz;
+
+	for (uint32_t j = 0; j < 5; j++) {
+		t->hi[j] = t->last[j] = 0;
+		for (uint32_t l = 0; l < e; l++) {
+			uint32_t d = j * e + l, s = 0;
+
+			/* lanes past the block (piece 4) take element 0 */
+			if (d < 9 * c0)
+				s = pack ? d % c0 * 9 + d / c0
+					 : d % 9 * c0 + d / 9;
+			if (s * isz >= 256)
+				t->last[j] |= 1ull << l;
+			else if (s * isz >= 128)
+				t->hi[j] |= 1ull << l;
+			td_lane(&t->idx[j][l * isz], s, isz);
+			td_lane(&t->idx_r[j][l * isz],
+				(s - (pack ? 224 : 256) / isz) & (e - 1), isz);
+			td_lane(&t->idx_r1[j][l * isz],
+				(s - 224 / isz) & (e - 1), isz);
+		}
+	}
+}
+
+static void td_unpack4_init(struct td_unpack4 *t)
+{
+	for (uint32_t j = 0; j < 9; j++) {
+		t->hi[j] = t->col8[j] = 0;
+		for (uint32_t l = 0; l < 16; l++) {
+			uint32_t p = 16 * j + l, c = p / 9, k = p % 9;
+
+			/* vpermt2d index into (columns 0-3, 4-7) of
+			 * channels 4 (c / 4) .. + 3, or the channel in row 8 */
+			t->idx[j][l] =
+				k == 8 ? c : 16 * (k / 4) + 4 * (c % 4) + k % 4;
+			if (c / 4 != 16 * j / 9 / 4)
+				t->hi[j] |= (uint16_t)(1u << l);
+			if (k == 8)
+				t->col8[j] |= (uint16_t)(1u << l);
+		}
+	}
+}
+
+static void td_tab_init(void)
+{
+	for (uint32_t isz = 1; isz <= 2; isz++) {
+		td_perm9_init(&td_perm9_tab[isz - 1][0], isz, false);
+		td_perm9_init(&td_perm9_tab[isz - 1][1], isz, true);
+	}
+	td_unpack4_init(&td_unpack4_tab);
+}
+
+TD_AVX512VBMI TD_ALWAYS_INLINE __m512i td512_perm2(__m512i a, __m512i idx,
+						   __m512i b, size_t isz)
+{
+	return isz == 1 ? _mm512_permutex2var_epi8(a, idx, b)
+			: _mm512_permutex2var_epi16(a, idx, b);
+}
+
+TD_AVX512VBMI TD_ALWAYS_INLINE __m512i td512_blend(uint64_t m, __m512i a,
+						   __m512i b, size_t isz)
+{
+	return isz == 1 ? _mm512_mask_blend_epi8(m, a, b)
+			: _mm512_mask_blend_epi16((__mmask32)m, a, b);
+}
+
+TD_AVX512VBMI TD_ALWAYS_INLINE __m512i td512_mperm(__m512i src, uint64_t m,
+						   __m512i idx, __m512i a,
+						   size_t isz)
+{
+	return isz == 1 ? _mm512_mask_permutexvar_epi8(src, m, idx, a)
+			: _mm512_mask_permutexvar_epi16(src, (__mmask32)m, idx,
+							a);
+}
+
+/* Piece j of the permutation from windows (w0, w1), (w2, w3) and wr. */
+TD_AVX512VBMI TD_ALWAYS_INLINE __m512i td512_piece(const struct td_perm9 *t,
+						   const __m512i *idx,
+						   const __m512i *idx_r, int j,
+						   __m512i w0, __m512i w1,
+						   __m512i w2, __m512i w3,
+						   __m512i wr, size_t isz)
+{
+	__m512i lo = td512_perm2(w0, idx[j], w1, isz);
+	__m512i hi = td512_perm2(w2, idx[j], w3, isz);
+
+	return td512_mperm(td512_blend(t->hi[j], lo, hi, isz), t->last[j],
+			   idx_r[j], wr, isz);
+}
+
+/* Stacks [2 j0, 2 j1) of npairs row pairs: one pass of packing. */
+TD_AVX512VBMI TD_ALWAYS_INLINE void
+td512_perm_pack(char *st, size_t pitch, const char *pl, size_t n_pitch,
+		uint64_t npairs, const struct td_perm9 *t, const __m512i *idx,
+		const __m512i *idx_r, int j0, int j1, size_t isz)
+{
+	for (uint64_t p = 0; p < npairs; p++) {
+		char *s = st + p * 64;
+		__m512i w[2][5], o[2];
+
+		for (int h = 0; h < 2; h++) {
+			const char *x = pl + (2 * p + h) * n_pitch;
+
+			w[h][0] = _mm512_loadu_si512(x);
+			w[h][1] = _mm512_loadu_si512(x + 64);
+			w[h][2] = _mm512_loadu_si512(x + 128);
+			w[h][3] = _mm512_loadu_si512(x + 192);
+			w[h][4] = _mm512_loadu_si512(x + 224);
+		}
+		for (int j = j0; j < j1; j++) {
+			for (int h = 0; h < 2; h++)
+				o[h] = td512_piece(t, idx, idx_r, j, w[h][0],
+						   w[h][1], w[h][2], w[h][3],
+						   w[h][4], isz);
+			/* rows 2j and 2j + 1 of n and n + 1: whole lines */
+			_mm512_storeu_si512(
+				s + 2 * j * pitch,
+				_mm512_shuffle_i64x2(o[0], o[1], 0x44));
+			if (j < 4)
+				_mm512_storeu_si512(
+					s + (2 * j + 1) * pitch,
+					_mm512_shuffle_i64x2(o[0], o[1], 0xee));
+		}
+	}
+}
+
+TD_AVX512VBMI TD_ALWAYS_INLINE void
+td512_perm_unpack(char *pl, size_t n_pitch, const char *st, size_t pitch,
+		  uint64_t npairs, const struct td_perm9 *t, const __m512i *idx,
+		  const __m512i *idx_r, const __m512i *idx_r1, size_t isz)
+{
+	for (uint64_t p = 0; p < npairs; p++) {
+		const char *s = st + p * 64;
+		__m512i r[9];
+
+		for (int k = 0; k < 9; k++)
+			r[k] = _mm512_loadu_si512(s + k * pitch);
+		for (int h = 0; h < 2; h++) {
+			char *x = pl + (2 * p + h) * n_pitch;
+			/* rows 0-3 and 4-7 of row n + h (immediates, for
+			 * clang) */
+			__m512i w0 = h ? _mm512_shuffle_i64x2(r[0], r[1], 0xee)
+				       : _mm512_shuffle_i64x2(r[0], r[1], 0x44);
+			__m512i w1 = h ? _mm512_shuffle_i64x2(r[2], r[3], 0xee)
+				       : _mm512_shuffle_i64x2(r[2], r[3], 0x44);
+			__m512i w2 = h ? _mm512_shuffle_i64x2(r[4], r[5], 0xee)
+				       : _mm512_shuffle_i64x2(r[4], r[5], 0x44);
+			__m512i w3 = h ? _mm512_shuffle_i64x2(r[6], r[7], 0xee)
+				       : _mm512_shuffle_i64x2(r[6], r[7], 0x44);
+			const __m512i *ir = h ? idx_r1 : idx_r;
+
+			for (int j = 0; j < 4; j++)
+				_mm512_storeu_si512(x + 64 * j,
+						    td512_piece(t, idx, ir, j,
+								w0, w1, w2, w3,
+								r[8], isz));
+			_mm256_storeu_si256((__m256i *)(x + 256),
+					    _mm512_castsi512_si256(td512_piece(
+						    t, idx, ir, 4, w0, w1, w2,
+						    w3, r[8], isz)));
+		}
+	}
+}
+
+TD_AVX512VBMI TD_ALWAYS_INLINE void td512_perm_pairs(char *st, size_t pitch,
+						     char *pl, size_t n_pitch,
+						     uint64_t npairs, bool pack,
+						     size_t isz)
+{
+	const struct td_perm9 *t = &td_perm9_tab[isz - 1][pack];
+	__m512i idx[5], idx_r[5], idx_r1[5];
+
+	for (int j = 0; j < 5; j++) {
+		idx[j] = _mm512_load_si512(t->idx[j]);
+		idx_r[j] = _mm512_load_si512(t->idx_r[j]);
+		idx_r1[j] = _mm512_load_si512(t->idx_r1[j]);
+	}
+	if (pack) {
+		for (uint64_t p = 0; p < npairs; p += TD_FZ9_PASS / 2) {
+			uint64_t n = npairs - p < TD_FZ9_PASS / 2
+					     ? npairs - p
+					     : TD_FZ9_PASS / 2;
+
+			td512_perm_pack(st + p * 64, pitch,
+					pl + 2 * p * n_pitch, n_pitch, n, t,
+					idx, idx_r, 0, 2, isz);
+			td512_perm_pack(st + p * 64, pitch,
+					pl + 2 * p * n_pitch, n_pitch, n, t,
+					idx, idx_r, 2, 5, isz);
+		}
+	} else {
+		td512_perm_unpack(pl, n_pitch, st, pitch, npairs, t, idx, idx_r,
+				  idx_r1, isz);
+	}
+}
+
+TD_AVX512VBMI static void td512_pairs_1(char *st, size_t pitch, char *pl,
+					size_t n_pitch, uint64_t npairs,
+					bool pack)
+{
+	if (pack)
+		td512_perm_pairs(st, pitch, pl, n_pitch, npairs, true, 1);
+	else
+		td512_perm_pairs(st, pitch, pl, n_pitch, npairs, false, 1);
+}
+
+TD_AVX512VBMI static void td512_pairs_2(char *st, size_t pitch, char *pl,
+					size_t n_pitch, uint64_t npairs,
+					bool pack)
+{
+	if (pack)
+		td512_perm_pairs(st, pitch, pl, n_pitch, npairs, true, 2);
+	else
+		td512_perm_pairs(st, pitch, pl, n_pitch, npairs, false, 2);
+}
+
+/* Four 16-byte rows, one per 128-bit lane. */
+TD_AVX512F TD_ALWAYS_INLINE __m512i td512_lanes(const char *a, const char *b,
+						const char *c, const char *d)
+{
+	__m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const void *)a));
+
+	v = _mm512_inserti32x4(v, _mm_loadu_si128((const void *)b), 1);
+	v = _mm512_inserti32x4(v, _mm_loadu_si128((const void *)c), 2);
+	return _mm512_inserti32x4(v, _mm_loadu_si128((const void *)d), 3);
+}
+
+/* 4 x 4 transposes of 32-bit elements in each 128-bit lane. */
+TD_AVX512F TD_ALWAYS_INLINE void td512_transpose4(__m512i *v)
+{
+	__m512i t0 = _mm512_unpacklo_epi32(v[0], v[1]);
+	__m512i t1 = _mm512_unpackhi_epi32(v[0], v[1]);
+	__m512i t2 = _mm512_unpacklo_epi32(v[2], v[3]);
+	__m512i t3 = _mm512_unpackhi_epi32(v[2], v[3]);
+
+	v[0] = _mm512_unpacklo_epi64(t0, t2);
+	v[1] = _mm512_unpackhi_epi64(t0, t2);
+	v[2] = _mm512_unpacklo_epi64(t1, t3);
+	v[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+/*
+ * f32 with AVX-512F: a storage row is 16 channels of one (h, w), 64
+ * bytes. Packing loads 4 x 4 blocks of channels 0-3, 4-7, 8-11 and 12-15
+ * into the 128-bit lanes and transposes them in the lanes; columns go
+ * 0-3, 4-7 and 5-8 (of which only column 8 is kept). Groups g0 .. g1 - 1
+ * of these.
+ */
+TD_AVX512F TD_ALWAYS_INLINE void td512_pack4(char *st, size_t pitch,
+					     const char *b, int g0, int g1)
+{
+	static const int k0s[3] = {0, 4, 5};
+
+	for (int g = g0; g < g1; g++) {
+		__m512i v[4];
+
+		for (int r = 0; r < 4; r++) {
+			const char *x = b + (9 * r + k0s[g]) * 4;
+
+			v[r] = td512_lanes(x, x + 4 * 36, x + 8 * 36,
+					   x + 12 * 36);
+		}
+		td512_transpose4(v);
+		if (g == 2) {
+			_mm512_storeu_si512(st + 8 * pitch, v[3]);
+			continue;
+		}
+		for (int k = 0; k < 4; k++)
+			_mm512_storeu_si512(st + (k0s[g] + k) * pitch, v[k]);
+	}
+}
+
+/*
+ * f32 unpacking: the rows (k 0-7) are first permuted so that lane l holds
+ * channels l, l + 4, l + 8, l + 12; the in-lane transposes then leave
+ * channels 4 i .. 4 i + 3 (k 0-3 and 4-7) in v[i] and v[4 + i]. Each 64-byte
+ * run of the block spans at most two such groups of four channels: one
+ * or two 2-register permutes, and column 8 merged from row 8.
+ */
+TD_AVX512F TD_ALWAYS_INLINE void td512_unpack4(char *b, const char *st,
+					       size_t pitch, __m512i pre)
+{
+	const struct td_unpack4 *t = &td_unpack4_tab;
+	__m512i v[8], r8 = _mm512_loadu_si512(st + 8 * pitch);
+
+	for (int k = 0; k < 8; k++)
+		v[k] = _mm512_permutexvar_epi32(
+			pre, _mm512_loadu_si512(st + k * pitch));
+	td512_transpose4(v);
+	td512_transpose4(v + 4);
+	for (int j = 0; j < 9; j++) {
+		const int i0 = 16 * j / 9 / 4, i1 = (16 * j + 15) / 9 / 4;
+		__m512i idx = _mm512_load_si512(t->idx[j]);
+		__m512i o = _mm512_permutex2var_epi32(v[i0], idx, v[4 + i0]);
+
+		if (i1 != i0)
+			o = _mm512_mask_blend_epi32(
+				t->hi[j], o,
+				_mm512_permutex2var_epi32(v[i1], idx,
+							  v[4 + i1]));
+		_mm512_storeu_si512(
+			b + 64 * j,
+			_mm512_mask_permutexvar_epi32(o, t->col8[j], idx, r8));
+	}
+}
+
+TD_AVX512F static void td512_pairs_4(char *st, size_t pitch, char *pl,
+				     size_t n_pitch, uint64_t npairs, bool pack)
+{
+	if (!pack) {
+		/* lane l, element e: channel 4 e + l */
+		const __m512i pre = _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2,
+						     13, 9, 5, 1, 12, 8, 4, 0);
+
+		for (uint64_t r = 0; r < 2 * npairs; r++)
+			td512_unpack4(pl + r * n_pitch, st + r * 64, pitch,
+				      pre);
+		return;
+	}
+	/* stacks 0-3, then 4-8 (see above td_fz9_walk) */
+	for (uint64_t r0 = 0; r0 < 2 * npairs; r0 += TD_FZ9_PASS / 2) {
+		uint64_t r1 = 2 * npairs - r0 < TD_FZ9_PASS / 2
+				      ? 2 * npairs
+				      : r0 + TD_FZ9_PASS / 2;
+
+		for (uint64_t r = r0; r < r1; r++)
+			td512_pack4(st + r * 64, pitch, pl + r * n_pitch, 0, 1);
+		for (uint64_t r = r0; r < r1; r++)
+			td512_pack4(st + r * 64, pitch, pl + r * n_pitch, 1, 3);
+	}
+}
+
+/*
+ * AVX2: 16-byte rows of the block (or 32-byte storage rows) in the two
+ * 128-bit lanes of a register, then the B x B transposes of
+ * td_transpose_1/2/4 (B = 16 / itemsize) in both lanes at once. Column 8
+ * does not fit the f16 and f32 transposes: packing takes it from a second
+ * set of rows shifted by one column, unpacking merges it into the stores
+ * (f16) or writes it element by element (f32).
+ */
+TD_AVX2 TD_ALWAYS_INLINE __m256i td256_load2(const char *lo, const char *hi)
+{
+	return _mm256_inserti128_si256(
+		_mm256_castsi128_si256(_mm_loadu_si128((const void *)lo)),
+		_mm_loadu_si128((const void *)hi), 1);
+}
+
+/* B x B transposes (B = 16 / isz) in each 128-bit lane of v[0 .. B-1]:
+ * the network of td_transpose_1/2/4. Outputs nobody uses are dropped by
+ * the compiler. */
+TD_AVX2 TD_ALWAYS_INLINE void td256_transpose(__m256i *v, size_t isz)
+{
+	const size_t b = 16 / isz;
+	__m256i t[16];
+
+	for (size_t w = 1; w < b; w *= 2) {
+		for (size_t i = 0; i < b / 2; i++) {
+			__m256i x = v[i], y = v[i + b / 2];
+
+			if (isz == 1) {
+				t[2 * i] = _mm256_unpacklo_epi8(x, y);
+				t[2 * i + 1] = _mm256_unpackhi_epi8(x, y);
+			} else if (isz == 2) {
+				t[2 * i] = _mm256_unpacklo_epi16(x, y);
+				t[2 * i + 1] = _mm256_unpackhi_epi16(x, y);
+			} else {
+				t[2 * i] = _mm256_unpacklo_epi32(x, y);
+				t[2 * i + 1] = _mm256_unpackhi_epi32(x, y);
+			}
+		}
+		for (size_t i = 0; i < b; i++)
+			v[i] = t[i];
+	}
+}
+
+/* Storage rows [k0, k1) of one weight row n (block b) into st, rows 4-8
+ * of f16 and int8 into hi (32 bytes apart) instead. */
+TD_AVX2 TD_ALWAYS_INLINE void td256_pack(char *st, size_t pitch, const char *b,
+					 int k0, int k1, char *hi, size_t isz)
+{
+	__m256i v[16];
+
+	if (isz == 1) {
+		/* lanes: channels r and 16 + r, all 9 columns; the last
+		 * rows are loaded 7 bytes early so as not to read past the
+		 * block, and shifted back */
+		for (int r = 0; r < 15; r++)
+			v[r] = td256_load2(b + 9 * r, b + 9 * (16 + r));
+		v[15] = _mm256_bsrli_epi128(
+			td256_load2(b + 9 * 15 - 7, b + 9 * 31 - 7), 7);
+		td256_transpose(v, 1);
+		for (int k = k0; k < k1; k++)
+			_mm256_storeu_si256(
+				(__m256i *)(k < 4 ? st + k * pitch
+						  : hi + (k - 4) * 32),
+				v[k]);
+	} else if (isz == 2) {
+		/* lanes: channels r and 8 + r, columns 0-7, then 1-8 */
+		for (int g = k0 < 8 ? 0 : 1; g < 2 && (g == 0 || k1 == 9);
+		     g++) {
+			for (int r = 0; r < 8; r++)
+				v[r] = td256_load2(b + 18 * r + 2 * g,
+						   b + 18 * (8 + r) + 2 * g);
+			td256_transpose(v, 2);
+			if (g) {
+				_mm256_storeu_si256((__m256i *)(hi + 4 * 32),
+						    v[7]);
+				continue;
+			}
+			for (int k = k0; k < k1 && k < 8; k++)
+				_mm256_storeu_si256(
+					(__m256i *)(k < 4 ? st + k * pitch
+							  : hi + (k - 4) * 32),
+					v[k]);
+		}
+	} else {
+		/* per half h of the channels, lanes: channels 8 h + r and
+		 * 8 h + 4 + r, columns 0-3, 4-7, then 5-8 */
+		static const int g0s[3] = {0, 4, 5};
+
+		for (int h = 0; h < 2; h++) {
+			for (int g = 0; g < 3; g++) {
+				const int c0 = g0s[g];
+
+				if (c0 + 4 <= k0 || (g < 2 && c0 >= k1) ||
+				    (g == 2 && k1 < 9))
+					continue;
+				for (int r = 0; r < 4; r++) {
+					const char *x =
+						b + (9 * (8 * h + r) + c0) * 4;
+
+					v[r] = td256_load2(x, x + 4 * 36);
+				}
+				td256_transpose(v, 4);
+				if (g == 2) {
+					_mm256_storeu_si256(
+						(__m256i *)(st + 8 * pitch +
+							    32 * h),
+						v[3]);
+					continue;
+				}
+				for (int k = 0; k < 4; k++)
+					_mm256_storeu_si256(
+						(__m256i *)(st +
+							    (c0 + k) * pitch +
+							    32 * h),
+						v[k]);
+			}
+		}
+	}
+}
+
+/* Weight row n (block b) from its nine storage rows at st. */
+TD_AVX2 TD_ALWAYS_INLINE void td256_unpack(char *b, const char *st,
+					   size_t pitch, size_t isz)
+{
+	__m256i v[16];
+
+	if (isz == 1) {
+		__m256i r8 =
+			_mm256_loadu_si256((const __m256i *)(st + 8 * pitch));
+
+		/* three stages on rows 0-7 leave lane l of v[j] = channels
+		 * 16 l + 2 j and 16 l + 2 j + 1, columns 0-7 each; column
+		 * 8 joins them as the high half of each channel's 16 bytes
+		 * (7 zero bytes after its 9, which the next channel's store
+		 * overwrites: stores go in channel order, the last channel
+		 * as 8 + 1 bytes) */
+		for (int k = 0; k < 8; k++)
+			v[k] = _mm256_loadu_si256(
+				(const __m256i *)(st + k * pitch));
+		for (int w = 0; w < 3; w++) {
+			__m256i t[8];
+
+			for (int i = 0; i < 4; i++) {
+				t[2 * i] = _mm256_unpacklo_epi8(v[i], v[i + 4]);
+				t[2 * i + 1] =
+					_mm256_unpackhi_epi8(v[i], v[i + 4]);
+			}
+			for (int i = 0; i < 8; i++)
+				v[i] = t[i];
+		}
+		for (int j = 7; j >= 0; j--) {
+			const char a = (char)(2 * j), z = (char)-1;
+			__m256i c8 = _mm256_shuffle_epi8(
+				r8, _mm256_setr_epi8(a, z, z, z, z, z, z, z,
+						     (char)(a + 1), z, z, z, z,
+						     z, z, z, a, z, z, z, z, z,
+						     z, z, (char)(a + 1), z, z,
+						     z, z, z, z, z));
+
+			v[2 * j + 1] = _mm256_unpackhi_epi64(v[j], c8);
+			v[2 * j] = _mm256_unpacklo_epi64(v[j], c8);
+		}
+		for (int i = 0; i < 16; i++)
+			_mm_storeu_si128((void *)(b + 9 * i),
+					 _mm256_castsi256_si128(v[i]));
+		for (int i = 0; i < 15; i++)
+			_mm_storeu_si128((void *)(b + 9 * (16 + i)),
+					 _mm256_extracti128_si256(v[i], 1));
+		__m128i last = _mm256_extracti128_si256(v[15], 1);
+
+		_mm_storel_epi64((void *)(b + 9 * 31), last);
+		b[9 * 31 + 8] = (char)_mm_extract_epi8(last, 8);
+	} else if (isz == 2) {
+		__m256i r8 =
+			_mm256_loadu_si256((const __m256i *)(st + 8 * pitch));
+		/* column 8 of channels 0-7 and 8-15, in both lanes */
+		const __m256i c8[2] = {_mm256_permute2x128_si256(r8, r8, 0x00),
+				       _mm256_permute2x128_si256(r8, r8, 0x11)};
+
+		for (int k = 0; k < 8; k++)
+			v[k] = _mm256_loadu_si256(
+				(const __m256i *)(st + k * pitch));
+		td256_transpose(v, 2);
+		/* lane l of v[i]: channel 8 l + i, columns 0-7. A channel
+		 * is 18 bytes: 32-byte stores with column 8 in the high
+		 * lane, in channel order so that each overwrites the
+		 * surplus of the one before; the last one in two parts */
+		for (int c = 0; c < 16; c++) {
+			const int i = c % 8, l = c / 8;
+			__m256i x =
+				l ? _mm256_permute2x128_si256(v[i], v[i], 0x11)
+				  : v[i];
+			__m256i k8 = _mm256_shuffle_epi8(
+				c8[l], _mm256_set1_epi16(
+					       (short)(0x0202 * i + 0x0100)));
+
+			if (c == 15) {
+				_mm_storeu_si128((void *)(b + 18 * c),
+						 _mm256_castsi256_si128(x));
+				uint16_t e =
+					(uint16_t)_mm256_extract_epi16(k8, 0);
+
+				memcpy(b + 18 * c + 16, &e, 2);
+				continue;
+			}
+			_mm256_storeu_si256((__m256i *)(b + 18 * c),
+					    _mm256_blend_epi32(x, k8, 0xf0));
+		}
+	} else {
+		uint32_t e[16];
+
+		for (int h = 0; h < 2; h++) {
+			__m256i w[4];
+
+			for (int k = 0; k < 4; k++) {
+				v[k] = _mm256_loadu_si256(
+					(const __m256i *)(st + k * pitch +
+							  32 * h));
+				w[k] = _mm256_loadu_si256(
+					(const __m256i *)(st + (4 + k) * pitch +
+							  32 * h));
+			}
+			td256_transpose(v, 4);
+			td256_transpose(w, 4);
+			/* lane l of v[i] (columns 0-3) and w[i] (4-7):
+			 * channel 8 h + 4 l + i */
+			for (int i = 0; i < 4; i++) {
+				char *x = b + 9 * (8 * h + i) * 4;
+
+				_mm256_storeu_si256((__m256i *)x,
+						    _mm256_permute2x128_si256(
+							    v[i], w[i], 0x20));
+				_mm256_storeu_si256((__m256i *)(x + 4 * 36),
+						    _mm256_permute2x128_si256(
+							    v[i], w[i], 0x31));
+			}
+			_mm256_storeu_si256(
+				(__m256i *)(e + 8 * h),
+				_mm256_loadu_si256((const __m256i *)(st +
+								     8 * pitch +
+								     32 * h)));
+		}
+		for (int c = 0; c < 16; c++)
+			memcpy(b + (9 * c + 8) * 4, &e[c], 4);
+	}
+}
+
+/*
+ * Row pairs as rows. Packing writes stacks 0-3 first, then 4-8 (see the
+ * comment above td_fz9_walk): f32 computes them apart (columns 0-3 and
+ * 4-8 are separate transposes), f16 and int8 keep rows 4-8 in L1 until
+ * the second pass, as their transposes make all nine rows at once.
+ */
+TD_AVX2 TD_ALWAYS_INLINE void td256_pairs(char *st, size_t pitch, char *pl,
+					  size_t n_pitch, uint64_t npairs,
+					  bool pack, size_t isz)
+{
+	const size_t row_bytes = isz == 4 ? 64 : 32;
+	const uint64_t pass = isz == 4 ? TD_FZ9_PASS / 2 : TD_FZ9_PASS;
+	_Alignas(32) char hi[TD_FZ9_PASS][5][32];
+
+	if (!pack) {
+		for (uint64_t r = 0; r < 2 * npairs; r++)
+			td256_unpack(pl + r * n_pitch, st + r * row_bytes,
+				     pitch, isz);
+		return;
+	}
+	for (uint64_t r0 = 0; r0 < 2 * npairs; r0 += pass) {
+		uint64_t r1 = 2 * npairs - r0 < pass ? 2 * npairs : r0 + pass;
+
+		if (isz == 4) {
+			for (uint64_t r = r0; r < r1; r++)
+				td256_pack(st + r * row_bytes, pitch,
+					   pl + r * n_pitch, 0, 4, NULL, isz);
+			for (uint64_t r = r0; r < r1; r++)
+				td256_pack(st + r * row_bytes, pitch,
+					   pl + r * n_pitch, 4, 9, NULL, isz);
+			continue;
+		}
+		for (uint64_t r = r0; r < r1; r++)
+			td256_pack(st + r * row_bytes, pitch, pl + r * n_pitch,
+				   0, 9, hi[r - r0][0], isz);
+		for (uint64_t r = r0; r < r1; r++)
+			for (int k = 0; k < 5; k++)
+				_mm256_storeu_si256(
+					(__m256i *)(st + r * row_bytes +
+						    (4 + k) * pitch),
+					_mm256_load_si256((
+						const __m256i *)hi[r - r0][k]));
+	}
+}
+
+TD_AVX2 static void td256_pairs_1(char *st, size_t pitch, char *pl,
+				  size_t n_pitch, uint64_t npairs, bool pack)
+{
+	td256_pairs(st, pitch, pl, n_pitch, npairs, pack, 1);
+}
+
+TD_AVX2 static void td256_pairs_2(char *st, size_t pitch, char *pl,
+				  size_t n_pitch, uint64_t npairs, bool pack)
+{
+	td256_pairs(st, pitch, pl, n_pitch, npairs, pack, 2);
+}
+
+TD_AVX2 static void td256_pairs_4(char *st, size_t pitch, char *pl,
+				  size_t n_pitch, uint64_t npairs, bool pack)
+{
+	td256_pairs(st, pitch, pl, n_pitch, npairs, pack, 4);
+}
+
+/* The vector routine for 3x3 kernels of this plan, if the CPU (within
+ * the limit set for tests) has one. */
+static td_fz9_pairs_fn td_fz9_pick(const struct td_fz_plan *f, size_t isz)
+{
+	uint32_t limit = td_isa_limit;
+
+	if (f->hw != 9 || f->c_stride != 9)
+		return NULL;
+	__builtin_cpu_init();
+	if (limit >= VNPU_TD_ISA_AVX512 && __builtin_cpu_supports("avx512f")) {
+		pthread_once(&td_tab_once, td_tab_init);
+		if (isz == 4)
+			return td512_pairs_4;
+		if (__builtin_cpu_supports("avx512bw") &&
+		    __builtin_cpu_supports("avx512vbmi"))
+			return isz == 1 ? td512_pairs_1 : td512_pairs_2;
+	}
+	if (limit >= VNPU_TD_ISA_AVX2 && __builtin_cpu_supports("avx2"))
+		return isz == 1	  ? td256_pairs_1
+		       : isz == 2 ? td256_pairs_2
+				  : td256_pairs_4;
+	return NULL;
+}
+#endif /* TD_X86 */
+
+uint32_t vnpu_transdata_set_isa(uint32_t isa)
+{
+	td_isa_limit = isa == VNPU_TD_ISA_AUTO || isa > VNPU_TD_ISA_AVX512
+			       ? VNPU_TD_ISA_AVX512
+			       : isa;
+#ifdef TD_X86
+	__builtin_cpu_init();
+	if (td_isa_limit >= VNPU_TD_ISA_AVX512 &&
+	    __builtin_cpu_supports("avx512f"))
+		return VNPU_TD_ISA_AVX512;
+	if (td_isa_limit >= VNPU_TD_ISA_AVX2 && __builtin_cpu_supports("avx2"))
+		return VNPU_TD_ISA_AVX2;
+#endif
+	return VNPU_TD_ISA_PORTABLE;
 }
 
 static void td_run_internal(const struct vnpu_kp_transdata *kp,
@@ -823,8 +1663,23 @@ static void td_run_internal(const struct vnpu_kp_transdata *kp,
 	/* the plain side's offset is its tiles' origin */
 	pl_base += (uint64_t)pl->offset * vnpu_dtype_size(pl->dtype);
 	if (td_fz_plan_build(&fz, pl, in)) {
+		size_t isz = vnpu_dtype_size(pl->dtype);
+
 		vnpu_block_range(fz.c1 * fz.n1, block, nblocks, &begin, &end);
-		switch (vnpu_dtype_size(pl->dtype)) {
+#ifdef TD_X86
+		td_fz9_pairs_fn pairs = td_fz9_pick(&fz, isz);
+
+		if (pairs) {
+			td_fz9_walk(&fz, st_base, pl_base, pack, begin, end,
+				    isz,
+				    isz == 1   ? td_fz_rows_1
+				    : isz == 2 ? td_fz_rows_2
+					       : td_fz_rows_4,
+				    pairs);
+			return;
+		}
+#endif
+		switch (isz) {
 		case 1:
 			td_fz_walk_1(&fz, st_base, pl_base, pack, begin, end);
 			break;

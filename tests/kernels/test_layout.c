@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "layout.h" /* the ISA knob only: formulas are written out here */
 #include "tensor.h"
 
 /* The definition itself, to check the registry hands it out. */
@@ -172,6 +173,7 @@ enum plain_layout {
 	PLAIN_DENSE,	   /* row-major */
 	PLAIN_GAPPED_NCHW, /* w stride 1, h stride W, gaps above */
 	PLAIN_GAPPED_NHWC, /* c stride 1, gaps above */
+	PLAIN_GAPPED_N,	   /* dense (c, h, w), gaps between images */
 };
 
 static void gapped_4d(struct vnpu_tensor *t, const int64_t *s,
@@ -179,10 +181,11 @@ static void gapped_4d(struct vnpu_tensor *t, const int64_t *s,
 {
 	int64_t *st = t->strides;
 
-	if (layout == PLAIN_GAPPED_NCHW) {
+	if (layout == PLAIN_GAPPED_NCHW || layout == PLAIN_GAPPED_N) {
 		st[3] = 1;
 		st[2] = s[3];
-		st[1] = s[2] * s[3] + kt_rand_range(0, 3);
+		st[1] = s[2] * s[3] +
+			(layout == PLAIN_GAPPED_N ? 0 : kt_rand_range(0, 3));
 		st[0] = s[1] * st[1] + kt_rand_range(0, 3);
 	} else {
 		st[1] = 1;
@@ -963,6 +966,126 @@ START_TEST(test_fractal_z_weights)
 END_TEST
 
 /*
+ * The vector paths of 3x3 weights (AVX2, AVX-512, when the CPU has them)
+ * against the portable one, byte for byte over the whole output buffer:
+ * data, padding, gaps and the bytes around. N and C off the fractal and
+ * vector edges, so that full row pairs, an odd last row, padding rows and
+ * partial channel groups all occur; a few block counts.
+ */
+static void check_fz_isas(uint32_t dtype, const int64_t *s,
+			  enum plain_layout layout, uint32_t nblocks)
+{
+	static const uint32_t isas[] = {VNPU_TD_ISA_AVX2, VNPU_TD_ISA_AVX512};
+	size_t isz = itemsize(dtype);
+	int64_t sn = ref_storage_numel(VNPU_FORMAT_FRACTAL_Z, dtype, 4, s);
+	int64_t st_off = kt_rand_range(0, 3);
+	struct vnpu_tensor plain, packed;
+	struct vnpu_kbuf pb, sb, bufs[2];
+	uint8_t *ref_st, *ref_pl;
+
+	pb = kt_buffer(random_plain(&plain, 0, dtype, 4, s, layout));
+	sb = kt_buffer((uint64_t)(st_off + sn) * isz + GUARD);
+	packed = kt_tensor_fmt(1, dtype, VNPU_FORMAT_FRACTAL_Z, 4, s);
+	packed.offset = st_off;
+	ref_st = malloc(sb.size);
+	ref_pl = malloc(pb.size);
+	ck_assert_ptr_nonnull(ref_st);
+	ck_assert_ptr_nonnull(ref_pl);
+
+	/* pack: the portable result, then each ISA from the same fill */
+	random_bytes(&pb, dtype);
+	bufs[0] = pb;
+	bufs[1] = sb;
+	vnpu_transdata_set_isa(VNPU_TD_ISA_PORTABLE);
+	ck_assert_uint_eq(launch(&plain, &packed, bufs, 2, 1), VNPU_STATUS_OK);
+	memcpy(ref_st, sb.ptr, sb.size);
+	for (size_t i = 0; i < sizeof(isas) / sizeof(isas[0]); i++) {
+		if (vnpu_transdata_set_isa(isas[i]) != isas[i])
+			continue;
+		memset(sb.ptr, FILL_BYTE, sb.size);
+		ck_assert_uint_eq(launch(&plain, &packed, bufs, 2, nblocks),
+				  VNPU_STATUS_OK);
+		ck_assert_msg(memcmp(sb.ptr, ref_st, sb.size) == 0,
+			      "pack isa %u dtype %u [%lld,%lld,%lld,%lld] "
+			      "%u blocks",
+			      isas[i], dtype, (long long)s[0], (long long)s[1],
+			      (long long)s[2], (long long)s[3], nblocks);
+	}
+
+	/* unpack from random storage (garbage padding) */
+	random_bytes(&sb, dtype);
+	packed.buffer = 0;
+	plain.buffer = 1;
+	bufs[0] = sb;
+	bufs[1] = pb;
+	memset(pb.ptr, FILL_BYTE, pb.size);
+	vnpu_transdata_set_isa(VNPU_TD_ISA_PORTABLE);
+	ck_assert_uint_eq(launch(&packed, &plain, bufs, 2, 1), VNPU_STATUS_OK);
+	memcpy(ref_pl, pb.ptr, pb.size);
+	for (size_t i = 0; i < sizeof(isas) / sizeof(isas[0]); i++) {
+		if (vnpu_transdata_set_isa(isas[i]) != isas[i])
+			continue;
+		memset(pb.ptr, FILL_BYTE, pb.size);
+		ck_assert_uint_eq(launch(&packed, &plain, bufs, 2, nblocks),
+				  VNPU_STATUS_OK);
+		ck_assert_msg(memcmp(pb.ptr, ref_pl, pb.size) == 0,
+			      "unpack isa %u dtype %u [%lld,%lld,%lld,%lld] "
+			      "%u blocks",
+			      isas[i], dtype, (long long)s[0], (long long)s[1],
+			      (long long)s[2], (long long)s[3], nblocks);
+	}
+	vnpu_transdata_set_isa(VNPU_TD_ISA_AUTO);
+	kt_free(&pb);
+	kt_free(&sb);
+	free(ref_st);
+	free(ref_pl);
+}
+
+START_TEST(test_fractal_z_isas)
+{
+	static const int64_t ns[] = {1, 2, 15, 16, 17, 31, 33, 48, 67};
+	static const int64_t cs[] = {1, 15, 16, 17, 31, 32, 33, 48, 65};
+	static const uint32_t nbs[] = {1, 2, 3, 5, 7};
+	static const enum plain_layout layouts[] = {PLAIN_DENSE, PLAIN_GAPPED_N,
+						    PLAIN_GAPPED_NCHW};
+	int iter = 0;
+
+	kt_seed(910);
+	for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
+		for (size_t j = 0; j < sizeof(cs) / sizeof(cs[0]); j++) {
+			int64_t s[4] = {ns[i], cs[j], 3, 3};
+
+			check_fz_isas(all_dtypes[iter % NUM_DTYPES], s,
+				      layouts[iter % 3], nbs[iter % 5]);
+			iter++;
+		}
+	/* every dtype with whole groups of units, and other (h, w) */
+	for (size_t d = 0; d < NUM_DTYPES; d++) {
+		int64_t big[4] = {80, 64, 3, 3}, other[4] = {33, 40, 1, 9};
+
+		check_fz_isas(all_dtypes[d], big, PLAIN_GAPPED_N, 3);
+		check_fz_isas(all_dtypes[d], big, PLAIN_DENSE, 1);
+		check_fz_isas(all_dtypes[d], other, PLAIN_DENSE, 2);
+	}
+	/* the closed form under each ISA */
+	for (uint32_t isa = VNPU_TD_ISA_PORTABLE; isa <= VNPU_TD_ISA_AVX512;
+	     isa++) {
+		int64_t s[4] = {35, 50, 3, 3};
+
+		if (vnpu_transdata_set_isa(isa) != isa)
+			continue;
+		for (size_t d = 0; d < NUM_DTYPES; d++) {
+			check_pack(VNPU_FORMAT_FRACTAL_Z, all_dtypes[d], 4, s,
+				   3, PLAIN_GAPPED_N);
+			check_unpack(VNPU_FORMAT_FRACTAL_Z, all_dtypes[d], 4, s,
+				     2, PLAIN_DENSE);
+		}
+	}
+	vnpu_transdata_set_isa(VNPU_TD_ISA_AUTO);
+}
+END_TEST
+
+/*
  * Plain -> plain from `a` to `b` (descriptors without buffers' sizes):
  * every element of b equals a's at the same logical index, computed from
  * the strides here, and every other byte of b's buffer keeps the fill.
@@ -1195,6 +1318,8 @@ START_TEST(test_blocks_disjoint)
 		{VNPU_FORMAT_FRACTAL_Z, 4, {33, 17, 3, 3}, PLAIN_GAPPED_NCHW},
 		{VNPU_FORMAT_FRACTAL_Z, 4, {40, 33, 3, 3}, PLAIN_DENSE},
 		{VNPU_FORMAT_FRACTAL_Z, 4, {17, 15, 1, 17}, PLAIN_GAPPED_NCHW},
+		/* the vector paths' row pairs and groups of units */
+		{VNPU_FORMAT_FRACTAL_Z, 4, {83, 40, 3, 3}, PLAIN_GAPPED_N},
 	};
 
 	kt_seed(808);
@@ -1490,6 +1615,7 @@ static Suite *layout_suite(void)
 	tcase_add_test(tc, test_transposed_plain_sides);
 	tcase_add_test(tc, test_nchw_nhwc);
 	tcase_add_test(tc, test_fractal_z_weights);
+	tcase_add_test(tc, test_fractal_z_isas);
 	tcase_add_test(tc, test_plain_transposes);
 	tcase_add_test(tc, test_plain_transposes_blocks);
 	tcase_add_test(tc, test_plain_copy);

@@ -7,7 +7,9 @@
  * larger-side bytes per second, medians of several runs, so the ratio is
  * memcpy time / TransData time for the same amount of data.
  *
- * Usage: bench-transdata [runs [name-substring]]   (default 9, all cases)
+ * Usage: bench-transdata [runs [name-substring [isa]]]
+ * (default 9 runs, all cases; isa: auto, portable, avx2 or avx512 limits
+ * TransData's vector paths)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@
 
 #include "bench.h"
 #include "kernel.h"
+#include "layout.h"
 #include "tensor.h"
 
 static const struct vnpu_kernel_def *transdata;
@@ -100,6 +103,13 @@ static const struct bench_case cases[] = {
 	 VNPU_DTYPE_I8,
 	 4,
 	 {256, 256, 3, 3},
+	 VNPU_FORMAT_FRACTAL_Z,
+	 false},
+	/* ResNet-50 stage 4 3x3 weights: larger than L2 */
+	{"NCHW f16 [512,512,3,3] <-> FZ",
+	 VNPU_DTYPE_F16,
+	 4,
+	 {512, 512, 3, 3},
 	 VNPU_FORMAT_FRACTAL_Z,
 	 false},
 	{"NCHW f16 [32,64,56,56] <-> NHWC",
@@ -257,12 +267,24 @@ static void run_case(const struct bench_case *c, int runs)
 	free(copy_b);
 }
 
+static const char *const isa_names[] = {"auto", "portable", "avx2", "avx512"};
+
 int main(int argc, char **argv)
 {
 	int runs = argc > 1 ? atoi(argv[1]) : 9;
+	uint32_t isa = VNPU_TD_ISA_AUTO;
 
 	if (runs < 1)
 		runs = 1;
+	if (argc > 3) {
+		while (isa < 4 && strcmp(argv[3], isa_names[isa]) != 0)
+			isa++;
+		if (isa == 4) {
+			fprintf(stderr, "unknown isa %s\n", argv[3]);
+			return 1;
+		}
+	}
+	isa = vnpu_transdata_set_isa(isa);
 	transdata = vnpu_kernel_find(VNPU_KERNEL_TRANSDATA);
 	if (!transdata) {
 		fprintf(stderr, "transdata kernel not registered\n");
@@ -272,8 +294,9 @@ int main(int argc, char **argv)
 	       "side's bytes;\nrates are larger-side bytes per second, median "
 	       "of %d runs (baseline glibc memcpy); ratio = memcpy time / TransData time\n",
 	       runs);
+	printf("vector paths: %s\n", isa_names[isa]);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		if (argc < 3 || strstr(cases[i].name, argv[2]))
+		if (argc < 3 || !argv[2][0] || strstr(cases[i].name, argv[2]))
 			run_case(&cases[i], runs);
 	return 0;
 }
