@@ -303,7 +303,7 @@ static void pack_input_pairs(const struct vnpu_gemm_job *job, int64_t r0,
 	for (int64_t r = 0; r < rows; r += panel)
 		pack_input_panel(job, r0 + r,
 				 rows - r < panel ? rows - r : panel, p0, kc,
-				 dst + r * kc, panel, true);
+				 dst + r * ((kc + 1) / 2), panel, true);
 }
 
 static void pack_weight_pairs(const struct vnpu_gemm_job *job, int64_t r0,
@@ -313,7 +313,7 @@ static void pack_weight_pairs(const struct vnpu_gemm_job *job, int64_t r0,
 	for (int64_t r = 0; r < rows; r += panel)
 		pack_weight_panel(job, r0 + r,
 				  rows - r < panel ? rows - r : panel, p0, kc,
-				  dst + r * kc, panel, true);
+				  dst + r * ((kc + 1) / 2), panel, true);
 }
 
 /* Workspace rows are output pixels, columns the group's channels

@@ -281,8 +281,9 @@ static void gemm_run(const void *params, const struct vnpu_kbuf *bufs,
 
 	memset(&job, 0, sizeof(job));
 	job.k = k;
-	if (g.dtype == VNPU_DTYPE_BF16) {
-		job.bf16_operands = true;
+	job.bf16_operands = g.dtype == VNPU_DTYPE_BF16;
+	if (job.bf16_operands && vnpu_operand_pairs_native(&g.a) &&
+	    vnpu_operand_pairs_native(&g.bt)) {
 		job.pack_a_native = pack_a_pairs;
 		job.pack_b_native = pack_b_pairs;
 	}

@@ -458,21 +458,28 @@ static struct gemm_scratch *scratch_get(bool workspace)
 struct gemm_blocking {
 	int64_t kc, mc, nc, mb;
 	float *ap, *bp, *cw;
+	int64_t per_slot; /* reduction steps per float-sized panel slot */
 };
 
-/* Reduction steps per float-sized panel slot: int8 quads hold four, so
- * the same buffers and cache footprint cover four times the KC. (bf16
- * pairs keep one: their fold fallback packs f32 first.) */
-static int64_t steps_per_slot(const struct gemm_micro *uk)
+/* Natively packed quads and pairs hold four and two reduction steps per
+ * slot, so the same buffers and cache footprint cover that many times
+ * the KC; folded pairs are packed as f32 first, one step per slot. */
+static int64_t steps_per_slot(const struct gemm_micro *uk,
+			      const struct vnpu_gemm_job *job)
 {
-	return uk->panels == PANELS_I8_QUADS ? 4 : 1;
+	if (uk->panels == PANELS_I8_QUADS)
+		return 4;
+	if (uk->panels == PANELS_BF16_PAIRS && job->pack_a_native &&
+	    job->pack_b_native)
+		return 2;
+	return 1;
 }
 
 /* Slots one row of a packed panel takes for kc steps: panel i of a block
  * starts at i * panel * panel_slots(). */
-static int64_t panel_slots(const struct gemm_micro *uk, int64_t kc)
+static int64_t panel_slots(const struct gemm_blocking *bl, int64_t kc)
 {
-	return (kc + steps_per_slot(uk) - 1) / steps_per_slot(uk);
+	return (kc + bl->per_slot - 1) / bl->per_slot;
 }
 
 static inline int64_t min64(int64_t a, int64_t b)
@@ -545,15 +552,16 @@ void vnpu_gemm_fold_bf16_pairs(float *dst, int64_t rows, int64_t kc,
 }
 
 static void pack_panels(const struct vnpu_gemm_job *job,
-			const struct gemm_micro *uk, vnpu_gemm_pack_fn fn,
+			const struct gemm_micro *uk,
+			const struct gemm_blocking *bl, vnpu_gemm_pack_fn fn,
 			vnpu_gemm_pack_fn native_fn, int64_t r0, int64_t rows,
 			int64_t p0, int64_t kc, float *dst, uint32_t panel)
 {
 	int64_t tail = rows % panel;
 
 	if (tail)
-		memset(dst + (rows - tail) * panel_slots(uk, kc), 0,
-		       (size_t)panel_slots(uk, kc) * panel * sizeof(float));
+		memset(dst + (rows - tail) * panel_slots(bl, kc), 0,
+		       (size_t)panel_slots(bl, kc) * panel * sizeof(float));
 	if (uk->panels != PANELS_F32 && native_fn) {
 		native_fn(job, r0, rows, p0, kc, dst, panel);
 		return;
@@ -615,13 +623,13 @@ static bool macro_kernel(const struct gemm_micro *uk,
 	uint64_t work = 0;
 
 	for (int64_t jr = 0; jr < nc; jr += uk->nr) {
-		const float *bpan = bl->bp + jr * panel_slots(uk, kc);
+		const float *bpan = bl->bp + jr * panel_slots(bl, kc);
 		int64_t nr = min64(uk->nr, nc - jr);
 
 		if (vnpu_kernel_poll(&work, (uint64_t)(mc * nr * kc)))
 			return true;
 		for (int64_t ir = 0; ir < mc; ir += uk->mr)
-			micro_tile(uk, kc, bl->ap + ir * panel_slots(uk, kc),
+			micro_tile(uk, kc, bl->ap + ir * panel_slots(bl, kc),
 				   bpan, c + ir * ld + jr, ld,
 				   min64(uk->mr, mc - ir), nr, alpha, beta);
 	}
@@ -645,16 +653,17 @@ static bool run_rows(const struct vnpu_gemm_job *job,
 		float alpha = direct ? job->alpha : 1.0f;
 		float beta = pc ? 1.0f : direct ? job->beta : 0.0f;
 
-		pack_panels(job, uk, job->pack_b, job->pack_b_native, jc, nc,
-			    pc, kc, bl->bp, uk->nr);
+		pack_panels(job, uk, bl, job->pack_b, job->pack_b_native, jc,
+			    nc, pc, kc, bl->bp, uk->nr);
 		for (int64_t ic = ib; ic < ib + mb; ic += bl->mc) {
 			int64_t mc = min64(bl->mc, ib + mb - ic);
 			int64_t ld = direct ? job->ldc : bl->nc;
 			float *c = direct ? job->c + ic * ld + jc
 					  : bl->cw + (ic - ib) * ld;
 
-			pack_panels(job, uk, job->pack_a, job->pack_a_native,
-				    ic, mc, pc, kc, bl->ap, uk->mr);
+			pack_panels(job, uk, bl, job->pack_a,
+				    job->pack_a_native, ic, mc, pc, kc, bl->ap,
+				    uk->mr);
 			if (macro_kernel(uk, bl, mc, nc, kc, c, ld, alpha,
 					 beta))
 				return true;
@@ -709,13 +718,14 @@ void vnpu_gemm_run_job(const struct vnpu_gemm_job *job)
 		/* Panels of pairs or quads packed natively hold 2 or 4
 		 * reduction steps per float-sized slot: the same buffers
 		 * and cache footprint cover that many more steps. */
-		bl = (struct gemm_blocking){GEMM_KC * steps_per_slot(uk),
+		bl = (struct gemm_blocking){GEMM_KC * steps_per_slot(uk, job),
 					    GEMM_MC,
 					    GEMM_NC,
 					    GEMM_MB,
 					    s->ap,
 					    s->bp,
-					    s->cw};
+					    s->cw,
+					    steps_per_slot(uk, job)};
 	} else {
 		/* Out of memory: one micro-panel of each operand on the
 		 * stack. Correct, just slower. */
@@ -725,13 +735,14 @@ void vnpu_gemm_run_job(const struct vnpu_gemm_job *job)
 		float cw[GEMM_MAX_MR * GEMM_MAX_NR]
 			__attribute__((aligned(64)));
 
-		bl = (struct gemm_blocking){SMALL_KC * steps_per_slot(uk),
+		bl = (struct gemm_blocking){SMALL_KC * steps_per_slot(uk, job),
 					    uk->mr,
 					    uk->nr,
 					    uk->mr,
 					    ap,
 					    bp,
-					    cw};
+					    cw,
+					    steps_per_slot(uk, job)};
 		if (job->k == 0)
 			run_empty(job, bl.cw, bl.nc);
 		else

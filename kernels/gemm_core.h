@@ -66,8 +66,10 @@ struct vnpu_gemm_job {
 	 * float-sized slots, read them with memcpy). */
 	bool int8_operands;
 	/* Packers into the microkernel's own panel format (bf16 pairs, int8
-	 * quads). Optional for bf16 jobs: without them the core packs f32
-	 * panels and folds them (vnpu_gemm_fold_bf16_pairs). */
+	 * quads), for every row and step they are asked for. Optional for
+	 * bf16 jobs: without them the core packs f32 panels and folds them
+	 * (vnpu_gemm_fold_bf16_pairs); with them, panel i of native bf16
+	 * pairs starts at slot i * panel * ceil(kc / 2). */
 	vnpu_gemm_pack_fn pack_a_native;
 	vnpu_gemm_pack_fn pack_b_native;
 };

@@ -425,7 +425,7 @@ static void pack_pairs_cols(const char *base, int64_t cs, int64_t rows,
 
 		for (int64_t r0 = 0; r0 < rows; r0 += panel) {
 			int64_t cnt = rows - r0 < panel ? rows - r0 : panel;
-			uint32_t *d = dst + r0 * kc + q * panel;
+			uint32_t *d = dst + r0 * ((kc + 1) / 2) + q * panel;
 
 			for (int64_t t = 0; t < cnt; t++)
 				d[t] = (uint32_t)lo[r0 + t] |
@@ -435,29 +435,29 @@ static void pack_pairs_cols(const char *base, int64_t cs, int64_t rows,
 	}
 }
 
+bool vnpu_operand_pairs_native(const struct vnpu_operand *op)
+{
+	return !op->nz &&
+	       ((op->cs == 1 && op->rs != 1) ||
+		(op->rs == 1 && op->cs != 1 && ((uintptr_t)op->data & 1) == 0));
+}
+
 void vnpu_operand_pack_bf16_pairs(const struct vnpu_operand *op, int64_t b,
 				  int64_t r0, int64_t rows, int64_t p0,
 				  int64_t kc, float *dst, uint32_t panel)
 {
 	const char *base =
 		op->data + (b * op->bs + r0 * op->rs + p0 * op->cs) * 2;
+	const int64_t slots = (kc + 1) / 2;
 
-	/* pair words are read as 32-bit and 16-bit loads: ND only, and
-	 * element-aligned storage for the interleave */
-	if (!op->nz && op->cs == 1 && op->rs != 1) {
+	if (op->cs == 1) {
 		for (int64_t r = 0; r < rows; r += panel)
 			pack_pairs_rows(base + r * op->rs * 2, op->rs,
 					rows - r < panel ? rows - r : panel, kc,
-					(uint32_t *)(dst + r * kc), panel);
+					(uint32_t *)(dst + r * slots), panel);
 		return;
 	}
-	if (!op->nz && op->rs == 1 && op->cs != 1 &&
-	    ((uintptr_t)base & 1) == 0) {
-		pack_pairs_cols(base, op->cs, rows, kc, (uint32_t *)dst, panel);
-		return;
-	}
-	vnpu_operand_pack(op, b, r0, rows, p0, kc, dst, panel);
-	vnpu_gemm_fold_bf16_pairs(dst, rows, kc, panel);
+	pack_pairs_cols(base, op->cs, rows, kc, (uint32_t *)dst, panel);
 }
 
 void vnpu_operand_pack_i8_quads(const struct vnpu_operand *op, int64_t b,

@@ -39,9 +39,11 @@ void vnpu_operand_pack(const struct vnpu_operand *op, int64_t b, int64_t r0,
 		       int64_t rows, int64_t p0, int64_t kc, float *dst,
 		       uint32_t panel);
 
-/* The same for a BF16 operand into bf16-pair panels (see
- * vnpu_gemm_fold_bf16_pairs): ND storage is read as it lies, without a
- * trip through f32. */
+/* The same for a BF16 operand into native bf16-pair panels (see
+ * vnpu_gemm_job.pack_a_native): storage is read as it lies, without a trip
+ * through f32. Only for operands vnpu_operand_pairs_native accepts (ND
+ * with rows or columns adjacent). */
+bool vnpu_operand_pairs_native(const struct vnpu_operand *op);
 void vnpu_operand_pack_bf16_pairs(const struct vnpu_operand *op, int64_t b,
 				  int64_t r0, int64_t rows, int64_t p0,
 				  int64_t kc, float *dst, uint32_t panel);
