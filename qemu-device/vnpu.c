@@ -581,7 +581,8 @@ static void vnpu_class_init(ObjectClass *klass, void *data)
     object_class_property_set_description(klass, "contexts",
         "MMU contexts, 1..64");
     object_class_property_set_description(klass, "cores",
-        "simulated cores (worker threads in threads mode), 1..64");
+        "simulated cores: blocks run at once (threads mode: cores + 1 "
+        "device threads), 1..64");
     object_class_property_set_description(klass, "exec-mode",
         "threads (default: command processor and cores on their own "
         "threads) or deterministic (main-loop bottom half)");
