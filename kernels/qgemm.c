@@ -141,60 +141,68 @@ static int64_t row_sum(const struct vnpu_operand *op, int64_t r, int64_t k,
 	return sum;
 }
 
-/* The output stage of n results of row i from column j on. */
+/* The output stage of n sums of row i from column j on. */
 static void store_run(const struct qgemm_ctx *q, int64_t i, int64_t j,
-		      int64_t n, const int64_t *acc)
+		      int64_t n, const int32_t *sum)
 {
 	const struct vnpu_kp_qgemm *p = q->p;
 	const int64_t isz = vnpu_dtype_size(p->out.dtype);
 	char *dst = q->out + (i * q->out_rs + j * q->out_cs) * isz;
 	const int64_t step = q->out_cs * isz;
+	/* built by loops the compiler vectorises, stored at once when the
+	 * output row is contiguous */
 	float v[VNPU_OPERAND_LINE];
+	uint8_t u[VNPU_OPERAND_LINE];
+	const void *line = v;
 
 	if (p->out.dtype == VNPU_DTYPE_I32) {
-		for (int64_t t = 0; t < n; t++) {
-			int32_t x = (int32_t)acc[t];
+		line = sum;
+	} else {
+		for (int64_t t = 0; t < n; t++)
+			v[t] = p->scale * (float)sum[t];
+		for (int64_t t = 0; t < n && p->has_bias; t++) {
+			float b;
 
-			memcpy(dst + t * step, &x, 4);
+			memcpy(&b, q->bias + (j + t) * q->bias_stride * 4, 4);
+			v[t] += b;
 		}
+		if (p->activation == VNPU_ACT_RELU)
+			for (int64_t t = 0; t < n; t++)
+				v[t] = v[t] < 0.0f ? 0.0f : v[t];
+	}
+	if (p->out.dtype == VNPU_DTYPE_U8) {
+		/* quantize: round half to even (nearbyint in the default
+		 * mode), saturating as PyTorch's quantizer clamps */
+		for (int64_t t = 0; t < n; t++) {
+			float r = nearbyintf(v[t] / p->out_scale) +
+				  (float)p->out_zero_point;
+
+			u[t] = !(r > 0.0f) ? 0 : r > 255.0f ? 255 : (uint8_t)r;
+		}
+		line = u;
+	}
+	if (step == isz) {
+		memcpy(dst, line, (size_t)(n * isz));
 		return;
 	}
 	for (int64_t t = 0; t < n; t++)
-		v[t] = p->scale * (float)acc[t];
-	for (int64_t t = 0; t < n && p->has_bias; t++) {
-		float b;
-
-		memcpy(&b, q->bias + (j + t) * q->bias_stride * 4, 4);
-		v[t] += b;
-	}
-	if (p->activation == VNPU_ACT_RELU)
-		for (int64_t t = 0; t < n; t++)
-			v[t] = v[t] < 0.0f ? 0.0f : v[t];
-	if (p->out.dtype == VNPU_DTYPE_F32) {
-		for (int64_t t = 0; t < n; t++)
-			memcpy(dst + t * step, &v[t], 4);
-		return;
-	}
-	/* quantize: round half to even (nearbyint in the default mode),
-	 * saturating as PyTorch's quantizer clamps */
-	for (int64_t t = 0; t < n; t++) {
-		float r = nearbyintf(v[t] / p->out_scale) +
-			  (float)p->out_zero_point;
-
-		dst[t * step] = (char)(uint8_t)(!(r > 0.0f)  ? 0
-						: r > 255.0f ? 255
-							     : (int)r);
-	}
+		memcpy(dst + t * step, (const char *)line + t * isz,
+		       (size_t)isz);
 }
 
-/* acc holds the engine's raw int32 sums of rows [i0, i0 + rows), columns
- * [j0, j0 + cols) with pitch ld. */
+/*
+ * acc holds the engine's raw int32 sums of rows [i0, i0 + rows), columns
+ * [j0, j0 + cols) with pitch ld. The corrected sums fit int32 (the K
+ * bound), so they are computed modulo 2^32: the terms may wrap, the
+ * result is exact.
+ */
 static void finish(const struct vnpu_gemm_job *job, int64_t i0, int64_t rows,
 		   int64_t j0, int64_t cols, float *acc, int64_t ld)
 {
 	const struct qgemm_ctx *q = job->ctx;
 	const int64_t za = q->p->a_zero_point, zb = q->p->b_zero_point;
-	int64_t col_term[VNPU_OPERAND_LINE], line[VNPU_OPERAND_LINE];
+	uint32_t col_term[VNPU_OPERAND_LINE];
+	int32_t line[VNPU_OPERAND_LINE];
 
 	for (int64_t j = 0; j < cols; j += VNPU_OPERAND_LINE) {
 		int64_t cnt = cols - j < VNPU_OPERAND_LINE ? cols - j
@@ -202,23 +210,35 @@ static void finish(const struct vnpu_gemm_job *job, int64_t i0, int64_t rows,
 
 		/* - za sum_k b + K za zb, per column */
 		for (int64_t t = 0; t < cnt; t++)
-			col_term[t] = za ? za * (q->k * zb -
+			col_term[t] =
+				za ? (uint32_t)(za *
+						(q->k * zb -
 						 row_sum(&q->bt, j0 + j + t,
-							 q->k, true))
-					 : 0;
+							 q->k, true)))
+				   : 0;
 		for (int64_t i = 0; i < rows; i++) {
-			const int64_t row_term =
-				zb ? -zb * row_sum(&q->a, i0 + i, q->k, false)
+			const uint32_t row_term =
+				zb ? (uint32_t)(-zb * row_sum(&q->a, i0 + i,
+							      q->k, false))
 				   : 0;
 			const float *src = acc + i * ld + j;
+			/* int32 into a contiguous row: straight there */
+			char *out =
+				q->p->out.dtype == VNPU_DTYPE_I32 &&
+						q->out_cs == 1
+					? q->out + ((i0 + i) * q->out_rs + j0 +
+						    j) * 4
+					: (char *)line;
 
 			for (int64_t t = 0; t < cnt; t++) {
-				int32_t raw;
+				uint32_t raw, sum;
 
 				memcpy(&raw, &src[t], 4);
-				line[t] = raw + row_term + col_term[t];
+				sum = raw + row_term + col_term[t];
+				memcpy(out + t * 4, &sum, 4);
 			}
-			store_run(q, i0 + i, j0 + j, cnt, line);
+			if (out == (char *)line)
+				store_run(q, i0 + i, j0 + j, cnt, line);
 		}
 	}
 }
