@@ -95,6 +95,12 @@ load_f16_f16c(const char *src, int64_t step, int64_t n, float *dst,
 {
 	int64_t t = 0;
 
+	if (step == 1 && dstride == 1)
+		for (; t + 8 <= n; t += 8)
+			_mm256_storeu_ps(
+				dst + t,
+				_mm256_cvtph_ps(_mm_loadu_si128(
+					(const __m128i *)(src + t * 2))));
 	if (step == 1)
 		for (; t + 8 <= n; t += 8) {
 			__m128i h =
@@ -320,6 +326,38 @@ pack_f16_rows(const char *base, int64_t rs, int64_t rows, int64_t kc,
 }
 #endif
 
+#ifdef VNPU_GEMM_X86
+/* F16 rows adjacent in storage (row-major B), as pack_f32_cols: each
+ * reduction step is one contiguous line across all panels, converted
+ * eight at a time straight into place. */
+__attribute__((target("avx,f16c"))) static void
+pack_f16_cols(const char *base, int64_t cs, int64_t rows, int64_t kc,
+	      float *dst, uint32_t panel)
+{
+	int64_t full = rows / panel * panel;
+
+	for (int64_t p = 0; p < kc; p++) {
+		const char *s = base + p * cs * 2;
+		float *d = dst + p * panel;
+
+		for (int64_t r = 0; r < full; r += panel, d += kc * panel)
+			for (uint32_t t = 0; t < panel; t += 8)
+				_mm256_storeu_ps(
+					d + t,
+					_mm256_cvtph_ps(_mm_loadu_si128(
+						(const __m128i *)(s +
+								  (r + t) *
+									  2))));
+		for (int64_t r = full; r < rows; r++) {
+			uint16_t h;
+
+			memcpy(&h, s + r * 2, 2);
+			d[r - full] = _cvtsh_ss(h);
+		}
+	}
+}
+#endif
+
 /* One panel of at most `panel` rows. */
 static void pack_panel(const struct vnpu_operand *op, int64_t b, int64_t r0,
 		       int64_t rows, int64_t p0, int64_t kc, float *dst,
@@ -374,6 +412,14 @@ void vnpu_operand_pack(const struct vnpu_operand *op, int64_t b, int64_t r0,
 			      op->cs, rows, kc, dst, panel);
 		return;
 	}
+#ifdef VNPU_GEMM_X86
+	if (!op->nz && op->dtype == VNPU_DTYPE_F16 && op->rs == 1 &&
+	    op->cs != 1 && panel % 8 == 0 && vnpu_gemm_use_f16c()) {
+		pack_f16_cols(op->data + (b * op->bs + r0 + p0 * op->cs) * 2,
+			      op->cs, rows, kc, dst, panel);
+		return;
+	}
+#endif
 	for (int64_t r = 0; r < rows; r += panel) {
 		int64_t cnt = rows - r < panel ? rows - r : panel;
 
