@@ -32,8 +32,9 @@
 #define GEMM_KC 256
 #define GEMM_MC 192
 #define GEMM_NC 1024
-/* Workspace mode accumulates GEMM_MB x GEMM_NC results in f32 before the
- * epilogue converts them; B is re-packed once per GEMM_MB rows. */
+/* Workspace mode accumulates GEMM_MB x GEMM_NC results in f32 (more rows
+ * when fewer columns) before the epilogue converts them; B is re-packed
+ * once per such row block. */
 #define GEMM_MB 384
 
 #define GEMM_MAX_MR 12
@@ -657,7 +658,7 @@ static bool run_rows(const struct vnpu_gemm_job *job,
 			    nc, pc, kc, bl->bp, uk->nr);
 		for (int64_t ic = ib; ic < ib + mb; ic += bl->mc) {
 			int64_t mc = min64(bl->mc, ib + mb - ic);
-			int64_t ld = direct ? job->ldc : bl->nc;
+			int64_t ld = direct ? job->ldc : nc;
 			float *c = direct ? job->c + ic * ld + jc
 					  : bl->cw + (ic - ib) * ld;
 
@@ -682,10 +683,15 @@ static void run_blocked(const struct vnpu_gemm_job *job,
 			const struct gemm_blocking *bl)
 {
 	const bool direct = job->c != NULL;
-	int64_t mb_step = direct ? job->m1 - job->m0 : bl->mb;
 
 	for (int64_t jc = job->n0; jc < job->n1; jc += bl->nc) {
 		int64_t nc = min64(bl->nc, job->n1 - jc);
+		/* Workspace rows at pitch nc: as many as it holds, so that a
+		 * narrow result (a convolution's channels) packs B once per
+		 * many rows, not once per MB. */
+		int64_t mb_step =
+			direct ? job->m1 - job->m0
+			       : (bl->mb * bl->nc / nc) / uk->mr * uk->mr;
 
 		for (int64_t ib = job->m0; ib < job->m1; ib += mb_step) {
 			int64_t mb = min64(mb_step, job->m1 - ib);
@@ -693,8 +699,7 @@ static void run_blocked(const struct vnpu_gemm_job *job,
 			if (run_rows(job, uk, bl, ib, mb, jc, nc))
 				return;
 			if (!direct)
-				job->epilogue(job, ib, mb, jc, nc, bl->cw,
-					      bl->nc);
+				job->epilogue(job, ib, mb, jc, nc, bl->cw, nc);
 		}
 	}
 }
