@@ -382,6 +382,23 @@ bool vnpu_gemm_use_f16c(void)
 #endif
 }
 
+bool vnpu_gemm_use_avx512(void)
+{
+#ifdef VNPU_GEMM_X86
+	static atomic_int cpu_avx512 = -1;
+	int has = atomic_load_explicit(&cpu_avx512, memory_order_relaxed);
+
+	if (has < 0) {
+		__builtin_cpu_init();
+		has = __builtin_cpu_supports("avx512f");
+		atomic_store_explicit(&cpu_avx512, has, memory_order_relaxed);
+	}
+	return has && isa_limit >= VNPU_GEMM_ISA_AVX512;
+#else
+	return false;
+#endif
+}
+
 void vnpu_gemm_force_stack_blocking(bool on)
 {
 	stack_blocking_forced = on;

@@ -108,6 +108,10 @@ uint32_t vnpu_gemm_set_isa(uint32_t isa);
  * (available, and the ISA limit is AVX2 or above). */
 bool vnpu_gemm_use_f16c(void);
 
+/* True when conversions may use AVX-512F (available, and the ISA limit is
+ * AVX512 or above). */
+bool vnpu_gemm_use_avx512(void);
+
 /* Makes every job take the out-of-memory path (on-stack micro-panels)
  * so tests can check it; process-wide, not thread-safe. */
 void vnpu_gemm_force_stack_blocking(bool on);

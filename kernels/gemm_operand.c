@@ -187,11 +187,49 @@ store_f16_f16c(char *dst, int64_t n, const float *src)
 }
 #endif
 
+#ifdef VNPU_GEMM_X86
+/* F32 to BF16 sixteen at a time with integer AVX-512: exactly
+ * vnpu_f32_to_bf16 (round to nearest even, NaN kept quiet, subnormals
+ * rounded, not flushed as vcvtneps2bf16 would). Returns how many. */
+__attribute__((target("avx512f"))) static int64_t
+store_bf16_avx512(char *dst, int64_t n, const float *src)
+{
+	const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff);
+	const __m512i inf = _mm512_set1_epi32(0x7f800000);
+	const __m512i bias = _mm512_set1_epi32(0x7fff);
+	const __m512i one = _mm512_set1_epi32(1);
+	const __m512i quiet = _mm512_set1_epi32(0x40);
+	int64_t t = 0;
+
+	for (; t + 16 <= n; t += 16) {
+		__m512i u = _mm512_loadu_si512(src + t);
+		__mmask16 nan = _mm512_cmpgt_epu32_mask(
+			_mm512_and_si512(u, abs_mask), inf);
+		__m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), one);
+		__m512i r = _mm512_srli_epi32(
+			_mm512_add_epi32(u, _mm512_add_epi32(bias, lsb)), 16);
+
+		r = _mm512_mask_mov_epi32(
+			r, nan,
+			_mm512_or_si512(_mm512_srli_epi32(u, 16), quiet));
+		_mm256_storeu_si256((__m256i *)(dst + t * 2),
+				    _mm512_cvtepi32_epi16(r));
+	}
+	return t;
+}
+#endif
+
 /* F32 to BF16 into contiguous storage, without branches so that the
  * compiler vectorises it; the same rounding as vnpu_f32_to_bf16. */
 static void store_bf16_dense(char *dst, int64_t n, const float *src)
 {
-	for (int64_t t = 0; t < n; t++) {
+	int64_t t = 0;
+
+#ifdef VNPU_GEMM_X86
+	if (vnpu_gemm_use_avx512())
+		t = store_bf16_avx512(dst, n, src);
+#endif
+	for (; t < n; t++) {
 		uint32_t u;
 		uint16_t h;
 

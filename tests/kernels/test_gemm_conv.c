@@ -26,6 +26,7 @@
 
 #include "dtype.h"
 #include "gemm_core.h"
+#include "gemm_operand.h"
 #include "harness.h"
 
 /* The definitions themselves, to check the registry hands them out. */
@@ -520,6 +521,62 @@ START_TEST(test_gemm_isa)
 }
 END_TEST
 
+/* The vectorised f32 -> f16/bf16 stores round exactly as the scalar
+ * conversions, specials included: every ISA limit, random bit patterns
+ * (subnormals, ties, NaNs, infinities) and runs of every length. */
+START_TEST(test_store_runs_exact)
+{
+	static const uint32_t isas[] = {VNPU_GEMM_ISA_PORTABLE,
+					VNPU_GEMM_ISA_AVX2, VNPU_GEMM_ISA_AUTO};
+	static const uint32_t specials[] = {
+		0x00000000, 0x80000000, 0x00000001, 0x807fffff, 0x00800000,
+		0x7f800000, 0xff800000, 0x7fc00000, 0x7f800001, 0xffbfffff,
+		0x3f808000, 0x3f818000, 0x477fefff, 0x477ff000, 0x33000000,
+		0x33000001, 0x38800000, 0x387fc000, 0x7f7fffff, 0x3f7fffff};
+	enum { N = 1000 };
+	float src[N];
+	uint16_t got[N];
+
+	kt_seed(17);
+	for (int i = 0; i < N; i++) {
+		uint32_t u = i < 20 ? specials[i] : kt_rand() ^ kt_rand() << 7;
+
+		memcpy(&src[i], &u, 4);
+	}
+	for (size_t s = 0; s < sizeof(isas) / sizeof(isas[0]); s++) {
+		vnpu_gemm_set_isa(isas[s]);
+		for (int n = 0; n <= 40; n += 7)
+			for (int dt = 0; dt < 2; dt++) {
+				uint32_t dtype =
+					dt ? VNPU_DTYPE_BF16 : VNPU_DTYPE_F16;
+
+				vnpu_operand_store_run((char *)got, dtype, 1,
+						       N - n, src + n);
+				for (int i = n; i < N; i++) {
+					uint16_t want =
+						dt ? vnpu_f32_to_bf16(src[i])
+						   : vnpu_f32_to_f16(src[i]);
+					bool nan = src[i] != src[i];
+
+					/* NaN payloads need not survive */
+					ck_assert_msg(
+						nan ? got[i - n] != 0 &&
+								(got[i - n] &
+								 0x7fff) >=
+									(dt ? 0x7f81
+									    : 0x7c01)
+						    : got[i - n] == want,
+						"isa %u dtype %u: %08x -> %04x, want %04x",
+						isas[s], dtype,
+						((const uint32_t *)src)[i],
+						got[i - n], want);
+				}
+			}
+	}
+	vnpu_gemm_set_isa(VNPU_GEMM_ISA_AUTO);
+}
+END_TEST
+
 /* Sizes past the core's blocking: several K blocks (KC 256), N blocks
  * (NC 1024) and workspace row blocks (MB 384). */
 START_TEST(test_gemm_large)
@@ -634,7 +691,8 @@ START_TEST(test_gemm_nz_all)
 				.nz_out = true,
 				.alpha = 1.0f,
 				.beta = 0.5f,
-				.nblocks = block_counts[(mi + ni) % N_BLOCK_COUNTS],
+				.nblocks = block_counts[(mi + ni) %
+							N_BLOCK_COUNTS],
 			};
 
 			run_gemm_case(&c);
@@ -1386,6 +1444,7 @@ static Suite *gemm_conv_suite(void)
 	tcase_add_loop_test(tc, test_gemm_random, 0, 6);
 	tcase_add_loop_test(tc, test_gemm_isa, 0, 4);
 	tcase_add_test(tc, test_gemm_large);
+	tcase_add_test(tc, test_store_runs_exact);
 	tcase_add_test(tc, test_stack_blocking);
 	tcase_add_test(tc, test_gemm_misaligned);
 	tcase_add_test(tc, test_gemm_beta_zero_ignores_out);
