@@ -730,10 +730,10 @@ void vnpu_gemm_run_job(const struct vnpu_gemm_job *job)
 
 	if (job->m1 <= job->m0 || job->n1 <= job->n0)
 		return;
-	/* int8 panels come only from native packers, sums only to the
-	 * workspace (a kernel bug otherwise, not an input error) */
+	/* int8 panels come only from native packers (a kernel bug
+	 * otherwise, not an input error) */
 	if (job->int8_operands &&
-	    (!job->pack_a_native || !job->pack_b_native || job->c))
+	    (!job->pack_a_native || !job->pack_b_native))
 		return;
 	s = stack_blocking_forced ? NULL : scratch_get(job->c == NULL);
 	if (s) {

@@ -61,9 +61,10 @@ struct vnpu_gemm_job {
 	/* Int8 job: A is u8, B is s8; the panels hold them as k-quads (word
 	 * q * panel + r = steps 4q..4q+3 of row r, byte t = step 4q + t, zero
 	 * past kc; panel i at word i * panel * ceil(kc / 4)), packed by the
-	 * native packers below (required). Sums are
-	 * exact int32: the workspace and the epilogue's acc hold int32_t (in
-	 * float-sized slots, read them with memcpy). */
+	 * native packers below (required). Sums are exact int32: the
+	 * workspace, or in direct mode c itself (an int32 matrix; alpha 1,
+	 * beta 0 or 1), and so the epilogue's acc, hold int32_t in
+	 * float-sized slots (read them with memcpy). */
 	bool int8_operands;
 	/* Packers into the microkernel's own panel format (bf16 pairs, int8
 	 * quads), for every row and step they are asked for. Optional for
