@@ -96,19 +96,8 @@ qemu_ver=${qemu_ver%.orig.tar.xz}
 
 mkdir -p "$cache/src"
 if [ "$print_only" -eq 0 ]; then
-	if [ ! -f "$cache/src/$tarball" ] ||
-		! echo "$tar_sha  $cache/src/$tarball" | sha256sum -c --status; then
-		log "downloading $tarball (source of qemu $qemu_debver)"
-		rm -f "$cache/src/$tarball"
-		# The .dsc and debian.tar.xz may 404 on the mirror; the orig
-		# tarball is all we use.
-		(cd "$cache/src" && apt-get source --download-only \
-			"qemu=$qemu_debver" >/dev/null 2>&1) || true
-	fi
-	if ! echo "$tar_sha  $cache/src/$tarball" | sha256sum -c --status; then
-		echo "build-qemu: $tarball missing or checksum mismatch" >&2
+	fetch_orig qemu "$qemu_debver" "$cache/src" "$tarball" "$tar_sha" ||
 		exit 1
-	fi
 fi
 
 # ---- configure flags and the cache key -------------------------------------

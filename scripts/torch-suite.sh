@@ -92,19 +92,7 @@ if [ -z "${tarball:-}" ]; then
 	exit 1
 fi
 
-mkdir -p "$cache/src"
-if [ ! -f "$cache/src/$tarball" ] ||
-	! echo "$tar_sha  $cache/src/$tarball" | sha256sum -c --status; then
-	log "downloading $tarball (source of python3-torch $src_ver)"
-	rm -f "$cache/src/$tarball"
-	# Only the orig tarball is used; the debian.tar.xz may be missing.
-	(cd "$cache/src" && apt-get source --download-only \
-		"$src_pkg=$src_ver" >/dev/null 2>&1) || true
-fi
-if ! echo "$tar_sha  $cache/src/$tarball" | sha256sum -c --status; then
-	echo "torch-suite: $tarball missing or checksum mismatch" >&2
-	exit 1
-fi
+fetch_orig "$src_pkg" "$src_ver" "$cache/src" "$tarball" "$tar_sha" || exit 1
 tests=$cache/pytorch-tests-${tar_sha:0:16}
 if [ ! -f "$tests/.complete" ]; then
 	log "extracting the test files of $tarball"

@@ -15,6 +15,10 @@
 #                      deb-src in the package lists; writes our list file
 #                      with what the machine lacks and updates the lists
 #                      only when something changed or is missing
+#   fetch_orig PKG VER DIR TARBALL SHA256
+#                      the orig tarball of source package PKG=VER in DIR,
+#                      downloaded (apt-get source) unless DIR holds it with
+#                      that checksum; fails when it cannot be had so
 
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then
@@ -157,4 +161,23 @@ ensure_backports() {
 		echo "apt: updating the package lists" >&2
 		apt_get update -qq
 	fi
+}
+
+fetch_orig() {
+	local pkg=$1 ver=$2 dir=$3 tarball=$4 sha=$5
+
+	mkdir -p "$dir"
+	if [ ! -f "$dir/$tarball" ] ||
+		! echo "$sha  $dir/$tarball" | sha256sum -c --status; then
+		echo "apt: downloading $tarball (source of $pkg $ver)" >&2
+		rm -f "$dir/$tarball"
+		# The .dsc and debian.tar.xz may be missing from the mirror; the
+		# orig tarball is all the callers use.
+		(cd "$dir" && apt-get source --download-only \
+			"$pkg=$ver" >/dev/null 2>&1) || true
+	fi
+	echo "$sha  $dir/$tarball" | sha256sum -c --status || {
+		echo "apt: $tarball missing or checksum mismatch" >&2
+		return 1
+	}
 }
