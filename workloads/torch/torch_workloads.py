@@ -18,7 +18,9 @@ import torch.nn.functional as F
 import torch_vnpu
 
 NPU = torch_vnpu.device(0)
-TOL = 1e-3
+# float32 throughout: the kernel workloads' f32 limit (errors are
+# measured at 2e-8..2e-7 relative to max(1, |cpu|))
+TOL = 1e-5
 
 
 class LeNet(nn.Module):
