@@ -111,6 +111,39 @@ static uint64_t phys_run(struct vnpu_sim *sim, struct sim_exec *ex, uint64_t va,
 }
 
 /*
+ * A run of host memory contiguous on the bus, in one transfer; when the
+ * bus refuses it, again page by page, so that the DMA_ERROR names the
+ * first refused page (the pages before it are transferred, as a copy
+ * leaves the runs before a failure written). va is the run's VA.
+ */
+static bool host_run(struct vnpu_sim *sim, struct sim_exec *ex, uint64_t va,
+		     const struct sim_phys *phys, uint8_t *buf, uint64_t len,
+		     bool write)
+{
+	uint64_t off = 0;
+
+	if (write ? sim_phys_write(sim, phys, buf, len)
+		  : sim_phys_read(sim, phys, buf, len))
+		return true;
+	while (off < len) {
+		uint64_t chunk = page_left(va + off) < len - off
+					 ? page_left(va + off)
+					 : len - off;
+		struct sim_phys page = *phys;
+
+		page.addr += off;
+		if (!(write ? sim_phys_write(sim, &page, buf + off, chunk)
+			    : sim_phys_read(sim, &page, buf + off, chunk)))
+			break;
+		off += chunk;
+	}
+	if (off == len)
+		return true;
+	dma_error(ex, va + off);
+	return false;
+}
+
+/*
  * Copies in runs that are contiguous on both sides (see phys_run); each run
  * is translated (source first), then moved with memmove semantics. A fault
  * or refused DMA stops the copy: the runs before it have been written. One
@@ -145,17 +178,13 @@ bool sim_dma_copy_step(struct vnpu_sim *sim, struct sim_exec *ex)
 				chunk);
 		} else if (pd.kind == SIM_PHYS_VRAM) {
 			/* Host to VRAM: straight into VRAM, no bounce. */
-			if (!sim_phys_read(sim, &ps, sim->vram + pd.addr,
-					   chunk)) {
-				dma_error(ex, src);
+			if (!host_run(sim, ex, src, &ps, sim->vram + pd.addr,
+				      chunk, false))
 				return true;
-			}
 		} else if (ps.kind == SIM_PHYS_VRAM) {
-			if (!sim_phys_write(sim, &pd, sim->vram + ps.addr,
-					    chunk)) {
-				dma_error(ex, dst);
+			if (!host_run(sim, ex, dst, &pd, sim->vram + ps.addr,
+				      chunk, true))
 				return true;
-			}
 		} else {
 			if (!sim_phys_read(sim, &ps, bounce, chunk)) {
 				dma_error(ex, src);

@@ -420,6 +420,41 @@ START_TEST(dma_error_does_not_fault)
 }
 END_TEST
 
+/* Pages contiguous on the bus move in one transfer; when the bus refuses
+ * the run, the report still names the first refused page, and the pages
+ * before it are written. */
+START_TEST(dma_error_is_page_exact_in_a_run)
+{
+	const uint64_t va = 0x320000000ull;
+	/* three pages ending one page past the end of host memory (the
+	 * simhost default of 16 MiB) */
+	const uint64_t bus = vnpu_simhost_hole(h) + (16ull << 20) - 2 * 4096;
+	struct vnpu_cpl cpl;
+	uint64_t vram;
+	uint8_t *src = vnpu_simhost_alloc_map(h, 0, true, 3 * 4096, RW, &vram);
+	uint8_t *dst = vnpu_simhost_host_ptr(h, bus, 2 * 4096);
+
+	ck_assert_ptr_nonnull(src);
+	ck_assert_ptr_nonnull(dst);
+	memset(src, 0x6b, 3 * 4096);
+	memset(dst, 0, 2 * 4096);
+	ck_assert_int_eq(vnpu_simhost_map(h, 0, va, false, bus, 3 * 4096, RW),
+			 0);
+	ck_assert_uint_eq(
+		run0(vnpu_copy_cmd(vram + 100, va + 100, 3 * 4096 - 200), &cpl),
+		VNPU_STATUS_DMA_ERROR);
+	ck_assert_uint_eq(cpl.info, va + 2 * 4096);
+	ck_assert_uint_eq(dst[100], 0x6b);
+	ck_assert_uint_eq(dst[2 * 4096 - 1], 0x6b);
+	ck_assert_uint_eq(dst[99], 0);
+	/* and reading from it */
+	ck_assert_uint_eq(run0(vnpu_copy_cmd(va + 8, vram, 3 * 4096 - 8), &cpl),
+			  VNPU_STATUS_DMA_ERROR);
+	ck_assert_uint_eq(cpl.info, va + 2 * 4096);
+	ck_assert_uint_eq(ft_creg(h, 0, VNPU_CTX_FAULT_STATUS), 0);
+}
+END_TEST
+
 START_TEST(test_inject_fields)
 {
 	struct vnpu_cmd c = vnpu_inject_cmd(0, 0, 0);
@@ -794,6 +829,7 @@ int main(void)
 	tcase_add_test(tc, fence_errors);
 	tcase_add_test(tc, timestamps);
 	tcase_add_test(tc, dma_error_does_not_fault);
+	tcase_add_test(tc, dma_error_is_page_exact_in_a_run);
 	tcase_add_test(tc, test_inject_fields);
 	tcase_add_test(tc, test_inject_not_permitted);
 	tcase_add_test(tc, launch_fill);
