@@ -30,7 +30,8 @@
 # file to init_module() as it is), and a modules.dep of our own from depmod,
 # so the guest loads them with modprobe. Override the module list with
 # VNPU_GUEST_MODULES (space-separated). The 9p modules (9p, 9pnet_virtio)
-# are in the image too but loaded only for scripts/vm.sh --host-root.
+# and virtio_blk are in the image too but loaded only for scripts/vm.sh
+# --host-root and --bench-disk.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -90,8 +91,9 @@ done
 
 modules_wanted=${VNPU_GUEST_MODULES:-drm drm_kms_helper drm_shmem_helper \
 gpu-sched drm_buddy drm_exec drm_gpuvm vgem}
-# Loaded by /init only when the host's root is mounted (--host-root).
-host_root_modules="9p 9pnet_virtio"
+# Loaded by /init only when asked: the host's root (--host-root), the
+# benchmark's disk (--bench-disk).
+on_demand_modules="9p 9pnet_virtio virtio_blk"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/vnpu-initramfs.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -127,7 +129,7 @@ fi
 # upgrade changes the mtime of what it touched).
 key=$({
 	cat "$guest/package"
-	echo "$modules_wanted $host_root_modules"
+	echo "$modules_wanted $on_demand_modules"
 	sha256sum "$0" "$here"/guest/* /bin/busybox
 	[ -z "$module" ] || sha256sum "$module"
 	[ -z "$firmware" ] || sha256sum "$firmware"
@@ -194,7 +196,7 @@ if [ -n "$module" ]; then
 		die "$module is built for '$module_kver', the guest runs $kver"
 fi
 mdir=lib/modules/$kver
-for m in $modules_wanted $host_root_modules; do
+for m in $modules_wanted $on_demand_modules; do
 	modprobe -d "$guest" -S "$kver" --show-depends "$m" ||
 		die "the guest kernel has no module $m"
 done | awk '$1 == "insmod" {print $2}' | sort -u | while read -r path; do

@@ -30,6 +30,9 @@
 #   --add SRC:DST      copy SRC (file or dir) to DST in the guest (repeatable)
 #   --device-opts OPTS properties for -device vnpu (e.g. cores=2,test-mode=on)
 #   --no-device        no vnpu device
+#   --bench-disk       a 1 MiB raw disk image on virtio-blk with its own
+#                      iothread (/dev/vda in the guest): the reference device
+#                      of bench-drm's round trips
 #   --smp N            vCPUs (default 2)     --mem SIZE  memory (default 2G)
 #   --memory-checks    boot the guest kernel with SLUB debugging (poisoned,
 #                      checked, red-zoned objects) and KFENCE: Debian ships
@@ -54,7 +57,7 @@ quiet=0
 log() { [ "$quiet" -eq 1 ] || echo "vm: $*" >&2; }
 die() { echo "vm: $*" >&2; exit 2; }
 usage() {
-	sed -n '7,9p;19,41p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '7,9p;19,44p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
@@ -92,6 +95,7 @@ esac
 
 user=0
 host_root=0
+bench_disk=0
 memory_checks=0
 timeout=${VNPU_VM_TIMEOUT:-600}
 module=""
@@ -107,6 +111,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--user) user=1; shift ;;
 	--host-root) host_root=1; shift ;;
+	--bench-disk) bench_disk=1; shift ;;
 	--timeout) timeout=${2:?}; shift 2 ;;
 	--module) module=${2:?}; shift 2 ;;
 	--firmware) firmware=${2:?}; shift 2 ;;
@@ -201,6 +206,10 @@ if [ "$host_root" -eq 1 ]; then
 	touch "$run/extra/vnpu/host-root"
 	pwd >"$run/extra/vnpu/cwd"
 fi
+if [ "$bench_disk" -eq 1 ]; then
+	touch "$run/extra/vnpu/bench-disk"
+	head -c $((1 << 20)) /dev/zero >"$run/bench-disk.img"
+fi
 # An uncompressed archive must start 4-byte aligned; zeros between
 # archives are skipped.
 size=$(stat -c %s "$initramfs")
@@ -257,6 +266,13 @@ qemu_args() {
 	# are; multidevs=remap keeps inode numbers of the host's several
 	# filesystems apart.
 	[ "$host_root" -eq 0 ] || args+=(-virtfs "local,path=/,mount_tag=vnpu.host,security_model=none,readonly=on,multidevs=remap")
+	# virtio-blk as it is tuned for speed: an iothread of its own,
+	# ioeventfd doorbells (on by default), the host's page cache serving
+	# the reads (aio=threads, cache=writeback: a 1 MiB file stays cached).
+	[ "$bench_disk" -eq 0 ] || args+=(
+		-object "iothread,id=vnpu_blk_io"
+		-drive "file=$run/bench-disk.img,if=none,id=vnpu_blk,format=raw,cache=writeback,aio=threads"
+		-device "virtio-blk-pci,drive=vnpu_blk,iothread=vnpu_blk_io")
 	args+=(-append "$append")
 	printf '%s\0' "$qemu" "${args[@]}"
 }

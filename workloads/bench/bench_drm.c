@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: MIT
 /*
- * The driver path, measured in the guest (benchmarks, no asserts):
- *  - null-job round trip: SUBMIT of one NOP and a wait on its point of the
- *    queue's timeline syncobj, against a null ioctl (DRM_IOCTL_VERSION) on
- *    the same file; goal <= 3x;
+ * The driver path, measured in the guest (benchmarks, no asserts), each
+ * figure the median of per-call timings, the kinds interleaved in chunks
+ * so that all see the same machine:
+ *  - the null ioctl (one DRM_IOCTL_VERSION), the SUBMIT ioctl of one NOP
+ *    (goal <= 3x the null ioctl) and the null-job round trip (SUBMIT and
+ *    the wait on its point of the queue's timeline syncobj);
+ *  - with --blk DEV, the same round trip on QEMU's best-tuned device in the
+ *    same VM: a 512-byte O_DIRECT read of virtio-blk (doorbell, work on a
+ *    host thread, completion interrupt; scripts/vm.sh --bench-disk);
+ *    goal: the null job <= 1.0x it;
  *  - H2D / D2H bandwidth through the runtime on the drm backend, pageable
  *    and pinned, against memcpy of the same size in the same run.
  *
- *   bench-drm [--iters N] [--mib M]
+ *   bench-drm [--iters N] [--mib M] [--blk DEV]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <xf86drm.h>
@@ -61,78 +68,155 @@ static int open_vnpu(void)
 	DIE("no /dev/accel/accel* node with driver \"vnpu\"");
 }
 
-static void bench_null_job(int iters)
+static double median_us(double *v, int n)
 {
-	int fd = open_vnpu();
+	return bench_median(v, n) * 1e6;
+}
+
+struct rt_bench {
+	int fd, blk;
+	uint32_t queue, bo, syncobj;
+	void *sector;
+};
+
+/* One DRM_IOCTL_VERSION with no buffers: the cheapest ioctl of the file. */
+static double one_null_ioctl(const struct rt_bench *b)
+{
+	struct drm_version v;
+	double t;
+
+	memset(&v, 0, sizeof(v));
+	t = bench_now();
+	if (ioctl(b->fd, DRM_IOCTL_VERSION, &v))
+		DIE("DRM_IOCTL_VERSION: %s", strerror(errno));
+	return bench_now() - t;
+}
+
+/* A null job: SUBMIT of one NOP, then the wait on its syncobj point.
+ * Returns the round trip, *submit the SUBMIT ioctl alone. */
+static double one_null_job(const struct rt_bench *b, double *submit)
+{
+	struct drm_vnpu_submit sub = {
+		.queue_id = b->queue,
+		.cmd_bo = b->bo,
+		.cmd_count = 1,
+		.bo_handles = (uintptr_t)&b->bo,
+		.bo_count = 1,
+	};
+	uint32_t syncobj = b->syncobj;
+	double t0 = bench_now(), t1;
+	uint64_t point;
+	int r;
+
+	if (drmIoctl(b->fd, DRM_IOCTL_VNPU_SUBMIT, &sub))
+		DIE("SUBMIT: %s", strerror(errno));
+	t1 = bench_now();
+	point = sub.seqno;
+	r = drmSyncobjTimelineWait(b->fd, &syncobj, &point, 1, INT64_MAX, 0,
+				   NULL);
+	if (r)
+		DIE("syncobj wait: %s", strerror(-r));
+	*submit = t1 - t0;
+	return bench_now() - t0;
+}
+
+/* A 512-byte read of the disk past the guest's page cache. */
+static double one_blk_read(const struct rt_bench *b)
+{
+	double t = bench_now();
+
+	if (pread(b->blk, b->sector, 512, 0) != 512)
+		DIE("virtio-blk read: %s", strerror(errno));
+	return bench_now() - t;
+}
+
+static void bench_round_trips(int iters, const char *blk)
+{
+	enum { CHUNKS = 20 };
 	struct drm_vnpu_bo_create bc = {.size = 4096};
 	struct drm_vnpu_bo_info bi;
 	struct drm_vnpu_queue_create qc = {.hw_queue = DRM_VNPU_HW_QUEUE_ANY};
+	double *ioc = calloc((size_t)iters, sizeof(double));
+	double *sub = calloc((size_t)iters, sizeof(double));
+	double *job = calloc((size_t)iters, sizeof(double));
+	double *dsk = calloc((size_t)iters, sizeof(double));
+	struct rt_bench b = {.fd = open_vnpu(), .blk = -1};
+	double m_ioc, m_sub, m_job, m_dsk = 0;
 	struct vnpu_cmd *cmd;
-	double t, ioctl_us, job_us, submit_us = 0;
-	uint64_t point = 0;
 
-	if (drmIoctl(fd, DRM_IOCTL_VNPU_BO_CREATE, &bc))
+	if (!ioc || !sub || !job || !dsk)
+		DIE("out of memory");
+	if (drmIoctl(b.fd, DRM_IOCTL_VNPU_BO_CREATE, &bc))
 		DIE("BO_CREATE: %s", strerror(errno));
 	memset(&bi, 0, sizeof(bi));
 	bi.handle = bc.handle;
-	if (drmIoctl(fd, DRM_IOCTL_VNPU_BO_INFO, &bi))
+	if (drmIoctl(b.fd, DRM_IOCTL_VNPU_BO_INFO, &bi))
 		DIE("BO_INFO: %s", strerror(errno));
-	cmd = mmap(NULL, bi.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+	cmd = mmap(NULL, bi.size, PROT_READ | PROT_WRITE, MAP_SHARED, b.fd,
 		   (off_t)bi.mmap_offset);
 	if (cmd == MAP_FAILED)
 		DIE("mmap: %s", strerror(errno));
 	*cmd = vnpu_nop_cmd();
-	if (drmIoctl(fd, DRM_IOCTL_VNPU_QUEUE_CREATE, &qc))
+	if (drmIoctl(b.fd, DRM_IOCTL_VNPU_QUEUE_CREATE, &qc))
 		DIE("QUEUE_CREATE: %s", strerror(errno));
-
-	/* Warm-up, then the null ioctl and the null job, same file. */
-	for (int pass = 0; pass < 2; pass++) {
-		int n = pass ? iters : iters / 10 + 1;
-
-		t = bench_now();
-		for (int i = 0; i < n; i++) {
-			drmVersionPtr v = drmGetVersion(fd);
-
-			drmFreeVersion(v);
-		}
-		ioctl_us = (bench_now() - t) / n * 1e6;
-		submit_us = 0;
-		t = bench_now();
-		for (int i = 0; i < n; i++) {
-			double ts = bench_now();
-			struct drm_vnpu_submit s = {
-				.queue_id = qc.queue_id,
-				.cmd_bo = bc.handle,
-				.cmd_count = 1,
-				.bo_handles = (uintptr_t)&bc.handle,
-				.bo_count = 1,
-			};
-			int r;
-
-			if (drmIoctl(fd, DRM_IOCTL_VNPU_SUBMIT, &s))
-				DIE("SUBMIT: %s", strerror(errno));
-			submit_us += bench_now() - ts;
-			point = s.seqno;
-			r = drmSyncobjTimelineWait(fd, &qc.syncobj, &point, 1,
-						   INT64_MAX, 0, NULL);
-			if (r)
-				DIE("syncobj wait: %s", strerror(-r));
-		}
-		job_us = (bench_now() - t) / n * 1e6;
-		submit_us = submit_us / n * 1e6;
+	b.queue = qc.queue_id;
+	b.bo = bc.handle;
+	b.syncobj = qc.syncobj;
+	if (blk) {
+		b.blk = open(blk, O_RDONLY | O_DIRECT | O_CLOEXEC);
+		if (b.blk < 0)
+			DIE("%s: %s", blk, strerror(errno));
+		if (posix_memalign(&b.sector, 4096, 4096))
+			DIE("out of memory");
 	}
-	/* drmGetVersion makes two DRM_IOCTL_VERSION calls (sizes, then
-	 * strings): one ioctl is half of it. */
-	printf("null job (SUBMIT 1 NOP + syncobj wait): %.2f us; "
-	       "DRM_IOCTL_VERSION: %.2f us; ratio %.1fx (goal <= 3x)\n",
-	       job_us, ioctl_us / 2, job_us / (ioctl_us / 2));
-	/* Where it goes: the ioctl itself, then queueing, the device and the
-	 * interrupt until the syncobj signals. */
-	printf("  of which SUBMIT ioctl %.2f us (%.1fx DRM_IOCTL_VERSION), "
-	       "submit to signalled %.2f us\n",
-	       submit_us, submit_us / (ioctl_us / 2), job_us - submit_us);
+
+	/* warm-up: first faults, caches, the device's first launch */
+	for (int i = 0; i < iters / 20 + 1; i++) {
+		double s;
+
+		one_null_ioctl(&b);
+		one_null_job(&b, &s);
+		if (blk)
+			one_blk_read(&b);
+	}
+	for (int c = 0; c < CHUNKS; c++) {
+		int lo = iters * c / CHUNKS, hi = iters * (c + 1) / CHUNKS;
+
+		for (int i = lo; i < hi; i++)
+			ioc[i] = one_null_ioctl(&b);
+		for (int i = lo; i < hi; i++)
+			job[i] = one_null_job(&b, &sub[i]);
+		for (int i = lo; i < hi && blk; i++)
+			dsk[i] = one_blk_read(&b);
+	}
+	m_ioc = median_us(ioc, iters);
+	m_sub = median_us(sub, iters);
+	m_job = median_us(job, iters);
+	printf("round trips, median of %d each, interleaved in %d chunks:\n",
+	       iters, CHUNKS);
+	printf("  null ioctl (DRM_IOCTL_VERSION)      %8.2f us\n", m_ioc);
+	printf("  SUBMIT ioctl (one NOP)              %8.2f us  %.1fx the "
+	       "null ioctl (goal <= 3x)\n",
+	       m_sub, m_sub / m_ioc);
+	printf("  null job (SUBMIT + syncobj wait)    %8.2f us  %.1fx the "
+	       "null ioctl\n",
+	       m_job, m_job / m_ioc);
+	if (blk) {
+		m_dsk = median_us(dsk, iters);
+		printf("  virtio-blk 512 B O_DIRECT read (%s) %8.2f us\n", blk,
+		       m_dsk);
+		printf("  null job / virtio-blk round trip    %8.2fx (goal <= "
+		       "1.0x)\n",
+		       m_job / m_dsk);
+		free(b.sector);
+		close(b.blk);
+	}
 	munmap(cmd, bi.size);
-	close(fd);
+	close(b.fd);
+	free(ioc);
+	free(sub);
+	free(job);
+	free(dsk);
 }
 
 static double copy_gbs(void *dst, const void *src, size_t bytes,
@@ -188,18 +272,21 @@ int main(int argc, char **argv)
 {
 	int iters = 2000;
 	size_t mib = 16;
+	const char *blk = NULL;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--iters") && i + 1 < argc)
 			iters = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--mib") && i + 1 < argc)
 			mib = (size_t)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--blk") && i + 1 < argc)
+			blk = argv[++i];
 		else
-			DIE("usage: bench-drm [--iters N] [--mib M]");
+			DIE("usage: bench-drm [--iters N] [--mib M] [--blk DEV]");
 	}
-	if (iters < 1 || mib < 1 || mib > 1024)
-		DIE("--iters >= 1, --mib 1..1024");
-	bench_null_job(iters);
+	if (iters < 20 || mib < 1 || mib > 1024)
+		DIE("--iters >= 20, --mib 1..1024");
+	bench_round_trips(iters, blk);
 	bench_copies(mib << 20, 4);
 	return 0;
 }
