@@ -275,24 +275,37 @@ static void pack_weight_panel(const struct vnpu_gemm_job *job, int64_t r0,
 	}
 }
 
+typedef void (*conv_panel_fn)(const struct vnpu_gemm_job *job, int64_t r0,
+			      int64_t rows, int64_t p0, int64_t kc, float *dst,
+			      uint32_t panel, bool pairs);
+
+/* Rows [r0, r0 + rows) as consecutive panels, each `panel` rows of one
+ * reduction step (pairs: two) per slot. */
+static void pack_each_panel(conv_panel_fn fn, const struct vnpu_gemm_job *job,
+			    int64_t r0, int64_t rows, int64_t p0, int64_t kc,
+			    float *dst, uint32_t panel, bool pairs)
+{
+	int64_t slots = pairs ? (kc + 1) / 2 : kc;
+
+	for (int64_t r = 0; r < rows; r += panel)
+		fn(job, r0 + r, rows - r < panel ? rows - r : panel, p0, kc,
+		   dst + r * slots, panel, pairs);
+}
+
 static void pack_input(const struct vnpu_gemm_job *job, int64_t r0,
 		       int64_t rows, int64_t p0, int64_t kc, float *dst,
 		       uint32_t panel)
 {
-	for (int64_t r = 0; r < rows; r += panel)
-		pack_input_panel(job, r0 + r,
-				 rows - r < panel ? rows - r : panel, p0, kc,
-				 dst + r * kc, panel, false);
+	pack_each_panel(pack_input_panel, job, r0, rows, p0, kc, dst, panel,
+			false);
 }
 
 static void pack_weight(const struct vnpu_gemm_job *job, int64_t r0,
 			int64_t rows, int64_t p0, int64_t kc, float *dst,
 			uint32_t panel)
 {
-	for (int64_t r = 0; r < rows; r += panel)
-		pack_weight_panel(job, r0 + r,
-				  rows - r < panel ? rows - r : panel, p0, kc,
-				  dst + r * kc, panel, false);
+	pack_each_panel(pack_weight_panel, job, r0, rows, p0, kc, dst, panel,
+			false);
 }
 
 /* The same straight into bf16-pair panels (bf16, even channel count). */
@@ -300,20 +313,16 @@ static void pack_input_pairs(const struct vnpu_gemm_job *job, int64_t r0,
 			     int64_t rows, int64_t p0, int64_t kc, float *dst,
 			     uint32_t panel)
 {
-	for (int64_t r = 0; r < rows; r += panel)
-		pack_input_panel(job, r0 + r,
-				 rows - r < panel ? rows - r : panel, p0, kc,
-				 dst + r * ((kc + 1) / 2), panel, true);
+	pack_each_panel(pack_input_panel, job, r0, rows, p0, kc, dst, panel,
+			true);
 }
 
 static void pack_weight_pairs(const struct vnpu_gemm_job *job, int64_t r0,
 			      int64_t rows, int64_t p0, int64_t kc, float *dst,
 			      uint32_t panel)
 {
-	for (int64_t r = 0; r < rows; r += panel)
-		pack_weight_panel(job, r0 + r,
-				  rows - r < panel ? rows - r : panel, p0, kc,
-				  dst + r * ((kc + 1) / 2), panel, true);
+	pack_each_panel(pack_weight_panel, job, r0, rows, p0, kc, dst, panel,
+			true);
 }
 
 /* Workspace rows are output pixels, columns the group's channels

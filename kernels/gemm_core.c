@@ -161,17 +161,24 @@ micro_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
 	}
 }
 
-/* Zeroes the accumulators of a 12 x 32 tile; the C tile is touched only
- * at the end: start fetching it now. */
-__attribute__((target("avx512f"))) static inline void
-start_tile_avx512(__m512 acc[12][2], const float *c, int64_t ldc)
+/* A 12 x 32 C tile is touched only at the end: start fetching it now. */
+static inline void prefetch_tile(const float *c, int64_t ldc)
 {
 #pragma GCC unroll 12
 	for (int i = 0; i < 12; i++) {
 		_mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
 		_mm_prefetch((const char *)(c + i * ldc + 31), _MM_HINT_T0);
-		acc[i][0] = acc[i][1] = _mm512_setzero_ps();
 	}
+}
+
+/* Zeroes the f32 accumulators of a 12 x 32 tile, fetching its C tile. */
+__attribute__((target("avx512f"))) static inline void
+start_tile_avx512(__m512 acc[12][2], const float *c, int64_t ldc)
+{
+	prefetch_tile(c, ldc);
+#pragma GCC unroll 12
+	for (int i = 0; i < 12; i++)
+		acc[i][0] = acc[i][1] = _mm512_setzero_ps();
 }
 
 /* c = alpha * acc + beta * c over a 12 x 32 tile (beta == 0: c not read). */
@@ -262,12 +269,10 @@ micro_avx512_vnni(int64_t kc, const float *a, const float *b, float *c,
 	const int64_t quads = (kc + 3) / 4;
 	__m512i acc[12][2];
 
+	prefetch_tile(c, ldc);
 #pragma GCC unroll 12
-	for (int i = 0; i < 12; i++) {
-		_mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
-		_mm_prefetch((const char *)(c + i * ldc + 31), _MM_HINT_T0);
+	for (int i = 0; i < 12; i++)
 		acc[i][0] = acc[i][1] = _mm512_setzero_si512();
-	}
 	for (int64_t q = 0; q < quads; q++) {
 		__m512i b0 = _mm512_loadu_si512(b);
 		__m512i b1 = _mm512_loadu_si512(b + 16);
@@ -562,8 +567,11 @@ static void fold_panel(float *dst, int64_t kc, uint32_t panel)
 	}
 }
 
-void vnpu_gemm_fold_bf16_pairs(float *dst, int64_t rows, int64_t kc,
-			       uint32_t panel)
+/* Packed f32 panels of bf16 values to pairs: word q * panel + r holds step
+ * 2q of row r in its low half, 2q + 1 in its high half (zero past an odd
+ * kc), panels keeping their kc-slot stride. */
+static void fold_bf16_pairs(float *dst, int64_t rows, int64_t kc,
+			    uint32_t panel)
 {
 	for (int64_t r = 0; r < rows; r += panel)
 		fold_panel(dst + r * kc, kc, panel);
@@ -586,7 +594,7 @@ static void pack_panels(const struct vnpu_gemm_job *job,
 	}
 	fn(job, r0, rows, p0, kc, dst, panel);
 	if (uk->panels == PANELS_BF16_PAIRS)
-		vnpu_gemm_fold_bf16_pairs(dst, rows, kc, panel);
+		fold_bf16_pairs(dst, rows, kc, panel);
 }
 
 /* K = 0: the product is empty, the result is beta * c (or 0) finished by
@@ -732,8 +740,7 @@ void vnpu_gemm_run_job(const struct vnpu_gemm_job *job)
 		return;
 	/* int8 panels come only from native packers (a kernel bug
 	 * otherwise, not an input error) */
-	if (job->int8_operands &&
-	    (!job->pack_a_native || !job->pack_b_native))
+	if (job->int8_operands && (!job->pack_a_native || !job->pack_b_native))
 		return;
 	s = stack_blocking_forced ? NULL : scratch_get(job->c == NULL);
 	if (s) {

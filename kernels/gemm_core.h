@@ -66,24 +66,15 @@ struct vnpu_gemm_job {
 	 * beta 0 or 1), and so the epilogue's acc, hold int32_t in
 	 * float-sized slots (read them with memcpy). */
 	bool int8_operands;
-	/* Packers into the microkernel's own panel format (bf16 pairs, int8
-	 * quads), for every row and step they are asked for. Optional for
-	 * bf16 jobs: without them the core packs f32 panels and folds them
-	 * (vnpu_gemm_fold_bf16_pairs); with them, panel i of native bf16
-	 * pairs starts at slot i * panel * ceil(kc / 2). */
+	/* Packers into the microkernel's own panel format, for every row and
+	 * step they are asked for: int8 quads (above), or bf16 pairs - word
+	 * q * panel + r holds step 2q of row r in its low half and 2q + 1 in
+	 * its high half (zero past an odd kc), panel i at word
+	 * i * panel * ceil(kc / 2). Optional for bf16 jobs: without them the
+	 * core packs f32 panels and folds them into pairs in place. */
 	vnpu_gemm_pack_fn pack_a_native;
 	vnpu_gemm_pack_fn pack_b_native;
 };
-
-/*
- * The bf16 engine's panels: packed f32 panels whose values are all bf16
- * folded in place into one 32-bit word per row and pair of reduction
- * steps: word q * panel + r holds step 2q of row r in its low half and
- * step 2q + 1 in its high half (zero past an odd kc). `rows` counts whole
- * panels' rows (a multiple of panel, or the rows packed).
- */
-void vnpu_gemm_fold_bf16_pairs(float *dst, int64_t rows, int64_t kc,
-			       uint32_t panel);
 
 /* Runs a job on the calling thread. Never fails: without its per-thread
  * packing buffers (allocated once per thread, freed at thread exit) it falls

@@ -484,6 +484,10 @@ bool vnpu_qmm_check(const char *op, struct vnpu_qmm *q,
 	q->k = a->sizes[a->ndim - 1];
 	q->m = q->k ? vnpu_at_numel(a) / q->k
 		    : vnpu_at_shape_numel(a->ndim - 1, a->sizes);
+	if (q->m < 0)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "%s: the input's leading dims overflow int64",
+					 op);
 	q->n = b->sizes[linear ? 0 : 1];
 	if (b->sizes[linear ? 1 : 0] != q->k)
 		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
