@@ -217,6 +217,7 @@ struct vnpu_ctx {
 /* A user queue: one scheduler entity on one hardware queue. */
 struct vnpu_queue {
 	struct kref ref;
+	struct rcu_head rcu; /* SUBMIT looks queues up under RCU */
 	u32 id;
 	struct vnpu_ctx *ctx;
 	struct vnpu_hwq *hwq;
@@ -256,9 +257,8 @@ struct vnpu_job {
 	struct vnpu_queue *queue;
 	struct vnpu_ctx *ctx;
 	u64 seqno; /* user-visible */
-	struct vnpu_cmd *cmds;
 	u32 cmd_count;
-	struct drm_gem_object **bos;
+	struct drm_gem_object **bos; /* bo_count of them, after cmds[] */
 	u32 bo_count;
 
 	/* ring placement, under hwq->lock */
@@ -273,6 +273,8 @@ struct vnpu_job {
 	struct dma_fence_cb finished_cb;
 	struct vnpu_epoch *epoch; /* of its context, counted until it ends */
 	u64 charged_bytes;	  /* against its file (vnpu_quota.c) */
+	/* The job is one allocation: the commands, then the BO pointers. */
+	struct vnpu_cmd cmds[];
 };
 
 /* A span of a context's job submissions (see vnpu_ctx.epochs). */
@@ -317,6 +319,8 @@ struct vnpu_bo {
 	struct list_head mappings;
 	/* The user its memory counts against, from its first handle on. */
 	struct vnpu_user *charged; /* under map_lock */
+	/* Kernel mapping kept for command reads (vnpu_bo_read), or NULL. */
+	void *cmd_vaddr;
 };
 
 #define to_vnpu_bo(obj) container_of(obj, struct vnpu_bo, shmem.base)
@@ -361,6 +365,8 @@ void vnpu_mmu_handle_faults(struct vnpu_device *vdev);
 /* vnpu_gem.c */
 struct drm_gem_object *vnpu_gem_create_object(struct drm_device *dev,
 					      size_t size);
+int vnpu_bo_read(struct drm_gem_object *obj, u64 offset, void *dst,
+		 size_t len);
 int vnpu_bo_create_ioctl(struct drm_device *dev, void *data,
 			 struct drm_file *file);
 int vnpu_bo_info_ioctl(struct drm_device *dev, void *data,

@@ -347,6 +347,13 @@ static void vnpu_shmem_free(struct drm_gem_object *obj)
 	struct vnpu_bo *bo = to_vnpu_bo(obj);
 
 	WARN_ON(!list_empty(&bo->mappings));
+	if (bo->cmd_vaddr) {
+		struct iosys_map map = IOSYS_MAP_INIT_VADDR(bo->cmd_vaddr);
+
+		dma_resv_lock(obj->resv, NULL);
+		drm_gem_shmem_vunmap(&bo->shmem, &map);
+		dma_resv_unlock(obj->resv);
+	}
 	vnpu_bo_uncharge(bo);
 	mutex_destroy(&bo->map_lock);
 	drm_gem_shmem_free(&bo->shmem);
@@ -365,6 +372,65 @@ static const struct drm_gem_object_funcs vnpu_shmem_funcs = {
 	.mmap = drm_gem_shmem_object_mmap,
 	.vm_ops = &drm_gem_shmem_vm_ops,
 };
+
+/*
+ * The kernel mapping SUBMIT copies commands through. Mapping a shmem BO
+ * and unmapping it again (page tables, a TLB flush) took a fifth of a
+ * SUBMIT, so a BO of our own keeps the mapping its first SUBMIT made until
+ * it is freed: kernel address space and pinned pages for memory its owner
+ * is already charged for. VRAM is mapped for good anyway; an imported BO
+ * belongs to its exporter and is mapped per call.
+ */
+static void *vnpu_bo_cmd_vaddr(struct vnpu_bo *bo)
+{
+	struct drm_gem_object *obj = &bo->shmem.base;
+	/* Pairs with the smp_store_release() below: a complete mapping. */
+	void *vaddr = smp_load_acquire(&bo->cmd_vaddr);
+	struct iosys_map map;
+
+	if (vaddr)
+		return vaddr;
+	if (dma_resv_lock_interruptible(obj->resv, NULL))
+		return ERR_PTR(-ERESTARTSYS);
+	vaddr = bo->cmd_vaddr;
+	if (!vaddr) {
+		int ret = drm_gem_shmem_vmap(&bo->shmem, &map);
+
+		if (ret) {
+			vaddr = ERR_PTR(ret);
+		} else {
+			vaddr = map.vaddr;
+			/* Pairs with the smp_load_acquire() above. */
+			smp_store_release(&bo->cmd_vaddr, vaddr);
+		}
+	}
+	dma_resv_unlock(obj->resv);
+	return vaddr;
+}
+
+/* Copies len bytes at offset (checked by the caller) out of a BO. */
+int vnpu_bo_read(struct drm_gem_object *obj, u64 offset, void *dst,
+		 size_t len)
+{
+	struct vnpu_bo *bo = to_vnpu_bo(obj);
+	struct iosys_map map;
+	void *vaddr;
+	int ret;
+
+	if (bo->vram || drm_gem_is_imported(obj)) {
+		ret = drm_gem_vmap_unlocked(obj, &map);
+		if (ret)
+			return ret;
+		iosys_map_memcpy_from(dst, &map, offset, len);
+		drm_gem_vunmap_unlocked(obj, &map);
+		return 0;
+	}
+	vaddr = vnpu_bo_cmd_vaddr(bo);
+	if (IS_ERR(vaddr))
+		return PTR_ERR(vaddr);
+	memcpy(dst, vaddr + offset, len);
+	return 0;
+}
 
 /* drm_driver.gem_create_object: shmem BOs, own and PRIME-imported. */
 struct drm_gem_object *vnpu_gem_create_object(struct drm_device *dev,

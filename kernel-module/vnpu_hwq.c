@@ -465,10 +465,8 @@ static void vnpu_free_job(struct drm_sched_job *sj)
 		dma_fence_put(job->hw_fence);
 	for (i = 0; i < job->bo_count; i++)
 		drm_gem_object_put(job->bos[i]);
-	kvfree(job->bos);
-	kvfree(job->cmds);
 	vnpu_queue_put(job->queue);
-	kfree(job);
+	kvfree(job);
 }
 
 static const struct drm_sched_backend_ops vnpu_sched_ops = {

@@ -34,46 +34,65 @@ static int vnpu_cmd_check(struct vnpu_device *vdev, const struct vnpu_cmd *c)
 	}
 }
 
-/* Copies and checks the command buffer. */
+/* Copies and checks the command buffer into job->cmds. */
 static int vnpu_job_read_cmds(struct vnpu_device *vdev, struct drm_file *file,
 			      struct drm_vnpu_submit *args,
 			      struct vnpu_job *job)
 {
+	size_t bytes = (size_t)args->cmd_count * VNPU_CMD_SIZE;
 	struct drm_gem_object *obj;
-	struct iosys_map map;
-	u64 bytes, end;
+	u64 end;
 	u32 i;
 	int ret;
 
 	if (args->cmd_offset % 8)
 		return -EINVAL;
-	bytes = (u64)args->cmd_count * VNPU_CMD_SIZE;
 	obj = drm_gem_object_lookup(file, args->cmd_bo);
 	if (!obj)
 		return -ENOENT;
 	ret = -EINVAL;
-	if (check_add_overflow(args->cmd_offset, bytes, &end) ||
+	if (check_add_overflow(args->cmd_offset, (u64)bytes, &end) ||
 	    end > obj->size)
 		goto out;
-	ret = -ENOMEM;
-	job->cmds = kvmalloc(bytes, GFP_KERNEL);
-	if (!job->cmds)
-		goto out;
-	ret = drm_gem_vmap_unlocked(obj, &map);
+	ret = vnpu_bo_read(obj, args->cmd_offset, job->cmds, bytes);
 	if (ret)
 		goto out;
-	iosys_map_memcpy_from(job->cmds, &map, args->cmd_offset, bytes);
-	drm_gem_vunmap_unlocked(obj, &map);
 	job->cmd_count = args->cmd_count;
 	for (i = 0; i < job->cmd_count; i++) {
 		ret = vnpu_cmd_check(vdev, &job->cmds[i]);
 		if (ret)
 			goto out;
 	}
-	ret = 0;
 out:
 	drm_gem_object_put(obj);
 	return ret;
+}
+
+/*
+ * Looks up the BOs a handle at a time, through a small copy of the
+ * handles: no allocation, and job->bo_count counts the references held.
+ */
+static int vnpu_job_lookup_bos(struct vnpu_job *job, struct drm_file *file,
+			       const u32 __user *handles, u32 count)
+{
+	u32 chunk[32];
+	u32 i, n;
+
+	while (job->bo_count < count) {
+		n = min_t(u32, count - job->bo_count, ARRAY_SIZE(chunk));
+		if (copy_from_user(chunk, handles + job->bo_count,
+				   n * sizeof(*chunk)))
+			return -EFAULT;
+		for (i = 0; i < n; i++) {
+			struct drm_gem_object *obj =
+				drm_gem_object_lookup(file, chunk[i]);
+
+			if (!obj)
+				return -ENOENT;
+			job->bos[job->bo_count++] = obj;
+		}
+	}
+	return 0;
 }
 
 static int vnpu_job_add_deps(struct vnpu_job *job, struct drm_file *file,
@@ -126,34 +145,38 @@ static void vnpu_job_free_unarmed(struct vnpu_job *job)
 	u32 i;
 
 	for (i = 0; i < job->bo_count; i++)
-		if (job->bos[i])
-			drm_gem_object_put(job->bos[i]);
-	kvfree(job->bos);
-	kvfree(job->cmds);
-	kfree(job);
+		drm_gem_object_put(job->bos[i]);
+	kvfree(job);
 }
 
-/* Job creation: the commands copied and checked, the BOs looked up. */
+/*
+ * Job creation: one allocation holding the job, its commands (copied and
+ * checked) and its BO references (looked up).
+ */
 static int vnpu_job_create(struct vnpu_device *vdev, struct drm_file *file,
 			   struct vnpu_queue *queue,
 			   struct drm_vnpu_submit *args, struct vnpu_job **out)
 {
-	struct vnpu_job *job = kzalloc(sizeof(*job), GFP_KERNEL);
+	size_t size = size_add(struct_size_t(struct vnpu_job, cmds,
+					     args->cmd_count),
+			       array_size(args->bo_count, sizeof(void *)));
+	struct vnpu_job *job = kvmalloc(size, GFP_KERNEL);
 	int ret;
 
+	/* DRM_VNPU_JOB_BYTES, what a job is charged, covers the job. */
+	BUILD_BUG_ON(sizeof(*job) > DRM_VNPU_JOB_BYTES(0, 0));
 	if (!job)
 		return -ENOMEM;
+	memset(job, 0, sizeof(*job));
+	job->bos = (struct drm_gem_object **)&job->cmds[args->cmd_count];
 	job->queue = queue;
 	job->ctx = queue->ctx;
 	INIT_LIST_HEAD(&job->node);
 	ret = vnpu_job_read_cmds(vdev, file, args, job);
-	if (!ret && args->bo_count) {
-		ret = drm_gem_objects_lookup(file,
-					     u64_to_user_ptr(args->bo_handles),
-					     args->bo_count, &job->bos);
-		/* On failure the array holds the handles found so far. */
-		job->bo_count = job->bos ? args->bo_count : 0;
-	}
+	if (!ret)
+		ret = vnpu_job_lookup_bos(job, file,
+					  u64_to_user_ptr(args->bo_handles),
+					  args->bo_count);
 	if (ret) {
 		vnpu_job_free_unarmed(job);
 		return ret;

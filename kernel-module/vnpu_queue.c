@@ -21,7 +21,7 @@ static void vnpu_queue_release(struct kref *ref)
 	if (queue->last_fence)
 		dma_fence_put(queue->last_fence);
 	vnpu_ctx_put(queue->ctx);
-	kfree(queue);
+	kfree_rcu(queue, rcu);
 }
 
 void vnpu_queue_put(struct vnpu_queue *queue)
@@ -33,11 +33,12 @@ struct vnpu_queue *vnpu_queue_lookup(struct vnpu_ctx *ctx, u32 id)
 {
 	struct vnpu_queue *queue;
 
-	mutex_lock(&ctx->queue_lock);
+	/* The table's reference may be going: then the queue is gone. */
+	rcu_read_lock();
 	queue = xa_load(&ctx->queues, id);
-	if (queue)
-		kref_get(&queue->ref);
-	mutex_unlock(&ctx->queue_lock);
+	if (queue && !kref_get_unless_zero(&queue->ref))
+		queue = NULL;
+	rcu_read_unlock();
 	return queue;
 }
 
