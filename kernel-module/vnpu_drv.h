@@ -393,7 +393,7 @@ void vnpu_hwq_fini(struct vnpu_hwq *hwq);
 void vnpu_hwq_job_pushed(struct vnpu_hwq *hwq, struct vnpu_job *job);
 void vnpu_hwq_program(struct vnpu_hwq *hwq, int ctx_index);
 void vnpu_hwq_push(struct vnpu_hwq *hwq, struct vnpu_job *job);
-void vnpu_hwq_retire(struct vnpu_hwq *hwq);
+bool vnpu_hwq_retire(struct vnpu_hwq *hwq, bool ok_only);
 void vnpu_hwq_head_update(struct vnpu_hwq *hwq, bool restart);
 bool vnpu_hwq_contended(struct vnpu_hwq *hwq);
 bool vnpu_cmd_retired(struct vnpu_hwq *hwq, struct vnpu_job *job, u32 i);

@@ -147,19 +147,16 @@ static irqreturn_t vnpu_irq_events(int irq, void *arg)
  * Queue vectors: completions are retired here, in the hard handler, so a
  * job's fence signals without waking the interrupt thread first (a
  * context switch, and under an emulator a host thread hand-off, per job).
- * A pending MMU fault needs the thread: the fault handling sleeps.
+ * Only jobs whose commands all succeeded: a failed one may be a fault's,
+ * and the fault handling sleeps (the thread). Nothing else is read from
+ * the device: under an emulator every register access is a VM exit.
  */
 static irqreturn_t vnpu_irq_queue_hard(int irq, void *arg)
 {
 	struct vnpu_hwq *hwq = arg;
-	struct vnpu_device *vdev = hwq->vdev;
 
-	if (vnpu_rd(vdev, VNPU_REG_FAULTED_CTX_LO) ||
-	    vnpu_rd(vdev, VNPU_REG_FAULTED_CTX_HI))
-		return IRQ_WAKE_THREAD;
-	vnpu_wr(vdev, VNPU_REG_IRQ_STATUS, VNPU_IRQ_QUEUE(hwq->index));
-	vnpu_hwq_retire(hwq);
-	return IRQ_HANDLED;
+	vnpu_wr(hwq->vdev, VNPU_REG_IRQ_STATUS, VNPU_IRQ_QUEUE(hwq->index));
+	return vnpu_hwq_retire(hwq, true) ? IRQ_WAKE_THREAD : IRQ_HANDLED;
 }
 
 static irqreturn_t vnpu_irq_queue(int irq, void *arg)
@@ -177,7 +174,7 @@ static irqreturn_t vnpu_irq_queue(int irq, void *arg)
 	if (vnpu_rd(vdev, VNPU_REG_FAULTED_CTX_LO) ||
 	    vnpu_rd(vdev, VNPU_REG_FAULTED_CTX_HI))
 		vnpu_mmu_handle_faults(vdev);
-	vnpu_hwq_retire(hwq);
+	vnpu_hwq_retire(hwq, false);
 	return IRQ_HANDLED;
 }
 

@@ -222,20 +222,31 @@ void vnpu_fence_job_status(struct dma_fence *finished,
 		st->status = VNPU_STATUS_CONTEXT_FAULTED;
 }
 
-/* Signals every job whose last command has retired. */
-void vnpu_hwq_retire(struct vnpu_hwq *hwq)
+/*
+ * Signals every job whose last command has retired. ok_only: stops at a
+ * job with a failed command and returns true. The failure may be a fault,
+ * whose handling sleeps and must mark the context faulted before its job
+ * signals (the interrupt thread does both).
+ */
+bool vnpu_hwq_retire(struct vnpu_hwq *hwq, bool ok_only)
 {
 	struct vnpu_job *job, *tmp;
 	unsigned long flags;
+	bool failed = false;
 
 	spin_lock_irqsave(&hwq->lock, flags);
 	list_for_each_entry_safe(job, tmp, &hwq->inflight, node) {
 		if (!vnpu_cmd_retired(hwq, job, job->cmd_count - 1))
 			break;
 		vnpu_job_collect(hwq, job, job->cmd_count);
+		if (ok_only && job->error) {
+			failed = true;
+			break;
+		}
 		vnpu_job_signal(job, job->error);
 	}
 	spin_unlock_irqrestore(&hwq->lock, flags);
+	return failed;
 }
 
 /*
@@ -502,12 +513,14 @@ int vnpu_hwq_init(struct vnpu_device *vdev, u32 index)
 	hwq->fence_ctx = dma_fence_context_alloc(1);
 	snprintf(hwq->name, sizeof(hwq->name), "vnpu-hwq%u", index);
 	/*
-	 * The scheduler's own ordered queue, high priority: a user's threads
+	 * The scheduler's own queue, high priority: a user's threads
 	 * spinning on SUBMIT must not delay other contexts' jobs by starving
-	 * the work that feeds the ring.
+	 * the work that feeds the ring. Per-CPU, not unbound: run_job then
+	 * runs on the CPU that pushed the job (SUBMIT's, or the completion
+	 * interrupt's), without waking another CPU (docs/vm.md, the profile).
 	 */
-	hwq->submit_wq = alloc_ordered_workqueue("%s", WQ_HIGHPRI |
-						 WQ_MEM_RECLAIM, hwq->name);
+	hwq->submit_wq = alloc_workqueue("%s", WQ_HIGHPRI | WQ_MEM_RECLAIM, 0,
+					 hwq->name);
 	if (!hwq->submit_wq)
 		return -ENOMEM;
 	ret = drm_sched_init(&hwq->sched, &vnpu_sched_ops, hwq->submit_wq,

@@ -429,7 +429,7 @@ enum drm_gpu_sched_stat vnpu_timedout_job(struct drm_sched_job *sj)
 	/* Read before the registers: see vnpu_device_reset(). */
 	seen_resets = atomic_read(&vdev->reset_count);
 	/* A lost interrupt: the records say it is done. */
-	vnpu_hwq_retire(hwq);
+	vnpu_hwq_retire(hwq, false);
 	if (dma_fence_is_signaled(&sj->s_fence->finished) ||
 	    (job->hw_fence && dma_fence_is_signaled(job->hw_fence))) {
 		drm_dev_exit(idx);
