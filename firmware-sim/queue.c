@@ -283,28 +283,6 @@ void sim_queue_write_locked(struct vnpu_sim *sim, unsigned q, uint32_t reg,
 	}
 }
 
-void sim_doorbell_locked(struct vnpu_sim *sim, unsigned q, uint32_t value)
-{
-	struct sim_queue *qu = &sim->queue[q];
-
-	if (!qu->enabled) {
-		sim_log(sim, "vnpu: doorbell of disabled queue %u", q);
-		sim_set_error_locked(sim, VNPU_ERR_DOORBELL_DISABLED, q, value,
-				     VNPU_EVENT_DOORBELL_ERROR);
-		return;
-	}
-	if (value >= queue_entries(qu)) {
-		sim_log(sim, "vnpu: queue %u doorbell %u beyond %u entries", q,
-			value, queue_entries(qu));
-		sim_set_error_locked(sim, VNPU_ERR_DOORBELL_RANGE, q, value,
-				     VNPU_EVENT_DOORBELL_ERROR);
-		return;
-	}
-	qu->tail = value;
-	queue_changed_locked(sim, q);
-	sim_wake_cp_locked(sim);
-}
-
 /* No reset and no disable (nor re-enable) of the queue since the
  * snapshot, when the queue was enabled: every enable change bumps the
  * queue's generation. Lock-free (both counters are atomic). */
@@ -374,14 +352,23 @@ static enum step_outcome complete(struct vnpu_sim *sim, struct sim_exec *ex)
 	return OUT_RETIRED;
 }
 
+/* Commands that finish in one short step: a doorbell may run them. */
+static bool cmd_is_short(uint8_t opcode)
+{
+	return opcode == VNPU_OP_NOP || opcode == VNPU_OP_FENCE_SIGNAL ||
+	       opcode == VNPU_OP_TIMESTAMP;
+}
+
 /*
  * One step of the command in flight on a queue, without the lock. abort:
  * the queue's ABORT is pending; cancelled: the queue was disabled since the
- * command was fetched. A launch in flight is not on the cores here (the
- * caller waits for its blocks to be over first).
+ * command was fetched; short_only: a fetched command that is not short is
+ * left as it is, to be fetched again by the command processor. A launch in
+ * flight is not on the cores here (the caller waits for its blocks to be
+ * over first).
  */
 static enum step_outcome run_step(struct vnpu_sim *sim, struct sim_exec *ex,
-				  bool abort, bool cancelled)
+				  bool abort, bool cancelled, bool short_only)
 {
 	bool progressed = true;
 
@@ -399,6 +386,9 @@ static enum step_outcome run_step(struct vnpu_sim *sim, struct sim_exec *ex,
 	if (ex->phase == SIM_PH_FETCH) {
 		if (!fetch(sim, ex))
 			return OUT_DROPPED;
+		if (short_only && !ex->faulted &&
+		    !cmd_is_short(ex->cmd.hdr.opcode))
+			return OUT_NONE;
 		if (ex->faulted) {
 			ex->status = VNPU_STATUS_CONTEXT_FAULTED;
 			ex->info = 0;
@@ -518,6 +508,48 @@ static enum sim_step commit_locked(struct vnpu_sim *sim, unsigned q,
 	return SIM_STEP_NONE;
 }
 
+/*
+ * One step of queue q, if it can progress (lock held, dropped while the
+ * step runs, with cp_busy set). short_only: see run_step.
+ */
+static enum sim_step step_queue_locked(struct vnpu_sim *sim, unsigned q,
+				       bool short_only)
+{
+	struct sim_queue *qu = &sim->queue[q];
+	struct sim_exec *ex = &qu->exec;
+	enum step_outcome out;
+	enum sim_step step;
+	bool abort, cancelled, timed;
+	uint64_t t0 = 0;
+
+	if (!(sim->active_queues & (1u << q)) ||
+	    !queue_steppable_locked(sim, q))
+		return SIM_STEP_NONE;
+	if (!qu->busy)
+		exec_start_locked(sim, q);
+	abort = qu->aborting;
+	cancelled = qu->gen != ex->qgen;
+	ex->faulted = sim->ctx[ex->ctx].fault_status != 0;
+	sim->cp_busy = true;
+	/* Blocked in FENCE_WAIT is not executing (Q_BUSY_US). */
+	timed = ex->phase != SIM_PH_WAIT;
+	sim_unlock(sim); /* delivers the last retirement's interrupt */
+
+	if (timed)
+		t0 = sim_clock(sim);
+	out = run_step(sim, ex, abort, cancelled, short_only);
+	if (timed)
+		t0 = sim_clock(sim) - t0;
+
+	sim_lock(sim);
+	/* not into the counter of a reset that came meanwhile */
+	if (timed && sim->epoch == ex->epoch)
+		atomic_fetch_add(&qu->busy_ns, t0);
+	step = commit_locked(sim, q, out);
+	cp_done_locked(sim);
+	return step;
+}
+
 enum sim_step sim_cp_step_locked(struct vnpu_sim *sim)
 {
 	unsigned nq = sim->cfg.num_queues;
@@ -527,48 +559,74 @@ enum sim_step sim_cp_step_locked(struct vnpu_sim *sim)
 	 * (not its state's cache lines), the device-wide checks only for a
 	 * queue with work. */
 	for (unsigned i = 0; i < nq; i++, q = q + 1 == nq ? 0 : q + 1) {
-		struct sim_queue *qu = &sim->queue[q];
-		struct sim_exec *ex = &qu->exec;
-		enum step_outcome out;
 		enum sim_step step;
-		bool abort, cancelled, timed;
-		uint64_t t0 = 0;
 
 		if (!(sim->active_queues & (1u << q)))
 			continue;
 		if (!sim_processing_allowed_locked(sim) ||
 		    atomic_load(&sim->cancel))
 			break;
-		if (!queue_steppable_locked(sim, q))
-			continue;
-		if (!qu->busy)
-			exec_start_locked(sim, q);
-		abort = qu->aborting;
-		cancelled = qu->gen != ex->qgen;
-		ex->faulted = sim->ctx[ex->ctx].fault_status != 0;
-		sim->cp_busy = true;
-		/* Blocked in FENCE_WAIT is not executing (Q_BUSY_US). */
-		timed = ex->phase != SIM_PH_WAIT;
-		sim_unlock(sim); /* delivers the last retirement's interrupt */
-
-		if (timed)
-			t0 = sim_clock(sim);
-		out = run_step(sim, ex, abort, cancelled);
-		if (timed)
-			t0 = sim_clock(sim) - t0;
-
-		sim_lock(sim);
-		/* not into the counter of a reset that came meanwhile */
-		if (timed && sim->epoch == ex->epoch)
-			atomic_fetch_add(&qu->busy_ns, t0);
-		step = commit_locked(sim, q, out);
-		cp_done_locked(sim);
+		step = step_queue_locked(sim, q, false);
 		if (step != SIM_STEP_NONE) {
 			sim->rr_next = q + 1 == nq ? 0 : q + 1;
 			return step;
 		}
 	}
 	return SIM_STEP_NONE;
+}
+
+/*
+ * doorbell_runs_short: while the command processor sleeps with nothing to
+ * do, the doorbell's thread steps the rung queue for it, as long as its
+ * commands are short (lock held, dropped during each step; cp_lent keeps
+ * the command processor out meanwhile). True when the queue needs the
+ * command processor no more.
+ */
+static bool doorbell_run_short_locked(struct vnpu_sim *sim, unsigned q)
+{
+	unsigned n;
+
+	if (!sim->cfg.doorbell_runs_short ||
+	    sim->cfg.mode != VNPU_SIM_THREADS || !sim->cp_idle ||
+	    sim->cp_lent || sim->cp_busy || sim->boot_pending)
+		return false;
+	sim->cp_lent = true;
+	for (n = 0; n < SIM_DOORBELL_SHORT_MAX; n++) {
+		if (!sim_processing_allowed_locked(sim) ||
+		    atomic_load(&sim->cancel) ||
+		    step_queue_locked(sim, q, true) != SIM_STEP_RETIRED)
+			break;
+	}
+	/* Their interrupts, before the write returns; busy meanwhile, so a
+	 * reset waits for them instead of being followed by one. */
+	sim_cp_deliver_locked(sim);
+	sim->cp_lent = false;
+	/* the command processor may wait for the loan to end */
+	pthread_cond_broadcast(&sim->idle_cv);
+	return !(sim->active_queues & (1u << q));
+}
+
+void sim_doorbell_locked(struct vnpu_sim *sim, unsigned q, uint32_t value)
+{
+	struct sim_queue *qu = &sim->queue[q];
+
+	if (!qu->enabled) {
+		sim_log(sim, "vnpu: doorbell of disabled queue %u", q);
+		sim_set_error_locked(sim, VNPU_ERR_DOORBELL_DISABLED, q, value,
+				     VNPU_EVENT_DOORBELL_ERROR);
+		return;
+	}
+	if (value >= queue_entries(qu)) {
+		sim_log(sim, "vnpu: queue %u doorbell %u beyond %u entries", q,
+			value, queue_entries(qu));
+		sim_set_error_locked(sim, VNPU_ERR_DOORBELL_RANGE, q, value,
+				     VNPU_EVENT_DOORBELL_ERROR);
+		return;
+	}
+	qu->tail = value;
+	queue_changed_locked(sim, q);
+	if (!doorbell_run_short_locked(sim, q))
+		sim_wake_cp_locked(sim);
 }
 
 void sim_cp_deliver_locked(struct vnpu_sim *sim)

@@ -56,6 +56,8 @@
  * doorbell after its queues ran dry, before it sleeps (a burst of
  * submissions then costs no thread wake-up per doorbell). */
 #define SIM_CP_SPIN_NS 50000ull
+/* doorbell_runs_short: at most this many commands per doorbell. */
+#define SIM_DOORBELL_SHORT_MAX 8u
 /* A spin-wait's first part, without yielding the CPU: on a host with few
  * CPUs the thread it waits for may need this one. */
 #define SIM_SPIN_PAUSE_NS 1000ull
@@ -263,6 +265,10 @@ struct vnpu_sim {
 	/* Threaded: a device thread is the command processor (workers.c). */
 	bool cp_role;
 	bool cp_stop;
+	/* The role's holder sleeps with nothing to do, and a doorbell's
+	 * thread may step in for it (cp_lent while it does; queue.c). */
+	bool cp_idle;
+	bool cp_lent;
 	/* Bytes of bounce buffers the launches in flight hold (the CP's). */
 	uint64_t staging_used;
 	struct sim_pool pool;

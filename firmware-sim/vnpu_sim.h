@@ -23,7 +23,8 @@ struct vnpu_sim;
  * that may itself be blocked in vnpu_sim_reset(), vnpu_sim_reg_write() or
  * vnpu_sim_destroy() (a QEMU host defers msix_notify to a bottom half).
  * clock_ns and log may also be called from the thread accessing registers,
- * with the simulator lock held.
+ * with the simulator lock held. With doorbell_runs_short (below), a thread
+ * inside vnpu_sim_reg_write may call any of them, without the lock.
  */
 struct vnpu_sim_hal {
 	void *opaque;
@@ -61,6 +62,16 @@ struct vnpu_sim_config {
 	unsigned num_cores;    /* 1..VNPU_MAX_CORES */
 	enum vnpu_sim_mode mode;
 	bool test_mode; /* TEST_INJECT register and command allowed */
+	/*
+	 * Threaded mode: a doorbell rung while the command processor sleeps
+	 * with nothing to do runs the queue's short commands (NOP,
+	 * FENCE_SIGNAL, TIMESTAMP; a bounded number) in the ringing thread,
+	 * inside vnpu_sim_reg_write, which then also calls hal.irq for them:
+	 * no thread wake-up on the way to the completion. For hosts whose
+	 * irq callback may run there (it must not take a lock the writer of
+	 * a doorbell holds).
+	 */
+	bool doorbell_runs_short;
 };
 
 /* Returns 0, -EINVAL for a bad config or HAL, -ENOMEM, or -errno of a

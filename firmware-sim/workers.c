@@ -373,7 +373,12 @@ static struct sim_launch *cp_serve_locked(struct vnpu_sim *sim, uint32_t *block)
 		} else if (!cp_has_work_locked(sim) &&
 			   !cp_poll_wake(sim, SIM_CP_SPIN_NS) &&
 			   !cp_has_work_locked(sim) && !sim->cp_stop) {
+			/* asleep, a doorbell's thread may step in (queue.c) */
+			sim->cp_idle = true;
 			pthread_cond_wait(&sim->wake_cv, &sim->lock);
+			sim->cp_idle = false;
+			while (sim->cp_lent)
+				pthread_cond_wait(&sim->idle_cv, &sim->lock);
 		}
 	}
 	return NULL;

@@ -17,8 +17,12 @@
  * Execution modes: "threads" runs the simulator's command processor and
  * cores on their own threads, off the BQL; "deterministic" runs the command
  * processor in a bottom half of the main loop, one bounded step at a time.
- * In both modes interrupts are delivered by a bottom half in the main loop,
- * under the BQL.
+ * In threads mode a doorbell written while the command processor sleeps
+ * runs the queue's short commands (NOP, FENCE_SIGNAL, TIMESTAMP) in the
+ * vCPU's write, and their interrupts go out before the write returns: no
+ * host thread wakes on the way (docs/vm.md has the profile). Interrupts
+ * raised on a simulator thread are delivered by a bottom half in the main
+ * loop; all of them under the BQL.
  *
  * The device clock is QEMU_CLOCK_VIRTUAL: heartbeat, timestamps and fence
  * polling in deterministic mode follow virtual time (under -accel qtest it
@@ -199,12 +203,23 @@ static int vnpu_hal_dma_write(void *opaque, uint64_t addr, const void *buf,
     return 0;
 }
 
-/* Any thread: record the vector, deliver it from the main loop. */
+static void vnpu_deliver(VnpuState *s, uint32_t vectors);
+
+/*
+ * Any thread. With the BQL (a vCPU's register write ran short commands,
+ * or the deterministic bottom half): delivered at once. A simulator thread
+ * must never wait for the BQL (see vnpu_dma_target_ok): from there the
+ * vector is recorded and delivered by a bottom half in the main loop.
+ */
 static void vnpu_hal_irq(void *opaque, unsigned vector)
 {
     VnpuState *s = opaque;
 
     if (vector >= 32) {
+        return;
+    }
+    if (bql_locked()) {
+        vnpu_deliver(s, 1u << vector);
         return;
     }
     qatomic_or(&s->pending_vectors, 1u << vector);
@@ -247,11 +262,9 @@ static void vnpu_update_intx(VnpuState *s)
     pci_set_irq(pdev, vnpu_sim_irq_level(s->sim));
 }
 
-static void vnpu_irq_bh(void *opaque)
+static void vnpu_deliver(VnpuState *s, uint32_t vectors)
 {
-    VnpuState *s = opaque;
     PCIDevice *pdev = &s->parent_obj;
-    uint32_t vectors = qatomic_xchg(&s->pending_vectors, 0);
 
     if (msix_enabled(pdev)) {
         unsigned nvec = VNPU_MSIX_VECTORS(s->num_queues);
@@ -263,6 +276,13 @@ static void vnpu_irq_bh(void *opaque)
         }
     }
     vnpu_update_intx(s);
+}
+
+static void vnpu_irq_bh(void *opaque)
+{
+    VnpuState *s = opaque;
+
+    vnpu_deliver(s, qatomic_xchg(&s->pending_vectors, 0));
 }
 
 /* ---- deterministic execution (main loop, BQL) ----------------------------- */
@@ -521,6 +541,8 @@ static void vnpu_realize(PCIDevice *pdev, Error **errp)
         .num_cores = s->num_cores,
         .mode = s->deterministic ? VNPU_SIM_DETERMINISTIC : VNPU_SIM_THREADS,
         .test_mode = s->test_mode,
+        /* BAR0 writes come under the BQL, as does the reset. */
+        .doorbell_runs_short = true,
     };
     hal.opaque = s;
     ret = vnpu_sim_create(&cfg, &hal, &s->sim);

@@ -50,10 +50,15 @@ static int hal_dma_write(void *opaque, uint64_t addr, const void *buf,
 	return 0;
 }
 
+/* Whether this thread is inside vnpu_simhost_wr. */
+static _Thread_local bool in_reg_write;
+
 static void hal_irq(void *opaque, unsigned vector)
 {
 	struct vnpu_simhost *h = opaque;
 
+	if (in_reg_write)
+		atomic_fetch_add(&h->irqs_in_reg_write, 1);
 	if (vector < VNPU_MSIX_VECTORS(VNPU_MAX_QUEUES))
 		atomic_fetch_add(&h->irq_count[vector], 1);
 }
@@ -126,6 +131,7 @@ int vnpu_simhost_create(const struct vnpu_simhost_config *cfg,
 	sc.num_cores = h->cfg.num_cores;
 	sc.mode = h->cfg.mode;
 	sc.test_mode = h->cfg.test_mode;
+	sc.doorbell_runs_short = h->cfg.doorbell_runs_short;
 	hal.opaque = h;
 	hal.dma_read = hal_dma_read;
 	hal.dma_write = hal_dma_write;
@@ -159,7 +165,9 @@ uint32_t vnpu_simhost_rd(struct vnpu_simhost *h, uint32_t offset)
 
 void vnpu_simhost_wr(struct vnpu_simhost *h, uint32_t offset, uint32_t value)
 {
+	in_reg_write = true;
 	vnpu_sim_reg_write(h->sim, offset, value);
+	in_reg_write = false;
 }
 
 /* ---- memory -------------------------------------------------------------- */
@@ -445,7 +453,9 @@ uint64_t vnpu_simhost_push(struct vnpu_simhost *h, unsigned q,
 
 void vnpu_simhost_ring(struct vnpu_simhost *h, unsigned q)
 {
+	in_reg_write = true;
 	vnpu_ring_doorbell(h->sim, q, h->q[q].tail);
+	in_reg_write = false;
 }
 
 uint64_t vnpu_simhost_submit(struct vnpu_simhost *h, unsigned q,
@@ -555,6 +565,11 @@ unsigned vnpu_simhost_irq_count(struct vnpu_simhost *h, unsigned vector)
 	return vector < VNPU_MSIX_VECTORS(VNPU_MAX_QUEUES)
 		       ? atomic_load(&h->irq_count[vector])
 		       : 0;
+}
+
+unsigned vnpu_simhost_irqs_in_reg_write(struct vnpu_simhost *h)
+{
+	return atomic_load(&h->irqs_in_reg_write);
 }
 
 void vnpu_simhost_irq_clear_counts(struct vnpu_simhost *h)

@@ -40,6 +40,7 @@ struct vnpu_simhost_config {
 	bool test_mode;
 	bool real_clock; /* CLOCK_MONOTONIC instead of a manual clock */
 	bool quiet;	 /* do not print the device's log lines */
+	bool doorbell_runs_short; /* vnpu_sim_config's */
 };
 
 struct vnpu_simhost_ctx {
@@ -68,6 +69,7 @@ struct vnpu_simhost {
 	uint64_t vram_next;
 	atomic_uint_fast64_t clock_ns;
 	atomic_uint irq_count[VNPU_MSIX_VECTORS(VNPU_MAX_QUEUES)];
+	atomic_uint irqs_in_reg_write; /* raised inside vnpu_simhost_wr */
 	atomic_uint log_count;
 	pthread_mutex_t log_lock;
 	char last_log[256];
@@ -162,6 +164,8 @@ uint32_t vnpu_simhost_launch(struct vnpu_simhost *h, unsigned q,
 			     uint32_t params_size, struct vnpu_cpl *cpl);
 
 unsigned vnpu_simhost_irq_count(struct vnpu_simhost *h, unsigned vector);
+/* Interrupts raised by the thread of a register write, inside it. */
+unsigned vnpu_simhost_irqs_in_reg_write(struct vnpu_simhost *h);
 void vnpu_simhost_irq_clear_counts(struct vnpu_simhost *h);
 unsigned vnpu_simhost_log_count(struct vnpu_simhost *h);
 

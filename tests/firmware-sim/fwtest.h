@@ -20,8 +20,9 @@
 #define RO VNPU_PTE_READ
 #define WO VNPU_PTE_WRITE
 
-static inline struct vnpu_simhost *ft_host(enum vnpu_sim_mode mode,
-					   bool test_mode)
+/* doorbell_runs_short: the vnpu_sim_config option (threaded mode). */
+static inline struct vnpu_simhost *
+ft_host_opts(enum vnpu_sim_mode mode, bool test_mode, bool doorbell_runs_short)
 {
 	struct vnpu_simhost_config cfg;
 	struct vnpu_simhost *h;
@@ -31,15 +32,23 @@ static inline struct vnpu_simhost *ft_host(enum vnpu_sim_mode mode,
 	cfg.test_mode = test_mode;
 	cfg.real_clock = mode == VNPU_SIM_THREADS;
 	cfg.quiet = true;
+	cfg.doorbell_runs_short = doorbell_runs_short;
 	ck_assert_int_eq(vnpu_simhost_create(&cfg, &h), 0);
 	return h;
 }
 
-/* Booted, contexts 0 and 1 enabled, queue q on context q % 2 (log2 4). */
-static inline struct vnpu_simhost *ft_ready(enum vnpu_sim_mode mode,
-					    bool test_mode)
+static inline struct vnpu_simhost *ft_host(enum vnpu_sim_mode mode,
+					   bool test_mode)
 {
-	struct vnpu_simhost *h = ft_host(mode, test_mode);
+	return ft_host_opts(mode, test_mode, false);
+}
+
+/* Booted, contexts 0 and 1 enabled, queue q on context q % 2 (log2 4). */
+static inline struct vnpu_simhost *
+ft_ready_opts(enum vnpu_sim_mode mode, bool test_mode, bool doorbell_runs_short)
+{
+	struct vnpu_simhost *h =
+		ft_host_opts(mode, test_mode, doorbell_runs_short);
 
 	ck_assert_uint_eq(vnpu_simhost_boot(h), VNPU_BOOT_READY);
 	ck_assert_int_eq(vnpu_simhost_ctx_init(h, 0, false), 0);
@@ -48,6 +57,12 @@ static inline struct vnpu_simhost *ft_ready(enum vnpu_sim_mode mode,
 		ck_assert_int_eq(vnpu_simhost_queue_init(h, q, q % 2, 4, true),
 				 0);
 	return h;
+}
+
+static inline struct vnpu_simhost *ft_ready(enum vnpu_sim_mode mode,
+					    bool test_mode)
+{
+	return ft_ready_opts(mode, test_mode, false);
 }
 
 static inline uint32_t ft_rd(struct vnpu_simhost *h, uint32_t off)

@@ -286,8 +286,12 @@ START_TEST(create_rejects_bad_config)
 				   .dma_write = dummy_dma_w,
 				   .irq = dummy_irq,
 				   .clock_ns = dummy_clock};
-	struct vnpu_sim_config good = {vram, sizeof(vram),	     2,	   2,
-				       1,    VNPU_SIM_DETERMINISTIC, false};
+	struct vnpu_sim_config good = {.vram = vram,
+				       .vram_size = sizeof(vram),
+				       .num_queues = 2,
+				       .num_contexts = 2,
+				       .num_cores = 1,
+				       .mode = VNPU_SIM_DETERMINISTIC};
 	struct vnpu_sim_config c;
 	struct vnpu_sim_hal bad_hal;
 	struct vnpu_sim *sim;

@@ -131,7 +131,7 @@ static void *submit_many(void *arg)
 
 START_TEST(concurrent_doorbells)
 {
-	struct vnpu_simhost *h = ft_ready(VNPU_SIM_THREADS, true);
+	struct vnpu_simhost *h = ft_ready_opts(VNPU_SIM_THREADS, true, _i);
 	struct submitter s[4];
 	pthread_t t[4];
 
@@ -313,7 +313,7 @@ static unsigned irqs_reaching(struct vnpu_simhost *h, unsigned vector,
 START_TEST(doorbells_while_polling_and_asleep)
 {
 	static const unsigned gaps_us[] = {0, 5, 20, 45, 55, 80, 200, 2000};
-	struct vnpu_simhost *h = ft_ready(VNPU_SIM_THREADS, true);
+	struct vnpu_simhost *h = ft_ready_opts(VNPU_SIM_THREADS, true, _i);
 	uint64_t va, seq = 0;
 	uint32_t *mem = vnpu_simhost_alloc_map(h, 0, true, 4096, RW, &va);
 	unsigned irqs = vnpu_simhost_irq_count(h, 1);
@@ -415,7 +415,8 @@ END_TEST
 START_TEST(no_interrupt_after_reset)
 {
 	for (unsigned round = 0; round < 20; round++) {
-		struct vnpu_simhost *h = ft_ready(VNPU_SIM_THREADS, true);
+		struct vnpu_simhost *h =
+			ft_ready_opts(VNPU_SIM_THREADS, true, _i);
 		unsigned after;
 
 		for (unsigned i = 0; i < 15; i++) {
@@ -433,6 +434,90 @@ START_TEST(no_interrupt_after_reset)
 		ck_assert_uint_le(after, 15);
 		vnpu_simhost_destroy(h);
 	}
+}
+END_TEST
+
+/*
+ * doorbell_runs_short: while the command processor sleeps, a doorbell runs
+ * NOP, FENCE_SIGNAL and TIMESTAMP itself and raises their interrupts before
+ * the write returns. The command processor may still be awake (polling, or
+ * not yet scheduled on a loaded host): then it runs them, so the test needs
+ * one round of 20 where the doorbell did.
+ */
+START_TEST(short_commands_run_in_the_doorbell)
+{
+	struct vnpu_simhost *h = ft_ready_opts(VNPU_SIM_THREADS, true, true);
+	uint64_t va, seq = 0;
+	uint64_t *mem = vnpu_simhost_alloc_map(h, 0, true, 4096, RW, &va);
+	bool inline_round = false;
+
+	for (unsigned round = 0; round < 20 && !inline_round; round++) {
+		struct vnpu_cmd c[3] = {vnpu_nop_cmd(),
+					vnpu_fence_signal_cmd(va, 100 + round),
+					vnpu_timestamp_cmd(va + 8)};
+		unsigned irqs = vnpu_simhost_irqs_in_reg_write(h);
+
+		mem[1] = 0;
+		sleep_ms(5); /* past the command processor's poll */
+		for (unsigned i = 0; i < 3; i++) {
+			c[i].hdr.flags = VNPU_CMD_F_IRQ;
+			seq = vnpu_simhost_push(h, 0, c[i]);
+		}
+		vnpu_simhost_ring(h, 0);
+		if (ft_qreg(h, 0, VNPU_Q_DONE_SEQ_LO) == (uint32_t)seq) {
+			inline_round = true;
+			ck_assert_uint_eq(vnpu_simhost_irqs_in_reg_write(h),
+					  irqs + 3);
+		}
+		ck_assert_int_eq(vnpu_simhost_wait(h, 0, seq, 10000), 0);
+		ck_assert_uint_eq(mem[0], 100 + round);
+		ck_assert_uint_ne(mem[1], 0);
+		for (uint64_t s = seq - 2; s <= seq; s++)
+			ck_assert_uint_eq(vnpu_simhost_cpl(h, 0, s).status,
+					  VNPU_STATUS_OK);
+	}
+	ck_assert(inline_round);
+	ck_assert_uint_eq(irqs_reaching(h, 1, (unsigned)seq), seq);
+	vnpu_simhost_destroy(h);
+}
+END_TEST
+
+/*
+ * A doorbell runs short commands only: a FILL after a NOP goes to the
+ * command processor, and so does what follows it; a long run of NOPs is
+ * cut after SIM_DOORBELL_SHORT_MAX. Everything completes, in order.
+ */
+START_TEST(long_commands_go_to_the_command_processor)
+{
+	struct vnpu_simhost *h = ft_ready_opts(VNPU_SIM_THREADS, true, true);
+	uint64_t va, seq;
+	uint32_t *mem = vnpu_simhost_alloc_map(h, 1, true, 1 << 16, RW, &va);
+
+	for (unsigned round = 0; round < 10; round++) {
+		struct vnpu_cmd fill =
+			vnpu_fill_cmd(va, 1 << 16, 0x5a00 + round, 4);
+
+		fill.hdr.flags = VNPU_CMD_F_IRQ;
+		sleep_ms(2);
+		vnpu_simhost_push(h, 1, vnpu_nop_cmd());
+		vnpu_simhost_push(h, 1, fill);
+		seq = vnpu_simhost_push(h, 1, vnpu_nop_cmd());
+		vnpu_simhost_ring(h, 1);
+		ck_assert_int_eq(vnpu_simhost_wait(h, 1, seq, 10000), 0);
+		/* the FILL's interrupt came from the command processor */
+		ck_assert_uint_eq(vnpu_simhost_irqs_in_reg_write(h), 0);
+		for (unsigned i = 0; i < (1 << 14); i++)
+			ck_assert_uint_eq(mem[i], 0x5a00 + round);
+		sleep_ms(2);
+		for (unsigned i = 0; i < 15; i++)
+			seq = vnpu_simhost_push(h, 1, vnpu_nop_cmd());
+		vnpu_simhost_ring(h, 1);
+		ck_assert_int_eq(vnpu_simhost_wait(h, 1, seq, 10000), 0);
+		for (uint64_t s = seq - 14; s <= seq; s++)
+			ck_assert_uint_eq(vnpu_simhost_cpl(h, 1, s).status,
+					  VNPU_STATUS_OK);
+	}
+	vnpu_simhost_destroy(h);
 }
 END_TEST
 
@@ -477,10 +562,13 @@ int main(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, same_results_in_both_modes);
-	tcase_add_test(tc, concurrent_doorbells);
-	tcase_add_test(tc, doorbells_while_polling_and_asleep);
+	/* _i: doorbell_runs_short */
+	tcase_add_loop_test(tc, concurrent_doorbells, 0, 2);
+	tcase_add_loop_test(tc, doorbells_while_polling_and_asleep, 0, 2);
 	tcase_add_test(tc, tlb_invalidation_threaded);
-	tcase_add_test(tc, no_interrupt_after_reset);
+	tcase_add_loop_test(tc, no_interrupt_after_reset, 0, 2);
+	tcase_add_test(tc, short_commands_run_in_the_doorbell);
+	tcase_add_test(tc, long_commands_go_to_the_command_processor);
 	tcase_add_test(tc, fence_released_by_host);
 	tcase_add_test(tc, reset_while_kernels_run);
 	tcase_add_test(tc, destroy_while_kernels_run);
