@@ -162,7 +162,8 @@ shellcheck)
 		exit 1
 	}
 	scripts=(scripts/*.sh scripts/lib/*.sh scripts/guest/init
-		scripts/guest/vnpu-hotplug tests/*/*.sh .ci/run)
+		scripts/guest/vnpu-hotplug scripts/guest/trace-null-jobs
+		tests/*/*.sh .ci/run)
 	if shellcheck -x -S warning "${scripts[@]}"; then
 		ok "${#scripts[@]} scripts clean at severity warning"
 	else
