@@ -80,7 +80,8 @@ uint32_t sim_queue_read_locked(struct vnpu_sim *sim, unsigned q, uint32_t reg)
 		/* An abort in progress keeps the queue enabled until its
 		 * command has stopped. */
 		return (qu->enabled || qu->aborting ? VNPU_Q_CTRL_ENABLE : 0) |
-		       (qu->irq_enable ? VNPU_Q_CTRL_IRQ_ENABLE : 0);
+		       (qu->irq_enable ? VNPU_Q_CTRL_IRQ_ENABLE : 0) |
+		       (qu->irq_coalesce ? VNPU_Q_CTRL_IRQ_COALESCE : 0);
 	case VNPU_Q_STATUS:
 		v = qu->last_error << 16;
 		if (qu->enabled || qu->aborting)
@@ -166,15 +167,19 @@ static void queue_ctrl_write_locked(struct vnpu_sim *sim, unsigned q,
 	bool enable = value & VNPU_Q_CTRL_ENABLE;
 	int bad;
 
+	const uint32_t irq_bits =
+		VNPU_Q_CTRL_IRQ_ENABLE | VNPU_Q_CTRL_IRQ_COALESCE;
+
 	if (qu->aborting) {
 		/* Until the aborted command has stopped, only the
-		 * interrupt enable can change. */
-		if ((value & ~VNPU_Q_CTRL_IRQ_ENABLE) != VNPU_Q_CTRL_ENABLE)
+		 * interrupt bits can change. */
+		if ((value & ~irq_bits) != VNPU_Q_CTRL_ENABLE)
 			sim_log(sim,
 				"vnpu: queue %u: Q_CTRL 0x%x while an abort "
-				"is in progress: only IRQ_ENABLE taken",
+				"is in progress: only the IRQ bits taken",
 				q, value);
 		qu->irq_enable = value & VNPU_Q_CTRL_IRQ_ENABLE;
+		qu->irq_coalesce = value & VNPU_Q_CTRL_IRQ_COALESCE;
 		return;
 	}
 	if (value & VNPU_Q_CTRL_ABORT) {
@@ -182,6 +187,7 @@ static void queue_ctrl_write_locked(struct vnpu_sim *sim, unsigned q,
 		return;
 	}
 	qu->irq_enable = value & VNPU_Q_CTRL_IRQ_ENABLE;
+	qu->irq_coalesce = value & VNPU_Q_CTRL_IRQ_COALESCE;
 	if (enable == qu->enabled)
 		return;
 	if (!enable) {
@@ -461,6 +467,15 @@ static void exec_start_locked(struct vnpu_sim *sim, unsigned q)
 	atomic_store(&ex->launch.stop, false);
 }
 
+/* A retirement's interrupt; coalesced while the queue's bit is set. */
+static void queue_irq_locked(struct vnpu_sim *sim, unsigned q)
+{
+	if (sim->queue[q].irq_coalesce &&
+	    (sim->irq_status & VNPU_IRQ_QUEUE(q)))
+		return;
+	sim_raise_irq_locked(sim, VNPU_IRQ_QUEUE(q), VNPU_MSIX_VECTOR_QUEUE(q));
+}
+
 /* Commits a step (lock held); the step's result. */
 static enum sim_step commit_locked(struct vnpu_sim *sim, unsigned q,
 				   enum step_outcome out)
@@ -491,8 +506,7 @@ static enum sim_step commit_locked(struct vnpu_sim *sim, unsigned q,
 			if (qu->irq_enable &&
 			    ((ex->cmd.hdr.flags & VNPU_CMD_F_IRQ) ||
 			     ex->status != VNPU_STATUS_OK))
-				sim_raise_irq_locked(sim, VNPU_IRQ_QUEUE(q),
-						     VNPU_MSIX_VECTOR_QUEUE(q));
+				queue_irq_locked(sim, q);
 		}
 		queue_changed_locked(sim, q);
 		/* disabled meanwhile: over, but not retired */

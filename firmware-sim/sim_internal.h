@@ -186,6 +186,7 @@ struct sim_queue {
 	bool aborting; /* ABORT requested, its command not stopped yet */
 	bool aborted;  /* Q_STATUS.ABORTED */
 	bool irq_enable;
+	bool irq_coalesce; /* Q_CTRL.IRQ_COALESCE */
 	bool config_error;
 	uint32_t last_error; /* Q_STATUS[31:16] */
 	uint32_t head;

@@ -145,6 +145,7 @@ struct vnpu_device {
 	u32 num_contexts;
 	u32 fw_version;
 	bool test_mode;
+	bool irq_coalesce; /* Q_CTRL.IRQ_COALESCE (hardware ABI minor 2) */
 
 	/* firmware image kept for re-boots after reset */
 	void *fw_cpu;

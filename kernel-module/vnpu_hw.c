@@ -40,6 +40,11 @@ int vnpu_hw_init(struct vnpu_device *vdev)
 			VNPU_HW_ABI_MAJOR);
 		return -ENODEV;
 	}
+	/*
+	 * Minor 2: queue interrupts coalesce until the handler clears their
+	 * status bit, which it does before reading the completion records.
+	 */
+	vdev->irq_coalesce = (vdev->hw_version & 0xffff) >= 2;
 	vdev->caps = vnpu_rd(vdev, VNPU_REG_CAPS);
 	vdev->num_hwq =
 		min_t(u32, VNPU_CAPS_QUEUES(vdev->caps), VNPU_MAX_QUEUES);

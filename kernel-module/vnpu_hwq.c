@@ -49,7 +49,9 @@ void vnpu_hwq_program(struct vnpu_hwq *hwq, int ctx_index)
 	vnpu_qwr(hwq, VNPU_Q_CPL_BASE_HI, upper_32_bits(hwq->cpl_dma));
 	vnpu_qwr(hwq, VNPU_Q_RING_LOG2, hwq->ring_log2);
 	vnpu_qwr(hwq, VNPU_Q_CTX, ctx_index);
-	vnpu_qwr(hwq, VNPU_Q_CTRL, VNPU_Q_CTRL_ENABLE | VNPU_Q_CTRL_IRQ_ENABLE);
+	vnpu_qwr(hwq, VNPU_Q_CTRL,
+		 VNPU_Q_CTRL_ENABLE | VNPU_Q_CTRL_IRQ_ENABLE |
+			 (hwq->vdev->irq_coalesce ? VNPU_Q_CTRL_IRQ_COALESCE : 0));
 	hwq->tail = 0;
 	hwq->cur_ctx = ctx_index;
 	if (!(vnpu_qrd(hwq, VNPU_Q_STATUS) & VNPU_Q_STATUS_ENABLED))

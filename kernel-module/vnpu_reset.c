@@ -428,7 +428,12 @@ enum drm_gpu_sched_stat vnpu_timedout_job(struct drm_sched_job *sj)
 		goto out;
 	/* Read before the registers: see vnpu_device_reset(). */
 	seen_resets = atomic_read(&vdev->reset_count);
-	/* A lost interrupt: the records say it is done. */
+	/*
+	 * A lost interrupt: the records say it is done. Its status bit is
+	 * still set, and with IRQ_COALESCE no retirement signals until it is
+	 * cleared: clear it first, as the interrupt handler does.
+	 */
+	vnpu_wr(vdev, VNPU_REG_IRQ_STATUS, VNPU_IRQ_QUEUE(hwq->index));
 	vnpu_hwq_retire(hwq, false);
 	if (dma_fence_is_signaled(&sj->s_fence->finished) ||
 	    (job->hw_fence && dma_fence_is_signaled(job->hw_fence))) {

@@ -22,9 +22,9 @@
 #define VNPU_REGS_SIZE			0x10000u
 
 /* Hardware ABI version reported in HW_VERSION and required of firmware.
- * Minor 1 added Q_CTRL.ABORT and Q_BUSY_US. */
+ * Minor 1 added Q_CTRL.ABORT and Q_BUSY_US, minor 2 Q_CTRL.IRQ_COALESCE. */
 #define VNPU_HW_ABI_MAJOR		1
-#define VNPU_HW_ABI_MINOR		1
+#define VNPU_HW_ABI_MINOR		2
 
 /* ---- limits -------------------------------------------------------------- */
 #define VNPU_MAX_QUEUES			16
@@ -126,6 +126,10 @@
  * VNPU_STATUS_ABORTED) and disable the queue; the other bits of that write
  * are ignored. Q_STATUS.ENABLED reads 1 until the command has stopped. */
 #define   VNPU_Q_CTRL_ABORT		(1u << 2)
+/* RW: while the queue's IRQ_STATUS bit is set, its retirements signal no
+ * vector (the bit stays set): a driver clears the bit, then reads the
+ * completion records. The first retirement after a clear always signals. */
+#define   VNPU_Q_CTRL_IRQ_COALESCE	(1u << 3)
 #define VNPU_Q_STATUS			0x1c	/* RO */
 #define   VNPU_Q_STATUS_ENABLED		(1u << 0)
 #define   VNPU_Q_STATUS_WAITING		(1u << 1)	/* on FENCE_WAIT */

@@ -233,6 +233,58 @@ START_TEST(queue_interrupts)
 }
 END_TEST
 
+/*
+ * Q_CTRL.IRQ_COALESCE: while the queue's status bit is set its retirements
+ * signal nothing more; the first one after a clear signals again, and a
+ * lone one is never held back. Failures coalesce too. Other queues and
+ * queues without the bit are not affected; reset clears it.
+ */
+START_TEST(queue_interrupts_coalesced)
+{
+	struct vnpu_simhost *h = ft_ready(VNPU_SIM_DETERMINISTIC, true);
+	const uint32_t ctrl = VNPU_Q_CTRL_ENABLE | VNPU_Q_CTRL_IRQ_ENABLE |
+			      VNPU_Q_CTRL_IRQ_COALESCE;
+	struct vnpu_cmd irq_nop = vnpu_nop_cmd();
+	struct vnpu_cmd bad = vnpu_nop_cmd();
+
+	irq_nop.hdr.flags = VNPU_CMD_F_IRQ;
+	bad.hdr.opcode = 0x42;
+	ft_wr(h, VNPU_QUEUE_REG(2, VNPU_Q_CTRL), ctrl);
+	ck_assert_uint_eq(ft_qreg(h, 2, VNPU_Q_CTRL), ctrl);
+	ft_wr(h, VNPU_REG_IRQ_STATUS, 0xffffffff);
+	vnpu_simhost_irq_clear_counts(h);
+
+	ck_assert_uint_eq(ft_exec(h, 2, irq_nop, NULL), VNPU_STATUS_OK);
+	ck_assert_uint_eq(vnpu_simhost_irq_count(h, 3), 1); /* lone: at once */
+	ck_assert_uint_eq(ft_exec(h, 2, irq_nop, NULL), VNPU_STATUS_OK);
+	ck_assert_uint_eq(ft_exec(h, 2, bad, NULL), VNPU_STATUS_INVALID_OPCODE);
+	ck_assert_uint_eq(vnpu_simhost_irq_count(h, 3), 1);
+	ck_assert_uint_eq(ft_rd(h, VNPU_REG_IRQ_STATUS), VNPU_IRQ_QUEUE(2));
+	/* queue 0 has no IRQ_COALESCE: an edge per completion */
+	ck_assert_uint_eq(ft_exec(h, 0, irq_nop, NULL), VNPU_STATUS_OK);
+	ck_assert_uint_eq(ft_exec(h, 0, irq_nop, NULL), VNPU_STATUS_OK);
+	ck_assert_uint_eq(vnpu_simhost_irq_count(h, 1), 2);
+	/* cleared: the next retirement signals again */
+	ft_wr(h, VNPU_REG_IRQ_STATUS, VNPU_IRQ_QUEUE(2));
+	ck_assert_uint_eq(ft_exec(h, 2, irq_nop, NULL), VNPU_STATUS_OK);
+	ck_assert_uint_eq(vnpu_simhost_irq_count(h, 3), 2);
+	ck_assert_uint_eq(ft_exec(h, 2, bad, NULL), VNPU_STATUS_INVALID_OPCODE);
+	ck_assert_uint_eq(vnpu_simhost_irq_count(h, 3), 2);
+	/* a lost signal leaves the bit set: only a clear brings the next */
+	ft_wr(h, VNPU_REG_IRQ_STATUS, VNPU_IRQ_QUEUE(2));
+	ft_wr(h, VNPU_REG_TEST_INJECT, VNPU_INJECT_LOST_IRQ);
+	ck_assert_uint_eq(ft_exec(h, 2, irq_nop, NULL), VNPU_STATUS_OK);
+	ck_assert_uint_eq(ft_exec(h, 2, irq_nop, NULL), VNPU_STATUS_OK);
+	ck_assert_uint_eq(vnpu_simhost_irq_count(h, 3), 2);
+	ft_wr(h, VNPU_REG_IRQ_STATUS, VNPU_IRQ_QUEUE(2));
+	ck_assert_uint_eq(ft_exec(h, 2, irq_nop, NULL), VNPU_STATUS_OK);
+	ck_assert_uint_eq(vnpu_simhost_irq_count(h, 3), 3);
+	vnpu_sim_reset(h->sim);
+	ck_assert_uint_eq(ft_qreg(h, 2, VNPU_Q_CTRL), 0);
+	vnpu_simhost_destroy(h);
+}
+END_TEST
+
 START_TEST(lost_irq)
 {
 	struct vnpu_simhost *h = ft_ready(VNPU_SIM_DETERMINISTIC, true);
@@ -354,6 +406,7 @@ int main(void)
 	tcase_add_test(tc, ring_wraps_around);
 	tcase_add_test(tc, run_budget_and_completion_fields);
 	tcase_add_test(tc, queue_interrupts);
+	tcase_add_test(tc, queue_interrupts_coalesced);
 	tcase_add_test(tc, lost_irq);
 	tcase_add_test(tc, disable_drops_commands);
 	tcase_add_test(tc, ring_fetch_failure_is_fatal);

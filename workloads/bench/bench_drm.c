@@ -10,6 +10,10 @@
  *    same VM: a 512-byte O_DIRECT read of virtio-blk (doorbell, work on a
  *    host thread, completion interrupt; scripts/vm.sh --bench-disk);
  *    goal: the null job <= 1.0x it;
+ *  - bursts of small jobs (a 64-byte FILL each, run by the device's
+ *    command processor) submitted back to back: time and interrupts per
+ *    job (the device coalesces queue interrupts until the driver clears
+ *    them; a lone job's is never held back);
  *  - H2D / D2H bandwidth through the runtime on the drm backend, pageable
  *    and pinned, against memcpy of the same size in the same run.
  *
@@ -78,8 +82,70 @@ static double median_us(double *v, int n)
 struct rt_bench {
 	int fd, blk;
 	uint32_t queue, bo, syncobj;
+	uint32_t data_bo; /* the bursts' FILL target */
 	void *sector;
 };
+
+/* Interrupts the vnpu vectors have taken, over all CPUs (/proc/interrupts). */
+static long vnpu_interrupts(void)
+{
+	FILE *f = fopen("/proc/interrupts", "r");
+	char line[4096];
+	long sum = 0;
+
+	if (!f)
+		DIE("/proc/interrupts: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, ':');
+
+		if (!p || !strstr(line, " vnpu"))
+			continue;
+		for (p++;;) {
+			char *end;
+			long v = strtol(p, &end, 10);
+
+			if (end == p)
+				break;
+			sum += v;
+			p = end;
+		}
+	}
+	fclose(f);
+	return sum;
+}
+
+/* `jobs` one-FILL jobs (cmds[1]) submitted back to back, then the wait
+ * for the last; returns the time, *irqs the interrupts taken meanwhile. */
+static double one_burst(const struct rt_bench *b, int jobs, long *irqs)
+{
+	struct drm_vnpu_submit sub = {
+		.flags = DRM_VNPU_SUBMIT_EXPLICIT_SYNC,
+		.queue_id = b->queue,
+		.cmd_bo = b->bo,
+		.cmd_offset = VNPU_CMD_SIZE,
+		.cmd_count = 1,
+		.bo_handles = (uintptr_t)&b->data_bo,
+		.bo_count = 1,
+	};
+	uint32_t syncobj = b->syncobj;
+	long before = vnpu_interrupts();
+	double t0 = bench_now(), t;
+	int r;
+
+	uint64_t point;
+
+	for (int i = 0; i < jobs; i++)
+		if (drmIoctl(b->fd, DRM_IOCTL_VNPU_SUBMIT, &sub))
+			DIE("SUBMIT: %s", strerror(errno));
+	point = sub.seqno;
+	r = drmSyncobjTimelineWait(b->fd, &syncobj, &point, 1, INT64_MAX, 0,
+				   NULL);
+	if (r)
+		DIE("syncobj wait: %s", strerror(-r));
+	t = bench_now() - t0;
+	*irqs = vnpu_interrupts() - before;
+	return t;
+}
 
 /* One DRM_IOCTL_VERSION with no buffers: the cheapest ioctl of the file. */
 static double one_null_ioctl(const struct rt_bench *b)
@@ -135,20 +201,25 @@ static double one_blk_read(const struct rt_bench *b)
 static void bench_round_trips(int iters, const char *blk)
 {
 	enum { CHUNKS = 20 };
-	struct drm_vnpu_bo_create bc = {.size = 4096};
+	enum { BURST = 32 };
+	struct drm_vnpu_bo_create bc = {.size = 4096}, dc = {.size = 4096};
 	struct drm_vnpu_bo_info bi;
 	struct drm_vnpu_queue_create qc = {.hw_queue = DRM_VNPU_HW_QUEUE_ANY};
 	double *ioc = calloc((size_t)iters, sizeof(double));
 	double *sub = calloc((size_t)iters, sizeof(double));
 	double *job = calloc((size_t)iters, sizeof(double));
 	double *dsk = calloc((size_t)iters, sizeof(double));
+	int bursts = iters / BURST + 5;
+	double *bst = calloc((size_t)bursts, sizeof(double));
+	long irqs = 0;
 	struct rt_bench b = {.fd = open_vnpu(), .blk = -1};
 	double m_ioc, m_sub, m_job, m_dsk = 0;
 	struct vnpu_cmd *cmd;
 
-	if (!ioc || !sub || !job || !dsk)
+	if (!ioc || !sub || !job || !dsk || !bst)
 		DIE("out of memory");
-	if (drmIoctl(b.fd, DRM_IOCTL_VNPU_BO_CREATE, &bc))
+	if (drmIoctl(b.fd, DRM_IOCTL_VNPU_BO_CREATE, &bc) ||
+	    drmIoctl(b.fd, DRM_IOCTL_VNPU_BO_CREATE, &dc))
 		DIE("BO_CREATE: %s", strerror(errno));
 	memset(&bi, 0, sizeof(bi));
 	bi.handle = bc.handle;
@@ -158,11 +229,13 @@ static void bench_round_trips(int iters, const char *blk)
 		   (off_t)bi.mmap_offset);
 	if (cmd == MAP_FAILED)
 		DIE("mmap: %s", strerror(errno));
-	*cmd = vnpu_nop_cmd();
+	cmd[0] = vnpu_nop_cmd();
+	cmd[1] = vnpu_fill_cmd(dc.device_va, 64, 0x5a5a5a5a, 4);
 	if (drmIoctl(b.fd, DRM_IOCTL_VNPU_QUEUE_CREATE, &qc))
 		DIE("QUEUE_CREATE: %s", strerror(errno));
 	b.queue = qc.queue_id;
 	b.bo = bc.handle;
+	b.data_bo = dc.handle;
 	b.syncobj = qc.syncobj;
 	if (blk) {
 		b.blk = open(blk, O_RDONLY | O_DIRECT | O_CLOEXEC);
@@ -191,6 +264,12 @@ static void bench_round_trips(int iters, const char *blk)
 		for (int i = lo; i < hi && blk; i++)
 			dsk[i] = one_blk_read(&b);
 	}
+	for (int i = 0; i < bursts; i++) {
+		long n;
+
+		bst[i] = one_burst(&b, BURST, &n) / BURST;
+		irqs += n;
+	}
 	m_ioc = median_us(ioc, iters);
 	m_sub = median_us(sub, iters);
 	m_job = median_us(job, iters);
@@ -213,12 +292,17 @@ static void bench_round_trips(int iters, const char *blk)
 		free(b.sector);
 		close(b.blk);
 	}
+	printf("  bursts of %d one-FILL jobs (%d)        %8.2f us per job, "
+	       "%.2f interrupts per job\n",
+	       BURST, bursts, median_us(bst, bursts),
+	       (double)irqs / ((double)bursts * BURST));
 	munmap(cmd, bi.size);
 	close(b.fd);
 	free(ioc);
 	free(sub);
 	free(job);
 	free(dsk);
+	free(bst);
 }
 
 static double copy_gbs(void *dst, const void *src, size_t bytes,
