@@ -80,6 +80,7 @@ struct vnpu_hwq {
 
 	struct drm_gpu_scheduler sched;
 	struct workqueue_struct *submit_wq; /* the scheduler's */
+	atomic_t users; /* user queues on it (vnpu_pick_hwq) */
 	bool sched_ready;
 
 	spinlock_t fence_lock;	   /* of the hardware fences */

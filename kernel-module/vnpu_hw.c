@@ -4,6 +4,7 @@
  * and test injection (docs/hw-spec.md sections 2, 3, 10, 11, 13).
  */
 #include <linux/interrupt.h>
+#include <linux/irq.h>
 #include <drm/drm_drv.h>
 
 #include "vnpu_hw.h"
@@ -183,9 +184,34 @@ static irqreturn_t vnpu_irq_queue(int irq, void *arg)
 	return IRQ_HANDLED;
 }
 
+static void *vnpu_irq_dev_id(struct vnpu_device *vdev, u32 v)
+{
+	return v == VNPU_MSIX_VECTOR_EVENTS ? (void *)vdev
+					    : (void *)&vdev->hwq[v - 1];
+}
+
+/* Frees vectors [0, n) and, with n the whole table, the vectors. */
+static void vnpu_hw_irq_free(struct vnpu_device *vdev, u32 n)
+{
+	struct pci_dev *pdev = vdev->pdev;
+	u32 v;
+
+	for (v = 0; v < n; v++) {
+		irq_update_affinity_hint(pci_irq_vector(pdev, v), NULL);
+		free_irq(pci_irq_vector(pdev, v), vnpu_irq_dev_id(vdev, v));
+	}
+	pci_free_irq_vectors(pdev);
+}
+
+/*
+ * Queue vectors are spread over the CPUs (a hint, which an administrator
+ * or irqbalance may override): QUEUE_CREATE picks a hardware queue whose
+ * interrupt goes to the calling CPU (vnpu_queue.c).
+ */
 int vnpu_hw_irq_init(struct vnpu_device *vdev)
 {
 	struct pci_dev *pdev = vdev->pdev;
+	int node = dev_to_node(&pdev->dev);
 	u32 nvec = VNPU_MSIX_VECTORS(vdev->num_hwq), v;
 	int ret;
 
@@ -197,22 +223,23 @@ int vnpu_hw_irq_init(struct vnpu_device *vdev)
 	}
 	for (v = 0; v < nvec; v++) {
 		bool events = v == VNPU_MSIX_VECTOR_EVENTS;
-		void *arg = events ? (void *)vdev : (void *)&vdev->hwq[v - 1];
 		irq_handler_t hard =
 			events ? vnpu_irq_hard : vnpu_irq_queue_hard;
 		irq_handler_t thread =
 			events ? vnpu_irq_events : vnpu_irq_queue;
+		int irq = pci_irq_vector(pdev, v);
+		unsigned int cpu;
 
-		ret = request_threaded_irq(pci_irq_vector(pdev, v), hard,
-					   thread, 0, VNPU_DRIVER_NAME, arg);
+		ret = request_threaded_irq(irq, hard, thread, 0,
+					   VNPU_DRIVER_NAME,
+					   vnpu_irq_dev_id(vdev, v));
 		if (ret) {
-			while (v--)
-				free_irq(pci_irq_vector(pdev, v),
-					 v == VNPU_MSIX_VECTOR_EVENTS
-						 ? (void *)vdev
-						 : (void *)&vdev->hwq[v - 1]);
-			pci_free_irq_vectors(pdev);
+			vnpu_hw_irq_free(vdev, v);
 			return ret;
+		}
+		if (!events) {
+			cpu = cpumask_local_spread(v - 1, node);
+			irq_set_affinity_and_hint(irq, cpumask_of(cpu));
 		}
 	}
 	return 0;
@@ -228,13 +255,5 @@ void vnpu_hw_irq_sync(struct vnpu_device *vdev)
 
 void vnpu_hw_irq_fini(struct vnpu_device *vdev)
 {
-	struct pci_dev *pdev = vdev->pdev;
-	u32 v;
-
-	for (v = 0; v < VNPU_MSIX_VECTORS(vdev->num_hwq); v++)
-		free_irq(pci_irq_vector(pdev, v),
-			 v == VNPU_MSIX_VECTOR_EVENTS
-				 ? (void *)vdev
-				 : (void *)&vdev->hwq[v - 1]);
-	pci_free_irq_vectors(pdev);
+	vnpu_hw_irq_free(vdev, VNPU_MSIX_VECTORS(vdev->num_hwq));
 }

@@ -4,6 +4,8 @@
  * on one hardware queue, with a timeline syncobj whose point n signals when
  * the queue's job n ends; QUEUE_CREATE and QUEUE_DESTROY.
  */
+#include <linux/irq.h>
+#include <linux/pci.h>
 #include <drm/drm_drv.h>
 #include <drm/drm_syncobj.h>
 
@@ -16,6 +18,7 @@ static void vnpu_queue_release(struct kref *ref)
 	struct vnpu_queue *queue = container_of(ref, struct vnpu_queue, ref);
 
 	atomic_dec(&queue->ctx->vdev->queue_count);
+	atomic_dec(&queue->hwq->users);
 	if (queue->syncobj)
 		drm_syncobj_put(queue->syncobj);
 	if (queue->last_fence)
@@ -80,10 +83,31 @@ void vnpu_ctx_destroy_queues(struct vnpu_ctx *ctx)
 	mutex_unlock(&ctx->queue_lock);
 }
 
+/*
+ * HW_QUEUE_ANY: a hardware queue whose completion interrupt goes to this
+ * CPU, the one with the fewest user queues, so that a waiter is woken by
+ * an interrupt on its own CPU rather than by an IPI (under an emulator,
+ * waking a halted vCPU costs tens of microseconds). blk-mq maps CPUs to
+ * hardware queues for the same reason. With more CPUs than hardware
+ * queues, or vectors moved away, contexts are spread by index.
+ */
 static u32 vnpu_pick_hwq(struct vnpu_device *vdev, struct vnpu_ctx *ctx)
 {
-	/* Spread contexts over the hardware queues. */
-	return (u32)ctx->index % vdev->num_hwq;
+	u32 q, best = (u32)ctx->index % vdev->num_hwq;
+	int cpu = raw_smp_processor_id(), least = INT_MAX;
+
+	for (q = 0; q < vdev->num_hwq; q++) {
+		int irq = pci_irq_vector(vdev->pdev, VNPU_MSIX_VECTOR_QUEUE(q));
+		const struct cpumask *to =
+			irq < 0 ? NULL : irq_get_effective_affinity_mask(irq);
+		int users = atomic_read(&vdev->hwq[q].users);
+
+		if (to && cpumask_test_cpu(cpu, to) && users < least) {
+			best = q;
+			least = users;
+		}
+	}
+	return best;
 }
 
 int vnpu_queue_create_ioctl(struct drm_device *dev, void *data,
@@ -114,6 +138,7 @@ int vnpu_queue_create_ioctl(struct drm_device *dev, void *data,
 	kref_get(&ctx->ref);
 	queue->ctx = ctx;
 	queue->hwq = &vdev->hwq[hwq_index];
+	atomic_inc(&queue->hwq->users);
 	queue->sched_list[0] = &queue->hwq->sched;
 	mutex_init(&queue->submit_lock);
 	spin_lock_init(&queue->err_lock);

@@ -28,9 +28,18 @@ struct gated {
 	struct hw_bo buf;
 };
 
+/*
+ * The gated queue is on hardware queue 0: the tests that need a queue that
+ * is not behind the gate put it on hardware queue 1 (HW_QUEUE_ANY may pick
+ * either, by the calling CPU).
+ */
 static void gated_open(struct gated *g)
 {
 	hw_ctx_open(&g->ctx);
+	ck_assert_int_eq(hw_queue_destroy(g->ctx.fd, g->ctx.queue), 0);
+	ck_assert_int_eq(hw_queue_create(g->ctx.fd, 0, &g->ctx.queue,
+					 &g->ctx.syncobj),
+			 0);
 	hw_bo_new(g->ctx.fd, HW_PAGE_SIZE, 0, &g->gate);
 	hw_bo_new(g->ctx.fd, 64 * 1024, 0, &g->buf);
 	memset(g->gate.map, 0, HW_PAGE_SIZE);

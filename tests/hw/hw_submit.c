@@ -6,12 +6,15 @@
  * failing launch's device status; ring wrap-around (more commands than
  * ring entries); the queue depth limit (-EBUSY); the largest BO list and
  * duplicate handles (-EINVAL); implicit ordering across queues; closing a
- * file with jobs in flight; many queues and threads at once.
+ * file with jobs in flight; many queues and threads at once; the
+ * completion interrupt of a HW_QUEUE_ANY queue on the CPU that made it.
  */
 #include "hw_util.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -685,6 +688,83 @@ START_TEST(test_many_queues_one_thread)
 }
 END_TEST
 
+/* The vnpu vectors' interrupts per CPU so far, from /proc/interrupts. */
+static void vnpu_irqs_per_cpu(long *count, int ncpu)
+{
+	FILE *f = fopen("/proc/interrupts", "r");
+	char line[4096];
+
+	ck_assert_ptr_nonnull(f);
+	memset(count, 0, sizeof(*count) * (size_t)ncpu);
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, ':');
+
+		if (!p || !strstr(line, " vnpu"))
+			continue;
+		p++;
+		for (int c = 0; c < ncpu; c++) {
+			char *end;
+			long v = strtol(p, &end, 10);
+
+			if (end == p)
+				break;
+			count[c] += v;
+			p = end;
+		}
+	}
+	fclose(f);
+}
+
+/*
+ * HW_QUEUE_ANY picks a hardware queue whose completion interrupt goes to
+ * the calling CPU (docs/uapi.md): a waiter is then woken by an interrupt
+ * on its own CPU. For each CPU (as many as there are hardware queues): a
+ * queue made there, 20 jobs waited for there, at least 19 of their
+ * interrupts taken there.
+ */
+START_TEST(test_any_queue_interrupts_its_cpu)
+{
+	enum { JOBS = 20 };
+	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	long before[64], after[64];
+	struct vnpu_cmd nop = vnpu_nop_cmd();
+	cpu_set_t all;
+	uint64_t nhwq;
+	int fd = hw_open();
+
+	nhwq = hw_param(fd, DRM_VNPU_PARAM_NUM_HW_QUEUES);
+	close(fd);
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(all), &all), 0);
+	if (ncpu > 64 || (uint64_t)ncpu > nhwq)
+		return; /* not every CPU has a queue of its own */
+	for (int cpu = 0; cpu < ncpu; cpu++) {
+		struct hw_ctx ctx;
+		uint64_t seqno = 0;
+		cpu_set_t one;
+
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		ck_assert_int_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+		hw_ctx_open(&ctx);
+		vnpu_irqs_per_cpu(before, ncpu);
+		for (int i = 0; i < JOBS; i++) {
+			nop.hdr.flags = 0;
+			ck_assert_int_eq(hw_submit(ctx.fd, ctx.queue, &ctx.cmd,
+						   0, &nop, 1, NULL, 0, 0,
+						   &seqno),
+					 0);
+			ck_assert_int_eq(hw_syncobj_wait(ctx.fd, &ctx.syncobj,
+							 &seqno, 1, HW_WAIT_NS),
+					 0);
+		}
+		vnpu_irqs_per_cpu(after, ncpu);
+		ck_assert_int_ge(after[cpu] - before[cpu], JOBS - 1);
+		hw_ctx_close(&ctx);
+	}
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(all), &all), 0);
+}
+END_TEST
+
 static Suite *submit_suite(void)
 {
 	Suite *s = suite_create("submit");
@@ -719,6 +799,7 @@ static Suite *submit_suite(void)
 	tcase_add_test(conc, test_threads_one_file);
 	tcase_add_test(conc, test_threads_own_files);
 	tcase_add_test(conc, test_many_queues_one_thread);
+	tcase_add_test(conc, test_any_queue_interrupts_its_cpu);
 	hw_suite_add(s, conc);
 	return s;
 }
