@@ -10,23 +10,27 @@
 # Prints medians (scripts/lib/vm_profile.py). Figures only: nothing fails
 # on a slow run.
 #
-#   scripts/vm-profile.sh [--build DIR] [--iters N] [-- VM.SH OPTIONS...]
+#   scripts/vm-profile.sh [--build DIR] [--iters N] [--keep DIR]
+#                         [-- VM.SH OPTIONS...]
 #
 # --build  the meson build dir holding bench-drm and vnpu.fw (default build)
 # --iters  null jobs traced in the guest, and round trips of each kind
 #          under the host probes (default 200 and 3000)
+# --keep   a directory to keep the raw traces in
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 
 build=build
 iters=200
+keep=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build) build=${2:?}; shift 2 ;;
 	--iters) iters=${2:?}; shift 2 ;;
+	--keep) keep=${2:?}; shift 2 ;;
 	--) shift; break ;;
-	*) sed -n '13,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+	*) sed -n '13,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
 done
 case $build in /*) ;; *) build=$repo/$build ;; esac
@@ -68,3 +72,7 @@ else
 fi
 python3 "$repo/scripts/lib/vm_profile.py" --guest "$work/guest.trace" \
 	"${host_args[@]}"
+if [ -n "$keep" ]; then
+	mkdir -p "$keep"
+	cp -r "$work"/. "$keep"/
+fi

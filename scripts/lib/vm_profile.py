@@ -116,15 +116,17 @@ def host_chains(path):
             ev.append((float(ts) * 1e6, int(tid), name,
                        int(addr.group(1), 16) if addr else None))
     # vnpu: doorbell write -> completion raised -> vector -> MSI -> guest's
-    # first register access (the handler's IRQ_STATUS write)
-    steps, raised_by = collections.defaultdict(list), collections.Counter()
-    n = 0
+    # first register access (the handler's IRQ_STATUS write), per path: the
+    # command run in the doorbell's write (vCPU) or by a device thread
+    paths = collections.defaultdict(lambda: collections.defaultdict(list))
+    names = ["doorbell -> completion raised", "raised -> msix_notify",
+             "msix_notify -> APIC", "APIC -> guest handler's first access"]
+    want = ["sim_raise_irq_locked", "msix_notify", "apic_send_msi",
+            "vnpu_regs_write"]
     for i, (t0, tid0, name, addr) in enumerate(ev):
         if name != "vnpu_regs_write" or addr is None or not (
                 DOORBELLS[0] <= addr < DOORBELLS[1]):
             continue
-        want = ["sim_raise_irq_locked", "msix_notify", "apic_send_msi",
-                "vnpu_regs_write"]
         got, deferred = [], False
         for t, tid, nm, a in ev[i + 1:]:
             if t - t0 > 5000 or len(got) == len(want):
@@ -135,23 +137,22 @@ def host_chains(path):
                 got.append((t, tid))
         if len(got) < len(want):
             continue
-        n += 1
-        raised_by["on the doorbell's vCPU thread" if got[0][1] == tid0
-                  else "on a device thread"] += 1
-        raised_by["delivered by the main loop's bottom half" if deferred
-                  else "delivered at once"] += 1
-        names = ["doorbell -> completion raised", "raised -> msix_notify",
-                 "msix_notify -> APIC", "APIC -> guest handler's first access"]
+        path = ("run in the doorbell's write (vCPU thread), delivered "
+                + ("by the main loop" if deferred else "at once"))
+        if got[0][1] != tid0:
+            path = ("run by a device thread, delivered "
+                    + ("by the main loop" if deferred else "at once"))
+        steps = paths[path]
         prev = t0
         for (t, _), k in zip(got, names):
             steps[k].append(t - prev)
             prev = t
         steps["doorbell -> guest handler"].append(prev - t0)
-    print(f"vnpu on the host, {n} doorbells (us, medians; uprobes on):")
-    for k, v in steps.items():
-        print(f"  {med(v):8.1f}  {k}")
-    for k, c in raised_by.items():
-        print(f"  {c} of {n}: completion {k}")
+    print("vnpu on the host (us, medians; uprobes on, a few us each):")
+    for path, steps in paths.items():
+        print(f"  {len(steps[names[0]])} commands {path}:")
+        for k, v in steps.items():
+            print(f"    {med(v):8.1f}  {k}")
     steps = collections.defaultdict(list)
     want = ["virtio_blk_handle_output", "virtio_blk_req_complete",
             "virtio_notify_irqfd", "msix_notify", "apic_send_msi"]
