@@ -369,9 +369,9 @@ static bool cmd_is_short(uint8_t opcode)
  * One step of the command in flight on a queue, without the lock. abort:
  * the queue's ABORT is pending; cancelled: the queue was disabled since the
  * command was fetched; short_only: a fetched command that is not short is
- * left as it is, to be fetched again by the command processor. A launch in
- * flight is not on the cores here (the caller waits for its blocks to be
- * over first).
+ * left unstarted, for the command processor to begin (it is not read
+ * again). A launch in flight is not on the cores here (the caller waits
+ * for its blocks to be over first).
  */
 static enum step_outcome run_step(struct vnpu_sim *sim, struct sim_exec *ex,
 				  bool abort, bool cancelled, bool short_only)
@@ -390,8 +390,9 @@ static enum step_outcome run_step(struct vnpu_sim *sim, struct sim_exec *ex,
 		return complete(sim, ex);
 	}
 	if (ex->phase == SIM_PH_FETCH) {
-		if (!fetch(sim, ex))
+		if (!ex->fetched && !fetch(sim, ex))
 			return OUT_DROPPED;
+		ex->fetched = true;
 		if (short_only && !ex->faulted &&
 		    !cmd_is_short(ex->cmd.hdr.opcode))
 			return OUT_NONE;
@@ -459,6 +460,7 @@ static void exec_start_locked(struct vnpu_sim *sim, unsigned q)
 	ex->slot = qu->head;
 	ex->entries = queue_entries(qu);
 	ex->phase = SIM_PH_FETCH;
+	ex->fetched = false;
 	ex->status = VNPU_STATUS_OK;
 	ex->info = 0;
 	ex->done = 0;
@@ -470,8 +472,7 @@ static void exec_start_locked(struct vnpu_sim *sim, unsigned q)
 /* A retirement's interrupt; coalesced while the queue's bit is set. */
 static void queue_irq_locked(struct vnpu_sim *sim, unsigned q)
 {
-	if (sim->queue[q].irq_coalesce &&
-	    (sim->irq_status & VNPU_IRQ_QUEUE(q)))
+	if (sim->queue[q].irq_coalesce && (sim->irq_status & VNPU_IRQ_QUEUE(q)))
 		return;
 	sim_raise_irq_locked(sim, VNPU_IRQ_QUEUE(q), VNPU_MSIX_VECTOR_QUEUE(q));
 }
@@ -600,9 +601,9 @@ static bool doorbell_run_short_locked(struct vnpu_sim *sim, unsigned q)
 {
 	unsigned n;
 
-	if (!sim->cfg.doorbell_runs_short ||
-	    sim->cfg.mode != VNPU_SIM_THREADS || !sim->cp_idle ||
-	    sim->cp_lent || sim->cp_busy || sim->boot_pending)
+	/* cp_idle: threaded mode, and nobody else steps or delivers */
+	if (!sim->cfg.doorbell_runs_short || !sim->cp_idle || sim->cp_lent ||
+	    sim->boot_pending)
 		return false;
 	sim->cp_lent = true;
 	for (n = 0; n < SIM_DOORBELL_SHORT_MAX; n++) {

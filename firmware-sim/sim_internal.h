@@ -168,6 +168,7 @@ struct sim_exec {
 	uint32_t slot;
 	uint32_t entries;
 	struct vnpu_cmd cmd; /* local copy, fetched once */
+	bool fetched;	     /* cmd holds it (phase may still be FETCH) */
 	enum sim_phase phase;
 	uint32_t status;
 	uint64_t info;

@@ -190,7 +190,7 @@ static void *vnpu_irq_dev_id(struct vnpu_device *vdev, u32 v)
 					    : (void *)&vdev->hwq[v - 1];
 }
 
-/* Frees vectors [0, n) and, with n the whole table, the vectors. */
+/* Frees the handlers of vectors [0, n), then all the vectors. */
 static void vnpu_hw_irq_free(struct vnpu_device *vdev, u32 n)
 {
 	struct pci_dev *pdev = vdev->pdev;

@@ -541,7 +541,7 @@ static void vnpu_realize(PCIDevice *pdev, Error **errp)
         .num_cores = s->num_cores,
         .mode = s->deterministic ? VNPU_SIM_DETERMINISTIC : VNPU_SIM_THREADS,
         .test_mode = s->test_mode,
-        /* BAR0 writes come under the BQL, as does the reset. */
+        /* hal.irq may run inside a BAR0 write: it delivers at once there */
         .doorbell_runs_short = true,
     };
     hal.opaque = s;

@@ -18,34 +18,13 @@
 
 #include "vnpu_qdev.h"
 #include "vnpu_simhost.h"
+#include "bench.h"
 
 #define COPY_BYTES (16ull << 20)
 #define COPY_CMDS 4
 #define RUNS 9
 #define GEMM_N 768
 #define CORES 2
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* The median of v[0..n) (n odd); sorts v. */
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return v[n / 2];
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static struct vnpu_tensor mat(uint32_t buf, int64_t rows, int64_t cols)
 {
@@ -85,19 +64,19 @@ static double bench_memcpy(void)
 	memset(src, 1, COPY_BYTES);
 	memset(dst, 2, COPY_BYTES);
 	for (int r = 0; r < RUNS; r++) {
-		double t = now_s();
+		double t = bench_now();
 
 		for (int i = 0; i < COPY_CMDS; i++) {
 			src[i] = (char)r;
 			memcpy(dst, src, COPY_BYTES);
 		}
-		times[r] = now_s() - t;
+		times[r] = bench_now() - t;
 	}
 	if (dst[0] != (char)(RUNS - 1) || dst[COPY_BYTES - 1] != 1)
 		abort();
 	free(src);
 	free(dst);
-	return (double)COPY_BYTES * COPY_CMDS / median(times, RUNS);
+	return (double)COPY_BYTES * COPY_CMDS / bench_median(times, RUNS);
 }
 
 static double bench_device_copy(struct vq *v)
@@ -113,16 +92,16 @@ static double bench_device_copy(struct vq *v)
 
 		for (int i = 0; i < COPY_CMDS; i++)
 			seq = vq_push(v, 0, vnpu_copy_cmd(src, dst, COPY_BYTES));
-		t = now_s();
+		t = bench_now();
 		vq_ring(v, 0);
 		if (!vq_wait(v, 0, seq, 60000))
 			abort();
-		times[r] = now_s() - t;
+		times[r] = bench_now() - t;
 	}
 	if (qt_readl(v->qt, VQ_BAR4_ADDR + dst_off + COPY_BYTES - 4) !=
 	    0x5a5a5a5a)
 		abort();
-	return (double)COPY_BYTES * COPY_CMDS / median(times, RUNS);
+	return (double)COPY_BYTES * COPY_CMDS / bench_median(times, RUNS);
 }
 
 static double bench_device_gemm(struct vq *v)
@@ -160,17 +139,17 @@ static double bench_device_gemm(struct vq *v)
 	cmd.launch.args_size = sizeof(blob);
 	for (int r = 0; r < RUNS + 1; r++) {
 		uint64_t seq = vq_push(v, 0, cmd);
-		double t = now_s();
+		double t = bench_now();
 
 		vq_ring(v, 0);
 		if (!vq_wait(v, 0, seq, 60000) ||
 		    vq_cpl(v, 0, seq).status != VNPU_STATUS_OK)
 			abort();
-		t = now_s() - t;
+		t = bench_now() - t;
 		if (r) /* the first run warms up */
 			times[r - 1] = t;
 	}
-	return median(times, RUNS);
+	return bench_median(times, RUNS);
 }
 
 static double bench_sim_gemm(void)
@@ -218,18 +197,18 @@ static double bench_sim_gemm(void)
 			h, 0,
 			vnpu_launch_cmd(VNPU_KERNEL_GEMM, 64, args_va,
 						args_size));
-		double t = now_s();
+		double t = bench_now();
 
 		vnpu_simhost_ring(h, 0);
 		if (vnpu_simhost_wait(h, 0, seq, 60000) ||
 		    vnpu_simhost_cpl(h, 0, seq).status != VNPU_STATUS_OK)
 			abort();
-		t = now_s() - t;
+		t = bench_now() - t;
 		if (r)
 			times[r - 1] = t;
 	}
 	vnpu_simhost_destroy(h);
-	return median(times, RUNS);
+	return bench_median(times, RUNS);
 }
 
 int main(void)

@@ -114,6 +114,17 @@ static long vnpu_interrupts(void)
 	return sum;
 }
 
+/* Waits for point `point` of the queue's timeline. */
+static void wait_point(const struct rt_bench *b, uint64_t point)
+{
+	uint32_t syncobj = b->syncobj;
+	int r = drmSyncobjTimelineWait(b->fd, &syncobj, &point, 1, INT64_MAX, 0,
+				       NULL);
+
+	if (r)
+		DIE("syncobj wait: %s", strerror(-r));
+}
+
 /* `jobs` one-FILL jobs (cmds[1]) submitted back to back, then the wait
  * for the last; returns the time, *irqs the interrupts taken meanwhile. */
 static double one_burst(const struct rt_bench *b, int jobs, long *irqs)
@@ -127,21 +138,13 @@ static double one_burst(const struct rt_bench *b, int jobs, long *irqs)
 		.bo_handles = (uintptr_t)&b->data_bo,
 		.bo_count = 1,
 	};
-	uint32_t syncobj = b->syncobj;
 	long before = vnpu_interrupts();
 	double t0 = bench_now(), t;
-	int r;
-
-	uint64_t point;
 
 	for (int i = 0; i < jobs; i++)
 		if (drmIoctl(b->fd, DRM_IOCTL_VNPU_SUBMIT, &sub))
 			DIE("SUBMIT: %s", strerror(errno));
-	point = sub.seqno;
-	r = drmSyncobjTimelineWait(b->fd, &syncobj, &point, 1, INT64_MAX, 0,
-				   NULL);
-	if (r)
-		DIE("syncobj wait: %s", strerror(-r));
+	wait_point(b, sub.seqno);
 	t = bench_now() - t0;
 	*irqs = vnpu_interrupts() - before;
 	return t;
@@ -171,20 +174,12 @@ static double one_null_job(const struct rt_bench *b, double *submit)
 		.bo_handles = (uintptr_t)&b->bo,
 		.bo_count = 1,
 	};
-	uint32_t syncobj = b->syncobj;
-	double t0 = bench_now(), t1;
-	uint64_t point;
-	int r;
+	double t0 = bench_now();
 
 	if (drmIoctl(b->fd, DRM_IOCTL_VNPU_SUBMIT, &sub))
 		DIE("SUBMIT: %s", strerror(errno));
-	t1 = bench_now();
-	point = sub.seqno;
-	r = drmSyncobjTimelineWait(b->fd, &syncobj, &point, 1, INT64_MAX, 0,
-				   NULL);
-	if (r)
-		DIE("syncobj wait: %s", strerror(-r));
-	*submit = t1 - t0;
+	*submit = bench_now() - t0;
+	wait_point(b, sub.seqno);
 	return bench_now() - t0;
 }
 
