@@ -15,6 +15,7 @@ packages=(
 	gdb                     # a crashed QEMU's backtrace (scripts/vm.sh)
 	python3-torch libtorch-dev pybind11-dev python3-dev  # torch_vnpu
 	python3-pytest          # torch_vnpu's tests
+	debhelper dh-dkms dh-python lintian  # the Debian packages (scripts/package.sh)
 )
 # shellcheck source=scripts/lib/apt.sh
 . "$(dirname "$0")/lib/apt.sh"
