@@ -8,12 +8,16 @@
 # after scripts/test.sh (.ci/run).
 #
 #   scripts/clean-room.sh [--keep] [--ref REF] [--command CMD]
+#                         [--debs DIR] [--results DIR]
 #
 # --ref      the commit to test (default HEAD; uncommitted changes are not
 #            part of it)
 # --command  what to run in the clone instead of scripts/run.sh (bash -lc);
 #            its exit status is the verdict
 # --keep     keep the root afterwards (its path is printed)
+# --debs     copy DIR's .deb files into the root, at ~/debs
+# --results  after the run, copy the clone's results/ directory (if the
+#            command made one) to DIR
 #
 # With the default command the run passes when scripts/run.sh exits 0, the
 # workloads ran in the VM through vnpu.ko (not on the simulator fallback)
@@ -26,6 +30,7 @@
 # mount namespace, are unmounted on any exit and vanish with it; a root is
 # only removed when nothing is mounted under it. Needs root (or sudo).
 set -euo pipefail
+caller_pwd=$PWD
 cd "$(dirname "$0")/.."
 repo=$PWD
 self=$repo/scripts/clean-room.sh
@@ -72,13 +77,17 @@ fi
 keep=0
 ref=HEAD
 cmd=""
+debs=""
+results=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--keep) keep=1; shift ;;
 	--ref) ref=${2:?}; shift 2 ;;
 	--command) cmd=${2:?}; shift 2 ;;
+	--debs) debs=$(cd "$caller_pwd" && realpath -e -- "${2:?}"); shift 2 ;;
+	--results) results=$(cd "$caller_pwd" && realpath -m -- "${2:?}"); shift 2 ;;
 	*)
-		sed -n '10,16p' "$0" | sed 's/^# \{0,1\}//' >&2
+		sed -n '10,20p' "$0" | sed 's/^# \{0,1\}//' >&2
 		exit 2
 		;;
 	esac
@@ -92,6 +101,8 @@ if [ "$(id -u)" -ne 0 ]; then
 	args=(--ref "$commit")
 	[ -z "$cmd" ] || args+=(--command "$cmd")
 	[ $keep -eq 0 ] || args+=(--keep)
+	[ -z "$debs" ] || args+=(--debs "$debs")
+	[ -z "$results" ] || args+=(--results "$results")
 	exec sudo env VNPU_CACHE="$cache" "$self" "${args[@]}"
 fi
 
@@ -217,7 +228,11 @@ clone=$root/home/$user/vnpu
 git clone -q --no-hardlinks "$repo" "$clone"
 git -C "$clone" -c advice.detachedHead=false checkout -q "$commit"
 log "testing $(git -C "$clone" log -1 --format='%h %s')"
-chroot "$root" chown -R "$user:$user" "/home/$user/vnpu"
+if [ -n "$debs" ]; then
+	mkdir -p "$root/home/$user/debs"
+	cp "$debs"/*.deb "$root/home/$user/debs/"
+fi
+chroot "$root" chown -R "$user:$user" "/home/$user"
 timed clone "$t0"
 
 # ---- the run ----------------------------------------------------------------------
@@ -238,6 +253,12 @@ rc=${PIPESTATUS[0]}
 set -e
 timed run "$t0"
 log "'$cmd' exited $rc"
+if [ -n "$results" ] && [ -d "$clone/results" ]; then
+	rm -rf "$results"
+	cp -r "$clone/results" "$results"
+	# to whoever ran this script through sudo
+	chown -R "${SUDO_UID:-0}:${SUDO_GID:-0}" "$results"
+fi
 
 verdict=$rc
 if [ $verify -eq 1 ] && [ $rc -eq 0 ]; then

@@ -8,7 +8,8 @@
 # (scripts/vm.sh booting the guest in that QEMU), the runtime suite in the
 # guest on the drm backend, the driver's smoke test, the workloads and a
 # PyTorch smoke test through vnpu.ko, the driver's hardware test suite
-# (tests/hw), and prints
+# (tests/hw), then builds the Debian packages and tests them installed in a
+# clean root and in the VM (tests/package), and prints
 # "N passed, N failed" over all of it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -141,6 +142,20 @@ if [ -n "$qemu" ]; then
 	mkdir -p build-test-vm-hw/meson-logs
 	tests/hw/run-hw-suite.sh --build build-test \
 		--results build-test-vm-hw/meson-logs/testlog.json \
+		-- --qemu "$qemu" || status=1
+fi
+
+# The package path (debian/, tests/package): the Debian packages built and
+# checked by lintian, installed with apt in a clean Debian 12 root where DKMS
+# builds vnpu.ko, programs build against the -dev packages with pkg-config
+# alone and torch_vnpu imports; then the VM boots that DKMS-built module and
+# the packaged firmware and runs the packaged workloads.
+stage build-test-package
+if [ -n "$qemu" ]; then
+	echo "== package: build, install in a clean root, boot the VM on it"
+	mkdir -p build-test-package/meson-logs
+	tests/package/run-package-test.sh \
+		--results build-test-package/meson-logs/testlog.json \
 		-- --qemu "$qemu" || status=1
 fi
 

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The packages as a user installs them, in a clean Debian 12 root
+# (tests/package/run-package-test.sh runs this through scripts/clean-room.sh
+# --debs, as the root's ordinary user with sudo):
+#
+#   tests/package/in-root.sh RELEASE
+#
+#  - apt installs ~/debs/*.deb, then the headers of kernel RELEASE from
+#    bookworm-backports: DKMS builds and installs vnpu.ko for it from its
+#    kernel hook, as it would for a user;
+#  - bookworm's own 6.1 headers: DKMS must skip that kernel, and the source
+#    must refuse it with its own message;
+#  - the tree's runtime examples and dispatcher workloads are built out of
+#    tree with pkg-config alone against the installed -dev packages, and
+#    run on the simulator; every installed header compiles on its own;
+#  - the installed vnpu-smi runs, and torch_vnpu imports and computes.
+#
+# Prints "PASS name" or "FAIL name" per check, also into results/checks, and
+# leaves in results/ the DKMS-built vnpu.ko, the packaged firmware and the
+# packaged workloads for the VM. Exits 1 when a check failed.
+set -uo pipefail
+release=${1:?usage: in-root.sh RELEASE}
+cd "$(dirname "$0")/../.." || exit 2
+# shellcheck source=scripts/lib/apt.sh
+. scripts/lib/apt.sh
+
+mkdir -p results
+: >results/checks
+failed=0
+check() { # NAME COMMAND...: runs COMMAND, its output to the log
+	local name=$1 verdict=PASS
+	shift
+	echo "== $name"
+	"$@" || { verdict=FAIL; failed=1; }
+	echo "$verdict $name" | tee -a results/checks
+}
+
+mapfile -t debs < <(find ~/debs -name '*.deb' ! -name '*-dbgsym_*' | sort)
+install_debs() {
+	apt_get update -qq &&
+		apt_get install -y -qq --no-install-recommends "${debs[@]}"
+}
+check install install_debs
+
+# DKMS from its header hook, for the kernel the VM boots.
+ko=/lib/modules/$release/updates/dkms/vnpu.ko
+dkms_builds_for_release() {
+	ensure_backports &&
+		apt_get install -y -qq --no-install-recommends \
+			-t bookworm-backports "linux-headers-$release" &&
+		dkms status -m vnpu -k "$release" | grep -q ': installed' &&
+		modinfo -F vermagic "$ko" | grep -q "^$release " &&
+		cp "$ko" results/vnpu.ko
+}
+check dkms-build dkms_builds_for_release
+
+# An older kernel: DKMS skips it, and kbuild stops at the source's check.
+old_kernel_refused() {
+	local old log
+	apt_get install -y -qq --no-install-recommends linux-headers-amd64 ||
+		return 1
+	old=$(find /usr/src -maxdepth 1 -name 'linux-headers-6.1.*-amd64' \
+		-printf '%f\n' | sed 's/^linux-headers-//' | sort -V | tail -1)
+	[ -n "$old" ] || { echo "no 6.1 headers"; return 1; }
+	echo "old kernel: $old"
+	if dkms status -m vnpu -k "$old" | grep -q ': installed'; then
+		echo "DKMS installed vnpu for $old"
+		return 1
+	fi
+	log=$(sudo dkms build -m vnpu -v "$(dpkg-query -W -f='${Version}' \
+		vnpu-dkms)" -k "$old" 2>&1)
+	echo "$log"
+	grep -q 'BUILD_EXCLUSIVE' <<<"$log" || return 1
+	rm -rf /tmp/vnpu-src && cp -r /usr/src/vnpu-* /tmp/vnpu-src &&
+		log=$(make -C "/lib/modules/$old/build" M=/tmp/vnpu-src modules 2>&1)
+	echo "$log" | tail -5
+	grep -q 'vnpu needs Linux 6.12 or newer' <<<"$log"
+}
+check dkms-refuses-6.1 old_kernel_refused
+
+check firmware cp /lib/firmware/vnpu/vnpu.fw results/vnpu.fw
+check workloads-installed cp /usr/libexec/vnpu/vnpu-workloads \
+	/usr/libexec/vnpu/vnpu-dispatch-workloads results/
+
+# Out of tree, with pkg-config alone.
+export VNPU_BACKEND=sim
+headers_alone() {
+	local h rc=0
+	for h in /usr/include/vnpu/*.h /usr/include/drm/vnpu_accel.h; do
+		# shellcheck disable=SC2046 # pkg-config's words on purpose
+		printf '#include <%s>\n' "${h#/usr/include/}" |
+			cc -std=c11 -Wall -Werror -fsyntax-only -x c - \
+				$(pkg-config --cflags vnpudispatch) ||
+			{ echo "$h does not compile on its own"; rc=1; }
+	done
+	return $rc
+}
+check headers-self-contained headers_alone
+build_and_run() { # SOURCE PKG
+	local out
+	out=/tmp/$(basename "$1" .c)
+	# shellcheck disable=SC2046
+	cc -std=c11 -O2 -Wall "$1" $(pkg-config --cflags --libs "$2") -lm \
+		-o "$out" && "$out"
+}
+for ex in userspace-runtime/examples/ex_*.c; do
+	check "oot-$(basename "$ex" .c)" build_and_run "$ex" vnpurt
+done
+check oot-dispatch-workloads build_and_run workloads/dispatch_workloads.c \
+	vnpudispatch
+
+check vnpu-smi vnpu-smi --backend sim
+torch_computes() {
+	cd /tmp && python3 - <<'PY'
+import torch
+import torch_vnpu
+a = torch.randn(64, 32)
+b = torch.randn(32, 16)
+npu = torch_vnpu.device(0)
+got = (torch.relu(a.to(npu) @ b.to(npu)) + 1).cpu()
+want = torch.relu(a @ b) + 1
+assert torch.allclose(got, want, rtol=1e-4, atol=1e-4), (got - want).abs().max()
+print("torch_vnpu from", torch_vnpu.__file__)
+PY
+}
+check torch-vnpu torch_computes
+exit $failed
