@@ -26,6 +26,8 @@ cd "$(dirname "$0")/../.." || exit 2
 # shellcheck source=scripts/lib/apt.sh
 . scripts/lib/apt.sh
 
+# dkms and modinfo are in sbin, which a login shell's PATH lacks for a user
+export PATH=$PATH:/usr/sbin:/sbin
 mkdir -p results
 : >results/checks
 failed=0
@@ -112,7 +114,7 @@ build_and_run() { # SOURCE PKG
 	local out
 	out=/tmp/$(basename "$1" .c)
 	# shellcheck disable=SC2046
-	cc -std=c11 -O2 -Wall "$1" $(pkg-config --cflags --libs "$2") -lm \
+	cc -O2 -Wall "$1" $(pkg-config --cflags --libs "$2") -lm \
 		-o "$out" && "$out"
 }
 for ex in userspace-runtime/examples/ex_*.c; do
