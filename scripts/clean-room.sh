@@ -16,8 +16,8 @@
 #            its exit status is the verdict
 # --keep     keep the root afterwards (its path is printed)
 # --debs     copy DIR's .deb files into the root, at ~/debs
-# --results  after the run, copy the clone's results/ directory (if the
-#            command made one) to DIR
+# --results  after the run, copy what is in the clone's results/ directory
+#            (if the command made one) into DIR
 #
 # With the default command the run passes when scripts/run.sh exits 0, the
 # workloads ran in the VM through vnpu.ko (not on the simulator fallback)
@@ -254,9 +254,10 @@ set -e
 timed run "$t0"
 log "'$cmd' exited $rc"
 if [ -n "$results" ] && [ -d "$clone/results" ]; then
-	rm -rf "$results"
-	cp -r "$clone/results" "$results"
-	# to whoever ran this script through sudo
+	# into DIR, replacing files of the same name only; to whoever ran this
+	# script through sudo
+	mkdir -p "$results"
+	cp -r "$clone/results/." "$results/"
 	chown -R "${SUDO_UID:-0}:${SUDO_GID:-0}" "$results"
 fi
 

@@ -13,13 +13,14 @@
 # new, not ignored) under $VNPU_CACHE/package, so nothing is written into
 # the checkout and no earlier build of it is reused.
 set -euo pipefail
+caller_pwd=$PWD
 cd "$(dirname "$0")/.."
 repo=$PWD
 
 out=$repo/build-packages
 while [ $# -gt 0 ]; do
 	case $1 in
-	--out) out=$(realpath -m "${2:?}"); shift 2 ;;
+	--out) out=$(cd "$caller_pwd" && realpath -m -- "${2:?}"); shift 2 ;;
 	*)
 		sed -n '8,10p' "$0" | sed 's/^# \{0,1\}//' >&2
 		exit 2
@@ -57,8 +58,12 @@ if ! lintian --fail-on error,warning --info --pedantic "$changes" >&2; then
 	die "lintian found errors or warnings"
 fi
 
+# Earlier builds of these packages go; nothing else in DIR is touched.
 mkdir -p "$out"
-rm -f "$out"/*.deb "$out"/*.changes "$out"/*.buildinfo
+for p in $(dh_listpackages) vnpu; do
+	rm -f "$out/${p}"_*.deb "$out/${p}"-dbgsym_*.deb \
+		"$out/${p}"_*.changes "$out/${p}"_*.buildinfo
+done
 cp "$work"/*.deb "$work"/*.changes "$work"/*.buildinfo "$out/"
 log "$(find "$out" -name '*.deb' ! -name '*-dbgsym_*' | wc -l) packages in $out"
 echo "$out"

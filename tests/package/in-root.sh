@@ -9,9 +9,9 @@
 #  - apt installs ~/debs/*.deb, then the headers of kernel RELEASE from
 #    bookworm-backports: vnpu-dkms's kernel hook has DKMS build and install
 #    vnpu.ko for it, as it would for a user;
-#  - bookworm's own 6.1 headers install without error, DKMS leaves that
-#    kernel alone and says why, and kbuild refuses it with the Kbuild's
-#    message;
+#  - bookworm's own 6.1 headers install without error while the hook says
+#    it skipped that kernel, DKMS leaves it alone and says why, and kbuild
+#    refuses it with the Kbuild's message;
 #  - the tree's runtime examples and dispatcher workloads are built out of
 #    tree with pkg-config alone against the installed -dev packages, and
 #    run on the simulator; every installed header compiles on its own;
@@ -71,8 +71,11 @@ check dkms-build dkms_builds_for_release
 # An older kernel: DKMS skips it, and kbuild stops at the source's check.
 old_kernel_refused() {
 	local old log
-	apt_get install -y -qq --no-install-recommends linux-headers-amd64 ||
-		return 1
+	log=$(apt_get install -y -qq --no-install-recommends \
+		linux-headers-amd64 2>&1) || { echo "$log"; return 1; }
+	echo "$log" | grep 'dkms-vnpu'
+	grep -q 'dkms-vnpu: vnpu is built for Linux 6.12 only; skipped 6\.1\.' \
+		<<<"$log" || return 1
 	old=$(find /usr/src -maxdepth 1 -name 'linux-headers-6.1.*-amd64' \
 		-printf '%f\n' | sed 's/^linux-headers-//' | sort -V | tail -1)
 	[ -n "$old" ] || { echo "no 6.1 headers"; return 1; }
@@ -88,7 +91,7 @@ old_kernel_refused() {
 	rm -rf /tmp/vnpu-src && cp -r /usr/src/vnpu-* /tmp/vnpu-src &&
 		log=$(make -C "/lib/modules/$old/build" M=/tmp/vnpu-src modules 2>&1)
 	echo "$log" | tail -5
-	grep -q 'vnpu needs Linux 6.12 or newer' <<<"$log"
+	grep -q 'vnpu is written for Linux 6.12, not 6\.1\.' <<<"$log"
 }
 check dkms-refuses-6.1 old_kernel_refused
 

@@ -17,12 +17,13 @@
 # from the checkout's files: in a clean clone the two are the same.
 # Work files are in build-packages/. Exits non-zero when a check failed.
 set -euo pipefail
+caller_pwd=$PWD
 cd "$(dirname "$0")/../.."
 
 results=""
 while [ $# -gt 0 ]; do
 	case $1 in
-	--results) results=$(realpath -m "${2:?}"); shift 2 ;;
+	--results) results=$(cd "$caller_pwd" && realpath -m -- "${2:?}"); shift 2 ;;
 	--) shift; break ;;
 	*)
 		sed -n '10,14p' "$0" | sed 's/^# \{0,1\}//' >&2
@@ -50,7 +51,7 @@ record build OK
 
 release=$(scripts/build-module.sh --print-release) ||
 	{ record kernel-release FAIL; exit 1; }
-rm -rf "$work/root-results"
+rm -rf "${work:?}/root-results"
 scripts/clean-room.sh --debs "$work/debs" --results "$work/root-results" \
 	--command "tests/package/in-root.sh $release" || status=1
 if [ ! -f "$work/root-results/checks" ]; then
