@@ -29,14 +29,15 @@ cd "$(dirname "$0")/../.." || exit 2
 # dkms and modinfo are in sbin, which a login shell's PATH lacks for a user
 export PATH=$PATH:/usr/sbin:/sbin
 mkdir -p results
-: >results/checks
+checks=$PWD/results/checks
+: >"$checks"
 failed=0
 check() { # NAME COMMAND...: runs COMMAND, its output to the log
 	local name=$1 verdict=PASS
 	shift
 	echo "== $name"
 	"$@" || { verdict=FAIL; failed=1; }
-	echo "$verdict $name" | tee -a results/checks
+	echo "$verdict $name" | tee -a "$checks"
 }
 
 mapfile -t debs < <(find ~/debs -name '*.deb' ! -name '*-dbgsym_*' | sort)
@@ -127,7 +128,8 @@ check oot-dispatch-workloads build_and_run workloads/dispatch_workloads.c \
 	vnpudispatch
 
 check vnpu-smi vnpu-smi --backend sim
-torch_computes() {
+# From outside the checkout, so that only the installed package can answer.
+torch_computes() (
 	cd /tmp && python3 - <<'PY'
 import torch
 import torch_vnpu
@@ -137,8 +139,10 @@ npu = torch_vnpu.device(0)
 got = (torch.relu(a.to(npu) @ b.to(npu)) + 1).cpu()
 want = torch.relu(a @ b) + 1
 assert torch.allclose(got, want, rtol=1e-4, atol=1e-4), (got - want).abs().max()
+assert torch_vnpu.__file__.startswith("/usr/lib/python3/dist-packages/"), \
+    torch_vnpu.__file__
 print("torch_vnpu from", torch_vnpu.__file__)
 PY
-}
+)
 check torch-vnpu torch_computes
 exit $failed
