@@ -27,8 +27,9 @@
 # here names a mirror). The template root ($VNPU_CACHE/clean-room/template,
 # remade after 7 days or when the archive changes) is kept between runs;
 # each run works on a copy. The mounts (proc, sys, dev) live in a private
-# mount namespace, are unmounted on any exit and vanish with it; a root is
-# only removed when nothing is mounted under it. Needs root (or sudo).
+# mount namespace where one can be made, are unmounted on any exit and
+# vanish with it; a root is only removed when nothing is mounted under it.
+# Needs root (or sudo).
 set -euo pipefail
 caller_pwd=$PWD
 cd "$(dirname "$0")/.."
@@ -245,10 +246,18 @@ mkdir -p "$base/logs"
 out=$base/logs/$(date +%Y%m%d-%H%M%S)-${commit:0:12}.log
 keep_newest 10 "$base/logs" '*.log'
 log "running '$cmd' as $user (log: $out)"
+# The mounts live in a private mount namespace. Inside a chroot (this script
+# run by one that itself runs in a fresh root) "/" is no mount point, so its
+# propagation cannot be made private: there the mounts are made in the
+# caller's namespace, and the trap of --inside still removes them on exit.
+ns=(unshare --mount --propagation private --)
+if ! unshare --mount --propagation private true 2>/dev/null; then
+	log "no private mount namespace here (in a chroot?): mounting in this one"
+	ns=()
+fi
 t0=$EPOCHREALTIME
 set +e
-unshare --mount --propagation private -- "$self" --inside "$root" "$user" \
-	"$cmd" 2>&1 | tee "$out"
+"${ns[@]}" "$self" --inside "$root" "$user" "$cmd" 2>&1 | tee "$out"
 rc=${PIPESTATUS[0]}
 set -e
 timed run "$t0"
