@@ -42,7 +42,7 @@ self=$repo/scripts/clean-room.sh
 log() { echo "clean-room: $*" >&2; }
 die() { log "$*"; exit 2; }
 
-# ---- inside the private mount namespace ---------------------------------------
+# ---- inside the root's mounts (a private namespace where one can be made) ------
 # clean-room.sh --inside ROOT USER CMD: mounts, runs CMD as USER in the
 # chroot, unmounts.
 if [ "${1:-}" = --inside ]; then

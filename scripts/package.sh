@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Builds the Debian packages (debian/) with dpkg-buildpackage -us -uc -b and
-# checks them with lintian, whose errors and warnings fail the build
-# (debian/*.lintian-overrides say why any is accepted). Prints the directory
-# holding the .debs on stdout; progress goes to stderr.
+# checks them with lintian, whose errors and warnings fail the build (none is
+# overridden). Prints the directory holding the .debs on stdout; progress
+# goes to stderr.
 #
 #   scripts/package.sh [--out DIR]
 #
