@@ -78,11 +78,12 @@ run_torch_sim() {
 	VNPU_BACKEND=sim PYTHONDONTWRITEBYTECODE=1 "$torch_workloads"
 }
 
-# The same programs in the guest: the host's / is its root (read-only), so
-# Debian's Python and PyTorch and this build tree are there at the same
-# paths; vnpu.ko and the firmware are the build's, as for the C workloads.
-# Its own boot, so that the time to the first result is boot, module load,
-# 'import torch' and the first workload, as a user of the VM sees it.
+# The same programs in the guest: the host's /usr and this checkout are
+# shared read-only (scripts/vm.sh --host-root), so Debian's Python and
+# PyTorch and this build tree are there at the same paths; vnpu.ko and the
+# firmware are the build's, as for the C workloads. Its own boot, so that
+# the time to the first result is boot, module load, 'import torch' and the
+# first workload, as a user of the VM sees it.
 run_vm_torch() {
 	step "booting the VM and running the PyTorch workloads through vnpu.ko"
 	torch_built || return 1

@@ -18,11 +18,13 @@
 #
 # Options:
 #   --user             run the command as user 'vnpu' (group 'accel')
-#   --host-root        share the host's / read-only (virtio-9p) and run the
-#                      command chrooted in it, from the current directory,
-#                      with the guest's /dev, /proc, /sys and a tmpfs /tmp
-#                      (HOME=/tmp/home): the host's Python and libraries
-#                      with our module and firmware
+#   --host-root        share the host's /usr and the current directory
+#                      read-only (virtio-9p, nosuid, nodev) and run the
+#                      command chrooted in a root made of them, from the
+#                      current directory, with the guest's /dev, /proc,
+#                      /sys, a tmpfs /tmp (HOME=/tmp/home) and a minimal
+#                      /etc: the host's Python and libraries with our
+#                      module and firmware, never its /etc, /root or /home
 #   --timeout S        time limit in seconds for the whole run, boot
 #                      included (default 600)
 #   --module PATH      our vnpu.ko, loaded at boot
@@ -57,7 +59,7 @@ quiet=0
 log() { [ "$quiet" -eq 1 ] || echo "vm: $*" >&2; }
 die() { echo "vm: $*" >&2; exit 2; }
 usage() {
-	sed -n '7,9p;19,44p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '7,9p;19,46p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
@@ -189,6 +191,49 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# --host-root: what of the host the guest gets (docs/vm.md). Shares are
+# "TAG HOST-PATH" lines in $1/shares (each a -virtfs export, mounted
+# read-only, nosuid, nodev at the same path), top-level symlinks such as
+# /bin -> usr/bin are "NAME TARGET" lines in $1/links, and $1/etc holds the
+# few /etc files the dynamic linker and Python read. Nothing else of the
+# host is exported: not /etc (shadow, ssh host keys), /root, /home, /var.
+host_root_prepare() {
+	local x=$1 d cwd f
+	cwd=$(pwd -P)
+	# The current directory is exported whole: never one that holds the
+	# host's secrets or other users' files.
+	if [[ $cwd =~ ^/(|root|home|home/[^/]+)$ ]] ||
+		[[ $cwd =~ ^/(etc|var|boot|proc|sys|dev)(/|$) ]] ||
+		[ "$cwd" = "$(cd ~ 2>/dev/null && pwd -P)" ] ||
+		[[ $cwd == *$'\n'* ]]; then
+		die "--host-root: will not share $cwd with the guest;" \
+			"run it from the checkout"
+	fi
+	touch "$x/host-root"
+	echo "$cwd" >"$x/cwd"
+	: >"$x/shares"
+	: >"$x/links"
+	for d in usr bin sbin lib lib32 lib64 libx32; do
+		if [ -L "/$d" ]; then
+			echo "$d $(readlink "/$d")" >>"$x/links"
+		elif [ -d "/$d" ]; then
+			echo "vnpu.$d /$d" >>"$x/shares"
+		fi
+	done
+	case $cwd/ in
+	/usr/* | /bin/* | /sbin/* | /lib*/*) ;;
+	*) echo "vnpu.cwd $cwd" >>"$x/shares" ;;
+	esac
+	# The linker's cache and configuration, the alternatives its links
+	# go through (libblas.so.3 for PyTorch), Python's site configuration.
+	mkdir -p "$x/etc"
+	for f in ld.so.cache ld.so.conf ld.so.conf.d alternatives \
+		python3 python3.*; do
+		[ -e "/etc/$f" ] || continue
+		cp -a "/etc/$f" "$x/etc/" || die "--host-root: cannot copy /etc/$f"
+	done
+}
+
 # The per-run part of the initramfs: mode, command, user. The kernel unpacks
 # concatenated archives in order, so it is simply appended.
 mkdir -p "$run/extra/vnpu"
@@ -203,8 +248,7 @@ if [ "$mode" = run ]; then
 	[ "$user" -eq 0 ] || touch "$run/extra/vnpu/user"
 fi
 if [ "$host_root" -eq 1 ]; then
-	touch "$run/extra/vnpu/host-root"
-	pwd >"$run/extra/vnpu/cwd"
+	host_root_prepare "$run/extra/vnpu"
 fi
 if [ "$bench_disk" -eq 1 ]; then
 	touch "$run/extra/vnpu/bench-disk"
@@ -261,11 +305,17 @@ qemu_args() {
 		args+=(-serial mon:stdio)
 	fi
 	[ "$device" -eq 0 ] || args+=(-device "vnpu${device_opts:+,$device_opts}")
-	# The host's / read-only. security_model=none: files are read with
-	# QEMU's own rights and the guest sees their owners and modes as they
-	# are; multidevs=remap keeps inode numbers of the host's several
-	# filesystems apart.
-	[ "$host_root" -eq 0 ] || args+=(-virtfs "local,path=/,mount_tag=vnpu.host,security_model=none,readonly=on,multidevs=remap")
+	# --host-root's shares, read-only. security_model=none: files are
+	# read with QEMU's own rights and the guest sees their owners and
+	# modes as they are; multidevs=remap keeps inode numbers of the
+	# host's several filesystems apart.
+	if [ "$host_root" -eq 1 ]; then
+		local tag path
+		while read -r tag path; do
+			# QEMU's option syntax doubles a comma in a value.
+			args+=(-virtfs "local,path=${path//,/,,},mount_tag=$tag,security_model=none,readonly=on,multidevs=remap")
+		done <"$run/extra/vnpu/shares"
+	fi
 	# virtio-blk as it is tuned for speed: an iothread of its own,
 	# ioeventfd doorbells (on by default), the host's page cache serving
 	# the reads (aio=threads, cache=writeback: a 1 MiB file stays cached).

@@ -112,16 +112,17 @@ user-and-device)
 		fail "--no-device still has the device"
 	;;
 host-root)
-	# --host-root: the host's / read-only, the command chrooted in it from
-	# the directory vm.sh ran in, as uid 1000 in group 990 (accel) with
-	# writable /tmp and HOME. A file made here must arrive unchanged: in
-	# the build dir (VNPU_VM_TEST_DIR), since the guest's /tmp is its own,
-	# below a directory private to its owner (as /root is), which the
-	# guest makes passable for the directory the command runs in.
+	# --host-root: the host's /usr and the directory vm.sh ran in,
+	# read-only, the command chrooted in them from that directory, as uid
+	# 1000 in group 990 (accel) with writable /tmp and HOME. A file made
+	# here must arrive unchanged: in the build dir (VNPU_VM_TEST_DIR),
+	# since the guest's /tmp is its own, below a directory private to its
+	# owner (as /root is), whose other files the guest must not see.
 	top=$(mktemp -d "${VNPU_VM_TEST_DIR:?}/host-root.XXXXXX") || exit 1
 	trap 'rm -rf "$top"; finish' EXIT
 	dir=$top/private/inner
 	mkdir -p "$dir"
+	echo secret >"$top/private/secret"
 	chmod 0700 "$top/private"
 	chmod 0755 "$top" "$dir"
 	head -c 4096 /dev/urandom >"$dir/blob"
@@ -129,20 +130,80 @@ host-root)
 	cd "$dir" || exit 1
 	expect_rc 0 "--host-root --user" -- run --quiet --host-root --user \
 		-- sh -c 'id -u; id -G; pwd; sha256sum <blob | cut -c1-64
-			touch /usr/vnpu-ro 2>/dev/null && echo writable-root
+			touch /usr/vnpu-ro blob2 2>/dev/null && echo writable-root
+			test -e ../secret && echo sees-the-private-dir
 			touch /tmp/x "$HOME/x" && echo tmp-and-home-ok
 			test -c /dev/null && test -r /proc/self/status &&
 				test -d /sys/class && echo dev-proc-sys-ok'
 	got=$(tr '\n' '|' <"$work/out")
 	[ "$got" = "1000|1000 990|$dir|$want|tmp-and-home-ok|dev-proc-sys-ok|" ] &&
-		ok "host root read-only, uid 1000 in 990, cwd, /tmp, HOME, /dev" ||
+		ok "shares read-only, uid 1000 in 990, cwd, /tmp, HOME, /dev" ||
 		fail "got '$got'"
-	grep -q "$top/private is private on the host" "$work/err" &&
-		ok "says the private directory was made passable" ||
-		fail "stderr: $(cat "$work/err")"
 	expect_rc 0 "--host-root as root" -- run --quiet --host-root -- id -u
 	[ "$(cat "$work/out")" = 0 ] && ok "--host-root without --user is root" ||
 		fail "root: $(cat "$work/out" "$work/err")"
+	;;
+host-root-secrets)
+	# What --host-root shows the guest's root: not the host's /etc
+	# (shadow, gshadow), nor /root; every 9p share mounted ro, nosuid,
+	# nodev; a setuid program of the host gives the guest user nothing;
+	# and the host's Python (with PyTorch when the host has it) still runs.
+	top=$(mktemp -d "${VNPU_VM_TEST_DIR:?}/host-root-secrets.XXXXXX") ||
+		exit 1
+	trap 'rm -rf "$top"; finish' EXIT
+	chmod 0755 "$top"
+	cd "$top" || exit 1
+	# Names in the host's /root (the usual ones when it is unreadable),
+	# but not the one leading to this directory, whose path the guest
+	# does recreate.
+	mapfile -t names < <({ ls -A /root 2>/dev/null
+		printf '%s\n' .ssh .bashrc .profile; } | sort -u)
+	case $top/ in /root/*/*)
+		lead=${top#/root/}
+		lead=${lead%%/*}
+		mapfile -t names < <(printf '%s\n' "${names[@]}" | grep -vxF "$lead")
+		;;
+	esac
+	py='import sys; print("python", sys.version_info[0])'
+	if /usr/bin/python3 -c 'import importlib.util as u, sys
+sys.exit(u.find_spec("torch") is None)' 2>/dev/null; then
+		py='import torch; print("python", 3 if int((torch.ones(2) * 2).sum()) == 4 else 0)'
+	fi
+	expect_rc 0 "--host-root as root" -- run --quiet --host-root --timeout 480 \
+		-- sh -c 'py=$1; shift
+			for f in /etc/shadow /etc/gshadow /etc/ssh; do
+				test -e "$f" && echo "visible: $f"
+			done
+			for n in "$@"; do
+				test -e "/root/$n" || test -L "/root/$n" &&
+					echo "visible: /root/$n"
+			done
+			awk "\$3 == \"9p\" {print \$2, \$4}" /proc/mounts >/tmp/9p
+			test -s /tmp/9p || echo "no 9p mounts"
+			while read -r mp opts; do
+				for o in ro nosuid nodev; do
+					case ,$opts, in *,$o,*) ;;
+					*) echo "9p $mp without $o" ;; esac
+				done
+				for f in etc/shadow shadow root/.ssh; do
+					test -e "$mp/$f" && echo "visible: $mp/$f"
+				done
+			done </tmp/9p
+			/usr/bin/python3 -c "$py"' sh "$py" "${names[@]}"
+	got=$(tr '\n' '|' <"$work/out")
+	[ "$got" = "python 3|" ] &&
+		ok "no host secrets, shares ro,nosuid,nodev, python runs" ||
+		fail "guest root saw: '$got'"
+	# A setuid program on a share: its owner's rights must not come
+	# with it (visible when that owner is not uid 1000).
+	if [ "$(id -u)" != 1000 ] && cp /usr/bin/id "$top/suid-id" &&
+		chmod 4755 "$top/suid-id"; then
+		expect_rc 0 "setuid program as --user" -- run --quiet --host-root \
+			--user -- ./suid-id -u
+		[ "$(cat "$work/out")" = 1000 ] &&
+			ok "setuid bit ignored (nosuid)" ||
+			fail "setuid program ran as uid $(cat "$work/out")"
+	fi
 	;;
 time-limit)
 	start=$(date +%s)
@@ -200,7 +261,7 @@ kernel-panic)
 		fail "panic not printed"
 	;;
 *)
-	echo "usage: $0 log-scanner|exit-status|output|user-and-device|host-root|kept-runs|time-limit|kernel-warn|kernel-panic|qemu-crash" >&2
+	echo "usage: $0 log-scanner|exit-status|output|user-and-device|host-root|host-root-secrets|kept-runs|time-limit|kernel-warn|kernel-panic|qemu-crash" >&2
 	exit 2
 	;;
 esac
