@@ -265,8 +265,11 @@ size=$(stat -c %s "$initramfs")
 
 # ---- QEMU command line -----------------------------------------------------------
 kvm_verdict=$state/kvm-$(uname -r)
+# KVM needs VMX or SVM in the CPU (a /dev/kvm without them makes QEMU
+# abort) and a /dev/kvm this user can open.
 kvm_usable() {
-	[ -r /dev/kvm ] && [ -w /dev/kvm ] &&
+	grep -qw -E 'vmx|svm' /proc/cpuinfo 2>/dev/null &&
+		{ : <>/dev/kvm; } 2>/dev/null &&
 		[ "$(cat "$kvm_verdict" 2>/dev/null)" != bad ]
 }
 if [ "$accel" = auto ]; then
