@@ -98,10 +98,11 @@ static void vnpu_ctx_release(struct kref *ref)
 	spin_lock_irqsave(&vdev->ctx_lock, flags);
 	clear_bit(ctx->index, vdev->ctx_map);
 	spin_unlock_irqrestore(&vdev->ctx_lock, flags);
+	vnpu_ctx_retire_fini(ctx);
+	/* Before the user goes: the page tables are charged to it. */
+	vnpu_mmu_ctx_fini(ctx);
 	vnpu_quota_uncharge(ctx->user, VNPU_QUOTA_CONTEXTS, 1);
 	vnpu_user_put(ctx->user);
-	vnpu_ctx_retire_fini(ctx);
-	vnpu_mmu_ctx_fini(ctx);
 	xa_destroy(&ctx->queues);
 	mutex_destroy(&ctx->queue_lock);
 	kfree(ctx);
@@ -223,6 +224,61 @@ static int vnpu_queue_param(struct vnpu_ctx *ctx, u32 param, u32 id, u64 *value)
 	return 0;
 }
 
+/* User queues of the file. */
+static u64 vnpu_ctx_queue_count(struct vnpu_ctx *ctx)
+{
+	struct vnpu_queue *queue;
+	unsigned long id;
+	u64 n = 0;
+
+	mutex_lock(&ctx->queue_lock);
+	xa_for_each(&ctx->queues, id, queue)
+		n++;
+	mutex_unlock(&ctx->queue_lock);
+	return n;
+}
+
+/*
+ * VRAM_USED, NUM_OPEN_CONTEXTS, QUEUE_COUNT, JOB_ERROR_COUNT: the device's
+ * totals tell one user what the others do, so only a file opened with
+ * CAP_SYS_ADMIN gets them (and debugfs has them); any other file gets its
+ * own user's VRAM and open files, and its own queues and failed jobs.
+ */
+static u64 vnpu_usage_param(struct vnpu_ctx *ctx, u32 param)
+{
+	struct vnpu_device *vdev = ctx->vdev;
+	bool all = ctx->quota_exempt;
+	u64 value = 0;
+
+	switch (param) {
+	case DRM_VNPU_PARAM_VRAM_USED:
+		if (!all) {
+			vnpu_quota_param(ctx, DRM_VNPU_PARAM_QUOTA_USED,
+					 VNPU_QUOTA_VRAM, &value);
+			break;
+		}
+		mutex_lock(&vdev->vram_lock);
+		value = vdev->vram_used;
+		mutex_unlock(&vdev->vram_lock);
+		break;
+	case DRM_VNPU_PARAM_NUM_OPEN_CONTEXTS:
+		if (all)
+			value = atomic_read(&vdev->open_files);
+		else
+			vnpu_quota_param(ctx, DRM_VNPU_PARAM_QUOTA_USED,
+					 VNPU_QUOTA_CONTEXTS, &value);
+		break;
+	case DRM_VNPU_PARAM_QUEUE_COUNT:
+		value = all ? atomic_read(&vdev->queue_count)
+			    : vnpu_ctx_queue_count(ctx);
+		break;
+	case DRM_VNPU_PARAM_JOB_ERROR_COUNT:
+		value = atomic_read(all ? &vdev->job_errors : &ctx->job_errors);
+		break;
+	}
+	return value;
+}
+
 static int vnpu_get_param_ioctl(struct drm_device *dev, void *data,
 				struct drm_file *file)
 {
@@ -282,9 +338,10 @@ static int vnpu_get_param_ioctl(struct drm_device *dev, void *data,
 		value = vdev->vram_size;
 		break;
 	case DRM_VNPU_PARAM_VRAM_USED:
-		mutex_lock(&vdev->vram_lock);
-		value = vdev->vram_used;
-		mutex_unlock(&vdev->vram_lock);
+	case DRM_VNPU_PARAM_NUM_OPEN_CONTEXTS:
+	case DRM_VNPU_PARAM_QUEUE_COUNT:
+	case DRM_VNPU_PARAM_JOB_ERROR_COUNT:
+		value = vnpu_usage_param(ctx, args->param);
 		break;
 	case DRM_VNPU_PARAM_VA_START:
 	case DRM_VNPU_PARAM_VA_SIZE: {
@@ -337,15 +394,6 @@ static int vnpu_get_param_ioctl(struct drm_device *dev, void *data,
 		break;
 	case DRM_VNPU_PARAM_QUEUE_DEPTH:
 		value = VNPU_QUEUE_DEPTH;
-		break;
-	case DRM_VNPU_PARAM_NUM_OPEN_CONTEXTS:
-		value = atomic_read(&vdev->open_files);
-		break;
-	case DRM_VNPU_PARAM_QUEUE_COUNT:
-		value = atomic_read(&vdev->queue_count);
-		break;
-	case DRM_VNPU_PARAM_JOB_ERROR_COUNT:
-		value = atomic_read(&vdev->job_errors);
 		break;
 	default:
 		return -EINVAL;
@@ -400,6 +448,7 @@ static const struct drm_driver vnpu_drm_driver = {
 	.open = vnpu_open,
 	.postclose = vnpu_postclose,
 	.gem_create_object = vnpu_gem_create_object,
+	.gem_prime_import = vnpu_gem_prime_import,
 	.gem_prime_import_sg_table = drm_gem_shmem_prime_import_sg_table,
 	.ioctls = vnpu_ioctls,
 	.num_ioctls = ARRAY_SIZE(vnpu_ioctls),

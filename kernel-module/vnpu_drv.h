@@ -65,6 +65,8 @@ struct vnpu_pt_table {
 	u64 *entries;
 	dma_addr_t dma;
 	struct vnpu_pt_table **child; /* levels 0 and 1 only */
+	u32 live;		      /* valid entries (vnpu_mmu.c) */
+	struct list_head free_node;   /* vnpu_bo_mapping.pt_free */
 };
 
 /* A hardware queue: its ring, its scheduler and the jobs in its ring. */
@@ -187,9 +189,11 @@ struct vnpu_ctx {
 	struct vnpu_user *user; /* who opened the file */
 	bool quota_exempt;	/* opened with CAP_SYS_ADMIN */
 	atomic_long_t unfinished_jobs, unfinished_bytes; /* vnpu_quota.c */
+	atomic_t job_errors; /* failed jobs of the file (GET_PARAM) */
 
 	struct mutex mmu_lock; /* page tables, va_mm and the VA window */
 	struct vnpu_pt_table root;
+	u64 pt_bytes; /* page tables below the root, charged as PINNED */
 	struct drm_mm va_mm;
 	u64 va_lo, va_hi; /* VA_RANGE: where BOs are placed */
 
@@ -310,6 +314,8 @@ struct vnpu_bo_mapping {
 	struct drm_gem_object *obj;   /* reference held while retiring */
 	u64 wait_epoch;		      /* the stage ends when it drained */
 	bool snapped;		      /* wait_epoch taken for this stage */
+	/* Tables emptied by the unmap, freed with the VA (vnpu_mmu.c). */
+	struct list_head pt_free;
 };
 
 struct vnpu_bo {
@@ -323,6 +329,13 @@ struct vnpu_bo {
 	struct vnpu_user *charged; /* under map_lock */
 	/* Kernel mapping kept for command reads (vnpu_bo_read), or NULL. */
 	void *cmd_vaddr;
+	/*
+	 * Imported from a dma-buf opened without write access: no writable
+	 * CPU mapping, no device write (DRM_VNPU_BO_DEVICE_READ_ONLY).
+	 */
+	bool read_only;
+	/* Another vnpu BO's memory, counted against that BO's user. */
+	bool uncharged_import;
 };
 
 #define to_vnpu_bo(obj) container_of(obj, struct vnpu_bo, shmem.base)
@@ -367,6 +380,8 @@ void vnpu_mmu_handle_faults(struct vnpu_device *vdev);
 /* vnpu_gem.c */
 struct drm_gem_object *vnpu_gem_create_object(struct drm_device *dev,
 					      size_t size);
+struct drm_gem_object *vnpu_gem_prime_import(struct drm_device *dev,
+					     struct dma_buf *dma_buf);
 int vnpu_bo_read(struct drm_gem_object *obj, u64 offset, void *dst,
 		 size_t len);
 int vnpu_bo_create_ioctl(struct drm_device *dev, void *data,

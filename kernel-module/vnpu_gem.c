@@ -6,7 +6,10 @@
  * device address space when a handle to it is created in that file and
  * unmapped when the file's last handle goes.
  */
+#include <linux/dma-buf.h>
 #include <linux/dma-resv.h>
+#include <linux/fs.h>
+#include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/workqueue.h>
 #include <linux/iosys-map.h>
@@ -33,7 +36,7 @@ static int vnpu_bo_charge(struct vnpu_bo *bo, struct vnpu_ctx *ctx)
 	int ret;
 
 	lockdep_assert_held(&bo->map_lock);
-	if (bo->charged)
+	if (bo->charged || bo->uncharged_import)
 		return 0;
 	ret = vnpu_quota_charge(ctx->user, ctx->quota_exempt,
 				vnpu_bo_quota_res(bo), bo->shmem.base.size);
@@ -359,6 +362,18 @@ static void vnpu_shmem_free(struct drm_gem_object *obj)
 	drm_gem_shmem_free(&bo->shmem);
 }
 
+/* A read-only import maps read-only, and cannot be mprotect()ed writable. */
+static int vnpu_shmem_mmap(struct drm_gem_object *obj,
+			   struct vm_area_struct *vma)
+{
+	if (to_vnpu_bo(obj)->read_only) {
+		if (vma->vm_flags & VM_WRITE)
+			return -EACCES;
+		vm_flags_clear(vma, VM_MAYWRITE);
+	}
+	return drm_gem_shmem_object_mmap(obj, vma);
+}
+
 static const struct drm_gem_object_funcs vnpu_shmem_funcs = {
 	.free = vnpu_shmem_free,
 	.open = vnpu_bo_open,
@@ -369,7 +384,7 @@ static const struct drm_gem_object_funcs vnpu_shmem_funcs = {
 	.get_sg_table = drm_gem_shmem_object_get_sg_table,
 	.vmap = drm_gem_shmem_object_vmap,
 	.vunmap = drm_gem_shmem_object_vunmap,
-	.mmap = drm_gem_shmem_object_mmap,
+	.mmap = vnpu_shmem_mmap,
 	.vm_ops = &drm_gem_shmem_vm_ops,
 };
 
@@ -444,6 +459,63 @@ struct drm_gem_object *vnpu_gem_create_object(struct drm_device *dev,
 	mutex_init(&bo->map_lock);
 	INIT_LIST_HEAD(&bo->mappings);
 	return &bo->shmem.base;
+}
+
+/*
+ * drm_driver.gem_prime_import. A dma-buf carries its access mode in its
+ * file: one opened without write access must give the importer neither a
+ * writable CPU mapping nor device write. The core's import hands back the
+ * exporter's own object for a dma-buf of this device, which its exporter
+ * may write, so a read-only dma-buf (ours or another driver's) always
+ * gets an object of its own, on its own attachment, marked read-only.
+ * Writable dma-bufs go the core's way. VRAM BOs are never exported.
+ */
+struct drm_gem_object *vnpu_gem_prime_import(struct drm_device *dev,
+					     struct dma_buf *dma_buf)
+{
+	struct dma_buf_attachment *attach;
+	struct drm_gem_object *obj;
+	struct sg_table *sgt;
+	struct vnpu_bo *bo;
+	int ret;
+
+	if (dma_buf->file->f_mode & FMODE_WRITE)
+		return drm_gem_prime_import(dev, dma_buf);
+	attach = dma_buf_attach(dma_buf, dev->dev);
+	if (IS_ERR(attach))
+		return ERR_CAST(attach);
+	get_dma_buf(dma_buf);
+	sgt = dma_buf_map_attachment_unlocked(attach, DMA_BIDIRECTIONAL);
+	if (IS_ERR(sgt)) {
+		ret = PTR_ERR(sgt);
+		goto err_detach;
+	}
+	obj = drm_gem_shmem_prime_import_sg_table(dev, attach, sgt);
+	if (IS_ERR(obj)) {
+		ret = PTR_ERR(obj);
+		goto err_unmap;
+	}
+	/* From here on freeing the object detaches (drm_prime_gem_destroy). */
+	obj->import_attach = attach;
+	obj->resv = dma_buf->resv;
+	bo = to_vnpu_bo(obj);
+	bo->read_only = true;
+	bo->flags = DRM_VNPU_BO_DEVICE_READ_ONLY;
+	/*
+	 * Our own exports (drm_gem_prime_export() names the driver's module)
+	 * are vnpu BOs, counted against their creator for as long as this
+	 * attachment holds them: counting them again would bill the importer
+	 * for memory the sharer already pays for.
+	 */
+	bo->uncharged_import = dma_buf->owner == THIS_MODULE;
+	return obj;
+
+err_unmap:
+	dma_buf_unmap_attachment_unlocked(attach, sgt, DMA_BIDIRECTIONAL);
+err_detach:
+	dma_buf_detach(dma_buf, attach);
+	dma_buf_put(dma_buf);
+	return ERR_PTR(ret);
 }
 
 /* ---- VRAM BOs ---------------------------------------------------------- */
@@ -559,9 +631,11 @@ static struct drm_gem_object *vnpu_vram_create(struct vnpu_device *vdev,
 		ret = -ENOMEM;
 		goto err;
 	}
-	ret = drm_gem_create_mmap_offset(obj);
-	if (ret)
+	/* Its -ENOSPC (offset space) is no VA window: out of memory too. */
+	if (drm_gem_create_mmap_offset(obj)) {
+		ret = -ENOMEM;
 		goto err;
+	}
 	/* VRAM keeps its contents across owners: never hand out old data. */
 	memset_io(vdev->vram_map + bo->vram_node.start, 0, size);
 	return obj;

@@ -132,8 +132,10 @@ static void vnpu_job_finished(struct dma_fence *f, struct dma_fence_cb *cb)
 	if (job->seqno > queue->done_seqno)
 		queue->done_seqno = job->seqno;
 	spin_unlock_irqrestore(&queue->err_lock, flags);
-	if (f->error)
+	if (f->error) {
 		atomic_inc(&queue->ctx->vdev->job_errors);
+		atomic_inc(&queue->ctx->job_errors);
+	}
 	atomic_dec(&queue->pending);
 	vnpu_ctx_uncharge_job(job->ctx, job->charged_bytes);
 	vnpu_ctx_job_ended(job);

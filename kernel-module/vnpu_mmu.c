@@ -9,6 +9,20 @@
 
 #include "vnpu_hw.h"
 
+/*
+ * Page tables below the root are allocated when a mapping needs them and
+ * charged, as the pinned host memory they are, to the context's user (the
+ * root is part of the context, bounded by the context share). A table
+ * counts its valid entries; the unmap that empties one detaches it from
+ * its parent, and it is freed only with the mapping's VA range, once no
+ * job can still walk it (see vnpu_mmu_unmap()).
+ */
+static u64 vnpu_pt_bytes(bool with_children)
+{
+	return VNPU_PAGE_SIZE +
+	       (with_children ? VNPU_PT_ENTRIES * sizeof(void *) : 0);
+}
+
 static int vnpu_pt_table_alloc(struct vnpu_ctx *ctx, struct vnpu_pt_table *t,
 			       bool with_children)
 {
@@ -19,6 +33,8 @@ static int vnpu_pt_table_alloc(struct vnpu_ctx *ctx, struct vnpu_pt_table *t,
 	if (!t->entries)
 		return -ENOMEM;
 	t->child = NULL;
+	t->live = 0;
+	INIT_LIST_HEAD(&t->free_node);
 	if (with_children) {
 		t->child =
 			kcalloc(VNPU_PT_ENTRIES, sizeof(*t->child), GFP_KERNEL);
@@ -32,9 +48,11 @@ static int vnpu_pt_table_alloc(struct vnpu_ctx *ctx, struct vnpu_pt_table *t,
 	return 0;
 }
 
+/* Frees t and the tables below it; uncharges all but the root. */
 static void vnpu_pt_table_free(struct vnpu_ctx *ctx, struct vnpu_pt_table *t,
 			       int level)
 {
+	bool inner = t->child;
 	u32 i;
 
 	if (!t->entries)
@@ -51,58 +69,128 @@ static void vnpu_pt_table_free(struct vnpu_ctx *ctx, struct vnpu_pt_table *t,
 	dma_free_coherent(ctx->vdev->drm.dev, VNPU_PAGE_SIZE, t->entries,
 			  t->dma);
 	t->entries = NULL;
+	if (level) {
+		ctx->pt_bytes -= vnpu_pt_bytes(inner);
+		vnpu_quota_uncharge(ctx->user, VNPU_QUOTA_PINNED,
+				    vnpu_pt_bytes(inner));
+	}
 }
 
-/* The leaf entry of va, creating the tables on the way when asked. */
-static u64 *vnpu_pt_leaf(struct vnpu_ctx *ctx, u64 va, bool create)
+/*
+ * The tables on the way to va (path[0] is the root), creating missing ones
+ * when asked: the leaf table, NULL when one is missing and create is
+ * false, or an ERR_PTR (-ENOMEM, -EDQUOT past the user's pinned share).
+ */
+static struct vnpu_pt_table *
+vnpu_pt_walk(struct vnpu_ctx *ctx, u64 va, bool create,
+	     struct vnpu_pt_table *path[VNPU_PT_LEVELS])
 {
 	struct vnpu_pt_table *t = &ctx->root;
-	int level;
+	int level, ret;
 
+	lockdep_assert_held(&ctx->mmu_lock);
 	for (level = 0; level < VNPU_PT_LEVELS - 1; level++) {
 		u32 idx = VNPU_PT_INDEX(va, level);
 		struct vnpu_pt_table *next = t->child[idx];
 
+		path[level] = t;
 		if (!next) {
-			if (!create)
-				return NULL;
 			bool inner = level + 1 < VNPU_PT_LEVELS - 1;
 			u64 pte;
 
+			if (!create)
+				return NULL;
+			ret = vnpu_quota_charge(ctx->user, ctx->quota_exempt,
+						VNPU_QUOTA_PINNED,
+						vnpu_pt_bytes(inner));
+			if (ret)
+				return ERR_PTR(ret);
 			next = kzalloc(sizeof(*next), GFP_KERNEL);
 			if (!next || vnpu_pt_table_alloc(ctx, next, inner)) {
 				kfree(next);
-				return NULL;
+				vnpu_quota_uncharge(ctx->user,
+						    VNPU_QUOTA_PINNED,
+						    vnpu_pt_bytes(inner));
+				return ERR_PTR(-ENOMEM);
 			}
+			ctx->pt_bytes += vnpu_pt_bytes(inner);
 			t->child[idx] = next;
+			t->live++;
 			pte = (next->dma & VNPU_PTE_ADDR_MASK) | VNPU_PTE_VALID;
 			WRITE_ONCE(t->entries[idx], cpu_to_le64(pte));
 		}
 		t = next;
 	}
-	return &t->entries[VNPU_PT_INDEX(va, VNPU_PT_LEVELS - 1)];
+	path[level] = t;
+	return t;
 }
 
 static int vnpu_pt_map_page(struct vnpu_ctx *ctx, u64 va, u64 addr, u64 prot)
 {
-	u64 *pte = vnpu_pt_leaf(ctx, va, true);
+	struct vnpu_pt_table *path[VNPU_PT_LEVELS];
+	struct vnpu_pt_table *leaf = vnpu_pt_walk(ctx, va, true, path);
+	u64 *pte;
 
-	if (!pte)
-		return -ENOMEM;
+	if (IS_ERR(leaf))
+		return PTR_ERR(leaf);
+	pte = &leaf->entries[VNPU_PT_INDEX(va, VNPU_PT_LEVELS - 1)];
+	if (!(le64_to_cpu(READ_ONCE(*pte)) & VNPU_PTE_VALID))
+		leaf->live++;
 	WRITE_ONCE(*pte, cpu_to_le64((addr & VNPU_PTE_ADDR_MASK) |
 				     VNPU_PTE_VALID | prot));
 	return 0;
 }
 
-static void vnpu_pt_unmap_range(struct vnpu_ctx *ctx, u64 va, u64 size)
+/*
+ * Clears the leaf entries of [va, va + size). With a list, each table that
+ * this leaves empty is detached from its parent (the parent's entry
+ * cleared) and put on the list for the caller to free once the device can
+ * no longer walk it; without one, empty tables stay in place.
+ */
+static void vnpu_pt_unmap_range(struct vnpu_ctx *ctx, u64 va, u64 size,
+				struct list_head *detached)
 {
+	struct vnpu_pt_table *path[VNPU_PT_LEVELS];
 	u64 off;
 
 	for (off = 0; off < size; off += VNPU_PAGE_SIZE) {
-		u64 *pte = vnpu_pt_leaf(ctx, va + off, false);
+		struct vnpu_pt_table *leaf =
+			vnpu_pt_walk(ctx, va + off, false, path);
+		int level = VNPU_PT_LEVELS - 1;
+		u32 idx = VNPU_PT_INDEX(va + off, level);
 
-		if (pte)
-			WRITE_ONCE(*pte, 0);
+		if (!leaf ||
+		    !(le64_to_cpu(READ_ONCE(leaf->entries[idx])) &
+		      VNPU_PTE_VALID))
+			continue;
+		WRITE_ONCE(leaf->entries[idx], 0);
+		/* Up the path while a table became empty; never the root. */
+		for (; level >= 0; level--) {
+			struct vnpu_pt_table *t = path[level], *parent;
+
+			if (--t->live || !level || !detached)
+				break;
+			parent = path[level - 1];
+			idx = VNPU_PT_INDEX(va + off, level - 1);
+			WRITE_ONCE(parent->entries[idx], 0);
+			parent->child[idx] = NULL;
+			list_add_tail(&t->free_node, detached);
+		}
+	}
+}
+
+/* Frees tables vnpu_pt_unmap_range() detached. */
+static void vnpu_pt_free_detached(struct vnpu_ctx *ctx,
+				  struct list_head *detached)
+{
+	struct vnpu_pt_table *t, *tmp;
+
+	lockdep_assert_held(&ctx->mmu_lock);
+	list_for_each_entry_safe(t, tmp, detached, free_node) {
+		list_del(&t->free_node);
+		/* Empty: its children were detached (and listed) before it. */
+		vnpu_pt_table_free(ctx, t, 1);
+		kfree(t);
 	}
 }
 
@@ -188,10 +276,12 @@ int vnpu_va_range_ioctl(struct drm_device *dev, void *data,
 	return vnpu_mmu_set_va_range(file->driver_priv, args->start, args->end);
 }
 
+/* The device no longer uses the context; its user is still held. */
 void vnpu_mmu_ctx_fini(struct vnpu_ctx *ctx)
 {
 	drm_mm_takedown(&ctx->va_mm);
 	vnpu_pt_table_free(ctx, &ctx->root, 0);
+	WARN_ON(ctx->pt_bytes);
 	mutex_destroy(&ctx->mmu_lock);
 }
 
@@ -203,7 +293,7 @@ static int vnpu_mmu_fill(struct vnpu_ctx *ctx, struct vnpu_bo *bo, u64 va)
 	struct sg_dma_page_iter it;
 	int ret;
 
-	if (!(bo->flags & DRM_VNPU_BO_DEVICE_READ_ONLY))
+	if (!(bo->flags & DRM_VNPU_BO_DEVICE_READ_ONLY) && !bo->read_only)
 		prot |= VNPU_PTE_WRITE;
 	if (bo->vram) {
 		for (off = 0; off < size; off += VNPU_PAGE_SIZE) {
@@ -218,8 +308,12 @@ static int vnpu_mmu_fill(struct vnpu_ctx *ctx, struct vnpu_bo *bo, u64 va)
 	sgt = bo->shmem.sgt;
 	if (!sgt) {
 		sgt = drm_gem_shmem_get_pages_sgt(&bo->shmem);
+		/*
+		 * shmem says -ENOSPC when it cannot back the pages; to
+		 * BO_CREATE that errno means a full VA window.
+		 */
 		if (IS_ERR(sgt))
-			return PTR_ERR(sgt);
+			return PTR_ERR(sgt) == -ENOSPC ? -ENOMEM : PTR_ERR(sgt);
 	}
 	off = 0;
 	for_each_sgtable_dma_page(sgt, &it, 0) {
@@ -258,7 +352,11 @@ int vnpu_mmu_map_bo(struct vnpu_ctx *ctx, struct vnpu_bo *bo, u64 *va)
 		goto err_unlock;
 	ret = vnpu_mmu_fill(ctx, bo, node->start);
 	if (ret) {
-		vnpu_pt_unmap_range(ctx, node->start, size);
+		/*
+		 * Tables made on the way stay (charged, reused): a job of the
+		 * context may be walking them, as it may any VA.
+		 */
+		vnpu_pt_unmap_range(ctx, node->start, size, NULL);
 		drm_mm_remove_node(node);
 		goto err_unlock;
 	}
@@ -266,6 +364,7 @@ int vnpu_mmu_map_bo(struct vnpu_ctx *ctx, struct vnpu_bo *bo, u64 *va)
 	/* A new mapping replaces no cached translation; no invalidate. */
 	m->ctx = ctx;
 	m->users = 1;
+	INIT_LIST_HEAD(&m->pt_free);
 	kref_get(&ctx->ref);
 	list_add(&m->node, &bo->mappings);
 	*va = node->start;
@@ -277,19 +376,33 @@ err_unlock:
 	return ret;
 }
 
-/* Clears the mapping's entries and flushes the context's TLB. */
+/*
+ * Clears the mapping's entries and flushes the context's TLB. Tables this
+ * empties are detached from their parents but not freed: a job that was
+ * running may have read the parent's entry before it was cleared and be
+ * walking the table still (the flush only ends cached translations), so
+ * the tables wait on m->pt_free for vnpu_mmu_free_va(), which the retire
+ * path calls only once every job pushed before this unmap has ended. A job
+ * pushed later starts after the cleared entries and the flush, so its
+ * walks end at the cleared parent entry and never reach them.
+ */
 void vnpu_mmu_unmap(struct vnpu_ctx *ctx, struct vnpu_bo_mapping *m)
 {
 	mutex_lock(&ctx->mmu_lock);
-	vnpu_pt_unmap_range(ctx, m->va.start, m->va.size - VNPU_PAGE_SIZE);
+	vnpu_pt_unmap_range(ctx, m->va.start, m->va.size - VNPU_PAGE_SIZE,
+			    &m->pt_free);
 	vnpu_tlb_invalidate(ctx);
 	mutex_unlock(&ctx->mmu_lock);
 }
 
-/* Returns the mapping's VA range (and guard page) to the context. */
+/*
+ * Returns the mapping's VA range (and guard page) to the context and frees
+ * the tables its unmap emptied (no job can walk them any more).
+ */
 void vnpu_mmu_free_va(struct vnpu_ctx *ctx, struct vnpu_bo_mapping *m)
 {
 	mutex_lock(&ctx->mmu_lock);
+	vnpu_pt_free_detached(ctx, &m->pt_free);
 	drm_mm_remove_node(&m->va);
 	mutex_unlock(&ctx->mmu_lock);
 }

@@ -3,9 +3,10 @@
  * vnpu DRM accel driver: resource limits (docs/uapi.md, "Limits").
  *
  * One user, the effective uid that opened the file, may hold at most a
- * share of the device's hardware contexts, of its VRAM, and of the
- * machine's RAM as pinned system BOs, so that no user locks the others
- * out or drives the machine into the OOM killer. A file opened with
+ * share of the device's hardware contexts, all of its VRAM but a reserve
+ * for the others, and a share of the machine's RAM pinned as system BOs
+ * and device page tables, so that no user locks the others out or drives
+ * the machine into the OOM killer. A file opened with
  * CAP_SYS_ADMIN is counted but not held to these shares, as CAP_IPC_LOCK
  * lifts RLIMIT_MEMLOCK. Each file may also have at most a number of
  * unfinished jobs, and of kernel memory in them (their commands, their BO
@@ -24,10 +25,10 @@ module_param_named(user_context_share, vnpu_user_context_share, uint, 0644);
 MODULE_PARM_DESC(user_context_share,
 		 "Percent of the hardware contexts (open files) one user may hold (default 50; 100: no limit)");
 
-static uint vnpu_user_vram_share = 50;
-module_param_named(user_vram_share, vnpu_user_vram_share, uint, 0644);
-MODULE_PARM_DESC(user_vram_share,
-		 "Percent of VRAM one user's BOs may hold (default 50; 100: no limit)");
+static uint vnpu_user_vram_reserve = 12;
+module_param_named(user_vram_reserve, vnpu_user_vram_reserve, uint, 0644);
+MODULE_PARM_DESC(user_vram_reserve,
+		 "Percent of VRAM one user's BOs may not take, kept for the others (default 12; 0: no limit)");
 
 static uint vnpu_user_pinned_share = 25;
 module_param_named(user_pinned_share, vnpu_user_pinned_share, uint, 0644);
@@ -66,7 +67,13 @@ static u64 vnpu_user_limit(struct vnpu_device *vdev, enum vnpu_quota_res res)
 		return vnpu_share_of(vnpu_user_context_share,
 				     vdev->num_contexts);
 	case VNPU_QUOTA_VRAM:
-		return vnpu_share_of(vnpu_user_vram_share, vdev->vram_size);
+		/*
+		 * All but a reserve: a lone user gets most of the device, and
+		 * whatever it holds another user can still have the reserve.
+		 */
+		return vnpu_share_of(100 - min(READ_ONCE(vnpu_user_vram_reserve),
+					       100U),
+				     vdev->vram_size);
 	case VNPU_QUOTA_PINNED:
 		return vnpu_share_of(vnpu_user_pinned_share,
 				     (u64)totalram_pages() << PAGE_SHIFT);
