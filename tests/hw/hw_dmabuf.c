@@ -3,8 +3,10 @@
  * hw suite, category 5: dma-buf (PRIME). Export and import within a file
  * (same handle back), between two files (each its own VA, the device of
  * one sees the other's writes), across fork, from vgem (a dumb buffer of
- * the guest's virtual GEM driver imported and used by the device), and a
- * dma-buf that outlives the file that exported it.
+ * the guest's virtual GEM driver imported and used by the device), a
+ * dma-buf that outlives the file that exported it, and a read-only dma-buf
+ * imported by an unprivileged user: no writable CPU mapping, device writes
+ * fault.
  */
 #include "hw_util.h"
 
@@ -13,6 +15,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -316,6 +319,181 @@ START_TEST(test_vgem_exporter_gone)
 }
 END_TEST
 
+/* PRIME export without DRM_RDWR: a dma-buf opened read-only. */
+static int prime_export_ro(int fd, uint32_t handle, int *dmabuf_fd)
+{
+	struct drm_prime_handle ph = {
+		.handle = handle, .flags = DRM_CLOEXEC, .fd = -1,
+	};
+	int ret = hw_ioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph);
+
+	if (!ret)
+		*dmabuf_fd = ph.fd;
+	return ret;
+}
+
+/* Runs fn(arg) in a child as HW_USER_UID: its exit status, or -1. */
+static int run_as_user(int (*fn)(void *arg), void *arg)
+{
+	gid_t groups[1] = { HW_ACCEL_GID };
+	int status;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (setgroups(1, groups) || setgid(HW_USER_UID) ||
+		    setuid(HW_USER_UID))
+			_exit(100);
+		_exit(fn(arg));
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+struct ro_import {
+	int ro_dmabuf, rw_dmabuf;
+};
+
+/* The job faulted on a write: its errno and device status. */
+static bool faulted(int ret, const struct drm_vnpu_bo_wait *w)
+{
+	return ret == -EFAULT && w->job_status == VNPU_STATUS_MMU_FAULT;
+}
+
+/*
+ * Child of test_read_only_import (uid 1000, files of its own): the import
+ * of the read-only dma-buf reads but cannot be written by the CPU or the
+ * device; the read-write one can. No Check calls here: the step that went
+ * wrong is the exit status.
+ */
+static int ro_import_child(void *arg)
+{
+	const struct ro_import *ri = arg;
+	struct drm_vnpu_bo_info info;
+	struct drm_vnpu_bo_wait w;
+	struct hw_ctx ctx, ctx2;
+	struct hw_bo out, rw;
+	struct vnpu_cmd c;
+	uint32_t handle, list[2];
+	void *p;
+	int fd = hw_open_raw(), fd2 = hw_open_raw();
+
+	if (fd < 0 || fd2 < 0)
+		return 10;
+	ctx.fd = fd;
+	ctx2.fd = fd2;
+	if (hw_queue_create(fd, DRM_VNPU_HW_QUEUE_ANY, &ctx.queue, NULL) ||
+	    hw_bo_create(fd, 4096, 0, &ctx.cmd) ||
+	    hw_queue_create(fd2, DRM_VNPU_HW_QUEUE_ANY, &ctx2.queue, NULL) ||
+	    hw_bo_create(fd2, 4096, 0, &ctx2.cmd))
+		return 11;
+	if (hw_prime_import(fd, ri->ro_dmabuf, &handle) ||
+	    hw_bo_info(fd, handle, &info))
+		return 12;
+	/* BO_INFO tells the import is read-only for the device. */
+	if (!(info.flags & DRM_VNPU_BO_DEVICE_READ_ONLY))
+		return 13;
+	p = mmap(NULL, SZ, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		 (off_t)info.mmap_offset);
+	if (p != MAP_FAILED || (errno != EACCES && errno != EPERM))
+		return 14;
+	p = mmap(NULL, SZ, PROT_READ, MAP_SHARED, fd,
+		 (off_t)info.mmap_offset);
+	if (p == MAP_FAILED)
+		return 15;
+	if (hw_pattern_check(p, SZ, 41) != SIZE_MAX)
+		return 16;
+	if (mprotect(p, SZ, PROT_READ | PROT_WRITE) == 0)
+		return 17;
+	/* The device reads it... */
+	if (hw_bo_create(fd, SZ, 0, &out))
+		return 18;
+	c = vnpu_copy_cmd(info.device_va, out.va, SZ);
+	list[0] = out.handle;
+	list[1] = handle;
+	if (hw_run(&ctx, &c, 1, list, 2, NULL) ||
+	    hw_pattern_check(out.map, SZ, 41) != SIZE_MAX)
+		return 19;
+	/* ...but a FILL into it faults... */
+	c = vnpu_fill_cmd(info.device_va, SZ, 0xbad0bad0, 4);
+	memset(&w, 0, sizeof(w));
+	if (!faulted(hw_run(&ctx, &c, 1, &handle, 1, &w), &w))
+		return 20;
+	/* ...and so does a DMA_COPY into it (another file: a fault is
+	 * sticky to its context). */
+	if (hw_prime_import(fd2, ri->ro_dmabuf, &handle) ||
+	    hw_bo_info(fd2, handle, &info) || hw_bo_create(fd2, SZ, 0, &out))
+		return 21;
+	memset(out.map, 0x5c, SZ);
+	c = vnpu_copy_cmd(out.va, info.device_va, SZ);
+	list[0] = out.handle;
+	list[1] = handle;
+	memset(&w, 0, sizeof(w));
+	if (!faulted(hw_run(&ctx2, &c, 1, list, 2, &w), &w))
+		return 22;
+	close(fd2);
+	/* A read-write dma-buf still imports writable, for both. */
+	fd2 = hw_open_raw();
+	if (fd2 < 0)
+		return 23;
+	ctx2.fd = fd2;
+	if (hw_queue_create(fd2, DRM_VNPU_HW_QUEUE_ANY, &ctx2.queue, NULL) ||
+	    hw_bo_create(fd2, 4096, 0, &ctx2.cmd) ||
+	    hw_prime_import(fd2, ri->rw_dmabuf, &handle) ||
+	    hw_bo_from_handle(fd2, handle, &rw))
+		return 24;
+	if (rw.flags & DRM_VNPU_BO_DEVICE_READ_ONLY)
+		return 25;
+	((uint32_t *)rw.map)[0] = 0x0c0ffee0;
+	c = vnpu_fill_cmd(rw.va + 4096, SZ - 4096, 0x600dc0de, 4);
+	if (hw_run(&ctx2, &c, 1, &handle, 1, NULL))
+		return 26;
+	close(fd2);
+	close(fd);
+	return 0;
+}
+
+/*
+ * A dma-buf exported without DRM_RDWR is a read-only file: an importer in
+ * another user's file may read the BO, but gets no writable CPU mapping
+ * and its device writes fault; the exporter's data stays as it was. A
+ * read-write export of the same kind still imports writable.
+ */
+START_TEST(test_read_only_import)
+{
+	struct hw_ctx a;
+	struct hw_bo bo, bo2;
+	struct ro_import ri;
+	void *p;
+	int ret;
+
+	hw_ctx_open(&a);
+	hw_bo_new(a.fd, SZ, 0, &bo);
+	hw_bo_new(a.fd, SZ, 0, &bo2);
+	hw_pattern_fill(bo.map, SZ, 41);
+	memset(bo2.map, 0, SZ);
+	ck_assert_int_eq(prime_export_ro(a.fd, bo.handle, &ri.ro_dmabuf), 0);
+	ck_assert_int_eq(hw_prime_export(a.fd, bo2.handle, &ri.rw_dmabuf), 0);
+	/* The dma-buf itself is read-only (the dma-buf core's check). */
+	p = mmap(NULL, SZ, PROT_READ | PROT_WRITE, MAP_SHARED, ri.ro_dmabuf,
+		 0);
+	ck_assert(p == MAP_FAILED);
+	ret = run_as_user(ro_import_child, &ri);
+	ck_assert_msg(ret == 0, "child step %d", ret);
+	ck_assert_uint_eq(hw_pattern_check(bo.map, SZ, 41), SIZE_MAX);
+	ck_assert_uint_eq(((uint32_t *)bo2.map)[0], 0x0c0ffee0);
+	ck_assert_uint_eq(hw_check_u32((char *)bo2.map + 4096, SZ - 4096,
+				       0x600dc0de),
+			  SIZE_MAX);
+	/* The exporter still writes its BO, by the CPU and the device. */
+	device_fill(&a, bo.handle, bo.va, SZ, 0x0badcafe);
+	ck_assert_uint_eq(hw_check_u32(bo.map, SZ, 0x0badcafe), SIZE_MAX);
+	close(ri.ro_dmabuf);
+	close(ri.rw_dmabuf);
+	hw_ctx_close(&a);
+}
+END_TEST
+
 static Suite *dmabuf_suite(void)
 {
 	Suite *s = suite_create("dmabuf");
@@ -327,6 +505,7 @@ static Suite *dmabuf_suite(void)
 	tcase_add_test(vnpu, test_across_fork);
 	tcase_add_test(vnpu, test_exporter_closed_first);
 	tcase_add_test(vnpu, test_import_keeps_bo_after_exporter_handle_close);
+	tcase_add_test(vnpu, test_read_only_import);
 	hw_suite_add(s, vnpu);
 	tcase_add_test(vgem, test_import_from_vgem);
 	tcase_add_test(vgem, test_vgem_exporter_gone);

@@ -3,13 +3,16 @@
  * hw suite, category 2: GET_PARAM. Every parameter of enum drm_vnpu_param
  * with its documented value or invariant (docs/uapi.md), the per-queue
  * parameters with good and bad queue ids, unknown parameters and a non-zero
- * index where none is taken (-EINVAL, value untouched).
+ * index where none is taken (-EINVAL, value untouched). The usage counters
+ * show an unprivileged file only its own user's or its own figures.
  */
 #include "hw_util.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define LAST_PARAM DRM_VNPU_PARAM_JOB_TIMEOUT_MS
@@ -288,6 +291,96 @@ START_TEST(test_quota_params)
 }
 END_TEST
 
+#define OTHERS_VRAM (8u << 20)
+
+/* GET_PARAM that must succeed, in a child without Check (UINT64_MAX). */
+static uint64_t child_param(int fd, uint32_t param, uint32_t index)
+{
+	uint64_t v;
+
+	return hw_get_param(fd, param, index, &v) ? UINT64_MAX : v;
+}
+
+/*
+ * Child of test_usage_of_others_hidden, as uid 1000: its usage counters are
+ * its user's (VRAM, open files) and its file's (queues, failed jobs), none
+ * of root's. The step that went wrong is the exit status.
+ */
+static int usage_child(void)
+{
+	uint64_t vram, files;
+	uint32_t handle, queue;
+	int fd = hw_open_raw();
+
+	if (fd < 0)
+		return 10;
+	vram = child_param(fd, DRM_VNPU_PARAM_VRAM_USED, 0);
+	if (vram != child_param(fd, DRM_VNPU_PARAM_QUOTA_USED,
+				DRM_VNPU_QUOTA_VRAM) ||
+	    vram >= OTHERS_VRAM)
+		return 11;
+	files = child_param(fd, DRM_VNPU_PARAM_NUM_OPEN_CONTEXTS, 0);
+	if (files != child_param(fd, DRM_VNPU_PARAM_QUOTA_USED,
+				 DRM_VNPU_QUOTA_CONTEXTS))
+		return 12;
+	if (child_param(fd, DRM_VNPU_PARAM_QUEUE_COUNT, 0) != 0)
+		return 13;
+	if (child_param(fd, DRM_VNPU_PARAM_JOB_ERROR_COUNT, 0) != 0)
+		return 14;
+	/* Its own use shows. */
+	if (hw_bo_create_raw(fd, 1u << 20, DRM_VNPU_BO_VRAM, &handle, NULL) ||
+	    child_param(fd, DRM_VNPU_PARAM_VRAM_USED, 0) != vram + (1u << 20))
+		return 15;
+	if (hw_queue_create(fd, DRM_VNPU_HW_QUEUE_ANY, &queue, NULL) ||
+	    child_param(fd, DRM_VNPU_PARAM_QUEUE_COUNT, 0) != 1)
+		return 16;
+	close(fd);
+	return 0;
+}
+
+/*
+ * Root (uid A) holds VRAM, files, a queue and a failed job: uid B's
+ * GET_PARAM reveals none of it, while root's file sees the device totals.
+ */
+START_TEST(test_usage_of_others_hidden)
+{
+	struct drm_vnpu_bo_wait w;
+	struct hw_ctx a;
+	struct hw_bo vram;
+	struct vnpu_cmd c;
+	int extra = hw_open(), status;
+	pid_t pid;
+
+	hw_ctx_open(&a);
+	hw_bo_new(a.fd, OTHERS_VRAM, DRM_VNPU_BO_VRAM, &vram);
+	/* A job writing the guard page after the command BO fails. */
+	c = vnpu_fill_cmd(a.cmd.va + a.cmd.size, 4096, 0, 4);
+	ck_assert_int_eq(hw_run(&a, &c, 1, &a.cmd.handle, 1, &w), -EFAULT);
+	ck_assert_uint_ge(hw_param(a.fd, DRM_VNPU_PARAM_VRAM_USED),
+			  OTHERS_VRAM);
+	ck_assert_uint_ge(hw_param(a.fd, DRM_VNPU_PARAM_NUM_OPEN_CONTEXTS), 2);
+	ck_assert_uint_ge(hw_param(a.fd, DRM_VNPU_PARAM_QUEUE_COUNT), 1);
+	ck_assert_uint_ge(hw_param(a.fd, DRM_VNPU_PARAM_JOB_ERROR_COUNT), 1);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		gid_t groups[1] = { HW_ACCEL_GID };
+
+		if (setgroups(1, groups) || setgid(HW_USER_UID) ||
+		    setuid(HW_USER_UID))
+			_exit(100);
+		_exit(usage_child());
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_msg(WEXITSTATUS(status) == 0, "child step %d",
+		      WEXITSTATUS(status));
+	hw_bo_free(a.fd, &vram);
+	close(extra);
+	hw_ctx_close(&a);
+}
+END_TEST
+
 START_TEST(test_unknown_params)
 {
 	static const uint32_t bad[] = {
@@ -358,6 +451,7 @@ static Suite *param_suite(void)
 	tcase_add_test(valid, test_every_param_valid);
 	tcase_add_test(valid, test_value_is_output_only);
 	tcase_add_test(valid, test_quota_params);
+	tcase_add_test(valid, test_usage_of_others_hidden);
 	hw_suite_add(s, valid);
 	tcase_add_test(invalid, test_unknown_params);
 	tcase_add_test(invalid, test_nonzero_index);
