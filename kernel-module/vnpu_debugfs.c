@@ -4,7 +4,7 @@
  *
  *   queues          hardware queues: context, ring state, jobs in flight
  *   bos             VRAM allocator use
- *   contexts        open contexts: state and faults
+ *   contexts        open contexts: owner, state, faults, page tables
  *   fw_log          the driver's record of device events (boot results,
  *                   resets, faults, errors); the device has no log buffer
  *   reset_counter   device resets done by the driver
@@ -13,6 +13,7 @@
  *   inject          write 1 hang, 2 fatal, 3 lost interrupt: TEST_INJECT
  *                   register (test-mode devices only)
  */
+#include <linux/cred.h>
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
 #include <drm/drm_drv.h>
@@ -79,6 +80,7 @@ DEFINE_SHOW_ATTRIBUTE(vnpu_bos);
 static int vnpu_contexts_show(struct seq_file *s, void *unused)
 {
 	struct vnpu_device *vdev = s->private;
+	u64 pt_bytes;
 	u32 c;
 
 	for (c = 0; c < vdev->num_contexts; c++) {
@@ -86,11 +88,16 @@ static int vnpu_contexts_show(struct seq_file *s, void *unused)
 
 		if (!ctx)
 			continue;
+		mutex_lock(&ctx->mmu_lock);
+		pt_bytes = ctx->pt_bytes;
+		mutex_unlock(&ctx->mmu_lock);
 		seq_printf(s,
-			   "ctx %u:%s%s faults %u last VA %#llx status %#x\n",
-			   c, ctx->faulted ? " faulted" : "",
+			   "ctx %u: uid %u%s%s faults %u last VA %#llx status %#x failed jobs %d page tables %llu bytes\n",
+			   c, from_kuid_munged(&init_user_ns, ctx->user->uid),
+			   ctx->faulted ? " faulted" : "",
 			   ctx->banned ? " banned" : "", ctx->fault_count,
-			   ctx->fault_va, ctx->fault_status);
+			   ctx->fault_va, ctx->fault_status,
+			   atomic_read(&ctx->job_errors), pt_bytes);
 		vnpu_ctx_put(ctx);
 	}
 	return 0;
