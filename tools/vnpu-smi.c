@@ -5,9 +5,11 @@
  *   vnpu-smi [--backend auto|drm|sim] [--json] [--contexts]
  *
  * drm: every /dev/accel/accelN whose driver is "vnpu", asked through
- * GET_PARAM (device-wide parameters; vnpu-smi's own open file is one of
- * the open contexts and is not counted), plus the driver's debugfs files
- * (/sys/kernel/debug/accel/N/contexts) when readable (root).
+ * GET_PARAM (device-wide figures for root, i.e. CAP_SYS_ADMIN; anyone else
+ * gets its own user's and file's, docs/uapi.md "Usage counters"; vnpu-smi's
+ * own open file is one of the open contexts and is not counted), plus the
+ * driver's debugfs files (/sys/kernel/debug/accel/N/contexts) when
+ * readable (root).
  * sim: the simulator the runtime runs in-process, that is a device that
  * lives as long as this program: its properties, memory and reset count.
  * auto: drm when a vnpu node exists, else sim.
