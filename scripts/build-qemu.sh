@@ -116,7 +116,9 @@ fi
 overlay_dirs=(qemu-device firmware-sim kernels include)
 key=$({
 	echo "$tar_sha ${flags[*]}"
-	sha256sum "$repo/scripts/build-qemu.sh"
+	# Contents and checkout-relative names, never the checkout's path:
+	# another checkout of the same sources shares the build.
+	sha256sum <scripts/build-qemu.sh
 	(cd "$repo" && find "${overlay_dirs[@]}" -type f -print0 | sort -z |
 		xargs -0 sha256sum)
 } | sha256sum | cut -c1-16)

@@ -3,7 +3,7 @@
 # Builds the vnpu guest's initramfs (a gzip'd newc cpio) and prints its path.
 #
 #   scripts/initramfs.sh [--guest DIR] [--module vnpu.ko] [--firmware FILE]
-#                        [--add SRC:DST]... [--out FILE]
+#                        [--add SRC:DST]... [--out FILE] [--print-key]
 #
 # --guest     the guest kernel dir (default: what scripts/guest-kernel.sh
 #             prints)
@@ -20,6 +20,7 @@
 #             $ORIGIN-relative run paths find it there.
 # --out       where to write the image; by default a cache file keyed by
 #             every input, reused when nothing changed.
+# --print-key print that key and build nothing
 #
 # Contents: busybox-static and its applet links, the init and hotplug helper
 # from scripts/guest/, /etc/passwd and /etc/group with root, user 'vnpu'
@@ -40,8 +41,9 @@ module=""
 firmware=""
 out=""
 adds=()
+print_key=0
 usage() {
-	sed -n '4,7p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '4,5p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 while [ $# -gt 0 ]; do
@@ -51,6 +53,7 @@ while [ $# -gt 0 ]; do
 	--firmware) firmware=${2:?}; shift 2 ;;
 	--add) adds+=("${2:?}"); shift 2 ;;
 	--out) out=${2:?}; shift 2 ;;
+	--print-key) print_key=1; shift ;;
 	*) usage ;;
 	esac
 done
@@ -123,24 +126,50 @@ if grep -q '^MISSING ' "$libs"; then
 	exit 1
 fi
 
+inside_added() {
+	local r
+	for r in "${add_roots[@]}"; do
+		case $1 in "$r"/*) return 0 ;; esac
+	done
+	return 1
+}
+# Where a library goes in the image; nothing when an added directory
+# already holds it.
+lib_dest() {
+	inside_added "$(readlink -f "$1")" && return 0
+	case $1 in
+	/lib/* | /lib64/* | /usr/lib/* | /usr/lib64/*) echo "$1" ;;
+	# A build tree's library next to a binary added alone: its run path
+	# does not lead there in the guest, LD_LIBRARY_PATH does (/init).
+	*) echo "/opt/vnpu/lib/$(basename "$1")" ;;
+	esac
+}
+
 # ---- cache key ---------------------------------------------------------------
 # File contents for the small inputs; size and mtime for added trees and
 # the libraries they use (build dirs can be large, and a rebuild or an
-# upgrade changes the mtime of what it touched).
+# upgrade changes the mtime of what it touched). Where things are in the
+# image, never where they are on this machine: another checkout with the
+# same inputs gets the same image.
 key=$({
 	cat "$guest/package"
 	echo "$modules_wanted $on_demand_modules"
-	sha256sum "$0" "$here"/guest/* /bin/busybox
-	[ -z "$module" ] || sha256sum "$module"
-	[ -z "$firmware" ] || sha256sum "$firmware"
+	(cd "$here" && sha256sum initramfs.sh guest/*)
+	sha256sum </bin/busybox
+	[ -z "$module" ] || sha256sum <"$module"
+	[ -z "$firmware" ] || sha256sum <"$firmware"
 	for a in "${adds[@]}"; do
-		echo "add $a"
+		echo "add ${a#*:}"
 		find "${a%%:*}" -printf '%P %y %s %T@\n' | sort
 	done
 	while IFS= read -r lib; do
-		stat -L -c '%n %s %Y' "$lib"
+		echo "$(lib_dest "$lib") $(stat -L -c '%s %Y' "$lib")"
 	done <"$libs"
 } | sha256sum | cut -c1-16)
+if [ "$print_key" -eq 1 ]; then
+	echo "$key"
+	exit 0
+fi
 if [ -z "$out" ]; then
 	mkdir -p "$cache/initramfs"
 	out=$cache/initramfs/$key.cpio.gz
@@ -231,21 +260,9 @@ for a in "${adds[@]}"; do
 		cp -a "$src" "$stage$dst"
 	fi
 done
-inside_added() {
-	local r
-	for r in "${add_roots[@]}"; do
-		case $1 in "$r"/*) return 0 ;; esac
-	done
-	return 1
-}
 while read -r lib; do
-	inside_added "$(readlink -f "$lib")" && continue
-	case $lib in
-	/lib/* | /lib64/* | /usr/lib/* | /usr/lib64/*) dest=$lib ;;
-	# A build tree's library next to a binary added alone: its run path
-	# does not lead there in the guest, LD_LIBRARY_PATH does (/init).
-	*) dest=/opt/vnpu/lib/$(basename "$lib") ;;
-	esac
+	dest=$(lib_dest "$lib")
+	[ -n "$dest" ] || continue
 	[ -e "$stage$dest" ] && continue
 	mkdir -p "$stage$(dirname "$dest")"
 	cp -L "$lib" "$stage$dest"

@@ -138,6 +138,61 @@ qemu-sources)
 		fi
 	done
 	;;
+cache-keys)
+	# A cache key names the inputs by content (and checkout-relative
+	# names), never by where the checkout is: the same sources in two
+	# directories must share QEMU's build and the initramfs.
+	for c in one two; do
+		mkdir -p "$work/$c/tree"
+		(cd "$top" && cp -a scripts qemu-device firmware-sim kernels \
+			include Kbuild kernel-module "$work/$c/tree/")
+	done
+	# apt's answer for QEMU's source, the same in both.
+	mkdir -p "$work/bin"
+	cat >"$work/bin/apt-cache" <<'EOF2'
+#!/bin/sh
+[ "$1" = showsrc ] || exit 1
+printf '%s\n' 'Package: qemu' 'Version: 1:10.0.2+ds-1~bpo12+1' \
+	'Checksums-Sha256:' \
+	' 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef 1 qemu_10.0.2+ds.orig.tar.xz'
+EOF2
+	chmod +x "$work/bin/apt-cache"
+	qemu_key() { # what build-qemu.sh --print-path says of the empty cache
+		local said
+		said=$(VNPU_CACHE=$work/cache PATH=$work/bin:$PATH \
+			"$work/$1/tree/scripts/build-qemu.sh" --print-path 2>&1)
+		grep -o 'key [0-9a-f]*' <<<"$said" || echo "none: $said"
+	}
+	k1=$(qemu_key one)
+	k2=$(qemu_key two)
+	[[ $k1 =~ ^key\ [0-9a-f]{16}$ ]] && [ "$k1" = "$k2" ] &&
+		ok "build-qemu.sh: one $k1 for two checkouts" ||
+		fail "build-qemu.sh: $k1 and $k2 for the same sources"
+	# The initramfs of a stand-in guest kernel dir, with a module, the
+	# firmware and an added file, each at the same place in each tree.
+	g=$work/guest
+	mkdir -p "$g/lib/modules/6.12.0-test"
+	touch "$g/vmlinuz" "$g/lib/modules/6.12.0-test/modules.dep"
+	echo "linux-image-test 1" >"$g/package"
+	for c in one two; do
+		head -c 64 /dev/zero >"$work/$c/tree/vnpu.ko"
+		head -c 64 /dev/zero >"$work/$c/tree/vnpu.fw"
+		mkdir -p "$work/$c/tree/add"
+		echo data >"$work/$c/tree/add/file"
+		touch -d '2020-01-01' "$work/$c/tree/add/file" "$work/$c/tree/add"
+	done
+	ramfs_key() {
+		(cd "$work/$1/tree" && VNPU_CACHE=$work/cache \
+			scripts/initramfs.sh --guest "$g" --module "$PWD/vnpu.ko" \
+			--firmware vnpu.fw --add "$PWD/add:/opt/x" --print-key \
+			2>"$work/err") || echo "failed: $(cat "$work/err")"
+	}
+	k1=$(ramfs_key one)
+	k2=$(ramfs_key two)
+	[[ $k1 =~ ^[0-9a-f]{16}$ ]] && [ "$k1" = "$k2" ] &&
+		ok "initramfs.sh: one key $k1 for two checkouts" ||
+		fail "initramfs.sh: '$k1' and '$k2' for the same inputs"
+	;;
 keep-newest)
 	. "$top/scripts/lib/cache.sh"
 	set -e
@@ -171,7 +226,7 @@ shellcheck)
 	fi
 	;;
 *)
-	echo "usage: $0 apt-sources|no-mirror-hosts|keep-newest|shellcheck" >&2
+	echo "usage: $0 apt-sources|no-mirror-hosts|keep-newest|shellcheck|qemu-sources|cache-keys" >&2
 	exit 2
 	;;
 esac
