@@ -87,7 +87,11 @@ struct vnpurt_backend_ops {
 			     struct vnpurt_bdev **out);
 	void (*close)(struct vnpurt_bdev *dev);
 	void (*query)(struct vnpurt_bdev *dev, struct vnpurt_dev_info *info);
-	/* size > 0; rounded up to pages. */
+	/* size > 0; rounded up to pages. A failure sets the detail:
+	 * VNPU_ERROR_OUT_OF_MEMORY when memory ran short (the device's, the
+	 * host's, the address space, or a per-user limit of the driver), the
+	 * detail saying which with the sizes; VNPU_ERROR_DEVICE_ERROR for
+	 * anything else. */
 	vnpu_error_t (*bo_create)(struct vnpurt_bdev *dev, uint64_t size,
 				  enum vnpurt_domain domain,
 				  struct vnpurt_bo *bo);

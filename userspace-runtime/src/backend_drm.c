@@ -88,6 +88,7 @@ struct vnpurt_bdev {
 	const struct vnpurt_config *cfg;
 	uint32_t depth, nqueues, max_cmds;
 	uint64_t caps;
+	uint64_t va_window_size; /* no BO is larger, with its guard page */
 	pthread_rwlock_t bo_lock;
 	struct drm_bo_entry *bos; /* sorted by va */
 	size_t nbos, bos_cap;
@@ -272,6 +273,7 @@ static vnpu_error_t drm_open(int index, const struct vnpurt_config *cfg,
 			       d->nqueues, d->max_cmds);
 	}
 	/* Every BO of this file inside the window the process reserved. */
+	d->va_window_size = window->size;
 	{
 		struct drm_vnpu_va_range r = {
 			.start = window->start,
@@ -297,7 +299,7 @@ static vnpu_error_t drm_open(int index, const struct vnpurt_config *cfg,
 
 static void drm_query(struct vnpurt_bdev *d, struct vnpurt_dev_info *info)
 {
-	uint64_t used;
+	uint64_t used, limit = 0, user_used = 0;
 
 	memset(info, 0, sizeof(*info));
 	snprintf(info->name, sizeof(info->name), "vnpu (drm accel%d)",
@@ -310,6 +312,17 @@ static void drm_query(struct vnpurt_bdev *d, struct vnpurt_dev_info *info)
 	info->vram_size = param_or_zero(d, DRM_VNPU_PARAM_VRAM_SIZE);
 	used = param_or_zero(d, DRM_VNPU_PARAM_VRAM_USED);
 	info->vram_free = used < info->vram_size ? info->vram_size - used : 0;
+	/* Free to this file: no more than its user's share leaves (a driver
+	 * without the parameters has no shares). */
+	if (!get_param(d, DRM_VNPU_PARAM_QUOTA_LIMIT, DRM_VNPU_QUOTA_VRAM,
+		       &limit) &&
+	    !get_param(d, DRM_VNPU_PARAM_QUOTA_USED, DRM_VNPU_QUOTA_VRAM,
+		       &user_used)) {
+		uint64_t left = user_used < limit ? limit - user_used : 0;
+
+		if (left < info->vram_free)
+			info->vram_free = left;
+	}
 	/* Runtime ops in flight per queue; SUBMIT's -EBUSY bounds the rest. */
 	info->ring_entries = 2 * d->max_cmds;
 	info->reset_count =
@@ -433,25 +446,71 @@ static void bo_delete(struct vnpurt_bdev *d, struct drm_bo_entry *e)
 	gem_close(d, e->handle);
 }
 
+/*
+ * BO_CREATE ran short of memory (err: its -errno): the detail says whether
+ * the device's (or the machine's) memory is exhausted or the driver's
+ * per-user share is reached (-EDQUOT, docs/uapi.md "Limits"), with sizes.
+ */
+static vnpu_error_t bo_nomem(struct vnpurt_bdev *d, int err, uint64_t size,
+			     bool vram)
+{
+	const char *what = vram ? "VRAM" : "pinned memory";
+	uint32_t res = vram ? DRM_VNPU_QUOTA_VRAM : DRM_VNPU_QUOTA_PINNED;
+	unsigned long long limit, used;
+	uint64_t v = 0;
+
+	if (err == -EDQUOT) {
+		if (get_param(d, DRM_VNPU_PARAM_QUOTA_LIMIT, res, &v))
+			return rt_fail(VNPU_ERROR_OUT_OF_MEMORY,
+				       "the driver's per-user limit of %s is "
+				       "reached: %llu bytes asked",
+				       what, (unsigned long long)size);
+		limit = v;
+		used = get_param(d, DRM_VNPU_PARAM_QUOTA_USED, res, &v) ? 0 : v;
+		return rt_fail(VNPU_ERROR_OUT_OF_MEMORY,
+			       "the driver's per-user limit of %s is reached: "
+			       "%llu bytes asked, this user holds %llu of its "
+			       "%llu",
+			       what, (unsigned long long)size, used, limit);
+	}
+	if (!vram)
+		return rt_fail(VNPU_ERROR_OUT_OF_MEMORY,
+			       "host memory exhausted (%s): %llu bytes of "
+			       "pinned memory asked",
+			       strerror(-err), (unsigned long long)size);
+	return rt_fail(VNPU_ERROR_OUT_OF_MEMORY,
+		       "device memory exhausted (%s): %llu bytes asked, %llu "
+		       "of %llu bytes of VRAM in use",
+		       strerror(-err), (unsigned long long)size,
+		       (unsigned long long)param_or_zero(
+			       d, DRM_VNPU_PARAM_VRAM_USED),
+		       (unsigned long long)param_or_zero(
+			       d, DRM_VNPU_PARAM_VRAM_SIZE));
+}
+
 static vnpu_error_t drm_bo_create(struct vnpurt_bdev *d, uint64_t size,
 				  enum vnpurt_domain domain,
 				  struct vnpurt_bo *bo)
 {
+	bool vram = domain == VNPURT_DOMAIN_VRAM;
 	struct drm_bo_entry e;
 	int err;
 
-	if (!size)
-		return VNPU_ERROR_OUT_OF_MEMORY;
-	err = bo_new(d, size, domain == VNPURT_DOMAIN_VRAM, &e);
-	if (err == -ENOMEM || err == -ENOSPC || err == -EINVAL)
-		return VNPU_ERROR_OUT_OF_MEMORY;
+	/* Its VA and guard page could never fit: no use asking. */
+	if (!size || size > d->va_window_size - VNPU_PAGE_SIZE)
+		return rt_fail(VNPU_ERROR_OUT_OF_MEMORY,
+			       "more than the device's address space");
+	err = bo_new(d, size, vram, &e);
+	if (err == -ENOMEM || err == -ENOSPC || err == -EDQUOT)
+		return bo_nomem(d, err, size, vram);
 	if (err)
 		return rt_fail(VNPU_ERROR_DEVICE_ERROR,
 			       "drm: creating a %llu-byte BO: %s",
 			       (unsigned long long)size, strerror(-err));
 	if (!bo_insert(d, &e)) {
 		bo_delete(d, &e);
-		return VNPU_ERROR_OUT_OF_MEMORY;
+		return rt_fail(VNPU_ERROR_OUT_OF_MEMORY,
+			       "host memory exhausted: no room to list a BO");
 	}
 	bo->va = e.va;
 	bo->cpu = e.cpu;
@@ -594,8 +653,13 @@ static void job_failure(struct vnpurt_bdev *d, struct drm_queue *q,
 		    w->job_cmd < ncmds)
 			f.first_seq = f.last_seq = j->first_seq + w->job_cmd;
 	} else if (w->job_error == -ETIMEDOUT || w->job_error == -ECANCELED ||
-		   w->job_error == -ENODEV) {
+		   w->job_error == -ENODEV ||
+		   w->job_status == VNPU_STATUS_LOST) {
+		/* LOST: that command was executing at a reset; neither it
+		 * nor the later ones ran again. */
 		f.status = VNPURT_STATUS_DEVICE_RESET;
+		if (w->job_status == VNPU_STATUS_LOST && w->job_cmd < ncmds)
+			f.first_seq = j->first_seq + w->job_cmd;
 	}
 	if (f.status == VNPU_STATUS_MMU_FAULT) {
 		uint64_t count = 0, st = 0;

@@ -10,6 +10,7 @@
  * it does not come back).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -877,6 +878,17 @@ static void sim_query(struct vnpurt_bdev *d, struct vnpurt_dev_info *info)
 	info->reset_count = vnpu_sim_reg_read(d->sim, VNPU_REG_RESET_COUNT);
 }
 
+/* The largest free range of r (the caller locks). */
+static uint64_t largest_free(const struct rt_ranges *r)
+{
+	uint64_t max = 0;
+
+	for (size_t i = 0; i < r->n; i++)
+		if (r->free[i].size > max)
+			max = r->free[i].size;
+	return max;
+}
+
 static vnpu_error_t sim_bo_create(struct vnpurt_bdev *d, uint64_t size,
 				  enum vnpurt_domain domain,
 				  struct vnpurt_bo *bo)
@@ -885,27 +897,56 @@ static vnpu_error_t sim_bo_create(struct vnpurt_bdev *d, uint64_t size,
 	void *cpu = NULL;
 
 	if (!size || size > VNPU_VA_LIMIT)
-		return VNPU_ERROR_OUT_OF_MEMORY;
+		return rt_fail(VNPU_ERROR_OUT_OF_MEMORY,
+			       "more than the device's address space");
 	bytes = (size + VNPU_PAGE_SIZE - 1) & ~(VNPU_PAGE_SIZE - 1);
 	if (domain == VNPURT_DOMAIN_HOST) {
 		cpu = host_pages(d, bytes);
 		if (!cpu)
-			return VNPU_ERROR_OUT_OF_MEMORY;
+			return rt_fail(VNPU_ERROR_OUT_OF_MEMORY,
+				       "host memory exhausted: %" PRIu64
+				       " bytes of pinned memory asked",
+				       bytes);
 		addr = (uintptr_t)cpu;
 	}
 	pthread_mutex_lock(&d->mem_lock);
 	if (domain == VNPURT_DOMAIN_VRAM &&
-	    !rt_ranges_alloc(&d->vram_free, bytes, VNPU_PAGE_SIZE, &addr))
+	    !rt_ranges_alloc(&d->vram_free, bytes, VNPU_PAGE_SIZE, &addr)) {
+		uint64_t free_b = d->vram_free.free_bytes;
+
+		/* Enough free but split: the largest range says so. */
+		if (free_b >= bytes)
+			rt_fail(VNPU_ERROR_OUT_OF_MEMORY,
+				"device memory exhausted: %" PRIu64
+				" bytes asked, %" PRIu64 " of %" PRIu64
+				" bytes free, the largest range %" PRIu64,
+				bytes, free_b, d->vram_size,
+				largest_free(&d->vram_free));
+		else
+			rt_fail(VNPU_ERROR_OUT_OF_MEMORY,
+				"device memory exhausted: %" PRIu64
+				" bytes asked, %" PRIu64 " of %" PRIu64
+				" bytes free",
+				bytes, free_b, d->vram_size);
 		goto nomem;
+	}
 	/* A guard page after each BO: overruns fault. */
 	if (!rt_ranges_alloc(&d->va_free, bytes + VNPU_PAGE_SIZE,
 			     VNPU_PAGE_SIZE, &va)) {
+		rt_fail(VNPU_ERROR_OUT_OF_MEMORY,
+			"device address space exhausted: %" PRIu64
+			" bytes asked, %" PRIu64 " bytes free",
+			bytes + (uint64_t)VNPU_PAGE_SIZE, d->va_free.free_bytes);
 		if (domain == VNPURT_DOMAIN_VRAM)
 			rt_ranges_free(&d->vram_free, addr, bytes);
 		goto nomem;
 	}
 	if (vnpu_pt_map(&d->pt, va, domain == VNPURT_DOMAIN_VRAM, addr, bytes,
 			VNPU_PTE_READ | VNPU_PTE_WRITE)) {
+		rt_fail(VNPU_ERROR_OUT_OF_MEMORY,
+			"host memory exhausted: no page table to map %" PRIu64
+			" bytes",
+			bytes);
 		vnpu_pt_unmap(&d->pt, va, bytes);
 		rt_ranges_free(&d->va_free, va, bytes + VNPU_PAGE_SIZE);
 		if (domain == VNPURT_DOMAIN_VRAM)

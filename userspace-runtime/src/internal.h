@@ -63,6 +63,11 @@ vnpu_error_t rt_fail(vnpu_error_t err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Sets the thread's last error with a plain detail. */
 vnpu_error_t rt_fail_detail(vnpu_error_t err, const char *detail);
+/* Sets the thread's last error, its detail the formatted operation
+ * followed by the detail a failing callee set (the cause): "device
+ * allocation of 4096 bytes: device memory exhausted (...)". */
+vnpu_error_t rt_fail_prefix(vnpu_error_t err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 /* A device completion status as a runtime error. */
 vnpu_error_t rt_status_error(uint32_t status);
 const char *rt_status_name(uint32_t status);

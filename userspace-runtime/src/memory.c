@@ -104,19 +104,35 @@ static int size_class(uint64_t size)
 	return c < RT_CACHE_CLASSES ? c : -1;
 }
 
-static bool push_free(struct rt_device *d, int c, uint64_t va)
+/*
+ * Room in class c's free list for blocks more entries: every block of the
+ * class's chunks has room from the chunk's creation on, so a free never
+ * needs memory (mem_lock held).
+ */
+static bool reserve_free(struct rt_device *d, int c, size_t blocks)
 {
-	if (d->class_nfree[c] == d->class_cap[c]) {
-		size_t cap = d->class_cap[c] ? d->class_cap[c] * 2 : 64;
-		uint64_t *n = realloc(d->class_free[c], cap * sizeof(*n));
+	size_t need = d->class_nfree[c] + blocks, cap = d->class_cap[c];
+	uint64_t *n;
 
-		if (!n)
-			return false;
-		d->class_free[c] = n;
-		d->class_cap[c] = cap;
-	}
-	d->class_free[c][d->class_nfree[c]++] = va;
+	for (struct rt_chunk *k = d->chunks; k; k = k->next)
+		if (k->cls == c)
+			need += k->used;
+	if (need <= cap)
+		return true;
+	while (cap < need)
+		cap = cap ? cap * 2 : 64;
+	n = realloc(d->class_free[c], cap * sizeof(*n));
+	if (!n)
+		return false;
+	d->class_free[c] = n;
+	d->class_cap[c] = cap;
 	return true;
+}
+
+/* reserve_free made room. */
+static void push_free(struct rt_device *d, int c, uint64_t va)
+{
+	d->class_free[c][d->class_nfree[c]++] = va;
 }
 
 static struct rt_chunk *chunk_of(struct rt_device *d, uint64_t va)
@@ -127,7 +143,16 @@ static struct rt_chunk *chunk_of(struct rt_device *d, uint64_t va)
 	return NULL;
 }
 
-/* Releases chunks with no block in use (mem_lock held). */
+/* Whether a chunk has no block in use (mem_lock held). */
+static bool cache_releasable(const struct rt_device *d)
+{
+	for (const struct rt_chunk *c = d->chunks; c; c = c->next)
+		if (!c->used)
+			return true;
+	return false;
+}
+
+/* Releases chunks with no block in use, of every class (mem_lock held). */
 static void empty_cache(struct rt_device *d)
 {
 	struct rt_chunk **pp = &d->chunks;
@@ -156,47 +181,109 @@ static void empty_cache(struct rt_device *d)
 	}
 }
 
-/* A BO, emptying the cache once when the device is full. */
-static vnpu_error_t bo_create(struct rt_device *d, uint64_t size,
-			      enum vnpurt_domain dom, struct vnpurt_bo *bo)
+/*
+ * Gives every cached chunk with no block in use back to the device:
+ * vnpu_mem_empty_cache(), and vnpu_malloc() before it retries an
+ * allocation refused for lack of memory. Only d's: the cache, like the
+ * memory and the driver's per-user share of it, is per device. The
+ * device's work is waited for first (mem_lock not held: hwq locks come
+ * before it): the drm driver keeps a closed BO's memory, charged to the
+ * user, until the jobs its context had submitted end. Returns whether
+ * anything was released.
+ */
+static bool release_cache(struct rt_device *d)
 {
-	vnpu_error_t err = d->be->bo_create(d->bdev, size, dom, bo);
+	bool any;
 
-	if (err == VNPU_ERROR_OUT_OF_MEMORY && dom == VNPURT_DOMAIN_VRAM) {
-		empty_cache(d);
-		err = d->be->bo_create(d->bdev, size, dom, bo);
-	}
-	return err;
+	pthread_mutex_lock(&d->mem_lock);
+	any = cache_releasable(d);
+	pthread_mutex_unlock(&d->mem_lock);
+	if (!any)
+		return false;
+	rt_device_wait_all(d);
+	pthread_mutex_lock(&d->mem_lock);
+	any = cache_releasable(d);
+	empty_cache(d);
+	pthread_mutex_unlock(&d->mem_lock);
+	return any;
 }
 
+/* A chunk of class cls, its blocks cached (mem_lock held). A failure sets
+ * the detail. */
 static vnpu_error_t new_chunk(struct rt_device *d, int cls)
 {
 	struct rt_chunk *c = calloc(1, sizeof(*c));
 	uint64_t block = (uint64_t)MIN_BLOCK << cls;
 	vnpu_error_t err;
 
-	if (!c)
-		return VNPU_ERROR_OUT_OF_MEMORY;
-	err = bo_create(d, RT_CHUNK_BYTES, VNPURT_DOMAIN_VRAM, &c->bo);
+	if (!c || !reserve_free(d, cls, RT_CHUNK_BYTES / block)) {
+		free(c);
+		return rt_fail(VNPU_ERROR_OUT_OF_MEMORY,
+			       "host memory exhausted: no room for the "
+			       "cache's lists");
+	}
+	err = d->be->bo_create(d->bdev, RT_CHUNK_BYTES, VNPURT_DOMAIN_VRAM,
+			       &c->bo);
 	if (err) {
 		free(c);
-		return err;
+		return rt_fail_prefix(err, "a new %u-byte chunk of the cache",
+				      RT_CHUNK_BYTES);
 	}
 	c->cls = cls;
 	c->blocks = (uint32_t)(RT_CHUNK_BYTES / block);
 	/* Lowest addresses are handed out first. */
-	for (uint32_t i = c->blocks; i-- > 0;) {
-		if (!push_free(d, cls, c->bo.va + i * block)) {
-			d->class_nfree[cls] -= c->blocks - 1 - i;
-			d->be->bo_free(d->bdev, &c->bo);
-			free(c);
-			return VNPU_ERROR_OUT_OF_MEMORY;
-		}
-	}
+	for (uint32_t i = c->blocks; i-- > 0;)
+		push_free(d, cls, c->bo.va + i * block);
 	c->next = d->chunks;
 	d->chunks = c;
 	d->stats.cached += block * c->blocks;
 	d->stats.reserved += c->bo.size;
+	return VNPU_SUCCESS;
+}
+
+/* Allocates a->size bytes into *a: a cached block, or a BO of its own
+ * (mem_lock held). A failure sets the detail. */
+static vnpu_error_t alloc_locked(struct rt_device *d, struct rt_alloc *a)
+{
+	vnpu_error_t err = VNPU_SUCCESS;
+
+	if (a->cls >= 0) {
+		if (!d->class_nfree[a->cls])
+			err = new_chunk(d, a->cls);
+		if (err)
+			return err;
+		a->va = d->class_free[a->cls][--d->class_nfree[a->cls]];
+		a->block = (uint64_t)MIN_BLOCK << a->cls;
+		a->chunk = chunk_of(d, a->va);
+		a->chunk->used++;
+		d->stats.cached -= a->block;
+	} else {
+		err = d->be->bo_create(d->bdev, a->size, VNPURT_DOMAIN_VRAM,
+				       &a->bo);
+		if (err)
+			return err;
+		a->va = a->bo.va;
+		a->block = a->bo.size;
+		d->stats.reserved += a->bo.size;
+	}
+	a->key = a->va;
+	if (!amap_insert(&d->dmap, a)) {
+		/* Undo: back to the cache or the device. */
+		if (a->cls >= 0) {
+			d->class_nfree[a->cls]++;
+			a->chunk->used--;
+			d->stats.cached += a->block;
+		} else {
+			d->stats.reserved -= a->bo.size;
+			d->be->bo_free(d->bdev, &a->bo);
+		}
+		return rt_fail(VNPU_ERROR_OUT_OF_MEMORY,
+			       "host memory exhausted: no room to list the "
+			       "allocation");
+	}
+	d->stats.in_use += a->size;
+	if (d->stats.in_use > d->stats.peak)
+		d->stats.peak = d->stats.in_use;
 	return VNPU_SUCCESS;
 }
 
@@ -205,6 +292,7 @@ vnpu_error_t vnpu_malloc(void **devptr, size_t size)
 	vnpu_error_t err = rt_ready();
 	struct rt_device *d;
 	struct rt_alloc a;
+	bool released = false;
 
 	if (err)
 		return err;
@@ -218,53 +306,27 @@ vnpu_error_t vnpu_malloc(void **devptr, size_t size)
 		return err;
 	if (size > d->info.vram_size)
 		return rt_fail(VNPU_ERROR_OUT_OF_MEMORY,
-			       "%zu bytes: more than the device's %" PRIu64,
+			       "device allocation of %zu bytes: more than the "
+			       "device's %" PRIu64 " bytes of memory",
 			       size, d->info.vram_size);
 	memset(&a, 0, sizeof(a));
 	a.size = size;
 	a.cls = size_class(size);
 	pthread_mutex_lock(&d->mem_lock);
-	if (a.cls >= 0) {
-		if (!d->class_nfree[a.cls])
-			err = new_chunk(d, a.cls);
-		if (!err) {
-			a.va = d->class_free[a.cls][--d->class_nfree[a.cls]];
-			a.block = (uint64_t)MIN_BLOCK << a.cls;
-			a.chunk = chunk_of(d, a.va);
-			a.chunk->used++;
-			d->stats.cached -= a.block;
-		}
-	} else {
-		err = bo_create(d, size, VNPURT_DOMAIN_VRAM, &a.bo);
-		if (!err) {
-			a.va = a.bo.va;
-			a.block = a.bo.size;
-			d->stats.reserved += a.bo.size;
-		}
-	}
-	if (!err) {
-		a.key = a.va;
-		if (!amap_insert(&d->dmap, &a)) {
-			/* Undo: back to the cache or the device. */
-			if (a.cls >= 0) {
-				d->class_nfree[a.cls]++;
-				a.chunk->used--;
-				d->stats.cached += a.block;
-			} else {
-				d->stats.reserved -= a.bo.size;
-				d->be->bo_free(d->bdev, &a.bo);
-			}
-			err = VNPU_ERROR_OUT_OF_MEMORY;
-		}
-	}
-	if (!err) {
-		d->stats.in_use += size;
-		if (d->stats.in_use > d->stats.peak)
-			d->stats.peak = d->stats.in_use;
-	}
+	err = alloc_locked(d, &a);
 	pthread_mutex_unlock(&d->mem_lock);
+	/* As CUDA's caching allocators do: what the cache holds goes back
+	 * to the device, and the allocation is tried once more. */
+	if (err == VNPU_ERROR_OUT_OF_MEMORY && release_cache(d)) {
+		released = true;
+		pthread_mutex_lock(&d->mem_lock);
+		err = alloc_locked(d, &a);
+		pthread_mutex_unlock(&d->mem_lock);
+	}
 	if (err)
-		return rt_fail(err, "device allocation of %zu bytes", size);
+		return rt_fail_prefix(err, "device allocation of %zu bytes%s",
+				      size,
+				      released ? " (the cache emptied)" : "");
 	*devptr = (void *)(uintptr_t)a.va;
 	return VNPU_SUCCESS;
 }
@@ -301,10 +363,9 @@ vnpu_error_t vnpu_free(void *devptr)
 	}
 	d->stats.in_use -= a->size;
 	if (a->cls >= 0) {
-		if (push_free(d, a->cls, a->va)) {
-			a->chunk->used--;
-			d->stats.cached += a->block;
-		}
+		push_free(d, a->cls, a->va);
+		a->chunk->used--;
+		d->stats.cached += a->block;
 	} else {
 		d->stats.reserved -= a->bo.size;
 		d->be->bo_free(d->bdev, &a->bo);
@@ -333,14 +394,10 @@ vnpu_error_t vnpu_mem_stats(struct vnpu_mem_stats *stats)
 vnpu_error_t vnpu_mem_empty_cache(void)
 {
 	vnpu_error_t err = rt_ready();
-	struct rt_device *d;
 
 	if (err)
 		return err;
-	d = rt_current_device();
-	pthread_mutex_lock(&d->mem_lock);
-	empty_cache(d);
-	pthread_mutex_unlock(&d->mem_lock);
+	release_cache(rt_current_device());
 	return VNPU_SUCCESS;
 }
 
@@ -361,10 +418,11 @@ vnpu_error_t vnpu_host_malloc(void **ptr, size_t size)
 	if (err)
 		return err;
 	memset(&a, 0, sizeof(a));
+	/* Nothing to release first: pinned blocks are not cached. */
 	err = d->be->bo_create(d->bdev, size, VNPURT_DOMAIN_HOST, &a.bo);
 	if (err)
-		return rt_fail(err, "pinned host allocation of %zu bytes",
-			       size);
+		return rt_fail_prefix(
+			err, "pinned host allocation of %zu bytes", size);
 	a.key = (uintptr_t)a.bo.cpu;
 	a.size = size;
 	a.va = a.bo.va;
@@ -374,8 +432,11 @@ vnpu_error_t vnpu_host_malloc(void **ptr, size_t size)
 	if (!amap_insert(&d->hmap, &a)) {
 		pthread_mutex_unlock(&d->mem_lock);
 		d->be->bo_free(d->bdev, &a.bo);
-		return rt_fail(VNPU_ERROR_OUT_OF_MEMORY,
-			       "pinned host allocation of %zu bytes", size);
+		return rt_fail(
+			VNPU_ERROR_OUT_OF_MEMORY,
+			"pinned host allocation of %zu bytes: host memory "
+			"exhausted: no room to list it",
+			size);
 	}
 	pthread_mutex_unlock(&d->mem_lock);
 	*ptr = a.bo.cpu;

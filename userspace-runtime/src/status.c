@@ -82,6 +82,32 @@ vnpu_error_t rt_fail(vnpu_error_t err, const char *fmt, ...)
 	return err;
 }
 
+vnpu_error_t rt_fail_prefix(vnpu_error_t err, const char *fmt, ...)
+{
+	char cause[sizeof(last.detail)];
+	va_list ap;
+	int n;
+
+	/* The cause is in the buffer the prefix is written to. */
+	snprintf(cause, sizeof(cause), "%s", last.detail);
+	last.err = err;
+	va_start(ap, fmt);
+	n = vsnprintf(last.detail, sizeof(last.detail), fmt, ap);
+	va_end(ap);
+	if (n >= 0 && cause[0]) {
+		size_t len = strlen(last.detail);
+
+		/* As much of ": cause" as fits. */
+		for (const char *c = ": "; *c && len + 1 < sizeof(last.detail);)
+			last.detail[len++] = *c++;
+		for (const char *c = cause;
+		     *c && len + 1 < sizeof(last.detail);)
+			last.detail[len++] = *c++;
+		last.detail[len] = '\0';
+	}
+	return err;
+}
+
 vnpu_error_t rt_status_error(uint32_t status)
 {
 	switch (status) {
