@@ -357,7 +357,8 @@ static bool launch_phase(struct vnpu_sim *sim, struct sim_exec *ex,
 		}
 		l->lphase = SIM_LP_RUN;
 		if (sim->cfg.mode == VNPU_SIM_THREADS)
-			sim_pool_post(sim, l, &sim->queue[ex->queue].busy_ns);
+			sim_pool_post(sim, l, &sim->queue[ex->queue].busy_cns,
+				      ex->epoch);
 		return true;
 	case SIM_LP_RUN:
 		if (sim->cfg.mode != VNPU_SIM_THREADS &&

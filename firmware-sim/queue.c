@@ -534,7 +534,7 @@ static enum sim_step step_queue_locked(struct vnpu_sim *sim, unsigned q,
 	struct sim_exec *ex = &qu->exec;
 	enum step_outcome out;
 	enum sim_step step;
-	bool abort, cancelled, timed;
+	bool abort, cancelled, timed, threaded;
 	uint64_t t0 = 0;
 
 	if (!(sim->active_queues & (1u << q)) ||
@@ -546,20 +546,34 @@ static enum sim_step step_queue_locked(struct vnpu_sim *sim, unsigned q,
 	cancelled = qu->gen != ex->qgen;
 	ex->faulted = sim->ctx[ex->ctx].fault_status != 0;
 	sim->cp_busy = true;
-	/* Blocked in FENCE_WAIT is not executing (Q_BUSY_US). */
+	/* Blocked in FENCE_WAIT is not executing (Q_BUSY_US, D.11). */
 	timed = ex->phase != SIM_PH_WAIT;
+	threaded = sim->cfg.mode == VNPU_SIM_THREADS;
 	sim_unlock(sim); /* delivers the last retirement's interrupt */
 
-	if (timed)
+	/* threaded: by this thread's CPU time (workers.c); deterministic: by
+	 * the device clock, repeatable */
+	if (threaded)
+		t0 = sim_charge_start();
+	else if (timed)
 		t0 = sim_clock(sim);
 	out = run_step(sim, ex, abort, cancelled, short_only);
-	if (timed)
+	if (timed && !threaded)
 		t0 = sim_clock(sim) - t0;
+	else if (!timed && threaded) /* the fence's re-read: nobody's */
+		sim_charge_skip(sim_charge_start() - t0);
 
 	sim_lock(sim);
-	/* not into the counter of a reset that came meanwhile */
-	if (timed && sim->epoch == ex->epoch)
-		atomic_fetch_add(&qu->busy_ns, t0);
+	if (timed && threaded) {
+		sim_charge_add(sim, &qu->busy_cns, ex->epoch, t0,
+			       sim->cfg.num_cores);
+		/* a long run of steps is charged as it goes */
+		if (sim_charge_due())
+			sim_charge_flush();
+	} else if (timed && sim->epoch == ex->epoch) {
+		/* not into the counter of a reset that came meanwhile */
+		atomic_fetch_add(&qu->busy_cns, t0 * sim->cfg.num_cores);
+	}
 	step = commit_locked(sim, q, out);
 	cp_done_locked(sim);
 	return step;
@@ -606,6 +620,7 @@ static bool doorbell_run_short_locked(struct vnpu_sim *sim, unsigned q)
 	    sim->boot_pending)
 		return false;
 	sim->cp_lent = true;
+	sim_charge_forget(); /* this thread ran the host's code until now */
 	for (n = 0; n < SIM_DOORBELL_SHORT_MAX; n++) {
 		if (!sim_processing_allowed_locked(sim) ||
 		    atomic_load(&sim->cancel) ||
@@ -614,7 +629,9 @@ static bool doorbell_run_short_locked(struct vnpu_sim *sim, unsigned q)
 	}
 	/* Their interrupts, before the write returns; busy meanwhile, so a
 	 * reset waits for them instead of being followed by one. */
+	sim_charge_flush();
 	sim_cp_deliver_locked(sim);
+	sim_charge_forget(); /* back to the host's code */
 	sim->cp_lent = false;
 	/* the command processor may wait for the loan to end */
 	pthread_cond_broadcast(&sim->idle_cv);

@@ -183,6 +183,9 @@ void sim_hw_reset_locked(struct vnpu_sim *sim)
 		memset(ctx, 0, sizeof(*ctx));
 		atomic_store(&ctx->tlb_gen, gen + 1);
 	}
+	/* Q_BUSY_US is charged with either lock held (workers.c) */
+	if (sim->cfg.mode == VNPU_SIM_THREADS)
+		pthread_mutex_lock(&sim->pool.lock);
 	for (unsigned q = 0; q < VNPU_MAX_QUEUES; q++) {
 		struct sim_queue *qu = &sim->queue[q];
 		uint64_t gen = atomic_load(&qu->gen);
@@ -192,6 +195,8 @@ void sim_hw_reset_locked(struct vnpu_sim *sim)
 		memset(qu, 0, offsetof(struct sim_queue, exec));
 		atomic_store(&qu->gen, gen + 1);
 	}
+	if (sim->cfg.mode == VNPU_SIM_THREADS)
+		pthread_mutex_unlock(&sim->pool.lock);
 	sim->rr_next = 0;
 	sim->active_queues = 0;
 	sim->pending_vectors = 0;

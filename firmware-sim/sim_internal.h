@@ -149,8 +149,10 @@ struct sim_launch {
 	uint32_t next_block;
 	uint32_t running;
 	bool posted;
-	uint64_t run_since; /* threaded: device clock when `running` left 0 */
-	_Atomic uint64_t *busy_ns; /* its queue's */
+	/* threaded: its queue's Q_BUSY_US counter and the epoch its
+	 * command started in (a charge after a reset is dropped) */
+	_Atomic uint64_t *busy;
+	uint64_t epoch;
 	/* Abort, disable, reset or destroy: no block starts any more and
 	 * running ones return at their next poll (the kernels' stop hook). */
 	atomic_bool stop;
@@ -198,9 +200,11 @@ struct sim_queue {
 	_Atomic uint64_t gen;
 	bool busy;    /* a command is in flight (exec is in use) */
 	bool waiting; /* that command is blocked in FENCE_WAIT */
-	/* Q_BUSY_US in ns: steps and block runs that ended; added to by the
-	 * command processor and the workers, hence atomic. */
-	_Atomic uint64_t busy_ns;
+	/* Q_BUSY_US times num_cores, in ns (sim_queue_busy_ns_locked): a
+	 * block's time counts once, a step's num_cores times. Added to by
+	 * every device thread, with the lock or the pool's held (a reset
+	 * zeroes it with both). */
+	_Atomic uint64_t busy_cns;
 	struct sim_exec exec;
 };
 
@@ -406,8 +410,31 @@ void sim_threads_stop(struct vnpu_sim *sim);
 void sim_wake_cp_vacant_locked(struct vnpu_sim *sim);
 /* Threaded mode: hands the launch's blocks to the workers. */
 void sim_pool_post(struct vnpu_sim *sim, struct sim_launch *l,
-		   _Atomic uint64_t *busy_ns);
+		   _Atomic uint64_t *busy, uint64_t epoch);
+/* Q_BUSY_US of queue q, in ns. */
 uint64_t sim_queue_busy_ns_locked(struct vnpu_sim *sim, unsigned q);
+/*
+ * Threaded mode's Q_BUSY_US (workers.c): a step or block starts with
+ * sim_charge_start (its wall clock) and ends with sim_charge_add to its
+ * queue's counter, weight num_cores for a step and 1 for a block;
+ * sim_charge_flush shares out the CPU time the thread ran since its last
+ * flush among what it added (due once per tick of sim_coarse_ns, and
+ * before the thread sleeps). Add and flush with the lock or the pool's
+ * held. Work that is nobody's: sim_charge_skip with its wall time (a spin,
+ * a FENCE_WAIT's re-read), or a flush before and sim_charge_forget after
+ * it (a boot, the host's code): the next start reads the CPU clock afresh.
+ */
+uint64_t sim_charge_start(void);
+void sim_charge_skip(uint64_t wall);
+void sim_charge_add(struct vnpu_sim *sim, _Atomic uint64_t *counter,
+		    uint64_t epoch, uint64_t start, unsigned weight);
+bool sim_charge_due(void);
+void sim_charge_flush(void);
+void sim_charge_forget(void);
+/* A clock cheap enough to read at every poll of a kernel's stop hook (a
+ * vDSO read, where the thread's CPU clock is a system call); it moves once
+ * per tick of the host's timer. */
+uint64_t sim_coarse_ns(void);
 /* Takes a settled launch off the pool (pool lock held by the caller). */
 void sim_pool_remove_locked(struct sim_pool *pool, struct sim_launch *l);
 /* Waits until no block of any launch is running (every launch stopped). */

@@ -77,8 +77,173 @@ static bool spin_for_change(atomic_uint *counter, unsigned seen, uint64_t ns)
 	return false;
 }
 
-/* The kernels' stop hook of a launch's blocks. */
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t sim_coarse_ns(void)
+{
+	struct timespec ts;
+
+#ifdef CLOCK_MONOTONIC_COARSE
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+#else
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+#endif
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#define CHARGE_SLOTS 8
+
+/*
+ * Threaded mode's Q_BUSY_US (hw-spec D.11): what this thread ran since it
+ * last read its CPU clock, per queue counter (and the epoch it belongs to),
+ * as the wall time of the steps and blocks charged to it (a step's times
+ * num_cores: counters hold ns x num_cores). The CPU clock is a system call
+ * that takes the scheduler's lock (about a microsecond), too dear for each
+ * step and block of a burst of small commands: it is read once per tick of
+ * the coarse clock or before the thread idles, and the CPU time the thread
+ * ran meanwhile is shared out in proportion to those wall times, never
+ * more than them. So the time the host took from the thread (wall time
+ * without CPU time) is nobody's, and so is the thread's own work between
+ * the pieces (picking the next queue or block) when it is preempted.
+ */
+static _Thread_local struct {
+	bool valid; /* cpu_from, tick, wall and skip are this interval's */
+	uint64_t cpu_from; /* the thread's CPU clock at its start */
+	uint64_t tick;	   /* sim_coarse_ns() then */
+	uint64_t wall;	   /* wall time of the pieces, unweighted */
+	uint64_t skip;	   /* wall time of work that is nobody's */
+	unsigned n;
+	struct {
+		struct vnpu_sim *sim;
+		_Atomic uint64_t *counter;
+		uint64_t epoch;
+		uint64_t wall; /* weighted */
+	} slot[CHARGE_SLOTS];
+} chg;
+
+uint64_t sim_charge_start(void)
+{
+	if (!chg.valid) {
+		chg.valid = true;
+		chg.cpu_from = thread_cpu_ns();
+		chg.tick = sim_coarse_ns();
+		chg.wall = 0;
+		chg.skip = 0;
+	}
+	return mono_ns();
+}
+
+void sim_charge_skip(uint64_t wall)
+{
+	chg.skip += wall;
+}
+
+bool sim_charge_due(void)
+{
+	return chg.n && sim_coarse_ns() != chg.tick;
+}
+
+void sim_charge_flush(void)
+{
+	uint64_t cpu, now;
+
+	if (!chg.n) {
+		/* what the thread ran since is nobody's: after a tick of it,
+		 * the next start reads the CPU clock afresh */
+		if (sim_coarse_ns() != chg.tick)
+			chg.valid = false;
+		return;
+	}
+	now = thread_cpu_ns();
+	cpu = now - chg.cpu_from;
+	/* work that is nobody's ran all its wall time, or less (then the
+	 * pieces are charged less) */
+	cpu = cpu > chg.skip ? cpu - chg.skip : 0;
+	for (unsigned i = 0; i < chg.n; i++) {
+		uint64_t ns = chg.slot[i].wall;
+
+		if (cpu < chg.wall)
+			ns = (uint64_t)((unsigned __int128)ns * cpu / chg.wall);
+		/* not into the counter of a reset that came meanwhile */
+		if (chg.slot[i].epoch == atomic_load(&chg.slot[i].sim->epoch))
+			atomic_fetch_add_explicit(chg.slot[i].counter, ns,
+						  memory_order_relaxed);
+	}
+	chg.n = 0;
+	chg.wall = 0;
+	chg.skip = 0;
+	chg.cpu_from = now;
+	chg.tick = sim_coarse_ns();
+}
+
+void sim_charge_add(struct vnpu_sim *sim, _Atomic uint64_t *counter,
+		    uint64_t epoch, uint64_t start, unsigned weight)
+{
+	uint64_t wall = mono_ns() - start;
+	unsigned i;
+
+	for (i = 0; i < chg.n; i++)
+		if (chg.slot[i].counter == counter &&
+		    chg.slot[i].epoch == epoch)
+			break;
+	if (i == CHARGE_SLOTS) {
+		sim_charge_flush();
+		i = 0;
+	}
+	if (i == chg.n) {
+		chg.slot[i].sim = sim;
+		chg.slot[i].counter = counter;
+		chg.slot[i].epoch = epoch;
+		chg.slot[i].wall = 0;
+		chg.n++;
+	}
+	chg.slot[i].wall += wall * weight;
+	chg.wall += wall;
+}
+
+void sim_charge_forget(void)
+{
+	chg.valid = false;
+}
+
+/* A block on a core thread (threaded mode). */
+struct block_run {
+	struct vnpu_sim *sim;
+	struct sim_launch *l;
+	uint64_t start; /* sim_charge_start() of its part not charged yet */
+};
+
+/*
+ * The kernels' stop hook of a launch's blocks on the cores. Once per tick
+ * of the coarse clock it also charges the block so far, so that Q_BUSY_US
+ * grows while a long block runs (the driver judges it meanwhile); the
+ * coarse clock costs a few ns, and the hook is polled every ~0.1 ms of
+ * work.
+ */
 static bool launch_should_stop(void *opaque)
+{
+	struct block_run *r = opaque;
+
+	if (sim_coarse_ns() != chg.tick) {
+		struct sim_pool *pool = &r->sim->pool;
+
+		pthread_mutex_lock(&pool->lock);
+		sim_charge_add(r->sim, r->l->busy, r->l->epoch, r->start, 1);
+		sim_charge_flush();
+		pthread_mutex_unlock(&pool->lock);
+		r->start = sim_charge_start();
+	}
+	return atomic_load_explicit(&r->l->stop, memory_order_relaxed);
+}
+
+/* Deterministic mode's hook: the step that runs the block is charged. */
+static bool launch_stopped(void *opaque)
 {
 	struct sim_launch *l = opaque;
 
@@ -87,7 +252,7 @@ static bool launch_should_stop(void *opaque)
 
 void sim_run_block(struct sim_launch *l, uint32_t b)
 {
-	vnpu_kernel_set_stop_hook(launch_should_stop, l);
+	vnpu_kernel_set_stop_hook(launch_stopped, l);
 	l->kernel->run(l->params, l->kbufs, b, l->nblocks);
 	vnpu_kernel_set_stop_hook(NULL, NULL);
 }
@@ -110,9 +275,7 @@ static struct sim_launch *pool_pick_locked(struct vnpu_sim *sim,
 		if (l->next_block >= l->nblocks || atomic_load(&l->stop))
 			continue;
 		*block = l->next_block++;
-		/* The queue is busy while any block of its launch runs. */
-		if (l->running++ == 0)
-			l->run_since = sim_clock(sim);
+		l->running++;
 		pool->running++;
 		pool->rr = k + 1;
 		return l;
@@ -121,14 +284,15 @@ static struct sim_launch *pool_pick_locked(struct vnpu_sim *sim,
 }
 
 void sim_pool_post(struct vnpu_sim *sim, struct sim_launch *l,
-		   _Atomic uint64_t *busy_ns)
+		   _Atomic uint64_t *busy, uint64_t epoch)
 {
 	struct sim_pool *pool = &sim->pool;
 
 	pthread_mutex_lock(&pool->lock);
 	l->next_block = 0;
 	l->running = 0;
-	l->busy_ns = busy_ns;
+	l->busy = busy;
+	l->epoch = epoch;
 	l->posted = true;
 	pool->active[pool->nactive++] = l; /* one launch per queue */
 	atomic_fetch_add(&pool->posts, 1);
@@ -172,22 +336,13 @@ bool sim_launch_settled(struct vnpu_sim *sim, struct sim_launch *l)
 	return settled;
 }
 
-/* Q_BUSY_US in ns: what ended, and the blocks of its launch running now.
- * Takes the pool lock inside the simulator's, as the command processor
- * does. */
+/* Q_BUSY_US in ns (docs/hw-spec.md, D.11). A block running now has been
+ * charged up to its last tick of the coarse clock. */
 uint64_t sim_queue_busy_ns_locked(struct vnpu_sim *sim, unsigned q)
 {
-	struct sim_queue *qu = &sim->queue[q];
-	struct sim_launch *l = &qu->exec.launch;
-	uint64_t ns = atomic_load(&qu->busy_ns);
-
-	if (sim->cfg.mode != VNPU_SIM_THREADS || !qu->busy)
-		return ns;
-	pthread_mutex_lock(&sim->pool.lock);
-	if (l->posted && l->running)
-		ns += sim_clock(sim) - l->run_since;
-	pthread_mutex_unlock(&sim->pool.lock);
-	return ns;
+	return atomic_load_explicit(&sim->queue[q].busy_cns,
+				    memory_order_relaxed) /
+	       sim->cfg.num_cores;
 }
 
 void sim_pool_wait_idle(struct vnpu_sim *sim)
@@ -225,10 +380,12 @@ static void timed_wait_locked(struct vnpu_sim *sim, uint64_t ns)
 static bool cp_poll_wake(struct vnpu_sim *sim, uint64_t ns)
 {
 	unsigned seen = atomic_load_explicit(&sim->wakes, memory_order_relaxed);
+	uint64_t start = mono_ns();
 	bool woken;
 
 	sim_unlock(sim);
 	woken = spin_for_change(&sim->wakes, seen, ns);
+	sim_charge_skip(mono_ns() - start); /* the spin is nobody's */
 	sim_lock(sim);
 	/* A wake between the last poll and the lock is seen here: wakes
 	 * only move under the lock. */
@@ -346,8 +503,10 @@ static struct sim_launch *cp_serve_locked(struct vnpu_sim *sim, uint32_t *block)
 		}
 		if (sim->boot_pending) {
 			cp_kick_cores_locked(sim);
+			sim_charge_flush();
 			sim_unlock(sim);
 			sim_cp_boot(sim);
+			sim_charge_forget(); /* the boot is nobody's */
 			sim_lock(sim);
 			continue;
 		}
@@ -356,6 +515,7 @@ static struct sim_launch *cp_serve_locked(struct vnpu_sim *sim, uint32_t *block)
 		if (atomic_load(&sim->cancel) || sim_any_waiting_locked(sim)) {
 			/* let a reset finish; re-read fences periodically */
 			cp_kick_cores_locked(sim);
+			sim_charge_flush(); /* before sleeping */
 			timed_wait_locked(sim, SIM_FENCE_POLL_NS);
 			continue;
 		}
@@ -368,11 +528,14 @@ static struct sim_launch *cp_serve_locked(struct vnpu_sim *sim, uint32_t *block)
 			 * short poll: a longer one takes the CPU from the
 			 * cores on a loaded host. */
 			if (!cp_poll_wake(sim, SIM_CP_SPIN_NS / 10) &&
-			    !sim->cp_stop)
+			    !sim->cp_stop) {
+				sim_charge_flush(); /* before sleeping */
 				pthread_cond_wait(&sim->wake_cv, &sim->lock);
+			}
 		} else if (!cp_has_work_locked(sim) &&
 			   !cp_poll_wake(sim, SIM_CP_SPIN_NS) &&
 			   !cp_has_work_locked(sim) && !sim->cp_stop) {
+			sim_charge_flush(); /* before sleeping */
 			/* asleep, a doorbell's thread may step in (queue.c) */
 			sim->cp_idle = true;
 			pthread_cond_wait(&sim->wake_cv, &sim->lock);
@@ -389,12 +552,19 @@ static bool core_run_block(struct vnpu_sim *sim, struct sim_launch *l,
 			   uint32_t b)
 {
 	struct sim_pool *pool = &sim->pool;
+	struct block_run r = {sim, l, sim_charge_start()};
 	bool over;
 
-	sim_run_block(l, b);
+	vnpu_kernel_set_stop_hook(launch_should_stop, &r);
+	l->kernel->run(l->params, l->kbufs, b, l->nblocks);
+	vnpu_kernel_set_stop_hook(NULL, NULL);
 	pthread_mutex_lock(&pool->lock);
-	if (--l->running == 0)
-		atomic_fetch_add(l->busy_ns, sim_clock(sim) - l->run_since);
+	/* under a lock, as every charge: a reset zeroes the counters with
+	 * both held, and a charge from before it is dropped (its epoch) */
+	sim_charge_add(sim, l->busy, l->epoch, r.start, 1);
+	if (sim_charge_due())
+		sim_charge_flush();
+	l->running--;
 	pool->running--;
 	over = l->running == 0 &&
 	       (l->next_block >= l->nblocks || atomic_load(&l->stop));
@@ -420,6 +590,8 @@ static bool core_run(struct vnpu_sim *sim, unsigned seen)
 
 		l = pool_pick_locked(sim, &b);
 		if (!l) {
+			/* idle: what ran is charged */
+			sim_charge_flush();
 			/* posts move under the lock: none is missed */
 			if (atomic_load(&pool->posts) == seen)
 				pthread_cond_wait(&pool->work_cv, &pool->lock);

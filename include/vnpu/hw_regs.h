@@ -22,9 +22,11 @@
 #define VNPU_REGS_SIZE			0x10000u
 
 /* Hardware ABI version reported in HW_VERSION and required of firmware.
- * Minor 1 added Q_CTRL.ABORT and Q_BUSY_US, minor 2 Q_CTRL.IRQ_COALESCE. */
+ * Minor 1 added Q_CTRL.ABORT and Q_BUSY_US, minor 2 Q_CTRL.IRQ_COALESCE,
+ * minor 3 made Q_BUSY_US count the work a queue's blocks did (their CPU
+ * time over the cores) rather than the wall time they were on a core. */
 #define VNPU_HW_ABI_MAJOR		1
-#define VNPU_HW_ABI_MINOR		2
+#define VNPU_HW_ABI_MINOR		3
 
 /* ---- limits -------------------------------------------------------------- */
 #define VNPU_MAX_QUEUES			16
@@ -140,9 +142,10 @@
 #define VNPU_Q_TAIL			0x24	/* RO last doorbell value */
 #define VNPU_Q_DONE_SEQ_LO		0x28	/* RO seqno of last retired cmd */
 #define VNPU_Q_DONE_SEQ_HI		0x2c	/* RO */
-/* RO: device time, in us, the queue's commands have spent executing since
- * the device reset (a kernel block on a core, a DMA or FILL step; not a
- * FENCE_WAIT, not a launch waiting for a core); wraps at 2^32. */
+/* RO: device time, in us, the queue's commands have used since the device
+ * reset: the CPU time its blocks ran over the number of cores, and its
+ * command-processor steps; not waiting (for a core, a FENCE_WAIT), other
+ * queues or host load (hw-spec D.11); wraps at 2^32. */
 #define VNPU_Q_BUSY_US			0x30
 
 /* ---- doorbells (page 3, alone so it can be mapped by itself) ----------- */

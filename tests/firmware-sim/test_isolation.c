@@ -9,6 +9,8 @@
  * 10 ms); the measured figures are printed.
  */
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -449,28 +451,54 @@ END_TEST
 /* ---- (b') what a queue has used: Q_BUSY_US ----------------------------- */
 
 #define BUSY_WINDOW_US 300000
+/* What a block running now may not have been charged yet (a tick of the
+ * coarse clock, up to 10 ms), at either end of a window, both cores. */
+#define BUSY_LAG_US 40000
 
-/* Q_BUSY_US of q grown over BUSY_WINDOW_US of wall time. */
-static uint32_t busy_over_window(struct vnpu_simhost *h, unsigned q)
+static uint64_t process_cpu_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Q_BUSY_US of q grown over BUSY_WINDOW_US of wall time, and the CPU time
+ * the process (the device threads, mostly) ran meanwhile. */
+static uint32_t busy_over_window(struct vnpu_simhost *h, unsigned q,
+				 uint64_t *cpu_us)
 {
 	uint32_t b0 = ft_qreg(h, q, VNPU_Q_BUSY_US);
+	uint64_t c0 = process_cpu_us();
 
 	sleep_us(BUSY_WINDOW_US);
+	*cpu_us = process_cpu_us() - c0;
 	return ft_qreg(h, q, VNPU_Q_BUSY_US) - b0;
 }
 
+/* The queue's blocks were all the device ran over a window: its charge is
+ * the CPU time they ran over the 2 cores, counted while they run (none of
+ * them ends in the window). */
+static void expect_cpu_charge(uint32_t busy_us, uint64_t cpu_us)
+{
+	ck_assert_uint_gt(busy_us, 0);
+	ck_assert_uint_ge(2 * (uint64_t)busy_us + BUSY_LAG_US, cpu_us * 8 / 10);
+	ck_assert_uint_le(2 * (uint64_t)busy_us, cpu_us + BUSY_LAG_US);
+}
+
 /*
- * Threaded: a launch whose blocks hold both cores counts its time while
- * it runs (not only once a block ends); a launch waiting for a core and a
- * FENCE_WAIT count nothing; once the cores are free the waiting launch
- * counts too. A driver's time limit rests on this (hw-spec section 4).
+ * Threaded: a launch whose blocks hold both cores counts their CPU time
+ * while they run (not only once a block ends); a launch waiting for a core
+ * and a FENCE_WAIT count nothing; once the cores are free the waiting
+ * launch counts too. A driver's time limit rests on this (hw-spec section
+ * 4).
  */
 START_TEST(busy_time)
 {
 	struct vnpu_simhost *h = big_host(VNPU_SIM_THREADS);
 	struct huge hog = huge_gemm(h, 0, 2), starved = huge_gemm(h, 1, 1);
 	uint32_t hog_us, starved_us, wait_us, fed_us;
-	uint64_t va_gate;
+	uint64_t va_gate, hog_cpu, fed_cpu;
 	struct runner r;
 
 	ck_assert_uint_eq(h->cfg.num_cores, 2);
@@ -484,28 +512,28 @@ START_TEST(busy_time)
 	     i++)
 		sleep_us(100);
 	vnpu_simhost_submit(h, 1, starved.cmd);
-	vnpu_simhost_submit(h, 3, vnpu_fence_cmd(VNPU_OP_FENCE_WAIT,
-						 va_gate, 1));
+	vnpu_simhost_submit(h, 3,
+			    vnpu_fence_cmd(VNPU_OP_FENCE_WAIT, va_gate, 1));
 	sleep_us(20000);
-	hog_us = busy_over_window(h, 0);
+	hog_us = busy_over_window(h, 0, &hog_cpu);
 	starved_us = ft_qreg(h, 1, VNPU_Q_BUSY_US);
 	wait_us = ft_qreg(h, 3, VNPU_Q_BUSY_US);
 	/* the hog's blocks stop: the starved launch gets a core */
 	ft_wr(h, VNPU_QUEUE_REG(0, VNPU_Q_CTRL), VNPU_Q_CTRL_ABORT);
 	ck_assert(wait_disabled(h, 0));
 	sleep_us(20000);
-	fed_us = busy_over_window(h, 1);
+	fed_us = busy_over_window(h, 1, &fed_cpu);
 	fprintf(stderr,
 		"isolation: over %.0f ms, Q_BUSY_US grew %.1f ms for a launch "
-		"on both cores, %.1f ms for one waiting for a core (then %.1f "
-		"ms with a core), %.1f ms for a FENCE_WAIT\n",
-		BUSY_WINDOW_US / 1e3, hog_us / 1e3, starved_us / 1e3,
-		fed_us / 1e3, wait_us / 1e3);
-	ck_assert_uint_ge(hog_us, BUSY_WINDOW_US * 9 / 10);
-	ck_assert_uint_le(hog_us, BUSY_WINDOW_US * 3);
-	ck_assert_uint_lt(starved_us, BUSY_WINDOW_US / 10);
-	ck_assert_uint_lt(wait_us, BUSY_WINDOW_US / 10);
-	ck_assert_uint_ge(fed_us, BUSY_WINDOW_US * 9 / 10);
+		"on both cores (the process ran %.1f ms of CPU), %.1f ms for "
+		"one waiting for a core (then %.1f ms with a core, of %.1f "
+		"ms), %.1f ms for a FENCE_WAIT\n",
+		BUSY_WINDOW_US / 1e3, hog_us / 1e3, hog_cpu / 1e3,
+		starved_us / 1e3, fed_us / 1e3, fed_cpu / 1e3, wait_us / 1e3);
+	expect_cpu_charge(hog_us, hog_cpu);
+	expect_cpu_charge(fed_us, fed_cpu);
+	ck_assert_uint_lt(starved_us, BUSY_WINDOW_US / 100);
+	ck_assert_uint_lt(wait_us, BUSY_WINDOW_US / 100);
 	ft_wr(h, VNPU_QUEUE_REG(1, VNPU_Q_CTRL), VNPU_Q_CTRL_ABORT);
 	ft_wr(h, VNPU_QUEUE_REG(3, VNPU_Q_CTRL), VNPU_Q_CTRL_ABORT);
 	ck_assert(wait_disabled(h, 1));
@@ -513,6 +541,209 @@ START_TEST(busy_time)
 	finish_runner(h, &r);
 	vnpu_sim_reset(h->sim);
 	ck_assert_uint_eq(ft_qreg(h, 1, VNPU_Q_BUSY_US), 0);
+	vnpu_simhost_destroy(h);
+}
+END_TEST
+
+/*
+ * A finite GEMM launch of `nblocks` equal blocks (16 rows each, 16 x 64 x k
+ * multiply-adds) from a few bytes of memory (A and B one broadcast float);
+ * out (VRAM) starts as all-ones bytes, so that the first row shows when a
+ * block has run.
+ */
+static struct huge work_gemm(struct vnpu_simhost *h, unsigned ctx,
+			     uint32_t nblocks, int64_t k)
+{
+	const int64_t m = 16 * (int64_t)nblocks, n = 64;
+	uint64_t va_a, va_o, args;
+	float *a = vnpu_simhost_alloc_map(h, ctx, true, 4096, RW, &va_a);
+	struct vnpu_kargs_buffer kb[2];
+	struct vnpu_kp_gemm p;
+	struct huge g;
+	uint32_t args_size;
+
+	g.out_bytes = (uint64_t)(m * n * 4);
+	g.out = vnpu_simhost_alloc_map(h, ctx, true, g.out_bytes, RW, &va_o);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(g.out);
+	a[0] = 1.0f;
+	memset(g.out, 0xff, g.out_bytes);
+	memset(&p, 0, sizeof(p));
+	p.alpha = 1.0f;
+	p.a = ft_tensor(0, VNPU_DTYPE_F32, 2, (int64_t[]){m, k});
+	p.a.strides[0] = p.a.strides[1] = 0;
+	p.b = ft_tensor(0, VNPU_DTYPE_F32, 2, (int64_t[]){k, n});
+	p.b.strides[0] = p.b.strides[1] = 0;
+	p.out = ft_tensor(1, VNPU_DTYPE_F32, 2, (int64_t[]){m, n});
+	kb[0] = ft_kbuf(va_a, 4, VNPU_ACCESS_READ);
+	kb[1] = ft_kbuf(va_o, g.out_bytes, VNPU_ACCESS_WRITE);
+	args = vnpu_simhost_write_args(h, ctx, kb, 2, &p, sizeof(p),
+				       &args_size);
+	g.cmd = vnpu_launch_cmd(VNPU_KERNEL_GEMM, nblocks, args, args_size);
+	return g;
+}
+
+/* The victim of the Q_BUSY_US tests: 8 blocks of 16 x 64 x 2^18 each. */
+#define VICTIM_BLOCKS 8
+#define VICTIM_K      (1ll << 18)
+/* How far the charge for the same work may move with what else runs. */
+#define CHARGE_TOLERANCE 1.5
+
+struct charge {
+	uint32_t busy_us; /* Q_BUSY_US growth over the launch */
+	uint64_t wall_us; /* submission to completion */
+};
+
+/* Runs launch g on queue q to its end: what it was charged. */
+static struct charge run_charged(struct vnpu_simhost *h, unsigned q,
+				 const struct huge *g)
+{
+	uint32_t b0 = ft_qreg(h, q, VNPU_Q_BUSY_US);
+	uint64_t t0 = now_us(), seq;
+	struct charge c;
+
+	memset(g->out, 0xff, g->out_bytes);
+	seq = vnpu_simhost_submit(h, q, g->cmd);
+	ck_assert_int_eq(vnpu_simhost_wait(h, q, seq, 120000), 0);
+	c.wall_us = now_us() - t0;
+	c.busy_us = ft_qreg(h, q, VNPU_Q_BUSY_US) - b0;
+	ck_assert_uint_eq(vnpu_simhost_cpl(h, q, seq).status, VNPU_STATUS_OK);
+	ck_assert_float_eq(g->out[g->out_bytes / 4 - 1], (float)VICTIM_K);
+	return c;
+}
+
+/*
+ * Puts the calling thread, and so the device threads it creates next, on
+ * one host CPU: the device's cores then share it (and with whatever else is
+ * put there), so how long a block stays on a core depends on what else
+ * runs, on a loaded host as on an idle one, while the work it does does
+ * not.
+ */
+static void pin_to_one_cpu(void)
+{
+	cpu_set_t set;
+	int cpu = -1;
+
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(set), &set), 0);
+	for (int c = 0; c < CPU_SETSIZE && cpu < 0; c++)
+		if (CPU_ISSET(c, &set))
+			cpu = c;
+	ck_assert_int_ge(cpu, 0);
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	ck_assert_int_eq(
+		pthread_setaffinity_np(pthread_self(), sizeof(set), &set), 0);
+}
+
+/*
+ * `other` was charged about what the launch was charged alone, run just
+ * before and just after (the CPU time the same work takes drifts a little
+ * on a shared host).
+ */
+static void expect_same_charge(const char *what, struct charge before,
+			       struct charge other, struct charge after)
+{
+	uint32_t lo =
+		before.busy_us < after.busy_us ? before.busy_us : after.busy_us;
+	uint32_t hi = before.busy_us ^ after.busy_us ^ lo;
+
+	fprintf(stderr,
+		"isolation: a launch of %u blocks charged %.1f ms of "
+		"Q_BUSY_US in %.1f ms alone, %.1f ms in %.1f ms %s, %.1f ms "
+		"in %.1f ms alone again\n",
+		VICTIM_BLOCKS, before.busy_us / 1e3, before.wall_us / 1e3,
+		other.busy_us / 1e3, other.wall_us / 1e3, what,
+		after.busy_us / 1e3, after.wall_us / 1e3);
+	ck_assert_uint_gt(lo, 0);
+	ck_assert_msg(other.busy_us <= hi * CHARGE_TOLERANCE &&
+			      other.busy_us * CHARGE_TOLERANCE >= lo,
+		      "charged %u us %s against %u and %u us alone",
+		      other.busy_us, what, before.busy_us, after.busy_us);
+}
+
+/*
+ * Threaded: the same launch is charged the same device time whether it has
+ * the cores to itself or shares them round robin with another queue's long
+ * launch (its blocks then take turns with the other's, over about twice the
+ * wall time): Q_BUSY_US counts what its blocks ran, not how long they were
+ * on a core. On one host CPU, so that the sharing is the same on a loaded
+ * host as on an idle one.
+ */
+START_TEST(busy_time_shared_cores)
+{
+	struct vnpu_simhost *h;
+	struct huge victim, hog;
+	struct charge alone, shared, again;
+	uint64_t end;
+
+	pin_to_one_cpu();
+	h = big_host(VNPU_SIM_THREADS);
+	victim = work_gemm(h, 1, VICTIM_BLOCKS, VICTIM_K);
+	/* blocks as long as the victim's, far more of them */
+	hog = work_gemm(h, 0, 256, VICTIM_K);
+	alone = run_charged(h, 1, &victim);
+	vnpu_simhost_submit(h, 0, hog.cmd);
+	end = now_us() + BOUND_MS * 1000ull;
+	while (!huge_started(&hog) && now_us() < end)
+		sleep_us(50);
+	ck_assert(huge_started(&hog));
+	shared = run_charged(h, 1, &victim);
+	/* the hog ran all along: the cores were shared */
+	ck_assert_uint_eq(done_seq(h, 0), 0);
+	ft_wr(h, VNPU_QUEUE_REG(0, VNPU_Q_CTRL), VNPU_Q_CTRL_ABORT);
+	ck_assert(wait_disabled(h, 0));
+	again = run_charged(h, 1, &victim);
+	expect_same_charge("beside another queue's launch", alone, shared,
+			   again);
+	vnpu_simhost_destroy(h);
+}
+END_TEST
+
+struct spinner {
+	pthread_t thread;
+	atomic_bool stop;
+};
+
+static void *spin(void *arg)
+{
+	struct spinner *s = arg;
+
+	while (!atomic_load_explicit(&s->stop, memory_order_relaxed))
+		;
+	return NULL;
+}
+
+/*
+ * Threaded: CPU time taken from the device threads by the host is not
+ * device time. Every thread of the test (the device's are created after)
+ * on one CPU; the same launch alone, then with host threads spinning on
+ * that CPU: the wall time grows, the charge does not.
+ */
+START_TEST(busy_time_stolen_cpu)
+{
+	struct spinner spinners[3];
+	struct vnpu_simhost *h;
+	struct huge victim;
+	struct charge alone, stolen, again;
+
+	pin_to_one_cpu();
+	h = big_host(VNPU_SIM_THREADS);
+	victim = work_gemm(h, 1, VICTIM_BLOCKS, VICTIM_K);
+	alone = run_charged(h, 1, &victim);
+	for (unsigned i = 0; i < 3; i++) {
+		atomic_init(&spinners[i].stop, false);
+		ck_assert_int_eq(pthread_create(&spinners[i].thread, NULL, spin,
+						&spinners[i]),
+				 0);
+	}
+	stolen = run_charged(h, 1, &victim);
+	for (unsigned i = 0; i < 3; i++) {
+		atomic_store(&spinners[i].stop, true);
+		pthread_join(spinners[i].thread, NULL);
+	}
+	again = run_charged(h, 1, &victim);
+	expect_same_charge("with 3 host threads spinning on its CPU", alone,
+			   stolen, again);
 	vnpu_simhost_destroy(h);
 }
 END_TEST
@@ -889,6 +1120,8 @@ int main(void)
 	tcase_add_test(tc, copy_interleaves_deterministic);
 	tcase_add_test(tc, cores_shared_between_launches);
 	tcase_add_test(tc, busy_time);
+	tcase_add_test(tc, busy_time_shared_cores);
+	tcase_add_test(tc, busy_time_stolen_cpu);
 	tcase_add_loop_test(tc, abort_idle_queue, 0, 2);
 	tcase_add_test(tc, abort_before_start);
 	tcase_add_loop_test(tc, abort_fence_wait, 0, 2);

@@ -11,7 +11,7 @@ START_TEST(identity)
 	uint32_t caps = ft_rd(h, VNPU_REG_CAPS);
 
 	ck_assert_uint_eq(ft_rd(h, VNPU_REG_ID), 0x55504e56u);
-	ck_assert_uint_eq(ft_rd(h, VNPU_REG_HW_VERSION), 1u << 16 | 2);
+	ck_assert_uint_eq(ft_rd(h, VNPU_REG_HW_VERSION), 1u << 16 | 3);
 	ck_assert_uint_eq(VNPU_CAPS_QUEUES(caps), 4);
 	ck_assert_uint_eq(VNPU_CAPS_CORES(caps), 2);
 	ck_assert_uint_eq(VNPU_CAPS_RING_LOG2_MAX(caps), 12);
