@@ -211,8 +211,10 @@ time-limit)
 		-- sleep 1000
 	grep -q 'time limit of 20 s' "$work/err" && ok "says so" ||
 		fail "no time-limit message: $(cat "$work/err")"
-	[ $(($(date +%s) - start)) -lt 300 ] && ok "returned" ||
-		fail "took $(($(date +%s) - start)) s"
+	# The limit, not the command, ended the run: it returned before the
+	# command could have finished (however slow the boot was).
+	[ $(($(date +%s) - start)) -lt 1000 ] && ok "returned" ||
+		fail "took $(($(date +%s) - start)) s, as long as the command"
 	;;
 kept-runs)
 	# A failed run keeps its logs; only the ten newest are kept, and a
