@@ -25,10 +25,10 @@ module_param_named(user_context_share, vnpu_user_context_share, uint, 0644);
 MODULE_PARM_DESC(user_context_share,
 		 "Percent of the hardware contexts (open files) one user may hold (default 50; 100: no limit)");
 
-static uint vnpu_user_vram_reserve = 12;
+static uint vnpu_user_vram_reserve = 13;
 module_param_named(user_vram_reserve, vnpu_user_vram_reserve, uint, 0644);
 MODULE_PARM_DESC(user_vram_reserve,
-		 "Percent of VRAM one user's BOs may not take, kept for the others (default 12; 0: no limit)");
+		 "Percent of VRAM one user's BOs may not take, kept for the others (default 13; 0: no limit)");
 
 static uint vnpu_user_pinned_share = 25;
 module_param_named(user_pinned_share, vnpu_user_pinned_share, uint, 0644);
