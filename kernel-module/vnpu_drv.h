@@ -37,6 +37,8 @@
 #define VNPU_EVENT_LOG_LEN 64
 #define VNPU_MAX_HEARTBEAT_PERIOD_US 10000 /* the spec's is 1000 */
 #define VNPU_EVENT_MSG_LEN 112
+/* The device stops an aborted command in well under 10 ms. */
+#define VNPU_ABORT_WAIT_US (500 * USEC_PER_MSEC)
 
 extern unsigned int vnpu_job_timeout_ms;
 extern bool vnpu_allow_test_inject;
@@ -97,10 +99,22 @@ struct vnpu_hwq {
 	struct {
 		struct dma_fence *fence;
 		int ctx;
+		bool parked; /* the context's jobs wait in `parked` */
+		struct vnpu_hwq *hwq; /* for cb */
+		struct dma_fence_cb cb; /* queues resume_work */
 	} switch_req[VNPU_MAX_CONTEXTS];
 	u32 switch_head, switch_count;
 	DECLARE_BITMAP(switch_asked, VNPU_MAX_CONTEXTS);
 	struct list_head inflight; /* vnpu_job, ring order */
+	/*
+	 * Jobs a preemption took out of the ring (vnpu_reset.c), ring order;
+	 * each context's go back when its switch request comes first and the
+	 * ring is empty (resume_work, or whoever empties the ring).
+	 */
+	struct list_head parked;
+	struct work_struct resume_work;
+	/* Signalled when the ring has drained, for a switch (prepare_job). */
+	struct dma_fence *drain_fence;
 	u64 fence_ctx;
 	/* What the timeout check last measured progress against. */
 	u64 last_done_seq;
@@ -109,14 +123,12 @@ struct vnpu_hwq {
 	int judged_resets; /* the reset count then */
 	/*
 	 * The job at the head of the ring (compared, never dereferenced: set
-	 * whenever the head changes), since when it is there, Q_BUSY_US then,
-	 * and how many timeout checks let it wait in FENCE_WAIT past its time
-	 * limit. limit_work has it judged once it may have used its limit.
+	 * whenever the head changes), since when it is there and Q_BUSY_US
+	 * then. limit_work has it judged once it may have used its limit.
 	 */
 	const struct vnpu_job *head_job;
 	ktime_t head_since;
 	u32 head_busy_us;
-	u32 head_wait_checks;
 	struct delayed_work limit_work;
 	char name[16];
 };
@@ -276,6 +288,8 @@ struct vnpu_job {
 	int error;		   /* from retired commands */
 	struct vnpu_job_status st; /* first failed command */
 	bool guilty;
+	/* Time it waited in FENCE_WAIT at the head before preemptions. */
+	u64 waited_us;
 	struct dma_fence_cb finished_cb;
 	struct vnpu_epoch *epoch; /* of its context, counted until it ends */
 	u64 charged_bytes;	  /* against its file (vnpu_quota.c) */
@@ -413,6 +427,13 @@ void vnpu_hwq_push(struct vnpu_hwq *hwq, struct vnpu_job *job);
 bool vnpu_hwq_retire(struct vnpu_hwq *hwq, bool ok_only);
 void vnpu_hwq_head_update(struct vnpu_hwq *hwq, bool restart);
 bool vnpu_hwq_contended(struct vnpu_hwq *hwq);
+struct dma_fence *vnpu_hwq_fence_create(struct vnpu_hwq *hwq);
+int vnpu_hwq_park(struct vnpu_hwq *hwq, struct dma_fence *resume);
+void vnpu_hwq_try_resume(struct vnpu_hwq *hwq);
+void vnpu_hwq_fail_parked(struct vnpu_hwq *hwq, int error);
+bool vnpu_cmd_restartable(const struct vnpu_cmd *c);
+bool vnpu_cmd_stopped(struct vnpu_hwq *hwq, struct vnpu_job *job, u32 i);
+void vnpu_job_lost(struct vnpu_job *job, u32 i);
 bool vnpu_cmd_retired(struct vnpu_hwq *hwq, struct vnpu_job *job, u32 i);
 void vnpu_job_collect(struct vnpu_hwq *hwq, struct vnpu_job *job, u32 end);
 u32 vnpu_job_current_cmd(struct vnpu_hwq *hwq, struct vnpu_job *job);

@@ -14,6 +14,7 @@
  * is done and whether it failed. The scheduler's credits are ring slots, so
  * run_job always finds room.
  */
+#include <linux/iopoll.h>
 #include <linux/workqueue.h>
 #include <drm/drm_drv.h>
 
@@ -33,6 +34,28 @@ static const struct dma_fence_ops vnpu_fence_ops = {
 	.get_driver_name = vnpu_fence_driver_name,
 	.get_timeline_name = vnpu_fence_timeline_name,
 };
+
+static const char *vnpu_switch_timeline_name(struct dma_fence *f)
+{
+	return "vnpu-hwq-switch";
+}
+
+/* The ring drained, a parked context's jobs went back: queue switches. */
+static const struct dma_fence_ops vnpu_switch_fence_ops = {
+	.get_driver_name = vnpu_fence_driver_name,
+	.get_timeline_name = vnpu_switch_timeline_name,
+};
+
+/* A fence of a queue switch, signalled under hwq->lock. */
+struct dma_fence *vnpu_hwq_fence_create(struct vnpu_hwq *hwq)
+{
+	struct dma_fence *f = kzalloc(sizeof(*f), GFP_KERNEL);
+
+	if (f)
+		dma_fence_init(f, &vnpu_switch_fence_ops, &hwq->fence_lock,
+			       dma_fence_context_alloc(1), 1);
+	return f;
+}
 
 /*
  * Disables the queue, points it at ctx_index, enables it. Ring is empty.
@@ -105,6 +128,50 @@ bool vnpu_cmd_retired(struct vnpu_hwq *hwq, struct vnpu_job *job, u32 i)
 	return le32_to_cpu(READ_ONCE(cpl->status)) != VNPU_STATUS_ABORTED;
 }
 
+/*
+ * Whether command i of job was started and then stopped part-way by the
+ * queue's ABORT: its record is there, with status ABORTED. A command the
+ * abort found not started has no record.
+ */
+bool vnpu_cmd_stopped(struct vnpu_hwq *hwq, struct vnpu_job *job, u32 i)
+{
+	struct vnpu_cpl *cpl = &hwq->cpl[vnpu_job_slot(hwq, job, i)];
+
+	if (le64_to_cpu(READ_ONCE(cpl->seqno)) != job->first_seqno + i)
+		return false;
+	dma_rmb();
+	return le32_to_cpu(READ_ONCE(cpl->status)) == VNPU_STATUS_ABORTED;
+}
+
+/*
+ * Whether running c again from its start, after it was stopped part-way,
+ * leaves memory as one whole run would: it writes only values that do not
+ * depend on what it wrote before. A launch may update in place (x += 1),
+ * a copy between overlapping ranges reads what it wrote.
+ */
+bool vnpu_cmd_restartable(const struct vnpu_cmd *c)
+{
+	u64 src, dst, size;
+
+	switch (c->hdr.opcode) {
+	case VNPU_OP_NOP:
+	case VNPU_OP_FENCE_WAIT:
+	case VNPU_OP_FENCE_SIGNAL:
+	case VNPU_OP_TIMESTAMP:
+	case VNPU_OP_FILL:
+		return true;
+	case VNPU_OP_DMA_COPY:
+		src = le64_to_cpu(c->copy.src_va);
+		dst = le64_to_cpu(c->copy.dst_va);
+		size = le64_to_cpu(c->copy.size);
+		/* A copy the device refused wrote nothing; one it ran did not wrap. */
+		return src >= dst + size || dst >= src + size ||
+		       dst + size < dst || src + size < src;
+	default:
+		return false;
+	}
+}
+
 static int vnpu_status_errno(u32 status)
 {
 	switch (status) {
@@ -168,7 +235,6 @@ void vnpu_hwq_head_update(struct vnpu_hwq *hwq, bool restart)
 		return;
 	hwq->head_job = head;
 	hwq->head_since = ktime_get();
-	hwq->head_wait_checks = 0;
 	if (!head) {
 		cancel_delayed_work(&hwq->limit_work);
 		return;
@@ -187,6 +253,17 @@ static void vnpu_hwq_limit_work(struct work_struct *work)
 	drm_sched_fault(&hwq->sched);
 }
 
+/* Releases whoever waits for the ring to drain, once it has. */
+static void vnpu_hwq_check_drained(struct vnpu_hwq *hwq)
+{
+	lockdep_assert_held(&hwq->lock);
+	if (!hwq->drain_fence || !list_empty(&hwq->inflight))
+		return;
+	dma_fence_signal(hwq->drain_fence);
+	dma_fence_put(hwq->drain_fence);
+	hwq->drain_fence = NULL;
+}
+
 void vnpu_job_signal(struct vnpu_job *job, int error)
 {
 	struct vnpu_hwq *hwq = job->queue->hwq;
@@ -196,6 +273,7 @@ void vnpu_job_signal(struct vnpu_job *job, int error)
 	lockdep_assert_held(&hwq->lock);
 	list_del_init(&job->node);
 	vnpu_hwq_head_update(hwq, false);
+	vnpu_hwq_check_drained(hwq);
 	/* Dropped for the context's fault without a record of its own. */
 	if (error == -EFAULT && !job->st.status)
 		job->st.status = VNPU_STATUS_CONTEXT_FAULTED;
@@ -203,6 +281,23 @@ void vnpu_job_signal(struct vnpu_job *job, int error)
 	if (error)
 		dma_fence_set_error(job->hw_fence, error);
 	dma_fence_signal(job->hw_fence);
+}
+
+/*
+ * Fails a job whose command i was executing when the device was reset or
+ * its queue aborted for another's sake, and cannot run twice: it may have
+ * partly run, so it is neither run again nor reported done.
+ */
+void vnpu_job_lost(struct vnpu_job *job, u32 i)
+{
+	lockdep_assert_held(&job->queue->hwq->lock);
+	if (!job->error) {
+		job->error = -EIO;
+		job->st.status = VNPU_STATUS_LOST;
+		job->st.cmd = i;
+		job->st.info = 0;
+	}
+	vnpu_job_signal(job, job->error);
 }
 
 /*
@@ -247,32 +342,65 @@ bool vnpu_hwq_retire(struct vnpu_hwq *hwq, bool ok_only)
 		}
 		vnpu_job_signal(job, job->error);
 	}
+	vnpu_hwq_try_resume(hwq);
 	spin_unlock_irqrestore(&hwq->lock, flags);
 	return failed;
 }
 
 /*
  * After the context of this queue faulted: stop the queue so nothing more
- * of that context runs once the fault is cleared, and fail its unfinished
- * jobs with -EFAULT. Called from the event interrupt thread.
+ * of that context runs once the fault is cleared. ABORT, not a disable: a
+ * command in flight stops only at its next step (docs/hw-spec.md D.9), and
+ * a launch past its translations writes contiguous VRAM directly, so the
+ * jobs are failed (which lets the context's memory go) only once the queue
+ * reads stopped. Returns whether the queue was the context's.
  */
-static void vnpu_hwq_abort_ctx(struct vnpu_hwq *hwq, int ctx_index,
-			       u32 fault_queue)
+static bool vnpu_hwq_abort_ctx_start(struct vnpu_hwq *hwq, int ctx_index)
+{
+	struct vnpu_job *job, *tmp;
+	unsigned long flags;
+	bool ours;
+
+	spin_lock_irqsave(&hwq->lock, flags);
+	/* Preempted jobs are off the device: they fail at once. */
+	list_for_each_entry_safe(job, tmp, &hwq->parked, node)
+		if (job->ctx->index == ctx_index)
+			vnpu_job_signal(job, -EFAULT);
+	ours = hwq->cur_ctx == ctx_index;
+	if (ours) {
+		vnpu_qwr(hwq, VNPU_Q_CTRL, VNPU_Q_CTRL_ABORT);
+		hwq->cur_ctx = -1;
+	}
+	spin_unlock_irqrestore(&hwq->lock, flags);
+	return ours;
+}
+
+/*
+ * Once the queue stopped: fail the context's unfinished jobs with -EFAULT.
+ * A queue that does not stop (a hung device) keeps its jobs until the hang
+ * check resets the device; the reset stops it and fails them.
+ */
+static void vnpu_hwq_abort_ctx_finish(struct vnpu_hwq *hwq, int ctx_index,
+				      u32 fault_queue)
 {
 	struct vnpu_job *job, *tmp;
 	bool blamed = false;
 	unsigned long flags;
+	u32 st;
 
-	spin_lock_irqsave(&hwq->lock, flags);
-	if (hwq->cur_ctx != ctx_index) {
-		spin_unlock_irqrestore(&hwq->lock, flags);
+	if (read_poll_timeout(vnpu_qrd, st, !(st & VNPU_Q_STATUS_ENABLED), 100,
+			      VNPU_ABORT_WAIT_US, false, hwq, VNPU_Q_STATUS)) {
+		vnpu_log(hwq->vdev,
+			 "%s: did not stop after context %d faulted; its jobs wait for the hang check",
+			 hwq->name, ctx_index);
 		return;
 	}
-	vnpu_qwr(hwq, VNPU_Q_CTRL, 0);
-	hwq->cur_ctx = -1;
+	spin_lock_irqsave(&hwq->lock, flags);
 	list_for_each_entry_safe(job, tmp, &hwq->inflight, node) {
 		bool done = vnpu_cmd_retired(hwq, job, job->cmd_count - 1);
 
+		if (job->ctx->index != ctx_index)
+			continue;
 		vnpu_job_collect(hwq, job, job->cmd_count);
 		/*
 		 * The fault is recorded before the faulting command's
@@ -288,18 +416,28 @@ static void vnpu_hwq_abort_ctx(struct vnpu_hwq *hwq, int ctx_index,
 		}
 		vnpu_job_signal(job, done ? job->error : -EFAULT);
 	}
+	vnpu_hwq_try_resume(hwq);
 	spin_unlock_irqrestore(&hwq->lock, flags);
 }
 
-/* fault_status: the context's FAULT_STATUS (names the faulting queue). */
+/*
+ * fault_status: the context's FAULT_STATUS (names the faulting queue).
+ * Sleeps while the queues stop (well under 10 ms each); every queue is
+ * told to stop before the first is waited for.
+ */
 void vnpu_ctx_fault_abort(struct vnpu_device *vdev, int ctx_index,
 			  u32 fault_status)
 {
+	DECLARE_BITMAP(stopping, VNPU_MAX_QUEUES);
 	u32 q;
 
+	bitmap_zero(stopping, VNPU_MAX_QUEUES);
 	for (q = 0; q < vdev->num_hwq; q++)
-		vnpu_hwq_abort_ctx(&vdev->hwq[q], ctx_index,
-				   VNPU_FAULT_QUEUE(fault_status));
+		if (vnpu_hwq_abort_ctx_start(&vdev->hwq[q], ctx_index))
+			__set_bit(q, stopping);
+	for_each_set_bit(q, stopping, VNPU_MAX_QUEUES)
+		vnpu_hwq_abort_ctx_finish(&vdev->hwq[q], ctx_index,
+					  VNPU_FAULT_QUEUE(fault_status));
 }
 
 /* ---- fairness between contexts ------------------------------------------ */
@@ -313,6 +451,16 @@ void vnpu_ctx_fault_abort(struct vnpu_device *vdev, int ctx_index,
  * So no context keeps the ring full while another waits, and contexts get
  * the queue in the order they asked. All of it under hwq->lock.
  */
+static void vnpu_hwq_switch_signaled(struct dma_fence *f,
+				     struct dma_fence_cb *cb)
+{
+	/* The first entry may have changed: a parked context's turn? */
+	struct vnpu_hwq *hwq = container_of(cb, typeof(hwq->switch_req[0]),
+					    cb)->hwq;
+
+	queue_work(system_highpri_wq, &hwq->resume_work);
+}
+
 static void vnpu_hwq_switch_prune(struct vnpu_hwq *hwq)
 {
 	lockdep_assert_held(&hwq->lock);
@@ -321,6 +469,9 @@ static void vnpu_hwq_switch_prune(struct vnpu_hwq *hwq)
 
 		if (!dma_fence_is_signaled(hwq->switch_req[i].fence))
 			break;
+		/* Its callback must have run before the entry is reused. */
+		dma_fence_remove_callback(hwq->switch_req[i].fence,
+					  &hwq->switch_req[i].cb);
 		dma_fence_put(hwq->switch_req[i].fence);
 		clear_bit(hwq->switch_req[i].ctx, hwq->switch_asked);
 		hwq->switch_head = (i + 1) % VNPU_MAX_CONTEXTS;
@@ -328,18 +479,31 @@ static void vnpu_hwq_switch_prune(struct vnpu_hwq *hwq)
 	}
 }
 
-static void vnpu_hwq_switch_ask(struct vnpu_hwq *hwq, struct vnpu_job *job)
+/* Queues ctx's request behind the others; one per context at most. */
+static bool vnpu_hwq_switch_add(struct vnpu_hwq *hwq, int ctx,
+				struct dma_fence *fence, bool parked)
 {
-	int ctx = job->ctx->index;
 	u32 i;
 
 	lockdep_assert_held(&hwq->lock);
 	if (test_and_set_bit(ctx, hwq->switch_asked))
-		return;
+		return false;
 	/* One entry per context at most: the ring never overflows. */
 	i = (hwq->switch_head + hwq->switch_count++) % VNPU_MAX_CONTEXTS;
-	hwq->switch_req[i].fence = dma_fence_get(&job->base.s_fence->scheduled);
+	hwq->switch_req[i].fence = dma_fence_get(fence);
 	hwq->switch_req[i].ctx = ctx;
+	hwq->switch_req[i].parked = parked;
+	hwq->switch_req[i].hwq = hwq;
+	if (dma_fence_add_callback(fence, &hwq->switch_req[i].cb,
+				   vnpu_hwq_switch_signaled))
+		queue_work(system_highpri_wq, &hwq->resume_work);
+	return true;
+}
+
+static void vnpu_hwq_switch_ask(struct vnpu_hwq *hwq, struct vnpu_job *job)
+{
+	vnpu_hwq_switch_add(hwq, job->ctx->index,
+			    &job->base.s_fence->scheduled, false);
 }
 
 /*
@@ -374,11 +538,139 @@ bool vnpu_hwq_contended(struct vnpu_hwq *hwq)
 	return hwq->switch_count;
 }
 
+/* ---- preemption at FENCE_WAIT -------------------------------------------- */
+
+/*
+ * The queue was stopped (ABORT) while its head job waited in FENCE_WAIT,
+ * because another context wants it (vnpu_reset.c): takes the unfinished
+ * jobs out of the ring, to go back from their first command that did not
+ * complete when the context's turn comes again, after the contexts that
+ * asked before it. Waiting is no use of the device, so the job is not
+ * failed for it. An aborted command that cannot run twice (the wait ended
+ * just before the abort, and the next command had started) is lost.
+ * Returns -EBUSY when the context already waits for the queue.
+ */
+int vnpu_hwq_park(struct vnpu_hwq *hwq, struct dma_fence *resume)
+{
+	struct vnpu_job *job, *tmp;
+	bool first = true;
+	int ctx;
+
+	lockdep_assert_held(&hwq->lock);
+	job = list_first_entry_or_null(&hwq->inflight, struct vnpu_job, node);
+	if (!job)
+		return 0;
+	ctx = job->ctx->index;
+	if (!vnpu_hwq_switch_add(hwq, ctx, resume, true))
+		return -EBUSY;
+	list_for_each_entry_safe(job, tmp, &hwq->inflight, node) {
+		u32 r = job->resume_idx;
+
+		while (r < job->cmd_count && vnpu_cmd_retired(hwq, job, r))
+			r++;
+		vnpu_job_collect(hwq, job, r);
+		if (r == job->cmd_count) {
+			vnpu_job_signal(job, job->error);
+			continue;
+		}
+		if (first && vnpu_cmd_stopped(hwq, job, r) &&
+		    !vnpu_cmd_restartable(&job->cmds[r])) {
+			first = false;
+			vnpu_job_lost(job, r);
+			continue;
+		}
+		first = false;
+		job->resume_idx = r;
+		list_move_tail(&job->node, &hwq->parked);
+	}
+	hwq->cur_ctx = -1;
+	vnpu_hwq_head_update(hwq, false);
+	vnpu_hwq_check_drained(hwq);
+	return 0;
+}
+
+/*
+ * Puts a parked context's jobs back once its request comes first and the
+ * ring has drained (hwq->lock held). Called by whoever may have made that
+ * true: the ring emptying, a request ahead being granted (resume_work).
+ */
+void vnpu_hwq_try_resume(struct vnpu_hwq *hwq)
+{
+	struct vnpu_job *job, *tmp;
+	struct dma_fence *resume;
+	bool programmed;
+	int ctx;
+
+	lockdep_assert_held(&hwq->lock);
+	for (;;) {
+		vnpu_hwq_switch_prune(hwq);
+		if (!hwq->switch_count || !list_empty(&hwq->inflight) ||
+		    !hwq->switch_req[hwq->switch_head].parked)
+			return;
+		ctx = hwq->switch_req[hwq->switch_head].ctx;
+		resume = hwq->switch_req[hwq->switch_head].fence;
+		programmed = false;
+		list_for_each_entry_safe(job, tmp, &hwq->parked, node) {
+			if (job->ctx->index != ctx)
+				continue;
+			if (READ_ONCE(job->ctx->banned)) {
+				vnpu_job_signal(job, -ECANCELED);
+				continue;
+			}
+			if (READ_ONCE(job->ctx->faulted)) {
+				vnpu_job_signal(job, -EFAULT);
+				continue;
+			}
+			if (!programmed && !hwq->vdev->dead) {
+				vnpu_hwq_program(hwq, ctx);
+				programmed = true;
+			}
+			if (!programmed) {
+				vnpu_job_signal(job, -ENODEV);
+				continue;
+			}
+			list_move_tail(&job->node, &hwq->inflight);
+			vnpu_hwq_push(hwq, job);
+		}
+		/* The resumed jobs have their whole limit again. */
+		vnpu_hwq_head_update(hwq, true);
+		/* Its request is granted: the others may ask again. */
+		dma_fence_signal(resume);
+	}
+}
+
+static void vnpu_hwq_resume_work(struct work_struct *work)
+{
+	struct vnpu_hwq *hwq = container_of(work, struct vnpu_hwq, resume_work);
+	unsigned long flags;
+
+	spin_lock_irqsave(&hwq->lock, flags);
+	vnpu_hwq_try_resume(hwq);
+	spin_unlock_irqrestore(&hwq->lock, flags);
+}
+
+/* Device removal: the parked jobs will never run (hwq->lock held). */
+void vnpu_hwq_fail_parked(struct vnpu_hwq *hwq, int error)
+{
+	struct vnpu_job *job, *tmp;
+
+	lockdep_assert_held(&hwq->lock);
+	list_for_each_entry_safe(job, tmp, &hwq->parked, node)
+		vnpu_job_signal(job, error);
+}
+
 static void vnpu_hwq_switch_fini(struct vnpu_hwq *hwq)
 {
 	while (hwq->switch_count) {
-		dma_fence_put(hwq->switch_req[hwq->switch_head].fence);
-		hwq->switch_head = (hwq->switch_head + 1) % VNPU_MAX_CONTEXTS;
+		u32 i = hwq->switch_head;
+
+		dma_fence_remove_callback(hwq->switch_req[i].fence,
+					  &hwq->switch_req[i].cb);
+		/* A parked context's: its jobs were failed (device stop). */
+		if (hwq->switch_req[i].parked)
+			dma_fence_signal(hwq->switch_req[i].fence);
+		dma_fence_put(hwq->switch_req[i].fence);
+		hwq->switch_head = (i + 1) % VNPU_MAX_CONTEXTS;
 		hwq->switch_count--;
 	}
 	bitmap_zero(hwq->switch_asked, VNPU_MAX_CONTEXTS);
@@ -397,22 +689,38 @@ static struct dma_fence *vnpu_prepare_job(struct drm_sched_job *sj,
 	struct vnpu_job *job = to_vnpu_job(sj);
 	struct vnpu_hwq *hwq = job->queue->hwq;
 	int ctx = job->ctx->index;
-	struct dma_fence *wait = NULL;
+	struct dma_fence *wait = NULL, *drain;
 	unsigned long flags;
 
+	/* In case the ring must drain and nobody waits for that yet. */
+	drain = vnpu_hwq_fence_create(hwq);
 	spin_lock_irqsave(&hwq->lock, flags);
-	vnpu_hwq_switch_prune(hwq);
+	vnpu_hwq_try_resume(hwq);
+	/* A parked context's own new jobs wait for its parked ones too. */
 	if (hwq->switch_count &&
-	    hwq->switch_req[hwq->switch_head].ctx != ctx) {
+	    (hwq->switch_req[hwq->switch_head].ctx != ctx ||
+	     hwq->switch_req[hwq->switch_head].parked)) {
 		wait = dma_fence_get(hwq->switch_req[hwq->switch_head].fence);
 	} else if (hwq->cur_ctx != ctx && !list_empty(&hwq->inflight)) {
-		struct vnpu_job *last =
-			list_last_entry(&hwq->inflight, struct vnpu_job, node);
-
 		vnpu_hwq_switch_ask(hwq, job);
-		wait = dma_fence_get(last->hw_fence);
+		/*
+		 * Not the last job's fence: a preemption may take that job
+		 * out of the ring unfinished (vnpu_hwq_park).
+		 */
+		if (!hwq->drain_fence) {
+			hwq->drain_fence = drain;
+			drain = NULL;
+		}
+		/* Out of memory: the last job's (a preemption may delay it). */
+		wait = hwq->drain_fence ?
+			       dma_fence_get(hwq->drain_fence) :
+			       dma_fence_get(list_last_entry(&hwq->inflight,
+							     struct vnpu_job,
+							     node)->hw_fence);
 	}
 	spin_unlock_irqrestore(&hwq->lock, flags);
+	if (drain)
+		dma_fence_put(drain);
 	return wait;
 }
 
@@ -441,6 +749,17 @@ static struct dma_fence *vnpu_run_job(struct drm_sched_job *sj)
 		return ERR_PTR(-ENODEV);
 	}
 	spin_lock_irqsave(&hwq->lock, flags);
+	/*
+	 * Again under the lock: a fault marks the context before it stops
+	 * the queue under this lock, and the queue must not be programmed
+	 * for it while the stop is in progress.
+	 */
+	if (READ_ONCE(ctx->faulted) || READ_ONCE(ctx->banned)) {
+		spin_unlock_irqrestore(&hwq->lock, flags);
+		drm_dev_exit(idx);
+		kfree(fence);
+		return ERR_PTR(READ_ONCE(ctx->faulted) ? -EFAULT : -ECANCELED);
+	}
 	/* prepare_job waited for the ring to drain before a switch. */
 	if (hwq->cur_ctx != ctx->index)
 		vnpu_hwq_program(hwq, ctx->index);
@@ -510,6 +829,8 @@ int vnpu_hwq_init(struct vnpu_device *vdev, u32 index)
 	spin_lock_init(&hwq->lock);
 	spin_lock_init(&hwq->fence_lock);
 	INIT_LIST_HEAD(&hwq->inflight);
+	INIT_LIST_HEAD(&hwq->parked);
+	INIT_WORK(&hwq->resume_work, vnpu_hwq_resume_work);
 	hwq->next_seqno = 1;
 	hwq->cur_ctx = -1;
 	hwq->fence_ctx = dma_fence_context_alloc(1);
@@ -547,5 +868,13 @@ void vnpu_hwq_fini(struct vnpu_hwq *hwq)
 		destroy_workqueue(hwq->submit_wq);
 	hwq->submit_wq = NULL;
 	vnpu_hwq_switch_fini(hwq);
+	if (hwq->drain_fence) {
+		dma_fence_signal(hwq->drain_fence);
+		dma_fence_put(hwq->drain_fence);
+		hwq->drain_fence = NULL;
+	}
+	/* No request callback is left to queue it again. */
+	if (hwq->vdev)
+		cancel_work_sync(&hwq->resume_work);
 }
 

@@ -12,11 +12,9 @@
 
 #include "vnpu_hw.h"
 
-/* Time limits an uncontended FENCE_WAIT may take beyond its first. */
-#define VNPU_MAX_WAIT_CHECKS	10
+/* Time limits a job may wait in FENCE_WAIT beyond its first, in all. */
+#define VNPU_MAX_WAIT_LIMITS	10
 #define VNPU_HANG_PERIODS	16 /* heartbeat periods a hang verdict spans */
-/* The device stops an aborted command in well under 10 ms. */
-#define VNPU_ABORT_WAIT_US	(500 * USEC_PER_MSEC)
 
 /* The job on some queue whose next command is an injected hang or fatal. */
 static struct vnpu_job *vnpu_find_injected_hang(struct vnpu_device *vdev)
@@ -97,14 +95,17 @@ static void vnpu_hwq_rebase(struct vnpu_hwq *hwq, int resets, u64 done, u32 hb)
 /*
  * After CTRL.RESET and a new boot, or after the queue's ABORT: finish what
  * had retired, fail the guilty and banned, and put the rest of each
- * innocent job back into the ring (a command stopped by the reset or the
- * abort runs again from its start).
+ * innocent job back into the ring. Commands run in order, so only the
+ * first unfinished command in the ring can have started: after an abort,
+ * if its record says ABORTED; after a reset, nothing says it had not. Such
+ * a command runs again from its start when that gives the result of one
+ * run (vnpu_cmd_restartable), else its job is lost: it never runs twice.
  */
-static void vnpu_hwq_recover(struct vnpu_hwq *hwq, bool booted)
+static void vnpu_hwq_recover(struct vnpu_hwq *hwq, bool booted, bool reset)
 {
 	struct vnpu_job *job, *tmp;
 	unsigned long flags;
-	bool programmed = false;
+	bool programmed = false, first = true;
 	int ctx_index;
 
 	spin_lock_irqsave(&hwq->lock, flags);
@@ -116,6 +117,7 @@ static void vnpu_hwq_recover(struct vnpu_hwq *hwq, bool booted)
 			vnpu_hwq_done_seq(hwq), vnpu_hw_heartbeat(hwq->vdev));
 	list_for_each_entry_safe(job, tmp, &hwq->inflight, node) {
 		u32 r = job->resume_idx;
+		bool started;
 
 		while (r < job->cmd_count && vnpu_cmd_retired(hwq, job, r))
 			r++;
@@ -124,6 +126,8 @@ static void vnpu_hwq_recover(struct vnpu_hwq *hwq, bool booted)
 			vnpu_job_signal(job, job->error);
 			continue;
 		}
+		started = first && (reset || vnpu_cmd_stopped(hwq, job, r));
+		first = false;
 		if (job->guilty) {
 			vnpu_job_signal(job, -ETIMEDOUT);
 			continue;
@@ -140,6 +144,14 @@ static void vnpu_hwq_recover(struct vnpu_hwq *hwq, bool booted)
 			vnpu_job_signal(job, -EFAULT);
 			continue;
 		}
+		if (started && !vnpu_cmd_restartable(&job->cmds[r])) {
+			vnpu_log(hwq->vdev,
+				 "%s: job %llu of context %d lost at command %u (%s)",
+				 hwq->name, job->seqno, job->ctx->index, r,
+				 reset ? "reset" : "aborted");
+			vnpu_job_lost(job, r);
+			continue;
+		}
 		if (!programmed) {
 			vnpu_hwq_program(hwq, job->ctx->index);
 			programmed = true;
@@ -151,6 +163,8 @@ static void vnpu_hwq_recover(struct vnpu_hwq *hwq, bool booted)
 		hwq->cur_ctx = -1;
 	/* What is put back has its whole time limit again. */
 	vnpu_hwq_head_update(hwq, true);
+	/* Or, with the ring empty, a preempted context's turn. */
+	vnpu_hwq_try_resume(hwq);
 	spin_unlock_irqrestore(&hwq->lock, flags);
 	if (programmed && ctx_index >= 0)
 		vnpu_log(hwq->vdev, "%s: resubmitted unfinished jobs",
@@ -216,7 +230,7 @@ int vnpu_device_reset(struct vnpu_device *vdev, struct vnpu_job *bad,
 		spin_unlock_irqrestore(&vdev->ctx_lock, flags);
 	}
 	for (q = 0; q < vdev->num_hwq; q++)
-		vnpu_hwq_recover(&vdev->hwq[q], !ret);
+		vnpu_hwq_recover(&vdev->hwq[q], !ret, true);
 	for (q = 0; q < vdev->num_hwq; q++)
 		drm_sched_wqueue_start(&vdev->hwq[q].sched);
 	mutex_unlock(&vdev->reset_lock);
@@ -243,6 +257,7 @@ void vnpu_device_stop(struct vnpu_device *vdev)
 		spin_lock_irqsave(&hwq->lock, flags);
 		list_for_each_entry_safe(job, tmp, &hwq->inflight, node)
 			vnpu_job_signal(job, -ENODEV);
+		vnpu_hwq_fail_parked(hwq, -ENODEV);
 		hwq->cur_ctx = -1;
 		spin_unlock_irqrestore(&hwq->lock, flags);
 	}
@@ -282,43 +297,54 @@ static bool vnpu_hwq_fw_stopped(struct vnpu_hwq *hwq, int resets, u64 done,
 	return !progressed && !alive;
 }
 
+enum vnpu_verdict {
+	VNPU_TIME_LEFT,	/* judged again when it may have used it */
+	VNPU_OVERRAN,	/* abort it and ban its context */
+	VNPU_PREEMPT,	/* a wait holds the queue from others: park it */
+};
+
 /*
- * Called with hwq->lock held, from job's timeout: whether job, at the head
- * of the ring, has had its time limit there. What counts is the device
- * time its queue used since (Q_BUSY_US, busy_us now): a launch that waits
- * for a core while another queue's blocks run has not used its time.
- * Blocked in FENCE_WAIT, the time at the head counts: job_timeout_ms, or
- * while no other context wants the queue, up to VNPU_MAX_WAIT_CHECKS
- * limits more. A job with time left is judged again when it may have used
- * it.
+ * Called with hwq->lock held, from a timeout: the verdict on job, at the
+ * head of the ring. What counts is the device time its queue used since
+ * (Q_BUSY_US, busy_us now): a launch that waits for a core while another
+ * queue's blocks run has not used its time. Time at the head not used is
+ * waiting (FENCE_WAIT): no use of the device, so never a reason to fail
+ * the job while it may still be released - a producer on the CPU or on a
+ * queue slowed by others. While another context wants the queue, a job
+ * that has waited a limit at the head makes way (preempted, it resumes
+ * later); a job waits at most VNPU_MAX_WAIT_LIMITS limits more in all,
+ * over its preemptions (a wait nobody ends must not hold the queue, and
+ * its memory, for ever). A job with time left is judged again when it may
+ * have used it.
  */
-static bool vnpu_hwq_overran(struct vnpu_hwq *hwq, struct vnpu_job *job,
-			     bool waiting, u32 busy_us)
+static enum vnpu_verdict vnpu_hwq_judge(struct vnpu_hwq *hwq,
+					struct vnpu_job *job, bool waiting,
+					u32 busy_us)
 {
-	u32 limit_us = vnpu_job_timeout_ms * USEC_PER_MSEC;
+	u64 limit_us = (u64)vnpu_job_timeout_ms * USEC_PER_MSEC;
+	u64 slack_us = limit_us / 16;
 	u32 used_us = busy_us - hwq->head_busy_us; /* wraps */
 	s64 at_head_us = ktime_us_delta(ktime_get(), hwq->head_since);
+	u64 waited_us;
 
 	lockdep_assert_held(&hwq->lock);
 
 	if (hwq->head_job != job)
-		return false;
+		return VNPU_TIME_LEFT;
 	/* The counter and the clocks are read apart: a little slack. */
-	if (used_us >= limit_us - limit_us / 16)
-		return true;
+	if (used_us >= limit_us - slack_us)
+		return VNPU_OVERRAN;
 	if (!waiting) {
 		mod_delayed_work(hwq->vdev->reset_wq, &hwq->limit_work,
 				 usecs_to_jiffies(limit_us - used_us));
-		return false;
+		return VNPU_TIME_LEFT;
 	}
-	if (at_head_us < limit_us - limit_us / 16)
-		return false;
-	if (!vnpu_hwq_contended(hwq) &&
-	    hwq->head_wait_checks < VNPU_MAX_WAIT_CHECKS) {
-		hwq->head_wait_checks++;
-		return false;
-	}
-	return true;
+	waited_us = job->waited_us + max_t(s64, at_head_us - used_us, 0);
+	if (waited_us >= (1 + VNPU_MAX_WAIT_LIMITS) * limit_us - slack_us)
+		return VNPU_OVERRAN;
+	if (at_head_us >= limit_us - slack_us && vnpu_hwq_contended(hwq))
+		return VNPU_PREEMPT;
+	return VNPU_TIME_LEFT;
 }
 
 /* Whether the firmware's heartbeat moves now (sampled for 4 periods). */
@@ -380,21 +406,90 @@ static bool vnpu_hwq_abort_head(struct vnpu_hwq *hwq, struct vnpu_job *job)
 		vnpu_log(vdev,
 			 "%s: job %llu of context %d ran past its time limit: aborted, context banned",
 			 hwq->name, job->seqno, job->ctx->index);
-	vnpu_hwq_recover(hwq, true);
+	vnpu_hwq_recover(hwq, true, false);
 	return true;
 }
 
-/* The job overran on a device that works: abort it, else reset. */
+/*
+ * Makes job, at the head of hwq and waiting in FENCE_WAIT while another
+ * context wants the queue, make way: ABORT stops the wait (a FENCE_WAIT
+ * writes nothing, so it runs again from its start) and the context's jobs
+ * are parked until its turn comes again (vnpu_hwq_park). Returns false
+ * when the queue did not stop: the caller resets the device. Under
+ * vdev->reset_lock, with the queue's scheduler parked.
+ */
+static bool vnpu_hwq_preempt(struct vnpu_hwq *hwq, struct vnpu_job *job)
+{
+	struct vnpu_device *vdev = hwq->vdev;
+	struct dma_fence *resume;
+	unsigned long flags;
+	s64 at_head_us;
+	u32 st, r, used_us;
+	int ret;
+
+	lockdep_assert_held(&vdev->reset_lock);
+	resume = vnpu_hwq_fence_create(hwq);
+	if (!resume)
+		return true; /* judged again */
+	spin_lock_irqsave(&hwq->lock, flags);
+	r = hwq->head_job == job ? vnpu_job_current_cmd(hwq, job) : 0;
+	/* Only a wait is stopped: it may have ended since it was judged. */
+	if (hwq->head_job != job ||
+	    job->cmds[r].hdr.opcode != VNPU_OP_FENCE_WAIT) {
+		spin_unlock_irqrestore(&hwq->lock, flags);
+		dma_fence_put(resume);
+		return true;
+	}
+	vnpu_qwr(hwq, VNPU_Q_CTRL, VNPU_Q_CTRL_ABORT);
+	spin_unlock_irqrestore(&hwq->lock, flags);
+	if (read_poll_timeout(vnpu_qrd, st, !(st & VNPU_Q_STATUS_ENABLED), 100,
+			      VNPU_ABORT_WAIT_US, false, hwq, VNPU_Q_STATUS)) {
+		vnpu_log(vdev, "%s: ABORT did not stop the queue", hwq->name);
+		dma_fence_put(resume);
+		return false;
+	}
+
+	spin_lock_irqsave(&hwq->lock, flags);
+	if (hwq->head_job == job) {
+		at_head_us = ktime_us_delta(ktime_get(), hwq->head_since);
+		used_us = vnpu_qrd(hwq, VNPU_Q_BUSY_US) - hwq->head_busy_us;
+		job->waited_us += max_t(s64, at_head_us - used_us, 0);
+	}
+	ret = vnpu_hwq_park(hwq, resume);
+	spin_unlock_irqrestore(&hwq->lock, flags);
+	dma_fence_put(resume);
+	if (ret) {
+		/* It already asked for the queue: it cannot be the owner. */
+		WARN_ON_ONCE(1);
+		vnpu_hwq_recover(hwq, true, false);
+		return true;
+	}
+	vnpu_log(vdev,
+		 "%s: context %d waiting in FENCE_WAIT makes way for another (preempted)",
+		 hwq->name, job->ctx->index);
+	/* Whoever asked first may find the ring empty now. */
+	spin_lock_irqsave(&hwq->lock, flags);
+	vnpu_hwq_try_resume(hwq);
+	spin_unlock_irqrestore(&hwq->lock, flags);
+	return true;
+}
+
+/*
+ * The job's verdict on a device that works: abort it or make it make way;
+ * a queue that does not stop is reset.
+ */
 static void vnpu_job_time_limit(struct vnpu_device *vdev,
 				struct vnpu_hwq *hwq, struct vnpu_job *job,
-				int seen_resets)
+				enum vnpu_verdict verdict, int seen_resets)
 {
 	bool stopped = true;
 
 	mutex_lock(&vdev->reset_lock);
 	/* A reset since has put it back, with its whole limit again. */
 	if (seen_resets == atomic_read(&vdev->reset_count) && !vdev->dead)
-		stopped = vnpu_hwq_abort_head(hwq, job);
+		stopped = verdict == VNPU_PREEMPT ?
+				  vnpu_hwq_preempt(hwq, job) :
+				  vnpu_hwq_abort_head(hwq, job);
 	mutex_unlock(&vdev->reset_lock);
 	if (!stopped)
 		vnpu_device_reset(vdev, job, seen_resets,
@@ -403,11 +498,12 @@ static void vnpu_job_time_limit(struct vnpu_device *vdev,
 
 enum drm_gpu_sched_stat vnpu_timedout_job(struct drm_sched_job *sj)
 {
-	struct vnpu_job *job = to_vnpu_job(sj);
+	struct vnpu_job *job = to_vnpu_job(sj), *head;
 	struct drm_gpu_scheduler *sched = sj->sched;
 	struct vnpu_hwq *hwq = job->queue->hwq;
 	struct vnpu_device *vdev = hwq->vdev;
-	bool waiting, fatal, stopped, overran;
+	enum vnpu_verdict verdict = VNPU_TIME_LEFT;
+	bool waiting, fatal, stopped;
 	unsigned long flags;
 	int idx, seen_resets;
 	u64 done;
@@ -446,17 +542,24 @@ enum drm_gpu_sched_stat vnpu_timedout_job(struct drm_sched_job *sj)
 	busy_us = vnpu_qrd(hwq, VNPU_Q_BUSY_US);
 	fatal = vnpu_rd(vdev, VNPU_REG_STATUS) & VNPU_STATUS_FATAL;
 	spin_lock_irqsave(&hwq->lock, flags);
+	/*
+	 * The ring's head is judged, which is the scheduler's oldest job
+	 * unless a preemption parked that one. No job of this scheduler is
+	 * freed while it is parked (above), so the head may be used after
+	 * the lock is dropped.
+	 */
+	head = list_first_entry_or_null(&hwq->inflight, struct vnpu_job, node);
 	stopped = !fatal && vnpu_hwq_fw_stopped(hwq, seen_resets, done, hb);
-	overran = !fatal && !stopped &&
-		  vnpu_hwq_overran(hwq, job, waiting, busy_us);
+	if (!fatal && !stopped && head)
+		verdict = vnpu_hwq_judge(hwq, head, waiting, busy_us);
 	spin_unlock_irqrestore(&hwq->lock, flags);
 	if (fatal || stopped)
-		vnpu_device_reset(vdev, job, seen_resets,
+		vnpu_device_reset(vdev, head ?: job, seen_resets,
 				  fatal ? "firmware fatal error"
 					: "heartbeat stopped");
 	/* A firmware that hangs is not a job's overrun: judged again. */
-	else if (overran && vnpu_fw_alive(vdev))
-		vnpu_job_time_limit(vdev, hwq, job, seen_resets);
+	else if (verdict != VNPU_TIME_LEFT && vnpu_fw_alive(vdev))
+		vnpu_job_time_limit(vdev, hwq, head, verdict, seen_resets);
 	drm_dev_exit(idx);
 out:
 	/* Frees the job if it finished: do not touch it after this. */

@@ -24,7 +24,13 @@ enum vnpu_status {
 	VNPU_STATUS_DMA_ERROR = 11,	/* host memory access refused by the bus */
 	VNPU_STATUS_TOO_LARGE = 12,	/* operand exceeds the device's staging limit */
 	VNPU_STATUS_ABORTED = 13,	/* stopped by the queue's Q_CTRL.ABORT */
-	VNPU_STATUS_COUNT
+	VNPU_STATUS_COUNT,
+	/*
+	 * Never in a completion record: a driver's verdict on a command that
+	 * was executing when the device was reset (or its queue aborted for
+	 * another's sake) and may have partly run. It is not run again.
+	 */
+	VNPU_STATUS_LOST = 0x80,
 };
 
 /* BOOT_STATUS register. */
