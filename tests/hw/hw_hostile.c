@@ -341,6 +341,153 @@ START_TEST(test_exit_during_kernel)
 }
 END_TEST
 
+/* ---- the fault path: memory stays until the device has stopped -------- */
+
+#define CHURN_BOS 48
+
+/*
+ * The victim's allocator churn: from 'g' until 'c', allocates VRAM BOs of
+ * `size` and writes the canary into each, freeing the oldest (after a
+ * check) once CHURN_BOS are held, so that VRAM another file gives back is
+ * taken at once. Exits with the number of BOs found changed.
+ */
+static int churn_main(int in, int out, void *p)
+{
+	uint64_t size = *(const uint64_t *)p;
+	struct hw_bo bo[CHURN_BOS];
+	struct pollfd pfd = { .fd = in, .events = POLLIN };
+	int fd = hw_open_raw(), bad = 0, n = 0, next = 0;
+	uint32_t serial = 0, mark[CHURN_BOS];
+
+	(void)out;
+	if (fd < 0 || step_recv(in) != 'g')
+		return 90;
+	while (poll(&pfd, 1, 0) == 0) {
+		uint32_t *w;
+
+		if (n == CHURN_BOS) {
+			if (hw_check_u32(bo[next].map, size, canary(mark[next])) !=
+			    SIZE_MAX)
+				bad++;
+			hw_bo_free(fd, &bo[next]);
+			n--;
+		}
+		if (hw_bo_create(fd, size, DRM_VNPU_BO_VRAM, &bo[next]))
+			return 91;
+		mark[next] = serial++;
+		w = bo[next].map;
+		for (uint64_t k = 0; k < size / 4; k++)
+			w[k] = canary(mark[next]);
+		next = (next + 1) % CHURN_BOS;
+		n++;
+	}
+	if (step_recv(in) != 'c')
+		return 92;
+	for (int i = 0; i < n; i++) {
+		int k = (next - n + i + CHURN_BOS) % CHURN_BOS;
+
+		if (hw_check_u32(bo[k].map, size, canary(mark[k])) != SIZE_MAX)
+			bad++;
+	}
+	return bad;
+}
+
+/*
+ * As attack_main, then 'f': faults its own context with a FILL to an
+ * unmapped VA on another hardware queue. Reports {the GEMM job's errno,
+ * the FILL's errno}.
+ */
+static int fault_attacker_main(int in, int out, void *p)
+{
+	struct drm_vnpu_bo_wait w = { 0 };
+	struct hw_bo x, cmd2;
+	struct gemm_job g;
+	struct hw_ctx ctx;
+	struct vnpu_cmd fill;
+	uint64_t r[2], ncores;
+	uint32_t q2;
+
+	(void)p;
+	ctx.fd = hw_open_raw();
+	if (ctx.fd < 0 ||
+	    hw_get_param(ctx.fd, DRM_VNPU_PARAM_NUM_CORES, 0, &ncores) ||
+	    hw_queue_create(ctx.fd, 0, &ctx.queue, NULL) ||
+	    hw_queue_create(ctx.fd, 1, &q2, NULL) ||
+	    hw_bo_create(ctx.fd, 64 * 1024, 0, &ctx.cmd) ||
+	    hw_bo_create(ctx.fd, 4096, 0, &cmd2))
+		return 80;
+	if (hw_bo_create(ctx.fd, 4ull * GEMM_M * GEMM_M, DRM_VNPU_BO_VRAM, &x))
+		return 81;
+	/* A block per core, each writing its rows of X all along. */
+	if (gemm_job_submit(ctx.fd, ctx.queue, &ctx.cmd, 0, x.va, 0, GEMM_K,
+			    (uint32_t)ncores, &g))
+		return 82;
+	if (!gemm_job_started(&g))
+		return 83;
+	munmap(x.map, x.size);
+	if (hw_gem_close(ctx.fd, x.handle))
+		return 84;
+	if (step_send(out, 'x') || step_recv(in) != 'f')
+		return 85;
+	fill = vnpu_fill_cmd(1ull << 38, HW_PAGE_SIZE, 0, 4);
+	if (hw_submit(ctx.fd, q2, &cmd2, 0, &fill, 1, &cmd2.handle, 1, 0, NULL))
+		return 86;
+	hw_bo_wait(ctx.fd, cmd2.handle, HW_WAIT_NS, &w);
+	r[1] = (uint64_t)-w.job_error;
+	hw_bo_wait(ctx.fd, g.args.handle, HW_WAIT_NS, &w);
+	r[0] = (uint64_t)-w.job_error;
+	return report_send(out, r, 2) ? 87 : 0;
+}
+
+/*
+ * An unprivileged user's launch writes a VRAM BO it has closed; then it
+ * faults its context on another hardware queue, which fails the launch's
+ * job. Root allocates VRAM BOs of that size all the while. Failing the
+ * job lets the closed BO's memory go, so it must wait until the device
+ * has stopped the launch (the launch keeps writing VRAM directly until its
+ * blocks reach their next check): root's BOs never change.
+ */
+START_TEST(test_fault_during_kernel)
+{
+	uint64_t size = 4ull * GEMM_M * GEMM_M, r[2];
+	int fd = hw_open(), changed = 0, rounds = 6;
+	uint64_t nhwq = hw_param(fd, DRM_VNPU_PARAM_NUM_HW_QUEUES);
+
+	close(fd);
+	if (nhwq < 2) {
+		hw_figure("one hardware queue: the fault cannot run beside the launch");
+		return;
+	}
+	for (int round = 0; round < rounds; round++) {
+		struct proc churn, attacker;
+		int cst;
+
+		proc_start(&churn, churn_main, &size, 0);
+		proc_start(&attacker, fault_attacker_main, NULL, HW_USER_UID);
+		if (step_recv(attacker.from_child) != 'x')
+			ck_abort_msg("the attacker failed (exit %d)",
+				     proc_wait(&attacker));
+		ck_assert_int_eq(step_send(churn.to_child, 'g'), 0);
+		usleep(20 * 1000);
+		ck_assert_int_eq(step_send(attacker.to_child, 'f'), 0);
+		report_recv(&attacker, r, 2);
+		ck_assert_int_eq(proc_wait(&attacker), 0);
+		/* What a launch still running would write lands now. */
+		usleep(300 * 1000);
+		ck_assert_int_eq(step_send(churn.to_child, 'c'), 0);
+		cst = proc_wait(&churn);
+		ck_assert_msg(cst < 90, "the churn failed (exit %d)", cst);
+		ck_assert_uint_eq(r[1], EFAULT);
+		ck_assert_uint_eq(r[0], EFAULT);
+		changed += cst;
+	}
+	hw_figure("%d rounds: a faulted launch's closed VRAM BO taken by root: "
+		  "root's BOs changed %d",
+		  rounds, changed);
+	ck_assert_int_eq(changed, 0);
+}
+END_TEST
+
 /* ---- limits: one user against the others ---------------------------------- */
 
 #define OTHER_UID (HW_USER_UID + 1) /* a second unprivileged user */
@@ -1243,8 +1390,9 @@ static int gate_forever_main(int in, int out, void *p)
 /*
  * FENCE_WAIT: while no other context wants the hardware queue, a job may
  * wait past its time limit (a CPU that releases it later); as soon as one
- * does, the waiting job has had its limit, and an attacker's wait that
- * nobody releases is aborted without a reset.
+ * does, a job that has waited a limit makes way (it resumes later), and
+ * an attacker's wait that nobody releases is aborted without a reset once
+ * it has waited 11 limits in all.
  */
 START_TEST(test_fence_wait_limit)
 {
@@ -1309,6 +1457,191 @@ START_TEST(test_fence_wait_limit)
 	ck_assert_msg(waited < (int64_t)limit_ms * NS_PER_MS + LIMIT_SLACK_NS,
 		      "the victim waited %lld ms behind a FENCE_WAIT",
 		      (long long)(waited / NS_PER_MS));
+	ck_assert_int_eq((long)hw_param(ctx.fd, DRM_VNPU_PARAM_RESET_COUNT),
+			 before);
+	hw_bo_free(ctx.fd, &gate);
+	hw_bo_free(ctx.fd, &buf);
+	hw_ctx_close(&ctx);
+}
+END_TEST
+
+/*
+ * As HW_USER_UID, on hardware queue 0 (and, with p, a GEMM of LONG_GEMM_K
+ * on hardware queue 1 first: answers 's' once it runs): on 'n', one NOP.
+ * Reports {the NOP's errno, the device clock at its end}.
+ */
+static int nop_on_hwq0_main(int in, int out, void *p)
+{
+	struct drm_vnpu_bo_wait w = { 0 };
+	struct vnpu_cmd c[2] = { vnpu_nop_cmd() };
+	struct hw_bo cmd, cmd1, ts, dst;
+	struct gemm_job g;
+	uint32_t q0, q1;
+	uint64_t r[2];
+	int fd = hw_open_raw();
+
+	if (fd < 0 || hw_queue_create(fd, 0, &q0, NULL) ||
+	    hw_bo_create(fd, 4096, 0, &cmd) || hw_bo_create(fd, 4096, 0, &ts))
+		return 1;
+	if (p) {
+		if (hw_queue_create(fd, 1, &q1, NULL) ||
+		    hw_bo_create(fd, 64 * 1024, 0, &cmd1) ||
+		    hw_bo_create(fd, 4ull * GEMM_M * GEMM_M, DRM_VNPU_BO_VRAM,
+				 &dst) ||
+		    gemm_job_submit(fd, q1, &cmd1, 0, dst.va, dst.handle,
+				    LONG_GEMM_K, 1, &g) ||
+		    !gemm_job_started(&g))
+			return 2;
+		if (step_send(out, 's'))
+			return 3;
+	}
+	if (step_recv(in) != 'n')
+		return 4;
+	c[1] = vnpu_timestamp_cmd(ts.va);
+	if (hw_submit(fd, q0, &cmd, 0, c, 2, &ts.handle, 1, 0, NULL))
+		return 5;
+	hw_bo_wait(fd, ts.handle, HW_WAIT_NS, &w);
+	r[0] = (uint64_t)-w.job_error;
+	r[1] = *(volatile uint64_t *)ts.map;
+	return report_send(out, r, 2) ? 6 : 0;
+}
+
+/* The device clock (TIMESTAMP) now, through ctx's queue `queue`. */
+static uint64_t device_now(struct hw_ctx *ctx, uint32_t queue,
+			   struct hw_bo *ts)
+{
+	struct vnpu_cmd c = vnpu_timestamp_cmd(ts->va);
+
+	ck_assert_int_eq(hw_submit(ctx->fd, queue, &ctx->cmd, 4096, &c, 1,
+				   &ts->handle, 1, 0, NULL),
+			 0);
+	ck_assert_int_eq(hw_bo_wait(ctx->fd, ts->handle, HW_WAIT_NS, NULL), 0);
+	return *(volatile uint64_t *)ts->map;
+}
+
+/*
+ * Waiting is no use of the device: a job in FENCE_WAIT that its own CPU
+ * releases after 2.5 limits completes, and its context is not banned,
+ * although another user's NOP wants the same hardware queue meanwhile;
+ * the NOP does not wait for the release either (the waiting job makes
+ * way and resumes).
+ */
+START_TEST(test_fence_wait_contended_released)
+{
+	struct drm_vnpu_bo_wait w;
+	struct hw_bo gate, buf, ts;
+	struct hw_ctx ctx;
+	struct proc att;
+	uint32_t q0, q1;
+	uint64_t r[2], limit_ms, released;
+	long before;
+
+	hw_ctx_open(&ctx);
+	limit_ms = hw_param(ctx.fd, DRM_VNPU_PARAM_JOB_TIMEOUT_MS);
+	before = (long)hw_param(ctx.fd, DRM_VNPU_PARAM_RESET_COUNT);
+	ck_assert_int_eq(hw_queue_create(ctx.fd, 0, &q0, NULL), 0);
+	ck_assert_int_eq(hw_queue_create(ctx.fd, 1, &q1, NULL), 0);
+	hw_bo_new(ctx.fd, HW_PAGE_SIZE, 0, &gate);
+	hw_bo_new(ctx.fd, HW_PAGE_SIZE, 0, &buf);
+	hw_bo_new(ctx.fd, HW_PAGE_SIZE, 0, &ts);
+	memset(gate.map, 0, 8);
+	proc_start(&att, nop_on_hwq0_main, NULL, HW_USER_UID);
+	{
+		struct vnpu_cmd c[2] = {
+			vnpu_fence_wait_cmd(gate.va, 1),
+			vnpu_fill_cmd(buf.va, HW_PAGE_SIZE, 0x6c7e6c7e, 4),
+		};
+		uint32_t list[2] = { gate.handle, buf.handle };
+
+		ck_assert_int_eq(hw_submit(ctx.fd, q0, &ctx.cmd, 0, c, 2, list,
+					   2, 0, NULL),
+				 0);
+	}
+	usleep(100 * 1000);
+	ck_assert_int_eq(step_send(att.to_child, 'n'), 0);
+	usleep((useconds_t)limit_ms * 2500);
+	released = device_now(&ctx, q1, &ts);
+	__atomic_store_n((uint64_t *)gate.map, 1, __ATOMIC_RELEASE);
+	ck_assert_int_eq(hw_bo_wait(ctx.fd, buf.handle, HW_WAIT_NS, &w), 0);
+	report_recv(&att, r, 2);
+	ck_assert_int_eq(proc_wait(&att), 0);
+	hw_figure("time limit %" PRIu64 " ms: a FENCE_WAIT released after "
+		  "2.5 limits: error %d; another user's NOP on its queue "
+		  "ended %.2f s before the release",
+		  limit_ms, w.job_error, ((double)released - (double)r[1]) / 1e9);
+	ck_assert_int_eq(w.job_error, 0);
+	ck_assert_uint_eq(hw_check_u32(buf.map, HW_PAGE_SIZE, 0x6c7e6c7e),
+			  SIZE_MAX);
+	ck_assert_uint_eq(hw_param(ctx.fd, DRM_VNPU_PARAM_CONTEXT_STATE), 0);
+	ck_assert_uint_eq(r[0], 0);
+	ck_assert_msg(r[1] < released,
+		      "the NOP waited for the FENCE_WAIT to be released");
+	ck_assert_int_eq((long)hw_param(ctx.fd, DRM_VNPU_PARAM_RESET_COUNT),
+			 before);
+	hw_bo_free(ctx.fd, &gate);
+	hw_bo_free(ctx.fd, &buf);
+	hw_bo_free(ctx.fd, &ts);
+	hw_ctx_close(&ctx);
+}
+END_TEST
+
+/*
+ * A job waits in FENCE_WAIT on hardware queue 0 for its own FENCE_SIGNAL
+ * job on hardware queue 1, which another user's long launch there delays
+ * past a limit (until that launch is aborted); the other user also wants
+ * queue 0. The waiting job is not failed for the time its producer was
+ * held up: it completes, and its context is not banned.
+ */
+START_TEST(test_fence_wait_producer_delayed)
+{
+	struct drm_vnpu_bo_wait w;
+	struct hw_bo gate, buf;
+	struct hw_ctx ctx;
+	struct proc att;
+	uint32_t q0, q1;
+	uint64_t r[2];
+	long before;
+	int dummy = 1;
+
+	hw_ctx_open(&ctx);
+	before = (long)hw_param(ctx.fd, DRM_VNPU_PARAM_RESET_COUNT);
+	ck_assert_int_eq(hw_queue_create(ctx.fd, 0, &q0, NULL), 0);
+	ck_assert_int_eq(hw_queue_create(ctx.fd, 1, &q1, NULL), 0);
+	hw_bo_new(ctx.fd, HW_PAGE_SIZE, 0, &gate);
+	hw_bo_new(ctx.fd, HW_PAGE_SIZE, 0, &buf);
+	memset(gate.map, 0, 8);
+	proc_start(&att, nop_on_hwq0_main, &dummy, HW_USER_UID);
+	if (step_recv(att.from_child) != 's')
+		ck_abort_msg("the other user failed (exit %d)",
+			     proc_wait(&att));
+	{
+		struct vnpu_cmd c[2] = {
+			vnpu_fence_wait_cmd(gate.va, 1),
+			vnpu_fill_cmd(buf.va, HW_PAGE_SIZE, 0x6d7e6d7e, 4),
+		};
+		struct vnpu_cmd sig = vnpu_fence_signal_cmd(gate.va, 1);
+
+		/* Explicit order only: the gate BO would order the two. */
+		ck_assert_int_eq(hw_submit(ctx.fd, q0, &ctx.cmd, 0, c, 2,
+					   &buf.handle, 1, 0, NULL),
+				 0);
+		ck_assert_int_eq(hw_submit(ctx.fd, q1, &ctx.cmd, 1024, &sig, 1,
+					   &gate.handle, 1, 0, NULL),
+				 0);
+	}
+	usleep(100 * 1000);
+	ck_assert_int_eq(step_send(att.to_child, 'n'), 0);
+	ck_assert_int_eq(hw_bo_wait(ctx.fd, buf.handle, HW_WAIT_NS, &w), 0);
+	report_recv(&att, r, 2);
+	ck_assert_int_eq(proc_wait(&att), 0);
+	hw_figure("a FENCE_WAIT whose producer waited behind another user's "
+		  "launch: error %d, context state %" PRIu64,
+		  w.job_error, hw_param(ctx.fd, DRM_VNPU_PARAM_CONTEXT_STATE));
+	ck_assert_int_eq(w.job_error, 0);
+	ck_assert_uint_eq(hw_check_u32(buf.map, HW_PAGE_SIZE, 0x6d7e6d7e),
+			  SIZE_MAX);
+	ck_assert_uint_eq(hw_param(ctx.fd, DRM_VNPU_PARAM_CONTEXT_STATE), 0);
+	ck_assert_uint_eq(r[0], 0);
 	ck_assert_int_eq((long)hw_param(ctx.fd, DRM_VNPU_PARAM_RESET_COUNT),
 			 before);
 	hw_bo_free(ctx.fd, &gate);
@@ -1544,6 +1877,7 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, test_close_vram_during_kernel);
 	tcase_add_test(tc, test_close_system_during_kernel);
 	tcase_add_test(tc, test_exit_during_kernel);
+	tcase_add_test(tc, test_fault_during_kernel);
 	tcase_add_test(tc, test_sigkill_every_phase);
 	hw_suite_add(s, tc);
 	tc = tcase_create("limits");
@@ -1563,6 +1897,8 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, test_long_kernels);
 	tcase_add_test(tc, test_starved_launch_completes);
 	tcase_add_test(tc, test_fence_wait_limit);
+	tcase_add_test(tc, test_fence_wait_contended_released);
+	tcase_add_test(tc, test_fence_wait_producer_delayed);
 	hw_suite_add(s, tc);
 	return hw_main(argc, argv, s, 0);
 }

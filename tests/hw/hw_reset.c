@@ -12,6 +12,8 @@
  * checks the exact number of resets it caused instead.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -285,6 +287,130 @@ START_TEST(test_register_hang)
 }
 END_TEST
 
+/* ---- a reset never runs a command twice ----------------------------- */
+
+#define INC_ROWS 4096
+#define INC_COLS 1024 /* 16 MiB of f32 */
+#define INC_SECONDS 8
+
+struct resetter {
+	volatile bool stop;
+	int period_ms;
+	long done;
+	int err;
+};
+
+static void *reset_thread(void *p)
+{
+	struct resetter *r = p;
+
+	while (!r->stop) {
+		usleep((useconds_t)r->period_ms * 1000);
+		if (hw_debugfs_write("force_reset", "1")) {
+			r->err = 1;
+			break;
+		}
+		r->done++;
+	}
+	return NULL;
+}
+
+/* x += 1 in place (BINARY ADD, b broadcast from `one`): the argument block. */
+static uint32_t increment_kargs(void *args, uint64_t x_va, uint64_t one_va)
+{
+	struct vnpu_kargs_header h = { 2, sizeof(struct vnpu_kp_binary), 0 };
+	struct vnpu_kargs_buffer b[2] = {
+		{ x_va, 4ull * INC_ROWS * INC_COLS,
+		  VNPU_ACCESS_READ | VNPU_ACCESS_WRITE, 0 },
+		{ one_va, 4, VNPU_ACCESS_READ, 0 },
+	};
+	struct vnpu_kp_binary kp;
+	char *p = args;
+
+	memset(&kp, 0, sizeof(kp));
+	kp.op = VNPU_BINARY_ADD;
+	kp.alpha = 1.0;
+	kp.a = vnpu_tensor_f32_2d(0, INC_ROWS, INC_COLS, INC_COLS, 1);
+	kp.b = vnpu_tensor_f32_2d(1, INC_ROWS, INC_COLS, 0, 0);
+	kp.out = kp.a;
+	memcpy(p, &h, sizeof(h));
+	memcpy(p + sizeof(h), b, sizeof(b));
+	memcpy(p + sizeof(h) + sizeof(b), &kp, sizeof(kp));
+	return sizeof(h) + sizeof(b) + sizeof(kp);
+}
+
+/*
+ * Launches of x += 1 on 16 MiB of VRAM, one after another, while root
+ * resets the device every 250 ms. A launch that was running at a reset
+ * may have partly run: it must fail as lost (-EIO, LOST), never run again
+ * and succeed. So every element ends between the number of launches that
+ * succeeded and that plus the number lost.
+ */
+START_TEST(test_reset_never_runs_twice)
+{
+	struct resetter rs = { .period_ms = 250 };
+	struct hw_bo x, one, args;
+	struct hw_ctx ctx;
+	pthread_t t;
+	uint64_t ok = 0, lost = 0;
+	uint32_t size, list[3];
+	struct vnpu_cmd c;
+	const float *v;
+	size_t bad;
+	int64_t t0;
+	long before;
+
+	hw_ctx_open(&ctx);
+	hw_bo_new(ctx.fd, 4ull * INC_ROWS * INC_COLS, DRM_VNPU_BO_VRAM, &x);
+	hw_bo_new(ctx.fd, HW_PAGE_SIZE, 0, &one);
+	hw_bo_new(ctx.fd, HW_PAGE_SIZE, 0, &args);
+	memset(x.map, 0, x.size);
+	*(float *)one.map = 1.0f;
+	size = increment_kargs(args.map, x.va, one.va);
+	c = vnpu_launch_cmd(VNPU_KERNEL_BINARY, 4, args.va, size);
+	list[0] = x.handle;
+	list[1] = one.handle;
+	list[2] = args.handle;
+	before = resets();
+	ck_assert_int_eq(pthread_create(&t, NULL, reset_thread, &rs), 0);
+	t0 = hw_now_ns();
+	while (hw_now_ns() - t0 < INC_SECONDS * 1000000000ll) {
+		struct drm_vnpu_bo_wait w;
+		int ret = hw_run(&ctx, &c, 1, list, 3, &w);
+
+		if (!ret) {
+			ok++;
+			continue;
+		}
+		ck_assert_msg(ret == -EIO && w.job_status == VNPU_STATUS_LOST,
+			      "a launch failed with %d, job_status %u", ret,
+			      w.job_status);
+		lost++;
+	}
+	rs.stop = true;
+	pthread_join(t, NULL);
+	ck_assert_int_eq(rs.err, 0);
+	v = x.map;
+	/* One assertion: each one is a message to Check's parent. */
+	for (bad = 0; bad < (size_t)INC_ROWS * INC_COLS; bad++)
+		if (v[bad] < (float)ok || v[bad] > (float)(ok + lost))
+			break;
+	ck_assert_msg(bad == (size_t)INC_ROWS * INC_COLS,
+		      "element %zu is %.0f after %" PRIu64
+		      " launches succeeded and %" PRIu64 " were lost",
+		      bad, (double)v[bad], ok, lost);
+	hw_figure("%ld resets in %d s: %" PRIu64 " launches of x += 1 "
+		  "succeeded, %" PRIu64 " were lost in a reset, none ran twice",
+		  resets() - before, INC_SECONDS, ok, lost);
+	ck_assert_int_ge(resets() - before, INC_SECONDS * 2);
+	ck_assert_uint_eq(hw_param(ctx.fd, DRM_VNPU_PARAM_CONTEXT_STATE), 0);
+	hw_bo_free(ctx.fd, &x);
+	hw_bo_free(ctx.fd, &one);
+	hw_bo_free(ctx.fd, &args);
+	hw_ctx_close(&ctx);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
 	Suite *s = suite_create("hw_reset");
@@ -300,6 +426,7 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, test_lost_interrupt_debugfs);
 	tcase_add_test(tc, test_forced_reset_blames_nobody);
 	tcase_add_test(tc, test_register_hang);
+	tcase_add_test(tc, test_reset_never_runs_twice);
 	/* Not hw_suite_add: these tests reset on purpose and count them. */
 	suite_add_tcase(s, tc);
 	ret = hw_main(argc, argv, s, HW_EXPECTS_RESET);
