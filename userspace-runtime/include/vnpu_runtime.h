@@ -51,7 +51,9 @@ typedef enum vnpu_error {
 	VNPU_ERROR_NOT_INITIALIZED,	/* vnpu_init() not called (or finalized) */
 	VNPU_ERROR_NO_DEVICE,		/* no device / index out of range */
 	VNPU_ERROR_BACKEND_UNAVAILABLE,	/* VNPU_BACKEND names a backend not here */
-	VNPU_ERROR_OUT_OF_MEMORY,	/* device or host memory exhausted */
+	VNPU_ERROR_OUT_OF_MEMORY,	/* device or host memory exhausted, or
+					 * the driver's per-user share of it
+					 * reached (the detail says which) */
 	VNPU_ERROR_INVALID_DEVICE_POINTER, /* not inside a live allocation */
 	VNPU_ERROR_INVALID_HOST_POINTER,   /* not a vnpu_host_malloc() pointer */
 	VNPU_ERROR_INVALID_COPY_KIND,	/* kind does not match the pointers */
@@ -103,7 +105,9 @@ struct vnpu_device_props {
 	char fw_build[32];
 };
 vnpu_error_t vnpu_device_properties(int device, struct vnpu_device_props *p);
-/* Device memory of the current device: free and total bytes. */
+/* Device memory of the current device: total bytes, and the bytes free to
+ * this process (on drm no more than the driver's per-user share leaves;
+ * what the cache holds is not free). */
 vnpu_error_t vnpu_mem_info(size_t *free_bytes, size_t *total_bytes);
 /* Waits for all work of the current device, on every stream. */
 vnpu_error_t vnpu_device_synchronize(void);
@@ -111,7 +115,10 @@ vnpu_error_t vnpu_device_synchronize(void);
 /* ---- memory ------------------------------------------------------------- */
 
 /* Device memory, 256-byte aligned. Small sizes come from a caching
- * sub-allocator. size 0 is VNPU_ERROR_INVALID_VALUE. */
+ * sub-allocator. size 0 is VNPU_ERROR_INVALID_VALUE. When the device
+ * refuses for lack of memory, the cache is emptied (as by
+ * vnpu_mem_empty_cache) and the allocation tried once more; then it is
+ * VNPU_ERROR_OUT_OF_MEMORY, the detail saying what ran short. */
 vnpu_error_t vnpu_malloc(void **devptr, size_t size);
 /* Waits for pending work on the current device, then frees. NULL is a
  * no-op; a pointer not returned by vnpu_malloc (or already freed) is
@@ -125,7 +132,8 @@ struct vnpu_mem_stats {
 	uint64_t reserved;	/* device bytes the runtime holds in total */
 };
 vnpu_error_t vnpu_mem_stats(struct vnpu_mem_stats *stats);
-/* Returns cached blocks to the device. */
+/* Waits for the current device's work, then returns its cached chunks
+ * with no block in use to the device. */
 vnpu_error_t vnpu_mem_empty_cache(void);
 
 /* Pinned (page-locked, device-visible) host memory: copies from and to it
