@@ -155,6 +155,56 @@ START_TEST(freed_cache_of_every_class)
 }
 END_TEST
 
+/* (c) The cache goes back while streams still have work queued: the
+ * release waits for it (the drm driver keeps a closed BO's memory while
+ * its context has unfinished jobs, so closing at once would not help).
+ * The work: GEMMs of A[M,K] x B[K,M] with A and B one broadcast float,
+ * each far below the driver's time limit, together longer than closing
+ * the cache's BOs. */
+START_TEST(retry_while_streams_busy)
+{
+	enum { M = 256, K = 1 << 15 };
+	const float one = 1.0f;
+	const size_t size = MIB;
+	struct vnpu_launch_buffer buf[2];
+	struct vnpu_kp_gemm p;
+	vnpu_stream_t s;
+	struct fill f;
+	float *dev_one, *out;
+	void *small, *big;
+
+	RT_OK(vnpu_mem_empty_cache());
+	RT_OK(vnpu_stream_create(&s, VNPU_STREAM_PRIORITY_LOW));
+	RT_OK(vnpu_malloc((void **)&dev_one, 4096));
+	RT_OK(vnpu_malloc((void **)&out, 4ull * M * M));
+	RT_OK(vnpu_memcpy(dev_one, &one, 4, VNPU_MEMCPY_H2D));
+	memset(&p, 0, sizeof(p));
+	p.alpha = 1.0f;
+	p.a = vnpu_tensor_f32_2d(0, M, K, 0, 0);
+	p.b = vnpu_tensor_f32_2d(0, K, M, 0, 0);
+	p.out = vnpu_tensor_f32_2d(1, M, M, M, 1);
+	buf[0] = (struct vnpu_launch_buffer){dev_one, 4, VNPU_ACCESS_READ};
+	buf[1] = (struct vnpu_launch_buffer){out, 4ull * M * M,
+					     VNPU_ACCESS_WRITE};
+	fill_device(&f, &size, 1);
+	free_all(&f);
+	for (int i = 0; i < 4; i++) {
+		RT_OK(vnpu_launch_kernel("gemm", 1, buf, 2, &p, sizeof(p), s));
+		RT_OK(vnpu_launch_kernel("gemm", 1, buf, 2, &p, sizeof(p),
+					 NULL));
+	}
+	RT_OK(vnpu_malloc(&small, 4096));
+	RT_OK(vnpu_malloc(&big, 3 * MIB));
+	RT_OK(vnpu_stream_synchronize(s));
+	RT_OK(vnpu_device_synchronize());
+	RT_OK(vnpu_free(small));
+	RT_OK(vnpu_free(big));
+	RT_OK(vnpu_free(out));
+	RT_OK(vnpu_free(dev_one));
+	RT_OK(vnpu_stream_destroy(s));
+}
+END_TEST
+
 /* (c) vnpu_mem_empty_cache() gives a full cache back: the statistics and
  * vnpu_mem_info() agree. */
 START_TEST(empty_cache_after_fill)
@@ -210,6 +260,7 @@ int main(void)
 	tcase_add_test(tc, oom_status_and_detail);
 	tcase_add_test(tc, freed_cache_serves_other_sizes);
 	tcase_add_test(tc, freed_cache_of_every_class);
+	tcase_add_test(tc, retry_while_streams_busy);
 	tcase_add_test(tc, empty_cache_after_fill);
 	tcase_add_test(tc, too_large_for_the_device);
 	suite_add_tcase(s, tc);
