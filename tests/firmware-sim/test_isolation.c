@@ -619,20 +619,30 @@ static struct charge run_charged(struct vnpu_simhost *h, unsigned q,
  * runs, on a loaded host as on an idle one, while the work it does does
  * not.
  */
-static void pin_to_one_cpu(void)
+static cpu_set_t pin_to_one_cpu(void)
 {
-	cpu_set_t set;
+	cpu_set_t set, old;
 	int cpu = -1;
 
-	ck_assert_int_eq(sched_getaffinity(0, sizeof(set), &set), 0);
+	ck_assert_int_eq(
+		pthread_getaffinity_np(pthread_self(), sizeof(old), &old), 0);
 	for (int c = 0; c < CPU_SETSIZE && cpu < 0; c++)
-		if (CPU_ISSET(c, &set))
+		if (CPU_ISSET(c, &old))
 			cpu = c;
 	ck_assert_int_ge(cpu, 0);
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
 	ck_assert_int_eq(
 		pthread_setaffinity_np(pthread_self(), sizeof(set), &set), 0);
+	return old;
+}
+
+/* Back to the CPUs of before pin_to_one_cpu (CK_FORK=no runs the next
+ * tests in this process). */
+static void unpin(const cpu_set_t *old)
+{
+	ck_assert_int_eq(
+		pthread_setaffinity_np(pthread_self(), sizeof(*old), old), 0);
 }
 
 /*
@@ -674,9 +684,9 @@ START_TEST(busy_time_shared_cores)
 	struct vnpu_simhost *h;
 	struct huge victim, hog;
 	struct charge alone, shared, again;
+	cpu_set_t cpus = pin_to_one_cpu();
 	uint64_t end;
 
-	pin_to_one_cpu();
 	h = big_host(VNPU_SIM_THREADS);
 	victim = work_gemm(h, 1, VICTIM_BLOCKS, VICTIM_K);
 	/* blocks as long as the victim's, far more of them */
@@ -696,6 +706,7 @@ START_TEST(busy_time_shared_cores)
 	expect_same_charge("beside another queue's launch", alone, shared,
 			   again);
 	vnpu_simhost_destroy(h);
+	unpin(&cpus);
 }
 END_TEST
 
@@ -725,8 +736,8 @@ START_TEST(busy_time_stolen_cpu)
 	struct vnpu_simhost *h;
 	struct huge victim;
 	struct charge alone, stolen, again;
+	cpu_set_t cpus = pin_to_one_cpu();
 
-	pin_to_one_cpu();
 	h = big_host(VNPU_SIM_THREADS);
 	victim = work_gemm(h, 1, VICTIM_BLOCKS, VICTIM_K);
 	alone = run_charged(h, 1, &victim);
@@ -745,6 +756,7 @@ START_TEST(busy_time_stolen_cpu)
 	expect_same_charge("with 3 host threads spinning on its CPU", alone,
 			   stolen, again);
 	vnpu_simhost_destroy(h);
+	unpin(&cpus);
 }
 END_TEST
 
