@@ -209,6 +209,47 @@ START_TEST(test_import_keeps_bo_after_exporter_handle_close)
 }
 END_TEST
 
+/* PRIME export without DRM_RDWR: a dma-buf opened read-only. */
+static int prime_export_ro(int fd, uint32_t handle, int *dmabuf_fd)
+{
+	struct drm_prime_handle ph = {
+		.handle = handle, .flags = DRM_CLOEXEC, .fd = -1,
+	};
+	int ret = hw_ioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph);
+
+	if (!ret)
+		*dmabuf_fd = ph.fd;
+	return ret;
+}
+
+/* Runs fn(arg) in a child as HW_USER_UID: its exit status, or -1. */
+static int run_as_user(int (*fn)(void *arg), void *arg)
+{
+	gid_t groups[1] = { HW_ACCEL_GID };
+	int status;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (setgroups(1, groups) || setgid(HW_USER_UID) ||
+		    setuid(HW_USER_UID))
+			_exit(100);
+		_exit(fn(arg));
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+struct ro_import {
+	int ro_dmabuf, rw_dmabuf;
+};
+
+/* The job faulted on a write: its errno and device status. */
+static bool faulted(int ret, const struct drm_vnpu_bo_wait *w)
+{
+	return ret == -EFAULT && w->job_status == VNPU_STATUS_MMU_FAULT;
+}
+
 /* The vgem card node (the guest has no other DRM card driver). */
 static int open_vgem(void)
 {
@@ -295,6 +336,50 @@ START_TEST(test_import_from_vgem)
 }
 END_TEST
 
+/* Another driver's read-only dma-buf imports read-only too. */
+START_TEST(test_import_read_only_from_vgem)
+{
+	struct drm_mode_create_dumb dumb = {
+		.width = 256, .height = SZ / 1024, .bpp = 32,
+	};
+	struct drm_mode_map_dumb map = { 0 };
+	struct drm_vnpu_bo_info info;
+	struct drm_vnpu_bo_wait w;
+	struct hw_ctx ctx;
+	struct vnpu_cmd c;
+	uint32_t handle;
+	int vgem = open_vgem(), dmabuf;
+	void *p, *q;
+
+	ck_assert_msg(vgem >= 0, "no vgem card in /dev/dri (modprobe vgem)");
+	ck_assert_int_eq(hw_ioctl(vgem, DRM_IOCTL_MODE_CREATE_DUMB, &dumb), 0);
+	map.handle = dumb.handle;
+	ck_assert_int_eq(hw_ioctl(vgem, DRM_IOCTL_MODE_MAP_DUMB, &map), 0);
+	p = mmap(NULL, SZ, PROT_READ | PROT_WRITE, MAP_SHARED, vgem,
+		 (off_t)map.offset);
+	ck_assert_ptr_ne(p, MAP_FAILED);
+	hw_pattern_fill(p, SZ, 4343);
+	ck_assert_int_eq(prime_export_ro(vgem, dumb.handle, &dmabuf), 0);
+
+	hw_ctx_open(&ctx);
+	ck_assert_int_eq(hw_prime_import(ctx.fd, dmabuf, &handle), 0);
+	ck_assert_int_eq(hw_bo_info(ctx.fd, handle, &info), 0);
+	ck_assert_uint_eq(info.flags, DRM_VNPU_BO_IMPORTED |
+					      DRM_VNPU_BO_DEVICE_READ_ONLY);
+	q = mmap(NULL, SZ, PROT_READ | PROT_WRITE, MAP_SHARED, ctx.fd,
+		 (off_t)info.mmap_offset);
+	ck_assert(q == MAP_FAILED && (errno == EACCES || errno == EPERM));
+	c = vnpu_fill_cmd(info.device_va, SZ, 0xbad0bad0, 4);
+	memset(&w, 0, sizeof(w));
+	ck_assert(faulted(hw_run(&ctx, &c, 1, &handle, 1, &w), &w));
+	ck_assert_uint_eq(hw_pattern_check(p, SZ, 4343), SIZE_MAX);
+	hw_ctx_close(&ctx);
+	close(dmabuf);
+	munmap(p, SZ);
+	close(vgem);
+}
+END_TEST
+
 START_TEST(test_vgem_exporter_gone)
 {
 	struct drm_mode_create_dumb dumb = { .width = 1024, .height = 16,
@@ -318,47 +403,6 @@ START_TEST(test_vgem_exporter_gone)
 	hw_ctx_close(&ctx);
 }
 END_TEST
-
-/* PRIME export without DRM_RDWR: a dma-buf opened read-only. */
-static int prime_export_ro(int fd, uint32_t handle, int *dmabuf_fd)
-{
-	struct drm_prime_handle ph = {
-		.handle = handle, .flags = DRM_CLOEXEC, .fd = -1,
-	};
-	int ret = hw_ioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph);
-
-	if (!ret)
-		*dmabuf_fd = ph.fd;
-	return ret;
-}
-
-/* Runs fn(arg) in a child as HW_USER_UID: its exit status, or -1. */
-static int run_as_user(int (*fn)(void *arg), void *arg)
-{
-	gid_t groups[1] = { HW_ACCEL_GID };
-	int status;
-	pid_t pid = fork();
-
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		if (setgroups(1, groups) || setgid(HW_USER_UID) ||
-		    setuid(HW_USER_UID))
-			_exit(100);
-		_exit(fn(arg));
-	}
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-struct ro_import {
-	int ro_dmabuf, rw_dmabuf;
-};
-
-/* The job faulted on a write: its errno and device status. */
-static bool faulted(int ret, const struct drm_vnpu_bo_wait *w)
-{
-	return ret == -EFAULT && w->job_status == VNPU_STATUS_MMU_FAULT;
-}
 
 /*
  * Child of test_read_only_import (uid 1000, files of its own): the import
@@ -509,6 +553,7 @@ static Suite *dmabuf_suite(void)
 	hw_suite_add(s, vnpu);
 	tcase_add_test(vgem, test_import_from_vgem);
 	tcase_add_test(vgem, test_vgem_exporter_gone);
+	tcase_add_test(vgem, test_import_read_only_from_vgem);
 	hw_suite_add(s, vgem);
 	return s;
 }
