@@ -86,6 +86,18 @@ class Codegen(unittest.TestCase):
         self.assertNotEqual(rc, 0)
         self.assertIn('a dispatch key listed twice', err)
 
+    def test_structured_inherits(self):
+        # the one base PyTorch's elementwise ops inherit; a typo is an error
+        rc, err, _ = run('- func: %s\n  dispatch: CPU\n'
+                         '  structured_inherits: TensorIteratorBase\n' % MM,
+                         ['cpu'])
+        self.assertEqual(rc, 0, err)
+        rc, err, _ = run('- func: %s\n  dispatch: CPU\n'
+                         '  structured_inherits: TensorIterator\n' % MM,
+                         ['cpu'])
+        self.assertNotEqual(rc, 0)
+        self.assertIn('structured_inherits must be TensorIteratorBase', err)
+
 
 if __name__ == '__main__':
     GEN = sys.argv.pop(1)
