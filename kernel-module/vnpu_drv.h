@@ -365,6 +365,8 @@ int vnpu_quota_charge(struct vnpu_user *user, bool exempt,
 		      enum vnpu_quota_res res, u64 amount);
 void vnpu_quota_uncharge(struct vnpu_user *user, enum vnpu_quota_res res,
 			 u64 amount);
+bool vnpu_quota_exceeded(struct vnpu_user *user, bool exempt,
+			 enum vnpu_quota_res res, u64 amount);
 int vnpu_quota_param(struct vnpu_ctx *ctx, u32 param, u32 index, u64 *value);
 int vnpu_ctx_charge_job(struct vnpu_ctx *ctx, u64 bytes);
 void vnpu_ctx_uncharge_job(struct vnpu_ctx *ctx, u64 bytes);

@@ -651,6 +651,7 @@ int vnpu_bo_create_ioctl(struct drm_device *dev, void *data,
 {
 	struct vnpu_device *vdev = to_vnpu_device(dev);
 	struct drm_vnpu_bo_create *args = data;
+	struct vnpu_ctx *ctx = file->driver_priv;
 	struct drm_gem_object *obj;
 	struct drm_gem_shmem_object *shmem;
 	u64 size, va;
@@ -664,6 +665,9 @@ int vnpu_bo_create_ioctl(struct drm_device *dev, void *data,
 	if (args->flags & DRM_VNPU_BO_VRAM) {
 		if (size > vdev->vram_size)
 			return -ENOMEM;
+		if (vnpu_quota_exceeded(ctx->user, ctx->quota_exempt,
+					VNPU_QUOTA_VRAM, size))
+			return -EDQUOT;
 		obj = vnpu_vram_create(vdev, size);
 	} else {
 		/*
@@ -672,6 +676,9 @@ int vnpu_bo_create_ioctl(struct drm_device *dev, void *data,
 		 */
 		if (size > (u64)totalram_pages() << PAGE_SHIFT)
 			return -ENOMEM;
+		if (vnpu_quota_exceeded(ctx->user, ctx->quota_exempt,
+					VNPU_QUOTA_PINNED, size))
+			return -EDQUOT;
 		shmem = drm_gem_shmem_create(dev, size);
 		obj = IS_ERR(shmem) ? ERR_CAST(shmem) : &shmem->base;
 	}

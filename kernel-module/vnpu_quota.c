@@ -148,6 +148,16 @@ void vnpu_user_put(struct vnpu_user *user)
 	mutex_unlock(&vdev->users_lock);
 }
 
+/* Whether amount more of res takes a non-exempt file's user past its share. */
+static bool vnpu_quota_over(struct vnpu_user *user, bool exempt,
+			    enum vnpu_quota_res res, u64 amount)
+{
+	u64 limit = vnpu_user_limit(user->vdev, res);
+
+	lockdep_assert_held(&user->vdev->users_lock);
+	return !exempt && (amount > limit || user->used[res] > limit - amount);
+}
+
 /*
  * Counts amount of res against the user; -EDQUOT (nothing counted) when
  * that would pass the user's share and the file is not exempt.
@@ -156,16 +166,31 @@ int vnpu_quota_charge(struct vnpu_user *user, bool exempt,
 		      enum vnpu_quota_res res, u64 amount)
 {
 	struct vnpu_device *vdev = user->vdev;
-	u64 limit = vnpu_user_limit(vdev, res);
 	int ret = 0;
 
 	mutex_lock(&vdev->users_lock);
-	if (!exempt && (amount > limit || user->used[res] > limit - amount))
+	if (vnpu_quota_over(user, exempt, res, amount))
 		ret = -EDQUOT;
 	else
 		user->used[res] += amount;
 	mutex_unlock(&vdev->users_lock);
 	return ret;
+}
+
+/*
+ * Whether amount more of res would pass the user's share now: BO_CREATE
+ * asks before it allocates (and scrubs) memory the charge at the first
+ * handle would refuse anyway, and so answers -EDQUOT before -ENOMEM.
+ */
+bool vnpu_quota_exceeded(struct vnpu_user *user, bool exempt,
+			 enum vnpu_quota_res res, u64 amount)
+{
+	bool over;
+
+	mutex_lock(&user->vdev->users_lock);
+	over = vnpu_quota_over(user, exempt, res, amount);
+	mutex_unlock(&user->vdev->users_lock);
+	return over;
 }
 
 void vnpu_quota_uncharge(struct vnpu_user *user, enum vnpu_quota_res res,

@@ -250,7 +250,8 @@ struct hog {
 };
 
 /* uid 1000 alone: VRAM in chunks until refused; reports the total and the
- * errno, holds it until told. */
+ * errno, holds it until told; then, the device full, asks once more: its
+ * own limit is what it is told (-EDQUOT), not the device's (-ENOMEM). */
 static int hog_child(void *arg)
 {
 	struct hog *h = arg;
@@ -269,6 +270,9 @@ static int hog_child(void *arg)
 		return 11;
 	if (read(h->down[0], &go, 1) != 1)
 		return 12;
+	if (hw_bo_create_raw(fd, VRAM_CHUNK, DRM_VNPU_BO_VRAM, &handle,
+			     NULL) != -EDQUOT)
+		return 13;
 	close(fd);
 	return 0;
 }
@@ -298,6 +302,8 @@ START_TEST(test_lone_user_most_vram)
 	int fd = hw_open();
 	uint64_t vram = hw_param(fd, DRM_VNPU_PARAM_VRAM_SIZE);
 	uint64_t report[2];
+	uint32_t handles[256];
+	unsigned int n = 0;
 	struct hog h;
 	pid_t pid;
 	int status, ret;
@@ -319,9 +325,17 @@ START_TEST(test_lone_user_most_vram)
 			 sizeof(report));
 	/* While it holds all it may, another user gets the reserve. */
 	ret = run_as(HW_USER_UID + 1, reserve_child, NULL);
+	/* Root (no share) fills the device. */
+	while (n < 256 && !hw_bo_create_raw(fd, MIB, DRM_VNPU_BO_VRAM,
+					    &handles[n], NULL))
+		n++;
 	ck_assert_int_eq(write(h.down[1], "g", 1), 1);
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	while (n)
+		ck_assert_int_eq(hw_gem_close(fd, handles[--n]), 0);
+	ck_assert(WIFEXITED(status));
+	ck_assert_msg(WEXITSTATUS(status) == 0, "user step %d",
+		      WEXITSTATUS(status));
 	ck_assert_msg(ret == 0, "second user step %d", ret);
 	ck_assert_uint_eq(report[1], EDQUOT);
 	ck_assert_msg(report[0] > vram / 4 * 3,
