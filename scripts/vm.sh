@@ -201,9 +201,13 @@ host_root_prepare() {
 	local x=$1 d cwd f
 	cwd=$(pwd -P)
 	# The current directory is exported whole: never one that holds the
-	# host's secrets or other users' files.
-	if [[ $cwd =~ ^/(|root|home|home/[^/]+)$ ]] ||
-		[[ $cwd =~ ^/(etc|var|boot|proc|sys|dev)(/|$) ]] ||
+	# host's secrets or other users' files: not / or a top-level directory
+	# (/root, /home, /tmp, /var), a home (/home/*, the user's own), a
+	# directory of /var (/var/lib, /var/backups), a home's dot-directory
+	# (~/.ssh), nor anything under /etc, /boot, /proc, /sys, /dev.
+	if [[ $cwd =~ ^/[^/]*$ ]] || [[ $cwd =~ ^/(home|var)/[^/]+$ ]] ||
+		[[ $cwd =~ ^/(root|home/[^/]+)/\. ]] ||
+		[[ $cwd =~ ^/(etc|boot|proc|sys|dev)/ ]] ||
 		[ "$cwd" = "$(cd ~ 2>/dev/null && pwd -P)" ] ||
 		[[ $cwd == *$'\n'* ]]; then
 		die "--host-root: will not share $cwd with the guest;" \

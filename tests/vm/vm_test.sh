@@ -194,6 +194,14 @@ sys.exit(u.find_spec("torch") is None)' 2>/dev/null; then
 	[ "$got" = "python 3|" ] &&
 		ok "no host secrets, shares ro,nosuid,nodev, python runs" ||
 		fail "guest root saw: '$got'"
+	# Run from / or a home, vm.sh would export all of it: it refuses.
+	for d in / "$HOME"; do
+		(cd "$d" && "$vm" run --quiet --host-root -- true) 2>"$work/err"
+		rc=$?
+		[ "$rc" = 2 ] && grep -q "will not share" "$work/err" &&
+			ok "refuses to share $d" ||
+			fail "from $d: exit $rc, $(cat "$work/err")"
+	done
 	# A setuid program on a share: its owner's rights must not come
 	# with it (visible when that owner is not uid 1000).
 	if [ "$(id -u)" != 1000 ] && cp /usr/bin/id "$top/suid-id" &&
