@@ -40,7 +40,8 @@ def parse_yaml(path):
             m = re.match(r'^  (\w+):\s*(.+)$', line)
             if m and cur is not None:
                 key, val = m.group(1), m.group(2).strip()
-                if key not in ('dispatch', 'backend_select', 'autograd'):
+                if key not in ('dispatch', 'backend_select', 'autograd',
+                               'structured_inherits'):
                     sys.exit('%s:%d: unknown key %r' % (path, lineno, key))
                 cur[key] = val
                 continue
@@ -205,6 +206,11 @@ class Op:
                          if d.strip()]
         self.backend_select = entry.get('backend_select') == 'True'
         self.autograd = entry.get('autograd') == 'True'
+        inherits = entry.get('structured_inherits')
+        if inherits not in (None, 'TensorIteratorBase'):
+            raise ValueError('%s: structured_inherits must be TensorIteratorBase'
+                             % self.schema)
+        self.tensor_iterator = inherits is not None
         for a in self.args:
             a.kind = kind(a)
         for r in self.rets:

@@ -92,6 +92,32 @@ static inline int64_t kc_round_int(enum vnpu_at_dtype dt, int64_t x)
 	return vnpu_at_load_int(dt, &buf);
 }
 
+/*
+ * A Python scalar as TensorIterator hands it to a comparison computed in
+ * dt (the common dtype, kc_scalar_result): the wrapped number is cast
+ * with C++'s conversion, unchecked, unlike fill_'s: a float rounds
+ * (through float, as c10::Half and BFloat16 convert) and overflows to
+ * +-inf (f16 < 1e30 compares with inf), an integer wraps (int8 == 1000
+ * compares with -24), as PyTorch 1.13's CPU does.
+ */
+static inline struct vnpu_at_scalar kc_scalar_cast(struct vnpu_at_scalar s,
+						   enum vnpu_at_dtype dt)
+{
+	if (s.kind == VNPU_AT_SCALAR_NONE)
+		return s;
+	if (dt == VNPU_AT_BOOL)
+		return VNPU_AT_BOOLV(vnpu_at_scalar_to_int_as(s, dt) != 0);
+	if (vnpu_at_dtype_is_float(dt)) {
+		double v = s.kind == VNPU_AT_SCALAR_DOUBLE ? s.d :
+			   s.kind == VNPU_AT_SCALAR_BOOL ? (double)s.b :
+			   dt == VNPU_AT_F64 ? (double)s.i : (double)(float)s.i;
+
+		return VNPU_AT_DOUBLE(kc_round(dt, v));
+	}
+	/* an integer dt: kc_scalar_result gives a float one for a float s */
+	return VNPU_AT_INT(kc_round_int(dt, vnpu_at_scalar_to_int(s)));
+}
+
 /* Reads element i of a 1-D int tensor (host pointer). */
 static inline int64_t kc_load_index(const struct vnpu_at_tensor *t, int64_t i)
 {

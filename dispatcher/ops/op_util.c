@@ -420,13 +420,15 @@ bool vnpu_at_check_write(const char *op, const struct vnpu_at_tensor *out,
 	char a[128], b[128];
 	int n;
 
-	if (!vnpu_at_can_cast(result, (enum vnpu_at_dtype)out->dtype)) {
-		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
-				  "%s: result type %s can't be cast to the desired output type %s",
-				  op, scalar_type_name(result),
-				  scalar_type_name((enum vnpu_at_dtype)out->dtype));
-		return false;
-	}
+	/* in TensorIterator's order: overlap, shape, then types */
+	for (uint32_t i = 0; i < out->ndim; i++)
+		if (out->strides[i] == 0 && out->sizes[i] > 1 &&
+		    vnpu_at_numel(out)) {
+			vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					  "%s: unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.",
+					  op);
+			return false;
+		}
 	if (!resizable) {
 		bool same = nd == out->ndim;
 
@@ -445,14 +447,13 @@ bool vnpu_at_check_write(const char *op, const struct vnpu_at_tensor *out,
 			return false;
 		}
 	}
-	for (uint32_t i = 0; i < out->ndim; i++)
-		if (out->strides[i] == 0 && out->sizes[i] > 1 &&
-		    vnpu_at_numel(out)) {
-			vnpu_at_error_set(VNPU_AT_ERR_VALUE,
-					  "%s: unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.",
-					  op);
-			return false;
-		}
+	if (!vnpu_at_can_cast(result, (enum vnpu_at_dtype)out->dtype)) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				  "%s: result type %s can't be cast to the desired output type %s",
+				  op, scalar_type_name(result),
+				  scalar_type_name((enum vnpu_at_dtype)out->dtype));
+		return false;
+	}
 	return true;
 }
 

@@ -72,12 +72,13 @@ bool vnpu_at_broadcast_shapes(const char *op, uint32_t n,
  * into bool. */
 bool vnpu_at_can_cast(enum vnpu_at_dtype from, enum vnpu_at_dtype to);
 /*
- * TensorIterator's checks before an op writes a result of dtype `result`
- * and shape (nd, sizes) into `out` that already exists: the dtype must
- * cast ("result type Float can't be cast to the desired output type
- * Long"), an in-place self (resizable false) must have the result's
- * shape ("output with shape [2] doesn't match the broadcast shape
- * [3, 2]"), and out must not be an expanded tensor.
+ * TensorIterator's checks, in its order, before an op writes a result of
+ * dtype `result` and shape (nd, sizes) into `out` that already exists:
+ * out must not be an expanded tensor, an in-place self or an out= that is
+ * also an input (resizable false) must have the result's shape ("output
+ * with shape [2] doesn't match the broadcast shape [3, 2]"), and the
+ * dtype must cast ("result type Float can't be cast to the desired
+ * output type Long").
  */
 bool vnpu_at_check_write(const char *op, const struct vnpu_at_tensor *out,
 			 enum vnpu_at_dtype result, uint32_t nd,

@@ -230,8 +230,17 @@ void vnpu_cpu_fallback(const struct vnpu_op *op, vnpu_keyset_t ks,
 		struct vnpu_ivalue *a = &stack->v[base + i];
 
 		if (is_npu_tensor(a)) {
-			struct vnpu_at_tensor *c = to_device(a->t, VNPU_AT_DEV_CPU);
+			struct vnpu_at_tensor *c = NULL;
 
+			/* one tensor passed twice (add(x, y, out=x)) is one
+			 * CPU tensor: the CPU kernel must see that its out=
+			 * is an input, which TensorIterator never resizes */
+			for (uint32_t j = 0; j < i && !c; j++)
+				if (cpu[j] && orig[j].tag == VNPU_IV_TENSOR &&
+				    orig[j].t == a->t)
+					c = vnpu_at_retain(cpu[j]);
+			if (!c)
+				c = to_device(a->t, VNPU_AT_DEV_CPU);
 			if (!c)
 				goto restore;
 			orig[i] = *a;	/* keeps the reference */

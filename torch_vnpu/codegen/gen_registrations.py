@@ -14,7 +14,9 @@ that runs the dispatcher's kernel (torch_vnpu/csrc/bridge.cpp):
     kernels (zero_, addcmul), so it runs on our NPU kernels;
   - the in-place and out= variants PyTorch has of those (add_.Tensor,
     add.out) and has no composite kernel for, served by the functional
-    kernel and a copy, as torchgen's wrappers for external backends.
+    kernel and a copy, as torchgen's wrappers for external backends; those
+    of an op marked `structured_inherits: TensorIteratorBase` follow
+    TensorIterator's rule for an out= that is also an input.
 Ops of the `npu::` namespace are defined as torch.ops.npu.* (with their
 CPU kernel when the yaml lists one, and a BackendSelect kernel for
 factories). Everything else reaches the CPU fallback registered last.
@@ -124,11 +126,11 @@ def generate(ops, yaml_name, tops):
     w('\trun_npu_kernel(Name, op, ks, stack);')
     w('}')
     w('')
-    w('template <const char *Name>')
+    w('template <const char *Name, bool TensorIterator>')
     w('void npu_variant(const c10::OperatorHandle &op, c10::DispatchKeySet ks,')
     w('\t\t torch::jit::Stack *stack)')
     w('{')
-    w('\trun_npu_variant(Name, op, ks, stack);')
+    w('\trun_npu_variant(Name, op, ks, stack, TensorIterator);')
     w('}')
     w('')
     for op in served + [o for o in ns_ops if o not in served]:
@@ -162,7 +164,8 @@ def generate(ops, yaml_name, tops):
         name = sc.name.split('::')[1] + \
             ('.' + sc.overload_name if sc.overload_name else '')
         w('\tm.impl("%s", torch::CppFunction::makeFromBoxedFunction<'
-          '&npu_variant<k_%s_%s>>());' % (name, op.ns, op.c))
+          '&npu_variant<k_%s_%s, %s>>());'
+          % (name, op.ns, op.c, 'true' if op.tensor_iterator else 'false'))
     w('}')
     w('')
     if ns_ops:

@@ -47,8 +47,11 @@ void run_npu_kernel(const char *c_name, const c10::OperatorHandle &op,
 // A functional kernel serving PyTorch's in-place (add_) or out= (add.out)
 // variant: the result is checked as PyTorch's structured kernels check it
 // (cast, shape; out= resizes) and copied into the written argument.
+// tensor_iterator: PyTorch computes the op with TensorIterator (the yaml's
+// structured_inherits), which never resizes an out= that is also an input.
 void run_npu_variant(const char *c_name, const c10::OperatorHandle &op,
-		     c10::DispatchKeySet ks, torch::jit::Stack *stack);
+		     c10::DispatchKeySet ks, torch::jit::Stack *stack,
+		     bool tensor_iterator);
 void npu_backend_select(const c10::OperatorHandle &op,
 			torch::jit::Stack *stack);
 // The CPU fallback for PrivateUse1 (every op without an NPU kernel, and

@@ -900,13 +900,13 @@ void run_npu_kernel(const char *c_name, const c10::OperatorHandle &op,
 static void check_target(const char *what, const at::Tensor &target,
 			 const at::Tensor &result, bool may_resize)
 {
+	TORCH_CHECK(may_resize || target.sizes() == result.sizes(),
+		    "output with shape ", target.sizes(),
+		    " doesn't match the broadcast shape ", result.sizes());
 	TORCH_CHECK(c10::canCast(result.scalar_type(), target.scalar_type()),
 		    "result type ", result.scalar_type(),
 		    " can't be cast to the desired output type ",
 		    target.scalar_type());
-	TORCH_CHECK(may_resize || target.sizes() == result.sizes(),
-		    "output with shape ", target.sizes(),
-		    " doesn't match the broadcast shape ", result.sizes());
 	// TensorIterator: an out= on another device than its inputs
 	TORCH_CHECK(target.device() == result.device(),
 		    "Expected all tensors to be on the same device, but found at least two devices, ",
@@ -968,8 +968,30 @@ static void check_aliasing(const Binding &b, const torch::jit::Stack *stack,
 	}
 }
 
+// TensorIterator resizes an out= only when it is not also one of the
+// op's inputs (its is_read_write operands): torch.add(x, y, out=x) with a
+// broadcast shape other than x's is refused, whatever x's numel.
+static void check_out_is_input(const torch::jit::Stack *stack, size_t base,
+			       size_t n, const std::vector<int> &target_args,
+			       const at::Tensor &target, const at::Tensor &result)
+{
+	if (target.sizes() == result.sizes())
+		return;
+	for (size_t j = 0; j < n; j++) {
+		const c10::IValue &v = (*stack)[base + j];
+
+		if (std::find(target_args.begin(), target_args.end(), (int)j) ==
+			    target_args.end() &&
+		    v.isTensor() && v.toTensor().is_same(target))
+			TORCH_CHECK(false, "output with shape ", target.sizes(),
+				    " doesn't match the broadcast shape ",
+				    result.sizes());
+	}
+}
+
 void run_npu_variant(const char *c_name, const c10::OperatorHandle &op,
-		     c10::DispatchKeySet ks, torch::jit::Stack *stack)
+		     c10::DispatchKeySet ks, torch::jit::Stack *stack,
+		     bool tensor_iterator)
 {
 	const Binding &b = binding(c_name, op);
 	const auto &targs = op.schema().arguments();
@@ -995,6 +1017,9 @@ void run_npu_variant(const char *c_name, const c10::OperatorHandle &op,
 	bool out = !b.targets.empty();
 	check_aliasing(b, stack, base, n,
 		       out ? b.targets : std::vector<int>{ 0 }, targets, out);
+	for (size_t i = 0; out && tensor_iterator && i < targets.size(); i++)
+		check_out_is_input(stack, base, n, b.targets, targets[i],
+				   rets[i].toTensor());
 	for (size_t i = 0; i < targets.size(); i++) {
 		at::Tensor r = rets[i].toTensor();
 

@@ -295,15 +295,20 @@ static bool binary_inplace(const char *name, enum binop op,
 	       binary_into(name, op, self, self, other, alpha);
 }
 
-/* An out= op: the functional result, castable to out, copied into it. */
+/* An out= op: the functional result, castable to out, copied into it.
+ * out is resized to the result's shape, unless it is also an input:
+ * TensorIterator never resizes an operand it reads (add(x, y, out=x)). */
 static struct vnpu_at_tensor *binary_out(vnpu_keyset_t ks, const char *name,
 					 struct vnpu_at_tensor *r,
+					 struct vnpu_at_tensor *self,
+					 struct vnpu_at_tensor *other,
 					 struct vnpu_at_tensor *out)
 {
 	struct vnpu_at_tensor *c = NULL;
 
 	if (r && vnpu_at_check_write(name, out, (enum vnpu_at_dtype)r->dtype,
-				     r->ndim, r->sizes, true))
+				     r->ndim, r->sizes,
+				     out != self && out != other))
 		c = vnpu_cpu__copy_from_and_resize(ks, r, out);
 	vnpu_at_release(r);
 	return c;
@@ -337,7 +342,8 @@ struct vnpu_at_tensor *vnpu_cpu_add_out(vnpu_keyset_t ks,
 					struct vnpu_at_tensor *out)
 {
 	return binary_out(ks, "aten::add.out",
-			  vnpu_cpu_add_Tensor(ks, self, other, alpha), out);
+			  vnpu_cpu_add_Tensor(ks, self, other, alpha), self,
+			  other, out);
 }
 
 struct vnpu_at_tensor *vnpu_cpu_mul_Tensor(vnpu_keyset_t ks,
@@ -361,7 +367,7 @@ struct vnpu_at_tensor *vnpu_cpu_mul_out(vnpu_keyset_t ks,
 					struct vnpu_at_tensor *out)
 {
 	return binary_out(ks, "aten::mul.out", vnpu_cpu_mul_Tensor(ks, self, other),
-			  out);
+			  self, other, out);
 }
 
 static void relu_into(struct vnpu_at_tensor *out, struct vnpu_at_tensor *in)

@@ -324,7 +324,7 @@ static struct vnpu_at_tensor *pw_compare_scalar(const char *name,
 						struct vnpu_at_scalar other)
 {
 	enum vnpu_at_dtype dt = kc_scalar_result(self->dtype, other);
-	struct vnpu_at_tensor *s = pw_wrap(other, dt), *out;
+	struct vnpu_at_tensor *s = pw_wrap(kc_scalar_cast(other, dt), dt), *out;
 
 	if (!s)
 		return NULL;

@@ -30,8 +30,8 @@ static struct vnpu_at_tensor *to_nc1hwc0(const char *name,
 {
 	struct vnpu_at_tensor *r;
 
-	if (vnpu_npu_format_of(t) == VNPU_FORMAT_NC1HWC0 && !t->offset &&
-	    vnpu_at_is_contiguous(t) && t->ndim == t->storage->npu.base_ndim)
+	if (vnpu_npu_format_of(t) == VNPU_FORMAT_NC1HWC0 &&
+	    vnpu_npu_is_whole_base(t))
 		return vnpu_at_retain(t);
 	r = vnpu_npu_empty_format(4, t->sizes, t->dtype, VNPU_FORMAT_NC1HWC0);
 	if (r && !vnpu_npu_copy(name, r, t)) {

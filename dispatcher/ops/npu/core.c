@@ -232,8 +232,8 @@ static bool gemm_operand(struct vnpu_at_tensor *t, struct vnpu_at_tensor **use,
 			 uint32_t *trans)
 {
 	*trans = 0;
-	if (vnpu_npu_format_of(t) == VNPU_FORMAT_FRACTAL_NZ && vnpu_at_is_contiguous(t) &&
-	    !t->offset && t->ndim == t->storage->npu.base_ndim) {
+	if (vnpu_npu_format_of(t) == VNPU_FORMAT_FRACTAL_NZ &&
+	    vnpu_npu_is_whole_base(t)) {
 		*use = vnpu_at_retain(t);
 		return true;
 	}

@@ -21,8 +21,7 @@ static bool gemm_operand(struct vnpu_at_tensor *t, struct vnpu_at_tensor **use,
 	int fmt = vnpu_npu_format_of(t);
 
 	*trans = 0;
-	if (fmt == VNPU_FORMAT_FRACTAL_NZ && !t->offset &&
-	    vnpu_at_is_contiguous(t) && t->ndim == t->storage->npu.base_ndim) {
+	if (fmt == VNPU_FORMAT_FRACTAL_NZ && vnpu_npu_is_whole_base(t)) {
 		*use = vnpu_at_retain(t);
 		return true;
 	}

@@ -100,7 +100,7 @@ static bool is_internal(int fmt)
 
 /* t covers its whole internal-format base (the only way kernels can read
  * packed data). */
-static bool is_whole_base(const struct vnpu_at_tensor *t)
+bool vnpu_npu_is_whole_base(const struct vnpu_at_tensor *t)
 {
 	const struct vnpu_at_npu_desc *d = &t->storage->npu;
 
@@ -199,7 +199,7 @@ bool vnpu_npu_arg(struct vnpu_npu_launch *l, const struct vnpu_at_tensor *t,
 	for (uint32_t i = 0; i < t->ndim; i++)
 		desc->sizes[i] = t->sizes[i];
 	if (is_internal(fmt)) {
-		if (!is_whole_base(t)) {
+		if (!vnpu_npu_is_whole_base(t)) {
 			vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 					  "npu launch: a view of an internal-format tensor must be made plain first (vnpu_npu_plain)");
 			return false;
@@ -383,7 +383,7 @@ struct vnpu_at_tensor *vnpu_npu_as_format(struct vnpu_at_tensor *t, int format)
 		return vnpu_at_retain(t);
 	if (s->format_cache && s->format_cache_version == s->version &&
 	    s->format_cache_own_version == s->format_cache->storage->version &&
-	    vnpu_npu_format_of(s->format_cache) == format && is_whole_base(t))
+	    vnpu_npu_format_of(s->format_cache) == format && vnpu_npu_is_whole_base(t))
 		return vnpu_at_retain(s->format_cache);
 	src = vnpu_npu_plain(t);
 	if (!src)
@@ -408,7 +408,7 @@ struct vnpu_at_tensor *vnpu_npu_as_format(struct vnpu_at_tensor *t, int format)
 		r = cast_base(&tmp, (enum vnpu_at_dtype)src->dtype, NULL, format);
 	}
 	vnpu_at_release(src);
-	if (r && is_whole_base(t)) {
+	if (r && vnpu_npu_is_whole_base(t)) {
 		vnpu_at_release(s->format_cache);
 		s->format_cache = vnpu_at_retain(r);
 		s->format_cache_version = s->version;
@@ -571,7 +571,7 @@ bool vnpu_npu_copy_nb(const char *op, struct vnpu_at_tensor *dst,
 		struct vnpu_at_tensor *tmp, *cast;
 		struct vnpu_at_storage *s = dst->storage;
 
-		if (!is_whole_base(dst)) {
+		if (!vnpu_npu_is_whole_base(dst)) {
 			vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 					  "%s: writing into a view of an internal-format tensor is not supported; copy into the whole tensor",
 					  op);
@@ -677,7 +677,7 @@ bool vnpu_npu_resize_internal(struct vnpu_at_tensor *self,
 	int fmt = vnpu_npu_format_of(self);
 	struct vnpu_at_tensor *p, *r, *c;
 
-	if (!is_whole_base(self)) {
+	if (!vnpu_npu_is_whole_base(self)) {
 		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 				  "aten::resize_: a view of an internal-format tensor cannot be resized; resize the whole tensor");
 		return false;

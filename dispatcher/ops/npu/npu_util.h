@@ -63,6 +63,11 @@ struct vnpu_at_tensor *vnpu_npu_empty_format(uint32_t ndim,
 					     int format);
 /* The npu format of t's storage (ND for CPU tensors). */
 int vnpu_npu_format_of(const struct vnpu_at_tensor *t);
+/* Whether t is its storage's whole base tensor (the base's sizes,
+ * contiguous, offset 0): the only tensor of an internal-format storage a
+ * kernel may take as it is; any other view (a transpose, a reshape, a
+ * slice) must be made plain first. */
+bool vnpu_npu_is_whole_base(const struct vnpu_at_tensor *t);
 /* t in a plain layout the kernels take with strides: t (retained) when its
  * storage is plain, else a new ND copy (one TransData). */
 struct vnpu_at_tensor *vnpu_npu_plain(struct vnpu_at_tensor *t);

@@ -155,13 +155,14 @@ struct vnpu_at_tensor *vnpu_npu_ge_Tensor(vnpu_keyset_t ks,
 }
 
 /* x op scalar: the scalar becomes a 0-dim device tensor of the compute
- * dtype (PyTorch's wrapped number). */
+ * dtype (PyTorch's wrapped number, cast as TensorIterator casts it). */
 static struct vnpu_at_tensor *compare_scalar(const char *name, uint32_t code,
 					     struct vnpu_at_tensor *self,
 					     struct vnpu_at_scalar other,
 					     enum vnpu_at_dtype dt)
 {
-	struct vnpu_at_tensor *s = npk_scalar_of(other, dt), *out;
+	struct vnpu_at_tensor *s = npk_scalar_of(kc_scalar_cast(other, dt), dt);
+	struct vnpu_at_tensor *out;
 
 	if (!s)
 		return NULL;
