@@ -566,7 +566,7 @@ static enum sim_step step_queue_locked(struct vnpu_sim *sim, unsigned q,
 	sim_lock(sim);
 	if (timed && threaded) {
 		sim_charge_add(sim, &qu->busy_cns, ex->epoch, t0,
-			       sim->cfg.num_cores);
+			       sim->cfg.num_cores, 1);
 		/* a long run of steps is charged as it goes */
 		if (sim_charge_due())
 			sim_charge_flush();

@@ -201,7 +201,8 @@ struct sim_queue {
 	bool busy;    /* a command is in flight (exec is in use) */
 	bool waiting; /* that command is blocked in FENCE_WAIT */
 	/* Q_BUSY_US times num_cores, in ns (sim_queue_busy_ns_locked): a
-	 * block's time counts once, a step's num_cores times. Added to by
+	 * block's time counts num_cores / (the cores its launch uses alone)
+	 * times, a step's num_cores times. Added to by
 	 * every device thread, with the lock or the pool's held (a reset
 	 * zeroes it with both). */
 	_Atomic uint64_t busy_cns;
@@ -416,7 +417,8 @@ uint64_t sim_queue_busy_ns_locked(struct vnpu_sim *sim, unsigned q);
 /*
  * Threaded mode's Q_BUSY_US (workers.c): a step or block starts with
  * sim_charge_start (its wall clock) and ends with sim_charge_add to its
- * queue's counter, weight num_cores for a step and 1 for a block;
+ * queue's counter, weighted weight / share: num_cores / 1 for a step,
+ * num_cores / min(blocks, num_cores) for a block of a launch;
  * sim_charge_flush shares out the CPU time the thread ran since its last
  * flush among what it added (due once per tick of sim_coarse_ns, and
  * before the thread sleeps). Add and flush with the lock or the pool's
@@ -427,7 +429,8 @@ uint64_t sim_queue_busy_ns_locked(struct vnpu_sim *sim, unsigned q);
 uint64_t sim_charge_start(void);
 void sim_charge_skip(uint64_t wall);
 void sim_charge_add(struct vnpu_sim *sim, _Atomic uint64_t *counter,
-		    uint64_t epoch, uint64_t start, unsigned weight);
+		    uint64_t epoch, uint64_t start, unsigned weight,
+		    unsigned share);
 bool sim_charge_due(void);
 void sim_charge_flush(void);
 void sim_charge_forget(void);

@@ -183,7 +183,8 @@ void sim_charge_flush(void)
 }
 
 void sim_charge_add(struct vnpu_sim *sim, _Atomic uint64_t *counter,
-		    uint64_t epoch, uint64_t start, unsigned weight)
+		    uint64_t epoch, uint64_t start, unsigned weight,
+		    unsigned share)
 {
 	uint64_t wall = mono_ns() - start;
 	unsigned i;
@@ -203,13 +204,25 @@ void sim_charge_add(struct vnpu_sim *sim, _Atomic uint64_t *counter,
 		chg.slot[i].wall = 0;
 		chg.n++;
 	}
-	chg.slot[i].wall += wall * weight;
+	chg.slot[i].wall += wall * weight / share;
 	chg.wall += wall;
 }
 
 void sim_charge_forget(void)
 {
 	chg.valid = false;
+}
+
+/*
+ * The cores a launch uses when it has the device to itself: its blocks'
+ * CPU time over this is its time, however many other launches share the
+ * cores with it (hw-spec D.11).
+ */
+static unsigned launch_width(const struct vnpu_sim *sim,
+			     const struct sim_launch *l)
+{
+	return l->nblocks < sim->cfg.num_cores ? l->nblocks
+					       : sim->cfg.num_cores;
 }
 
 /* A block on a core thread (threaded mode). */
@@ -234,7 +247,8 @@ static bool launch_should_stop(void *opaque)
 		struct sim_pool *pool = &r->sim->pool;
 
 		pthread_mutex_lock(&pool->lock);
-		sim_charge_add(r->sim, r->l->busy, r->l->epoch, r->start, 1);
+		sim_charge_add(r->sim, r->l->busy, r->l->epoch, r->start,
+			       r->sim->cfg.num_cores, launch_width(r->sim, r->l));
 		sim_charge_flush();
 		pthread_mutex_unlock(&pool->lock);
 		r->start = sim_charge_start();
@@ -561,7 +575,8 @@ static bool core_run_block(struct vnpu_sim *sim, struct sim_launch *l,
 	pthread_mutex_lock(&pool->lock);
 	/* under a lock, as every charge: a reset zeroes the counters with
 	 * both held, and a charge from before it is dropped (its epoch) */
-	sim_charge_add(sim, l->busy, l->epoch, r.start, 1);
+	sim_charge_add(sim, l->busy, l->epoch, r.start, sim->cfg.num_cores,
+		       launch_width(sim, l));
 	if (sim_charge_due())
 		sim_charge_flush();
 	l->running--;
