@@ -38,12 +38,14 @@ static vnpu_error_t staging_ready(struct rt_stream *s)
 	struct rt_device *d = s->dev;
 
 	for (int i = 0; i < 2; i++) {
+		vnpu_error_t err;
+
 		if (q->staging[i].size)
 			continue;
-		if (d->be->bo_create(d->bdev, RT_STAGING_BYTES,
-				     VNPURT_DOMAIN_HOST, &q->staging[i]))
-			return rt_fail(VNPU_ERROR_OUT_OF_MEMORY,
-				       "allocating a staging buffer");
+		err = d->be->bo_create(d->bdev, RT_STAGING_BYTES,
+				       VNPURT_DOMAIN_HOST, &q->staging[i]);
+		if (err)
+			return rt_fail_prefix(err, "allocating a staging buffer");
 	}
 	return VNPU_SUCCESS;
 }
