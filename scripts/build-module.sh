@@ -77,25 +77,33 @@ key=$( (
 		xargs -0 sha256sum
 ) | sha256sum | cut -c1-16)
 
-out=$cache/module/$release
+# One directory per key, built aside and renamed into place: checkouts
+# (or sessions) sharing the cache never build into, or boot, each other's.
+out=$cache/module/$release-$key
 ko=$out/src/kernel-module/vnpu.ko
-if [ -f "$ko" ] && [ "$(cat "$out/key" 2>/dev/null)" = "$key" ]; then
-	log "up to date ($release)"
+if [ -f "$ko" ]; then
+	log "up to date ($release, key $key)"
 	echo "$ko"
 	exit 0
 fi
 
 log "building vnpu.ko for $release"
-mkdir -p "$out"
-rm -rf "$out/src" "$out/key"
-mkdir -p "$out/src/include/uapi/drm"
-cp -r Kbuild kernel-module "$out/src/"
-cp -r include/vnpu "$out/src/include/"
-cp include/uapi/drm/vnpu_accel.h "$out/src/include/uapi/drm/"
-if ! make -C "$headers" M="$out/src" -j"$jobs" modules >"$out/build.log" 2>&1; then
-	cat "$out/build.log" >&2
-	die "build failed (log: $out/build.log)"
+mkdir -p "$cache/module"
+tmp=$(mktemp -d "$out.tmp.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/src/include/uapi/drm"
+cp -r Kbuild kernel-module "$tmp/src/"
+cp -r include/vnpu "$tmp/src/include/"
+cp include/uapi/drm/vnpu_accel.h "$tmp/src/include/uapi/drm/"
+if ! make -C "$headers" M="$tmp/src" -j"$jobs" modules >"$tmp/build.log" 2>&1; then
+	cat "$tmp/build.log" >&2
+	die "build failed"
 fi
-[ -f "$ko" ] || die "kbuild produced no $ko"
-echo "$key" >"$out/key"
+[ -f "$tmp/src/kernel-module/vnpu.ko" ] || die "kbuild produced no vnpu.ko"
+# The module records no build path a later use depends on: move it.
+if ! mv -T "$tmp" "$out" 2>/dev/null; then
+	[ -f "$ko" ] || die "cannot publish $out"
+fi
+trap - EXIT
+keep_newest 4 "$cache/module" "$release-*" '*.tmp.*'
 echo "$ko"
