@@ -520,6 +520,7 @@ static int vnpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	vnpu_quota_init(vdev);
 	vnpu_vram_init(vdev);
 	vdev->reset_wq = alloc_ordered_workqueue("vnpu-reset", 0);
+	INIT_WORK(&vdev->stuck_reset_work, vnpu_stuck_reset_work);
 	ret = drmm_add_action_or_reset(&vdev->drm, vnpu_drm_release, NULL);
 	if (ret)
 		return ret;

@@ -100,6 +100,7 @@ struct vnpu_hwq {
 		struct dma_fence *fence;
 		int ctx;
 		bool parked; /* the context's jobs wait in `parked` */
+		u32 credits; /* of the job that asked (ring slots) */
 		struct vnpu_hwq *hwq; /* for cb */
 		struct dma_fence_cb cb; /* queues resume_work */
 	} switch_req[VNPU_MAX_CONTEXTS];
@@ -115,6 +116,8 @@ struct vnpu_hwq {
 	struct work_struct resume_work;
 	/* Signalled when the ring has drained, for a switch (prepare_job). */
 	struct dma_fence *drain_fence;
+	/* Between a device reset and its recovery: nothing is put back. */
+	bool resetting;
 	u64 fence_ctx;
 	/* What the timeout check last measured progress against. */
 	u64 last_done_seq;
@@ -184,7 +187,9 @@ struct vnpu_device {
 
 	struct vnpu_hwq hwq[VNPU_MAX_QUEUES];
 	struct workqueue_struct *reset_wq; /* ordered: timeouts of all hwqs */
-	struct mutex reset_lock;
+	/* Resets a device whose queue did not stop for a fault (reset_wq). */
+	struct work_struct stuck_reset_work;
+	struct mutex reset_lock; /* one reset, abort or preemption at a time */
 	atomic_t reset_count;
 	bool dead; /* unplugged or unrecoverable */
 
@@ -279,6 +284,13 @@ struct vnpu_job {
 	struct drm_gem_object **bos; /* bo_count of them, after cmds[] */
 	u32 bo_count;
 
+	/*
+	 * A fence allocated at SUBMIT for a queue switch (a drained ring, a
+	 * preempted context's return), where allocating is not allowed: the
+	 * scheduler's and the timeout's paths signal fences. Under hwq->lock
+	 * once pushed.
+	 */
+	struct dma_fence *switch_fence;
 	/* ring placement, under hwq->lock */
 	struct dma_fence *hw_fence;
 	struct list_head node;	   /* hwq->inflight */
@@ -353,6 +365,17 @@ struct vnpu_bo {
 };
 
 #define to_vnpu_bo(obj) container_of(obj, struct vnpu_bo, shmem.base)
+
+/* Why ctx may run nothing more, as its jobs' errno; 0 if it may. */
+static inline int vnpu_ctx_refusal(const struct vnpu_ctx *ctx)
+{
+	/* Both flags only ever go from false to true: any order is right. */
+	if (READ_ONCE(ctx->banned))
+		return -ECANCELED;
+	if (READ_ONCE(ctx->faulted))
+		return -EFAULT;
+	return 0;
+}
 
 /* vnpu_quota.c */
 void vnpu_quota_init(struct vnpu_device *vdev);
@@ -430,7 +453,9 @@ bool vnpu_hwq_retire(struct vnpu_hwq *hwq, bool ok_only);
 void vnpu_hwq_head_update(struct vnpu_hwq *hwq, bool restart);
 bool vnpu_hwq_contended(struct vnpu_hwq *hwq);
 struct dma_fence *vnpu_hwq_fence_create(struct vnpu_hwq *hwq);
-int vnpu_hwq_park(struct vnpu_hwq *hwq, struct dma_fence *resume);
+bool vnpu_hwq_wait_stopped(struct vnpu_hwq *hwq);
+bool vnpu_hwq_may_preempt(struct vnpu_hwq *hwq);
+int vnpu_hwq_park(struct vnpu_hwq *hwq);
 void vnpu_hwq_try_resume(struct vnpu_hwq *hwq);
 void vnpu_hwq_fail_parked(struct vnpu_hwq *hwq, int error);
 bool vnpu_cmd_restartable(const struct vnpu_cmd *c);
@@ -451,6 +476,7 @@ int vnpu_device_reset(struct vnpu_device *vdev, struct vnpu_job *bad,
 		      int seen_resets, const char *why);
 void vnpu_device_stop(struct vnpu_device *vdev);
 u64 vnpu_hwq_done_seq(struct vnpu_hwq *hwq);
+void vnpu_stuck_reset_work(struct work_struct *work);
 enum drm_gpu_sched_stat vnpu_timedout_job(struct drm_sched_job *sj);
 
 /* vnpu_queue.c */

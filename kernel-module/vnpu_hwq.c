@@ -146,13 +146,12 @@ bool vnpu_cmd_stopped(struct vnpu_hwq *hwq, struct vnpu_job *job, u32 i)
 /*
  * Whether running c again from its start, after it was stopped part-way,
  * leaves memory as one whole run would: it writes only values that do not
- * depend on what it wrote before. A launch may update in place (x += 1),
- * a copy between overlapping ranges reads what it wrote.
+ * depend on what it wrote before. A launch may update in place (x += 1);
+ * a copy may read what it wrote, through another mapping of the same
+ * pages (a read-only import of a BO has its own VA), so neither is.
  */
 bool vnpu_cmd_restartable(const struct vnpu_cmd *c)
 {
-	u64 src, dst, size;
-
 	switch (c->hdr.opcode) {
 	case VNPU_OP_NOP:
 	case VNPU_OP_FENCE_WAIT:
@@ -160,13 +159,6 @@ bool vnpu_cmd_restartable(const struct vnpu_cmd *c)
 	case VNPU_OP_TIMESTAMP:
 	case VNPU_OP_FILL:
 		return true;
-	case VNPU_OP_DMA_COPY:
-		src = le64_to_cpu(c->copy.src_va);
-		dst = le64_to_cpu(c->copy.dst_va);
-		size = le64_to_cpu(c->copy.size);
-		/* A copy the device refused wrote nothing; one it ran did not wrap. */
-		return src >= dst + size || dst >= src + size ||
-		       dst + size < dst || src + size < src;
 	default:
 		return false;
 	}
@@ -376,9 +368,26 @@ static bool vnpu_hwq_abort_ctx_start(struct vnpu_hwq *hwq, int ctx_index)
 }
 
 /*
+ * After an ABORT: whether the queue stopped (its command in flight, if
+ * any, writes no more), within VNPU_ABORT_WAIT_US. Sleeps.
+ */
+bool vnpu_hwq_wait_stopped(struct vnpu_hwq *hwq)
+{
+	u32 st;
+
+	if (!read_poll_timeout(vnpu_qrd, st, !(st & VNPU_Q_STATUS_ENABLED),
+			       100, VNPU_ABORT_WAIT_US, false, hwq,
+			       VNPU_Q_STATUS))
+		return true;
+	vnpu_log(hwq->vdev, "%s: ABORT did not stop the queue", hwq->name);
+	return false;
+}
+
+/*
  * Once the queue stopped: fail the context's unfinished jobs with -EFAULT.
- * A queue that does not stop (a hung device) keeps its jobs until the hang
- * check resets the device; the reset stops it and fails them.
+ * A queue that does not stop keeps its jobs, and the device is reset (not
+ * from here: the reset waits for the interrupt threads), which stops it
+ * and fails them.
  */
 static void vnpu_hwq_abort_ctx_finish(struct vnpu_hwq *hwq, int ctx_index,
 				      u32 fault_queue)
@@ -386,13 +395,9 @@ static void vnpu_hwq_abort_ctx_finish(struct vnpu_hwq *hwq, int ctx_index,
 	struct vnpu_job *job, *tmp;
 	bool blamed = false;
 	unsigned long flags;
-	u32 st;
 
-	if (read_poll_timeout(vnpu_qrd, st, !(st & VNPU_Q_STATUS_ENABLED), 100,
-			      VNPU_ABORT_WAIT_US, false, hwq, VNPU_Q_STATUS)) {
-		vnpu_log(hwq->vdev,
-			 "%s: did not stop after context %d faulted; its jobs wait for the hang check",
-			 hwq->name, ctx_index);
+	if (!vnpu_hwq_wait_stopped(hwq)) {
+		queue_work(hwq->vdev->reset_wq, &hwq->vdev->stuck_reset_work);
 		return;
 	}
 	spin_lock_irqsave(&hwq->lock, flags);
@@ -481,7 +486,8 @@ static void vnpu_hwq_switch_prune(struct vnpu_hwq *hwq)
 
 /* Queues ctx's request behind the others; one per context at most. */
 static bool vnpu_hwq_switch_add(struct vnpu_hwq *hwq, int ctx,
-				struct dma_fence *fence, bool parked)
+				struct dma_fence *fence, bool parked,
+				u32 credits)
 {
 	u32 i;
 
@@ -493,6 +499,7 @@ static bool vnpu_hwq_switch_add(struct vnpu_hwq *hwq, int ctx,
 	hwq->switch_req[i].fence = dma_fence_get(fence);
 	hwq->switch_req[i].ctx = ctx;
 	hwq->switch_req[i].parked = parked;
+	hwq->switch_req[i].credits = credits;
 	hwq->switch_req[i].hwq = hwq;
 	if (dma_fence_add_callback(fence, &hwq->switch_req[i].cb,
 				   vnpu_hwq_switch_signaled))
@@ -503,7 +510,8 @@ static bool vnpu_hwq_switch_add(struct vnpu_hwq *hwq, int ctx,
 static void vnpu_hwq_switch_ask(struct vnpu_hwq *hwq, struct vnpu_job *job)
 {
 	vnpu_hwq_switch_add(hwq, job->ctx->index,
-			    &job->base.s_fence->scheduled, false);
+			    &job->base.s_fence->scheduled, false,
+			    job->base.credits);
 }
 
 /*
@@ -530,15 +538,72 @@ void vnpu_hwq_job_pushed(struct vnpu_hwq *hwq, struct vnpu_job *job)
 	spin_unlock_irqrestore(&hwq->lock, flags);
 }
 
-/* Whether another context waits for this queue (hwq->lock held). */
+/* Whether a context other than the owner waits for this queue. */
 bool vnpu_hwq_contended(struct vnpu_hwq *hwq)
 {
+	u32 i;
+
 	lockdep_assert_held(&hwq->lock);
 	vnpu_hwq_switch_prune(hwq);
-	return hwq->switch_count;
+	for (i = 0; i < hwq->switch_count; i++)
+		if (hwq->switch_req[(hwq->switch_head + i) % VNPU_MAX_CONTEXTS]
+			    .ctx != hwq->cur_ctx)
+			return true;
+	return false;
 }
 
 /* ---- preemption at FENCE_WAIT -------------------------------------------- */
+
+/*
+ * A spare switch fence (vnpu_job.switch_fence) of job, else of a job in
+ * the ring or parked: NULL when all were used.
+ */
+static struct dma_fence *vnpu_hwq_take_spare(struct vnpu_hwq *hwq,
+					     struct vnpu_job *job)
+{
+	struct list_head *lists[] = { &hwq->inflight, &hwq->parked };
+	struct dma_fence *f;
+	struct vnpu_job *j;
+	u32 l;
+
+	lockdep_assert_held(&hwq->lock);
+	if (job && job->switch_fence) {
+		f = job->switch_fence;
+		job->switch_fence = NULL;
+		return f;
+	}
+	for (l = 0; l < ARRAY_SIZE(lists); l++)
+		list_for_each_entry(j, lists[l], node)
+			if (j->switch_fence) {
+				f = j->switch_fence;
+				j->switch_fence = NULL;
+				return f;
+			}
+	return NULL;
+}
+
+/*
+ * Whether the job at the head of a contended ring, waiting in FENCE_WAIT,
+ * may be preempted for the context whose request comes first: that one
+ * must get ring slots (the parked jobs keep their scheduler credits), and
+ * the waiting context must not have asked for the queue itself (one
+ * request per context: a job of its other queue, not yet scheduled).
+ */
+bool vnpu_hwq_may_preempt(struct vnpu_hwq *hwq)
+{
+	u32 i;
+
+	lockdep_assert_held(&hwq->lock);
+	vnpu_hwq_switch_prune(hwq);
+	if (!hwq->switch_count || hwq->cur_ctx < 0 ||
+	    test_bit(hwq->cur_ctx, hwq->switch_asked))
+		return false;
+	i = hwq->switch_head;
+	return !hwq->switch_req[i].parked &&
+	       atomic_read(&hwq->sched.credit_count) +
+			       hwq->switch_req[i].credits <=
+		       hwq->sched.credit_limit;
+}
 
 /*
  * The queue was stopped (ABORT) while its head job waited in FENCE_WAIT,
@@ -548,21 +613,30 @@ bool vnpu_hwq_contended(struct vnpu_hwq *hwq)
  * asked before it. Waiting is no use of the device, so the job is not
  * failed for it. An aborted command that cannot run twice (the wait ended
  * just before the abort, and the next command had started) is lost.
- * Returns -EBUSY when the context already waits for the queue.
+ * Returns -EBUSY when it could not (no spare fence left, or the context
+ * asked for the queue meanwhile): the caller puts the jobs back.
  */
-int vnpu_hwq_park(struct vnpu_hwq *hwq, struct dma_fence *resume)
+int vnpu_hwq_park(struct vnpu_hwq *hwq)
 {
 	struct vnpu_job *job, *tmp;
+	struct dma_fence *resume;
 	bool first = true;
 	int ctx;
 
 	lockdep_assert_held(&hwq->lock);
+	/* ABORT disabled the queue: it is nobody's until programmed. */
+	ctx = hwq->cur_ctx;
+	hwq->cur_ctx = -1;
 	job = list_first_entry_or_null(&hwq->inflight, struct vnpu_job, node);
 	if (!job)
 		return 0;
-	ctx = job->ctx->index;
-	if (!vnpu_hwq_switch_add(hwq, ctx, resume, true))
+	if (ctx < 0 || test_bit(ctx, hwq->switch_asked))
 		return -EBUSY;
+	resume = vnpu_hwq_take_spare(hwq, job);
+	if (!resume)
+		return -EBUSY;
+	vnpu_hwq_switch_add(hwq, ctx, resume, true, 0);
+	dma_fence_put(resume); /* the request holds it */
 	list_for_each_entry_safe(job, tmp, &hwq->inflight, node) {
 		u32 r = job->resume_idx;
 
@@ -583,7 +657,6 @@ int vnpu_hwq_park(struct vnpu_hwq *hwq, struct dma_fence *resume)
 		job->resume_idx = r;
 		list_move_tail(&job->node, &hwq->parked);
 	}
-	hwq->cur_ctx = -1;
 	vnpu_hwq_head_update(hwq, false);
 	vnpu_hwq_check_drained(hwq);
 	return 0;
@@ -599,12 +672,13 @@ void vnpu_hwq_try_resume(struct vnpu_hwq *hwq)
 	struct vnpu_job *job, *tmp;
 	struct dma_fence *resume;
 	bool programmed;
-	int ctx;
+	int ctx, err;
 
 	lockdep_assert_held(&hwq->lock);
 	for (;;) {
 		vnpu_hwq_switch_prune(hwq);
-		if (!hwq->switch_count || !list_empty(&hwq->inflight) ||
+		if (hwq->resetting || !hwq->switch_count ||
+		    !list_empty(&hwq->inflight) ||
 		    !hwq->switch_req[hwq->switch_head].parked)
 			return;
 		ctx = hwq->switch_req[hwq->switch_head].ctx;
@@ -613,12 +687,9 @@ void vnpu_hwq_try_resume(struct vnpu_hwq *hwq)
 		list_for_each_entry_safe(job, tmp, &hwq->parked, node) {
 			if (job->ctx->index != ctx)
 				continue;
-			if (READ_ONCE(job->ctx->banned)) {
-				vnpu_job_signal(job, -ECANCELED);
-				continue;
-			}
-			if (READ_ONCE(job->ctx->faulted)) {
-				vnpu_job_signal(job, -EFAULT);
+			err = vnpu_ctx_refusal(job->ctx);
+			if (err) {
+				vnpu_job_signal(job, err);
 				continue;
 			}
 			if (!programmed && !hwq->vdev->dead) {
@@ -649,7 +720,10 @@ static void vnpu_hwq_resume_work(struct work_struct *work)
 	spin_unlock_irqrestore(&hwq->lock, flags);
 }
 
-/* Device removal: the parked jobs will never run (hwq->lock held). */
+/*
+ * Device removal: the parked jobs will never run, and their contexts'
+ * requests are granted, so nobody waits for them (hwq->lock held).
+ */
 void vnpu_hwq_fail_parked(struct vnpu_hwq *hwq, int error)
 {
 	struct vnpu_job *job, *tmp;
@@ -657,15 +731,26 @@ void vnpu_hwq_fail_parked(struct vnpu_hwq *hwq, int error)
 	lockdep_assert_held(&hwq->lock);
 	list_for_each_entry_safe(job, tmp, &hwq->parked, node)
 		vnpu_job_signal(job, error);
+	vnpu_hwq_try_resume(hwq);
 }
 
 static void vnpu_hwq_switch_fini(struct vnpu_hwq *hwq)
 {
-	while (hwq->switch_count) {
-		u32 i = hwq->switch_head;
+	unsigned long flags;
+	u32 i;
 
-		dma_fence_remove_callback(hwq->switch_req[i].fence,
-					  &hwq->switch_req[i].cb);
+	/* No callback may queue resume_work once it has been cancelled. */
+	spin_lock_irqsave(&hwq->lock, flags);
+	for (i = 0; i < hwq->switch_count; i++) {
+		u32 k = (hwq->switch_head + i) % VNPU_MAX_CONTEXTS;
+
+		dma_fence_remove_callback(hwq->switch_req[k].fence,
+					  &hwq->switch_req[k].cb);
+	}
+	spin_unlock_irqrestore(&hwq->lock, flags);
+	cancel_work_sync(&hwq->resume_work);
+	while (hwq->switch_count) {
+		i = hwq->switch_head;
 		/* A parked context's: its jobs were failed (device stop). */
 		if (hwq->switch_req[i].parked)
 			dma_fence_signal(hwq->switch_req[i].fence);
@@ -689,11 +774,9 @@ static struct dma_fence *vnpu_prepare_job(struct drm_sched_job *sj,
 	struct vnpu_job *job = to_vnpu_job(sj);
 	struct vnpu_hwq *hwq = job->queue->hwq;
 	int ctx = job->ctx->index;
-	struct dma_fence *wait = NULL, *drain;
+	struct dma_fence *wait = NULL;
 	unsigned long flags;
 
-	/* In case the ring must drain and nobody waits for that yet. */
-	drain = vnpu_hwq_fence_create(hwq);
 	spin_lock_irqsave(&hwq->lock, flags);
 	vnpu_hwq_try_resume(hwq);
 	/* A parked context's own new jobs wait for its parked ones too. */
@@ -707,11 +790,12 @@ static struct dma_fence *vnpu_prepare_job(struct drm_sched_job *sj,
 		 * Not the last job's fence: a preemption may take that job
 		 * out of the ring unfinished (vnpu_hwq_park).
 		 */
-		if (!hwq->drain_fence) {
-			hwq->drain_fence = drain;
-			drain = NULL;
-		}
-		/* Out of memory: the last job's (a preemption may delay it). */
+		if (!hwq->drain_fence)
+			hwq->drain_fence = vnpu_hwq_take_spare(hwq, job);
+		/*
+		 * Every spare used: the last job's fence, which a preemption
+		 * may hold back (the preemption is then refused: no spare).
+		 */
 		wait = hwq->drain_fence ?
 			       dma_fence_get(hwq->drain_fence) :
 			       dma_fence_get(list_last_entry(&hwq->inflight,
@@ -719,8 +803,6 @@ static struct dma_fence *vnpu_prepare_job(struct drm_sched_job *sj,
 							     node)->hw_fence);
 	}
 	spin_unlock_irqrestore(&hwq->lock, flags);
-	if (drain)
-		dma_fence_put(drain);
 	return wait;
 }
 
@@ -733,13 +815,11 @@ static struct dma_fence *vnpu_run_job(struct drm_sched_job *sj)
 	struct vnpu_hw_fence *hwf;
 	struct dma_fence *fence;
 	unsigned long flags;
-	int idx;
+	int idx, err;
 
-	/* Both flags only ever go from false to true: any order is right. */
-	if (READ_ONCE(ctx->banned))
-		return ERR_PTR(-ECANCELED);
-	if (READ_ONCE(ctx->faulted))
-		return ERR_PTR(-EFAULT);
+	err = vnpu_ctx_refusal(ctx);
+	if (err)
+		return ERR_PTR(err);
 	hwf = kzalloc(sizeof(*hwf), GFP_KERNEL);
 	if (!hwf)
 		return ERR_PTR(-ENOMEM);
@@ -754,11 +834,12 @@ static struct dma_fence *vnpu_run_job(struct drm_sched_job *sj)
 	 * the queue under this lock, and the queue must not be programmed
 	 * for it while the stop is in progress.
 	 */
-	if (READ_ONCE(ctx->faulted) || READ_ONCE(ctx->banned)) {
+	err = vnpu_ctx_refusal(ctx);
+	if (err) {
 		spin_unlock_irqrestore(&hwq->lock, flags);
 		drm_dev_exit(idx);
 		kfree(fence);
-		return ERR_PTR(READ_ONCE(ctx->faulted) ? -EFAULT : -ECANCELED);
+		return ERR_PTR(err);
 	}
 	/* prepare_job waited for the ring to drain before a switch. */
 	if (hwq->cur_ctx != ctx->index)
@@ -795,6 +876,9 @@ static void vnpu_free_job(struct drm_sched_job *sj)
 	drm_sched_job_cleanup(sj);
 	if (job->hw_fence)
 		dma_fence_put(job->hw_fence);
+	/* Off every list of the queue: nobody takes it any more. */
+	if (job->switch_fence)
+		dma_fence_put(job->switch_fence);
 	for (i = 0; i < job->bo_count; i++)
 		drm_gem_object_put(job->bos[i]);
 	vnpu_queue_put(job->queue);
@@ -815,7 +899,10 @@ int vnpu_hwq_init(struct vnpu_device *vdev, u32 index)
 	int ret;
 
 	hwq->vdev = vdev;
+	/* What vnpu_hwq_fini() uses, whatever fails below. */
 	INIT_DELAYED_WORK(&hwq->limit_work, vnpu_hwq_limit_work);
+	INIT_WORK(&hwq->resume_work, vnpu_hwq_resume_work);
+	spin_lock_init(&hwq->lock);
 	hwq->index = index;
 	hwq->ring_log2 = min_t(u32, VNPU_DRV_RING_LOG2,
 			       VNPU_CAPS_RING_LOG2_MAX(vdev->caps));
@@ -826,11 +913,9 @@ int vnpu_hwq_init(struct vnpu_device *vdev, u32 index)
 				       &hwq->cpl_dma, GFP_KERNEL);
 	if (!hwq->ring || !hwq->cpl)
 		return -ENOMEM;
-	spin_lock_init(&hwq->lock);
 	spin_lock_init(&hwq->fence_lock);
 	INIT_LIST_HEAD(&hwq->inflight);
 	INIT_LIST_HEAD(&hwq->parked);
-	INIT_WORK(&hwq->resume_work, vnpu_hwq_resume_work);
 	hwq->next_seqno = 1;
 	hwq->cur_ctx = -1;
 	hwq->fence_ctx = dma_fence_context_alloc(1);
@@ -867,14 +952,12 @@ void vnpu_hwq_fini(struct vnpu_hwq *hwq)
 	if (hwq->submit_wq)
 		destroy_workqueue(hwq->submit_wq);
 	hwq->submit_wq = NULL;
-	vnpu_hwq_switch_fini(hwq);
+	if (hwq->vdev)
+		vnpu_hwq_switch_fini(hwq);
 	if (hwq->drain_fence) {
 		dma_fence_signal(hwq->drain_fence);
 		dma_fence_put(hwq->drain_fence);
 		hwq->drain_fence = NULL;
 	}
-	/* No request callback is left to queue it again. */
-	if (hwq->vdev)
-		cancel_work_sync(&hwq->resume_work);
 }
 

@@ -148,6 +148,8 @@ static void vnpu_job_free_unarmed(struct vnpu_job *job)
 
 	for (i = 0; i < job->bo_count; i++)
 		drm_gem_object_put(job->bos[i]);
+	if (job->switch_fence)
+		dma_fence_put(job->switch_fence);
 	kvfree(job);
 }
 
@@ -174,7 +176,9 @@ static int vnpu_job_create(struct vnpu_device *vdev, struct drm_file *file,
 	job->queue = queue;
 	job->ctx = queue->ctx;
 	INIT_LIST_HEAD(&job->node);
-	ret = vnpu_job_read_cmds(vdev, file, args, job);
+	job->switch_fence = vnpu_hwq_fence_create(queue->hwq);
+	ret = job->switch_fence ? vnpu_job_read_cmds(vdev, file, args, job)
+				: -ENOMEM;
 	if (!ret)
 		ret = vnpu_job_lookup_bos(job, file,
 					  u64_to_user_ptr(args->bo_handles),

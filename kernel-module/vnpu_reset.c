@@ -106,12 +106,13 @@ static void vnpu_hwq_recover(struct vnpu_hwq *hwq, bool booted, bool reset)
 	struct vnpu_job *job, *tmp;
 	unsigned long flags;
 	bool programmed = false, first = true;
-	int ctx_index;
+	int ctx_index, err;
 
 	spin_lock_irqsave(&hwq->lock, flags);
 	ctx_index = hwq->cur_ctx;
 	hwq->cur_ctx = -1;
 	hwq->tail = 0;
+	hwq->resetting = false;
 	/* The next timeout check measures progress from the new boot. */
 	vnpu_hwq_rebase(hwq, atomic_read(&hwq->vdev->reset_count),
 			vnpu_hwq_done_seq(hwq), vnpu_hw_heartbeat(hwq->vdev));
@@ -136,12 +137,9 @@ static void vnpu_hwq_recover(struct vnpu_hwq *hwq, bool booted, bool reset)
 			vnpu_job_signal(job, -ENODEV);
 			continue;
 		}
-		if (READ_ONCE(job->ctx->banned)) {
-			vnpu_job_signal(job, -ECANCELED);
-			continue;
-		}
-		if (READ_ONCE(job->ctx->faulted)) {
-			vnpu_job_signal(job, -EFAULT);
+		err = vnpu_ctx_refusal(job->ctx);
+		if (err) {
+			vnpu_job_signal(job, err);
 			continue;
 		}
 		if (started && !vnpu_cmd_restartable(&job->cmds[r])) {
@@ -205,6 +203,12 @@ int vnpu_device_reset(struct vnpu_device *vdev, struct vnpu_job *bad,
 	guilty = vnpu_find_injected_hang(vdev);
 	if (!guilty && bad && vnpu_job_in_flight(vdev, bad))
 		guilty = bad;
+	/* Until recovered, nothing (a preempted context) goes into a ring. */
+	for (q = 0; q < vdev->num_hwq; q++) {
+		spin_lock_irqsave(&vdev->hwq[q].lock, flags);
+		vdev->hwq[q].resetting = true;
+		spin_unlock_irqrestore(&vdev->hwq[q].lock, flags);
+	}
 	vnpu_hw_reset(vdev);
 	vnpu_hw_irq_sync(vdev);
 	atomic_inc(&vdev->reset_count);
@@ -236,6 +240,19 @@ int vnpu_device_reset(struct vnpu_device *vdev, struct vnpu_job *bad,
 	mutex_unlock(&vdev->reset_lock);
 	drm_dev_exit(idx);
 	return ret;
+}
+
+/*
+ * A queue did not stop when a context faulted (vnpu_hwq.c): its jobs wait
+ * in the ring, and only a reset stops the device and fails them.
+ */
+void vnpu_stuck_reset_work(struct work_struct *work)
+{
+	struct vnpu_device *vdev =
+		container_of(work, struct vnpu_device, stuck_reset_work);
+
+	vnpu_device_reset(vdev, NULL, VNPU_RESET_FORCE,
+			  "a queue did not stop after a fault");
 }
 
 /* Device removal: stop the hardware and fail everything in flight. */
@@ -342,7 +359,8 @@ static enum vnpu_verdict vnpu_hwq_judge(struct vnpu_hwq *hwq,
 	waited_us = job->waited_us + max_t(s64, at_head_us - used_us, 0);
 	if (waited_us >= (1 + VNPU_MAX_WAIT_LIMITS) * limit_us - slack_us)
 		return VNPU_OVERRAN;
-	if (at_head_us >= limit_us - slack_us && vnpu_hwq_contended(hwq))
+	if (at_head_us >= limit_us - slack_us && vnpu_hwq_contended(hwq) &&
+	    vnpu_hwq_may_preempt(hwq))
 		return VNPU_PREEMPT;
 	return VNPU_TIME_LEFT;
 }
@@ -372,7 +390,6 @@ static bool vnpu_hwq_abort_head(struct vnpu_hwq *hwq, struct vnpu_job *job)
 	struct vnpu_device *vdev = hwq->vdev;
 	unsigned long flags;
 	bool overran;
-	u32 st;
 
 	lockdep_assert_held(&vdev->reset_lock);
 	spin_lock_irqsave(&hwq->lock, flags);
@@ -383,11 +400,8 @@ static bool vnpu_hwq_abort_head(struct vnpu_hwq *hwq, struct vnpu_job *job)
 	}
 	vnpu_qwr(hwq, VNPU_Q_CTRL, VNPU_Q_CTRL_ABORT);
 	spin_unlock_irqrestore(&hwq->lock, flags);
-	if (read_poll_timeout(vnpu_qrd, st, !(st & VNPU_Q_STATUS_ENABLED), 100,
-			      VNPU_ABORT_WAIT_US, false, hwq, VNPU_Q_STATUS)) {
-		vnpu_log(vdev, "%s: ABORT did not stop the queue", hwq->name);
+	if (!vnpu_hwq_wait_stopped(hwq))
 		return false;
-	}
 
 	spin_lock_irqsave(&hwq->lock, flags);
 	overran = hwq->head_job == job &&
@@ -414,40 +428,35 @@ static bool vnpu_hwq_abort_head(struct vnpu_hwq *hwq, struct vnpu_job *job)
  * Makes job, at the head of hwq and waiting in FENCE_WAIT while another
  * context wants the queue, make way: ABORT stops the wait (a FENCE_WAIT
  * writes nothing, so it runs again from its start) and the context's jobs
- * are parked until its turn comes again (vnpu_hwq_park). Returns false
- * when the queue did not stop: the caller resets the device. Under
- * vdev->reset_lock, with the queue's scheduler parked.
+ * are parked until its turn comes again (vnpu_hwq_park). The wait may end
+ * between the last look and the ABORT; the next command then stops too
+ * (lost if it cannot run twice): a window of the device's few steps.
+ * Returns false when the queue did not stop: the caller resets the device.
+ * Under vdev->reset_lock, with the queue's scheduler parked.
  */
 static bool vnpu_hwq_preempt(struct vnpu_hwq *hwq, struct vnpu_job *job)
 {
 	struct vnpu_device *vdev = hwq->vdev;
-	struct dma_fence *resume;
 	unsigned long flags;
 	s64 at_head_us;
-	u32 st, r, used_us;
+	u32 r, used_us;
 	int ret;
 
 	lockdep_assert_held(&vdev->reset_lock);
-	resume = vnpu_hwq_fence_create(hwq);
-	if (!resume)
-		return true; /* judged again */
 	spin_lock_irqsave(&hwq->lock, flags);
 	r = hwq->head_job == job ? vnpu_job_current_cmd(hwq, job) : 0;
 	/* Only a wait is stopped: it may have ended since it was judged. */
 	if (hwq->head_job != job ||
-	    job->cmds[r].hdr.opcode != VNPU_OP_FENCE_WAIT) {
+	    job->cmds[r].hdr.opcode != VNPU_OP_FENCE_WAIT ||
+	    !(vnpu_qrd(hwq, VNPU_Q_STATUS) & VNPU_Q_STATUS_WAITING) ||
+	    !vnpu_hwq_may_preempt(hwq)) {
 		spin_unlock_irqrestore(&hwq->lock, flags);
-		dma_fence_put(resume);
 		return true;
 	}
 	vnpu_qwr(hwq, VNPU_Q_CTRL, VNPU_Q_CTRL_ABORT);
 	spin_unlock_irqrestore(&hwq->lock, flags);
-	if (read_poll_timeout(vnpu_qrd, st, !(st & VNPU_Q_STATUS_ENABLED), 100,
-			      VNPU_ABORT_WAIT_US, false, hwq, VNPU_Q_STATUS)) {
-		vnpu_log(vdev, "%s: ABORT did not stop the queue", hwq->name);
-		dma_fence_put(resume);
+	if (!vnpu_hwq_wait_stopped(hwq))
 		return false;
-	}
 
 	spin_lock_irqsave(&hwq->lock, flags);
 	if (hwq->head_job == job) {
@@ -455,12 +464,10 @@ static bool vnpu_hwq_preempt(struct vnpu_hwq *hwq, struct vnpu_job *job)
 		used_us = vnpu_qrd(hwq, VNPU_Q_BUSY_US) - hwq->head_busy_us;
 		job->waited_us += max_t(s64, at_head_us - used_us, 0);
 	}
-	ret = vnpu_hwq_park(hwq, resume);
+	ret = vnpu_hwq_park(hwq);
 	spin_unlock_irqrestore(&hwq->lock, flags);
-	dma_fence_put(resume);
 	if (ret) {
-		/* It already asked for the queue: it cannot be the owner. */
-		WARN_ON_ONCE(1);
+		/* It cannot make way now: back into the ring, judged again. */
 		vnpu_hwq_recover(hwq, true, false);
 		return true;
 	}
