@@ -1031,7 +1031,7 @@ END_TEST
 #define LONG_GEMM_K (1 << 23) /* about 16 s of one core */
 #define LIMIT_SLACK_NS (1000ll * 1000 * 1000) /* scheduling, TCG, the abort */
 #define NS_PER_MS (1000ll * 1000)
-/* Well before a LONG_GEMM_K kernel would end by itself (test_long_kernels). */
+/* Device-time limits on a loaded host: well before a LONG_GEMM_K kernel ends. */
 #define LONG_KERNEL_BOUND_NS(rounds, limit_ms)                              \
 	((int64_t)(4 * (rounds) * (limit_ms)) * NS_PER_MS + LIMIT_SLACK_NS)
 
@@ -1278,11 +1278,12 @@ static int core_hog_main(int in, int out, void *p)
 	t0 = hw_now_ns();
 	if (step_send(out, 's'))
 		return 4;
+	/* Its queue full (-EBUSY), it goes on trying, until banned. */
 	do {
 		usleep(20 * 1000);
 		ret = hw_submit(fd, queue, &cmd, 128, &nop, 1, NULL, 0, 0,
 				NULL);
-	} while (!ret && hw_now_ns() - t0 < HW_WAIT_NS);
+	} while ((!ret || ret == -EBUSY) && hw_now_ns() - t0 < HW_WAIT_NS);
 	hw_bo_wait(fd, g.args.handle, HW_WAIT_NS, &w);
 	r[0] = (uint64_t)-w.job_error;
 	r[1] = w.job_status;
@@ -1351,7 +1352,8 @@ START_TEST(test_starved_launch_completes)
 	ck_assert_uint_eq(r[0], ETIMEDOUT);
 	ck_assert_uint_eq(r[1], VNPU_STATUS_ABORTED);
 	ck_assert_uint_eq(r[3], ECANCELED);
-	ck_assert_uint_lt(r[2], limit_ms * NS_PER_MS + LIMIT_SLACK_NS);
+	/* One limit of device time: a loaded host stretches it. */
+	ck_assert_uint_lt(r[2], LONG_KERNEL_BOUND_NS(1, limit_ms));
 	ck_assert_int_eq((long)hw_param(ctx.fd, DRM_VNPU_PARAM_RESET_COUNT),
 			 before);
 	hw_bo_free(ctx.fd, &one);
