@@ -201,11 +201,14 @@ host_root_prepare() {
 	local x=$1 d cwd f
 	cwd=$(pwd -P)
 	# The current directory is exported whole: never one that holds the
-	# host's secrets or other users' files: not / or a top-level directory
-	# (/root, /home, /tmp, /var), a home (/home/*, the user's own), a
-	# directory of /var (/var/lib, /var/backups), a home's dot-directory
-	# (~/.ssh), nor anything under /etc, /boot, /proc, /sys, /dev.
-	if [[ $cwd =~ ^/[^/]*$ ]] || [[ $cwd =~ ^/(home|var)/[^/]+$ ]] ||
+	# host's secrets or other users' files: not /, a system top-level
+	# directory (/root, /home, /tmp, /var, ...; a checkout of its own such
+	# as /src is fine), a home (/home/*, the user's own), a directory of
+	# /var (/var/lib, /var/backups), a home's dot-directory (~/.ssh), nor
+	# anything under /etc, /boot, /proc, /sys, /dev.
+	if [ "$cwd" = / ] ||
+		[[ $cwd =~ ^/(root|home|tmp|var|etc|boot|proc|sys|dev|run|usr|mnt|media|srv|lost\+found)$ ]] ||
+		[[ $cwd =~ ^/(home|var)/[^/]+$ ]] ||
 		[[ $cwd =~ ^/(root|home/[^/]+)/\. ]] ||
 		[[ $cwd =~ ^/(etc|boot|proc|sys|dev)/ ]] ||
 		[ "$cwd" = "$(cd ~ 2>/dev/null && pwd -P)" ] ||
