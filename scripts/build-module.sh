@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Builds vnpu.ko (kernel-module/) against the headers of the newest Debian
-# kernel in bookworm-backports and prints the .ko's path on stdout (progress
-# goes to stderr).
+# Builds vnpu.ko (kernel-module/) against the headers of Debian's newest
+# Linux 6.12 kernel (bookworm-backports on Debian 12, the release itself on
+# Debian 13) and prints the .ko's path on stdout (progress goes to stderr).
 #
 #   scripts/build-module.sh [--print-release]
 #
 # --print-release  print the kernel release the module is built for and exit
 #
-# The kernel is the one linux-image-amd64 in bookworm-backports depends on,
-# asked from apt each run (never written down here); its linux-headers
-# package is installed when missing. The build runs in a copy of the sources
+# The kernel is the 6.12 one linux-image-amd64 depends on (kernel_image in
+# scripts/lib/apt.sh), asked from apt each run (never written down here);
+# its linux-headers package is installed when missing. The build runs in a copy of the sources
 # under $VNPU_CACHE (default ${XDG_CACHE_HOME:-$HOME/.cache}/vnpu)/module/
 # <release>/, so kbuild writes nothing into the checkout. A build is keyed by
 # the hash of its inputs (the module sources, the device and UAPI headers,
@@ -41,20 +41,12 @@ die() { log "$*"; exit 1; }
 . scripts/lib/apt.sh
 
 "$repo/scripts/deps.sh" >&2
-# The kernel and its headers are in bookworm-backports.
-ensure_backports
+# The kernel and its headers: bookworm-backports on Debian 12.
+ensure_apt_sources
 
-# The image package linux-image-amd64 (bookworm-backports) depends on.
-release_of_meta() {
-	apt-cache show linux-image-amd64 2>/dev/null |
-		awk '/^Version: /{v=$2} /^Depends: /{print v, $0}' |
-		grep '~bpo12' |
-		sed -n 's/.*linux-image-\([0-9][^ ,]*-amd64\).*/\1/p' |
-		sort -V | tail -1
-}
-release=$(release_of_meta)
-[ -n "$release" ] ||
-	die "apt knows no linux-image-amd64 in bookworm-backports"
+read -r image _ < <(kernel_image) ||
+	die "apt knows no linux-image-amd64 of Linux 6.12 ($vnpu_suite)"
+release=${image#linux-image-}
 if [ "$print_release" -eq 1 ]; then
 	echo "$release"
 	exit 0
@@ -64,7 +56,7 @@ headers=/usr/src/linux-headers-$release
 if [ ! -f "$headers/Makefile" ]; then
 	log "installing linux-headers-$release"
 	apt_get install -y -qq --no-install-recommends \
-		-t bookworm-backports "linux-headers-$release" >/dev/null
+		"${apt_from[@]}" "linux-headers-$release" >/dev/null
 fi
 [ -f "$headers/Makefile" ] || die "no kbuild tree at $headers"
 

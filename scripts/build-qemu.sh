@@ -51,7 +51,6 @@ log() { echo "build-qemu: $*" >&2; }
 packages=(build-essential ninja-build pkg-config python3 python3-venv
 	libglib2.0-dev libpixman-1-dev libslirp-dev libfdt-dev flex bison
 	xz-utils dpkg-dev seabios ipxe-qemu qemu-system-data)
-[ "$variant" = fuzz ] && packages+=(clang libclang-rt-14-dev)
 
 meson_ok() {
 	local v
@@ -59,12 +58,21 @@ meson_ok() {
 	dpkg --compare-versions "$v" ge 1.5
 }
 if [ "$print_only" -eq 0 ]; then
+	# clang and its compiler-rt (libclang-rt-N-dev, N the release's clang)
+	if [ "$variant" = fuzz ]; then
+		if ! rt=$(clang_rt_dev); then
+			ensure_apt_sources
+			rt=$(clang_rt_dev) || { log "apt knows no clang"; exit 1; }
+		fi
+		packages+=(clang "$rt")
+	fi
 	missing=()
 	for p in "${packages[@]}"; do
 		apt_installed "$p" || missing+=("$p")
 	done
-	# QEMU 10.0's source is in bookworm-backports (scripts/lib/apt.sh).
-	ensure_backports
+	# QEMU 10.0's source: bookworm-backports on Debian 12, the release
+	# itself from Debian 13 on (scripts/lib/apt.sh).
+	ensure_apt_sources
 	if [ ${#missing[@]} -gt 0 ]; then
 		log "installing ${missing[*]}"
 		apt_get install -y -qq --no-install-recommends \
@@ -73,9 +81,9 @@ if [ "$print_only" -eq 0 ]; then
 	# QEMU 10 needs meson >= 1.5 and pycotap (configure checks it even
 	# without tests); the +ds tarball bundles neither wheel.
 	if ! meson_ok || ! apt_installed python3-pycotap; then
-		log "installing meson and pycotap from bookworm-backports"
+		log "installing meson and pycotap from $vnpu_suite"
 		apt_get install -y -qq --no-install-recommends \
-			-t bookworm-backports meson python3-pycotap >/dev/null
+			"${apt_from[@]}" meson python3-pycotap >/dev/null
 	fi
 fi
 
@@ -87,7 +95,7 @@ read -r qemu_debver tarball tar_sha < <(apt-cache showsrc qemu 2>/dev/null |
 	     s && v ~ /^1:10\.0\./ && $3 ~ /orig\.tar\.xz$/ {print v, $3, $1}' |
 	sort -V | tail -1) || true
 if [ -z "${tarball:-}" ]; then
-	echo "build-qemu: apt knows no QEMU 10.0.x source (bookworm-backports)" >&2
+	echo "build-qemu: apt knows no QEMU 10.0.x source ($vnpu_suite)" >&2
 	exit 1
 fi
 qemu_ver=${tarball#qemu_}

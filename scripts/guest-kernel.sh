@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The guest kernel: Debian's newest kernel from bookworm-backports (the
-# version linux-image-amd64 currently depends on, asked from apt, never
-# written down here), downloaded with `apt-get download` and extracted into
-# a cache outside the checkout. Nothing is installed on the host.
+# The guest kernel: Debian's newest Linux 6.12 (the version
+# linux-image-amd64 currently depends on, from bookworm-backports on Debian
+# 12 and the release itself on 13; asked from apt, never written down here),
+# downloaded with `apt-get download` and extracted into a cache outside the
+# checkout. Nothing is installed on the host.
 #
 #   scripts/guest-kernel.sh                 prepare, print the guest dir
 #   scripts/guest-kernel.sh --print-version print the kernel release only
@@ -40,23 +41,6 @@ log() { echo "guest-kernel: $*" >&2; }
 # shellcheck source=scripts/lib/apt.sh
 . "$(dirname "$0")/lib/apt.sh"
 
-# Prints "<image package> <version>": what the newest linux-image-amd64 in
-# bookworm-backports depends on.
-discover() {
-	apt-cache show linux-image-amd64 2>/dev/null | awk '
-		/^Version: /{v=$2}
-		/^Depends: / && v ~ /bpo/ {
-			split($0, d, /[ ,]+/)
-			for (i in d) if (d[i] ~ /^linux-image-[0-9]/) print v, d[i]
-		}' | sort -V | tail -1 | awk '{print $2}' | {
-		read -r pkg || exit 1
-		ver=$(apt-cache show "$pkg" 2>/dev/null |
-			awk '/^Version: /{print $2}' | sort -V | tail -1)
-		[ -n "$ver" ] || exit 1
-		echo "$pkg $ver"
-	}
-}
-
 # apt-cache takes seconds; its answer only changes with the package lists, so
 # it is remembered per state of /var/lib/apt/lists.
 lists_state() {
@@ -71,9 +55,11 @@ if [ -f "$memo" ]; then
 	[ "${memo_state:-}" = "$(lists_state)" ] && found="$memo_pkg $memo_ver"
 fi
 if [ -z "$found" ]; then
-	ensure_backports
-	found=$(discover) || {
-		log "apt knows no linux-image-amd64 in bookworm-backports"
+	ensure_apt_sources
+	# "<image package> <version>", the same kernel build-module.sh
+	# builds for
+	found=$(kernel_image) || {
+		log "apt knows no linux-image-amd64 of Linux 6.12 ($vnpu_suite)"
 		exit 1
 	}
 	mkdir -p "$cache/guest"

@@ -16,10 +16,13 @@ fail() {
 	fails=$((fails + 1))
 }
 
-# apt_sources / vnpu_apt_list_text against a sources dir of our making.
-apt_text() {
-	VNPU_APT_SOURCES_DIR=$1 bash -c '. "$0/scripts/lib/apt.sh" &&
-		vnpu_apt_list_text' "$top"
+# apt_sources / vnpu_apt_list_text against a sources dir of our making, on
+# a release of our choosing (bookworm unless CODENAME is given).
+apt_text() { # SOURCES-DIR [CODENAME]
+	printf 'ID=debian\nVERSION_CODENAME=%s\n' "${2:-bookworm}" \
+		>"$work/os-release"
+	VNPU_APT_SOURCES_DIR=$1 VNPU_OS_RELEASE=$work/os-release \
+		bash -c '. "$0/scripts/lib/apt.sh" && vnpu_apt_list_text' "$top"
 }
 
 case ${1:-} in
@@ -86,6 +89,36 @@ deb-src file:/srv/m/debian bookworm-backports main
 EOF
 	text=$(apt_text "$d") && [ -z "$text" ] &&
 		ok "nothing missing: empty list file" || fail "got '$text'"
+
+	# Debian 13 has what vnpu needs in the release itself: only its deb-src
+	# is added, from the archive its own entry uses.
+	d=$work/t
+	mkdir -p "$d/sources.list.d"
+	cat >"$d/sources.list.d/debian.sources" <<'EOF'
+Types: deb
+URIs: file:/srv/archive/debian
+Suites: trixie trixie-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: file:/srv/security/debian-security
+Suites: trixie-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+	text=$(apt_text "$d" trixie)
+	want=$'Types: deb-src\nURIs: file:/srv/archive/debian\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg'
+	[ "$text" = "$want" ] && ok "trixie: its own deb-src only, no backports" ||
+		fail "trixie: got '$text', want '$want'"
+	# The same sources on a bookworm machine have no entry for it.
+	if text=$(apt_text "$d" bookworm 2>"$work/err"); then
+		fail "bookworm on trixie's sources: succeeded with '$text'"
+	else
+		grep -q "no 'deb' entry for bookworm" "$work/err" &&
+			ok "the machine's release, not another's" ||
+			fail "bookworm on trixie's sources: $(cat "$work/err")"
+	fi
 
 	# No Debian archive at all: a clear error, no file.
 	d=$work/c
