@@ -419,6 +419,11 @@ struct vnpu_at_storage {
 	 * puts every later use after every earlier one (as PyTorch's caching
 	 * allocator); using it on another stream needs an event. */
 	void *stream;
+	/* Other streams the memory is used on (record_stream): when the
+	 * storage dies, its stream waits for the work queued on them so far
+	 * before the block is reused. Guarded by the allocator's lock. */
+	void **used_streams;
+	unsigned n_used_streams;
 	struct vnpu_at_npu_desc npu;	/* npu storages only */
 	/* Bumped by every NPU kernel that writes the storage; a cached
 	 * format-cast copy (vnpu_npu_as_format) is valid while it matches. */

@@ -22,6 +22,11 @@ extern "C" {
 struct vnpu_at_storage *vnpu_at_npu_storage_new(size_t nbytes);
 struct vnpu_at_storage *vnpu_at_storage_retain(struct vnpu_at_storage *s);
 void vnpu_at_storage_release(struct vnpu_at_storage *s);	/* NULL: no-op */
+/* Marks npu storage s as used by work queued on `stream` (PyTorch's
+ * record_stream): its memory is reused only after the work queued on that
+ * stream up to the storage's release. false with the error set when s is
+ * not an npu storage or memory runs out. */
+bool vnpu_at_storage_record_stream(struct vnpu_at_storage *s, void *stream);
 /* A tensor viewing s (retained) with the given geometry; NULL with the
  * error set when it does not fit in s or the arguments are invalid. */
 struct vnpu_at_tensor *vnpu_at_tensor_on(struct vnpu_at_storage *s,

@@ -242,6 +242,60 @@ struct vnpu_at_storage *vnpu_storage_new(size_t nbytes,
 	return s;
 }
 
+bool vnpu_at_storage_record_stream(struct vnpu_at_storage *s, void *stream)
+{
+	bool ok = true;
+
+	if (!s || s->device.type != VNPU_AT_NPU) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				  "record_stream: expected an npu storage");
+		return false;
+	}
+	if (!s->owns_data || stream == s->stream)
+		return true;
+	pthread_mutex_lock(&cache_lock);
+	for (unsigned i = 0; i < s->n_used_streams; i++)
+		if (s->used_streams[i] == stream)
+			goto out;
+	void **grown = realloc(s->used_streams,
+			       (s->n_used_streams + 1) * sizeof(*grown));
+	if (!grown) {
+		ok = false;
+		goto out;
+	}
+	grown[s->n_used_streams++] = stream;
+	s->used_streams = grown;
+out:
+	pthread_mutex_unlock(&cache_lock);
+	if (!ok)
+		vnpu_at_error_set(VNPU_AT_ERR_OOM, "out of host memory");
+	return ok;
+}
+
+/* Orders the block's own stream after the work queued so far on the other
+ * streams that used it, so that reusing it on its stream is safe. false
+ * when that cannot be arranged: the block is then freed, not cached. */
+static bool order_after_used_streams(struct vnpu_at_storage *s)
+{
+	bool ok = true;
+
+	for (unsigned i = 0; i < s->n_used_streams && ok; i++) {
+		vnpu_event_t e;
+
+		ok = vnpu_event_create(&e, VNPU_EVENT_DISABLE_TIMING) ==
+		     VNPU_SUCCESS;
+		if (!ok)
+			break;
+		ok = vnpu_event_record(e, s->used_streams[i]) == VNPU_SUCCESS &&
+		     vnpu_stream_wait_event(s->stream, e) == VNPU_SUCCESS;
+		vnpu_event_destroy(e);
+	}
+	free(s->used_streams);
+	s->used_streams = NULL;
+	s->n_used_streams = 0;
+	return ok;
+}
+
 void vnpu_storage_release(struct vnpu_at_storage *s)
 {
 	if (!s || __atomic_sub_fetch(&s->refcount, 1, __ATOMIC_ACQ_REL))
@@ -252,7 +306,11 @@ void vnpu_storage_release(struct vnpu_at_storage *s)
 			size_t c = (size_t)1 << size_class(s->nbytes ? s->nbytes : 1);
 
 			note_live(s->device.index, -(int64_t)c);
-			npu_cache_put(s->data, c, s->device.index, s->stream);
+			if (s->n_used_streams && !order_after_used_streams(s))
+				vnpu_free(s->data);	/* waits for the device */
+			else
+				npu_cache_put(s->data, c, s->device.index,
+					      s->stream);
 		} else {
 			free(s->data);
 		}

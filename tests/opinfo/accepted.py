@@ -4,7 +4,7 @@ samples, with the reason (as OpInfo's skips and decorators carry theirs).
 
 Key: (front, op, dtype, what)
   front  'c-cpu', 'c-npu' (the C dispatcher on a device), 'c' (both),
-         'torch' (torch_vnpu on privateuseone), '*'
+         'torch' (torch_vnpu on npu), '*'
   op     the aten overload ('aten::add.Tensor') for the C front end, the
          OpInfo's name for torch_vnpu ('nn.functional.gelu', 'add_' for
          its in-place variant, ' (errors)' appended for error_inputs)

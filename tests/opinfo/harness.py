@@ -12,7 +12,7 @@ reference_inputs and error_inputs:
   forms, and cases derived from their values for ops PyTorch reaches only
   from C++; calls PyTorch refuses must be refused; gradients through the C
   autograd against PyTorch's, and gradcheck in float64;
-- torch_vnpu: the OpInfo's own call on privateuseone against the same call
+- torch_vnpu: the OpInfo's own call on npu against the same call
   on the CPU, its in-place variant, gradients against the CPU's, and
   error_inputs must raise PyTorch's error.
 
@@ -626,7 +626,7 @@ def c_refusal(vnpu_c, book, call, dn, where, why):
 
 def run_torch(opinfos, book):
     import torch_vnpu
-    npu = torch.device('privateuseone', 0)
+    npu = torch.device('npu', 0)
 
     def to_npu(x):
         """x on the npu; tensors sharing a storage share one there too
@@ -750,7 +750,7 @@ def torch_inplace(book, op, oid, dn, where, sample, to_npu):
 
 
 def torch_errors(book, op, to_npu):
-    """error_inputs on privateuseone raise PyTorch's error."""
+    """error_inputs on npu raise PyTorch's error."""
     if op.error_inputs_func is None:
         return
     oid = opinfo_id(op) + ' (errors)'
@@ -797,7 +797,7 @@ def report(results, elapsed, partial=False):
             stats[(front, op, dt)] = row
         mismatches += r['mismatches']
     fronts = [('c-cpu', 'C dispatcher, cpu'), ('c-npu', 'C dispatcher, npu'),
-              ('torch', 'torch_vnpu, privateuseone')]
+              ('torch', 'torch_vnpu, npu')]
     print('OpInfo harness: PyTorch %s op_db samples through both front ends'
           % torch.__version__)
     print('per op and dtype: run: cases run; bad: mismatches not listed; '

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """The OpInfos of PyTorch's op_db that judge the ops of
 dispatcher/ops/native_functions.yaml: shared by the OpInfo harness and by
-PyTorch's own TestCommon on privateuseone (scripts/torch-suite.sh)."""
+PyTorch's own TestCommon on npu (scripts/torch-suite.sh)."""
 import os
 import re
 

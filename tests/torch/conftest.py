@@ -9,7 +9,7 @@ import torch
 
 import torch_vnpu
 
-NPU = torch.device('privateuseone', 0)
+NPU = torch.device('npu', 0)
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
 
 # What the device's f16/bf16 kernels and PyTorch's CPU kernels may differ
@@ -37,7 +37,7 @@ def assert_same(npu_value, cpu_value, scale=1.0):
     if not isinstance(cpu_value, torch.Tensor):
         assert npu_value == cpu_value
         return
-    assert npu_value.device.type == 'privateuseone', npu_value.device
+    assert npu_value.device.type == 'npu', npu_value.device
     got = npu_value.cpu()
     assert got.dtype == cpu_value.dtype
     assert got.shape == cpu_value.shape

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """Runs the first samples of every OpInfo of PyTorch's op_db in float32 on
-privateuseone and on the CPU and compares; prints one line per sample
+npu and on the CPU and compares; prints one line per sample
 that differs or fails, and a summary line. Run by test_opinfo_sweep.py in
 a child process, so that a crash is a test failure, not a lost run."""
 import sys
@@ -11,7 +11,7 @@ from torch.testing._internal.common_methods_invocations import op_db
 
 import torch_vnpu  # noqa: F401
 
-NPU = torch.device('privateuseone', 0)
+NPU = torch.device('npu', 0)
 SAMPLES = 3
 
 

@@ -10,11 +10,11 @@
  *           the contiguous bytes
  *
  * The Python side reads the inputs back, runs the same op through
- * PyTorch on privateuseone, and requires the result bit for bit. Cases
+ * PyTorch on npu, and requires the result bit for bit. Cases
  * named "matmul:..." and "ref:..." are the C front end's own composites
  * (matmul, cross_entropy with label smoothing), held to PyTorch's CPU
  * result within float32 tolerance instead (PyTorch decomposes those
- * itself on privateuseone).
+ * itself on npu).
  */
 #include <stdbool.h>
 #include <stdio.h>

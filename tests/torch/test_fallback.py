@@ -92,7 +92,7 @@ def run_py(code, policy, extra_env=None):
 
 
 CODE = ('import torch, torch_vnpu\n'
-        'n = torch.randn(4, device="privateuseone")\n'
+        'n = torch.randn(4, device="npu")\n'
         'torch.erfinv(n); torch.erfinv(n)\n'
         'print("done", torch.relu(n).device)\n')
 

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """PyTorch's own samples (op_db, 621 OpInfos in 1.13; the first samples
-of each in float32) on privateuseone against the CPU: no sample may crash
+of each in float32) on npu against the CPU: no sample may crash
 or hang the process, and every op whose samples differ or fail on the npu
 only is listed below with its reason; an op that stops differing must
 leave the list. The full judgement (every dtype, every sample, PyTorch's

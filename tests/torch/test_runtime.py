@@ -13,7 +13,7 @@ def test_devices():
     assert npu.is_available()
     assert npu.device_count() >= 1
     assert npu.current_device() == 0
-    assert torch_vnpu.device() == torch.device('privateuseone', 0)
+    assert torch_vnpu.device() == torch.device('npu', 0)
     assert torch_vnpu.device(0) == NPU
     assert 'vnpu' in npu.get_device_name()
     npu.set_device(0)
@@ -27,7 +27,7 @@ def test_devices():
     with pytest.raises(ValueError, match='expected an npu device'):
         npu.set_device('cpu')
     with pytest.raises(RuntimeError, match='does not exist'):
-        torch.ones(3, device=torch.device('privateuseone', n))
+        torch.ones(3, device=torch.device('npu', n))
 
 
 def big_work(x, reps=8):

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """The C dispatcher and torch_vnpu run the same NPU code: the results of
 same_kernels.c (through the dispatcher's C API) and of PyTorch on
-privateuseone (through torch_vnpu) for the same ops and inputs agree bit
+npu (through torch_vnpu) for the same ops and inputs agree bit
 for bit. The C front end's matmul composite, for every rank pair, is held
 to PyTorch's CPU matmul. SAME_KERNELS names the C program (meson passes
 it)."""

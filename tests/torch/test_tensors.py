@@ -268,7 +268,7 @@ def test_resize_and_set():
     assert n.cpu().view(-1)[:6].tolist() == [0, 1, 2, 3, 4, 5]
     n.resize_(2)
     assert n.cpu().tolist() == [0, 1]
-    # (PyTorch 1.13's Python storages do not take privateuseone, so set_
+    # (PyTorch 1.13's Python storages do not take npu, so set_
     # with a storage argument is reachable from C++ only)
     m = torch.empty(0, device=NPU)
     m.set_(n)
@@ -284,8 +284,8 @@ def test_resize_and_set():
 def test_repr():
     n = torch.tensor([[1.5, -2.0], [float('nan'), 3.0]]).to(NPU)
     r = repr(n)
-    assert "device='privateuseone:0'" in r and 'nan' in r and '1.5000' in r
-    assert 'privateuseone' in repr(torch.ones(2, dtype=torch.int32, device=NPU))
+    assert "device='npu:0'" in r and 'nan' in r and '1.5000' in r
+    assert 'npu' in repr(torch.ones(2, dtype=torch.int32, device=NPU))
     assert repr(torch.empty(0, device=NPU)).startswith('tensor([]')
 
 

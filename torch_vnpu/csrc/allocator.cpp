@@ -5,6 +5,8 @@
 // the dispatcher storage, which carries the NPU format descriptor.
 #include "backend.h"
 
+#include "vnpu_runtime.h"
+
 namespace torch_vnpu {
 
 static void release_storage(void *ctx)
@@ -15,7 +17,7 @@ static void release_storage(void *ctx)
 namespace {
 
 struct NpuAllocator final : c10::Allocator {
-	c10::DataPtr allocate(size_t nbytes) const override
+	c10::DataPtr allocate(size_t nbytes) override
 	{
 		int dev = current_device();
 		struct vnpu_at_storage *s = vnpu_at_npu_storage_new(nbytes);
@@ -28,6 +30,18 @@ struct NpuAllocator final : c10::Allocator {
 	c10::DeleterFnPtr raw_deleter() const override
 	{
 		return nullptr;
+	}
+	// Storage copies (clone of a storage, deepcopy): device to device,
+	// ordered after the thread's current stream's work.
+	void copy_data(void *dest, const void *src, size_t count) const override
+	{
+		if (!count)
+			return;
+		if (!vnpu_at_npu_synchronize())
+			throw_dispatch_error("torch_vnpu: storage copy");
+		vnpu_error_t err = vnpu_memcpy(dest, src, count, VNPU_MEMCPY_D2D);
+		TORCH_CHECK(err == VNPU_SUCCESS, "torch_vnpu: storage copy: ",
+			    vnpu_error_string(err));
 	}
 };
 
@@ -56,6 +70,25 @@ c10::Storage wrap_storage(struct vnpu_at_storage *s)
 		       c10::Device(kNpu, (c10::DeviceIndex)s->device.index));
 	return c10::Storage(c10::Storage::use_byte_size_t(), s->nbytes,
 			    std::move(p), &the_allocator, /*resizable=*/true);
+}
+
+void resize_storage_bytes(const c10::Storage &storage, size_t newsize)
+{
+	struct vnpu_at_storage *old = storage_of(storage);
+
+	TORCH_CHECK(old, "resize_: not an npu storage of torch_vnpu");
+	TORCH_CHECK(old->npu.npu_format == VNPU_FORMAT_ND,
+		    "resize_: an npu storage in an internal format (",
+		    old->npu.npu_format, ") cannot be resized; cast it to ND first");
+	TORCH_CHECK(storage.resizable(), "resize_: the storage is not resizable");
+	c10::DataPtr fresh = the_allocator.allocate(newsize);
+	size_t keep = std::min(newsize, old->nbytes);
+
+	if (keep)
+		the_allocator.copy_data(fresh.get(), old->data, keep);
+	c10::StorageImpl *impl = storage.unsafeGetStorageImpl();
+	impl->set_data_ptr_noswap(std::move(fresh));
+	impl->set_nbytes(newsize);
 }
 
 REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &the_allocator);

@@ -27,6 +27,10 @@ struct vnpu_at_storage *storage_of(const c10::Storage &s);
 // A PyTorch storage holding a reference to the dispatcher storage s.
 c10::Storage wrap_storage(struct vnpu_at_storage *s);
 
+// storage.resize_(newsize) of an npu storage: a new block holding the old
+// bytes that fit (ND storages only).
+void resize_storage_bytes(const c10::Storage &storage, size_t newsize);
+
 // Copies len bytes at byte offset off of an npu storage to host memory
 // (to_host) or from it; synchronous.
 void copy_storage_bytes(const c10::Storage &npu, int64_t off, int64_t len,
@@ -36,6 +40,8 @@ void copy_storage_bytes(const c10::Storage &npu, int64_t off, int64_t len,
 int current_device();
 void set_device(int index);
 int device_count();
+// Whether this process has started the runtime (a device "context").
+bool runtime_started();
 
 // Throws the dispatcher's pending error as a Python RuntimeError (or
 // IndexError / ValueError where PyTorch raises those), naming `what`.

@@ -626,7 +626,7 @@ static void write_back(at::Tensor &t, struct vnpu_at_tensor *c)
 	c10::Storage st = t.storage();
 	if (storage_of(st) != c->storage) {
 		c10::Storage fresh = wrap_storage(c->storage);
-		st.set_data_ptr_noswap(std::move(fresh.unsafeGetStorageImpl()->data_ptr()));
+		st.set_data_ptr_noswap(std::move(fresh.unsafeGetStorageImpl()->mutable_data_ptr()));
 		st.set_nbytes(c->storage->nbytes);
 	}
 	if (!same_geometry(t, c))

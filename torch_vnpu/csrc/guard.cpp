@@ -5,11 +5,20 @@
 // events are libvnpurt events.
 #include "backend.h"
 
+#include <atomic>
+
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include "vnpu_runtime.h"
 
 namespace torch_vnpu {
+
+static std::atomic<bool> started;
+
+bool runtime_started()
+{
+	return started.load();
+}
 
 int device_count()
 {
@@ -17,6 +26,7 @@ int device_count()
 
 	if (vnpu_init() != VNPU_SUCCESS || vnpu_device_count(&n) != VNPU_SUCCESS)
 		return 0;
+	started.store(true);
 	return n;
 }
 
@@ -27,6 +37,7 @@ int current_device()
 	if (vnpu_init() != VNPU_SUCCESS)
 		TORCH_CHECK(false, "torch_vnpu: the npu runtime failed to start: ",
 			    vnpu_last_error_detail());
+	started.store(true);
 	vnpu_get_device(&d);
 	return d;
 }

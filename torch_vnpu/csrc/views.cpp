@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Kernels that only touch tensor metadata, and pinned host memory. The
+// Kernels that only touch tensor metadata. The
 // view kernels are PyTorch's own device-generic ones (as the dispatcher's
 // views are one kernel for every backend); PyTorch registers them for
 // CPU and CUDA only, so a backend registers them for itself.
@@ -14,7 +14,7 @@ namespace torch_vnpu {
 
 static at::Tensor view(const at::Tensor &self, c10::SymIntArrayRef size)
 {
-	return at::native::view(self, c10::asIntArrayRefSlow(size));
+	return at::native::view(self, C10_AS_INTARRAYREF_SLOW(size));
 }
 
 static at::Tensor as_strided(const at::Tensor &self, c10::SymIntArrayRef size,
@@ -22,15 +22,15 @@ static at::Tensor as_strided(const at::Tensor &self, c10::SymIntArrayRef size,
 			     c10::optional<c10::SymInt> offset)
 {
 	return at::native::as_strided_tensorimpl(
-		self, c10::asIntArrayRefSlow(size), c10::asIntArrayRefSlow(stride),
+		self, C10_AS_INTARRAYREF_SLOW(size), C10_AS_INTARRAYREF_SLOW(stride),
 		offset ? c10::make_optional(offset->expect_int()) : c10::nullopt);
 }
 
 static at::Tensor reshape_alias(const at::Tensor &self, c10::SymIntArrayRef size,
 				c10::SymIntArrayRef stride)
 {
-	return at::native::_reshape_alias(self, c10::asIntArrayRefSlow(size),
-					  c10::asIntArrayRefSlow(stride));
+	return at::native::_reshape_alias(self, C10_AS_INTARRAYREF_SLOW(size),
+					  C10_AS_INTARRAYREF_SLOW(stride));
 }
 
 static at::Tensor unfold(const at::Tensor &self, int64_t dim, int64_t size,
@@ -46,10 +46,10 @@ static at::Tensor &set_storage(at::Tensor &self, at::Storage source,
 			       c10::SymIntArrayRef stride)
 {
 	TORCH_CHECK(storage_of(source), "set_: expected an npu storage of torch_vnpu");
-	auto sz = c10::asIntArrayRefSlow(size);
+	auto sz = C10_AS_INTARRAYREF_SLOW(size);
 	c10::DimVector st = stride.empty() ?
 		c10::contiguous_strides(sz) :
-		c10::DimVector(c10::asIntArrayRefSlow(stride));
+		c10::DimVector(C10_AS_INTARRAYREF_SLOW(stride));
 	TORCH_CHECK(sz.size() == st.size(), "set_: ", sz.size(),
 		    " sizes and ", st.size(), " strides");
 	int64_t off = offset.expect_int();
@@ -96,40 +96,6 @@ static at::Tensor &set_empty(at::Tensor &self)
 			   c10::SymIntArrayRef(&z, 1), {});
 }
 
-// ---- pinned host memory (tensor.pin_memory(device='privateuseone')) ----
-
-static void free_pinned(void *p)
-{
-	vnpu_host_free(p);
-}
-
-static at::Tensor pin_memory(const at::Tensor &self,
-			     c10::optional<at::Device> device)
-{
-	TORCH_CHECK(self.device().is_cpu(), "cannot pin '", self.toString(),
-		    "' only dense CPU tensors can be pinned");
-	void *p = nullptr;
-	size_t n = self.nbytes() ? self.nbytes() : 1;
-	vnpu_error_t e = vnpu_host_malloc(&p, n);
-	if (e != VNPU_SUCCESS)
-		throw c10::OutOfMemoryError({__func__, __FILE__, __LINE__},
-					    std::string("pin_memory: ") +
-						    vnpu_error_string(e));
-	at::DataPtr dp(p, p, &free_pinned, at::Device(at::kCPU));
-	at::Storage st(at::Storage::use_byte_size_t(), self.nbytes(),
-		       std::move(dp), nullptr, false);
-	at::Tensor out = at::empty({ 0 }, self.options()).set_(
-		st, 0, self.sizes(), c10::contiguous_strides(self.sizes()));
-	out.copy_(self);
-	return out;
-}
-
-static bool is_pinned(const at::Tensor &self, c10::optional<at::Device> device)
-{
-	return self.device().is_cpu() &&
-	       self.storage().data_ptr().get_deleter() == &free_pinned;
-}
-
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 {
 	m.impl("view", TORCH_FN(view));
@@ -140,8 +106,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("set_.source_Storage", TORCH_FN(set_source_storage));
 	m.impl("set_.source_Tensor", TORCH_FN(set_source_tensor));
 	m.impl("set_", TORCH_FN(set_empty));
-	m.impl("_pin_memory", TORCH_FN(pin_memory));
-	m.impl("is_pinned", TORCH_FN(is_pinned));
 }
 
 } // namespace torch_vnpu

@@ -2,30 +2,43 @@
 """torch_vnpu: PyTorch on the vnpu NPU, through PyTorch's PrivateUse1 key.
 
     import torch, torch_vnpu
-    x = torch.randn(64, 64, device='privateuseone')   # or torch_vnpu.device()
+    x = torch.randn(64, 64, device='npu')
     print((x @ x).relu().sum().cpu())
 
-PyTorch 1.13 names the device 'privateuseone' (it has no way to rename
-it); torch_vnpu.device(i) builds torch.device('privateuseone', i).
-torch_vnpu.npu offers what torch.cuda does; the NPU format ops are
-torch.ops.npu.* and torch_vnpu.npu_format_cast etc., int8 inference
-torch_vnpu.npu_int8_matmul and npu_quantized_linear; ops without an NPU
-kernel run on PyTorch's CPU kernels under the VNPU_FALLBACK policy
-(torch_vnpu.fallback). docs/torch.md is the guide.
+Importing it names PyTorch's PrivateUse1 device 'npu' and makes
+torch.npu the device module (torch.cuda's shape: devices, streams,
+events, memory, seeds), with tensor.npu(), tensor.is_npu and
+module.npu(). The NPU format ops are torch.ops.npu.* and
+torch_vnpu.npu_format_cast etc., int8 inference torch_vnpu.npu_int8_matmul
+and npu_quantized_linear; ops without an NPU kernel run on PyTorch's CPU
+kernels under the VNPU_FALLBACK policy (torch_vnpu.fallback).
+docs/torch.md is the guide.
 """
 import torch
 
-from . import _C
-from . import npu
-from . import tensor_methods  # noqa: F401  (Tensor.new on privateuseone)
+DEVICE_TYPE = 'npu'
+
+# Before anything else of ours: the extension's kernels and hooks speak
+# of the PrivateUse1 device by this name from the start.
+if torch._C._get_privateuse1_backend_name() != DEVICE_TYPE:
+    torch.utils.rename_privateuse1_backend(DEVICE_TYPE)
+
+from . import _C  # noqa: E402
+from . import npu  # noqa: E402
+
+torch._register_device_module(DEVICE_TYPE, npu)
+# tensor.npu(), tensor.is_npu, module.npu(), storage.npu(), ... (the
+# storage methods are what torch.load's map_location needs)
+torch.utils.generate_methods_for_privateuse1_backend(
+    for_tensor=True, for_module=True, for_packed_sequence=True,
+    for_storage=True)
+
 from .fallback import fallback_report, print_fallback_report, \
     reset_fallback_report, set_fallback_policy, fallback_policy, \
-    rejected_inputs
+    rejected_inputs  # noqa: E402
 from .formats import npu_format_cast, npu_format_cast_, get_npu_format, \
-    empty_with_format, FORMATS
-from .quantized import npu_int8_matmul, npu_quantized_linear
-
-DEVICE_TYPE = 'privateuseone'
+    empty_with_format, FORMATS  # noqa: E402
+from .quantized import npu_int8_matmul, npu_quantized_linear  # noqa: E402
 
 
 def device(index=None):

@@ -41,7 +41,7 @@ def get_npu_format(tensor):
 def empty_with_format(size, fmt, dtype=None, device=None):
     """An uninitialised npu tensor of logical size whose storage is in fmt."""
     if device is None:
-        device = torch.device('privateuseone', _C.current_device())
+        device = torch.device('npu', _C.current_device())
     return torch.ops.npu.empty_with_format(list(size), dtype=dtype,
                                            device=device,
                                            acl_format=_fmt(fmt))

@@ -14,7 +14,7 @@ import torch
 
 from . import _C
 
-_TYPE = 'privateuseone'
+_TYPE = 'npu'
 
 
 def _index(device):

@@ -69,6 +69,9 @@ typedef enum vnpu_error {
 	VNPU_ERROR_TIMEOUT,		/* a wait gave up */
 	VNPU_ERROR_LAUNCH_TIMEOUT,	/* work ran past the device's time
 					 * limit and was aborted */
+	VNPU_ERROR_FORKED,		/* this process is a fork() child of one
+					 * that had started the runtime: it
+					 * cannot use it (CUDA's rule) */
 	VNPU_ERROR_COUNT
 } vnpu_error_t;
 

@@ -11,8 +11,42 @@ struct rt_runtime rt = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static _Thread_local int current_device;
 
+/* fork(): the child gets a copy of the runtime's memory but none of its
+ * threads, and shares the parent's device file and contexts. A child of a
+ * process that had started the runtime therefore never uses it: every
+ * call fails with VNPU_ERROR_FORKED (CUDA's rule), and its exit leaves the
+ * parent's device state alone. A child forked before vnpu_init() starts
+ * its own runtime as usual. */
+static bool forked_child;
+
+static void mark_forked_child(void)
+{
+	if (__atomic_load_n(&rt.refs, __ATOMIC_RELAXED) > 0)
+		forked_child = true;
+	/* another thread may have held it at the fork */
+	pthread_mutex_init(&rt.lock, NULL);
+}
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void install_atfork(void)
+{
+	pthread_atfork(NULL, NULL, mark_forked_child);
+}
+
+static vnpu_error_t fail_forked(void)
+{
+	return rt_fail(VNPU_ERROR_FORKED,
+		       "this process was forked from one that had started "
+		       "the npu runtime; a forked child cannot use the device "
+		       "(start it before the runtime, or use the 'spawn' "
+		       "start method of multiprocessing)");
+}
+
 vnpu_error_t rt_ready(void)
 {
+	if (forked_child)
+		return fail_forked();
 	if (__atomic_load_n(&rt.refs, __ATOMIC_ACQUIRE) <= 0)
 		return rt_fail(VNPU_ERROR_NOT_INITIALIZED,
 			       "vnpu_init() has not been called (or the "
@@ -150,6 +184,9 @@ vnpu_error_t vnpu_init(void)
 	vnpu_error_t err;
 	int count = 0;
 
+	pthread_once(&atfork_once, install_atfork);
+	if (forked_child)
+		return fail_forked();
 	pthread_mutex_lock(&rt.lock);
 	if (rt.refs > 0) {
 		rt.refs++;
@@ -189,6 +226,8 @@ vnpu_error_t vnpu_init(void)
 
 vnpu_error_t vnpu_finalize(void)
 {
+	if (forked_child)
+		return fail_forked();
 	pthread_mutex_lock(&rt.lock);
 	if (rt.refs <= 0) {
 		pthread_mutex_unlock(&rt.lock);

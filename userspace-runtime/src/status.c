@@ -29,6 +29,7 @@ static const char *const error_names[VNPU_ERROR_COUNT] = {
 	[VNPU_ERROR_DEVICE_RESET] = "device reset",
 	[VNPU_ERROR_TIMEOUT] = "timeout",
 	[VNPU_ERROR_LAUNCH_TIMEOUT] = "launch timed out",
+	[VNPU_ERROR_FORKED] = "runtime started before fork()",
 };
 
 const char *vnpu_error_string(vnpu_error_t err)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """The PyTorch workloads: ordinary torch.nn / torch.optim programs, run on
-the npu ('privateuseone', through torch_vnpu) and on PyTorch's CPU with the
+the npu ('npu', through torch_vnpu) and on PyTorch's CPU with the
 same inputs and weights, and compared. Each prints its verdict, times and
 the CPU fallback report of its npu run.
 

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: MIT
+// What PyTorch 2 asks of a PrivateUse1 backend beyond kernels and the
+// device guard: its hooks (availability, generators, pinned host memory,
+// storage resize), and record_stream.
+#include "backend.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <torch/library.h>
+
+#include <map>
+#include <mutex>
+
+#include "vnpu_runtime.h"
+
+namespace torch_vnpu {
+
+namespace {
+
+// Pinned host memory is libvnpurt's (vnpu_host_malloc: the device DMAs it
+// without staging). The blocks it gave out are remembered so that
+// is_pinned answers for any pointer into one.
+struct PinnedAllocator final : c10::Allocator {
+	std::mutex lock;
+	std::map<uintptr_t, size_t> blocks;	// start -> size
+
+	static void release(void *p);
+
+	c10::DataPtr allocate(size_t nbytes) override
+	{
+		void *p = nullptr;
+		vnpu_error_t e = vnpu_host_malloc(&p, nbytes ? nbytes : 1);
+
+		if (e != VNPU_SUCCESS)
+			throw c10::OutOfMemoryError(
+				{ __func__, __FILE__, __LINE__ },
+				std::string("npu pinned memory: ") +
+					vnpu_error_string(e));
+		{
+			std::lock_guard<std::mutex> g(lock);
+			blocks[(uintptr_t)p] = nbytes ? nbytes : 1;
+		}
+		return { p, p, &release, c10::Device(c10::DeviceType::CPU) };
+	}
+	c10::DeleterFnPtr raw_deleter() const override
+	{
+		return &release;
+	}
+	void copy_data(void *dest, const void *src, size_t count) const override
+	{
+		default_copy_data(dest, src, count);
+	}
+	bool contains(const void *ptr)
+	{
+		std::lock_guard<std::mutex> g(lock);
+		auto it = blocks.upper_bound((uintptr_t)ptr);
+
+		if (it == blocks.begin())
+			return false;
+		--it;
+		return (uintptr_t)ptr - it->first < it->second;
+	}
+};
+
+PinnedAllocator pinned;
+
+void PinnedAllocator::release(void *p)
+{
+	{
+		std::lock_guard<std::mutex> g(pinned.lock);
+		pinned.blocks.erase((uintptr_t)p);
+	}
+	vnpu_host_free(p);
+}
+
+struct NpuHooks final : at::PrivateUse1HooksInterface {
+	bool isBuilt() const override
+	{
+		return true;
+	}
+	bool isAvailable() const override
+	{
+		return device_count() > 0;
+	}
+	// Random numbers are drawn on the host with PyTorch's CPU generator
+	// (random.cpp), so npu draws equal the CPU's for one seed.
+	const at::Generator &
+	getDefaultGenerator(c10::DeviceIndex device_index) const override
+	{
+		return at::detail::getDefaultCPUGenerator();
+	}
+	at::Generator getNewGenerator(c10::DeviceIndex device_index) const override
+	{
+		return at::detail::createCPUGenerator();
+	}
+	at::Device getDeviceFromPtr(void *data) const override
+	{
+		return c10::Device(kNpu, (c10::DeviceIndex)current_device());
+	}
+	bool isPinnedPtr(const void *data) const override
+	{
+		return pinned.contains(data);
+	}
+	c10::Allocator *getPinnedMemoryAllocator() const override
+	{
+		return &pinned;
+	}
+	bool hasPrimaryContext(c10::DeviceIndex device_index) const override
+	{
+		return runtime_started();
+	}
+	c10::DeviceIndex deviceCount() const override
+	{
+		return (c10::DeviceIndex)device_count();
+	}
+	void setCurrentDevice(c10::DeviceIndex device) const override
+	{
+		set_device(device);
+	}
+	c10::DeviceIndex getCurrentDevice() const override
+	{
+		return (c10::DeviceIndex)current_device();
+	}
+	c10::DeviceIndex exchangeDevice(c10::DeviceIndex device) const override
+	{
+		c10::DeviceIndex old = getCurrentDevice();
+
+		if (device != old)
+			set_device(device);
+		return old;
+	}
+	c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex device) const override
+	{
+		return exchangeDevice(device);
+	}
+	// storage.resize_(n): a new block, the old bytes that fit copied over.
+	void resizePrivateUse1Bytes(const c10::Storage &storage,
+				    size_t newsize) const override
+	{
+		resize_storage_bytes(storage, newsize);
+	}
+};
+
+NpuHooks hooks;
+
+void record_stream(at::Tensor &self, c10::Stream s)
+{
+	TORCH_CHECK(s.device_type() == kNpu, "record_stream: expected an npu stream, got ",
+		    s.device_type());
+	struct vnpu_at_storage *st = storage_of(self.storage());
+
+	TORCH_CHECK(st, "record_stream: the tensor's storage is not an npu storage");
+	if (!vnpu_at_storage_record_stream(st, (void *)(intptr_t)s.id()))
+		throw_dispatch_error("record_stream");
+}
+
+struct RegisterHooks {
+	RegisterHooks()
+	{
+		at::RegisterPrivateUse1HooksInterface(&hooks);
+	}
+} register_hooks;
+
+} // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
+{
+	m.impl("record_stream", TORCH_FN(record_stream));
+}
+
+} // namespace torch_vnpu
