@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The README's main command as a newcomer runs it: in a minimal Debian 12
-# root made with debootstrap (minbase plus git, sudo and ca-certificates), a
-# clean clone of the commit under test, run by an ordinary user who has
-# sudo. Nothing of this machine's builds or caches is visible in there:
-# QEMU, vnpu.ko, the guest and user space are built from nothing. CI runs it
-# after scripts/test.sh (.ci/run).
+# The README's main command as a newcomer runs it: in a minimal Debian root
+# of this machine's release (/etc/os-release) made with debootstrap (minbase
+# plus git, sudo and ca-certificates), a clean clone of the commit under
+# test, run by an ordinary user who has sudo. Nothing of this machine's
+# builds or caches is visible in there: QEMU, vnpu.ko, the guest and user
+# space are built from nothing. CI runs it after scripts/test.sh (.ci/run).
 #
 #   scripts/clean-room.sh [--keep] [--ref REF] [--command CMD]
 #                         [--debs DIR] [--results DIR]
@@ -24,7 +24,11 @@
 # and every workload row says PASS. Prints the time of each stage.
 #
 # The Debian archive is the one this machine's apt sources use (nothing
-# here names a mirror). The template root ($VNPU_CACHE/clean-room/template,
+# here names a mirror). pip is set up in the root as on this machine: its
+# PIP_* variables, its pip.conf files (/etc/pip.conf, /etc/xdg/pip/, the
+# caller's own, which the root's users get) and the constraint files they
+# name are copied in, and the local directories they name (find-links, a
+# file: index) are mounted read-only at the same paths. The template root ($VNPU_CACHE/clean-room/template,
 # remade after 7 days or when the archive changes) is kept between runs;
 # each run works on a copy. The mounts (proc, sys, dev) live in a private
 # mount namespace where one can be made, are unmounted on any exit and
@@ -47,6 +51,7 @@ die() { log "$*"; exit 2; }
 # chroot, unmounts.
 if [ "${1:-}" = --inside ]; then
 	root=$2 user=$3 cmd=$4
+	shift 4 # the rest: directories to mount read-only at the same path
 	mounted=()
 	unmount_all() {
 		local i
@@ -61,12 +66,22 @@ if [ "${1:-}" = --inside ]; then
 	mount --rbind /dev "$root/dev" && mounted+=("$root/dev")
 	mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$root/dev/shm" &&
 		mounted+=("$root/dev/shm")
+	for d in "$@"; do
+		mkdir -p "$root$d"
+		mount --bind "$d" "$root$d" && mounted+=("$root$d") &&
+			mount -o remount,bind,ro "$root$d"
+	done
+	# pip's settings from the environment (the files are in the root)
+	pip_env=()
+	while IFS= read -r v; do
+		pip_env+=("$v=${!v}")
+	done < <(compgen -e | grep '^PIP_' || true)
 	home=/root
 	[ "$user" = root ] || home=/home/$user
 	set +e
 	chroot --userspec="$user:$user" --groups="$user" "$root" \
 		/usr/bin/env -i HOME="$home" USER="$user" LOGNAME="$user" \
-		TERM=dumb LANG=C.UTF-8 \
+		TERM=dumb LANG=C.UTF-8 "${pip_env[@]}" \
 		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 		/bin/bash -lc "cd ~/vnpu && $cmd"
 	rc=$?
@@ -104,7 +119,13 @@ if [ "$(id -u)" -ne 0 ]; then
 	[ $keep -eq 0 ] || args+=(--keep)
 	[ -z "$debs" ] || args+=(--debs "$debs")
 	[ -z "$results" ] || args+=(--results "$results")
-	exec sudo env VNPU_CACHE="$cache" "$self" "${args[@]}"
+	# pip's settings go along: PIP_* and where the caller's pip.conf is
+	pip_env=()
+	while IFS= read -r v; do
+		pip_env+=("$v=${!v}")
+	done < <(compgen -e | grep '^PIP_' || true)
+	exec sudo env VNPU_CACHE="$cache" VNPU_PIP_HOME="$HOME" \
+		"${pip_env[@]}" "$self" "${args[@]}"
 fi
 
 # shellcheck source=scripts/lib/apt.sh
@@ -170,28 +191,29 @@ remove_root() {
 # ---- template -----------------------------------------------------------------
 # What defines it: the archive, the suite, the packages, the user and this
 # script's way of making it.
-template_id=$(printf '%s\n' "$archive" "$keyring" bookworm minbase \
+template_id=$(printf '%s\n' "$archive" "$keyring" "$codename" minbase \
 	git,sudo,ca-certificates "$user" v1 | sha256sum | cut -c1-16)
 t0=$EPOCHREALTIME
 if [ "$(cat "$template/.vnpu-template" 2>/dev/null)" != "$template_id" ] ||
 	[ -n "$(find "$template/.vnpu-template" -mtime +7 2>/dev/null)" ]; then
-	log "making the template root (debootstrap bookworm minbase)"
+	log "making the template root (debootstrap $codename minbase)"
 	remove_root "$template"
 	remove_root "$template.tmp"
 	keyring_opt=()
 	[ "$keyring" = - ] || keyring_opt=(--keyring="$keyring")
 	if ! debootstrap --variant=minbase "${keyring_opt[@]}" \
-		--include=git,sudo,ca-certificates bookworm "$template.tmp" \
+		--include=git,sudo,ca-certificates "$codename" "$template.tmp" \
 		"$archive" >"$base/debootstrap.log" 2>&1; then
 		tail -20 "$base/debootstrap.log" >&2
 		die "debootstrap failed (log: $base/debootstrap.log)"
 	fi
-	# The apt sources of a Debian 12 install, from this machine's own:
-	# the archive, its updates and the security archive, no more.
+	# The apt sources of a Debian install of this release, from this
+	# machine's own: the archive, its updates and the security archive,
+	# no more.
 	rm -f "$template.tmp/etc/apt/sources.list"
-	apt_sources | awk '$1 == "deb" &&
-		($2 == "bookworm" || $2 == "bookworm-updates" ||
-		 $2 == "bookworm-security") && !seen[$2]++' |
+	apt_sources | awk -v c="$codename" '$1 == "deb" &&
+		($2 == c || $2 == c "-updates" || $2 == c "-security") &&
+		!seen[$2]++' |
 		while read -r _ suite uri key; do
 			printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: main\n' \
 				"$uri" "$suite"
@@ -220,6 +242,71 @@ cp -a "$template" "$root"
 cp -L /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
 echo "127.0.1.1 $(hostname)" >>"$root/etc/hosts"
 timed copy "$t0"
+
+# ---- pip as this machine has it -------------------------------------------------
+# The settings pip reads: system-wide files as they are, the caller's own
+# for the root's users (the newcomer and root).
+caller_home=${VNPU_PIP_HOME:-$HOME}
+pip_files=()
+for f in /etc/pip.conf /etc/xdg/pip/pip.conf "${PIP_CONFIG_FILE:-}" \
+	"$caller_home/.config/pip/pip.conf" "$caller_home/.pip/pip.conf"; do
+	[ -n "$f" ] && [ -f "$f" ] && pip_files+=("$f")
+done
+[ ! -f /etc/pip.conf ] || cp /etc/pip.conf "$root/etc/pip.conf"
+[ ! -d /etc/xdg/pip ] || { mkdir -p "$root/etc/xdg" &&
+	cp -a /etc/xdg/pip "$root/etc/xdg/"; }
+if [ -n "${PIP_CONFIG_FILE:-}" ] && [ -f "$PIP_CONFIG_FILE" ]; then
+	mkdir -p "$root$(dirname "$PIP_CONFIG_FILE")"
+	cp "$PIP_CONFIG_FILE" "$root$PIP_CONFIG_FILE"
+fi
+for home in "/home/$user" /root; do
+	for f in .config/pip/pip.conf .pip/pip.conf; do
+		[ -f "$caller_home/$f" ] || continue
+		mkdir -p "$root$home/$(dirname "$f")"
+		cp "$caller_home/$f" "$root$home/$f"
+	done
+done
+# "KEY VALUE" for each value of the options that name local files:
+# find-links, index-url, extra-index-url, constraint, from the files (INI,
+# values may go on over indented lines) and from PIP_* variables.
+pip_local_values() {
+	[ ${#pip_files[@]} -eq 0 ] || awk '
+		/^[ \t]*([#;]|$)/ { next }
+		/^\[/ { k = ""; next }
+		/^[ \t]/ { if (k != "") print k, $0; next }
+		{
+			k = $0; sub(/[ \t]*[=:].*/, "", k); gsub(/_/, "-", k)
+			v = $0; sub(/^[^=:]*[=:]/, "", v)
+			if (k ~ /^(find-links|index-url|extra-index-url|constraint)$/)
+				print k, v
+			else
+				k = ""
+		}' "${pip_files[@]}"
+	echo "find-links ${PIP_FIND_LINKS:-}"
+	echo "index-url ${PIP_INDEX_URL:-}"
+	echo "extra-index-url ${PIP_EXTRA_INDEX_URL:-}"
+	echo "constraint ${PIP_CONSTRAINT:-}"
+}
+# Local directories are mounted read-only at the same path; files (a
+# constraints list) are copied there.
+pip_dirs=()
+while read -r key values; do
+	for v in $values; do
+		v=${v#file://}
+		v=${v#file:}
+		case $v in /*) ;; *) continue ;; esac
+		if [ -d "$v" ]; then
+			pip_dirs+=("$(realpath "$v")")
+		elif [ "$key" = constraint ] && [ -f "$v" ] &&
+			[ ! -e "$root$v" ]; then
+			mkdir -p "$root$(dirname "$v")"
+			cp "$v" "$root$v"
+		fi
+	done
+done < <(pip_local_values)
+mapfile -t pip_dirs < <(printf '%s\n' "${pip_dirs[@]}" | grep . | sort -u)
+[ ${#pip_dirs[@]} -eq 0 ] ||
+	log "pip: this machine's settings; read-only in the root: ${pip_dirs[*]}"
 
 t0=$EPOCHREALTIME
 if [ -n "$(git -C "$repo" status --porcelain --untracked-files=no)" ]; then
@@ -257,7 +344,8 @@ if ! unshare --mount --propagation private true 2>/dev/null; then
 fi
 t0=$EPOCHREALTIME
 set +e
-"${ns[@]}" "$self" --inside "$root" "$user" "$cmd" 2>&1 | tee "$out"
+"${ns[@]}" "$self" --inside "$root" "$user" "$cmd" "${pip_dirs[@]}" 2>&1 |
+	tee "$out"
 rc=${PIPESTATUS[0]}
 set -e
 timed run "$t0"
