@@ -136,6 +136,12 @@ log "downloading $pkg $pkgver"
 log "extracting $pkg"
 dpkg-deb -x "$tmp"/*.deb "$tmp/root"
 rm -f "$tmp"/*.deb
+# Debian 13's kernel packages ship the modules in /usr/lib/modules (merged
+# /usr), Debian 12's in /lib/modules: /lib is made the link to usr/lib it is
+# in a merged root, so the tree and depmod (either way) find them.
+if [ ! -e "$tmp/root/lib" ] && [ -d "$tmp/root/usr/lib/modules" ]; then
+	ln -s usr/lib "$tmp/root/lib"
+fi
 mods=$tmp/root/lib/modules/$kver
 if [ ! -f "$tmp/root/boot/vmlinuz-$kver" ] || [ ! -d "$mods/kernel" ]; then
 	log "the package has no /boot/vmlinuz-$kver or modules"
