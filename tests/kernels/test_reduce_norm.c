@@ -100,7 +100,8 @@ static void red_fold(struct red_ref *r, uint32_t op, double v, int64_t iv,
 static void run_reduce_case(uint32_t op, uint32_t dt, uint32_t nblocks,
 			    int ties)
 {
-	int64_t sizes[MAXD], osz[MAXD], idx[MAXD], oidx[MAXD];
+	int64_t sizes[MAXD], idx[MAXD], oidx[MAXD];
+	int64_t osz[MAXD] = { 0 };
 	uint32_t ndim, mask = 0, arg_dim = 0;
 	int arg = op == VNPU_REDUCE_ARGMAX || op == VNPU_REDUCE_ARGMIN;
 	int extremum = arg || op == VNPU_REDUCE_MAX || op == VNPU_REDUCE_MIN;
