@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Boots the vnpu guest (Debian's backports kernel, a busybox initramfs) in
+# Boots the vnpu guest (Debian's 6.12 kernel, a busybox initramfs) in
 # our QEMU with the vnpu PCI device, and runs a command in it or opens a
 # shell. See docs/vm.md.
 #
