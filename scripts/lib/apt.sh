@@ -148,11 +148,14 @@ debian_archive() {
 	echo "$archive $key"
 }
 
-# The entries vnpu needs: "TYPE SUITE" lines.
+# The entries vnpu needs: "TYPE SUITE" lines, and those of VNPU_APT_EXTRA
+# (newline-separated, for a caller that needs more, such as the package
+# test's other kernel).
 vnpu_apt_wanted() {
 	[ "$vnpu_suite" = "$codename" ] ||
 		printf '%s\n' "deb $vnpu_suite" "deb-src $vnpu_suite"
 	echo "deb-src $codename"
+	[ -z "${VNPU_APT_EXTRA:-}" ] || printf '%s\n' "$VNPU_APT_EXTRA"
 }
 
 # What our list file must hold, given what the machine has elsewhere.

@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The packages as a user installs them, in a clean Debian 12 root
-# (tests/package/run-package-test.sh runs this through scripts/clean-room.sh
-# --debs, as the root's ordinary user with sudo):
+# The packages as a user installs them, in a clean Debian root of this
+# machine's release (tests/package/run-package-test.sh runs this through
+# scripts/clean-room.sh --debs, as the root's ordinary user with sudo):
 #
 #   tests/package/in-root.sh RELEASE
 #
-#  - apt installs ~/debs/*.deb, then the headers of kernel RELEASE from
-#    bookworm-backports: vnpu-dkms's kernel hook has DKMS build and install
-#    vnpu.ko for it, as it would for a user;
-#  - bookworm's own 6.1 headers install without error while the hook says
-#    it skipped that kernel, DKMS leaves it alone and says why, and kbuild
-#    refuses it with the Kbuild's message;
+#  - apt installs ~/debs/*.deb, then the headers of kernel RELEASE (6.12:
+#    from bookworm-backports on Debian 12, the release itself on 13):
+#    vnpu-dkms's kernel hook has DKMS build and install vnpu.ko for it, as
+#    it would for a user;
+#  - the headers of another kernel series (Debian 12's own 6.1; on Debian
+#    13, whose own kernel is 6.12, its backports' newer one) install without
+#    error while the hook says it skipped that kernel, DKMS leaves it alone
+#    and says why, and kbuild refuses it with the Kbuild's message;
 #  - the tree's runtime examples and dispatcher workloads are built out of
 #    tree with pkg-config alone against the installed -dev packages, and
 #    run on the simulator; every installed header compiles on its own;
@@ -53,9 +55,9 @@ check install install_debs
 # the module as the kernel's own are (xz for Debian's).
 dkms_builds_for_release() {
 	local ko
-	ensure_backports &&
+	ensure_apt_sources &&
 		apt_get install -y -qq --no-install-recommends \
-			-t bookworm-backports "linux-headers-$release" || return 1
+			"${apt_from[@]}" "linux-headers-$release" || return 1
 	dkms status -m vnpu -k "$release"
 	dkms status -m vnpu -k "$release" | grep -q ': installed' || return 1
 	ko=$(find "/lib/modules/$release/updates/dkms" -name 'vnpu.ko*' | head -1)
@@ -69,18 +71,36 @@ dkms_builds_for_release() {
 }
 check dkms-build dkms_builds_for_release
 
-# An older kernel: DKMS skips it, and kbuild stops at the source's check.
-old_kernel_refused() {
-	local old log
-	log=$(apt_get install -y -qq --no-install-recommends \
+# Another kernel series: DKMS skips it, and kbuild stops at the source's
+# check. The release's own linux-headers-amd64 when that is not 6.12
+# (Debian 12's 6.1), else its backports' (Debian 13's is 6.12 itself).
+# Prints the headers' series (6.1, 7.3, ...) of linux-headers-amd64's
+# candidate under the apt options given.
+headers_series() {
+	apt-cache "$@" depends linux-headers-amd64 2>/dev/null |
+		sed -n 's/^ *Depends: linux-headers-\([0-9]*\.[0-9]*\)\..*/\1/p' |
+		head -1
+}
+other_kernel_refused() {
+	local old log series from=()
+	series=$(headers_series)
+	if [ "$series" = 6.12 ]; then
+		VNPU_APT_EXTRA="deb $codename-backports" ensure_apt_sources ||
+			return 1
+		from=(-t "$codename-backports")
+		series=$(headers_series "${from[@]}")
+	fi
+	echo "other kernel series: ${series:-none}"
+	case $series in "" | 6.12) return 1 ;; esac
+	log=$(apt_get install -y -qq --no-install-recommends "${from[@]}" \
 		linux-headers-amd64 2>&1) || { echo "$log"; return 1; }
 	echo "$log" | grep 'dkms-vnpu'
-	grep -q 'dkms-vnpu: vnpu is built for Linux 6.12 only; skipped 6\.1\.' \
+	grep -q "dkms-vnpu: vnpu is built for Linux 6.12 only; skipped ${series//./\\.}\\." \
 		<<<"$log" || return 1
-	old=$(find /usr/src -maxdepth 1 -name 'linux-headers-6.1.*-amd64' \
+	old=$(find /usr/src -maxdepth 1 -name "linux-headers-$series.*-amd64" \
 		-printf '%f\n' | sed 's/^linux-headers-//' | sort -V | tail -1)
-	[ -n "$old" ] || { echo "no 6.1 headers"; return 1; }
-	echo "old kernel: $old"
+	[ -n "$old" ] || { echo "no $series headers"; return 1; }
+	echo "other kernel: $old"
 	if dkms status -m vnpu -k "$old" | grep -q ': installed'; then
 		echo "DKMS installed vnpu for $old"
 		return 1
@@ -92,9 +112,9 @@ old_kernel_refused() {
 	rm -rf /tmp/vnpu-src && cp -r /usr/src/vnpu-* /tmp/vnpu-src &&
 		log=$(make -C "/lib/modules/$old/build" M=/tmp/vnpu-src modules 2>&1)
 	echo "$log" | tail -5
-	grep -q 'vnpu is written for Linux 6.12, not 6\.1\.' <<<"$log"
+	grep -q "vnpu is written for Linux 6.12, not ${series//./\\.}\\." <<<"$log"
 }
-check dkms-refuses-6.1 old_kernel_refused
+check dkms-refuses-other-kernel other_kernel_refused
 
 check firmware cp /lib/firmware/vnpu/vnpu.fw results/vnpu.fw
 check workloads-installed cp /usr/libexec/vnpu/vnpu-workloads \

@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: MIT
 # The package path, as a user gets the stack: builds the Debian packages
 # (scripts/package.sh: dpkg-buildpackage and lintian), installs them with
-# apt in a clean Debian 12 root (scripts/clean-room.sh) where
-# tests/package/in-root.sh checks DKMS, the -dev packages, vnpu-smi and
-# torch_vnpu, then boots the VM on the module DKMS built there and the
+# apt in a clean root of this machine's Debian release (scripts/clean-room.sh)
+# where tests/package/in-root.sh checks DKMS, the -dev packages, vnpu-smi
+# and torch_vnpu, then boots the VM on the module DKMS built there and the
 # packaged firmware and runs the packaged workloads through it.
 #
 #   tests/package/run-package-test.sh [--results FILE] [-- VM.SH OPTIONS...]
