@@ -29,13 +29,20 @@ struct PinnedAllocator final : c10::Allocator {
 	c10::DataPtr allocate(size_t nbytes) override
 	{
 		void *p = nullptr;
-		vnpu_error_t e = vnpu_host_malloc(&p, nbytes ? nbytes : 1);
+		vnpu_error_t e;
 
-		if (e != VNPU_SUCCESS)
+		// pinning may be the process's first npu call (as CUDA's
+		// pinned allocator, it starts the runtime; throws if it fails)
+		current_device();
+		e = vnpu_host_malloc(&p, nbytes ? nbytes : 1);
+		if (e == VNPU_ERROR_OUT_OF_MEMORY)
 			throw c10::OutOfMemoryError(
 				{ __func__, __FILE__, __LINE__ },
 				std::string("npu pinned memory: ") +
-					vnpu_error_string(e));
+					vnpu_error_string(e) + " (" +
+					vnpu_last_error_detail() + ")");
+		TORCH_CHECK(e == VNPU_SUCCESS, "npu pinned memory: ",
+			    vnpu_error_string(e), " (", vnpu_last_error_detail(), ")");
 		{
 			std::lock_guard<std::mutex> g(lock);
 			blocks[(uintptr_t)p] = nbytes ? nbytes : 1;
