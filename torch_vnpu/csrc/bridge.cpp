@@ -523,6 +523,7 @@ struct Binding {
 		OUT_INPUTS,		// amax, amin: the input's
 		OUT_UNARY,		// neg, abs: the input's (unary_op)
 		OUT_VALUES_INDICES,	// max.dim: the input's, and int64
+		OUT_RESULT_TYPE,	// where: the result's exactly
 	} out_dtype;
 	bool is_copy;			// copy_: TensorIterator's rules
 };
@@ -605,6 +606,8 @@ static const Binding &binding(const char *c_name, const c10::OperatorHandle &op)
 			      Binding::OUT_UNARY :
 		      !strcmp(c_name, "aten::max.dim") || !strcmp(c_name, "aten::min.dim") ?
 			      Binding::OUT_VALUES_INDICES :
+		      !strcmp(c_name, "aten::where.self") ?
+			      Binding::OUT_RESULT_TYPE :
 			      Binding::OUT_CASTS;
 	b.is_copy = !strcmp(c_name, "aten::copy_");
 	return cache.emplace(key, std::move(b)).first->second;
@@ -1015,6 +1018,11 @@ void run_npu_variant(const char *c_name, const c10::OperatorHandle &op,
 		return;
 	}
 	bool out = !b.targets.empty();
+	// where.self_out: the out= must have the result's dtype, no cast
+	if (out && b.out_dtype == Binding::OUT_RESULT_TYPE)
+		TORCH_CHECK(targets[0].scalar_type() == rets[0].toTensor().scalar_type(),
+			    "Expected out type to be ", rets[0].toTensor().scalar_type(),
+			    " but got ", targets[0].scalar_type());
 	check_aliasing(b, stack, base, n,
 		       out ? b.targets : std::vector<int>{ 0 }, targets, out);
 	for (size_t i = 0; out && tensor_iterator && i < targets.size(); i++)
