@@ -24,9 +24,11 @@ def outcome(fn):
     return r, [str(x.message) for x in w]
 
 
-def expect_like_cpu(cpu, npu):
+def expect_like_cpu(cpu, npu, computed_in=None):
     """The npu call's outcome is the CPU call's: the same exception type
-    and message, or the same value and the same warnings."""
+    and message, or the same value and the same warnings. computed_in:
+    the dtype the value was computed in when the result only holds it
+    widened (a float64 out= of float32 inputs), judged at its tolerance."""
     (c, cw), (n, nw) = cpu, npu
     if isinstance(c, Exception) and 'INTERNAL ASSERT FAILED' in str(c):
         return  # a bug of PyTorch's CPU kernel, not a semantics to follow
@@ -38,7 +40,16 @@ def expect_like_cpu(cpu, npu):
         return
     assert not isinstance(n, Exception), \
         'PyTorch returns, the npu raised %r' % n
-    assert_same(n, c)
+    if computed_in is not None and isinstance(c, torch.Tensor) and \
+            isinstance(n, torch.Tensor) and c.dtype == n.dtype and \
+            c.dtype.is_floating_point and c.dtype.itemsize > \
+            computed_in.itemsize and torch.equal(c.to(computed_in).to(c.dtype), c):
+        # float32 values exactly (widening is exact): PyTorch 2's CPU
+        # fuses addcmul's value * t1 * t2 + self into one FMA, the
+        # device rounds the product first; float32's tolerance holds
+        assert_same(n.to(computed_in), c.to(computed_in))
+    else:
+        assert_same(n, c)
     def resized(ws):   # without where in the C++ source it was raised
         return [m.split(' (Triggered internally')[0] for m in ws
                 if 'resized' in m]
@@ -106,7 +117,7 @@ def test_out_that_is_an_input(name):
         cpu = outcome(make_out_call(fn, sa, sb, which, dt, 'cpu', 28 + i))
         npu = outcome(make_out_call(fn, sa, sb, which, dt, NPU, 28 + i))
         try:
-            expect_like_cpu(cpu, npu)
+            expect_like_cpu(cpu, npu, computed_in=torch.float32)
         except AssertionError as e:
             raise AssertionError('%s case %s: %s' %
                                  (name, (sa, sb, which, dt), e)) from None

@@ -228,18 +228,26 @@ def test_copies_to_and_from_meta():
 
 def test_non_blocking_copies_complete_before_use():
     c = torch.randn(256, 256)
-    p = c.pin_memory(device=NPU)
-    assert p.is_pinned(device=NPU)
+    p = c.pin_memory()
+    assert p.is_pinned()
     n = p.to(NPU, non_blocking=True)
     # into pageable memory a non_blocking D2H completes before returning
     # (as CUDA's): no synchronize needed
-    back = n.to('cpu', non_blocking=True)
-    assert torch.equal(back, c)
+    back = torch.empty(256, 256)
+    back.copy_(n, non_blocking=True)
+    assert not back.is_pinned() and torch.equal(back, c)
     # into pinned memory it is queued; the stream's synchronisation ends it
-    h = torch.empty(256, 256).pin_memory(device=NPU)
+    h = torch.empty(256, 256).pin_memory()
     h.copy_(n * 2, non_blocking=True)
     torch_vnpu.npu.current_stream().synchronize()
     assert torch.equal(h, c * 2)
+    # PyTorch 2's .to('cpu', non_blocking=True) of a PrivateUse1 (or CUDA)
+    # tensor allocates pinned memory (_to_copy), so it is queued too
+    # (1.13 returned pageable memory, complete)
+    back = (n * 3).to('cpu', non_blocking=True)
+    assert back.is_pinned()
+    torch_vnpu.npu.current_stream().synchronize()
+    assert torch.equal(back, c * 3)
 
 
 def test_resize_of_internal_formats():
@@ -327,14 +335,35 @@ def test_resize_to_the_same_sizes_keeps_strides():
     assert t.resize_(2, 2).stride() == (2, 1)
 
 
-def test_calls_mixing_npu_and_meta_tensors_run_on_meta():
-    # as the CPU's: a module built on meta, its input on the device
-    # (PyTorch's test_module_to_empty); PrivateUse1 ranks above Meta
+def test_calls_mixing_npu_and_meta_tensors_as_the_cpu():
+    # calls mixing a device tensor and a meta one do what they do with a
+    # CPU tensor: PyTorch 2.13 refuses the elementwise ones and cat with
+    # the device mismatch (1.13 ran them all on meta), and its mm gives a
+    # tensor of the other operand's device (of unspecified values)
     w = torch.randn(10, 3, device='meta')
+    calls = {
+        'mm': lambda x: x @ w,
+        'mm_meta_first': lambda x: w.t() @ x.t(),
+        'add': lambda x: x[:, :3] + w[0],
+        'add_meta_first': lambda x: w[0] + x[:, :3],
+        'cat': lambda x: torch.cat([x[:, :3], w]),
+    }
+    for name, fn in calls.items():
+        outcomes = []
+        for dev in ('cpu', NPU):
+            x = torch.randn(5, 10, device=dev)
+            try:
+                r = fn(x)
+                outcomes.append(('value', 'meta' if r.is_meta else
+                                 'x' if r.device == x.device else
+                                 str(r.device), tuple(r.shape)))
+            except Exception as e:  # noqa: BLE001 - compared below
+                msg = str(e).split('\n')[0].replace(str(x.device), 'X')
+                outcomes.append((type(e), msg))
+        assert outcomes[0] == outcomes[1], (name, outcomes)
+    # a module built on meta, its input on the device (PyTorch's
+    # test_module_to_empty)
     x = torch.randn(5, 10, device=NPU)
-    for r in (x @ w, x[:, :3] + w[0], torch.cat([x[:, :3], w])):
-        assert r.is_meta
-    assert (x @ w).shape == (5, 3)
     m = torch.nn.Linear(10, 3, device='meta')
     m.to_empty(device=NPU)
     assert m(x).device == x.device
