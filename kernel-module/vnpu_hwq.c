@@ -892,6 +892,39 @@ static const struct drm_sched_backend_ops vnpu_sched_ops = {
 	.free_job = vnpu_free_job,
 };
 
+/*
+ * The queue's scheduler: a priority run queue per level, as many jobs in
+ * flight as the ring holds less one, the job timeout, timeouts handled on
+ * the reset queue. Debian 13's 6.12 kernels take drm_sched_init()'s
+ * arguments in a struct (the 6.15 interface, backported); Kbuild says
+ * which interface the headers declare.
+ */
+static int vnpu_hwq_sched_init(struct vnpu_hwq *hwq, struct device *dev)
+{
+	struct vnpu_device *vdev = hwq->vdev;
+#ifdef VNPU_SCHED_INIT_ARGS
+	const struct drm_sched_init_args args = {
+		.ops = &vnpu_sched_ops,
+		.submit_wq = hwq->submit_wq,
+		.num_rqs = DRM_SCHED_PRIORITY_COUNT,
+		.credit_limit = hwq->entries - 1,
+		.hang_limit = 0,
+		.timeout = msecs_to_jiffies(vnpu_job_timeout_ms),
+		.timeout_wq = vdev->reset_wq,
+		.score = NULL,
+		.name = hwq->name,
+		.dev = dev,
+	};
+
+	return drm_sched_init(&hwq->sched, &args);
+#else
+	return drm_sched_init(&hwq->sched, &vnpu_sched_ops, hwq->submit_wq,
+			      DRM_SCHED_PRIORITY_COUNT, hwq->entries - 1, 0,
+			      msecs_to_jiffies(vnpu_job_timeout_ms),
+			      vdev->reset_wq, NULL, hwq->name, dev);
+#endif
+}
+
 int vnpu_hwq_init(struct vnpu_device *vdev, u32 index)
 {
 	struct vnpu_hwq *hwq = &vdev->hwq[index];
@@ -931,10 +964,7 @@ int vnpu_hwq_init(struct vnpu_device *vdev, u32 index)
 					 hwq->name);
 	if (!hwq->submit_wq)
 		return -ENOMEM;
-	ret = drm_sched_init(&hwq->sched, &vnpu_sched_ops, hwq->submit_wq,
-			     DRM_SCHED_PRIORITY_COUNT, hwq->entries - 1, 0,
-			     msecs_to_jiffies(vnpu_job_timeout_ms),
-			     vdev->reset_wq, NULL, hwq->name, dev);
+	ret = vnpu_hwq_sched_init(hwq, dev);
 	if (ret)
 		return ret;
 	hwq->sched_ready = true;

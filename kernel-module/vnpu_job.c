@@ -306,8 +306,13 @@ int vnpu_submit_ioctl(struct drm_device *dev, void *data, struct drm_file *file)
 	if (ret)
 		goto err_charged;
 	job->charged_bytes = charge;
+#ifdef VNPU_SCHED_JOB_CLIENT_ID
+	ret = drm_sched_job_init(&job->base, &queue->entity, job->cmd_count,
+				 NULL, file->client_id);
+#else
 	ret = drm_sched_job_init(&job->base, &queue->entity, job->cmd_count,
 				 NULL);
+#endif
 	if (ret)
 		goto err_free;
 	ret = vnpu_job_add_deps(job, file, args);
