@@ -44,25 +44,6 @@ static inline enum vnpu_at_dtype kc_scalar_result(enum vnpu_at_dtype dt,
 	return sc == 2 ? vnpu_at_default_dtype() : VNPU_AT_I64;
 }
 
-/*
- * clamp's bounds as PyTorch 1.13 applies them: a NaN bound given alone is
- * ignored (its clamp_min/clamp_max kernels keep x); with both bounds
- * given a NaN one makes every element NaN (clamp fills the result). The
- * result dtype is still promoted with the bound (int tensor, NaN min ->
- * float32 x). Call after computing the dtype.
- */
-static inline void kc_clamp_bounds(struct vnpu_at_scalar *min,
-				   struct vnpu_at_scalar *max)
-{
-	bool nan_min = min->kind == VNPU_AT_SCALAR_DOUBLE && min->d != min->d;
-	bool nan_max = max->kind == VNPU_AT_SCALAR_DOUBLE && max->d != max->d;
-
-	if (nan_min && max->kind == VNPU_AT_SCALAR_NONE)
-		min->kind = VNPU_AT_SCALAR_NONE;
-	if (nan_max && min->kind == VNPU_AT_SCALAR_NONE)
-		max->kind = VNPU_AT_SCALAR_NONE;
-}
-
 /* The dtype a float-only op computes in: ints and bool become the
  * default dtype (float32 unless PyTorch's was changed). */
 static inline enum vnpu_at_dtype kc_float_of(enum vnpu_at_dtype dt)

@@ -626,9 +626,6 @@ struct vnpu_at_tensor *vnpu_cpu_clamp(vnpu_keyset_t ks,
 	if (dt == VNPU_AT_BOOL)
 		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 			"aten::clamp: \"clamp_scalar_cpu\" not implemented for 'Bool'");
-	kc_clamp_bounds(&min, &max);
-	has_min = min.kind != VNPU_AT_SCALAR_NONE;
-	has_max = max.kind != VNPU_AT_SCALAR_NONE;
 	out = vnpu_at_empty(self->ndim, self->sizes, dt, VNPU_AT_DEV_CPU);
 	if (!out || !vnpu_at_iter_init(&it, self->ndim, self->sizes, 2,
 			(const struct vnpu_at_tensor *[]){ out, self })) {
@@ -652,7 +649,8 @@ struct vnpu_at_tensor *vnpu_cpu_clamp(vnpu_keyset_t ks,
 		double lo = vnpu_at_scalar_to_double(min);
 		double hi = vnpu_at_scalar_to_double(max);
 
-		/* min(max(x, lo), hi): NaN stays NaN, lo > hi gives hi. */
+		/* min(max(x, lo), hi): NaN stays NaN, a NaN bound makes
+		 * every element NaN (PyTorch 2), lo > hi gives hi. */
 		while (vnpu_at_iter_next(&it)) {
 			double v = vnpu_at_load(self->dtype, it.p[1]);
 

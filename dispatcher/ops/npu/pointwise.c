@@ -350,12 +350,9 @@ struct vnpu_at_tensor *vnpu_npu_clamp(vnpu_keyset_t ks,
 	if ((!has_min && !has_max) || !npk_float_or_int(dt) ||
 	    vnpu_npu_dtype(self->dtype) < 0)
 		return vnpu_fallback_clamp(ks, self, min, max);
-	kc_clamp_bounds(&min, &max);
-	has_min = min.kind != VNPU_AT_SCALAR_NONE;
-	has_max = max.kind != VNPU_AT_SCALAR_NONE;
-	if (!has_min && !has_max)	/* a lone NaN bound: x, in dt */
-		return vnpu_op__to_copy(self, dt, vnpu_npu_device(), false);
-	/* min(max(x, lo), hi) on BINARY MAXIMUM/MINIMUM (NaN propagates). */
+	/* min(max(x, lo), hi) on BINARY MAXIMUM/MINIMUM: NaN propagates,
+	 * from x or from a bound (PyTorch 2: a NaN bound, alone or not,
+	 * makes every element NaN). */
 	cur = npk_operand(self, dt);
 	if (cur && has_min) {
 		bound = npk_scalar_of(min, dt);
