@@ -47,8 +47,10 @@ trap step_done EXIT
 
 step "dependencies"
 scripts/deps.sh
+torch_python=$(scripts/torch-env.sh)
 step "building user space (release)"
-scripts/build.sh build-release --buildtype=release -Dtests=disabled >/dev/null
+scripts/build.sh build-release --buildtype=release -Dtests=disabled \
+	-Dpython="$torch_python" >/dev/null
 bin=build-release
 
 # The workloads: the kernel-level ones, then the dispatcher's.
@@ -64,8 +66,8 @@ run_sim() {
 	return $rc
 }
 
-# PyTorch programs on privateuseone through torch_vnpu, against PyTorch's
-# CPU; built when Debian's PyTorch is installed (scripts/deps.sh does).
+# PyTorch programs on npu through torch_vnpu, against PyTorch's
+# CPU; built for the PyTorch scripts/torch-env.sh made ready.
 torch_workloads=$bin/workloads/vnpu-torch-workloads
 torch_built() {
 	[ -x "$torch_workloads" ] && return 0
@@ -79,8 +81,9 @@ run_torch_sim() {
 }
 
 # The same programs in the guest: the host's /usr and this checkout are
-# shared read-only (scripts/vm.sh --host-root), so Debian's Python and
-# PyTorch and this build tree are there at the same paths; vnpu.ko and the
+# shared read-only (scripts/vm.sh --host-root), so Debian's Python, the
+# PyTorch of torch-env.sh (Debian 12: the checkout's .venv; Debian 13:
+# Debian's) and this build tree are there at the same paths; vnpu.ko and the
 # firmware are the build's, as for the C workloads. Its own boot, so that
 # the time to the first result is boot, module load, 'import torch' and the
 # first workload, as a user of the VM sees it.

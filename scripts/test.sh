@@ -15,6 +15,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/deps.sh
+# the Python with the PyTorch torch_vnpu is built for (docs/torch.md)
+torch_python=$(scripts/torch-env.sh)
 
 status=0
 # Every stage writes its results to DIR/meson-logs/testlog.json. A stage
@@ -36,8 +38,9 @@ run_suite() {
 	meson test -C "$dir" --print-errorlogs --num-processes 2 || status=1
 }
 
-# torch_vnpu is required here: deps.sh installs Debian's PyTorch
-run_suite build-test --buildtype=debugoptimized -Dtorch=enabled
+# torch_vnpu is required here: torch-env.sh made its PyTorch ready
+run_suite build-test --buildtype=debugoptimized -Dtorch=enabled \
+	-Dpython="$torch_python"
 CC=clang run_suite build-test-asan --buildtype=debug \
 	-Db_sanitize=address,undefined -Db_lundef=false
 
@@ -110,7 +113,8 @@ if [ -n "$qemu" ] && ko=$(scripts/build-module.sh); then
 		-- sh -c 'export VNPU_BACKEND=drm; /opt/vnpu/bin/vnpu-workloads &&
 			/opt/vnpu/bin/vnpu-dispatch-workloads'
 	# PyTorch in the guest (tests/vm/torch_smoke.py): the host's Debian
-	# userland over --host-root, this build's torch_vnpu, as the non-root
+	# userland over --host-root (and the checkout, where torch-env.sh's
+	# environment is), this build's torch_vnpu, as the non-root
 	# user through vnpu.ko. One result per check, and one for the run
 	# (which also fails on a guest kernel problem or a check that never
 	# printed its verdict).
@@ -120,8 +124,8 @@ if [ -n "$qemu" ] && ko=$(scripts/build-module.sh); then
 	scripts/vm.sh run --qemu "$qemu" --module "$ko" \
 		--firmware build-test/tools/vnpu.fw --host-root --user -- \
 		sh -c 'VNPU_BACKEND=drm PYTHONPATH="$PWD/build-test" \
-			PYTHONDONTWRITEBYTECODE=1 exec /usr/bin/python3 \
-			tests/vm/torch_smoke.py' | tee "$torch_log" ||
+			PYTHONDONTWRITEBYTECODE=1 exec "$1" \
+			tests/vm/torch_smoke.py' sh "$torch_python" | tee "$torch_log" ||
 		{ result=FAIL; status=1; }
 	awk '$1 == "PASS" || $1 == "FAIL" {
 		name = $2; sub(/:$/, "", name)

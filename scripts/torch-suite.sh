@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# PyTorch's own device-generic test classes on privateuseone (torch_vnpu):
+# PyTorch's own device-generic test classes on npu (torch_vnpu):
 # fetches the test files of the installed PyTorch from Debian's source
 # package (cached), and runs tests/torch-suite/run_suite.py over them.
 # See docs/torch.md, "PyTorch's own test suite".
@@ -52,10 +52,12 @@ esac
 
 log() { echo "torch-suite: $*" >&2; }
 
+scripts/deps.sh
+python=$(scripts/torch-env.sh)
 if [ -z "$build" ]; then
-	scripts/deps.sh
 	build="build-release"
-	scripts/build.sh "$build" --buildtype=release -Dtests=disabled >/dev/null
+	scripts/build.sh "$build" --buildtype=release -Dtests=disabled \
+		-Dpython="$python" >/dev/null
 fi
 build=$(realpath "$build")
 if [ ! -f "$build/torch_vnpu/__init__.py" ]; then
@@ -65,6 +67,14 @@ if [ ! -f "$build/torch_vnpu/__init__.py" ]; then
 fi
 
 # ---- the test files of the installed PyTorch --------------------------------
+# They come from Debian's source package of python3-torch, so the PyTorch
+# must be Debian's (Debian 13's 2.6). A pip wheel's (Debian 12's venv of
+# torch-env.sh) has no source package here to take them from.
+if ! "$python" -c 'import torch, sys; sys.exit(not torch.__file__.startswith("/usr/lib/python3/"))'; then
+	echo "torch-suite: SKIP: $python's PyTorch is not Debian's python3-torch," \
+		"whose source package carries the test files: run it on Debian 13" >&2
+	exit 77
+fi
 # The source package the installed python3-torch was built from, and the
 # checksum of its orig tarball as the archive lists it.
 read -r src_pkg src_ver < <(dpkg-query -W \
@@ -110,5 +120,5 @@ keep_newest 1 "$cache" 'pytorch-tests-*'
 PYTHONPATH="$build${PYTHONPATH:+:$PYTHONPATH}" \
 	VNPU_BACKEND=${VNPU_BACKEND:-sim} VNPU_FALLBACK=$fallback \
 	VNPU_SIM_VRAM_MB=${VNPU_SIM_VRAM_MB:-4096} \
-	/usr/bin/python3 tests/torch-suite/run_suite.py --tests "$tests/test" \
+	"$python" tests/torch-suite/run_suite.py --tests "$tests/test" \
 	"${args[@]}"

@@ -20,6 +20,13 @@ extern "C" {
  * its current stream (the caching allocator's rules, storage.c); refcount
  * 1, ND format. NULL with the dispatch error set. */
 struct vnpu_at_storage *vnpu_at_npu_storage_new(size_t nbytes);
+/* A storage over npu memory that someone else owns and keeps alive while
+ * the storage is used (PyTorch's from_blob of a device pointer): ND, not
+ * freed at release. A pointer outside the device's allocations is found
+ * by the runtime when a kernel or copy uses it (an error, never a
+ * dereference). */
+struct vnpu_at_storage *vnpu_at_npu_storage_borrow(void *data, size_t nbytes,
+						   int device);
 struct vnpu_at_storage *vnpu_at_storage_retain(struct vnpu_at_storage *s);
 void vnpu_at_storage_release(struct vnpu_at_storage *s);	/* NULL: no-op */
 /* Marks npu storage s as used by work queued on `stream` (PyTorch's

@@ -323,6 +323,28 @@ struct vnpu_at_storage *vnpu_at_npu_storage_new(size_t nbytes)
 	return vnpu_storage_new(nbytes, VNPU_AT_DEV_NPU((int8_t)vnpu_npu_cur_device));
 }
 
+struct vnpu_at_storage *vnpu_at_npu_storage_borrow(void *data, size_t nbytes,
+						   int device)
+{
+	struct vnpu_at_storage *s;
+
+	if (!data || device < 0 || device > INT8_MAX)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "npu: borrowing device memory at %p of device %d",
+					 data, device);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return vnpu_at_error_set(VNPU_AT_ERR_OOM, "out of host memory");
+	s->refcount = 1;
+	s->device = VNPU_AT_DEV_NPU((int8_t)device);
+	s->data = data;
+	s->nbytes = nbytes;
+	s->owns_data = false;
+	s->npu.npu_format = VNPU_FORMAT_ND;
+	s->npu.origin_format = VNPU_FORMAT_ND;
+	return s;
+}
+
 struct vnpu_at_storage *vnpu_at_storage_retain(struct vnpu_at_storage *s)
 {
 	if (s)

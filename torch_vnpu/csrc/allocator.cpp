@@ -54,13 +54,31 @@ c10::Allocator *npu_allocator()
 	return &the_allocator;
 }
 
-struct vnpu_at_storage *storage_of(const c10::Storage &s)
+struct vnpu_at_storage *storage_of_data_ptr(const c10::DataPtr &p)
 {
-	const c10::DataPtr &p = s.data_ptr();
-
 	if (p.get_deleter() != &release_storage)
 		return nullptr;
 	return static_cast<struct vnpu_at_storage *>(p.get_context());
+}
+
+struct vnpu_at_storage *storage_of(const c10::Storage &s)
+{
+	return storage_of_data_ptr(s.data_ptr());
+}
+
+struct vnpu_at_storage *acquire_storage(const c10::Storage &s)
+{
+	struct vnpu_at_storage *own = storage_of(s);
+
+	if (own)
+		return vnpu_at_storage_retain(own);
+	TORCH_CHECK(s.device().type() == kNpu, "torch_vnpu: a ", s.device(),
+		    " storage where an npu one was expected");
+	struct vnpu_at_storage *b = vnpu_at_npu_storage_borrow(
+		s.mutable_data(), s.nbytes(), s.device().index());
+	if (!b)
+		throw_dispatch_error("torch_vnpu");
+	return b;
 }
 
 c10::Storage wrap_storage(struct vnpu_at_storage *s)

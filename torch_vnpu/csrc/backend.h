@@ -24,6 +24,11 @@ c10::Allocator *npu_allocator();
 // The dispatcher storage behind an npu tensor's storage, or nullptr when
 // the storage was not made by npu_allocator.
 struct vnpu_at_storage *storage_of(const c10::Storage &s);
+struct vnpu_at_storage *storage_of_data_ptr(const c10::DataPtr &p);
+// A new reference to the dispatcher storage of an npu storage: its own,
+// or, for memory torch_vnpu did not allocate (PyTorch's from_blob of a
+// device pointer, as its serialization does), one that borrows it.
+struct vnpu_at_storage *acquire_storage(const c10::Storage &s);
 // A PyTorch storage holding a reference to the dispatcher storage s.
 c10::Storage wrap_storage(struct vnpu_at_storage *s);
 

@@ -121,11 +121,11 @@ static struct vnpu_at_tensor *to_c(const at::Tensor &t)
 	if (t.is_neg() || t.is_conj())
 		throw Unrepresentable("a negated or conjugated view");
 	if (t.device().type() == kNpu) {
-		struct vnpu_at_storage *s = storage_of(t.storage());
+		struct vnpu_at_storage *s = acquire_storage(t.storage());
 
-		TORCH_CHECK(s, "torch_vnpu: an npu tensor whose storage was not allocated by torch_vnpu");
 		c = vnpu_at_tensor_on(s, dt, (uint32_t)nd, t.sizes().data(),
 				      t.strides().data(), t.storage_offset());
+		vnpu_at_storage_release(s);
 	} else if (t.device().is_cpu()) {
 		c = vnpu_at_from_blob(t.data_ptr(), (uint32_t)nd,
 				      t.sizes().data(), t.strides().data(), dt);
@@ -186,12 +186,12 @@ static struct vnpu_at_tensor *bytes_of(const at::Tensor &t,
 	struct vnpu_at_tensor *c;
 
 	if (t.device().type() == kNpu) {
-		struct vnpu_at_storage *s = storage_of(t.storage());
+		struct vnpu_at_storage *s = acquire_storage(t.storage());
 
-		TORCH_CHECK(s, "torch_vnpu: an npu tensor whose storage was not allocated by torch_vnpu");
 		c = vnpu_at_tensor_on(s, VNPU_AT_U8, (uint32_t)sizes.size(),
 				      sizes.data(), strides.data(),
 				      t.storage_offset() * (int64_t)t.itemsize());
+		vnpu_at_storage_release(s);
 	} else {
 		TORCH_CHECK(t.device().is_cpu(), "torch_vnpu: a copy between ",
 			    t.device(), " and npu");

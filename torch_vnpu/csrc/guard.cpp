@@ -6,6 +6,9 @@
 #include "backend.h"
 
 #include <atomic>
+#include <map>
+#include <mutex>
+#include <vector>
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
@@ -54,6 +57,39 @@ void set_device(int index)
 }
 
 namespace {
+
+constexpr int kPoolStreams = 16;
+
+void *pooled_stream(c10::DeviceIndex dev, int priority)
+{
+	static std::mutex lock;
+	static std::map<std::pair<int, int>, std::vector<vnpu_stream_t>> pools;
+	static std::map<std::pair<int, int>, unsigned> next;
+
+	TORCH_CHECK(priority == 0 || priority == 1 || priority == -1,
+		    "npu stream priority must be 0 (low) or 1 or -1 (high), not ",
+		    priority);
+	int prio = priority ? VNPU_STREAM_PRIORITY_HIGH : VNPU_STREAM_PRIORITY_LOW;
+	c10::DeviceIndex idx = dev < 0 ? (c10::DeviceIndex)current_device() : dev;
+	std::lock_guard<std::mutex> g(lock);
+	auto key = std::make_pair((int)idx, prio);
+	std::vector<vnpu_stream_t> &pool = pools[key];
+	unsigned i = next[key]++ % kPoolStreams;
+
+	if (i >= pool.size()) {
+		int prev = current_device();
+		vnpu_stream_t s;
+
+		set_device(idx);
+		vnpu_error_t r = vnpu_stream_create(&s, prio);
+		set_device(prev);
+		TORCH_CHECK(r == VNPU_SUCCESS, "npu stream create: ",
+			    vnpu_error_string(r));
+		pool.push_back(s);
+		i = pool.size() - 1;
+	}
+	return pool[i];
+}
 
 c10::Stream stream_of(c10::DeviceIndex dev, void *s)
 {
@@ -105,12 +141,27 @@ struct NpuGuardImpl final : c10::impl::DeviceGuardImplInterface {
 	{
 		return (c10::DeviceIndex)device_count();
 	}
+	// torch.Stream(device='npu'): streams come from a pool per device and
+	// priority, as CUDA's do, since PyTorch copies a Stream around freely
+	// and never says when the last copy is gone.
+	c10::Stream getNewStream(c10::Device d, int priority) const override
+	{
+		return stream_of(d.index(), pooled_stream(d.index(), priority));
+	}
+	c10::Stream getStreamFromGlobalPool(c10::Device d,
+					    bool high_priority) const override
+	{
+		return getNewStream(d, high_priority ? 1 : 0);
+	}
 	void record(void **event, const c10::Stream &stream,
-		    const c10::DeviceIndex, const c10::EventFlag) const override
+		    const c10::DeviceIndex, const c10::EventFlag flag) const override
 	{
 		if (!*event) {
 			vnpu_event_t e;
-			vnpu_error_t r = vnpu_event_create(&e, VNPU_EVENT_DISABLE_TIMING);
+			vnpu_error_t r = vnpu_event_create(
+				&e, flag == c10::EventFlag::BACKEND_DEFAULT ?
+					    VNPU_EVENT_DEFAULT :
+					    VNPU_EVENT_DISABLE_TIMING);
 
 			TORCH_CHECK(r == VNPU_SUCCESS, "npu event: ",
 				    vnpu_error_string(r));
@@ -156,6 +207,49 @@ struct NpuGuardImpl final : c10::impl::DeviceGuardImplInterface {
 		TORCH_CHECK(r == VNPU_SUCCESS, "npu stream synchronize: ",
 			    vnpu_error_string(r), " (", vnpu_last_error_detail(),
 			    ")");
+	}
+	void synchronizeEvent(void *event) const override
+	{
+		if (!event)
+			return;
+		vnpu_error_t r = vnpu_event_synchronize(static_cast<vnpu_event_t>(event));
+		TORCH_CHECK(r == VNPU_SUCCESS, "npu event synchronize: ",
+			    vnpu_error_string(r), " (", vnpu_last_error_detail(),
+			    ")");
+	}
+	void synchronizeDevice(const c10::DeviceIndex index) const override
+	{
+		int prev = current_device();
+
+		set_device(index);
+		vnpu_error_t r = vnpu_device_synchronize();
+		set_device(prev);
+		TORCH_CHECK(r == VNPU_SUCCESS, "npu synchronize: ",
+			    vnpu_error_string(r), " (", vnpu_last_error_detail(),
+			    ")");
+	}
+	double elapsedTime(void *start, void *end,
+			   const c10::DeviceIndex) const override
+	{
+		TORCH_CHECK(start && end, "npu elapsed_time: both events must be "
+			    "recorded first");
+		float ms = 0;
+		vnpu_error_t r = vnpu_event_elapsed_time(
+			&ms, static_cast<vnpu_event_t>(start),
+			static_cast<vnpu_event_t>(end));
+		TORCH_CHECK(r == VNPU_SUCCESS, "npu elapsed_time: ",
+			    vnpu_error_string(r), " (", vnpu_last_error_detail(),
+			    ")");
+		return ms;
+	}
+	void recordDataPtrOnStream(const c10::DataPtr &p,
+				   const c10::Stream &stream) const override
+	{
+		struct vnpu_at_storage *st = storage_of_data_ptr(p);
+
+		if (st && !vnpu_at_storage_record_stream(
+				  st, (void *)(intptr_t)stream.id()))
+			throw_dispatch_error("record_stream");
 	}
 };
 

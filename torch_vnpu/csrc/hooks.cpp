@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 // What PyTorch 2 asks of a PrivateUse1 backend beyond kernels and the
 // device guard: its hooks (availability, generators, pinned host memory,
-// storage resize), and record_stream.
+// storage resize), record_stream, and what makes CPU and npu tensors
+// exchange storages as CPU and CUDA ones do.
 #include "backend.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/library.h>
 
 #include <map>
@@ -81,11 +83,13 @@ void PinnedAllocator::release(void *p)
 }
 
 struct NpuHooks final : at::PrivateUse1HooksInterface {
-	bool isBuilt() const override
+	// Virtual in PyTorch 2.7 and later, where they throw unless a backend
+	// defines them; not in 2.6 (so no `override`: one source for both).
+	bool isBuilt() const
 	{
 		return true;
 	}
-	bool isAvailable() const override
+	bool isAvailable() const
 	{
 		return device_count() > 0;
 	}
@@ -152,13 +156,31 @@ NpuHooks hooks;
 
 void record_stream(at::Tensor &self, c10::Stream s)
 {
-	TORCH_CHECK(s.device_type() == kNpu, "record_stream: expected an npu stream, got ",
-		    s.device_type());
-	struct vnpu_at_storage *st = storage_of(self.storage());
+	TORCH_CHECK(s.device_type() == kNpu, "record_stream: expected an npu stream, got a ",
+		    s.device_type(), " one");
+	TORCH_CHECK(storage_of(self.storage()),
+		    "record_stream: the tensor's memory was not allocated by torch_vnpu");
+	c10::impl::VirtualGuardImpl(kNpu).recordDataPtrOnStream(
+		self.storage().data_ptr(), s);
+}
 
-	TORCH_CHECK(st, "record_stream: the tensor's storage is not an npu storage");
-	if (!vnpu_at_storage_record_stream(st, (void *)(intptr_t)s.id()))
-		throw_dispatch_error("record_stream");
+// Whether `self` may take `from`'s storage in place (set_data, and
+// Module._apply's choice between changing a Parameter in place and making
+// a new one): PyTorch counts only its own dense backends, so without this
+// `.to('npu')` would untie tied weights and `p.data = npu_tensor` would
+// fail. Dense strided CPU and npu tensors are as compatible as CPU and
+// CUDA ones.
+bool has_compatible_shallow_copy_type(const at::Tensor &self,
+				      const at::Tensor &from)
+{
+	auto dense = [](const at::Tensor &t) {
+		return t.layout() == at::kStrided &&
+		       (t.device().is_cpu() || t.device().type() == kNpu);
+	};
+	if (dense(self) && dense(from))
+		return true;
+	return self.unsafeGetTensorImpl()->has_compatible_shallow_copy_type(
+		from.key_set());
 }
 
 struct RegisterHooks {
@@ -173,6 +195,8 @@ struct RegisterHooks {
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 {
 	m.impl("record_stream", TORCH_FN(record_stream));
+	m.impl("_has_compatible_shallow_copy_type",
+	       TORCH_FN(has_compatible_shallow_copy_type));
 }
 
 } // namespace torch_vnpu

@@ -118,6 +118,9 @@ PYBIND11_MODULE(_C, m)
 		check(e, "synchronize");
 	});
 
+	// c10's number of the PrivateUse1 device type (torch.Stream's
+	// device_type argument)
+	m.attr("DEVICE_TYPE_ID") = (int)c10::DeviceType::PrivateUse1;
 	m.def("stream_create", [](int priority) {
 		vnpu_stream_t s;
 		check(vnpu_stream_create(&s, priority), "stream create");

@@ -78,15 +78,31 @@ class device(object):
 _device_ctx = device
 
 
-class Stream(object):
-    """An npu stream (priority 0 low, 1 high). Stream(_id=0) wraps the
-    default stream."""
+class Stream(torch.Stream):
+    """An npu stream (priority 0 low, 1 high), a torch.Stream: it can be
+    passed wherever PyTorch takes one (tensor.record_stream,
+    torch.Stream methods). Stream(_id=0) wraps the default stream. A
+    Stream made here owns its runtime stream until it is garbage."""
+
+    def __new__(cls, device=None, priority=0, _id=None):
+        idx = _index(device)
+        with _device_ctx(idx):
+            sid = _C.stream_create(priority) if _id is None else _id
+        self = super().__new__(cls, stream_id=sid, device_index=idx,
+                               device_type=_C.DEVICE_TYPE_ID)
+        self._owned = _id is None
+        return self
 
     def __init__(self, device=None, priority=0, _id=None):
-        self.device = torch.device(_TYPE, _index(device))
-        self._owned = _id is None
-        with _device_ctx(self.device):
-            self.id = _C.stream_create(priority) if _id is None else _id
+        pass
+
+    @property
+    def id(self):
+        return self.stream_id
+
+    @property
+    def device(self):
+        return torch.device(_TYPE, self.device_index)
 
     def synchronize(self):
         _C.stream_synchronize(self.id)
@@ -106,14 +122,16 @@ class Stream(object):
         return event
 
     def __eq__(self, other):
-        return isinstance(other, Stream) and self.id == other.id
+        return isinstance(other, torch.Stream) and \
+            self.stream_id == other.stream_id and \
+            self.device_index == other.device_index and \
+            self.device_type == other.device_type
 
     def __hash__(self):
-        return hash(self.id)
+        return hash((self.stream_id, self.device_index))
 
     def __repr__(self):
-        return '<torch_vnpu.npu.Stream device=%s id=%#x>' % (self.device,
-                                                            self.id)
+        return '<torch.npu.Stream device=%s id=%#x>' % (self.device, self.id)
 
     def __del__(self):
         if getattr(self, '_owned', False) and self.id:
