@@ -212,3 +212,91 @@ def test_record_stream_keeps_memory_until_the_stream_is_done():
     torch.testing.assert_close(y.cpu(), want, rtol=1e-3, atol=1e-3)
     with pytest.raises(RuntimeError, match='npu stream'):
         a.record_stream(torch.Stream(device='cpu'))
+
+
+@pytest.mark.parametrize('dtype', [torch.bfloat16, torch.float16])
+def test_autocast_uses_pytorchs_cast_policy(dtype):
+    torch.manual_seed(0)
+    a, b = torch.randn(16, 16), torch.randn(16, 16)
+    na, nb = a.npu(), b.npu()
+    assert dtype in torch.npu.get_amp_supported_dtype()
+    with torch.autocast('npu', dtype=dtype):
+        mm = na @ nb                                    # lower precision
+        lin = torch.nn.functional.linear(na, nb)        # lower precision
+        sm = torch.softmax(mm, -1)                      # float32 (as cuda)
+        s = na + nb                                     # unchanged
+        # outside the npu's autocast: CPU tensors are not cast
+        cpu = a @ b
+    assert mm.dtype == dtype and lin.dtype == dtype
+    assert sm.dtype == torch.float32 and s.dtype == torch.float32
+    assert cpu.dtype == torch.float32
+    ref = a.to(dtype) @ b.to(dtype)
+    torch.testing.assert_close(mm.cpu(), ref, rtol=2e-2, atol=5e-2)
+    with torch.autocast('npu', dtype=dtype), pytest.raises(
+            RuntimeError, match='unsafe to autocast'):
+        torch.nn.functional.binary_cross_entropy(torch.rand(4).npu(),
+                                                 torch.rand(4).npu())
+
+
+def test_grad_scaler_trains_as_unscaled_and_skips_inf_steps():
+    torch.manual_seed(0)
+    w0 = torch.randn(8)
+    x = torch.randn(4, 8)
+    ws = {}
+    for dev, scaled in (('cpu', False), ('npu', True)):
+        w = torch.nn.Parameter(w0.clone().to(dev))
+        opt = torch.optim.SGD([w], lr=0.1)
+        scaler = torch.amp.GradScaler(dev, enabled=scaled)
+        for _ in range(3):
+            opt.zero_grad()
+            loss = (x.to(dev) @ w).square().sum()
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        ws[dev] = w.detach().cpu()
+    torch.testing.assert_close(ws['npu'], ws['cpu'])
+    # an inf gradient: the step is skipped and the scale backs off
+    w = torch.nn.Parameter(torch.ones(2, device='npu'))
+    opt = torch.optim.SGD([w], lr=0.1)
+    scaler = torch.amp.GradScaler('npu', init_scale=1024.0)
+    scaler.scale((w * torch.tensor([float('inf'), 1.0],
+                                   device='npu')).sum()).backward()
+    scaler.step(opt)
+    scaler.update()
+    assert w.detach().cpu().tolist() == [1.0, 1.0]
+    assert scaler.get_scale() == 512.0
+
+
+def test_compile_aot_eager_runs_graphs_on_npu():
+    from torch._dynamo.testing import CompileCounterWithBackend
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(),
+                            torch.nn.Linear(16, 4)).npu()
+    counter = CompileCounterWithBackend('aot_eager')
+    cm = torch.compile(m, backend=counter)
+    x = torch.randn(5, 8, device='npu', requires_grad=True)
+    y = cm(x)
+    assert counter.frame_count >= 1, 'no graph was captured'
+    assert y.is_npu
+    y.sum().backward()
+    gx = x.grad.clone()
+    x.grad = None
+    m(x).sum().backward()
+    torch.testing.assert_close(y, m(x))
+    torch.testing.assert_close(gx, x.grad)
+
+
+def test_seeds_and_rng_state():
+    torch.npu.manual_seed(5)
+    a = torch.randn(4, device='npu')
+    torch.manual_seed(5)
+    b = torch.randn(4, device='npu')
+    assert torch.equal(a.cpu(), b.cpu())
+    state = torch.npu.get_rng_state()
+    c = torch.rand(3, device='npu')
+    torch.npu.set_rng_state(state)
+    assert torch.equal(torch.rand(3, device='npu').cpu(), c.cpu())
+    assert not torch.npu._is_in_bad_fork()
+    with pytest.raises(IndexError, match='out of range'):
+        torch.npu.get_rng_state(torch.npu.device_count())

@@ -106,6 +106,7 @@ PYBIND11_MODULE(_C, m)
 	register_direct_fallbacks();
 
 	m.def("device_count", &device_count);
+	m.def("runtime_started", &runtime_started);
 	m.def("current_device", &current_device);
 	m.def("set_device", [](int64_t d) { check_device(d); set_device((int)d); });
 	m.def("device_name", &backend_name);

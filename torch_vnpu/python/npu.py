@@ -9,6 +9,7 @@ to the cache for reuse on that stream only; a tensor used on another
 stream needs an event before it is freed (as PyTorch's record_stream).
 """
 import contextlib
+import os
 
 import torch
 
@@ -230,3 +231,79 @@ def reset_peak_memory_stats(device=None):
 def empty_cache():
     """Returns cached blocks to the device."""
     _C.empty_cache()
+
+
+def get_amp_supported_dtype():
+    """The dtypes torch.autocast('npu', dtype=...) takes: the device's
+    matrix and vector units compute float16 and bfloat16."""
+    return [torch.float16, torch.bfloat16]
+
+
+# ---- fork and random numbers -------------------------------------------------
+
+_in_bad_fork = False
+
+
+def _mark_bad_fork():
+    global _in_bad_fork
+    if _C.runtime_started():
+        _in_bad_fork = True
+
+
+os.register_at_fork(after_in_child=_mark_bad_fork)
+
+
+def _is_in_bad_fork():
+    """Whether this process was forked from one that had started the npu
+    runtime (libvnpurt then refuses every call in it, CUDA's rule)."""
+    return _in_bad_fork
+
+
+# npu random numbers are drawn on the host from PyTorch's CPU generator
+# (docs/torch.md), so the npu's generator state is that generator's.
+def manual_seed(seed):
+    torch.default_generator.manual_seed(int(seed))
+
+
+def manual_seed_all(seed):
+    manual_seed(seed)
+
+
+def seed():
+    torch.default_generator.seed()
+
+
+def seed_all():
+    seed()
+
+
+def initial_seed():
+    return torch.default_generator.initial_seed()
+
+
+def _checked_index(device):
+    idx = _index(device)
+    n = device_count()
+    if not 0 <= idx < n:
+        raise IndexError('npu device index %d is out of range: this machine '
+                         'has %d npu device%s' % (idx, n, '' if n == 1 else 's'))
+    return idx
+
+
+def get_rng_state(device='npu'):
+    _checked_index(device)
+    return torch.default_generator.get_state()
+
+
+def set_rng_state(new_state, device='npu'):
+    _checked_index(device)
+    torch.default_generator.set_state(new_state)
+
+
+def get_rng_state_all():
+    return [get_rng_state(i) for i in range(device_count())]
+
+
+def set_rng_state_all(new_states):
+    for i, state in enumerate(new_states):
+        set_rng_state(state, i)
