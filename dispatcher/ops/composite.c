@@ -529,12 +529,12 @@ static struct vnpu_at_tensor *wrapped_number(struct vnpu_at_scalar v,
 					     const struct vnpu_at_tensor *self)
 {
 	/* full's dtype for v (float32 for a float) unless self computes in
-	 * float64, which must not see v rounded to float32; a bool is an
-	 * int64 one, as PyTorch's scalar_to_tensor makes it (bool + True is
-	 * int64 through aten::add.Scalar) */
+	 * float64, which must not see v rounded to float32; a bool is a
+	 * bool one, as PyTorch 2's scalar_to_tensor makes it (bool + True is
+	 * bool through aten::add.Scalar; 1.13 made it int64) */
 	enum vnpu_at_dtype dt = v.kind == VNPU_AT_SCALAR_DOUBLE &&
 				self->dtype == VNPU_AT_F64 ? VNPU_AT_F64 :
-				v.kind == VNPU_AT_SCALAR_BOOL ? VNPU_AT_I64 :
+				v.kind == VNPU_AT_SCALAR_BOOL ? VNPU_AT_BOOL :
 				VNPU_AT_DTYPE_NONE;
 	struct vnpu_at_tensor *s = vnpu_op_full(VNPU_AT_NO_INTS, v, dt,
 						self->storage->device);

@@ -280,10 +280,9 @@ enum vnpu_at_dtype vnpu_at_result_type(const struct vnpu_at_tensor *a,
 				       VNPU_AT_DTYPE_NONE };
 	const struct vnpu_at_tensor *ts[2] = { a, b };
 
-	/* TensorIterator promotes only operands of different dtypes: two
-	 * float wrapped numbers stay float64 */
-	if (a->dtype == b->dtype)
-		return (enum vnpu_at_dtype)a->dtype;
+	/* every operand counts even when the dtypes agree: two float
+	 * wrapped numbers give the default dtype (PyTorch 2: 2.5 + 1.5
+	 * through aten::add.Tensor is float32; 1.13 kept float64) */
 	for (int i = 0; i < 2; i++) {
 		enum vnpu_at_dtype d = (enum vnpu_at_dtype)ts[i]->dtype;
 		int r = ts[i]->wrapped_number ? 2 : ts[i]->ndim ? 0 : 1;

@@ -1121,7 +1121,8 @@ START_TEST(inplace_and_out_checks)
 END_TEST
 
 /* PyTorch's result_type ranks (issue 18's OpInfo harness): a 0-dim tensor
- * of a higher category decides, a wrapped bool Scalar is int64 */
+ * of a higher category decides, a wrapped bool Scalar is bool, two float
+ * wrapped numbers give the default dtype (PyTorch 2) */
 START_TEST(promotion_ranks)
 {
 	struct vnpu_at_tensor *i = vnpu_at_scalar_tensor(VNPU_AT_INT(3), VNPU_AT_I32,
@@ -1135,7 +1136,22 @@ START_TEST(promotion_ranks)
 	r = vnpu_op_add_Tensor(i, f, VNPU_AT_INT(1));	/* two 0-dim: promoted */
 	ck_assert(r && r->dtype == VNPU_AT_F64);
 	vnpu_at_release(r);
+	r = vnpu_op_mul_Tensor(f, f);	/* 0-dim, not wrapped: stays float64 */
+	ck_assert(r && r->dtype == VNPU_AT_F64);
+	vnpu_at_release(r);
+	f->wrapped_number = true;
+	r = vnpu_op_mul_Tensor(f, f);	/* two wrapped: the default dtype */
+	ck_assert(r && r->dtype == VNPU_AT_F32);
+	vnpu_at_release(r);
+	r = vnpu_op_add_Tensor(v, f, VNPU_AT_INT(1));	/* dimensioned decides */
+	ck_assert(r && r->dtype == VNPU_AT_F64);
+	vnpu_at_release(r);
+	f->wrapped_number = false;
+	/* PyTorch 2: a bool Scalar is a bool wrapped number (1.13: int64) */
 	r = vnpu_op_add_Scalar(b, VNPU_AT_BOOLV(true), VNPU_AT_INT(1));
+	ck_assert(r && r->dtype == VNPU_AT_BOOL);
+	vnpu_at_release(r);
+	r = vnpu_op_add_Scalar(b, VNPU_AT_INT(1), VNPU_AT_INT(1));
 	ck_assert(r && r->dtype == VNPU_AT_I64);
 	vnpu_at_release(r);
 	r = vnpu_op_mul_Tensor(b, i);	/* a 0-dim int raises bool */
