@@ -1282,6 +1282,69 @@ START_TEST(int64_conv_pool)
 }
 END_TEST
 
+/* max_pool2d takes the integer dtypes (PyTorch 2's CPU): exact for int64
+ * beyond 2^53, uint8 unsigned; bool is refused */
+START_TEST(int_max_pool)
+{
+	static const int64_t big[4] = { (INT64_C(1) << 53) + 1, (INT64_C(1) << 53),
+					INT64_MIN, (INT64_C(1) << 53) - 1 };
+	static const uint8_t u8[4] = { 7, 200, 129, 3 };
+	struct vnpu_at_tensor *x = vnpu_at_empty(3, (int64_t[]){ 1, 2, 2 }, VNPU_AT_I64,
+						 VNPU_AT_DEV_CPU);
+	struct vnpu_at_tensor *u = vnpu_at_empty(3, (int64_t[]){ 1, 2, 2 }, VNPU_AT_U8,
+						 VNPU_AT_DEV_CPU);
+	struct vnpu_at_tensor *b = vnpu_at_empty(3, (int64_t[]){ 1, 2, 2 }, VNPU_AT_BOOL,
+						 VNPU_AT_DEV_CPU);
+	struct vnpu_ret_max_pool2d_with_indices r;
+
+	ck_assert(x && u && b);
+	memcpy(vnpu_at_data(x), big, sizeof(big));
+	memcpy(vnpu_at_data(u), u8, sizeof(u8));
+	memset(vnpu_at_data(b), 0, 4);
+	r = vnpu_op_max_pool2d_with_indices(x, VNPU_AT_INTS(2), VNPU_AT_NO_INTS,
+					    VNPU_AT_INTS(0), VNPU_AT_INTS(1), false);
+	ck_assert_msg(r.r0 && r.r0->dtype == VNPU_AT_I64, "%s", vnpu_at_error_message());
+	ck_assert(*(int64_t *)vnpu_at_data(r.r0) == big[0]);
+	ck_assert_int_eq(*(int64_t *)vnpu_at_data(r.r1), 0);
+	vnpu_at_release(r.r0);
+	vnpu_at_release(r.r1);
+	r = vnpu_op_max_pool2d_with_indices(u, VNPU_AT_INTS(2), VNPU_AT_NO_INTS,
+					    VNPU_AT_INTS(0), VNPU_AT_INTS(1), false);
+	ck_assert_msg(r.r0 && r.r0->dtype == VNPU_AT_U8, "%s", vnpu_at_error_message());
+	ck_assert_int_eq(*(uint8_t *)vnpu_at_data(r.r0), 200);
+	ck_assert_int_eq(*(int64_t *)vnpu_at_data(r.r1), 1);
+	vnpu_at_release(r.r0);
+	vnpu_at_release(r.r1);
+	r = vnpu_op_max_pool2d_with_indices(b, VNPU_AT_INTS(2), VNPU_AT_NO_INTS,
+					    VNPU_AT_INTS(0), VNPU_AT_INTS(1), false);
+	ck_assert(!r.r0 && !r.r1);
+	ck_assert(strstr(vnpu_at_error_message(), "not implemented for 'bool'"));
+	vnpu_at_release(x);
+	vnpu_at_release(u);
+	vnpu_at_release(b);
+}
+END_TEST
+
+/* float16 sigmoid_backward rounds each op to float16, as PyTorch's CPU
+ * (2.13: sigmoid_backward(0.9580078125, 0.7578125) is 0.1759033203125 in
+ * float16, where rounding g * (1 - y) * y once gives 0.17578125) */
+START_TEST(sigmoid_backward_f16)
+{
+	struct vnpu_at_tensor *g = vnpu_at_scalar_tensor(VNPU_AT_DOUBLE(0.9580078125),
+							 VNPU_AT_F16, VNPU_AT_DEV_CPU);
+	struct vnpu_at_tensor *y = vnpu_at_scalar_tensor(VNPU_AT_DOUBLE(0.7578125),
+							 VNPU_AT_F16, VNPU_AT_DEV_CPU);
+	struct vnpu_at_tensor *r = vnpu_op_sigmoid_backward(g, y);
+
+	ck_assert_msg(r && r->dtype == VNPU_AT_F16, "%s", vnpu_at_error_message());
+	ck_assert_double_eq(vnpu_at_load(VNPU_AT_F16, vnpu_at_data(r)),
+			    0.1759033203125);
+	vnpu_at_release(r);
+	vnpu_at_release(g);
+	vnpu_at_release(y);
+}
+END_TEST
+
 /* matmul of a 2-D by a batched operand (folded, transposed) equals bmm of
  * the expanded operand */
 START_TEST(matmul_fold_transposed)
@@ -1327,6 +1390,8 @@ static Suite *ops_cpu_suite(void)
 	tcase_add_test(tc, int64_conv_pool);
 	tcase_add_test(tc, default_dtype);
 	tcase_add_test(tc, matmul_fold_transposed);
+	tcase_add_test(tc, int_max_pool);
+	tcase_add_test(tc, sigmoid_backward_f16);
 	suite_add_tcase(s, tc);
 	return s;
 }

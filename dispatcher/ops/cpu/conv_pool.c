@@ -322,9 +322,11 @@ static bool pool_setup(const char *op, const struct vnpu_at_tensor *self,
 			op, self->ndim);
 		return false;
 	}
-	/* PyTorch's CPU avg pooling also takes int64 */
+	/* PyTorch's CPU max pooling takes every dtype but bool (2.x), its
+	 * avg pooling int64 besides the floating ones */
 	if (!vnpu_at_dtype_is_float(self->dtype) &&
-	    (is_max || self->dtype != VNPU_AT_I64)) {
+	    (is_max ? self->dtype == VNPU_AT_BOOL :
+		      self->dtype != VNPU_AT_I64)) {
 		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 			"%s: \"%s\" not implemented for '%s'", op,
 			is_max ? "max_pool2d" : "avg_pool2d",
@@ -451,7 +453,8 @@ struct vnpu_ret_max_pool2d_with_indices vnpu_cpu_max_pool2d_with_indices(vnpu_ke
 		int64_t he = hs + (g.k[0] - 1) * g.d[0] + 1;
 		int64_t we = ws + (g.k[1] - 1) * g.d[1] + 1;
 		double best = -INFINITY;
-		int64_t best_i;
+		int64_t ibest = INT64_MIN, best_i;
+		bool is_int = !vnpu_at_dtype_is_float(dt);
 
 		if (he > g.H)
 			he = g.H;
@@ -464,15 +467,30 @@ struct vnpu_ret_max_pool2d_with_indices vnpu_cpu_max_pool2d_with_indices(vnpu_ke
 		best_i = hs * g.W + ws;
 		for (int64_t h = hs; h < he; h += g.d[0])
 			for (int64_t w = ws; w < we; w += g.d[1]) {
-				double v = vnpu_at_load(dt,
-					pool_at(self, g.batched, n, c, h, w));
+				const char *e = pool_at(self, g.batched, n, c,
+							h, w);
+
+				if (is_int) {
+					/* exact for every int64 */
+					int64_t v = vnpu_at_load_int(dt, e);
+
+					if (v > ibest) {
+						ibest = v;
+						best_i = h * g.W + w;
+					}
+					continue;
+				}
+				double v = vnpu_at_load(dt, e);
 
 				if (v > best || isnan(v)) {
 					best = v;
 					best_i = h * g.W + w;
 				}
 			}
-		vnpu_at_store(dt, o + i * (int64_t)osz, best);
+		if (is_int)
+			vnpu_at_store_int(dt, o + i * (int64_t)osz, ibest);
+		else
+			vnpu_at_store(dt, o + i * (int64_t)osz, best);
 		ix[i] = best_i;
 				}
 	return r;

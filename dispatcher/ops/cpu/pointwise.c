@@ -191,6 +191,16 @@ static struct vnpu_at_tensor *pw_binary(const char *name, enum pw_op op,
 				x = kc_round(compute, x);
 				y = kc_round(compute, y);
 			}
+			/* PyTorch's CPU sigmoid_backward computes float16 in
+			 * float16, each op rounded (bfloat16 in float32):
+			 * h(h(g * h(1 - y)) * y), the last rounding the store's
+			 * (the products of two halves are exact in double) */
+			if (op == PW_SIGMOID_BW && compute == VNPU_AT_F16) {
+				vnpu_at_store(out_dt, it.p[0],
+					      kc_round(compute, x * kc_round(compute,
+						      1.0 - y)) * y);
+				continue;
+			}
 			vnpu_at_store(out_dt, it.p[0], pw_float(op, x, y, al));
 		}
 	}
