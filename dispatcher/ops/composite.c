@@ -626,6 +626,23 @@ struct vnpu_at_tensor *vnpu_cia_matmul(vnpu_keyset_t ks, struct vnpu_at_tensor *
 						 (long long)self->sizes[0], (long long)k1,
 						 (long long)k2);
 	}
+	if (d1 == 3 && d2 == 3 && self->sizes[0] != other->sizes[0] &&
+	    (self->sizes[0] == 1 || other->sizes[0] == 1)) {
+		/* PyTorch 2 squeezes a 3-D operand's batch of 1 against a
+		 * 3-D batch, so the other's batch folds into one mm: the
+		 * gradient of the squeezed one is then one product over the
+		 * whole batch (not per-batch products rounded, then summed) */
+		bool first = self->sizes[0] == 1;
+		struct vnpu_at_tensor *sq = vnpu_op_squeeze_dim(first ? self : other,
+								0), *r;
+
+		if (!sq)
+			return NULL;
+		r = first ? vnpu_cia_matmul(ks, sq, other) :
+			    vnpu_cia_matmul(ks, self, sq);
+		vnpu_at_release(sq);
+		return r;
+	}
 	if (d1 <= 2 && d2 <= 2) {
 		/* one mm: vectors as a row and a column */
 		struct vnpu_at_tensor *a, *b, *m;
