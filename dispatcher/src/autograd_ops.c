@@ -1802,6 +1802,72 @@ struct vnpu_at_tensor *vnpu_autograd__log_softmax(vnpu_keyset_t ks, struct vnpu_
 			      "LogSoftmaxBackward0", self, dim, true);
 }
 
+/*
+ * _softmax_backward_data(grad_output, output): grad_output's gradient is
+ * the op itself on the incoming gradient; output's PyTorch's
+ * softmax_double_backward, in the same order and dtype:
+ * go * g - sum(output * go) * g - go * sum(output * g), sums over dim
+ * kept. saved: grad_output, output; ints[0] dim, ints[1] input_dtype.
+ */
+static bool softmax_backward_data_backward(struct vnpu_ag_node *n,
+					   struct vnpu_at_tensor **g,
+					   struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_tensor *go = n->saved[0], *y = n->saved[1], *gg;
+	struct vnpu_at_tensor *a, *b, *c, *d;
+	struct temps t = { 0 };
+	int64_t dim = n->ints[0];
+
+	if (wants(n, 0)) {
+		in[0] = vnpu_op__softmax_backward_data(g[0], y, dim,
+				(enum vnpu_at_dtype)n->ints[1]);
+		in[0] = as_dtype(in[0], (enum vnpu_at_dtype)go->dtype);
+		if (!in[0])
+			return false;
+	}
+	if (!wants(n, 1))
+		return true;
+	gg = g[0]->dtype == y->dtype ? g[0] :
+	     keep(&t, vnpu_op__to_copy(g[0], (enum vnpu_at_dtype)y->dtype,
+				       VNPU_AT_DEV_NONE, false));
+	a = gg ? keep(&t, vnpu_op_mul_Tensor(go, gg)) : NULL;
+	b = a ? keep(&t, vnpu_op_mul_Tensor(y, go)) : NULL;
+	b = b ? keep(&t, vnpu_op_sum_dim_IntList(b, dims_of(&dim, 1), true,
+						  VNPU_AT_DTYPE_NONE)) : NULL;
+	b = b ? keep(&t, vnpu_op_mul_Tensor(b, gg)) : NULL;
+	c = b ? keep(&t, vnpu_op_mul_Tensor(y, gg)) : NULL;
+	c = c ? keep(&t, vnpu_op_sum_dim_IntList(c, dims_of(&dim, 1), true,
+						  VNPU_AT_DTYPE_NONE)) : NULL;
+	c = c ? keep(&t, vnpu_op_mul_Tensor(go, c)) : NULL;
+	d = c ? keep(&t, vnpu_op_sub_Tensor(a, b, VNPU_AT_INT(1))) : NULL;
+	in[1] = d ? vnpu_op_sub_Tensor(d, c, VNPU_AT_INT(1)) : NULL;
+	in[1] = as_dtype(in[1], (enum vnpu_at_dtype)y->dtype);
+	temps_free(&t);
+	return in[1] != NULL;
+}
+
+struct vnpu_at_tensor *vnpu_autograd__softmax_backward_data(vnpu_keyset_t ks, struct vnpu_at_tensor *grad_output, struct vnpu_at_tensor *output, int64_t dim, enum vnpu_at_dtype input_dtype)
+{
+	struct vnpu_at_tensor *in[2] = { grad_output, output };
+	struct vnpu_at_tensor *out = vnpu_redispatch__softmax_backward_data(
+		vnpu_ag_below(ks), grad_output, output, dim, input_dtype);
+	struct vnpu_ag_node *node;
+
+	if (!out || !vnpu_ag_needed(2, in))
+		return out;
+	node = node_for("SoftmaxBackwardDataBackward0",
+			softmax_backward_data_backward, 2, in);
+	if (node) {
+		for (uint32_t i = 0; i < 2; i++) {
+			save_shape(node, i, in[i]);
+			vnpu_ag_save(node, i, in[i]);
+		}
+		node->ints[0] = dim;
+		node->ints[1] = input_dtype;
+	}
+	return track(out, node);
+}
+
 /* ---- normalisation ------------------------------------------------------------------ */
 
 /*
