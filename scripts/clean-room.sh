@@ -15,7 +15,8 @@
 # --command  what to run in the clone instead of scripts/run.sh (bash -lc);
 #            its exit status is the verdict
 # --keep     keep the root afterwards (its path is printed)
-# --debs     copy DIR's .deb files into the root, at ~/debs
+# --debs     copy DIR's .deb files (and torch_vnpu wheel) into the root, at
+#            ~/debs
 # --results  after the run, copy what is in the clone's results/ directory
 #            (if the command made one) into DIR
 #
@@ -103,7 +104,7 @@ while [ $# -gt 0 ]; do
 	--debs) debs=$(cd "$caller_pwd" && realpath -e -- "${2:?}"); shift 2 ;;
 	--results) results=$(cd "$caller_pwd" && realpath -m -- "${2:?}"); shift 2 ;;
 	*)
-		sed -n '10,20p' "$0" | sed 's/^# \{0,1\}//' >&2
+		sed -n '10,21p' "$0" | sed 's/^# \{0,1\}//' >&2
 		exit 2
 		;;
 	esac
@@ -319,6 +320,9 @@ log "testing $(git -C "$clone" log -1 --format='%h %s')"
 if [ -n "$debs" ]; then
 	mkdir -p "$root/home/$user/debs"
 	cp "$debs"/*.deb "$root/home/$user/debs/"
+	# with the torch_vnpu wheel, where torch_vnpu ships as one
+	find "$debs" -maxdepth 1 -name 'torch_vnpu-*.whl' \
+		-exec cp -t "$root/home/$user/debs/" {} +
 fi
 chroot "$root" chown -R "$user:$user" "/home/$user"
 timed clone "$t0"

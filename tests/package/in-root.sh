@@ -17,7 +17,9 @@
 #  - the tree's runtime examples and dispatcher workloads are built out of
 #    tree with pkg-config alone against the installed -dev packages, and
 #    run on the simulator; every installed header compiles on its own;
-#  - the installed vnpu-smi runs, and torch_vnpu imports and computes.
+#  - the installed vnpu-smi runs, and torch_vnpu imports and computes:
+#    python3-torch-vnpu where it was built (Debian 13), else the wheel in
+#    ~/debs installed with pip, with the torch it pins, in a venv.
 #
 # Prints "PASS name" or "FAIL name" per check, also into results/checks, and
 # leaves in results/ the DKMS-built vnpu.ko, the packaged firmware and the
@@ -148,9 +150,64 @@ check oot-dispatch-workloads build_and_run workloads/dispatch_workloads.c \
 	vnpudispatch
 
 check vnpu-smi vnpu-smi --backend sim
+
+# torch_vnpu as the platform ships it: python3-torch-vnpu for Debian's
+# python3-torch where it was built (Debian 13), else the wheel
+# (~/debs/torch_vnpu-*.whl) in a venv made here with Debian's python3-venv
+# and pip, which installs the torch the wheel pins from this machine's pip
+# settings (clean-room.sh brings them in, their local directories read-only).
+torch_py=/usr/bin/python3
+torch_prefix=/usr/lib/python3/dist-packages/
+wheel=$(find ~/debs -name 'torch_vnpu-*.whl' | head -1)
+pip_settings() {
+	local v d rc=0
+	compgen -e | grep '^PIP_' || echo "no PIP_* variables"
+	for v in ${PIP_FIND_LINKS:-}; do
+		d=${v#file://}
+		case $d in /*) ;; *) continue ;; esac
+		if [ ! -d "$d" ]; then
+			echo "$d (PIP_FIND_LINKS) is not here"; rc=1
+		elif touch "$d/.vnpu-write-test" 2>/dev/null ||
+			sudo touch "$d/.vnpu-write-test" 2>/dev/null; then
+			rm -f "$d/.vnpu-write-test"; sudo rm -f "$d/.vnpu-write-test"
+			echo "$d is writable"; rc=1
+		else
+			echo "$d: $(find "$d" -maxdepth 1 -name '*.whl' | wc -l) wheels, read-only"
+		fi
+	done
+	return $rc
+}
+torch_wheel_venv() {
+	local pin venv=$HOME/torch-venv
+	pin=$(python3 - "$wheel" <<'PY'
+import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+for line in z.read(meta).decode().splitlines():
+    if line.startswith("Requires-Dist: torch=="):
+        print(line.split("==", 1)[1])
+PY
+) && [ -n "$pin" ] || { echo "$wheel names no torch==VERSION"; return 1; }
+	echo "pip install torch==$pin $(basename "$wheel")"
+	python3 -m venv "$venv" &&
+		"$venv/bin/pip" install -q --no-input --only-binary=:all: \
+			-c torch_vnpu/requirements.txt "torch==$pin" "$wheel"
+}
+if ! dpkg-query -W python3-torch-vnpu >/dev/null 2>&1; then
+	if [ -z "$wheel" ]; then
+		check torch-vnpu-wheel false
+	else
+		check pip-settings pip_settings
+		check torch-vnpu-wheel eval 'apt_get install -y -qq \
+			--no-install-recommends python3-venv && torch_wheel_venv'
+		torch_py=$HOME/torch-venv/bin/python
+		torch_prefix=$HOME/torch-venv/
+	fi
+fi
 # From outside the checkout, so that only the installed package can answer.
 torch_computes() (
-	cd /tmp && python3 - <<'PY'
+	cd /tmp && "$torch_py" - "$torch_prefix" <<'PY'
+import sys
 import torch
 import torch_vnpu
 a = torch.randn(64, 32)
@@ -159,9 +216,8 @@ npu = torch_vnpu.device(0)
 got = (torch.relu(a.to(npu) @ b.to(npu)) + 1).cpu()
 want = torch.relu(a @ b) + 1
 assert torch.allclose(got, want, rtol=1e-4, atol=1e-4), (got - want).abs().max()
-assert torch_vnpu.__file__.startswith("/usr/lib/python3/dist-packages/"), \
-    torch_vnpu.__file__
-print("torch_vnpu from", torch_vnpu.__file__)
+assert torch_vnpu.__file__.startswith(sys.argv[1]), torch_vnpu.__file__
+print("torch_vnpu from", torch_vnpu.__file__, "with torch", torch.__version__)
 PY
 )
 check torch-vnpu torch_computes
