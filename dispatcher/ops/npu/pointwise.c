@@ -416,9 +416,7 @@ struct vnpu_at_tensor *vnpu_npu_threshold_backward(vnpu_keyset_t ks,
 /*
  * The backward of sigmoid and tanh in PyTorch's own order of operations,
  * in float32 for f16/bf16 and rounded once (PyTorch's opmath type): the
- * gradient of a half forward is as exact as its dtype allows. Except
- * sigmoid's in float16, which PyTorch's CPU computes in float16, each op
- * rounded (its bfloat16 goes through float32).
+ * gradient of a half forward is as exact as its dtype allows.
  *   sigmoid: g * (1 - y) * y        tanh: g * (1 - y * y)
  */
 static struct vnpu_at_tensor *act_backward(const char *name, bool tanh_bw,
@@ -426,8 +424,7 @@ static struct vnpu_at_tensor *act_backward(const char *name, bool tanh_bw,
 					   struct vnpu_at_tensor *output,
 					   enum vnpu_at_dtype dt)
 {
-	enum vnpu_at_dtype ct = dt == VNPU_AT_F64 ||
-				(dt == VNPU_AT_F16 && !tanh_bw) ? dt : VNPU_AT_F32;
+	enum vnpu_at_dtype ct = dt == VNPU_AT_F64 ? dt : VNPU_AT_F32;
 	struct vnpu_at_tensor *one, *a = NULL, *b = NULL, *out = NULL;
 
 	one = npk_scalar(1.0, ct);
