@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # The main job: build everything, boot the VM with the NPU (our QEMU with
-# -device vnpu, Debian's backports kernel, vnpu.ko) and run the workloads in
+# -device vnpu, Debian's 6.12 kernel, vnpu.ko) and run the workloads in
 # it through the driver; each is checked against a CPU reference. Then the
 # PyTorch workloads (torch_vnpu) in a second boot of the VM, from the host's
 # Debian userland shared read-only (scripts/vm.sh --host-root), through the
@@ -110,7 +110,7 @@ run_vm() {
 	local guest_cmd="" w adds=()
 	step "building QEMU with the vnpu device (cached after the first run)"
 	qemu=$(scripts/build-qemu.sh) || return 3
-	step "building vnpu.ko against Debian's backports kernel"
+	step "building vnpu.ko against Debian's 6.12 kernel"
 	ko=$(scripts/build-module.sh) || return 3
 	for w in "${workloads[@]}"; do
 		adds+=(--add "$w:/opt/vnpu/bin/$(basename "$w")")

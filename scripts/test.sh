@@ -59,7 +59,7 @@ else
 	status=1
 fi
 
-# The VM: scripts/vm.sh boots Debian's backports kernel with the vnpu device
+# The VM: scripts/vm.sh boots Debian's 6.12 kernel with the vnpu device
 # in that QEMU; tests/vm is a meson project of its own (suite 'vm') so its
 # results are counted with the rest.
 stage build-test-vm
@@ -150,9 +150,10 @@ if [ -n "$qemu" ]; then
 fi
 
 # The package path (debian/, tests/package): the Debian packages built and
-# checked by lintian, installed with apt in a clean Debian 12 root where DKMS
-# builds vnpu.ko, programs build against the -dev packages with pkg-config
-# alone and torch_vnpu imports; then the VM boots that DKMS-built module and
+# checked by lintian, installed with apt in a clean root of the machine's
+# release where DKMS builds vnpu.ko, programs build against the -dev
+# packages with pkg-config alone and torch_vnpu imports (its .deb, or its
+# wheel where Debian's PyTorch is too old); then the VM boots that DKMS-built module and
 # the packaged firmware and runs the packaged workloads.
 stage build-test-package
 if [ -n "$qemu" ]; then
