@@ -268,7 +268,7 @@ for home in "/home/$user" /root; do
 	done
 done
 # "KEY VALUE" for each value of the options that name local files:
-# find-links, index-url, extra-index-url, constraint, from the files (INI,
+# find-links, index-url, extra-index-url, constraint, cert, from the files (INI,
 # values may go on over indented lines) and from PIP_* variables.
 pip_local_values() {
 	[ ${#pip_files[@]} -eq 0 ] || awk '
@@ -278,7 +278,7 @@ pip_local_values() {
 		{
 			k = $0; sub(/[ \t]*[=:].*/, "", k); gsub(/_/, "-", k)
 			v = $0; sub(/^[^=:]*[=:]/, "", v)
-			if (k ~ /^(find-links|index-url|extra-index-url|constraint)$/)
+			if (k ~ /^(find-links|index-url|extra-index-url|constraint|cert)$/)
 				print k, v
 			else
 				k = ""
@@ -287,9 +287,12 @@ pip_local_values() {
 	echo "index-url ${PIP_INDEX_URL:-}"
 	echo "extra-index-url ${PIP_EXTRA_INDEX_URL:-}"
 	echo "constraint ${PIP_CONSTRAINT:-}"
+	echo "cert ${PIP_CERT:-}"
 }
 # Local directories are mounted read-only at the same path; files (a
-# constraints list) are copied there.
+# constraints list) are copied there. The certificate bundle pip is told to
+# trust replaces the root's at that path: it holds the authorities this
+# machine's network needs (a proxy's), which a fresh Debian lacks.
 pip_dirs=()
 while read -r key values; do
 	for v in $values; do
@@ -302,6 +305,9 @@ while read -r key values; do
 			[ ! -e "$root$v" ]; then
 			mkdir -p "$root$(dirname "$v")"
 			cp "$v" "$root$v"
+		elif [ "$key" = cert ] && [ -f "$v" ]; then
+			mkdir -p "$root$(dirname "$v")"
+			cp -L "$v" "$root$v.vnpu-tmp" && mv "$root$v.vnpu-tmp" "$root$v"
 		fi
 	done
 done < <(pip_local_values)
