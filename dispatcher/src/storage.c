@@ -78,8 +78,25 @@ void vnpu_at_npu_reset_peak(int device)
 _Thread_local void *vnpu_npu_cur_stream;
 _Thread_local int vnpu_npu_cur_device;
 
+/* fork(): the child may release storages it inherited (its Python frees
+ * them), which takes the cache's lock; another thread of the parent may
+ * have held it at the fork. The lock is taken around fork so that the
+ * child's copy is free. (The child cannot use the device: libvnpurt
+ * refuses, VNPU_ERROR_FORKED.) */
+static void cache_lock_for_fork(void)
+{
+	pthread_mutex_lock(&cache_lock);
+}
+
+static void cache_unlock_after_fork(void)
+{
+	pthread_mutex_unlock(&cache_lock);
+}
+
 static void rt_init(void)
 {
+	pthread_atfork(cache_lock_for_fork, cache_unlock_after_fork,
+		       cache_unlock_after_fork);
 	rt_status = vnpu_init();
 }
 
