@@ -14,8 +14,6 @@ packages=(
 	libdrm-dev              # the runtime's drm backend
 	shellcheck              # the scripts suite lints every script
 	gdb                     # a crashed QEMU's backtrace (scripts/vm.sh)
-	python3-torch libtorch-dev pybind11-dev python3-dev  # torch_vnpu
-	python3-pytest          # torch_vnpu's tests
 	debhelper dh-dkms dh-python lintian  # the Debian packages (scripts/package.sh)
 )
 # shellcheck source=scripts/lib/apt.sh
