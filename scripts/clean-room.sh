@@ -29,7 +29,8 @@
 # PIP_* variables, its pip.conf files (/etc/pip.conf, /etc/xdg/pip/, the
 # caller's own, which the root's users get) and the constraint files they
 # name are copied in, and the local directories they name (find-links, a
-# file: index) are mounted read-only at the same paths. The template root ($VNPU_CACHE/clean-room/template,
+# file: index and the directories its pages link to) are mounted read-only
+# at the same paths. The template root ($VNPU_CACHE/clean-room/template,
 # remade after 7 days or when the archive changes) is kept between runs;
 # each run works on a copy. The mounts (proc, sys, dev) live in a private
 # mount namespace where one can be made, are unmounted on any exit and
@@ -289,6 +290,27 @@ pip_local_values() {
 	echo "constraint ${PIP_CONSTRAINT:-}"
 	echo "cert ${PIP_CERT:-}"
 }
+# A local index (PEP 503: DIR/PROJECT/index.html) links to its files by
+# relative or file: URLs, often outside DIR (../../files/X.whl): the
+# directories those links name, which must be in the root as well.
+index_link_dirs() {
+	local dir=$1 page href
+	for page in "$dir"/*/index.html; do
+		[ -f "$page" ] || continue
+		grep -o 'href="[^"#]*' "$page" | sed 's/^href="//' |
+			while read -r href; do
+				case $href in
+				file://*) href=${href#file://} ;;
+				*://*) continue ;;
+				/*) ;;
+				*) href=$(dirname "$page")/$href ;;
+				esac
+				dirname "$href"
+			done
+	done | sort -u | while read -r d; do
+		[ -d "$d" ] && realpath "$d"
+	done | sort -u
+}
 # Local directories are mounted read-only at the same path; files (a
 # constraints list) are copied there. The certificate bundle pip is told to
 # trust replaces the root's at that path: it holds the authorities this
@@ -301,6 +323,10 @@ while read -r key values; do
 		case $v in /*) ;; *) continue ;; esac
 		if [ -d "$v" ]; then
 			pip_dirs+=("$(realpath "$v")")
+			case $key in *index-url)
+				mapfile -t -O ${#pip_dirs[@]} pip_dirs < \
+					<(index_link_dirs "$v") ;;
+			esac
 		elif [ "$key" = constraint ] && [ -f "$v" ] &&
 			[ ! -e "$root$v" ]; then
 			mkdir -p "$root$(dirname "$v")"
