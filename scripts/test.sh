@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # The whole test suite: installs dependencies, builds with warnings fatal,
 # runs every unit and device test, then again under ASan+UBSan with clang
-# (which also builds and briefly runs the libFuzzer target), then builds
+# (which also builds and briefly runs the libFuzzer target), torchvision's
+# models on npu against the CPU (scripts/torch-models.sh), then builds
 # QEMU with the vnpu device (cached outside the checkout) and runs the
 # 'qemu' suite against it in both execution modes, then the 'vm' suite
 # (scripts/vm.sh booting the guest in that QEMU), the runtime suite in the
@@ -43,6 +44,14 @@ run_suite build-test --buildtype=debugoptimized -Dtorch=enabled \
 	-Dpython="$torch_python"
 CC=clang run_suite build-test-asan --buildtype=debug \
 	-Db_sanitize=address,undefined -Db_lundef=false
+
+# torchvision's own models on npu against the CPU (scripts/torch-models.sh:
+# the PyTorch with torchvision of torch-env.sh --models, and a torch_vnpu
+# built for it), one result per test.
+stage build-test-models
+echo "== torch-models: torchvision's models on npu against the CPU"
+scripts/torch-models.sh --build build-test-models \
+	--results build-test-models/meson-logs/testlog.json || status=1
 
 # The QEMU device: qemu-system-x86_64 built by scripts/build-qemu.sh, the
 # 'qemu' suite (threads and deterministic mode) in a build dir pointed at it.

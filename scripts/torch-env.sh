@@ -9,6 +9,11 @@
 #              that scripts/vm.sh --host-root carries it into the VM.
 #   Debian 13  Debian's /usr/bin/python3 with python3-torch (2.6) from
 #              apt; no pip.
+# With --models, the Python of the real-model tests (tests/torch-models),
+# which need torchvision built for their torch:
+#   Debian 12  .venv-models, the pins of torch_vnpu/requirements-models.txt
+#              (torch 2.14.1 and torchvision 0.29.1)
+#   Debian 13  Debian's /usr/bin/python3 with python3-torchvision (0.21)
 # Installs only what is missing, so a second run costs nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +21,16 @@ cd "$(dirname "$0")/.."
 . scripts/lib/apt.sh
 
 log() { echo "torch-env: $*" >&2; }
+
+models=0
+case ${1:-} in
+"") ;;
+--models) models=1 ;;
+*)
+	log "usage: torch-env.sh [--models]"
+	exit 2
+	;;
+esac
 
 install_missing() {
 	local missing=() p
@@ -38,6 +53,10 @@ bookworm)
 	install_missing python3 python3-venv python3-dev
 	venv=$PWD/.venv
 	req=torch_vnpu/requirements.txt
+	if [ $models -eq 1 ]; then
+		venv=$PWD/.venv-models
+		req=torch_vnpu/requirements-models.txt
+	fi
 	if ! cmp -s "$req" "$venv/.vnpu-requirements" ||
 		! "$venv/bin/python" -c 'import torch' 2>/dev/null; then
 		log "making $venv with $(grep -m1 '^torch==' "$req")" \
@@ -56,6 +75,7 @@ bookworm)
 	# PyTorch's test helpers)
 	install_missing python3 python3-dev python3-torch libtorch-dev \
 		pybind11-dev python3-pytest python3-expecttest
+	[ $models -eq 0 ] || install_missing python3-torchvision
 	echo /usr/bin/python3
 	;;
 esac
