@@ -43,6 +43,8 @@ enum vnpu_at_error {
 	VNPU_AT_ERR_AUTOGRAD,		/* autograd misuse */
 	VNPU_AT_ERR_FALLBACK_DEFERRED,	/* left to the front end's CPU
 					 * fallback (vnpu_frontend.h) */
+	VNPU_AT_ERR_INDEX,		/* a dim or an index value out of
+					 * range (PyTorch's IndexError) */
 };
 
 /* The calling thread's pending error (VNPU_AT_OK when none) and its text;

@@ -481,7 +481,7 @@ struct vnpu_at_tensor *vnpu_cea_select_int(vnpu_keyset_t ks, struct vnpu_at_tens
 	if (d < 0)
 		return NULL;
 	if (index < -self->sizes[d] || index >= self->sizes[d])
-		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+		return vnpu_at_error_set(VNPU_AT_ERR_INDEX,
 					 "aten::select: index %lld out of range for tensor of size %lld at dimension %lld",
 					 (long long)index, (long long)self->sizes[d], (long long)d);
 	if (index < 0)

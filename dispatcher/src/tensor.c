@@ -274,7 +274,7 @@ int64_t vnpu_at_wrap_dim(int64_t dim, int64_t ndim)
 	int64_t n = ndim ? ndim : 1;	/* a 0-dim tensor takes dim 0 / -1 */
 
 	if (dim < -n || dim >= n) {
-		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+		vnpu_at_error_set(VNPU_AT_ERR_INDEX,
 				  "Dimension out of range (expected to be in range of [%lld, %lld], but got %lld)",
 				  (long long)-n, (long long)(n - 1), (long long)dim);
 		return -1;

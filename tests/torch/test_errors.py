@@ -53,8 +53,70 @@ def test_bad_values_name_the_op():
         torch.ops.npu.empty_with_format([2], device='cpu')
     with pytest.raises(RuntimeError, match='not a view'):
         torch_vnpu.npu_format_cast_(n(4, 4)[1:], 'FRACTAL_NZ')
-    with pytest.raises(RuntimeError, match='Target 5 is out of bounds'):
+    with pytest.raises(IndexError, match='Target 5 is out of bounds'):
         F.nll_loss(n(2, 3), torch.tensor([0, 5], device=NPU))
+
+
+# Calls PyTorch refuses on every device, each with an op on the NPU and ops
+# that fall back to the CPU (index_select, softmax on a bad dim, ...).
+INVALID_CALLS = {
+    'mm shapes': lambda d: torch.ones(2, 3, device=d) @ torch.ones(2, 3, device=d),
+    'nll_loss target': lambda d: F.nll_loss(
+        torch.ones(2, 3, device=d), torch.tensor([0, 5], device=d)),
+    'cross_entropy target': lambda d: F.cross_entropy(
+        torch.ones(2, 3, device=d), torch.tensor([0, 3], device=d)),
+    'cat sizes': lambda d: torch.cat([torch.ones(2, 3, device=d),
+                                      torch.ones(2, 4, device=d)]),
+    'index_select index': lambda d: torch.ones(3, device=d).index_select(
+        0, torch.tensor([7], device=d)),
+    'embedding index': lambda d: F.embedding(
+        torch.tensor([9], device=d), torch.ones(3, 4, device=d)),
+    'gather index': lambda d: torch.ones(3, device=d).gather(
+        0, torch.tensor([5], device=d)),
+    'softmax dim': lambda d: torch.ones(2, 3, device=d).softmax(5),
+    'sum dim': lambda d: torch.ones(2, 3, device=d).sum(4),
+    'add shapes': lambda d: torch.ones(2, 3, device=d) + torch.ones(4, device=d),
+    'view size': lambda d: torch.ones(2, 3, device=d).view(5),
+    'conv channels': lambda d: F.conv2d(torch.ones(1, 3, 5, 5, device=d),
+                                        torch.ones(4, 2, 3, 3, device=d)),
+    'bmm batch': lambda d: torch.bmm(torch.ones(2, 2, 3, device=d),
+                                     torch.ones(3, 3, 2, device=d)),
+    'layer_norm shape': lambda d: F.layer_norm(torch.ones(2, 3, device=d), (4,)),
+    'index_add_ index': lambda d: torch.zeros(3, device=d).index_add_(
+        0, torch.tensor([4], device=d), torch.ones(1, device=d)),
+}
+
+
+@pytest.mark.parametrize('policy', ['allow', 'error'])
+@pytest.mark.parametrize('case', INVALID_CALLS)
+def test_invalid_arguments_raise_pytorchs_error_in_every_policy(case, policy):
+    """Not a missing op: PyTorch's exception type and message, whether the
+    op runs on the NPU, falls back, or the fallback is refused."""
+    f = INVALID_CALLS[case]
+    with pytest.raises(Exception) as want:
+        f('cpu')
+    torch_vnpu.set_fallback_policy(policy)
+    with pytest.raises(type(want.value)) as got:
+        f(NPU)
+        torch.npu.synchronize()
+    assert str(want.value).splitlines()[0] in str(got.value)
+
+
+def test_refused_fallback_changes_nothing():
+    """Under 'error' a valid call of an op the NPU lacks is refused after
+    its arguments were checked on the CPU: the npu tensors it would write
+    and the random state stay as they were."""
+    t = torch.zeros(3, device=NPU)
+    torch_vnpu.set_fallback_policy('error')
+    with pytest.raises(RuntimeError, match='index_add_|index_add'):
+        t.index_add_(0, torch.tensor([1], device=NPU), torch.ones(1, device=NPU))
+    assert t.cpu().tolist() == [0, 0, 0]
+    torch.manual_seed(7)
+    want = torch.rand(4)
+    torch.manual_seed(7)
+    with pytest.raises(RuntimeError, match='poisson'):
+        torch.poisson(torch.full((1000,), 3.0, device=NPU))
+    assert torch.equal(torch.rand(4), want)
 
 
 def test_dtypes_the_device_lacks():

@@ -39,6 +39,7 @@ namespace torch_vnpu {
 		msg = std::string(what) + ": " + msg;
 	if (code == VNPU_AT_ERR_OOM)
 		throw c10::OutOfMemoryError({__func__, __FILE__, __LINE__}, msg);
+	TORCH_CHECK_INDEX(code != VNPU_AT_ERR_INDEX, msg);
 	TORCH_CHECK(false, msg);
 }
 

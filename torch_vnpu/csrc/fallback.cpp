@@ -13,6 +13,7 @@ extern "C" {
 #include "vnpu/kernel_abi.h"
 }
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/ivalue.h>
 #include <torch/library.h>
 
@@ -257,12 +258,45 @@ struct DepthGuard {
 
 } // namespace
 
+static void run_on_cpu(const c10::OperatorHandle &op, torch::jit::Stack *stack,
+		       bool results_to_device);
+
+// VNPU_FALLBACK=error refuses an op the NPU lacks, but a call that PyTorch
+// refuses on every device (a shape, a dim, an index out of range) is
+// reported as PyTorch reports it, with its exception type, in every
+// policy: the CPU kernel runs on host copies of the arguments, nothing
+// goes back to the device, the CPU generator (npu's) is left as it was,
+// and its error is raised. Only a call the CPU accepts meets the policy.
+static void raise_cpu_error(const c10::OperatorHandle &op,
+			    const torch::jit::Stack &stack)
+{
+	size_t n = op.schema().arguments().size();
+	torch::jit::Stack args(stack.end() - n, stack.end());
+	at::Generator gen = at::detail::getDefaultCPUGenerator();
+	at::Tensor state = gen.get_state();
+
+	try {
+		run_on_cpu(op, &args, false);
+	} catch (...) {
+		gen.set_state(state);
+		throw;
+	}
+	gen.set_state(state);
+}
+
 void cpu_fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack)
 {
 	std::string name = qualified_name(op);
 
-	if (!vnpu_fallback_enter(name.c_str()))
+	if (!vnpu_fallback_enter(name.c_str())) {
+		enum vnpu_at_error code = vnpu_at_error_code();
+		std::string refusal = vnpu_at_error_message();
+
+		vnpu_at_error_clear();
+		raise_cpu_error(op, *stack);
+		vnpu_at_error_set(code, "%s", refusal.c_str());
 		throw_dispatch_error(name.c_str());
+	}
 	try {
 		run_on_cpu(op, stack);
 	} catch (...) {
@@ -312,6 +346,13 @@ static bool run_on_meta(const c10::OperatorHandle &op, torch::jit::Stack *stack,
 
 void run_on_cpu(const c10::OperatorHandle &op, torch::jit::Stack *stack)
 {
+	run_on_cpu(op, stack, true);
+}
+
+// results_to_device false: the CPU kernel's results and writes stay on the host
+static void run_on_cpu(const c10::OperatorHandle &op, torch::jit::Stack *stack,
+		       bool results_to_device)
+{
 	const c10::FunctionSchema &schema = op.schema();
 	const auto &args = schema.arguments();
 	size_t n = args.size(), base = stack->size() - n;
@@ -354,6 +395,8 @@ void run_on_cpu(const c10::OperatorHandle &op, torch::jit::Stack *stack)
 	TORCH_CHECK(stack->size() == base + nr, "torch_vnpu: CPU fallback of ",
 		    name, ": the CPU kernel left ", stack->size() - base,
 		    " values, expected ", nr);
+	if (!results_to_device)
+		return;
 	// written arguments: the CPU copies were written, the npu tensors
 	// they came from must be
 	for (size_t i = 0; i < n; i++) {

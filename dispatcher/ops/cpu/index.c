@@ -62,7 +62,7 @@ static struct vnpu_at_tensor *gather_rows(const char *op,
 					ibase + kc_reduce_inner(&ip, k));
 
 			if (v < 0 || v >= rows)
-				return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				return vnpu_at_error_set(VNPU_AT_ERR_INDEX,
 					"%s: index out of range in self (index %lld, size %lld)",
 					op, (long long)v, (long long)rows);
 		}

@@ -180,7 +180,7 @@ static bool nll_target(const char *op, const struct vnpu_at_tensor *target,
 	*t = kc_load_index(target, i);
 	if (*t == ignore_index || (*t >= 0 && *t < C))
 		return true;
-	vnpu_at_error_set(VNPU_AT_ERR_VALUE, "%s: Target %lld is out of bounds.",
+	vnpu_at_error_set(VNPU_AT_ERR_INDEX, "%s: Target %lld is out of bounds.",
 			  op, (long long)*t);
 	return false;
 }

@@ -28,7 +28,7 @@ static bool red_mask(const char *op, const struct vnpu_at_tensor *t,
 	if (t->ndim == 0) {
 		for (int64_t i = 0; i < dims.n; i++)
 			if (dims.v[i] != 0 && dims.v[i] != -1) {
-				vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				vnpu_at_error_set(VNPU_AT_ERR_INDEX,
 					"%s: Dimension out of range (expected to be in range of [-1, 0], but got %lld)",
 					op, (long long)dims.v[i]);
 				return false;

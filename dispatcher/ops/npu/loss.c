@@ -119,7 +119,7 @@ static struct vnpu_at_tensor *nll_mask(const char *name,
 
 		if (t != ignore_index && (t < 0 || t >= C)) {
 			vnpu_at_release(ht);
-			return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			return vnpu_at_error_set(VNPU_AT_ERR_INDEX,
 						 "%s: Target %lld is out of bounds.",
 						 name, (long long)t);
 		}
