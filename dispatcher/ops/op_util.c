@@ -2,6 +2,7 @@
 /* Kernel helpers: element conversions, strided iteration, shape rules. */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "op_util.h"
 #include "dispatch_internal.h"
@@ -371,6 +372,189 @@ struct vnpu_at_tensor *vnpu_at_contiguous(struct vnpu_at_tensor *t)
 	r = vnpu_op_copy_(c, t, false);
 	vnpu_at_release(c);
 	return r;
+}
+
+/* c10's is_contiguous and is_channels_last_contiguous: dims of size 1
+ * take any stride. */
+static bool strides_follow(const struct vnpu_at_tensor *t, const int *order)
+{
+	int64_t expected = 1;
+
+	if (!vnpu_at_numel(t))
+		return true;
+	for (uint32_t i = 0; i < t->ndim; i++) {
+		int d = order[i];
+
+		if (t->sizes[d] == 1)
+			continue;
+		if (t->strides[d] != expected)
+			return false;
+		expected *= t->sizes[d];
+	}
+	return true;
+}
+
+static const int ORDER_CONTIGUOUS[VNPU_AT_MAX_DIMS] = { 7, 6, 5, 4, 3, 2, 1, 0 };
+static const int ORDER_CHANNELS_LAST[4] = { 1, 3, 2, 0 };
+
+static bool is_contiguous_order(const struct vnpu_at_tensor *t)
+{
+	return strides_follow(t, ORDER_CONTIGUOUS + VNPU_AT_MAX_DIMS - t->ndim);
+}
+
+static bool is_channels_last(const struct vnpu_at_tensor *t)
+{
+	return t->ndim == 4 && strides_follow(t, ORDER_CHANNELS_LAST);
+}
+
+/* c10's is_non_overlapping_and_dense */
+static bool is_dense(const struct vnpu_at_tensor *t)
+{
+	int perm[VNPU_AT_MAX_DIMS];
+	int64_t expected = 1;
+
+	for (uint32_t i = 0; i < t->ndim; i++) {
+		int d = (int)i;
+		uint32_t j = i;
+
+		/* by stride, dims of size < 2 last */
+		while (j > 0) {
+			int e = perm[j - 1];
+			bool before = t->sizes[d] >= 2 &&
+				      (t->sizes[e] < 2 || t->strides[d] < t->strides[e]);
+
+			if (!before)
+				break;
+			perm[j] = e;
+			j--;
+		}
+		perm[j] = d;
+	}
+	for (uint32_t i = 0; i < t->ndim; i++) {
+		if (t->sizes[perm[i]] < 2)
+			return true;
+		if (t->strides[perm[i]] != expected)
+			return false;
+		expected *= t->sizes[perm[i]];
+	}
+	return true;
+}
+
+bool vnpu_at_channels_last_like(const struct vnpu_at_tensor *t)
+{
+	int64_t min = 0;
+
+	if (t->ndim != 4 || t->strides[1] == 0)
+		return false;
+	for (int i = 0; i < 4; i++) {
+		int d = ORDER_CHANNELS_LAST[i];
+
+		if (t->sizes[d] == 0 || t->strides[d] < min)
+			return false;
+		/* N111 and sliced N11W tensors stay NCHW */
+		if (d == 0 && min == t->strides[1])
+			return false;
+		min = t->strides[d];
+		if (t->sizes[d] > 1)
+			min *= t->sizes[d];
+	}
+	return true;
+}
+
+void vnpu_at_channels_last_strides(const int64_t *sizes, int64_t *strides)
+{
+	int64_t e = 1;
+
+	for (int i = 0; i < 4; i++) {
+		strides[ORDER_CHANNELS_LAST[i]] = e;
+		e *= sizes[ORDER_CHANNELS_LAST[i]];
+	}
+}
+
+static bool same_shape(const struct vnpu_at_tensor *t, uint32_t ndim,
+		       const int64_t *sizes)
+{
+	return t->ndim == ndim && !memcmp(t->sizes, sizes, ndim * sizeof(*sizes));
+}
+
+void vnpu_at_iter_strides(uint32_t n, const struct vnpu_at_tensor *const *in,
+			  uint32_t ndim, const int64_t *sizes, int64_t *strides)
+{
+	int64_t bstrides[8][VNPU_AT_MAX_DIMS], next = 1;
+	uint32_t perm[VNPU_AT_MAX_DIMS]; /* perm[0]: the innermost dim */
+	bool same = n > 0, contiguous = true, channels_last = ndim == 4;
+
+	/* TensorIterator's fast setup */
+	for (uint32_t k = 0; k < n; k++) {
+		same = same && same_shape(in[k], ndim, sizes);
+		contiguous = contiguous && is_contiguous_order(in[k]);
+		channels_last = channels_last && is_channels_last(in[k]);
+	}
+	if (same && !contiguous) {
+		bool one_layout = is_dense(in[0]);
+
+		for (uint32_t k = 1; k < n && one_layout; k++)
+			one_layout = !memcmp(in[k]->strides, in[0]->strides,
+					     ndim * sizeof(*strides));
+		if (channels_last || one_layout) {
+			if (channels_last)
+				vnpu_at_channels_last_strides(sizes, strides);
+			else
+				memcpy(strides, in[0]->strides, ndim * sizeof(*strides));
+			return;
+		}
+	}
+	if (same && contiguous)
+		n = 0; /* contiguous below */
+
+	/* each input's strides in the result's shape, broadcast dims 0 */
+	if (n > 8)
+		n = 8;
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t lead = ndim - in[k]->ndim;
+
+		for (uint32_t d = 0; d < ndim; d++) {
+			int64_t sz = d < lead ? 1 : in[k]->sizes[d - lead];
+
+			bstrides[k][d] = d < lead || (sz == 1 && sizes[d] != 1) ?
+					 0 : in[k]->strides[d - lead];
+		}
+	}
+	/* TensorIterator's reorder_dimensions: an insertion sort */
+	for (uint32_t i = 0; i < ndim; i++)
+		perm[i] = ndim - 1 - i;
+	for (uint32_t i = 1; n && i < ndim; i++) {
+		uint32_t d1 = i;
+
+		for (uint32_t d0 = i; d0-- > 0;) {
+			int cmp = 0;
+
+			for (uint32_t k = 0; k < n && !cmp; k++) {
+				int64_t s0 = bstrides[k][perm[d0]];
+				int64_t s1 = bstrides[k][perm[d1]];
+
+				if (s0 == 0 || s1 == 0)
+					continue;
+				if (s0 != s1)
+					cmp = s0 < s1 ? -1 : 1;
+				else if (sizes[perm[d0]] > sizes[perm[d1]])
+					cmp = 1;
+			}
+			if (cmp > 0) {
+				uint32_t t = perm[d0];
+
+				perm[d0] = perm[d1];
+				perm[d1] = t;
+				d1 = d0;
+			} else if (cmp < 0) {
+				break;
+			}
+		}
+	}
+	for (uint32_t i = 0; i < ndim; i++) {
+		strides[perm[i]] = next;
+		next *= sizes[perm[i]];
+	}
 }
 
 struct vnpu_at_tensor *vnpu_at_new(uint32_t ndim, const int64_t *sizes,

@@ -100,6 +100,23 @@ bool vnpu_at_dim_mask(const char *op, struct vnpu_at_int_array dims,
 /* Contiguous strides of sizes (elements). */
 void vnpu_at_contiguous_strides(uint32_t ndim, const int64_t *sizes,
 				int64_t *strides);
+/*
+ * The strides TensorIterator gives the result of an elementwise op over n
+ * inputs broadcast to (ndim, sizes), so that results keep their inputs'
+ * layout (a transpose stays transposed, channels_last stays channels_last):
+ * the inputs' own layout when all have the result's shape and one layout
+ * (contiguous, channels_last, or the same dense strides); otherwise the dims
+ * ordered by the inputs' strides (the first input that orders two dims
+ * decides, broadcast dims decide nothing, equal strides put the smaller
+ * size inner) and contiguous in that order.
+ */
+void vnpu_at_iter_strides(uint32_t n, const struct vnpu_at_tensor *const *in,
+			  uint32_t ndim, const int64_t *sizes, int64_t *strides);
+/* c10's suggest_memory_format() == ChannelsLast: a 4-d tensor whose strides
+ * order its dims as NHWC does (ambiguous size-1 cases count as NCHW). */
+bool vnpu_at_channels_last_like(const struct vnpu_at_tensor *t);
+/* Strides of (4, sizes) in channels_last order. */
+void vnpu_at_channels_last_strides(const int64_t *sizes, int64_t *strides);
 /* sizes product with overflow check (-1 on overflow). */
 int64_t vnpu_at_shape_numel(uint32_t ndim, const int64_t *sizes);
 /* A contiguous tensor with t's data (t itself, retained, when already

@@ -1046,6 +1046,44 @@ START_TEST(mixed_devices_on_the_fallback)
 }
 END_TEST
 
+/* Results in the layout PyTorch's TensorIterator and its convolution and
+ * pooling kernels give (docs/torch.md, "Result layouts"). */
+START_TEST(result_layouts)
+{
+	const int64_t cl_sizes[4] = { 2, 3, 4, 5 }, cl_strides[4] = { 60, 1, 15, 3 };
+	const int64_t ks[2] = { 2, 2 };
+	struct vnpu_at_tensor *m, *t, *r, *x, *p;
+
+	m = vnpu_op_ones(VNPU_AT_INTS(6, 5), VNPU_AT_F32, VNPU_AT_DEV_NPU(0));
+	t = vnpu_op_t(m);
+	r = vnpu_op_add_Tensor(t, t, VNPU_AT_INT(1));
+	ck_assert_msg(r && r->strides[0] == 1 && r->strides[1] == 5,
+		      "t() + t(): strides (%lld, %lld)", r ? (long long)r->strides[0] : -1,
+		      r ? (long long)r->strides[1] : -1);
+	vnpu_at_release(r);
+
+	x = vnpu_at_empty_strided(4, cl_sizes, cl_strides, VNPU_AT_F32,
+				  VNPU_AT_DEV_NPU(0));
+	ck_assert(x);
+	vnpu_at_release(vnpu_op_fill__Scalar(x, VNPU_AT_DOUBLE(1.5)));
+	r = vnpu_op_relu(x);
+	ck_assert(r);
+	ck_assert(!memcmp(r->strides, cl_strides, sizeof(cl_strides)));
+	vnpu_at_release(r);
+	p = vnpu_op_max_pool2d(x, (struct vnpu_at_int_array){ ks, 2 },
+			       VNPU_AT_NO_INTS, (struct vnpu_at_int_array){ (int64_t[]){ 0, 0 }, 2 },
+			       (struct vnpu_at_int_array){ (int64_t[]){ 1, 1 }, 2 }, false);
+	ck_assert_msg(p, "%s", vnpu_at_error_message());
+	/* [2, 3, 2, 2] channels_last */
+	ck_assert(p->strides[1] == 1 && p->strides[3] == 3 && p->strides[2] == 6);
+	vnpu_at_release(p);
+	vnpu_at_release(x);
+	vnpu_at_release(t);
+	vnpu_at_release(m);
+	expect_on_device("result_layouts");
+}
+END_TEST
+
 static Suite *ops_npu_suite(void)
 {
 	Suite *s = suite_create("ops_npu");
@@ -1067,6 +1105,7 @@ static Suite *ops_npu_suite(void)
 	tcase_add_test(tc, zero_dim_views);
 	tcase_add_test(tc, nll_loss_one_sample);
 	tcase_add_test(tc, mixed_devices_on_the_fallback);
+	tcase_add_test(tc, result_layouts);
 	suite_add_tcase(s, tc);
 	return s;
 }

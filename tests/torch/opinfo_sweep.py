@@ -69,7 +69,7 @@ def main():
                 stats['skipped'] += 1
                 continue
             if op.name in ('empty_like', 'new_empty', 'new_empty_strided',
-                           'empty', 'empty_permuted') or \
+                           'empty', 'empty_permuted', 'empty_strided') or \
                     getattr(s.input, 'layout', torch.strided) != torch.strided:
                 stats['skipped'] += 1     # uninitialised memory, sparse
                 continue

@@ -383,3 +383,58 @@ def test_out_dtypes_pytorch_requires():
                   torch.empty(5, dtype=torch.float64, device=NPU))):
         with pytest.raises(RuntimeError, match='Expected out tensor to have dtype'):
             torch.max(x, dim=0, out=outs)
+
+
+# Result layouts: what PyTorch's TensorIterator (elementwise ops) and its
+# convolution and pooling kernels give the same inputs on the CPU.
+LAYOUTS = {
+    'contiguous': lambda x: x,
+    'channels_last': lambda x: x.contiguous(memory_format=torch.channels_last),
+    'permuted view': lambda x: x.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2),
+    'transposed': lambda x: x.transpose(2, 3).contiguous().transpose(2, 3),
+    'sliced': lambda x: torch.cat([x, x], 3)[..., ::2],
+    'expanded': lambda x: x[:, :1].expand(x.shape),
+}
+LAYOUT_OPS = {
+    'relu': torch.relu, 'neg': torch.neg, 'exp': torch.exp,
+    'sigmoid': torch.sigmoid, 'tanh': torch.tanh,
+    'gelu': torch.nn.functional.gelu, 'silu': torch.nn.functional.silu,
+    'hardswish': torch.nn.functional.hardswish,
+    'add scalar': lambda x: x + 1, 'mul scalar': lambda x: x * 2,
+    'add self': lambda x: x + x, 'add contiguous': lambda x: x + x.contiguous(),
+    'contiguous add': lambda x: x.contiguous() + x,
+    'add broadcast': lambda x: x + x[0, 0, 0],
+    'eq': lambda x: x == 0, 'clamp': lambda x: x.clamp(0, 1),
+    'pow': lambda x: x.pow(2), 'pow 1': lambda x: x.pow(1),
+    'where': lambda x: torch.where(x > 0, x, x.contiguous()),
+    'half': lambda x: x.half(),
+    'max_pool2d': lambda x: torch.nn.functional.max_pool2d(x, 2),
+    'avg_pool2d': lambda x: torch.nn.functional.avg_pool2d(x, 2),
+    'conv2d': lambda x: torch.nn.functional.conv2d(
+        x, torch.ones(2, 3, 3, 3, device=x.device)),
+    'batch_norm train': lambda x: torch.nn.functional.batch_norm(
+        x, None, None, training=True),
+    'batch_norm eval': lambda x: torch.nn.functional.batch_norm(
+        x, torch.zeros(3, device=x.device), torch.ones(3, device=x.device)),
+    'layer_norm': lambda x: torch.nn.functional.layer_norm(x, (6,)),
+    'softmax': lambda x: x.softmax(1),
+}
+
+
+@pytest.mark.parametrize('layout', LAYOUTS)
+@pytest.mark.parametrize('op', LAYOUT_OPS)
+def test_result_layout_follows_pytorch(op, layout):
+    base = torch.randn(2, 3, 4, 6)
+    x = LAYOUTS[layout](base)
+    xn = LAYOUTS[layout](base.to(NPU))
+    assert xn.stride() == x.stride()
+    want = LAYOUT_OPS[op](x)
+    got = LAYOUT_OPS[op](xn)
+    assert got.stride() == want.stride()
+    assert_same(got, want)
+
+
+def test_transposed_result_layout():
+    a = torch.arange(30.).reshape(6, 5)
+    got = a.to(NPU).t() + 1
+    assert got.stride() == (a.t() + 1).stride() == (1, 5)

@@ -114,6 +114,22 @@ struct vnpu_at_tensor *vnpu_npu_convolution(vnpu_keyset_t ks,
 				     weight->sizes[2] * weight->sizes[3]);
 	if (ok)	/* users see NCHW: one TransData back */
 		out = vnpu_npu_plain(o);
+	/* channels_last in (input or weight), channels_last out, as PyTorch's
+	 * CPU and CUDA convolutions: a copy, TransData writes NCHW */
+	if (out && (vnpu_at_channels_last_like(input) ||
+		    vnpu_at_channels_last_like(weight))) {
+		struct vnpu_at_tensor *cl =
+			vnpu_npu_empty_like_format(vnpu_at_channels_last_like(input) ?
+						   input : weight,
+						   out->sizes, dt);
+
+		if (cl && !vnpu_npu_copy(name, cl, out)) {
+			vnpu_at_release(cl);
+			cl = NULL;
+		}
+		vnpu_at_release(out);
+		out = cl;
+	}
 	vnpu_at_release(x);
 	vnpu_at_release(w);
 	vnpu_at_release(b);
@@ -229,8 +245,8 @@ struct vnpu_ret_max_pool2d_with_indices vnpu_npu_max_pool2d_with_indices(vnpu_ke
 	src = vnpu_npu_plain(self);
 	x = src ? as_4d(src) : NULL;
 	vnpu_at_release(src);
-	r.r0 = x ? vnpu_npu_empty(4, osz, self->dtype) : NULL;
-	r.r1 = r.r0 ? vnpu_npu_empty(4, osz, VNPU_AT_I64) : NULL;
+	r.r0 = x ? vnpu_npu_empty_like_format(x, osz, self->dtype) : NULL;
+	r.r1 = r.r0 ? vnpu_npu_empty_like_format(x, osz, VNPU_AT_I64) : NULL;
 	ok = r.r1 && (!vnpu_at_numel(r.r0) ||
 		      (vnpu_npu_arg(&l, x, VNPU_ACCESS_READ, &p.input) &&
 		       vnpu_npu_arg(&l, r.r0, VNPU_ACCESS_WRITE, &p.out) &&
@@ -284,7 +300,7 @@ struct vnpu_at_tensor *vnpu_npu_avg_pool2d(vnpu_keyset_t ks,
 	src = vnpu_npu_plain(self);
 	x = src ? as_4d(src) : NULL;
 	vnpu_at_release(src);
-	out = x ? vnpu_npu_empty(4, osz, self->dtype) : NULL;
+	out = x ? vnpu_npu_empty_like_format(x, osz, self->dtype) : NULL;
 	ok = out && (!vnpu_at_numel(out) ||
 		     (vnpu_npu_arg(&l, x, VNPU_ACCESS_READ, &p.input) &&
 		      vnpu_npu_arg(&l, out, VNPU_ACCESS_WRITE, &p.out) &&

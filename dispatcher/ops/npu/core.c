@@ -162,7 +162,8 @@ static struct vnpu_at_tensor *binary(const char *name, vnpu_keyset_t ks, uint32_
 	    vnpu_op__to_copy(a, dt, vnpu_npu_device(), false);
 	y = b->dtype == dt && vnpu_at_is_npu(b) ? vnpu_npu_plain(b) :
 	    vnpu_op__to_copy(b, dt, vnpu_npu_device(), false);
-	out = x && y ? vnpu_npu_empty(nd, sizes, dt) : NULL;
+	out = x && y ? vnpu_npu_empty_iter(2, (const struct vnpu_at_tensor *[]){ x, y },
+					   nd, sizes, dt) : NULL;
 	if (out && vnpu_at_numel(out) &&
 	    (!vnpu_npu_arg_bcast(&l, x, nd, VNPU_ACCESS_READ, &p.a) ||
 	     !vnpu_npu_arg_bcast(&l, y, nd, VNPU_ACCESS_READ, &p.b) ||
@@ -214,7 +215,9 @@ struct vnpu_at_tensor *vnpu_npu_relu(vnpu_keyset_t ks, struct vnpu_at_tensor *se
 	if (!device_float_or_int((enum vnpu_at_dtype)self->dtype))
 		return vnpu_fallback_relu(ks, self);
 	src = vnpu_npu_plain(self);
-	out = src ? vnpu_npu_empty(src->ndim, src->sizes, (enum vnpu_at_dtype)src->dtype) : NULL;
+	out = src ? vnpu_npu_empty_iter(1, (const struct vnpu_at_tensor *[]){ src },
+					src->ndim, src->sizes,
+					(enum vnpu_at_dtype)src->dtype) : NULL;
 	if (out && vnpu_at_numel(out) &&
 	    (!vnpu_npu_arg(&l, src, VNPU_ACCESS_READ, &p.src) ||
 	     !vnpu_npu_arg(&l, out, VNPU_ACCESS_WRITE, &p.out) ||

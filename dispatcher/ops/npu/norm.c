@@ -378,7 +378,9 @@ struct vnpu_ret_native_batch_norm vnpu_npu_native_batch_norm(vnpu_keyset_t ks,
 			     1.0) : NULL;
 	y = bn_affine(name, y, weight, VNPU_BINARY_MUL, nd);
 	y = bn_affine(name, y, bias, VNPU_BINARY_ADD, nd);
-	r.r0 = npk_to(y, input->dtype);
+	/* in the memory format the input suggests (channels_last or
+	 * contiguous), as PyTorch's batch norm kernels give it */
+	r.r0 = npk_like_format(name, npk_to(y, input->dtype), input);
 	y = NULL;
 	ok = r.r0 != NULL;
 	if (ok && training) {

@@ -58,8 +58,9 @@ static inline struct vnpu_at_tensor *npk_unary(const char *name, uint32_t op,
 	struct vnpu_npu_launch l = { 0 };
 	struct vnpu_at_tensor *out;
 
-	out = vnpu_npu_empty(src->ndim, src->sizes,
-			     (enum vnpu_at_dtype)src->dtype);
+	out = vnpu_npu_empty_iter(1, (const struct vnpu_at_tensor *[]){ src },
+				  src->ndim, src->sizes,
+				  (enum vnpu_at_dtype)src->dtype);
 	if (out && vnpu_at_numel(out) &&
 	    (!vnpu_npu_arg(&l, src, VNPU_ACCESS_READ, &p.src) ||
 	     !vnpu_npu_arg(&l, out, VNPU_ACCESS_WRITE, &p.out) ||
@@ -95,7 +96,8 @@ static inline struct vnpu_at_tensor *npk_binary(const char *name, uint32_t op,
 	x = npk_operand(a, dt);
 	y = x ? npk_operand(b, dt) : NULL;
 	if (y)
-		out = vnpu_npu_empty(nd, sizes, cmp ? VNPU_AT_BOOL : dt);
+		out = vnpu_npu_empty_iter(2, (const struct vnpu_at_tensor *[]){ x, y },
+					  nd, sizes, cmp ? VNPU_AT_BOOL : dt);
 	if (out && vnpu_at_numel(out) &&
 	    (!vnpu_npu_arg_bcast(&l, x, nd, VNPU_ACCESS_READ, &p.a) ||
 	     !vnpu_npu_arg_bcast(&l, y, nd, VNPU_ACCESS_READ, &p.b) ||
@@ -131,7 +133,9 @@ static inline struct vnpu_at_tensor *npk_where(const char *name,
 	x = c ? npk_operand(a, dt) : NULL;
 	y = x ? npk_operand(b, dt) : NULL;
 	if (y)
-		out = vnpu_npu_empty(nd, sizes, dt);
+		out = vnpu_npu_empty_iter(3,
+					  (const struct vnpu_at_tensor *[]){ c, x, y },
+					  nd, sizes, dt);
 	if (out && vnpu_at_numel(out) &&
 	    (!vnpu_npu_arg_bcast(&l, c, nd, VNPU_ACCESS_READ, &p.cond) ||
 	     !vnpu_npu_arg_bcast(&l, x, nd, VNPU_ACCESS_READ, &p.a) ||
@@ -188,6 +192,35 @@ static inline struct vnpu_at_tensor *npk_reduce(const char *name, uint32_t op,
 	v = vnpu_at_view_of(out, nsq, sq, strides, 0);
 	vnpu_at_release(out);
 	return v;
+}
+
+/* t (consumed) in the memory format `like` suggests: channels_last for a
+ * 4-d tensor of that layout, else contiguous; a copy only where t's
+ * layout differs. */
+static inline struct vnpu_at_tensor *npk_like_format(const char *name,
+						     struct vnpu_at_tensor *t,
+						     const struct vnpu_at_tensor *like)
+{
+	int64_t want[VNPU_AT_MAX_DIMS];
+	struct vnpu_at_tensor *r;
+
+	if (!t)
+		return NULL;
+	if (t->ndim == 4 && vnpu_at_channels_last_like(like))
+		vnpu_at_channels_last_strides(t->sizes, want);
+	else
+		vnpu_at_contiguous_strides(t->ndim, t->sizes, want);
+	if (!memcmp(want, t->strides, t->ndim * sizeof(*want)))
+		return t;
+	r = vnpu_at_empty_strided(t->ndim, t->sizes, want,
+				  (enum vnpu_at_dtype)t->dtype,
+				  vnpu_npu_device());
+	if (r && !vnpu_npu_copy(name, r, t)) {
+		vnpu_at_release(r);
+		r = NULL;
+	}
+	vnpu_at_release(t);
+	return r;
 }
 
 /* The result of a kernel in dtype dt (converted on the device if needed;

@@ -260,6 +260,34 @@ struct vnpu_at_tensor *vnpu_npu_empty(uint32_t ndim, const int64_t *sizes,
 	return vnpu_at_empty(ndim, sizes, dtype, vnpu_npu_device());
 }
 
+struct vnpu_at_tensor *vnpu_npu_empty_iter(uint32_t n,
+					   const struct vnpu_at_tensor *const *in,
+					   uint32_t ndim, const int64_t *sizes,
+					   enum vnpu_at_dtype dtype)
+{
+	int64_t strides[VNPU_AT_MAX_DIMS];
+
+	if (!vnpu_npu_ready())
+		return NULL;
+	vnpu_at_iter_strides(n, in, ndim, sizes, strides);
+	return vnpu_at_empty_strided(ndim, sizes, strides, dtype,
+				     vnpu_npu_device());
+}
+
+struct vnpu_at_tensor *vnpu_npu_empty_like_format(const struct vnpu_at_tensor *like,
+						  const int64_t *sizes,
+						  enum vnpu_at_dtype dtype)
+{
+	int64_t strides[4];
+
+	if (!vnpu_at_channels_last_like(like))
+		return vnpu_npu_empty(4, sizes, dtype);
+	if (!vnpu_npu_ready())
+		return NULL;
+	vnpu_at_channels_last_strides(sizes, strides);
+	return vnpu_at_empty_strided(4, sizes, strides, dtype, vnpu_npu_device());
+}
+
 struct vnpu_at_tensor *vnpu_npu_empty_format(uint32_t ndim,
 					     const int64_t *sizes,
 					     enum vnpu_at_dtype dtype,

@@ -53,6 +53,17 @@ bool vnpu_npu_launch(const char *op, struct vnpu_npu_launch *l,
 		     int64_t work);
 
 /* A contiguous ND tensor on the current npu device. */
+/* The result of an elementwise op over inputs in[n] broadcast to (ndim,
+ * sizes), in the layout TensorIterator gives it (vnpu_at_iter_strides). */
+struct vnpu_at_tensor *vnpu_npu_empty_iter(uint32_t n,
+					   const struct vnpu_at_tensor *const *in,
+					   uint32_t ndim, const int64_t *sizes,
+					   enum vnpu_at_dtype dtype);
+/* A 4-d result in the memory format `like` suggests (channels_last or
+ * contiguous), as PyTorch's convolution and pooling kernels give it. */
+struct vnpu_at_tensor *vnpu_npu_empty_like_format(const struct vnpu_at_tensor *like,
+						  const int64_t *sizes,
+						  enum vnpu_at_dtype dtype);
 struct vnpu_at_tensor *vnpu_npu_empty(uint32_t ndim, const int64_t *sizes,
 				      enum vnpu_at_dtype dtype);
 /* A tensor of logical shape sizes whose storage is in `format` (enum

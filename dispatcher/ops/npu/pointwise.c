@@ -325,7 +325,8 @@ struct vnpu_at_tensor *vnpu_npu_pow_Tensor_Scalar(vnpu_keyset_t ks,
 		vnpu_at_release(one);
 	} else {
 		/* x ** 1: a copy (the result never aliases self) */
-		out = vnpu_npu_empty(x->ndim, x->sizes, dt);
+		out = vnpu_npu_empty_iter(1, (const struct vnpu_at_tensor *[]){ x },
+					  x->ndim, x->sizes, dt);
 		if (out && !vnpu_npu_copy(name, out, x)) {
 			vnpu_at_release(out);
 			out = NULL;
