@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* Initialisation, devices, properties, status strings, last error. */
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "rt_check.h"
 #include "vnpu/hw_regs.h"
@@ -35,6 +37,58 @@ START_TEST(init_is_counted)
 	/* And again from scratch. */
 	RT_OK(vnpu_init());
 	RT_OK(vnpu_finalize());
+}
+END_TEST
+
+/* What a child forked at this point exits with, after `run`. */
+static int child_status(int (*run)(void))
+{
+	int status = -1;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(run());
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+static int uses_the_device(void)
+{
+	void *p = NULL;
+
+	return vnpu_init() || vnpu_malloc(&p, 64) || vnpu_free(p) ||
+	       vnpu_finalize();
+}
+
+static int refused_as_forked(void)
+{
+	int n = 0;
+
+	return vnpu_is_initialized() || vnpu_init() != VNPU_ERROR_FORKED ||
+	       vnpu_device_count_probe(&n) || n != 1;
+}
+
+/* Counting devices starts nothing: a child forked afterwards uses the
+ * device; a child forked after vnpu_init() is refused. */
+START_TEST(count_without_starting)
+{
+	int n = -1, m = -1;
+
+	ck_assert_int_eq(vnpu_is_initialized(), 0);
+	RT_OK(vnpu_device_count_probe(&n));
+	ck_assert_int_eq(n, 1);
+	RT_ERR(vnpu_device_count_probe(NULL), VNPU_ERROR_NULL_POINTER);
+	ck_assert_int_eq(vnpu_is_initialized(), 0);
+	ck_assert_int_eq(child_status(uses_the_device), 0);
+	RT_OK(vnpu_init());
+	ck_assert_int_eq(vnpu_is_initialized(), 1);
+	RT_OK(vnpu_device_count(&m));
+	ck_assert_int_eq(m, n);
+	ck_assert_int_eq(child_status(refused_as_forked), 0);
+	RT_OK(vnpu_finalize());
+	ck_assert_int_eq(vnpu_is_initialized(), 0);
 }
 END_TEST
 
@@ -138,6 +192,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, not_initialized);
 	tcase_add_test(tc, init_is_counted);
+	tcase_add_test(tc, count_without_starting);
 	tcase_add_test(tc, devices_and_properties);
 	tcase_add_test(tc, error_strings_and_last_error);
 	tcase_add_test(tc, backend_selection);

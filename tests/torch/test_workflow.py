@@ -175,6 +175,31 @@ def test_fork_after_use_is_a_clear_error_not_a_hang():
     assert 'child 7' in r.stdout and 'parent 2.0' in r.stdout, r.stdout
 
 
+def test_asking_for_devices_does_not_poison_fork():
+    # torch.cuda counts devices without initialising CUDA (NVML) so that
+    # a process may check, then fork workers that use the device
+    r = run_child('''
+        import os, torch, torch_vnpu
+        assert torch.npu.is_available() and torch.npu.device_count() == 1
+        pid = os.fork()
+        if pid == 0:
+            ok = not torch.npu._is_in_bad_fork() and \\
+                torch.ones(2, device='npu').sum().item() == 2
+            os._exit(0 if ok else 3)
+        _, status = os.waitpid(pid, 0)
+        print('child', os.waitstatus_to_exitcode(status))
+        torch.ones(1, device='npu').cpu()       # now the runtime is started
+        assert torch.npu.device_count() == 1
+        pid = os.fork()
+        if pid == 0:
+            os._exit(7 if torch.npu._is_in_bad_fork() else 4)
+        _, status = os.waitpid(pid, 0)
+        print('second child', os.waitstatus_to_exitcode(status))
+    ''')
+    assert r.returncode == 0, r.stderr
+    assert 'child 0' in r.stdout and 'second child 7' in r.stdout, r.stdout
+
+
 def test_fork_child_that_never_touches_the_device_works():
     # a DataLoader worker: forked after the device is in use, CPU only
     r = run_child('''

@@ -5,7 +5,6 @@
 // events are libvnpurt events.
 #include "backend.h"
 
-#include <atomic>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -16,21 +15,21 @@
 
 namespace torch_vnpu {
 
-static std::atomic<bool> started;
-
 bool runtime_started()
 {
-	return started.load();
+	return vnpu_is_initialized();
 }
 
+// Counted without starting the runtime until something else starts it:
+// torch.npu.is_available() and device_count() leave the process free to
+// fork and use the device in the child, as torch.cuda's do.
 int device_count()
 {
 	int n = 0;
 
-	if (vnpu_init() != VNPU_SUCCESS || vnpu_device_count(&n) != VNPU_SUCCESS)
-		return 0;
-	started.store(true);
-	return n;
+	if (vnpu_is_initialized())
+		return vnpu_device_count(&n) == VNPU_SUCCESS ? n : 0;
+	return vnpu_device_count_probe(&n) == VNPU_SUCCESS ? n : 0;
 }
 
 int current_device()
@@ -40,7 +39,6 @@ int current_device()
 	if (vnpu_init() != VNPU_SUCCESS)
 		TORCH_CHECK(false, "torch_vnpu: the npu runtime failed to start: ",
 			    vnpu_last_error_detail());
-	started.store(true);
 	vnpu_get_device(&d);
 	return d;
 }

@@ -242,15 +242,21 @@ def get_amp_supported_dtype():
 # ---- fork and random numbers -------------------------------------------------
 
 _in_bad_fork = False
+_started_at_fork = False
+
+
+def _before_fork():
+    global _started_at_fork
+    _started_at_fork = _C.runtime_started()
 
 
 def _mark_bad_fork():
     global _in_bad_fork
-    if _C.runtime_started():
+    if _started_at_fork:
         _in_bad_fork = True
 
 
-os.register_at_fork(after_in_child=_mark_bad_fork)
+os.register_at_fork(before=_before_fork, after_in_child=_mark_bad_fork)
 
 
 def _is_in_bad_fork():

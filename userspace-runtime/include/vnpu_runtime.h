@@ -92,8 +92,17 @@ const char *vnpu_last_error_detail(void);
  * counted: each successful vnpu_init needs a vnpu_finalize. */
 vnpu_error_t vnpu_init(void);
 vnpu_error_t vnpu_finalize(void);
+/* 1 when the runtime is started in this process (vnpu_init() and no final
+ * vnpu_finalize()); 0 otherwise, and in a child forked from a process that
+ * had started it, where every call fails with VNPU_ERROR_FORKED. */
+int vnpu_is_initialized(void);
 
 vnpu_error_t vnpu_device_count(int *count);
+/* The devices vnpu_init() would open (0 when none), counted without
+ * starting the runtime: no thread, no open file and no state is left, so
+ * a process that only asks may still fork and use the device in the child
+ * (PyTorch counts CUDA devices through NVML for the same reason). */
+vnpu_error_t vnpu_device_count_probe(int *count);
 vnpu_error_t vnpu_set_device(int device);
 vnpu_error_t vnpu_get_device(int *device);
 

@@ -43,6 +43,11 @@ static vnpu_error_t fail_forked(void)
 		       "start method of multiprocessing)");
 }
 
+int vnpu_is_initialized(void)
+{
+	return !forked_child && __atomic_load_n(&rt.refs, __ATOMIC_ACQUIRE) > 0;
+}
+
 vnpu_error_t rt_ready(void)
 {
 	if (forked_child)
@@ -133,21 +138,26 @@ static vnpu_error_t device_open(int index, struct rt_device **out)
 	return VNPU_SUCCESS;
 }
 
-/* The backend VNPU_BACKEND names, or the detected one. */
+/* The backend cfg names (VNPU_BACKEND), or the detected one. */
+static const struct vnpurt_backend_ops *backend_of(const struct vnpurt_config *cfg)
+{
+	char why[160];
+
+	if (!strcmp(cfg->backend, "sim"))
+		return &vnpurt_backend_sim;
+	if (!strcmp(cfg->backend, "drm"))
+		return &vnpurt_backend_drm;
+	/* Auto: the real device when a vnpu accel node exists. */
+	return vnpurt_backend_drm.device_count(cfg, why, sizeof(why)) > 0 ?
+		       &vnpurt_backend_drm : &vnpurt_backend_sim;
+}
+
 static vnpu_error_t choose_backend(int *count)
 {
 	char why[160] = "";
 	int n;
 
-	if (!strcmp(rt.cfg.backend, "sim")) {
-		rt.be = &vnpurt_backend_sim;
-	} else if (!strcmp(rt.cfg.backend, "drm")) {
-		rt.be = &vnpurt_backend_drm;
-	} else {
-		/* Auto: the real device when a vnpu accel node exists. */
-		n = vnpurt_backend_drm.device_count(&rt.cfg, why, sizeof(why));
-		rt.be = n > 0 ? &vnpurt_backend_drm : &vnpurt_backend_sim;
-	}
+	rt.be = backend_of(&rt.cfg);
 	n = rt.be->device_count(&rt.cfg, why, sizeof(why));
 	if (n <= 0)
 		return rt_fail(VNPU_ERROR_BACKEND_UNAVAILABLE,
@@ -253,6 +263,24 @@ vnpu_error_t vnpu_device_count(int *count)
 	if (!count)
 		return rt_fail(VNPU_ERROR_NULL_POINTER, "count is NULL");
 	*count = rt.ndev;
+	return VNPU_SUCCESS;
+}
+
+vnpu_error_t vnpu_device_count_probe(int *count)
+{
+	struct vnpurt_config cfg;
+	char why[160];
+	vnpu_error_t err;
+	int n;
+
+	if (!count)
+		return rt_fail(VNPU_ERROR_NULL_POINTER, "count is NULL");
+	err = rt_config_read(&cfg);
+	if (err)
+		return err;
+	n = backend_of(&cfg)->device_count(&cfg, why, sizeof(why));
+	rt_config_free(&cfg);
+	*count = n <= 0 ? 0 : n < RT_MAX_DEVICES ? n : RT_MAX_DEVICES;
 	return VNPU_SUCCESS;
 }
 
