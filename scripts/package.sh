@@ -121,16 +121,9 @@ log "wheel: $(basename "$wheel")"
 # it computes there on the simulator with the packaged libvnpudispatch.so.0.
 # A venv Python (Debian 12's .venv) gets a new venv and pip's torch at the
 # pin; Debian's own Python one that sees Debian's python3-torch.
-torch_pin=$("$py" - "$wheel" <<'PY'
-import sys, zipfile
-z = zipfile.ZipFile(sys.argv[1])
-meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
-for line in z.read(meta).decode().splitlines():
-    if line.startswith("Requires-Dist: torch=="):
-        print(line.split("==", 1)[1])
-PY
-)
-[ -n "$torch_pin" ] || die "the wheel names no torch==VERSION"
+check=$PWD/torch_vnpu/packaging/check_wheel.py
+torch_pin=$("$py" "$check" pin "$wheel") && [ -n "$torch_pin" ] ||
+	die "the wheel names no torch==VERSION"
 venv=$work/wheel-venv
 rm -rf "$venv" "$work/libs"
 dpkg-deb -x "$(ls "$work"/libvnpudispatch0_*.deb)" "$work/libs" &&
@@ -150,20 +143,7 @@ if ! "$venv/bin/pip" install -q --no-input --only-binary=:all: \
 	die "the wheel does not install"
 fi
 if ! (cd "$work" && VNPU_BACKEND=sim LD_LIBRARY_PATH=$libdir \
-	"$venv/bin/python" - "$venv" <<'PY'
-import sys
-import torch
-import torch_vnpu
-assert torch_vnpu.__file__.startswith(sys.argv[1]), torch_vnpu.__file__
-a = torch.randn(64, 32)
-b = torch.randn(32, 16)
-npu = torch_vnpu.device(0)
-got = (torch.relu(a.to(npu) @ b.to(npu)) + 1).cpu()
-want = torch.relu(a @ b) + 1
-assert torch.allclose(got, want, rtol=1e-4, atol=1e-4), (got - want).abs().max()
-print("package: the wheel computes with torch", torch.__version__)
-PY
-) >&2; then
+	"$venv/bin/python" "$check" computes "$venv") >&2; then
 	die "the installed wheel does not import or compute"
 fi
 

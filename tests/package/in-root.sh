@@ -179,15 +179,8 @@ pip_settings() {
 }
 torch_wheel_venv() {
 	local pin venv=$HOME/torch-venv
-	pin=$(python3 - "$wheel" <<'PY'
-import sys, zipfile
-z = zipfile.ZipFile(sys.argv[1])
-meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
-for line in z.read(meta).decode().splitlines():
-    if line.startswith("Requires-Dist: torch=="):
-        print(line.split("==", 1)[1])
-PY
-) && [ -n "$pin" ] || { echo "$wheel names no torch==VERSION"; return 1; }
+	pin=$(python3 torch_vnpu/packaging/check_wheel.py pin "$wheel") &&
+		[ -n "$pin" ] || return 1
 	echo "pip install torch==$pin $(basename "$wheel")"
 	python3 -m venv "$venv" &&
 		"$venv/bin/pip" install -q --no-input --only-binary=:all: \
@@ -205,20 +198,9 @@ if ! dpkg-query -W python3-torch-vnpu >/dev/null 2>&1; then
 	fi
 fi
 # From outside the checkout, so that only the installed package can answer.
+check_wheel=$PWD/torch_vnpu/packaging/check_wheel.py
 torch_computes() (
-	cd /tmp && "$torch_py" - "$torch_prefix" <<'PY'
-import sys
-import torch
-import torch_vnpu
-a = torch.randn(64, 32)
-b = torch.randn(32, 16)
-npu = torch_vnpu.device(0)
-got = (torch.relu(a.to(npu) @ b.to(npu)) + 1).cpu()
-want = torch.relu(a @ b) + 1
-assert torch.allclose(got, want, rtol=1e-4, atol=1e-4), (got - want).abs().max()
-assert torch_vnpu.__file__.startswith(sys.argv[1]), torch_vnpu.__file__
-print("torch_vnpu from", torch_vnpu.__file__, "with torch", torch.__version__)
-PY
+	cd /tmp && "$torch_py" "$check_wheel" computes "$torch_prefix"
 )
 check torch-vnpu torch_computes
 exit $failed
