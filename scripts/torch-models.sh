@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-build=build-models
+build="build-models"
 results=""
 args=()
 while [ $# -gt 0 ]; do
