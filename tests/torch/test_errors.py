@@ -117,6 +117,11 @@ def test_refused_fallback_changes_nothing():
     with pytest.raises(RuntimeError, match='poisson'):
         torch.poisson(torch.full((1000,), 3.0, device=NPU))
     assert torch.equal(torch.rand(4), want)
+    g = torch.Generator().manual_seed(3)
+    want = torch.rand(4, generator=torch.Generator().manual_seed(3))
+    with pytest.raises(RuntimeError, match='poisson'):
+        torch.poisson(torch.full((1000,), 3.0, device=NPU), generator=g)
+    assert torch.equal(torch.rand(4, generator=g), want)
 
 
 def test_dtypes_the_device_lacks():

@@ -265,23 +265,33 @@ static void run_on_cpu(const c10::OperatorHandle &op, torch::jit::Stack *stack,
 // refuses on every device (a shape, a dim, an index out of range) is
 // reported as PyTorch reports it, with its exception type, in every
 // policy: the CPU kernel runs on host copies of the arguments, nothing
-// goes back to the device, the CPU generator (npu's) is left as it was,
-// and its error is raised. Only a call the CPU accepts meets the policy.
+// goes back to the device, the generators it may draw from (npu's, which
+// is the CPU's default, and any passed to it) are left as they were, and
+// its error is raised. Only a call the CPU accepts meets the policy.
 static void raise_cpu_error(const c10::OperatorHandle &op,
 			    const torch::jit::Stack &stack)
 {
 	size_t n = op.schema().arguments().size();
 	torch::jit::Stack args(stack.end() - n, stack.end());
-	at::Generator gen = at::detail::getDefaultCPUGenerator();
-	at::Tensor state = gen.get_state();
+	std::vector<std::pair<at::Generator, at::Tensor>> saved;
 
+	saved.emplace_back(at::detail::getDefaultCPUGenerator(), at::Tensor());
+	for (const c10::IValue &v : args)
+		if (v.isGenerator())
+			saved.emplace_back(v.toGenerator(), at::Tensor());
+	for (auto &[gen, state] : saved)
+		state = gen.get_state();
+	auto restore = [&saved] {
+		for (auto &[gen, state] : saved)
+			gen.set_state(state);
+	};
 	try {
 		run_on_cpu(op, &args, false);
 	} catch (...) {
-		gen.set_state(state);
+		restore();
 		throw;
 	}
-	gen.set_state(state);
+	restore();
 }
 
 void cpu_fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack)

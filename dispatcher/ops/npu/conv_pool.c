@@ -116,20 +116,8 @@ struct vnpu_at_tensor *vnpu_npu_convolution(vnpu_keyset_t ks,
 		out = vnpu_npu_plain(o);
 	/* channels_last in (input or weight), channels_last out, as PyTorch's
 	 * CPU and CUDA convolutions: a copy, TransData writes NCHW */
-	if (out && (vnpu_at_channels_last_like(input) ||
-		    vnpu_at_channels_last_like(weight))) {
-		struct vnpu_at_tensor *cl =
-			vnpu_npu_empty_like_format(vnpu_at_channels_last_like(input) ?
-						   input : weight,
-						   out->sizes, dt);
-
-		if (cl && !vnpu_npu_copy(name, cl, out)) {
-			vnpu_at_release(cl);
-			cl = NULL;
-		}
-		vnpu_at_release(out);
-		out = cl;
-	}
+	out = npk_like_format(name, out, vnpu_at_channels_last_like(input) ?
+				       input : weight);
 	vnpu_at_release(x);
 	vnpu_at_release(w);
 	vnpu_at_release(b);
