@@ -756,12 +756,14 @@ struct vnpu_at_tensor *vnpu_cia_linear(vnpu_keyset_t ks, struct vnpu_at_tensor *
 {
 	struct vnpu_at_tensor *wt = vnpu_op_t(weight), *y, *r;
 
-	/* with a bias, 2-D (and contiguous 3-D) input is one addmm, as in
-	 * PyTorch: the bias added before the one rounding */
-	if (wt && bias && (input->ndim == 2 ||
-			   (input->ndim == 3 && vnpu_at_is_contiguous(input)))) {
-		int64_t rows[2] = { input->ndim == 3 ? input->sizes[0] * input->sizes[1] :
-				    input->sizes[0], input->sizes[input->ndim - 1] };
+	/* with a bias, 2-D input and contiguous input of any rank (flattened
+	 * to 2-D) are one addmm, as in PyTorch: the bias added before the one
+	 * rounding */
+	if (wt && bias && input->ndim >= 1 &&
+	    (input->ndim == 2 || (bias->ndim == 1 && vnpu_at_is_contiguous(input)))) {
+		int64_t k = input->sizes[input->ndim - 1];
+		int64_t rows[2] = { k ? vnpu_at_numel(input) / k : 0, k };
+		int64_t out[VNPU_AT_MAX_DIMS];
 		struct vnpu_at_tensor *x = vnpu_op_view(input, (struct vnpu_at_int_array){ rows, 2 });
 		struct vnpu_at_tensor *m = x ? vnpu_op_addmm(bias, x, wt, VNPU_AT_INT(1),
 							     VNPU_AT_INT(1)) : NULL;
@@ -770,7 +772,10 @@ struct vnpu_at_tensor *vnpu_cia_linear(vnpu_keyset_t ks, struct vnpu_at_tensor *
 		vnpu_at_release(wt);
 		if (!m || input->ndim == 2)
 			return m;
-		r = vnpu_op_view(m, VNPU_AT_INTS(input->sizes[0], input->sizes[1], m->sizes[1]));
+		for (int i = 0; i < input->ndim - 1; i++)
+			out[i] = input->sizes[i];
+		out[input->ndim - 1] = m->sizes[1];
+		r = vnpu_op_view(m, (struct vnpu_at_int_array){ out, input->ndim });
 		vnpu_at_release(m);
 		return r;
 	}

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * Op semantics PyTorch 1.13's CPU decides, on the CPU key and on npu:
+ * Op semantics PyTorch's CPU decides, on the CPU key and on npu:
  * out= that is also an input (TensorIterator never resizes it), Python
  * scalars a comparison's dtype cannot hold (cast as TensorIterator casts
- * them, never refused), and matmul of FRACTAL_NZ operands in every rank
- * combination. Expected values and messages are what PyTorch 1.13 printed
- * for the same calls.
+ * them, never refused), matmul of FRACTAL_NZ operands in every rank
+ * combination, and where linear rounds its bias in. Expected values and
+ * messages are what PyTorch printed for the same calls.
  */
 #include <math.h>
 
@@ -315,6 +315,85 @@ START_TEST(matmul_of_internal_formats)
 }
 END_TEST
 
+/* ---- linear: where the bias is added --------------------------------------- */
+
+/* PyTorch's linear with a 1-D bias is one addmm of the input flattened to
+ * 2-D whenever the input is contiguous, of any rank (the bias added before
+ * the one rounding); a non-contiguous input of 3 or more dims is matmul,
+ * then the bias added (rounded twice). In bfloat16 the two differ. */
+START_TEST(linear_rounds_the_bias_in_as_pytorch)
+{
+	static const struct {
+		uint32_t nd;
+		int64_t sizes[4];
+		enum ot_layout layout;
+	} cases[] = {
+		{ 1, { 16 }, OT_CONTIG },
+		{ 2, { 6, 16 }, OT_CONTIG },
+		{ 3, { 2, 3, 16 }, OT_CONTIG },
+		{ 4, { 2, 1, 3, 16 }, OT_CONTIG },
+		{ 3, { 2, 3, 16 }, OT_STRIDED },
+	};
+	struct vnpu_at_device dev = dev_of(_i);
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		uint32_t nd = cases[c].nd;
+		int64_t rows = 1, out[4];
+		struct vnpu_at_tensor *x, *w, *b, *wt, *flat, *mm, *want, *got;
+		char what[64];
+
+		ot_seed(9001 + c);
+		x = ot_rand(nd, cases[c].sizes, VNPU_AT_BF16, -4, 4, cases[c].layout);
+		w = ot_rand(2, (int64_t[]){ 8, 16 }, VNPU_AT_BF16, -4, 4, OT_CONTIG);
+		b = ot_rand(1, (int64_t[]){ 8 }, VNPU_AT_BF16, -64, 64, OT_CONTIG);
+		if (dev.type != VNPU_AT_CPU) {
+			struct vnpu_at_tensor *t[3] = { x, w, b };
+
+			for (int i = 0; i < 3; i++) {
+				struct vnpu_at_tensor *n = ot_to_npu(t[i]);
+
+				vnpu_at_release(t[i]);
+				t[i] = n;
+			}
+			x = t[0], w = t[1], b = t[2];
+		}
+		for (uint32_t d = 0; d + 1 < nd; d++)
+			rows *= cases[c].sizes[d];
+		for (uint32_t d = 0; d + 1 < nd; d++)
+			out[d] = cases[c].sizes[d];
+		out[nd - 1] = 8;
+		wt = vnpu_op_t(w);
+		if (cases[c].layout == OT_CONTIG) {
+			flat = vnpu_op_view(x, VNPU_AT_INTS(rows, 16));
+			mm = vnpu_op_addmm(b, flat, wt, VNPU_AT_INT(1), VNPU_AT_INT(1));
+			want = vnpu_op_view(mm, (struct vnpu_at_int_array){ out, nd });
+		} else {
+			flat = vnpu_op_matmul(x, wt);
+			mm = NULL;
+			want = vnpu_op_add_Tensor(flat, b, VNPU_AT_INT(1));
+		}
+		got = vnpu_op_linear(x, w, b);
+		snprintf(what, sizeof(what), "linear case %zu on %s", c,
+			 _i ? "npu" : "cpu");
+		if (vnpu_at_is_npu(want)) {
+			struct vnpu_at_tensor *h = ot_to_cpu(want);
+
+			vnpu_at_release(want);
+			want = h;
+		}
+		ot_expect_close(what, want, got, 0, 0);
+		vnpu_at_release(got);
+		vnpu_at_release(want);
+		vnpu_at_release(mm);
+		vnpu_at_release(flat);
+		vnpu_at_release(wt);
+		vnpu_at_release(x);
+		vnpu_at_release(w);
+		vnpu_at_release(b);
+	}
+}
+END_TEST
+
 static Suite *semantics_suite(void)
 {
 	Suite *s = suite_create("op_semantics");
@@ -324,6 +403,7 @@ static Suite *semantics_suite(void)
 	tcase_add_loop_test(tc, out_that_is_an_input, 0, 2);
 	tcase_add_loop_test(tc, compare_with_out_of_range_scalars, 0, 2);
 	tcase_add_test(tc, matmul_of_internal_formats);
+	tcase_add_loop_test(tc, linear_rounds_the_bias_in_as_pytorch, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
