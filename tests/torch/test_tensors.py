@@ -137,6 +137,23 @@ def test_overlapping_views_are_refused_synchronously():
                        torch.argwhere(torch.zeros(5, 0)))
 
 
+def test_real_and_imag_are_views():
+    # x.real and x.imag are views of x's storage (view_as_real): a write
+    # through them changes x, as on the CPU (PyTorch's test_set_real_imag)
+    c = torch.randn(6, dtype=torch.complex64)
+    n = c.to(NPU)
+    for t in (c, n):
+        t.real = torch.arange(6.).to(t.device)
+        t.imag[1:4] = -1
+    assert torch.equal(n.cpu(), c)
+    r = torch.view_as_real(n)
+    assert r.untyped_storage().data_ptr() == n.untyped_storage().data_ptr()
+    assert r.stride() == (2, 1)
+    back = torch.view_as_complex(r)
+    back[0] = 7 + 7j
+    assert n[0].item() == 7 + 7j
+
+
 def test_complex_lazy_bits_survive_copies():
     c = torch.randn(5, dtype=torch.complex64)
     for t in (c.conj(), c.conj().t() if c.dim() > 1 else c.conj(), torch._neg_view(c)):

@@ -39,6 +39,18 @@ static at::Tensor unfold(const at::Tensor &self, int64_t dim, int64_t size,
 	return at::native::unfold(self, dim, size, step);
 }
 
+// A complex tensor's storage seen as (real, imag) pairs and back: the
+// same bytes, so writes through x.real and x.imag reach x.
+static at::Tensor view_as_real(const at::Tensor &self)
+{
+	return at::native::view_as_real(self);
+}
+
+static at::Tensor view_as_complex(const at::Tensor &self)
+{
+	return at::native::view_as_complex(self);
+}
+
 // set_: self takes another npu storage (or tensor's storage) with new
 // geometry; the geometry must fit in that storage.
 static at::Tensor &set_storage(at::Tensor &self, at::Storage source,
@@ -102,6 +114,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("as_strided", TORCH_FN(as_strided));
 	m.impl("_reshape_alias", TORCH_FN(reshape_alias));
 	m.impl("unfold", TORCH_FN(unfold));
+	m.impl("view_as_real", TORCH_FN(view_as_real));
+	m.impl("view_as_complex", TORCH_FN(view_as_complex));
 	m.impl("set_.source_Storage_storage_offset", TORCH_FN(set_storage));
 	m.impl("set_.source_Storage", TORCH_FN(set_source_storage));
 	m.impl("set_.source_Tensor", TORCH_FN(set_source_tensor));
