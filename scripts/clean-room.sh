@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # The README's main command as a newcomer runs it: in a minimal Debian root
-# of this machine's release (/etc/os-release) made with debootstrap (minbase
+# of this machine's release (/etc/os-release; another with --suite) made
+# with debootstrap (minbase
 # plus git, sudo and ca-certificates), a clean clone of the commit under
 # test, run by an ordinary user who has sudo. Nothing of this machine's
 # builds or caches is visible in there: QEMU, vnpu.ko, the guest and user
 # space are built from nothing. CI runs it after scripts/test.sh (.ci/run).
 #
 #   scripts/clean-room.sh [--keep] [--ref REF] [--command CMD]
-#                         [--debs DIR] [--results DIR]
+#                         [--debs DIR] [--results DIR] [--suite SUITE]
 #
 # --ref      the commit to test (default HEAD; uncommitted changes are not
 #            part of it)
@@ -19,6 +20,9 @@
 #            ~/debs
 # --results  after the run, copy what is in the clone's results/ directory
 #            (if the command made one) into DIR
+# --suite    the Debian release of the root (default this machine's), from
+#            the same archive: trixie on a Debian 12 machine gives Debian
+#            13's packages (its PyTorch 2.6, scripts/torch-suite.sh)
 #
 # With the default command the run passes when scripts/run.sh exits 0, the
 # workloads ran in the VM through vnpu.ko (not on the simulator fallback)
@@ -31,7 +35,8 @@
 # name are copied in, and the local directories they name (find-links, a
 # file: index and the directories its pages link to) are mounted read-only
 # at the same paths. The template root ($VNPU_CACHE/clean-room/template,
-# remade after 7 days or when the archive changes) is kept between runs;
+# template-SUITE for another release; remade after 7 days or when the
+# archive changes) is kept between runs;
 # each run works on a copy. The mounts (proc, sys, dev) live in a private
 # mount namespace where one can be made, are unmounted on any exit and
 # vanish with it; a root is only removed when nothing is mounted under it.
@@ -97,6 +102,7 @@ ref=HEAD
 cmd=""
 debs=""
 results=""
+suite=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--keep) keep=1; shift ;;
@@ -104,8 +110,9 @@ while [ $# -gt 0 ]; do
 	--command) cmd=${2:?}; shift 2 ;;
 	--debs) debs=$(cd "$caller_pwd" && realpath -e -- "${2:?}"); shift 2 ;;
 	--results) results=$(cd "$caller_pwd" && realpath -m -- "${2:?}"); shift 2 ;;
+	--suite) suite=${2:?}; shift 2 ;;
 	*)
-		sed -n '10,21p' "$0" | sed 's/^# \{0,1\}//' >&2
+		sed -n '11,26p' "$0" | sed 's/^# \{0,1\}//' >&2
 		exit 2
 		;;
 	esac
@@ -121,6 +128,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	[ $keep -eq 0 ] || args+=(--keep)
 	[ -z "$debs" ] || args+=(--debs "$debs")
 	[ -z "$results" ] || args+=(--results "$results")
+	[ -z "$suite" ] || args+=(--suite "$suite")
 	# pip's settings go along: PIP_* and where the caller's pip.conf is
 	pip_env=()
 	while IFS= read -r v; do
@@ -146,9 +154,18 @@ report_timings() {
 	for t in "${timings[@]}"; do log "  $t"; done
 }
 
+# Another release than the machine's: its own template and root, its
+# packages from the same archive.
+host_codename=$codename
+suite=${suite:-$codename}
+case $suite in *[!a-z]* | "") die "--suite: a Debian release name (trixie)" ;; esac
 base=$cache/clean-room
 template=$base/template
 root=$base/root
+if [ "$suite" != "$host_codename" ]; then
+	template=$base/template-$suite
+	root=$base/root-$suite
+fi
 user=newcomer
 mkdir -p "$base"
 
@@ -193,32 +210,32 @@ remove_root() {
 # ---- template -----------------------------------------------------------------
 # What defines it: the archive, the suite, the packages, the user and this
 # script's way of making it.
-template_id=$(printf '%s\n' "$archive" "$keyring" "$codename" minbase \
+template_id=$(printf '%s\n' "$archive" "$keyring" "$suite" minbase \
 	git,sudo,ca-certificates "$user" v1 | sha256sum | cut -c1-16)
 t0=$EPOCHREALTIME
 if [ "$(cat "$template/.vnpu-template" 2>/dev/null)" != "$template_id" ] ||
 	[ -n "$(find "$template/.vnpu-template" -mtime +7 2>/dev/null)" ]; then
-	log "making the template root (debootstrap $codename minbase)"
+	log "making the template root (debootstrap $suite minbase)"
 	remove_root "$template"
 	remove_root "$template.tmp"
 	keyring_opt=()
 	[ "$keyring" = - ] || keyring_opt=(--keyring="$keyring")
 	if ! debootstrap --variant=minbase "${keyring_opt[@]}" \
-		--include=git,sudo,ca-certificates "$codename" "$template.tmp" \
+		--include=git,sudo,ca-certificates "$suite" "$template.tmp" \
 		"$archive" >"$base/debootstrap.log" 2>&1; then
 		tail -20 "$base/debootstrap.log" >&2
 		die "debootstrap failed (log: $base/debootstrap.log)"
 	fi
-	# The apt sources of a Debian install of this release, from this
+	# The apt sources of a Debian install of that release, from this
 	# machine's own: the archive, its updates and the security archive,
-	# no more.
+	# no more (the machine's release's names turned into the root's).
 	rm -f "$template.tmp/etc/apt/sources.list"
-	apt_sources | awk -v c="$codename" '$1 == "deb" &&
+	apt_sources | awk -v c="$host_codename" -v s="$suite" '$1 == "deb" &&
 		($2 == c || $2 == c "-updates" || $2 == c "-security") &&
-		!seen[$2]++' |
-		while read -r _ suite uri key; do
+		!seen[$2]++ { sub("^" c, s, $2); print }' |
+		while read -r _ dist uri key; do
 			printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: main\n' \
-				"$uri" "$suite"
+				"$uri" "$dist"
 			[ "$key" = - ] || [ ! -f "$template.tmp$key" ] ||
 				printf 'Signed-By: %s\n' "$key"
 			echo

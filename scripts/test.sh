@@ -3,7 +3,8 @@
 # The whole test suite: installs dependencies, builds with warnings fatal,
 # runs every unit and device test, then again under ASan+UBSan with clang
 # (which also builds and briefly runs the libFuzzer target), torchvision's
-# models on npu against the CPU (scripts/torch-models.sh), then builds
+# models on npu against the CPU (scripts/torch-models.sh), a sample of
+# PyTorch's own device-generic tests on npu (scripts/torch-suite.sh), then builds
 # QEMU with the vnpu device (cached outside the checkout) and runs the
 # 'qemu' suite against it in both execution modes, then the 'vm' suite
 # (scripts/vm.sh booting the guest in that QEMU), the runtime suite in the
@@ -52,6 +53,14 @@ stage build-test-models
 echo "== torch-models: torchvision's models on npu against the CPU"
 scripts/torch-models.sh --build build-test-models \
 	--results build-test-models/meson-logs/testlog.json || status=1
+
+# PyTorch's own device-generic test classes on npu, one test in 4
+# (scripts/torch-suite.sh): Debian 13's PyTorch 2.6 with its test files, on
+# Debian 12 in a Debian 13 clean root; one result per class.
+stage build-test-suite
+echo "== torch-suite: PyTorch's device-generic tests on npu"
+scripts/torch-suite.sh --build build-test --sample 4 \
+	--results build-test-suite/meson-logs/testlog.json || status=1
 
 # The QEMU device: qemu-system-x86_64 built by scripts/build-qemu.sh, the
 # 'qemu' suite (threads and deterministic mode) in a build dir pointed at it.

@@ -3,7 +3,10 @@
 # PyTorch's own device-generic test classes on npu (torch_vnpu):
 # fetches the test files of the installed PyTorch from Debian's source
 # package (cached), and runs tests/torch-suite/run_suite.py over them.
-# See docs/torch.md, "PyTorch's own test suite".
+# That PyTorch is Debian 13's python3-torch (2.6): on Debian 12, whose
+# PyTorch is a pip wheel without test files, the script runs itself in a
+# Debian 13 clean root (scripts/clean-room.sh --suite trixie) on the
+# committed HEAD. See docs/torch.md, "PyTorch's own test suite".
 #
 #   scripts/torch-suite.sh                   every class, all their tests
 #   scripts/torch-suite.sh --sample K        one test in K (CI's sample)
@@ -14,6 +17,9 @@
 #   scripts/torch-suite.sh --fallback error  VNPU_FALLBACK=error: report
 #                                            only (the expectation file is
 #                                            that of 'allow')
+#   scripts/torch-suite.sh --results FILE    one JSON line per class, as
+#                                            meson's testlog.json
+#                                            (scripts/test.sh)
 # Other arguments go to run_suite.py (--save FILE, --log FILE, ...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +31,7 @@ cd "$(dirname "$0")/.."
 build=""
 fallback=allow
 args=()
+files=() # OPTION FILE pairs of run_suite.py that name output files
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build)
@@ -33,6 +40,10 @@ while [ $# -gt 0 ]; do
 		;;
 	--fallback)
 		fallback=${2:?--fallback needs allow or error}
+		shift 2
+		;;
+	--save | --log | --results | --write-expectations)
+		files+=("$1" "$(realpath -m -- "${2:?$1 needs a file}")")
 		shift 2
 		;;
 	*)
@@ -51,6 +62,38 @@ error) args+=(--no-expectations) ;;
 esac
 
 log() { echo "torch-suite: $*" >&2; }
+
+# ---- Debian 12: the same run in a Debian 13 root ----------------------------
+# Where the PyTorch is not Debian's 2.x, the run goes to a clean Debian 13
+# root, which builds its own torch_vnpu against Debian's 2.6 (so --build
+# has no meaning there); the output files come back through its results/.
+if [ "$codename" = bookworm ]; then
+	inner=(--fallback "$fallback" "${args[@]}")
+	for ((i = 0; i < ${#files[@]}; i += 2)); do
+		inner+=("${files[i]}" "results/torch-suite.$((i / 2))")
+	done
+	out=$(mktemp -d)
+	trap 'rm -rf "$out"' EXIT
+	log "Debian 12's PyTorch has no test files: running in a Debian 13" \
+		"root on the committed HEAD (scripts/clean-room.sh --suite trixie)"
+	rc=0
+	scripts/clean-room.sh --suite trixie --results "$out" --command \
+		"mkdir -p results && scripts/torch-suite.sh $(printf '%q ' "${inner[@]}")" ||
+		rc=$?
+	for ((i = 0; i < ${#files[@]}; i += 2)); do
+		if [ -f "$out/torch-suite.$((i / 2))" ]; then
+			mkdir -p "$(dirname "${files[i + 1]}")"
+			cp "$out/torch-suite.$((i / 2))" "${files[i + 1]}"
+		elif [ "${files[i]}" = --results ]; then
+			# the root failed before the suite ran: one failed row
+			mkdir -p "$(dirname "${files[i + 1]}")"
+			echo '{"name": "torch-suite/run", "result": "FAIL"}' \
+				>"${files[i + 1]}"
+		fi
+	done
+	exit $rc
+fi
+args+=("${files[@]}")
 
 scripts/deps.sh
 python=$(scripts/torch-env.sh)
@@ -73,6 +116,10 @@ fi
 if ! "$python" -c 'import torch, sys; sys.exit(not torch.__file__.startswith("/usr/lib/python3/"))'; then
 	echo "torch-suite: SKIP: $python's PyTorch is not Debian's python3-torch," \
 		"whose source package carries the test files: run it on Debian 13" >&2
+	for ((i = 0; i < ${#files[@]}; i += 2)); do
+		[ "${files[i]}" != --results ] ||
+			echo '{"name": "torch-suite/run", "result": "SKIP"}' >"${files[i + 1]}"
+	done
 	exit 77
 fi
 # The source package the installed python3-torch was built from, and the
@@ -93,7 +140,7 @@ orig_of() {
 }
 read -r tarball tar_sha < <(orig_of) || true
 if [ -z "${tarball:-}" ]; then
-	# deb-src of bookworm (scripts/lib/apt.sh) lists the source package
+	# the release's deb-src (scripts/lib/apt.sh) lists the source package
 	ensure_backports
 	read -r tarball tar_sha < <(orig_of) || true
 fi

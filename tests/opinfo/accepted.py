@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Where vnpu deliberately differs from PyTorch 1.13's CPU on PyTorch's own
+"""Where vnpu deliberately differs from PyTorch's CPU on PyTorch's own
 samples, with the reason (as OpInfo's skips and decorators carry theirs).
 
 Key: (front, op, dtype, what)
@@ -24,7 +24,7 @@ ACCEPTED = {
         'so about 1 in 3,000 gradient elements differ by 1 ulp',
 }
 
-# Results vnpu gives in float32 where PyTorch 1.13's CPU gives the input's
+# Results vnpu gives in float32 where PyTorch's CPU gives the input's
 # float16/bfloat16: compared after rounding to PyTorch's dtype (so their
 # values are still judged) and counted as listed. Keyed by aten overload
 # (C front end) and OpInfo name (torch_vnpu).

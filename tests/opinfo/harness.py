@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Every NPU op judged by PyTorch's own samples, through both front ends.
 
-For every op of dispatcher/ops/native_functions.yaml that PyTorch 1.13's
+For every op of dispatcher/ops/native_functions.yaml that the installed PyTorch's
 op_db has an OpInfo for (and the OpInfos that reach the others), every
 dtype the OpInfo lists that the device has, its sample_inputs,
 reference_inputs and error_inputs:
@@ -58,7 +58,7 @@ GRAD_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 # ops whose result is uninitialised memory: shape and dtype only
 UNINITIALISED = {'aten::empty.memory_format', 'aten::empty_strided',
                  'aten::empty_like', 'aten::resize_', 'empty', 'empty_like',
-                 'resize_', 'npu::empty_with_format'}
+                 'empty_strided', 'resize_', 'npu::empty_with_format'}
 def opinfo_id(o):
     return o.name + ('/' + o.variant_test_name if o.variant_test_name else '')
 
@@ -159,7 +159,7 @@ def judge(book, key, what, where, got, want, op, wider=None,
     float64, rounded once to the result's dtype) is counted apart, not as
     a mismatch: it is as close to the exact result as PyTorch's (the
     device accumulates f16/bf16 in f32 and rounds once, as CUDA, where
-    PyTorch 1.13's CPU rounds intermediate results; sums run in another
+    PyTorch's CPU rounds intermediate results; sums run in another
     order; fused CPU formulas cancel)."""
     front, name, dn = key
     if name in F32_RESULTS:

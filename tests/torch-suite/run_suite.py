@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""PyTorch's device-generic test classes on privateuseone (torch_vnpu).
+"""PyTorch's device-generic test classes on npu (torch_vnpu, PyTorch 2).
 
 Runs each class of CLASSES from PyTorch's own test files with pytest, one
-process per class, on the device type of privateuseone_base.py. A test
+process per class, on the device type of npu_device_type.py. A test
 that kills its process (a signal, an abort) or runs past the time limit
 is reported as a crash or a hang and the rest of its class goes on in a
 new process; crashes and hangs always fail the run.
@@ -14,7 +14,7 @@ line per class and `torch-suite: N passed, N failed, N skipped`.
 
   run_suite.py --tests DIR [--classes A,B] [--sample K] [--save FILE]
                [--expectations FILE | --no-expectations]
-               [--write-expectations FILE]
+               [--write-expectations FILE] [--results FILE]
 
 DIR is the test/ directory of PyTorch's source. VNPU_FALLBACK is passed
 through: the expectations are those of VNPU_FALLBACK=allow.
@@ -50,11 +50,15 @@ OPINFO_CLASSES = ['TestCommon']
 
 CATEGORIES = {
     'wrong-result': 'the NPU or its fallback computes another value, '
-                    'dtype or error than PyTorch',
-    'unsupported-dtype': 'a dtype the device has no storage for, reached '
-                         'in a test not parametrized over it',
+                    'dtype, stride or error than PyTorch',
+    'cpu-kernel': 'the fallback runs PyTorch\'s CPU kernel, which the test '
+                  'or its OpInfo excuses or skips on the CPU (a known bug '
+                  'of that kernel)',
+    'not-supported': 'a feature docs/torch.md lists as not supported '
+                     '(sparse, quantized, nested tensors, lazy clones)',
     'fallback-refused': 'the CPU fallback refuses the call',
-    'pt113-limit': 'a limitation of PrivateUse1 in PyTorch 1.13 itself',
+    'privateuse1-limit': 'a limitation of PyTorch\'s PrivateUse1 '
+                         'integration itself',
     'test-assumes-device': 'the test assumes a property of CUDA or of '
                            'the CPU that no out-of-tree device has',
     # the one category whose tests may also pass: which other tests ran
@@ -69,7 +73,9 @@ MAX_RESTARTS = 200
 
 
 def instantiated(cls):
-    return cls + 'PRIVATEUSEONE'
+    # PyTorch names a class after its base's device type, privateuse1; the
+    # tests in it are named after the backend, _npu
+    return cls + 'PRIVATEUSE1'
 
 
 class Expectations:
@@ -113,8 +119,8 @@ def run_class(args, test_file, cls, opinfos_path, log):
     progress_path = tempfile.mktemp(prefix='torch-suite-progress-')
     env = dict(os.environ)
     env.update({
-        'TORCH_TEST_DEVICES': os.path.join(HERE, 'privateuseone_base.py'),
-        'PYTORCH_TESTING_DEVICE_ONLY_FOR': 'privateuseone',
+        'TORCH_TEST_DEVICES': os.path.join(HERE, 'npu_device_type.py'),
+        'PYTORCH_TESTING_DEVICE_ONLY_FOR': 'npu',
         'PYTHONPATH': os.pathsep.join(
             [HERE, os.path.join(ROOT, 'tests', 'torch', 'shim')] +
             [p for p in env.get('PYTHONPATH', '').split(os.pathsep) if p]),
@@ -204,6 +210,11 @@ def main():
                          'file to review')
     ap.add_argument('--save', metavar='FILE', help='every result as JSON')
     ap.add_argument('--log', metavar='FILE', help="pytest's output")
+    ap.add_argument('--results', metavar='FILE',
+                    help='one JSON line per class ({"name", "result"}, as '
+                         "meson's testlog.json): FAIL for a class with a "
+                         'crash, a hang or a verdict against the '
+                         'expectation file')
     args = ap.parse_args()
 
     chosen = [c for c in CLASSES if not args.classes or
@@ -222,7 +233,7 @@ def main():
         expectations = Expectations(args.expectations)
 
     fallback = os.environ.get('VNPU_FALLBACK', 'allow')
-    print('torch-suite: PyTorch %s test classes on privateuseone, '
+    print('torch-suite: PyTorch %s test classes on npu, '
           'VNPU_FALLBACK=%s%s' % (
               __import__('torch').__version__, fallback,
               ', one test in %d' % args.sample if args.sample > 1 else ''),
@@ -272,10 +283,15 @@ def main():
                 if o == 'failed':
                     f.write('%s  # %s\n' % (tid, msg[:200]))
 
-    ok = total['crash'] == 0 and total['hang'] == 0
+    def class_of(test_id):
+        part = test_id.split('::')[1] if '::' in test_id else ''
+        return part.split(' ')[0][:-len(instantiated(''))]
+
+    bad_classes = set()
     for tid, (o, msg) in sorted(results.items()):
         if o in ('crash', 'hang'):
             print('torch-suite: %s: %s (%s): never acceptable' % (tid, o, msg))
+            bad_classes.add(class_of(tid))
     if expectations is not None:
         listed = collections.defaultdict(list)
         for tid, (o, msg) in sorted(results.items()):
@@ -284,7 +300,7 @@ def main():
                 listed[e[3]].append(o)
             if o == 'failed' and e is None:
                 print('torch-suite: UNEXPECTED failure %s: %s' % (tid, msg))
-                ok = False
+                bad_classes.add(class_of(tid))
         full = args.sample == 1 and not args.classes
         for pattern, category, reason, n in expectations.entries:
             outcomes = listed.get(n, [])
@@ -293,15 +309,25 @@ def main():
                     category != 'order-dependent':
                 print('torch-suite: %s now passes: remove it from the '
                       'expectation file (line %d)' % (pattern, n))
-                ok = False
+                bad_classes.add(class_of(pattern))
             elif not outcomes and full:
                 print('torch-suite: %s (expectation file line %d) matches '
                       'no test' % (pattern, n))
-                ok = False
+                bad_classes.add(class_of(pattern))
         n_listed = sum(1 for tid, (o, _) in results.items()
                        if o == 'failed' and expectations.match(tid))
         print('torch-suite: %d failures listed in %s' % (
             n_listed, os.path.basename(args.expectations)))
+    ok = not bad_classes
+    if args.results:
+        with open(args.results, 'w') as f:
+            for _, cls in chosen:
+                f.write(json.dumps({
+                    'name': 'torch-suite/' + cls,
+                    'result': 'FAIL' if cls in bad_classes else 'OK'}) + '\n')
+            for cls in sorted(bad_classes - {c for _, c in chosen}):
+                f.write(json.dumps({'name': 'torch-suite/' + (cls or '?'),
+                                    'result': 'FAIL'}) + '\n')
     print('torch-suite: %s' % ('PASS' if ok else 'FAIL'))
     return 0 if ok else 1
 

@@ -63,7 +63,7 @@ class _OpInfoFilter:
                             key=len, reverse=True)
 
     def __call__(self, test_name):
-        m = re.match(r'test_(.+)_privateuseone(_\w+)?$', test_name)
+        m = re.match(r'test_(.+)_npu(_\w+)?$', test_name)
         if not m:
             return False
         for name in self.names:
@@ -78,7 +78,7 @@ def _wanted(item, skip, sample, opinfo_classes, opinfo_filter):
     if sample > 1 and zlib.crc32(item.nodeid.encode()) % sample:
         return False
     cls = item.cls.__name__ if item.cls else ''
-    if any(cls == c + 'PRIVATEUSEONE' for c in opinfo_classes):
+    if any(cls == c + 'PRIVATEUSE1' for c in opinfo_classes):
         return opinfo_filter(item.name)
     return True
 

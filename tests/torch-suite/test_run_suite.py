@@ -31,7 +31,7 @@ def expectation_file(tmp, lines):
     path = os.path.join(tmp, 'e.txt')
     with open(path, 'w') as f:
         f.write('[wrong-result] on purpose\n' + ''.join(
-            'test_selftest.py::TestSelftestPRIVATEUSEONE::%s\n' % t
+            'test_selftest.py::TestSelftestPRIVATEUSE1::%s\n' % t
             for t in lines))
     return path
 

@@ -6,7 +6,7 @@ import time
 import unittest
 
 
-class TestSelftestPRIVATEUSEONE(unittest.TestCase):
+class TestSelftestPRIVATEUSE1(unittest.TestCase):
     def test_a_passes(self):
         pass
 
