@@ -54,12 +54,12 @@ echo "== torch-models: torchvision's models on npu against the CPU"
 scripts/torch-models.sh --build build-test-models \
 	--results build-test-models/meson-logs/testlog.json || status=1
 
-# PyTorch's own device-generic test classes on npu, one test in 4
+# PyTorch's own device-generic test classes on npu, one test in 8
 # (scripts/torch-suite.sh): Debian 13's PyTorch 2.6 with its test files, on
 # Debian 12 in a Debian 13 clean root; one result per class.
 stage build-test-suite
 echo "== torch-suite: PyTorch's device-generic tests on npu"
-scripts/torch-suite.sh --build build-test --sample 4 \
+scripts/torch-suite.sh --build build-test --sample 8 \
 	--results build-test-suite/meson-logs/testlog.json || status=1
 
 # The QEMU device: qemu-system-x86_64 built by scripts/build-qemu.sh, the
