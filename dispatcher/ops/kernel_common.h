@@ -65,6 +65,22 @@ static inline double kc_round(enum vnpu_at_dtype dt, double x)
 	return vnpu_at_load(dt, &buf);
 }
 
+/*
+ * The dtype PyTorch's mul and div kernels compute in when dt is float16 or
+ * bfloat16 and their second operand b is a scalar of another dtype (a
+ * Python number, a 0-dim tensor): float32, with b as it was, never
+ * rounded to dt (x / 1e5 in float16 is not x / inf). Otherwise dt. Add
+ * and sub round b to dt like any operand.
+ */
+static inline enum vnpu_at_dtype kc_mul_div_compute(enum vnpu_at_dtype dt,
+						    const struct vnpu_at_tensor *b)
+{
+	if ((dt == VNPU_AT_F16 || dt == VNPU_AT_BF16) && b->ndim == 0 &&
+	    b->dtype != dt)
+		return VNPU_AT_F32;
+	return dt;
+}
+
 static inline int64_t kc_round_int(enum vnpu_at_dtype dt, int64_t x)
 {
 	uint64_t buf = 0;

@@ -4,7 +4,8 @@
  * out= that is also an input (TensorIterator never resizes it), Python
  * scalars a comparison's dtype cannot hold (cast as TensorIterator casts
  * them, never refused), matmul of FRACTAL_NZ operands in every rank
- * combination, and where linear rounds its bias in. Expected values and
+ * combination, where linear rounds its bias in, and float16/bfloat16
+ * times or divided by a Python scalar they cannot hold. Expected values and
  * messages are what PyTorch printed for the same calls.
  */
 #include <math.h>
@@ -394,6 +395,61 @@ START_TEST(linear_rounds_the_bias_in_as_pytorch)
 }
 END_TEST
 
+/* ---- float16 and bfloat16 with a wider scalar -------------------------- */
+
+START_TEST(reduced_float_with_a_wider_scalar)
+{
+	/* PyTorch's mul and div take the scalar as it is (in float32), add
+	 * rounds it to the tensor's dtype: values PyTorch 2.13 printed */
+	static const struct {
+		enum vnpu_at_dtype dt;
+		double x[3];
+		int op; /* 0 div, 1 mul, 2 add */
+		double s, want[3];
+	} cases[] = {
+		{ VNPU_AT_F16, { 1, -1.1259765625, 65504 }, 0, 1e5,
+		  { 1.0013580322265625e-05, -1.1265277862548828e-05, 0.6552734375 } },
+		{ VNPU_AT_F16, { 1, -1.1259765625, 65504 }, 1, 0.1,
+		  { 0.0999755859375, -0.11260986328125, 6552 } },
+		{ VNPU_AT_F16, { 1, -1.1259765625, 65504 }, 2, 1e5,
+		  { INFINITY, INFINITY, INFINITY } },
+		{ VNPU_AT_BF16, { 1, -1.125, 65536 }, 0, 1e5,
+		  { 1.0013580322265625e-05, -1.1265277862548828e-05, 0.65625 } },
+		{ VNPU_AT_BF16, { 1, -1.125, 65536 }, 1, 0.1,
+		  { 0.10009765625, -0.1123046875, 6560 } },
+		{ VNPU_AT_BF16, { 1, -1.125, 65536 }, 2, 1e5,
+		  { 99840, 99840, 165888 } },
+	};
+	struct vnpu_at_device dev = dev_of(_i);
+	int64_t n = 3;
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct vnpu_at_tensor *x = tensor_of(1, &n, cases[c].dt, cases[c].x, dev);
+		struct vnpu_at_tensor *s = vnpu_at_scalar_tensor(
+			VNPU_AT_DOUBLE(cases[c].s), VNPU_AT_F64, VNPU_AT_DEV_CPU);
+		struct vnpu_at_tensor *r, *h;
+
+		ck_assert_ptr_nonnull(s);
+		s->wrapped_number = true;
+		r = cases[c].op == 0 ? vnpu_op_div_Tensor(x, s) :
+		    cases[c].op == 1 ? vnpu_op_mul_Tensor(x, s) :
+				       vnpu_op_add_Tensor(x, s, VNPU_AT_INT(1));
+		ck_assert_msg(r != NULL, "case %zu: %s", c, vnpu_at_error_message());
+		h = vnpu_at_is_npu(r) ? ot_to_cpu(r) : vnpu_at_retain(r);
+		ck_assert_int_eq(h->dtype, cases[c].dt);
+		for (int64_t i = 0; i < n; i++)
+			ck_assert_msg(ot_flat(h, i) == cases[c].want[i],
+				      "case %zu on %s: element %lld is %.17g, PyTorch's %.17g",
+				      c, _i ? "npu" : "cpu", (long long)i,
+				      ot_flat(h, i), cases[c].want[i]);
+		vnpu_at_release(h);
+		vnpu_at_release(r);
+		vnpu_at_release(s);
+		vnpu_at_release(x);
+	}
+}
+END_TEST
+
 static Suite *semantics_suite(void)
 {
 	Suite *s = suite_create("op_semantics");
@@ -404,6 +460,7 @@ static Suite *semantics_suite(void)
 	tcase_add_loop_test(tc, compare_with_out_of_range_scalars, 0, 2);
 	tcase_add_test(tc, matmul_of_internal_formats);
 	tcase_add_loop_test(tc, linear_rounds_the_bias_in_as_pytorch, 0, 2);
+	tcase_add_loop_test(tc, reduced_float_with_a_wider_scalar, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -2,6 +2,7 @@
 /* CPU reference kernels: creation, copies, add, mul, relu, mm, sum. */
 #include <stdlib.h>
 
+#include "../kernel_common.h"
 #include "../op_util.h"
 #include "dispatch_internal.h"
 #include "vnpu_runtime.h"
@@ -219,12 +220,16 @@ static bool binary_into(const char *name, enum binop op, struct vnpu_at_tensor *
 	}
 	if (vnpu_at_dtype_is_float(dt)) {
 		double al = vnpu_at_scalar_to_double(alpha);
+		/* operands cast to dt first, as TensorIterator casts them,
+		 * but for mul's wider scalar */
+		enum vnpu_at_dtype yd = op == OP_MUL ? kc_mul_div_compute(dt, b) : dt;
 
 		while (vnpu_at_iter_next(&it)) {
-			double x = vnpu_at_load((enum vnpu_at_dtype)a->dtype, it.p[1]);
-			double y = vnpu_at_load((enum vnpu_at_dtype)b->dtype, it.p[2]);
+			double x = kc_round(dt, vnpu_at_load((enum vnpu_at_dtype)a->dtype, it.p[1]));
+			double y = kc_round(yd, vnpu_at_load((enum vnpu_at_dtype)b->dtype, it.p[2]));
 
-			vnpu_at_store(dt, it.p[0], op == OP_ADD ? x + al * y : x * y);
+			vnpu_at_store(dt, it.p[0], op == OP_ADD ? x + al * y :
+				      kc_round(yd, x * y));
 		}
 	} else {
 		int64_t al = vnpu_at_scalar_to_int(alpha);

@@ -180,6 +180,8 @@ static struct vnpu_at_tensor *pw_binary(const char *name, enum pw_op op,
 		}
 	} else {
 		double al = vnpu_at_scalar_to_double(alpha);
+		enum vnpu_at_dtype yd = op == PW_DIV ?
+			kc_mul_div_compute(compute, b) : compute;
 
 		while (vnpu_at_iter_next(&it)) {
 			double x = vnpu_at_load(a->dtype, it.p[1]);
@@ -189,7 +191,12 @@ static struct vnpu_at_tensor *pw_binary(const char *name, enum pw_op op,
 			 * precision, as PyTorch casts operands first. */
 			if (compute != VNPU_AT_F64) {
 				x = kc_round(compute, x);
-				y = kc_round(compute, y);
+				y = kc_round(yd, y);
+			}
+			if (yd != compute) {
+				vnpu_at_store(out_dt, it.p[0],
+					      kc_round(yd, pw_float(op, x, y, al)));
+				continue;
 			}
 			/* PyTorch's CPU sigmoid_backward computes float16 in
 			 * float16, each op rounded (bfloat16 in float32):

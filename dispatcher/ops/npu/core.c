@@ -2,7 +2,7 @@
 /* NPU kernels (PrivateUse1): creation, copies (H2D/D2H/D2D, format-aware),
  * fill_, add, mul, relu, mm (FRACTAL_NZ operands taken as they are), sum,
  * and torch_npu's npu_format_cast / get_npu_format. */
-#include "npu_util.h"
+#include "npu_ops_common.h"
 #include "dispatch_internal.h"
 
 struct vnpu_at_tensor *vnpu_npu_empty_memory_format(vnpu_keyset_t ks,
@@ -54,7 +54,7 @@ struct vnpu_at_tensor *vnpu_npu_fill__Scalar(vnpu_keyset_t ks,
 		tgt = vnpu_npu_empty(self->ndim, self->sizes, (enum vnpu_at_dtype)self->dtype);
 		if (!tgt)
 			return NULL;
-	} else if (vnpu_npu_overlaps_itself(self)) {
+	} else if (vnpu_npu_overlaps_itself(self) || !vnpu_npu_injective(self)) {
 		/* an expanded tensor: every element of a stride-0 dim is one
 		 * location, so fill each once (PyTorch allows fill_ here) */
 		int64_t sz[VNPU_AT_MAX_DIMS];
@@ -65,6 +65,13 @@ struct vnpu_at_tensor *vnpu_npu_fill__Scalar(vnpu_keyset_t ks,
 				      self->offset);
 		if (!tgt)
 			return NULL;
+		/* elements overlapping otherwise (empty_strided((10, 9),
+		 * (1, 5))): the device writes each location once or not at
+		 * all, the CPU kernel fills them */
+		if (!vnpu_npu_injective(tgt)) {
+			vnpu_at_release(tgt);
+			return vnpu_fallback_fill__Scalar(ks, self, value);
+		}
 		ok = vnpu_npu_arg(&l, tgt, VNPU_ACCESS_WRITE, &p.out) &&
 		     vnpu_npu_launch("aten::fill_", &l, "fill", &p, sizeof(p),
 				     vnpu_at_numel(tgt));
@@ -147,34 +154,8 @@ static struct vnpu_at_tensor *binary(const char *name, vnpu_keyset_t ks, uint32_
 				     struct vnpu_at_tensor *a, struct vnpu_at_tensor *b,
 				     struct vnpu_at_scalar alpha)
 {
-	const struct vnpu_at_tensor *in[2] = { a, b };
-	enum vnpu_at_dtype dt = vnpu_at_result_type(a, b);
-	struct vnpu_at_tensor *x = NULL, *y = NULL, *out = NULL;
-	struct vnpu_kp_binary p = { .op = op, .alpha = vnpu_at_scalar_to_double(alpha) };
-	struct vnpu_npu_launch l = { 0 };
-	int64_t sizes[VNPU_AT_MAX_DIMS];
-	uint32_t nd;
-
-	if (!vnpu_at_broadcast_shapes(name, 2, in, &nd, sizes) ||
-	    !vnpu_at_check_same_device(name, 2, in))
-		return NULL;
-	x = a->dtype == dt && vnpu_at_is_npu(a) ? vnpu_npu_plain(a) :
-	    vnpu_op__to_copy(a, dt, vnpu_npu_device(), false);
-	y = b->dtype == dt && vnpu_at_is_npu(b) ? vnpu_npu_plain(b) :
-	    vnpu_op__to_copy(b, dt, vnpu_npu_device(), false);
-	out = x && y ? vnpu_npu_empty_iter(2, (const struct vnpu_at_tensor *[]){ x, y },
-					   nd, sizes, dt) : NULL;
-	if (out && vnpu_at_numel(out) &&
-	    (!vnpu_npu_arg_bcast(&l, x, nd, VNPU_ACCESS_READ, &p.a) ||
-	     !vnpu_npu_arg_bcast(&l, y, nd, VNPU_ACCESS_READ, &p.b) ||
-	     !vnpu_npu_arg(&l, out, VNPU_ACCESS_WRITE, &p.out) ||
-	     !vnpu_npu_launch(name, &l, "binary", &p, sizeof(p), vnpu_at_numel(out)))) {
-		vnpu_at_release(out);
-		out = NULL;
-	}
-	vnpu_at_release(x);
-	vnpu_at_release(y);
-	return out;
+	return npk_binary(name, op, a, b, vnpu_at_result_type(a, b),
+			  vnpu_at_scalar_to_double(alpha));
 }
 
 static bool device_float_or_int(enum vnpu_at_dtype dt)

@@ -36,6 +36,20 @@ static inline struct vnpu_at_tensor *npk_operand(struct vnpu_at_tensor *t,
 	return vnpu_op__to_copy(t, dt, vnpu_npu_device(), false);
 }
 
+/* The result of a kernel in dtype dt (converted on the device if needed;
+ * consumes t). */
+static inline struct vnpu_at_tensor *npk_to(struct vnpu_at_tensor *t,
+					    enum vnpu_at_dtype dt)
+{
+	struct vnpu_at_tensor *r;
+
+	if (!t || t->dtype == dt)
+		return t;
+	r = vnpu_op__to_copy(t, dt, vnpu_npu_device(), false);
+	vnpu_at_release(t);
+	return r;
+}
+
 /* A 0-dim device tensor of dt holding v. */
 static inline struct vnpu_at_tensor *npk_scalar(double v,
 						enum vnpu_at_dtype dt)
@@ -93,6 +107,10 @@ static inline struct vnpu_at_tensor *npk_binary(const char *name, uint32_t op,
 	if (!vnpu_at_broadcast_shapes(name, 2, in, &nd, sizes) ||
 	    !vnpu_at_check_same_device(name, 2, in))
 		return NULL;
+	if ((op == VNPU_BINARY_MUL || op == VNPU_BINARY_DIV) &&
+	    kc_mul_div_compute(dt, b) != dt)
+		return npk_to(npk_binary(name, op, a, b, kc_mul_div_compute(dt, b),
+					 alpha), dt);
 	x = npk_operand(a, dt);
 	y = x ? npk_operand(b, dt) : NULL;
 	if (y)
@@ -219,20 +237,6 @@ static inline struct vnpu_at_tensor *npk_like_format(const char *name,
 		vnpu_at_release(r);
 		r = NULL;
 	}
-	vnpu_at_release(t);
-	return r;
-}
-
-/* The result of a kernel in dtype dt (converted on the device if needed;
- * consumes t). */
-static inline struct vnpu_at_tensor *npk_to(struct vnpu_at_tensor *t,
-					    enum vnpu_at_dtype dt)
-{
-	struct vnpu_at_tensor *r;
-
-	if (!t || t->dtype == dt)
-		return t;
-	r = vnpu_op__to_copy(t, dt, vnpu_npu_device(), false);
 	vnpu_at_release(t);
 	return r;
 }

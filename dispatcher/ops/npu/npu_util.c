@@ -151,15 +151,10 @@ bool vnpu_npu_overlaps_itself(const struct vnpu_at_tensor *t)
  * overlapping views (as_strided), which PyTorch's CPU kernels write in
  * some order, are refused too.
  */
-static bool check_writable(const struct vnpu_at_tensor *t)
+bool vnpu_npu_injective(const struct vnpu_at_tensor *t)
 {
 	struct vnpu_tensor d;
 
-	if (vnpu_npu_overlaps_itself(t)) {
-		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
-				  "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.");
-		return false;
-	}
 	if (is_internal(t->storage->npu.npu_format))
 		return true;
 	memset(&d, 0, sizeof(d));
@@ -167,7 +162,17 @@ static bool check_writable(const struct vnpu_at_tensor *t)
 	memcpy(d.sizes, t->sizes, t->ndim * sizeof(int64_t));
 	memcpy(d.strides, t->strides, t->ndim * sizeof(int64_t));
 	d.format = VNPU_FORMAT_ND;
-	if (vnpu_tensor_is_injective(&d))
+	return vnpu_tensor_is_injective(&d);
+}
+
+static bool check_writable(const struct vnpu_at_tensor *t)
+{
+	if (vnpu_npu_overlaps_itself(t)) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				  "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.");
+		return false;
+	}
+	if (vnpu_npu_injective(t))
 		return true;
 	vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 			  "unsupported operation: elements of the written-to tensor overlap in memory (a view made with as_strided), which the npu cannot write. Please clone() the tensor before performing the operation.");

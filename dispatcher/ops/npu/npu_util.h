@@ -30,6 +30,9 @@ struct vnpu_npu_launch {
 /* True when elements of t share a location (a stride 0 over a dim of
  * size > 1: an expanded tensor); such a tensor cannot be written. */
 bool vnpu_npu_overlaps_itself(const struct vnpu_at_tensor *t);
+/* True when the device can write t: no two elements at one location
+ * (vnpu_tensor_is_injective; internal formats always are). */
+bool vnpu_npu_injective(const struct vnpu_at_tensor *t);
 
 /* Fills desc for t as an operand of l with `access` (VNPU_ACCESS_*).
  * Plain storages: t's sizes, strides and offset. Internal-format storages:
