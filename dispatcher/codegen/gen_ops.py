@@ -41,7 +41,7 @@ def parse_yaml(path):
             if m and cur is not None:
                 key, val = m.group(1), m.group(2).strip()
                 if key not in ('dispatch', 'backend_select', 'autograd',
-                               'structured_inherits'):
+                               'structured_inherits', 'uninitialized'):
                     sys.exit('%s:%d: unknown key %r' % (path, lineno, key))
                 cur[key] = val
                 continue
@@ -206,6 +206,7 @@ class Op:
                          if d.strip()]
         self.backend_select = entry.get('backend_select') == 'True'
         self.autograd = entry.get('autograd') == 'True'
+        self.uninitialized = entry.get('uninitialized') == 'True'
         inherits = entry.get('structured_inherits')
         if inherits not in (None, 'TensorIteratorBase'):
             raise ValueError('%s: structured_inherits must be TensorIteratorBase'

@@ -293,8 +293,6 @@ def test_resize_and_set():
     assert n.cpu().view(-1)[:6].tolist() == [0, 1, 2, 3, 4, 5]
     n.resize_(2)
     assert n.cpu().tolist() == [0, 1]
-    # (PyTorch 1.13's Python storages do not take npu, so set_
-    # with a storage argument is reachable from C++ only)
     m = torch.empty(0, device=NPU)
     m.set_(n)
     assert m.shape == n.shape
@@ -304,6 +302,55 @@ def test_resize_and_set():
     e = torch.ones(3, device=NPU)
     e.set_()
     assert e.numel() == 0
+
+
+def test_set_takes_any_storage_of_the_device():
+    # a byte slice of an npu storage owns nothing (UntypedStorage[a:b]);
+    # set_ takes it as the CPU's set_ takes a slice of a CPU storage
+    # (PyTorch's test_storage), and kernels write through it
+    n = torch.arange(8, dtype=torch.int32).to(NPU)
+    m = torch.empty(0, dtype=torch.int32, device=NPU)
+    m.set_(n.untyped_storage()[8:24])
+    assert m.cpu().tolist() == [2, 3, 4, 5]
+    m.add_(10)
+    assert n.cpu().tolist() == [0, 1, 12, 13, 14, 15, 6, 7]
+    with pytest.raises(RuntimeError, match='the devices must match'):
+        torch.empty(0, device=NPU).set_(torch.ones(2).untyped_storage())
+
+
+@pytest.fixture
+def fill_uninitialized_memory():
+    was = (torch.are_deterministic_algorithms_enabled(),
+           torch.utils.deterministic.fill_uninitialized_memory)
+    torch.use_deterministic_algorithms(True)
+    torch.utils.deterministic.fill_uninitialized_memory = True
+    yield
+    torch.use_deterministic_algorithms(was[0])
+    torch.utils.deterministic.fill_uninitialized_memory = was[1]
+
+
+@pytest.mark.parametrize('dt', [torch.float16, torch.float32, torch.int16,
+                                torch.int64, torch.bool, torch.complex64])
+def test_new_memory_is_filled_when_deterministic(fill_uninitialized_memory, dt):
+    # PyTorch's backends fill what empty and resize_ hand out with NaN or
+    # the integer maximum under these settings (test_deterministic_empty)
+    for make in (lambda d: torch.empty(3, dtype=dt, device=d),
+                 lambda d: torch.empty_strided((3,), (2,), dtype=dt, device=d),
+                 # elements overlap: fill_ writes them all the same
+                 lambda d: torch.empty_strided((10, 9), (1, 5), dtype=dt, device=d),
+                 lambda d: torch.empty_like(torch.ones(3, 2, device=d).t(), dtype=dt)):
+        n, want = make(NPU), make('cpu')
+        assert n.stride() == want.stride()
+        assert torch.equal(n.cpu(), want) if not dt.is_floating_point and \
+            not dt.is_complex else bool(n.cpu().isnan().all())
+    # resize_ fills only what the storage gained
+    n = torch.zeros(2, dtype=dt, device=NPU)
+    n.resize_(5)
+    c = torch.zeros(2, dtype=dt)
+    c.resize_(5)
+    assert torch.equal(n.cpu()[:2], c[:2])
+    assert torch.equal(n.cpu()[2:].isnan(), c[2:].isnan()) and \
+        (dt.is_floating_point or dt.is_complex or torch.equal(n.cpu(), c))
 
 
 def test_repr():
@@ -402,6 +449,17 @@ def test_out_dtypes_pytorch_requires():
             torch.max(x, dim=0, out=outs)
 
 
+def test_mode_out():
+    # PyTorch's mode.values is device-generic and refuses all but CPU,
+    # CUDA and XPU tensors: npu's runs the CPU kernel through the fallback
+    x = torch.tensor([[1., 2., 2., 5.], [3., 3., 1., 1.]])
+    want = torch.mode(x, 1)
+    v, i = torch.empty(0, device=NPU), torch.empty(0, dtype=torch.long, device=NPU)
+    got = torch.mode(x.to(NPU), 1, out=(v, i))
+    assert got[0] is v and got[1] is i
+    assert torch.equal(v.cpu(), want.values) and torch.equal(i.cpu(), want.indices)
+
+
 # Result layouts: what PyTorch's TensorIterator (elementwise ops) and its
 # convolution and pooling kernels give the same inputs on the CPU.
 LAYOUTS = {
@@ -435,6 +493,10 @@ LAYOUT_OPS = {
         x, torch.zeros(3, device=x.device), torch.ones(3, device=x.device)),
     'layer_norm': lambda x: torch.nn.functional.layer_norm(x, (6,)),
     'softmax': lambda x: x.softmax(1),
+    # an out= to resize takes the result's layout (TensorIterator's)
+    'add out=': lambda x: torch.add(x, 1, out=x.new_empty(0)),
+    'eq out=': lambda x: torch.eq(x, 0, out=x.new_empty(0, dtype=torch.bool)),
+    'group_norm': lambda x: torch.nn.functional.group_norm(x, 3),
 }
 
 

@@ -17,6 +17,8 @@ that runs the dispatcher's kernel (torch_vnpu/csrc/bridge.cpp):
     kernel and a copy, as torchgen's wrappers for external backends; those
     of an op marked `structured_inherits: TensorIteratorBase` follow
     TensorIterator's rule for an out= that is also an input.
+Ops whose composite kernel of PyTorch's refuses npu tensors
+(CPU_FALLBACK_OPS) are registered to the CPU fallback.
 Ops of the `npu::` namespace are defined as torch.ops.npu.* (with their
 CPU kernel when the yaml lists one, and a BackendSelect kernel for
 factories). Everything else reaches the CPU fallback registered last.
@@ -32,6 +34,14 @@ import gen_ops  # noqa: E402
 COMPOSITE = ('CompositeExplicitAutograd', 'CompositeImplicitAutograd')
 # views stay PyTorch's own device-generic kernels (csrc/views.cpp)
 VIEW_OPS = {'view', 'as_strided', '_reshape_alias', 'unfold'}
+# PyTorch ops whose device-generic composite kernel refuses npu tensors:
+# where the PyTorch built against has such a kernel, npu tensors take the
+# CPU fallback instead, registered as their PrivateUse1 kernel. (Those
+# whose composite is wrong for some inputs only: csrc/composites.cpp.)
+CPU_FALLBACK_OPS = {
+    # mode_out checks the device type: all but CPU, CUDA and XPU refused
+    'mode.values': 'CompositeExplicitAutograd',
+}
 
 
 class TorchOps:
@@ -102,6 +112,15 @@ def generate(ops, yaml_name, tops):
                  and not tops.has_composite('aten::' + op.name, op.overload)]
     served = npu_ops + composite
     names = {op.qualified for op in served}
+    for name in CPU_FALLBACK_OPS:
+        if 'aten::' + name in names:
+            errors.append('%s: in CPU_FALLBACK_OPS and served by an NPU kernel'
+                          % name)
+    if errors:
+        sys.exit('\n'.join(errors))
+    wrong_composite = [
+        name for name, key in sorted(CPU_FALLBACK_OPS.items())
+        if tops.torch._C._dispatch_has_kernel_for_dispatch_key('aten::' + name, key)]
     variants = [(op, sc) for op in served if op.ns == 'aten'
                 for sc in tops.variants(op)
                 if sc.name + ('.' + sc.overload_name if sc.overload_name else '')
@@ -126,6 +145,13 @@ def generate(ops, yaml_name, tops):
     w('\trun_npu_kernel(Name, op, ks, stack);')
     w('}')
     w('')
+    w('template <const char *Name>')
+    w('void npu_uninitialized(const c10::OperatorHandle &op,')
+    w('\t\t       c10::DispatchKeySet ks, torch::jit::Stack *stack)')
+    w('{')
+    w('\trun_npu_uninitialized(Name, op, ks, stack);')
+    w('}')
+    w('')
     w('template <const char *Name, bool TensorIterator>')
     w('void npu_variant(const c10::OperatorHandle &op, c10::DispatchKeySet ks,')
     w('\t\t torch::jit::Stack *stack)')
@@ -141,8 +167,9 @@ def generate(ops, yaml_name, tops):
 
     def reg(op):
         name = op.name + ('.' + op.overload if op.overload else '')
+        kernel = 'npu_uninitialized' if op.uninitialized else 'npu_kernel'
         return ('\tm.impl("%s", torch::CppFunction::makeFromBoxedFunction<'
-                '&npu_kernel<k_%s_%s>>());' % (name, op.ns, op.c))
+                '&%s<k_%s_%s>>());' % (name, kernel, op.ns, op.c))
     if ns_ops:
         w('TORCH_LIBRARY(npu, m)')
         w('{')
@@ -166,6 +193,10 @@ def generate(ops, yaml_name, tops):
         w('\tm.impl("%s", torch::CppFunction::makeFromBoxedFunction<'
           '&npu_variant<k_%s_%s, %s>>());'
           % (name, op.ns, op.c, 'true' if op.tensor_iterator else 'false'))
+    w('\t// PyTorch\'s composite kernel refuses npu tensors')
+    for name in wrong_composite:
+        w('\tm.impl("%s", torch::CppFunction::makeFromBoxedFunction<'
+          '&cpu_fallback>());' % name)
     w('}')
     w('')
     if ns_ops:

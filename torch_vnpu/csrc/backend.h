@@ -55,6 +55,12 @@ bool runtime_started();
 // Boxed kernels registered by the generated registration file.
 void run_npu_kernel(const char *c_name, const c10::OperatorHandle &op,
 		    c10::DispatchKeySet ks, torch::jit::Stack *stack);
+// The same for an op whose result holds memory nothing wrote (the
+// yaml's `uninitialized`): under use_deterministic_algorithms with
+// fill_uninitialized_memory, that memory is filled (NaN, the integer
+// maximum) as PyTorch's own backends fill it.
+void run_npu_uninitialized(const char *c_name, const c10::OperatorHandle &op,
+			   c10::DispatchKeySet ks, torch::jit::Stack *stack);
 // A functional kernel serving PyTorch's in-place (add_) or out= (add.out)
 // variant: the result is checked as PyTorch's structured kernels check it
 // (cast, shape; out= resizes) and copied into the written argument.

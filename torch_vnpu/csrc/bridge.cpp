@@ -11,6 +11,8 @@
 
 #include <ATen/EmptyTensor.h>
 #include <ATen/MemoryOverlap.h>
+#include <ATen/native/ResizeCommon.h>
+#include <ATen/native/TensorFactories.h>
 #include <c10/core/DefaultDtype.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/Exception.h>
@@ -27,15 +29,35 @@ extern "C" {
 
 namespace torch_vnpu {
 
+// "aten::addcdiv: Integer division ..." -> "Integer division ..."
+static std::string without_op_name(const std::string &msg)
+{
+	size_t colon = msg.find(": ");
+
+	if (msg.compare(0, 6, "aten::"))
+		return msg;
+	if (colon == std::string::npos ||
+	    msg.find(' ') < colon)
+		return msg;
+	return msg.substr(colon + 2);
+}
+
 [[noreturn]] void throw_dispatch_error(const char *what)
 {
 	enum vnpu_at_error code = vnpu_at_error_code();
 	std::string msg = vnpu_at_error_message();
 
 	vnpu_at_error_clear();
+	// A bad argument to a PyTorch op is told in PyTorch's own words,
+	// which name no op (programs match them from the start): the
+	// dispatcher's "aten::op: " goes. Our npu:: ops and other failures
+	// say where they happened.
+	bool argument = code == VNPU_AT_ERR_VALUE || code == VNPU_AT_ERR_INDEX;
+	if (argument)
+		msg = without_op_name(msg);
 	if (msg.empty())
 		msg = std::string(what) + ": failed without an error message";
-	else if (msg.find(what) == std::string::npos)
+	else if (!argument && msg.find(what) == std::string::npos)
 		msg = std::string(what) + ": " + msg;
 	if (code == VNPU_AT_ERR_OOM)
 		throw c10::OutOfMemoryError({__func__, __FILE__, __LINE__}, msg);
@@ -899,6 +921,31 @@ void run_npu_kernel(const char *c_name, const c10::OperatorHandle &op,
 	replace_args(stack, op.schema().arguments().size(), rets);
 }
 
+void run_npu_uninitialized(const char *c_name, const c10::OperatorHandle &op,
+			   c10::DispatchKeySet ks, torch::jit::Stack *stack)
+{
+	const auto &ctx = at::globalContext();
+
+	if (!ctx.deterministicAlgorithms() ||
+	    !ctx.deterministicFillUninitializedMemory()) {
+		run_npu_kernel(c_name, op, ks, stack);
+		return;
+	}
+	// a resize_ (self written) fills only the bytes its storage gained
+	const auto &args = op.schema().arguments();
+	const c10::IValue &first = (*stack)[stack->size() - args.size()];
+	int64_t old_nbytes = -1;
+	if (!args.empty() && args[0].alias_info() &&
+	    args[0].alias_info()->isWrite() && first.isTensor())
+		old_nbytes = (int64_t)first.toTensor().storage().nbytes();
+	run_npu_kernel(c_name, op, ks, stack);
+	at::Tensor result = stack->back().toTensor();
+	if (old_nbytes < 0)
+		at::native::fill_empty_deterministic_(result);
+	else
+		at::native::fill_resize_deterministic_(result, old_nbytes);
+}
+
 // What PyTorch's structured kernels check before writing a result into
 // an existing tensor (TensorIterator's cast and shape rules).
 static void check_target(const char *what, const at::Tensor &target,
@@ -1039,6 +1086,11 @@ void run_npu_variant(const char *c_name, const c10::OperatorHandle &op,
 					   targets[i].sizes(), ", which does not match the required output shape ",
 					   r.sizes(), ". This behavior is deprecated, and in a future PyTorch release outputs will not be resized unless they have zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).");
 			targets[i].resize_(r.sizes());
+			// TensorIterator lays a resized out= out as its
+			// result: in the inputs' dim order (strides
+			// permuted), not contiguous
+			if (tensor_iterator && r.is_non_overlapping_and_dense())
+				targets[i].as_strided_(r.sizes(), r.strides());
 		}
 		targets[i].copy_(r);
 	}

@@ -51,13 +51,19 @@ static at::Tensor view_as_complex(const at::Tensor &self)
 	return at::native::view_as_complex(self);
 }
 
-// set_: self takes another npu storage (or tensor's storage) with new
-// geometry; the geometry must fit in that storage.
+// set_: self takes another storage of its device (or tensor's storage)
+// with new geometry; the geometry must fit in that storage. The storage
+// may be one torch_vnpu did not allocate (a byte slice of an npu
+// storage): kernels then borrow its memory (acquire_storage).
 static at::Tensor &set_storage(at::Tensor &self, at::Storage source,
 			       c10::SymInt offset, c10::SymIntArrayRef size,
 			       c10::SymIntArrayRef stride)
 {
-	TORCH_CHECK(storage_of(source), "set_: expected an npu storage of torch_vnpu");
+	TORCH_CHECK(source.device() == self.device(),
+		    "Attempted to set the storage of a tensor on device \"",
+		    self.device(), "\" to a storage on different device \"",
+		    source.device(),
+		    "\".  This is no longer allowed; the devices must match.");
 	auto sz = C10_AS_INTARRAYREF_SLOW(size);
 	c10::DimVector st = stride.empty() ?
 		c10::contiguous_strides(sz) :
