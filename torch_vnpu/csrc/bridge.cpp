@@ -933,11 +933,14 @@ void run_npu_uninitialized(const char *c_name, const c10::OperatorHandle &op,
 	}
 	// a resize_ (self written) fills only the bytes its storage gained
 	const auto &args = op.schema().arguments();
-	const c10::IValue &first = (*stack)[stack->size() - args.size()];
 	int64_t old_nbytes = -1;
 	if (!args.empty() && args[0].alias_info() &&
-	    args[0].alias_info()->isWrite() && first.isTensor())
-		old_nbytes = (int64_t)first.toTensor().storage().nbytes();
+	    args[0].alias_info()->isWrite()) {
+		const c10::IValue &self = (*stack)[stack->size() - args.size()];
+
+		if (self.isTensor())
+			old_nbytes = (int64_t)self.toTensor().storage().nbytes();
+	}
 	run_npu_kernel(c_name, op, ks, stack);
 	at::Tensor result = stack->back().toTensor();
 	if (old_nbytes < 0)

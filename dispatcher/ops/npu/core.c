@@ -54,9 +54,9 @@ struct vnpu_at_tensor *vnpu_npu_fill__Scalar(vnpu_keyset_t ks,
 		tgt = vnpu_npu_empty(self->ndim, self->sizes, (enum vnpu_at_dtype)self->dtype);
 		if (!tgt)
 			return NULL;
-	} else if (vnpu_npu_overlaps_itself(self) || !vnpu_npu_injective(self)) {
-		/* an expanded tensor: every element of a stride-0 dim is one
-		 * location, so fill each once (PyTorch allows fill_ here) */
+	} else if (!vnpu_npu_injective(self)) {
+		/* elements that share a location (PyTorch allows fill_ here):
+		 * every element of a stride-0 dim is one, so fill each once */
 		int64_t sz[VNPU_AT_MAX_DIMS];
 
 		for (uint32_t i = 0; i < self->ndim; i++)

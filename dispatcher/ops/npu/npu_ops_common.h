@@ -107,10 +107,12 @@ static inline struct vnpu_at_tensor *npk_binary(const char *name, uint32_t op,
 	if (!vnpu_at_broadcast_shapes(name, 2, in, &nd, sizes) ||
 	    !vnpu_at_check_same_device(name, 2, in))
 		return NULL;
-	if ((op == VNPU_BINARY_MUL || op == VNPU_BINARY_DIV) &&
-	    kc_mul_div_compute(dt, b) != dt)
-		return npk_to(npk_binary(name, op, a, b, kc_mul_div_compute(dt, b),
-					 alpha), dt);
+	if (op == VNPU_BINARY_MUL || op == VNPU_BINARY_DIV) {
+		enum vnpu_at_dtype wide = kc_mul_div_compute(dt, b);
+
+		if (wide != dt)
+			return npk_to(npk_binary(name, op, a, b, wide, alpha), dt);
+	}
 	x = npk_operand(a, dt);
 	y = x ? npk_operand(b, dt) : NULL;
 	if (y)
