@@ -128,3 +128,49 @@ def test_rejected_inputs_are_not_fallbacks():
         torch.ones(2, 3, device=NPU) @ torch.ones(2, 3, device=NPU)
     assert report() == {}
     assert dict(torch_vnpu.rejected_inputs()) == {'aten::mm': 1}
+
+
+def kernel_kinds(op, key):
+    """How op's kernel for key is registered, as PyTorch's dispatcher
+    dumps it: 'boxed unboxed' for a typed kernel (PyTorch prints 'boxed'
+    alone for every op that returns a tuple)."""
+    for line in torch._C._dispatch_dump(op).splitlines():
+        if line.startswith(key + ':'):
+            return line.rsplit('[', 1)[1].strip(' ]')
+    return None
+
+
+def test_functional_npu_ops_have_typed_kernels():
+    # the hot path takes C++ arguments, as PyTorch's own CPU kernels do,
+    # not PyTorch's boxed stack
+    for op in ('aten::add.Tensor', 'aten::mm', 'aten::relu',
+               'aten::native_layer_norm', 'aten::sum.dim_IntList'):
+        assert kernel_kinds(op, 'PrivateUse1') == kernel_kinds(op, 'CPU'), op
+    assert kernel_kinds('aten::add.Tensor', 'PrivateUse1') == 'boxed unboxed'
+    # ops that write an argument stay boxed
+    assert kernel_kinds('aten::fill_.Scalar', 'PrivateUse1') == 'boxed'
+
+
+def test_typed_kernels_leave_what_the_npu_cannot_take_to_the_cpu():
+    torch_vnpu.reset_fallback_report()
+    # a dtype the dispatcher lacks
+    c = torch.arange(-6, 6, dtype=torch.int16).reshape(3, 4)
+    n = c.to(NPU)
+    assert_same(n + n, c + c)
+    assert report().get('aten::add.Tensor', 0) == 1
+    # int8 with uint8 promotes to int16
+    a, b = torch.arange(-4, 4, dtype=torch.int8), torch.arange(8, dtype=torch.uint8)
+    r = a.to(NPU) + b.to(NPU)
+    assert r.dtype == torch.int16
+    assert_same(r, a + b)
+    # a kernel that defers to the CPU (float64)
+    d = torch.randn(3, 3, dtype=torch.float64)
+    assert_same(torch.relu(d.to(NPU)), torch.relu(d))
+    # a complex alpha: PyTorch's own error, from its CPU kernel
+    x = torch.randn(3, device=NPU)
+    with pytest.raises(RuntimeError, match='alpha must not be a complex'):
+        torch.add(x, x, alpha=1j)
+    # arguments of PyTorch's schema the dispatcher's leaves out
+    s = torch.randn(4, 5)
+    assert_same(torch.sum(s.to(NPU), 1, dtype=torch.float32),
+                torch.sum(s, 1, dtype=torch.float32))

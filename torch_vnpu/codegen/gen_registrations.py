@@ -7,8 +7,11 @@
 Run by the python that has torch: as torch_npu generates RegisterNPU.cpp
 from npu_native_functions.yaml, this generates ours from the file that
 declares the dispatcher's ops, and checks it against the PyTorch it builds
-for. Registered for PyTorch's PrivateUse1 key, each as a boxed kernel
-that runs the dispatcher's kernel (torch_vnpu/csrc/bridge.cpp):
+for. Registered for PyTorch's PrivateUse1 key: a functional op as a typed kernel of
+PyTorch's C++ signature (from torchgen) that puts its arguments on the
+dispatcher's stack in our schema's order (csrc/typed_call.h), others as a
+boxed kernel that translates PyTorch's stack by argument name
+(csrc/bridge.cpp). Registered are:
   - every op whose `dispatch:` lists NPU;
   - every composite op of ours for which PyTorch has only backend
     kernels (zero_, addcmul), so it runs on our NPU kernels;
@@ -91,6 +94,71 @@ class TorchOps:
                 if not self.has_composite(sc.name, sc.overload_name)]
 
 
+def typed_signature(sc):
+    """torchgen's dispatcher signature of PyTorch schema sc, or None."""
+    from torchgen import local
+    from torchgen.api.types import DispatcherSignature
+    from torchgen.model import FunctionSchema
+    try:
+        with local.parametrize(use_const_ref_for_mutable_tensors=False,
+                               use_ilistref_for_tensor_lists=False):
+            sig = DispatcherSignature.from_schema(
+                FunctionSchema.parse(str(sc).split('::', 1)[1]))
+            return (sig.decl, [b.name for b in sig.arguments()],
+                    sig.returns_type().cpp_type())
+    except Exception:  # a schema this torchgen cannot read: boxed
+        return None
+
+
+def typed_kernel(op, sc):
+    """A typed kernel for our functional op `op` of PyTorch schema sc, as
+    (its C++ text, its name), or None when the op stays boxed: it writes
+    or aliases an argument, returns nothing, or takes a Tensor[] (whose
+    C++ type, TensorList or ITensorListRef, the schema does not tell)."""
+    if op.uninitialized or not sc.returns or \
+            any(a.alias_info for a in sc.arguments) or \
+            any(r.alias_info for r in sc.returns) or \
+            any(str(a.type) in ('List[Tensor]', 'Tensor[]')
+                for a in sc.arguments):
+        return None
+    if len(sc.returns) != len(op.rets):
+        sys.exit("%s returns %d values, PyTorch's %d"
+                 % (op.qualified, len(op.rets), len(sc.returns)))
+    sig = typed_signature(sc)
+    if sig is None:
+        return None
+    decl, torch_names, ret = sig
+    ours = [a.name for a in op.args]
+    for name in ours:
+        if name not in torch_names:
+            sys.exit("%s: argument %s is not in PyTorch's schema %s"
+                     % (op.qualified, name, sc))
+    fn = 'typed_%s_%s' % (op.ns, op.c)
+    k = 'k_%s_%s' % (op.ns, op.c)
+    # PyTorch's arguments ours leaves out are checked first, as the boxed
+    # kernel checks them
+    checks = ['c.torch_only("%s", %s)' % (n, n)
+              for n in torch_names if n not in ours]
+    checks += ['c.arg(%s)' % n for n in ours] + ['c.run()']
+    args = ''.join(', ' + n for n in torch_names)
+    text = '\n'.join([
+        decl(name=fn),
+        '{',
+        '\tstatic const struct vnpu_op *const op = dispatcher_op(%s);' % k,
+        '\t{',
+        '\t\tTypedCall c(%s, op);' % k,
+        '',
+        '\t\tif (%s)' % ' &&\n\t\t    '.join(checks),
+        '\t\t\treturn c.result<%s>();' % ret,
+        '\t}',
+        '\tstatic const c10::OperatorHandle h = torch_op("%s", "%s");'
+        % (sc.name, sc.overload_name),
+        '\treturn typed_leave_to_cpu<%s>(%s, h%s);' % (ret, k, args),
+        '}',
+        ''])
+    return text, fn
+
+
 def schema_without_ns(op):
     text = op.schema
     return text.split('::', 1)[1] if '::' in text.split('(')[0] else text
@@ -125,13 +193,22 @@ def generate(ops, yaml_name, tops):
                 for sc in tops.variants(op)
                 if sc.name + ('.' + sc.overload_name if sc.overload_name else '')
                 not in names]
+    typed = {}
+    for op in served:
+        if op.ns == 'aten':
+            sc = tops.find('aten::' + op.name, op.overload)
+            t = typed_kernel(op, sc)
+            if t:
+                typed[op.qualified] = t
     out = []
     w = out.append
     w('// SPDX-License-Identifier: MIT')
     w('// Generated from %s by torch_vnpu/codegen/gen_registrations.py;'
       % yaml_name)
-    w('// do not edit. One boxed kernel per op whose dispatch lists NPU.')
+    w('// do not edit. A typed kernel per functional op served by the NPU,')
+    w('// a boxed one per other op.')
     w('#include "backend.h"')
+    w('#include "typed_call.h"')
     w('')
     w('#include <torch/library.h>')
     w('')
@@ -162,10 +239,16 @@ def generate(ops, yaml_name, tops):
     for op in served + [o for o in ns_ops if o not in served]:
         w('constexpr char k_%s_%s[] = "%s";' % (op.ns, op.c, op.qualified))
     w('')
+    for text, _ in typed.values():
+        w(text)
     w('} // namespace')
     w('')
 
     def reg(op):
+        if op.qualified in typed:
+            return '\tm.impl("%s", TORCH_FN(%s));' % (
+                op.name + ('.' + op.overload if op.overload else ''),
+                typed[op.qualified][1])
         name = op.name + ('.' + op.overload if op.overload else '')
         kernel = 'npu_uninitialized' if op.uninitialized else 'npu_kernel'
         return ('\tm.impl("%s", torch::CppFunction::makeFromBoxedFunction<'

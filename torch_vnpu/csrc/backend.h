@@ -55,6 +55,11 @@ bool runtime_started();
 // Boxed kernels registered by the generated registration file.
 void run_npu_kernel(const char *c_name, const c10::OperatorHandle &op,
 		    c10::DispatchKeySet ks, torch::jit::Stack *stack);
+// Where an op goes when its NPU kernel cannot take the call: the
+// dtype-agnostic paths of allocation and copies (any dtype on the npu),
+// else the CPU fallback.
+void leave_to_cpu(const char *c_name, const c10::OperatorHandle &op,
+		  torch::jit::Stack *stack);
 // The same for an op whose result holds memory nothing wrote (the
 // yaml's `uninitialized`): under use_deterministic_algorithms with
 // fill_uninitialized_memory, that memory is filled (NaN, the integer

@@ -6,6 +6,7 @@
 // the inputs they alias. An NPU kernel that would fall back leaves the
 // whole op to PyTorch's own CPU kernels (cpu_fallback).
 #include "backend.h"
+#include "typed_call.h"
 
 #include "vnpu_runtime.h"
 
@@ -102,16 +103,6 @@ static at::ScalarType dtype_from_c(int dt)
 // ---- tensors -------------------------------------------------------------------
 
 namespace {
-
-// Dispatcher references owned while one call runs.
-struct CTensors {
-	std::vector<struct vnpu_at_tensor *> v;
-	~CTensors()
-	{
-		for (auto *t : v)
-			vnpu_at_release(t);
-	}
-};
 
 // Thrown while translating arguments the dispatcher cannot represent
 // (a dtype it lacks, more than 8 dims, another device): the op then runs
@@ -353,7 +344,7 @@ static void set_geometry(at::Tensor &t, const struct vnpu_at_tensor *c)
 // A PyTorch tensor for the dispatcher tensor r: on an input's storage
 // when r shares it (a view keeps aliasing), else on a new wrapper.
 static at::Tensor from_c(struct vnpu_at_tensor *r,
-			 const std::vector<at::Tensor> &inputs)
+			 c10::ArrayRef<at::Tensor> inputs)
 {
 	at::ScalarType st = dtype_from_c(r->dtype);
 
@@ -402,49 +393,97 @@ static std::vector<int64_t> int_list(const c10::IValue &v)
 	return out;
 }
 
-static bool push_device(struct vnpu_stack *s, const c10::IValue &v)
+static void pushed(bool ok)
 {
-	if (v.isNone())
-		return vnpu_stack_push_none(s);
+	if (!ok)
+		throw_dispatch_error("torch_vnpu");
+}
+
+static void push_device(struct vnpu_stack *s, const c10::IValue &v)
+{
+	if (v.isNone()) {
+		pushed(vnpu_stack_push_none(s));
+		return;
+	}
 	at::Device d = v.toDevice();
-	if (d.is_cpu())
-		return vnpu_stack_push_device(s, VNPU_AT_DEV_CPU);
+	if (d.is_cpu()) {
+		pushed(vnpu_stack_push_device(s, VNPU_AT_DEV_CPU));
+		return;
+	}
 	if (d.type() != kNpu)
 		throw Unrepresentable("device " + d.str());
-	return vnpu_stack_push_device(
-		s, VNPU_AT_DEV_NPU((int8_t)(d.has_index() ? d.index() : current_device())));
+	pushed(vnpu_stack_push_device(
+		s, VNPU_AT_DEV_NPU((int8_t)(d.has_index() ? d.index() : current_device()))));
 }
 
-static bool push_scalar(struct vnpu_stack *s, const c10::IValue &v)
+// Scalars travel as int64, double or bool: a complex, unsigned 64-bit or
+// symbolic one is left to PyTorch's kernels.
+static void push_scalar(struct vnpu_stack *s, const at::Scalar &v)
 {
-	if (v.isInt())
-		return vnpu_stack_push_int(s, v.toInt());
-	if (v.isDouble())
-		return vnpu_stack_push_double(s, v.toDouble());
-	if (v.isBool())
-		return vnpu_stack_push_bool(s, v.toBool());
-	throw Unrepresentable(std::string("a ") + v.tagKind() + " scalar");
+	if (v.isSymbolic())
+		throw Unrepresentable("a symbolic scalar");
+	switch (v.type()) {
+	case at::kLong:
+		pushed(vnpu_stack_push_int(s, v.toLong()));
+		return;
+	case at::kDouble:
+		pushed(vnpu_stack_push_double(s, v.toDouble()));
+		return;
+	case at::kBool:
+		pushed(vnpu_stack_push_bool(s, v.toBool()));
+		return;
+	default:
+		throw Unrepresentable(std::string("a ") + c10::toString(v.type()) +
+				      " scalar");
+	}
 }
 
-// Pushes torch value v for dispatcher argument a.
-static void push_arg(struct vnpu_stack *s, const struct vnpu_schema_arg *a,
-		     const c10::IValue &v, CTensors &owned)
+static void push_none(struct vnpu_stack *s, const struct vnpu_schema_arg *a)
 {
 	const struct vnpu_schema_type *ty = &a->type;
-	bool ok;
+
+	TORCH_CHECK(ty->optional || ty->elem_optional || a->default_value,
+		    "torch_vnpu: argument '", a->name, "' is None");
+	pushed(vnpu_stack_push_none(s));
+}
+
+// Pushes t, which `owned` keeps while the call runs; returns it.
+static struct vnpu_at_tensor *push_tensor(struct vnpu_stack *s,
+					  const at::Tensor &t, CTensors &owned)
+{
+	struct vnpu_at_tensor *c = to_c(t);
+
+	owned.v.push_back(c);
+	pushed(vnpu_stack_push_tensor(s, c));
+	return c;
+}
+
+static void push_int_list(struct vnpu_stack *s, const struct vnpu_schema_arg *a,
+			  c10::IntArrayRef l)
+{
+	TORCH_CHECK(a->type.base == VNPU_TYPE_INT,
+		    "torch_vnpu: unsupported list argument '", a->name, "'");
+	// a shape past the dispatcher's rank: PyTorch's kernels take it
+	if ((!strcmp(a->name, "size") || !strcmp(a->name, "stride")) &&
+	    l.size() > VNPU_AT_MAX_DIMS)
+		throw Unrepresentable("more than 8 dims");
+	pushed(vnpu_stack_push_int_list(
+		s, (struct vnpu_at_int_array){ l.data(), (int64_t)l.size() }));
+}
+
+// Pushes torch value v for dispatcher argument a; returns the dispatcher
+// tensor when v is a tensor.
+static struct vnpu_at_tensor *push_arg(struct vnpu_stack *s,
+				       const struct vnpu_schema_arg *a,
+				       const c10::IValue &v, CTensors &owned)
+{
+	const struct vnpu_schema_type *ty = &a->type;
 
 	// an optional tensor arrives as an undefined tensor from C++ callers
-	bool none = v.isNone() || (v.isTensor() && !v.toTensor().defined());
-
-	if (none) {
-		TORCH_CHECK(ty->optional || ty->elem_optional || a->default_value,
-			    "torch_vnpu: argument '", a->name, "' is None");
-		ok = vnpu_stack_push_none(s);
+	if (v.isNone() || (v.isTensor() && !v.toTensor().defined())) {
+		push_none(s, a);
 	} else if (ty->base == VNPU_TYPE_TENSOR && !ty->is_list) {
-		struct vnpu_at_tensor *t = to_c(v.toTensor());
-
-		owned.v.push_back(t);
-		ok = vnpu_stack_push_tensor(s, t);
+		return push_tensor(s, v.toTensor(), owned);
 	} else if (ty->base == VNPU_TYPE_TENSOR) {
 		std::vector<struct vnpu_at_tensor *> l;
 
@@ -457,35 +496,30 @@ static void push_arg(struct vnpu_stack *s, const struct vnpu_schema_arg *a,
 			}
 			l.push_back(t);
 		}
-		ok = vnpu_stack_push_tensor_list(
-			s, (struct vnpu_at_tensor_list){ l.data(), (int64_t)l.size() });
+		pushed(vnpu_stack_push_tensor_list(
+			s, (struct vnpu_at_tensor_list){ l.data(), (int64_t)l.size() }));
 	} else if (ty->is_list) {
-		TORCH_CHECK(ty->base == VNPU_TYPE_INT,
-			    "torch_vnpu: unsupported list argument '", a->name, "'");
-		std::vector<int64_t> l = int_list(v);
-		// a shape past the dispatcher's rank: PyTorch's kernels take it
-		if ((!strcmp(a->name, "size") || !strcmp(a->name, "stride")) &&
-		    l.size() > VNPU_AT_MAX_DIMS)
-			throw Unrepresentable("more than 8 dims");
-		ok = vnpu_stack_push_int_list(
-			s, (struct vnpu_at_int_array){ l.data(), (int64_t)l.size() });
+		push_int_list(s, a, int_list(v));
 	} else {
 		switch (ty->base) {
 		case VNPU_TYPE_INT:
-			ok = vnpu_stack_push_int(s, v.isSymInt() ?
-						 v.toSymInt().expect_int() : v.toInt());
+			pushed(vnpu_stack_push_int(s, v.isSymInt() ?
+						   v.toSymInt().expect_int() : v.toInt()));
 			break;
 		case VNPU_TYPE_FLOAT:
-			ok = vnpu_stack_push_double(s, v.toDouble());
+			pushed(vnpu_stack_push_double(s, v.toDouble()));
 			break;
 		case VNPU_TYPE_BOOL:
-			ok = vnpu_stack_push_bool(s, v.toBool());
+			pushed(vnpu_stack_push_bool(s, v.toBool()));
 			break;
 		case VNPU_TYPE_STR:
-			ok = vnpu_stack_push_string(s, v.toStringRef().c_str());
+			pushed(vnpu_stack_push_string(s, v.toStringRef().c_str()));
 			break;
 		case VNPU_TYPE_SCALAR:
-			ok = push_scalar(s, v);
+			if (!v.isInt() && !v.isDouble() && !v.isBool())
+				throw Unrepresentable(std::string("a ") + v.tagKind() +
+						      " scalar");
+			push_scalar(s, v.toScalar());
 			break;
 		case VNPU_TYPE_SCALAR_TYPE: {
 			enum vnpu_at_dtype dt;
@@ -493,28 +527,26 @@ static void push_arg(struct vnpu_stack *s, const struct vnpu_schema_arg *a,
 			if (!dtype_to_c(v.toScalarType(), &dt))
 				throw Unrepresentable(std::string("dtype ") +
 						      c10::toString(v.toScalarType()));
-			ok = vnpu_stack_push_int(s, dt);
+			pushed(vnpu_stack_push_int(s, dt));
 			break;
 		}
 		case VNPU_TYPE_DEVICE:
-			ok = push_device(s, v);
+			push_device(s, v);
 			break;
 		default:
 			TORCH_CHECK(false, "torch_vnpu: unsupported argument '",
 				    a->name, "'");
 		}
 	}
-	if (!ok)
-		throw_dispatch_error("torch_vnpu");
+	return nullptr;
 }
 
 // Arguments PyTorch's schema has and ours leaves out: accepted when they
 // ask for what the dispatcher's kernel does anyway.
-static void check_torch_only(const c10::Argument &a, const c10::IValue &v)
+static void check_torch_only(const std::string &n, const c10::IValue &v)
 {
 	if (v.isNone())
 		return;
-	const std::string &n = a.name();
 	if (n == "layout" && v.toLayout() == at::kStrided)
 		return;
 	if (n == "pin_memory" && !v.toBool())
@@ -549,14 +581,6 @@ struct Binding {
 		OUT_RESULT_TYPE,	// where: the result's exactly
 	} out_dtype;
 	bool is_copy;			// copy_: TensorIterator's rules
-};
-
-struct CStack {
-	struct vnpu_stack s;
-	CStack() { vnpu_stack_init(&s); }
-	~CStack() { vnpu_stack_destroy(&s); }
-	CStack(const CStack &) = delete;
-	CStack &operator=(const CStack &) = delete;
 };
 
 struct Deferral {
@@ -660,7 +684,7 @@ static void write_back(at::Tensor &t, struct vnpu_at_tensor *c)
 }
 
 static c10::IValue ret_from_c(const char *c_name, struct vnpu_ivalue *v,
-			      const std::vector<at::Tensor> &inputs)
+			      c10::ArrayRef<at::Tensor> inputs)
 {
 	switch (v->tag) {
 	case VNPU_IV_NONE:
@@ -683,6 +707,47 @@ static c10::IValue ret_from_c(const char *c_name, struct vnpu_ivalue *v,
 	TORCH_CHECK(false, "torch_vnpu: ", c_name, ": unsupported return value");
 }
 
+// PyTorch's default dtype (torch.set_default_dtype) decides float
+// factories and int-to-float promotion in the kernels too.
+static void follow_default_dtype()
+{
+	enum vnpu_at_dtype def;
+
+	if (dtype_to_c(c10::get_default_dtype_as_scalartype(), &def) &&
+	    def != vnpu_at_default_dtype())
+		vnpu_at_set_default_dtype(def);
+}
+
+// int8 with uint8 promotes to int16, a dtype the dispatcher lacks (it
+// computes int32): PyTorch's CPU kernel gives int16. Ops of our own
+// namespace (int8 matmul: u8 x s8) do not promote.
+static bool promotes_to_int16(const char *c_name, bool i8, bool u8)
+{
+	return i8 && u8 && strncmp(c_name, "npu::", 5) != 0;
+}
+
+// Runs the dispatcher's kernel for key PrivateUse1 (or CPU) on the
+// stack; false when it deferred the op to the CPU fallback.
+static bool run_dispatcher_kernel(const char *c_name, const struct vnpu_op *op,
+				  bool cpu, struct vnpu_stack *s)
+{
+	bool ok;
+
+	{
+		Deferral d;
+
+		ok = vnpu_redispatch_boxed(
+			op, vnpu_keyset_of(cpu ? VNPU_KEY_CPU : VNPU_KEY_PRIVATEUSE1), s);
+	}
+	if (ok)
+		return true;
+	if (vnpu_at_error_code() == VNPU_AT_ERR_FALLBACK_DEFERRED) {
+		vnpu_at_error_clear();
+		return false;
+	}
+	throw_dispatch_error(c_name);
+}
+
 // Runs the dispatcher's kernel c_name on the arguments of op on the
 // stack (left there); false when the op must run on the CPU instead.
 static bool invoke(const char *c_name, const Binding &b,
@@ -696,13 +761,8 @@ static bool invoke(const char *c_name, const Binding &b,
 	std::vector<struct vnpu_at_tensor *> arg_c(cs->nargs, nullptr);
 	CTensors owned;
 	CStack cst;
-	enum vnpu_at_dtype def;
 
-	// PyTorch's default dtype (torch.set_default_dtype) decides float
-	// factories and int-to-float promotion in the kernels too
-	if (dtype_to_c(c10::get_default_dtype_as_scalartype(), &def) &&
-	    def != vnpu_at_default_dtype())
-		vnpu_at_set_default_dtype(def);
+	follow_default_dtype();
 	try {
 		for (size_t j = 0; j < n; j++) {
 			const c10::IValue &v = (*stack)[base + j];
@@ -713,56 +773,31 @@ static bool invoke(const char *c_name, const Binding &b,
 			for (int ti : b.targets)
 				ours |= (size_t)ti == j;
 			if (!ours)
-				check_torch_only(tschema.arguments()[j], v);
+				check_torch_only(tschema.arguments()[j].name(), v);
 			if (v.isTensor())
 				inputs.push_back(v.toTensor());
 			else if (v.isTensorList())
 				for (const at::Tensor &t : v.toTensorVector())
 					inputs.push_back(t);
 		}
-		// int8 with uint8 promotes to int16, a dtype the dispatcher
-		// lacks (it computes int32): PyTorch's CPU kernel gives int16.
-		// Ops of our own namespace (int8 matmul: u8 x s8) do not
-		// promote.
 		bool i8 = false, u8 = false;
-		const bool promotes = strncmp(c_name, "npu::", 5) != 0;
 		for (const at::Tensor &t : inputs) {
 			i8 |= t.defined() && t.scalar_type() == at::kChar;
 			u8 |= t.defined() && t.scalar_type() == at::kByte;
 		}
-		if (i8 && u8 && promotes)
+		if (promotes_to_int16(c_name, i8, u8))
 			throw Unrepresentable("int8 with uint8 (int16)");
-		for (uint32_t i = 0; i < cs->nargs; i++) {
-			size_t before = owned.v.size();
-
-			push_arg(&cst.s, &cs->args[i],
-				 (*stack)[base + b.torch_index[i]], owned);
-			if (owned.v.size() == before + 1 &&
-			    cs->args[i].type.base == VNPU_TYPE_TENSOR &&
-			    !cs->args[i].type.is_list)
-				arg_c[i] = owned.v.back();
-		}
+		for (uint32_t i = 0; i < cs->nargs; i++)
+			arg_c[i] = push_arg(&cst.s, &cs->args[i],
+					    (*stack)[base + b.torch_index[i]], owned);
 	} catch (const Unrepresentable &) {
 		return false;
 	}
 
-	bool ok;
-	{
-		Deferral d;
-		bool cpu = ks.has(c10::DispatchKey::CPU) &&
-			   !ks.has(c10::DispatchKey::PrivateUse1);
-
-		ok = vnpu_redispatch_boxed(
-			b.op, vnpu_keyset_of(cpu ? VNPU_KEY_CPU : VNPU_KEY_PRIVATEUSE1),
-			&cst.s);
-	}
-	if (!ok) {
-		if (vnpu_at_error_code() == VNPU_AT_ERR_FALLBACK_DEFERRED) {
-			vnpu_at_error_clear();
-			return false;
-		}
-		throw_dispatch_error(c_name);
-	}
+	bool cpu = ks.has(c10::DispatchKey::CPU) &&
+		   !ks.has(c10::DispatchKey::PrivateUse1);
+	if (!run_dispatcher_kernel(c_name, b.op, cpu, &cst.s))
+		return false;
 
 	// a kernel that changed a tensor argument's storage or geometry
 	// (resize_, _copy_from_and_resize, a cast in place): PyTorch's
@@ -789,6 +824,183 @@ static bool invoke(const char *c_name, const Binding &b,
 		rets.push_back(ret_from_c(c_name, &cst.s.v[r], inputs));
 	}
 	return true;
+}
+
+// ---- typed calls (typed_call.h) --------------------------------------------
+
+const struct vnpu_op *dispatcher_op(const char *c_name)
+{
+	const struct vnpu_op *op = vnpu_op_find(c_name);
+
+	TORCH_CHECK(op, "torch_vnpu: the dispatcher has no operator ", c_name);
+	return op;
+}
+
+c10::OperatorHandle torch_op(const char *name, const char *overload)
+{
+	return c10::Dispatcher::singleton().findSchemaOrThrow(name, overload);
+}
+
+TypedCall::TypedCall(const char *c_name, const struct vnpu_op *op)
+	: c_name_(c_name), op_(op), schema_(vnpu_op_schema(op))
+{
+}
+
+const struct vnpu_schema_arg *TypedCall::next()
+{
+	TORCH_CHECK(next_ < schema_->nargs, "torch_vnpu: ", c_name_,
+		    ": more arguments than the dispatcher's schema has");
+	return &schema_->args[next_++];
+}
+
+bool TypedCall::tensor(const at::Tensor &t)
+{
+	const struct vnpu_schema_arg *a = next();
+
+	if (a->type.base != VNPU_TYPE_TENSOR || a->type.is_list)
+		return push_value(a, c10::IValue(t));
+	if (!t.defined()) {
+		push_none(&stack_.s, a);
+		return true;
+	}
+	try {
+		tensor_args_.emplace_back(t, push_tensor(&stack_.s, t, owned_));
+	} catch (const Unrepresentable &) {
+		return false;
+	}
+	input(t);
+	return true;
+}
+
+bool TypedCall::arg(const at::Tensor &t)
+{
+	return tensor(t);
+}
+
+bool TypedCall::arg(const std::optional<at::Tensor> &t)
+{
+	return tensor(t.has_value() ? *t : at::Tensor());
+}
+
+bool TypedCall::arg(const at::Scalar &v)
+{
+	const struct vnpu_schema_arg *a = next();
+
+	if (a->type.base != VNPU_TYPE_SCALAR || a->type.is_list)
+		return push_value(a, c10::IValue(v));
+	try {
+		push_scalar(&stack_.s, v);
+	} catch (const Unrepresentable &) {
+		return false;
+	}
+	return true;
+}
+
+bool TypedCall::arg(int64_t v)
+{
+	return arg_value(c10::IValue(v));
+}
+
+bool TypedCall::arg(c10::SymInt v)
+{
+	return arg_value(c10::IValue(v.expect_int()));
+}
+
+bool TypedCall::arg(double v)
+{
+	return arg_value(c10::IValue(v));
+}
+
+bool TypedCall::arg(bool v)
+{
+	return arg_value(c10::IValue(v));
+}
+
+bool TypedCall::arg(c10::IntArrayRef v)
+{
+	const struct vnpu_schema_arg *a = next();
+
+	if (!a->type.is_list || a->type.base != VNPU_TYPE_INT)
+		return push_value(a, c10::IValue(v));
+	try {
+		push_int_list(&stack_.s, a, v);
+	} catch (const Unrepresentable &) {
+		return false;
+	}
+	return true;
+}
+
+bool TypedCall::arg(c10::SymIntArrayRef v)
+{
+	return arg(C10_AS_INTARRAYREF_SLOW(v));
+}
+
+bool TypedCall::arg_value(const c10::IValue &v)
+{
+	return push_value(next(), v);
+}
+
+bool TypedCall::push_value(const struct vnpu_schema_arg *a, const c10::IValue &v)
+{
+	try {
+		struct vnpu_at_tensor *c = push_arg(&stack_.s, a, v, owned_);
+
+		if (c)
+			tensor_args_.emplace_back(v.toTensor(), c);
+		if (v.isTensor() && v.toTensor().defined())
+			input(v.toTensor());
+		if (v.isTensorList())
+			for (const at::Tensor &t : v.toTensorVector())
+				input(t);
+	} catch (const Unrepresentable &) {
+		return false;
+	}
+	return true;
+}
+
+void TypedCall::input(const at::Tensor &t)
+{
+	inputs_.push_back(t);
+	int8_ |= t.defined() && t.scalar_type() == at::kChar;
+	uint8_ |= t.defined() && t.scalar_type() == at::kByte;
+}
+
+bool TypedCall::torch_only(const char *name, const c10::IValue &v)
+{
+	try {
+		check_torch_only(name, v);
+	} catch (const Unrepresentable &) {
+		return false;
+	}
+	return true;
+}
+
+bool TypedCall::run()
+{
+	TORCH_CHECK(next_ == schema_->nargs, "torch_vnpu: ", c_name_,
+		    ": called with ", next_, " of ", schema_->nargs, " arguments");
+	if (promotes_to_int16(c_name_, int8_, uint8_))
+		return false;
+	follow_default_dtype();
+	if (!run_dispatcher_kernel(c_name_, op_, false, &stack_.s))
+		return false;
+	// a kernel that replaced an argument's storage or geometry: PyTorch's
+	// tensor follows (write_back)
+	for (auto &[t, c] : tensor_args_)
+		write_back(t, c);
+	return true;
+}
+
+torch::jit::Stack TypedCall::results()
+{
+	torch::jit::Stack out;
+
+	for (uint32_t r = 0; r < schema_->nrets; r++) {
+		TORCH_CHECK(!schema_->rets[r].is_write, "torch_vnpu: ", c_name_,
+			    ": a written return in a typed call");
+		out.push_back(ret_from_c(c_name_, &stack_.s.v[r], inputs_));
+	}
+	return out;
 }
 
 static void replace_args(torch::jit::Stack *stack, size_t n,
@@ -889,6 +1101,13 @@ static bool dtype_agnostic(const char *c_name, const c10::OperatorHandle &op,
 	return true;
 }
 
+void leave_to_cpu(const char *c_name, const c10::OperatorHandle &op,
+		  torch::jit::Stack *stack)
+{
+	if (!dtype_agnostic(c_name, op, stack))
+		cpu_fallback(op, stack);
+}
+
 void run_npu_kernel(const char *c_name, const c10::OperatorHandle &op,
 		    c10::DispatchKeySet ks, torch::jit::Stack *stack)
 {
@@ -914,8 +1133,7 @@ void run_npu_kernel(const char *c_name, const c10::OperatorHandle &op,
 		at::assert_no_partial_overlap(dst, src);
 	}
 	if (!invoke(c_name, b, op, ks, stack, rets)) {
-		if (!dtype_agnostic(c_name, op, stack))
-			cpu_fallback(op, stack);
+		leave_to_cpu(c_name, op, stack);
 		return;
 	}
 	replace_args(stack, op.schema().arguments().size(), rets);

@@ -247,14 +247,18 @@ bool vnpu_npu_launch(const char *op, struct vnpu_npu_launch *l,
 		     int64_t work)
 {
 	int64_t blocks = work / 16384 + 1;
+	vnpu_error_t e;
 	char what[64];
 
 	if (blocks > 32)
 		blocks = 32;
+	e = vnpu_launch_kernel(name, (uint32_t)blocks, l->bufs, l->nbufs,
+			       params, params_size, vnpu_npu_stream());
+	if (e == VNPU_SUCCESS)
+		return true;
+	/* the message only when it is needed: launches are the hot path */
 	snprintf(what, sizeof(what), "launch %s", name);
-	return rt_check(op, what, vnpu_launch_kernel(name, (uint32_t)blocks, l->bufs,
-						     l->nbufs, params, params_size,
-						     vnpu_npu_stream()));
+	return rt_check(op, what, e);
 }
 
 struct vnpu_at_tensor *vnpu_npu_empty(uint32_t ndim, const int64_t *sizes,
