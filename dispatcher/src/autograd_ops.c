@@ -253,6 +253,34 @@ struct vnpu_at_tensor *vnpu_autograd_sub_Tensor(vnpu_keyset_t ks, struct vnpu_at
 		      -vnpu_at_scalar_to_double(alpha));
 }
 
+/* lerp(self, end, w): grad * (1 - w) to self, grad * w to end (PyTorch's
+ * derivatives.yaml), each reduced to its input's shape; d[0] is w */
+static bool lerp_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			  struct vnpu_at_tensor **in)
+{
+	for (uint32_t i = 0; i < 2; i++) {
+		struct vnpu_at_tensor *scaled;
+
+		if (!wants(n, i))
+			continue;
+		scaled = scale(g[0], i ? n->d[0] : 1.0 - n->d[0]);
+		in[i] = scaled ? sum_to_input(scaled, n, i) : NULL;
+		vnpu_at_release(scaled);
+		if (!in[i])
+			return false;
+	}
+	return true;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_lerp_Scalar(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_tensor *end, struct vnpu_at_scalar weight)
+{
+	return record(vnpu_redispatch_lerp_Scalar(vnpu_ag_below(ks), self, end,
+						  weight),
+		      "LerpBackward0", lerp_backward, 2,
+		      (struct vnpu_at_tensor *[]){ self, end }, false,
+		      vnpu_at_scalar_to_double(weight));
+}
+
 static bool mul_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
 			 struct vnpu_at_tensor **in)
 {

@@ -189,6 +189,21 @@ def _clamp():
                 assert f(a.npu()).cpu().isnan().all()
 
 
+@sample(['aten::lerp.Scalar'], 'lerp')
+def _lerp():
+    # both of PyTorch's formulas (|weight| < 0.5 and not), broadcasting,
+    # NaN/inf, and in place as AdamW's first moment
+    for dt in FLOATS:
+        s = 1 if dt == torch.float32 else 2
+        for w in (0.1, -0.3, 0.5, 0.9, 1.0, 1.5):
+            run(lambda a, b: torch.lerp(a, b, w), make((3, 4), dt, special=True),
+                make((3, 4), dt, seed=1), scale=s)
+        run(lambda a, b: torch.lerp(a, b, 0.25), make((3, 1), dt),
+            make((1, 5), dt, seed=1), scale=s)
+        run(lambda a, b: a.lerp_(b, 0.1), make((2, 3), dt), make((3,), dt, seed=1),
+            scale=s)
+
+
 @sample(['aten::addcmul', 'aten::addcdiv'], 'addcmul-addcdiv')
 def _addc():
     for dt in FLOATS:

@@ -681,6 +681,73 @@ struct vnpu_at_tensor *vnpu_cpu_clamp(vnpu_keyset_t ks,
 	return out;
 }
 
+/* A dtype as PyTorch's messages name it (caffe2::TypeMeta). */
+static const char *pw_cpp_name(enum vnpu_at_dtype dt)
+{
+	switch (dt) {
+	case VNPU_AT_U8: return "unsigned char";
+	case VNPU_AT_I8: return "signed char";
+	case VNPU_AT_I32: return "int";
+	case VNPU_AT_I64: return "long int";
+	case VNPU_AT_F16: return "c10::Half";
+	case VNPU_AT_F32: return "float";
+	case VNPU_AT_F64: return "double";
+	case VNPU_AT_BOOL: return "bool";
+	case VNPU_AT_BF16: return "c10::BFloat16";
+	default: return "?";
+	}
+}
+
+/*
+ * self + weight * (end - self), or end - (end - self) * (1 - weight) when
+ * |weight| >= 0.5 (exact at weight 1), as PyTorch's lerp: in the opmath
+ * dtype (float for f16/bf16/f32, weight too), each as one fused
+ * multiply-add as its vectorized kernel does.
+ */
+struct vnpu_at_tensor *vnpu_cpu_lerp_Scalar(vnpu_keyset_t ks,
+					    struct vnpu_at_tensor *self,
+					    struct vnpu_at_tensor *end,
+					    struct vnpu_at_scalar weight)
+{
+	static const char name[] = "aten::lerp.Scalar";
+	const struct vnpu_at_tensor *in[2] = { self, end };
+	enum vnpu_at_dtype dt = self->dtype;
+	enum vnpu_at_dtype op = dt == VNPU_AT_F64 ? VNPU_AT_F64 : VNPU_AT_F32;
+	int64_t sizes[VNPU_AT_MAX_DIMS];
+	struct vnpu_at_tensor *out;
+	struct vnpu_at_iter it;
+	double w, coeff;
+	uint32_t nd;
+	bool small;
+
+	(void)ks;
+	if (end->dtype != dt)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"%s: expected dtype %s for `end` but got dtype %s", name,
+			pw_cpp_name(dt), pw_cpp_name(end->dtype));
+	if (!pw_float_only(name, "lerp_kernel_scalar", self) ||
+	    !vnpu_at_broadcast_shapes(name, 2, in, &nd, sizes))
+		return NULL;
+	w = kc_round(op, vnpu_at_scalar_to_double(weight));
+	small = fabs(w) < 0.5;
+	coeff = small ? w : kc_round(op, w - 1.0);
+	out = vnpu_at_empty(nd, sizes, dt, VNPU_AT_DEV_CPU);
+	if (!out || !vnpu_at_iter_init(&it, nd, sizes, 3,
+			(const struct vnpu_at_tensor *[]){ out, self, end })) {
+		vnpu_at_release(out);
+		return NULL;
+	}
+	while (vnpu_at_iter_next(&it)) {
+		double a = vnpu_at_load(dt, it.p[1]);
+		double b = vnpu_at_load(dt, it.p[2]);
+		double diff = kc_round(op, b - a);
+
+		vnpu_at_store(dt, it.p[0],
+			      kc_round(op, fma(coeff, diff, small ? a : b)));
+	}
+	return out;
+}
+
 struct vnpu_at_tensor *vnpu_cpu_where_self(vnpu_keyset_t ks,
 					   struct vnpu_at_tensor *condition,
 					   struct vnpu_at_tensor *self,

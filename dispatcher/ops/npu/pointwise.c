@@ -374,6 +374,35 @@ struct vnpu_at_tensor *vnpu_npu_clamp(vnpu_keyset_t ks,
 	return cur;
 }
 
+/*
+ * PyTorch's lerp in float32 (its opmath for f16/bf16 too, the weight a
+ * float), rounded once to the dtype: end - self, then self + w * diff or,
+ * for |w| >= 0.5, end + (w - 1) * diff (ADD with alpha). The device rounds
+ * the product before the sum where PyTorch fuses them: within an ulp.
+ */
+struct vnpu_at_tensor *vnpu_npu_lerp_Scalar(vnpu_keyset_t ks,
+					    struct vnpu_at_tensor *self,
+					    struct vnpu_at_tensor *end,
+					    struct vnpu_at_scalar weight)
+{
+	static const char name[] = "aten::lerp.Scalar";
+	float w = (float)vnpu_at_scalar_to_double(weight);
+	struct vnpu_at_tensor *diff, *out;
+
+	if (end->dtype != self->dtype || !npk_float(self->dtype))
+		return vnpu_fallback_lerp_Scalar(ks, self, end, weight);
+	diff = npk_binary(name, VNPU_BINARY_SUB, end, self, VNPU_AT_F32, 1.0);
+	if (!diff)
+		return NULL;
+	if (fabsf(w) < 0.5f)
+		out = npk_binary(name, VNPU_BINARY_ADD, self, diff, VNPU_AT_F32, w);
+	else
+		out = npk_binary(name, VNPU_BINARY_ADD, end, diff, VNPU_AT_F32,
+				 (float)(w - 1.0f));
+	vnpu_at_release(diff);
+	return npk_to(out, self->dtype);
+}
+
 struct vnpu_at_tensor *vnpu_npu_where_self(vnpu_keyset_t ks,
 					   struct vnpu_at_tensor *condition,
 					   struct vnpu_at_tensor *self,
