@@ -1172,3 +1172,200 @@ struct vnpu_at_tensor *vnpu_cia_addcdiv(vnpu_keyset_t ks,
 					 "aten::addcdiv: Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), for all dtypes.");
 	return add_product(self, tensor1, tensor2, value, true);
 }
+
+/* ---- norms ---------------------------------------------------------------- */
+
+/*
+ * Whether every dim a norm reduces (all for none or []) has size 1, and
+ * the shape of the result without them; false when a dim is out of range
+ * (the reduction reports it).
+ */
+static bool norm_over_ones(const struct vnpu_at_tensor *t,
+			   struct vnpu_at_opt_int_array dim, int64_t *shape,
+			   uint32_t *ndim)
+{
+	bool all = !dim.has || !dim.a.n;
+	uint64_t mask = 0;
+
+	for (int64_t i = 0; !all && i < dim.a.n; i++) {
+		int64_t d = vnpu_at_wrap_dim(dim.a.v[i], t->ndim ? t->ndim : 1);
+
+		if (d < 0) {
+			vnpu_at_error_clear();
+			return false;
+		}
+		mask |= 1ull << d;
+	}
+	*ndim = 0;
+	for (uint32_t d = 0; d < t->ndim; d++) {
+		bool reduced = all || (mask >> d & 1);
+
+		if (reduced && t->sizes[d] != 1)
+			return false;
+		if (!reduced)
+			shape[(*ndim)++] = t->sizes[d];
+	}
+	return true;
+}
+
+/* PyTorch's checks of linalg.vector_norm's arguments (its meta function). */
+static bool vector_norm_args(const struct vnpu_at_tensor *self, double p,
+			     struct vnpu_at_opt_int_array dim,
+			     enum vnpu_at_dtype dtype)
+{
+	static const char name[] = "linalg.vector_norm";
+
+	if (!vnpu_at_dtype_is_float(self->dtype)) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				  "%s: Expected a floating point or complex tensor as input. Got %s",
+				  name, vnpu_at_dtype_name(self->dtype));
+		return false;
+	}
+	if (vnpu_at_numel(self) == 0 && (p < 0.0 || p == INFINITY)) {
+		if (!dim.has || !dim.a.n) {
+			vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					  "%s cannot compute the %g norm on an empty tensor because the operation does not have an identity",
+					  name, p);
+			return false;
+		}
+		for (int64_t i = 0; i < dim.a.n; i++) {
+			int64_t d = vnpu_at_wrap_dim(dim.a.v[i], self->ndim ? self->ndim : 1);
+
+			if (d < 0)
+				return false;
+			/* PyTorch's wording, space missing included */
+			if (self->ndim && !self->sizes[d]) {
+				vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+						  "%s cannot compute the %g norm on the dimension %lld"
+						  "because this dimension is empty and the operation does not have an identity",
+						  name, p, (long long)dim.a.v[i]);
+				return false;
+			}
+		}
+	}
+	if (dtype == VNPU_AT_DTYPE_NONE)
+		return true;
+	if (!vnpu_at_dtype_is_float(dtype)) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				  "%s: dtype should be floating point or complex, but got %s",
+				  name, vnpu_at_dtype_name(dtype));
+		return false;
+	}
+	if (vnpu_at_promote(self->dtype, dtype) != dtype) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				  "%s: the dtype of the input (%s) should be convertible without narrowing to the specified dtype (%s)",
+				  name, vnpu_at_dtype_name(self->dtype),
+				  vnpu_at_dtype_name(dtype));
+		return false;
+	}
+	return true;
+}
+
+/* The norm of x over dim in x's dtype (at least float32, PyTorch's
+ * accumulation type): sqrt(sum x^2), sum |x|, max/min |x|, the count of
+ * non-zeros, or (sum |x|^p)^(1/p). */
+static struct vnpu_at_tensor *vector_norm_of(struct vnpu_at_tensor *x, double p,
+					     struct vnpu_at_opt_int_array dim,
+					     bool keepdim)
+{
+	struct vnpu_at_int_array list = dim.has ? dim.a : (struct vnpu_at_int_array){ NULL, 0 };
+	struct vnpu_at_tensor *a = NULL, *b = NULL, *r = NULL;
+
+	if (p == 2.0) {
+		a = vnpu_op_mul_Tensor(x, x);
+		b = a ? vnpu_op_sum_dim_IntList(a, dim, keepdim, VNPU_AT_DTYPE_NONE) : NULL;
+		r = b ? vnpu_op_sqrt(b) : NULL;
+	} else if (p == 0.0) {
+		struct vnpu_at_tensor *zero = vnpu_at_scalar_tensor(
+			VNPU_AT_DOUBLE(0.0), x->dtype, vnpu_at_device_of(x));
+		struct vnpu_at_tensor *nz = zero ? vnpu_op_ne_Tensor(x, zero) : NULL;
+
+		a = nz ? vnpu_op__to_copy(nz, x->dtype, VNPU_AT_DEV_NONE, false) : NULL;
+		r = a ? vnpu_op_sum_dim_IntList(a, dim, keepdim, VNPU_AT_DTYPE_NONE) : NULL;
+		vnpu_at_release(zero);
+		vnpu_at_release(nz);
+	} else {
+		a = vnpu_op_abs(x);
+		if (!a)
+			return NULL;
+		if (p == 1.0)
+			r = vnpu_op_sum_dim_IntList(a, dim, keepdim, VNPU_AT_DTYPE_NONE);
+		else if (p == INFINITY)
+			r = vnpu_op_amax(a, list, keepdim);
+		else if (p == -INFINITY)
+			r = vnpu_op_amin(a, list, keepdim);
+		else {
+			struct vnpu_at_tensor *s;
+
+			b = vnpu_op_pow_Tensor_Scalar(a, VNPU_AT_DOUBLE(p));
+			s = b ? vnpu_op_sum_dim_IntList(b, dim, keepdim, VNPU_AT_DTYPE_NONE) : NULL;
+			r = s ? vnpu_op_pow_Tensor_Scalar(s, VNPU_AT_DOUBLE(1.0 / p)) : NULL;
+			vnpu_at_release(s);
+		}
+	}
+	vnpu_at_release(a);
+	vnpu_at_release(b);
+	return r;
+}
+
+/*
+ * linalg.vector_norm as PyTorch computes it: in `dtype` when given (the
+ * input converted first), f16/bf16 in float32 and rounded once; a norm
+ * over dims of size 1 only is |x| (x != 0 for p = 0), which neither
+ * overflows nor underflows. Its derivative: dispatcher/src/autograd_ops.c.
+ */
+struct vnpu_at_tensor *vnpu_cea_linalg_vector_norm(vnpu_keyset_t ks,
+						   struct vnpu_at_tensor *self,
+						   struct vnpu_at_scalar ord,
+						   struct vnpu_at_opt_int_array dim,
+						   bool keepdim,
+						   enum vnpu_at_dtype dtype)
+{
+	double p = vnpu_at_scalar_to_double(ord);
+	enum vnpu_at_dtype out_dt = dt_or(dtype, self->dtype);
+	enum vnpu_at_dtype work = out_dt == VNPU_AT_F16 || out_dt == VNPU_AT_BF16 ?
+					  VNPU_AT_F32 : out_dt;
+	int64_t shape[VNPU_AT_MAX_DIMS];
+	struct vnpu_at_tensor *x, *r;
+	uint32_t nd;
+
+	(void)ks;
+	if (!vector_norm_args(self, p, dim, dtype))
+		return NULL;
+	if (norm_over_ones(self, dim, shape, &nd)) {
+		struct vnpu_at_tensor *v, *zero = NULL;
+
+		x = self->dtype == out_dt ? vnpu_at_retain(self) :
+		    vnpu_op__to_copy(self, out_dt, VNPU_AT_DEV_NONE, false);
+		if (!x)
+			return NULL;
+		if (p != 0.0) {
+			v = vnpu_op_abs(x);
+		} else {
+			zero = vnpu_at_scalar_tensor(VNPU_AT_DOUBLE(0.0), out_dt,
+						     vnpu_at_device_of(x));
+			r = zero ? vnpu_op_ne_Tensor(x, zero) : NULL;
+			v = r ? vnpu_op__to_copy(r, out_dt, VNPU_AT_DEV_NONE, false) : NULL;
+			vnpu_at_release(r);
+		}
+		vnpu_at_release(zero);
+		vnpu_at_release(x);
+		if (!v || keepdim)
+			return v;
+		r = vnpu_op_reshape(v, (struct vnpu_at_int_array){ shape, nd });
+		vnpu_at_release(v);
+		return r;
+	}
+	x = self->dtype == work ? vnpu_at_retain(self) :
+	    vnpu_op__to_copy(self, work, VNPU_AT_DEV_NONE, false);
+	if (!x)
+		return NULL;
+	r = vector_norm_of(x, p, dim, keepdim);
+	vnpu_at_release(x);
+	if (r && r->dtype != out_dt) {
+		x = vnpu_op__to_copy(r, out_dt, VNPU_AT_DEV_NONE, false);
+		vnpu_at_release(r);
+		r = x;
+	}
+	return r;
+}

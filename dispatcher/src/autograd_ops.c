@@ -11,6 +11,7 @@
  * through a one-hot scatter (max) or a transposed convolution with a ones
  * kernel (avg), norm gradients are pointwise ops and reductions.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -169,15 +170,19 @@ static struct vnpu_at_tensor *record_with_output(struct vnpu_at_tensor *out,
 }
 
 /* Temporaries of a backward formula, released together. */
+/* enough for a formula with a reduction over 8 dims put back twice */
+#define TEMPS_MAX 48
+
 struct temps {
-	struct vnpu_at_tensor *v[16];
+	struct vnpu_at_tensor *v[TEMPS_MAX];
 	uint32_t n;
 };
 
 /* Keeps x among the temporaries; NULL (an op failed) stays NULL. */
 static struct vnpu_at_tensor *keep(struct temps *t, struct vnpu_at_tensor *x)
 {
-	if (x && t->n < 16)
+	assert(!x || t->n < TEMPS_MAX);
+	if (x && t->n < TEMPS_MAX)
 		t->v[t->n++] = x;
 	return x;
 }
@@ -869,6 +874,131 @@ struct vnpu_at_tensor *vnpu_autograd_amin(vnpu_keyset_t ks, struct vnpu_at_tenso
 {
 	return record_amax(vnpu_redispatch_amin(vnpu_ag_below(ks), self, dim, keepdim),
 			   "AminBackward0", self, dim, keepdim);
+}
+
+/* sgn(x) of a real x as 0/1/-1 in dtype (NaN: 0, as PyTorch's sgn). */
+static struct vnpu_at_tensor *sgn_of(struct temps *t, struct vnpu_at_tensor *x)
+{
+	struct vnpu_at_tensor *zero = scalar_of(t, x, 0.0), *pos, *neg;
+
+	pos = zero ? mask_as(t, keep(t, vnpu_op_gt_Tensor(x, zero)),
+			     (enum vnpu_at_dtype)x->dtype) : NULL;
+	neg = pos ? mask_as(t, keep(t, vnpu_op_lt_Tensor(x, zero)),
+			    (enum vnpu_at_dtype)x->dtype) : NULL;
+	return neg ? keep(t, vnpu_op_sub_Tensor(pos, neg, VNPU_AT_INT(1))) : NULL;
+}
+
+/* v with 0 where r == 0 (PyTorch's masked_fill_(norm == 0, 0)). */
+static struct vnpu_at_tensor *zero_where_zero(struct temps *t,
+					      struct vnpu_at_tensor *v,
+					      struct vnpu_at_tensor *r)
+{
+	struct vnpu_at_tensor *zero = v ? scalar_of(t, v, 0.0) : NULL;
+	struct vnpu_at_tensor *rz = zero ? scalar_of(t, r, 0.0) : NULL;
+	struct vnpu_at_tensor *m = rz ? keep(t, vnpu_op_eq_Tensor(r, rz)) : NULL;
+
+	return m ? keep(t, vnpu_op_where_self(m, zero, v)) : NULL;
+}
+
+/*
+ * linalg_vector_norm: PyTorch's norm_backward, op for op in the dtypes it
+ * computes in (a float16 r^(p-1) overflows there as in PyTorch), with g
+ * and the norm r put back to the input's rank:
+ *   p = 0: no gradient; p = 1: sgn(x) g; p = 2: g (x / r, 0 where r = 0);
+ *   p = +-inf: sgn(x) (g / count * mask), mask = (|x| == r or NaN), count
+ *   its sum over the reduced dims;
+ *   p < 1: (sgn(x) (|x|^(p-1), 0 where x = 0)) g r^(1-p);
+ *   p < 2: sgn(x) |x|^(p-1) (g / r^(p-1), 0 where r = 0);
+ *   else: x |x|^(p-2) (g / r^(p-1), 0 where r = 0).
+ * saved[0] r (detached), saved[1] x; d[0] p; ints[8] the reduced dims'
+ * mask, ints[9] keepdim.
+ */
+static bool vector_norm_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+				 struct vnpu_at_tensor **in)
+{
+	double p = n->d[0];
+	int64_t dims[VNPU_AT_MAX_DIMS], nd = 0;
+	struct vnpu_at_tensor *x = n->saved[1], *r, *gr, *sg = NULL, *v = NULL;
+	struct vnpu_at_tensor *a, *q;
+	struct temps t = { 0 };
+
+	if (p == 0.0)
+		return true;	/* in[0] stays NULL: no gradient */
+	for (int64_t d = 0; d < n->shape_ndim[0]; d++)
+		if (n->ints[8] >> d & 1)
+			dims[nd++] = d;
+	gr = restore_dims(&t, n, g[0]);
+	r = restore_dims(&t, n, n->saved[0]);
+	if (gr && r && (p == 1.0 || isinf(p) || (p != 2.0 && p < 2.0)))
+		sg = sgn_of(&t, x);
+	if (!gr || !r || ((p == 1.0 || isinf(p) || p < 2.0) && p != 2.0 && !sg)) {
+		temps_free(&t);
+		return false;
+	}
+	if (p == 1.0) {
+		v = keep(&t, vnpu_op_mul_Tensor(sg, gr));
+	} else if (p == 2.0) {
+		q = keep(&t, vnpu_op_div_Tensor(x, r));
+		q = q ? zero_where_zero(&t, q, r) : NULL;
+		v = q ? keep(&t, vnpu_op_mul_Tensor(gr, q)) : NULL;
+	} else if (isinf(p)) {
+		struct vnpu_at_tensor *ab = keep(&t, vnpu_op_abs(x)), *m, *nan, *cnt;
+
+		m = ab ? keep(&t, vnpu_op_eq_Tensor(ab, r)) : NULL;
+		nan = m ? keep(&t, vnpu_op_ne_Tensor(ab, ab)) : NULL;
+		m = nan ? mask_as(&t, keep(&t, vnpu_op_maximum(m, nan)),
+				  (enum vnpu_at_dtype)gr->dtype) : NULL;
+		cnt = m ? (nd ? keep(&t, vnpu_op_sum_dim_IntList(m, dims_of(dims, nd), true,
+								 VNPU_AT_DTYPE_NONE)) : m) : NULL;
+		q = cnt ? keep(&t, vnpu_op_div_Tensor(gr, cnt)) : NULL;
+		q = q ? keep(&t, vnpu_op_mul_Tensor(q, m)) : NULL;
+		v = q ? keep(&t, vnpu_op_mul_Tensor(sg, q)) : NULL;
+	} else {
+		a = keep(&t, vnpu_op_abs(x));
+		a = a ? keep(&t, vnpu_op_pow_Tensor_Scalar(
+				 a, VNPU_AT_DOUBLE(p < 2.0 ? p - 1.0 : p - 2.0))) : NULL;
+		if (a && p < 1.0)
+			a = zero_where_zero(&t, a, x);
+		a = a ? keep(&t, vnpu_op_mul_Tensor(p < 2.0 ? sg : x, a)) : NULL;
+		if (a && p < 1.0) {
+			q = keep(&t, vnpu_op_mul_Tensor(a, gr));
+			r = q ? keep(&t, vnpu_op_pow_Tensor_Scalar(r, VNPU_AT_DOUBLE(1.0 - p))) : NULL;
+			v = r ? keep(&t, vnpu_op_mul_Tensor(q, r)) : NULL;
+		} else if (a) {
+			q = keep(&t, vnpu_op_pow_Tensor_Scalar(r, VNPU_AT_DOUBLE(p - 1.0)));
+			q = q ? keep(&t, vnpu_op_div_Tensor(gr, q)) : NULL;
+			q = q ? zero_where_zero(&t, q, r) : NULL;
+			v = q ? keep(&t, vnpu_op_mul_Tensor(a, q)) : NULL;
+		}
+	}
+	in[0] = v ? as_dtype(vnpu_at_retain(v), (enum vnpu_at_dtype)n->dtype) : NULL;
+	temps_free(&t);
+	return in[0] != NULL;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_linalg_vector_norm(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_scalar ord, struct vnpu_at_opt_int_array dim, bool keepdim, enum vnpu_at_dtype dtype)
+{
+	struct vnpu_at_tensor *out = vnpu_redispatch_linalg_vector_norm(
+		vnpu_ag_below(ks), self, ord, dim, keepdim, dtype);
+	struct vnpu_ag_node *node;
+	uint64_t mask;
+
+	if (!out || !vnpu_ag_needed(1, &self))
+		return out;
+	out = record_with_output(out, "LinalgVectorNormBackward0",
+				 vector_norm_backward, self);
+	if (!out)
+		return NULL;
+	node = out->autograd->grad_fn;
+	if (!reduced_dims(self, dim, &mask)) {
+		vnpu_at_release(out);
+		return NULL;
+	}
+	save_shape(node, 0, self);
+	node->ints[8] = (int64_t)mask;
+	node->ints[9] = keepdim;
+	node->d[0] = vnpu_at_scalar_to_double(ord);
+	return out;
 }
 
 /*

@@ -35,12 +35,19 @@ ACCEPTED = {
         'each element first. Where tensor2 is 0 and the gradient has both '
         "signs, that is inf against PyTorch's NaN (inf - inf); finite "
         'elements agree',
+    ('c', 'aten::linalg_vector_norm', 'float16', 'grad'):
+        "for a fractional order (0.9, -2.1) the gradient's |x|^(p-1) is "
+        "PyTorch's pow, which computes float16 with a float32 exponent "
+        "(p - 1 = -0.1 rounded to float32); the C dispatcher's pow takes "
+        'the exponent as a double. Each step is rounded to float16 in both, '
+        'so 1 element in 12 to 15 of 4 samples is 1-2 ulp apart',
     ('c', 'aten::cross_entropy_loss', 'float16', 'value'): _CE16,
     ('torch', 'nn.functional.cross_entropy', 'float16', 'value'): _CE16,
 }
 
 # entry -> the PyTorch versions (major.minor) whose OpInfo samples reach it
 SAMPLED_BY = {
+    ('c', 'aten::linalg_vector_norm', 'float16', 'grad'): ('2.13',),
     ('c', 'aten::addcdiv', 'bfloat16', 'grad'): ('2.6',),
     ('c', 'aten::cross_entropy_loss', 'float16', 'value'): ('2.6',),
     ('torch', 'nn.functional.cross_entropy', 'float16', 'value'): ('2.6',),

@@ -248,6 +248,27 @@ def _sum_mean():
     run(lambda a: a.sum(1), make((4, 5), torch.int64))
 
 
+@sample(['aten::linalg_vector_norm'], 'vector-norm')
+def _vector_norm():
+    # every order clip_grad_norm_ and users ask for, over all dims and
+    # some, f16/bf16 computed in float32; dims of size 1 alone are |x|
+    # (no overflow: 1e30 squared is inf in float32)
+    inf = float('inf')
+    for dt in FLOATS:
+        x = make((4, 5, 6), dt, special=False)
+        for p in (2, 1, inf, -inf, 0, 3, 0.5):
+            run(lambda a: torch.linalg.vector_norm(a, p), x, scale=10)
+            run(lambda a: torch.linalg.vector_norm(a, p, dim=(0, 2), keepdim=True),
+                x, scale=10)
+        run(lambda a: torch.linalg.vector_norm(a, dim=-1, dtype=torch.float32),
+            x, scale=10)
+        run(lambda a: torch.linalg.vector_norm(a), make((0, 3), dt))
+    big = torch.tensor([[1e30], [-3.0]])
+    run(lambda a: torch.linalg.vector_norm(a, dim=1), big)
+    run(lambda a: torch.linalg.vector_norm(a, 0, dim=1, keepdim=True), big)
+    run(lambda a: torch.linalg.vector_norm(a), torch.tensor(-2.5))
+
+
 @sample(['aten::amax', 'aten::amin', 'aten::argmax', 'aten::argmin',
          'aten::max.dim'], 'max-min')
 def _max_min():
