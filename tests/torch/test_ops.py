@@ -202,6 +202,12 @@ def _lerp():
             make((1, 5), dt, seed=1), scale=s)
         run(lambda a, b: a.lerp_(b, 0.1), make((2, 3), dt), make((3,), dt, seed=1),
             scale=s)
+    # the result takes self's layout, whichever formula computed it
+    # (PyTorch's test_memory_format_operators)
+    x = make((2, 3, 4, 4)).contiguous(memory_format=torch.channels_last)
+    for w in (0.1, 0.5):
+        r = run(lambda a, b: torch.lerp(a, b, w), x, make((2, 3, 4, 4), seed=1))
+        assert r.is_contiguous(memory_format=torch.channels_last), w
 
 
 @sample(['aten::addcmul', 'aten::addcdiv'], 'addcmul-addcdiv')

@@ -375,6 +375,34 @@ struct vnpu_at_tensor *vnpu_npu_clamp(vnpu_keyset_t ks,
 }
 
 /*
+ * out (consumed) in the layout TensorIterator gives the inputs a, b, a
+ * first: a result computed from b first (lerp's |w| >= 0.5 form) is
+ * copied into it when the two layouts differ (channels_last self with a
+ * contiguous end).
+ */
+static struct vnpu_at_tensor *npk_layout_of(const char *name,
+					    struct vnpu_at_tensor *out,
+					    const struct vnpu_at_tensor *a,
+					    const struct vnpu_at_tensor *b)
+{
+	const struct vnpu_at_tensor *in[2] = { a, b };
+	int64_t strides[VNPU_AT_MAX_DIMS];
+	struct vnpu_at_tensor *r;
+
+	vnpu_at_iter_strides(2, in, out->ndim, out->sizes, strides);
+	if (!memcmp(strides, out->strides, sizeof(int64_t) * out->ndim))
+		return out;
+	r = vnpu_npu_empty_iter(2, in, out->ndim, out->sizes,
+				(enum vnpu_at_dtype)out->dtype);
+	if (r && !vnpu_npu_copy(name, r, out)) {
+		vnpu_at_release(r);
+		r = NULL;
+	}
+	vnpu_at_release(out);
+	return r;
+}
+
+/*
  * PyTorch's lerp in float32 (its opmath for f16/bf16 too, the weight a
  * float), rounded once to the dtype: end - self, then self + w * diff or,
  * for |w| >= 0.5, end + (w - 1) * diff (ADD with alpha). The device rounds
@@ -400,7 +428,8 @@ struct vnpu_at_tensor *vnpu_npu_lerp_Scalar(vnpu_keyset_t ks,
 		out = npk_binary(name, VNPU_BINARY_ADD, end, diff, VNPU_AT_F32,
 				 (float)(w - 1.0f));
 	vnpu_at_release(diff);
-	return npk_to(out, self->dtype);
+	out = npk_to(out, self->dtype);
+	return out ? npk_layout_of(name, out, self, end) : NULL;
 }
 
 struct vnpu_at_tensor *vnpu_npu_where_self(vnpu_keyset_t ks,
