@@ -334,17 +334,19 @@ static bool same_geometry(const at::Tensor &t, const struct vnpu_at_tensor *c)
 	return t.storage_offset() == c->offset && same_sizes_strides(t, c);
 }
 
-static void set_geometry(at::Tensor &t, const struct vnpu_at_tensor *c)
+static void set_geometry(const at::Tensor &t, const struct vnpu_at_tensor *c)
 {
 	t.unsafeGetTensorImpl()->set_sizes_and_strides(
 		c10::IntArrayRef(c->sizes, c->ndim),
 		c10::IntArrayRef(c->strides, c->ndim), c->offset);
 }
 
+// The tensor arguments of a call, for the results that share their storage.
+using InputRefs = c10::ArrayRef<const at::Tensor *>;
+
 // A PyTorch tensor for the dispatcher tensor r: on an input's storage
 // when r shares it (a view keeps aliasing), else on a new wrapper.
-static at::Tensor from_c(struct vnpu_at_tensor *r,
-			 c10::ArrayRef<at::Tensor> inputs)
+static at::Tensor from_c(struct vnpu_at_tensor *r, InputRefs inputs)
 {
 	at::ScalarType st = dtype_from_c(r->dtype);
 
@@ -357,10 +359,10 @@ static at::Tensor from_c(struct vnpu_at_tensor *r,
 				     opts).clone();
 	}
 	c10::Storage storage;
-	for (const auto &in : inputs)
-		if (in.defined() && in.device().type() == kNpu &&
-		    storage_of(in.storage()) == r->storage) {
-			storage = in.storage();
+	for (const at::Tensor *in : inputs)
+		if (in->defined() && in->device().type() == kNpu &&
+		    storage_of(in->storage()) == r->storage) {
+			storage = in->storage();
 			break;
 		}
 	if (!storage)
@@ -663,7 +665,7 @@ static const Binding &binding(const char *c_name, const c10::OperatorHandle &op)
 // After a kernel ran on argument t: if it replaced the dispatcher
 // tensor's storage (resize_, a format cast in place), the PyTorch storage
 // takes the new one, so every view of it sees the new bytes.
-static void write_back(at::Tensor &t, struct vnpu_at_tensor *c)
+static void write_back(const at::Tensor &t, struct vnpu_at_tensor *c)
 {
 	if (t.device().type() != kNpu) {
 		// CPU tensors are wrapped at their first element (offset 0),
@@ -673,8 +675,8 @@ static void write_back(at::Tensor &t, struct vnpu_at_tensor *c)
 			    "torch_vnpu: an npu kernel resized a CPU tensor argument");
 		return;
 	}
-	c10::Storage st = t.storage();
-	if (storage_of(st) != c->storage) {
+	if (storage_of(t.storage()) != c->storage) {
+		c10::Storage st = t.storage();
 		c10::Storage fresh = wrap_storage(c->storage);
 		st.set_data_ptr_noswap(std::move(fresh.unsafeGetStorageImpl()->mutable_data_ptr()));
 		st.set_nbytes(c->storage->nbytes);
@@ -684,7 +686,7 @@ static void write_back(at::Tensor &t, struct vnpu_at_tensor *c)
 }
 
 static c10::IValue ret_from_c(const char *c_name, struct vnpu_ivalue *v,
-			      c10::ArrayRef<at::Tensor> inputs)
+			      InputRefs inputs)
 {
 	switch (v->tag) {
 	case VNPU_IV_NONE:
@@ -807,6 +809,9 @@ static bool invoke(const char *c_name, const Binding &b,
 			at::Tensor t = (*stack)[base + b.torch_index[i]].toTensor();
 			write_back(t, arg_c[i]);
 		}
+	c10::SmallVector<const at::Tensor *, 8> input_refs;
+	for (const at::Tensor &t : inputs)
+		input_refs.push_back(&t);
 	for (uint32_t r = 0; r < cs->nrets; r++) {
 		const struct vnpu_schema_arg *ra = &cs->rets[r];
 
@@ -821,7 +826,7 @@ static bool invoke(const char *c_name, const Binding &b,
 			rets.push_back(same);
 			continue;
 		}
-		rets.push_back(ret_from_c(c_name, &cst.s.v[r], inputs));
+		rets.push_back(ret_from_c(c_name, &cst.s.v[r], input_refs));
 	}
 	return true;
 }
@@ -863,12 +868,14 @@ bool TypedCall::tensor(const at::Tensor &t)
 		push_none(&stack_.s, a);
 		return true;
 	}
+	struct vnpu_at_tensor *c;
 	try {
-		tensor_args_.emplace_back(t, push_tensor(&stack_.s, t, owned_));
+		c = push_tensor(&stack_.s, t, owned_);
 	} catch (const Unrepresentable &) {
 		return false;
 	}
-	input(t);
+	input(c10::MaybeOwned<at::Tensor>::borrowed(t));
+	tensor_args_.emplace_back(inputs_.size() - 1, c);
 	return true;
 }
 
@@ -945,24 +952,26 @@ bool TypedCall::push_value(const struct vnpu_schema_arg *a, const c10::IValue &v
 	try {
 		struct vnpu_at_tensor *c = push_arg(&stack_.s, a, v, owned_);
 
-		if (c)
-			tensor_args_.emplace_back(v.toTensor(), c);
+		// v is a temporary: its tensors are kept
 		if (v.isTensor() && v.toTensor().defined())
-			input(v.toTensor());
+			input(c10::MaybeOwned<at::Tensor>::owned(std::in_place,
+								 v.toTensor()));
+		if (c)
+			tensor_args_.emplace_back(inputs_.size() - 1, c);
 		if (v.isTensorList())
 			for (const at::Tensor &t : v.toTensorVector())
-				input(t);
+				input(c10::MaybeOwned<at::Tensor>::owned(std::in_place, t));
 	} catch (const Unrepresentable &) {
 		return false;
 	}
 	return true;
 }
 
-void TypedCall::input(const at::Tensor &t)
+void TypedCall::input(c10::MaybeOwned<at::Tensor> t)
 {
-	inputs_.push_back(t);
-	int8_ |= t.defined() && t.scalar_type() == at::kChar;
-	uint8_ |= t.defined() && t.scalar_type() == at::kByte;
+	int8_ |= t->defined() && t->scalar_type() == at::kChar;
+	uint8_ |= t->defined() && t->scalar_type() == at::kByte;
+	inputs_.push_back(std::move(t));
 }
 
 bool TypedCall::torch_only(const char *name, const c10::IValue &v)
@@ -986,19 +995,22 @@ bool TypedCall::run()
 		return false;
 	// a kernel that replaced an argument's storage or geometry: PyTorch's
 	// tensor follows (write_back)
-	for (auto &[t, c] : tensor_args_)
-		write_back(t, c);
+	for (auto &[i, c] : tensor_args_)
+		write_back(*inputs_[i], c);
 	return true;
 }
 
 torch::jit::Stack TypedCall::results()
 {
 	torch::jit::Stack out;
+	c10::SmallVector<const at::Tensor *, 4> refs;
 
+	for (const auto &t : inputs_)
+		refs.push_back(&*t);
 	for (uint32_t r = 0; r < schema_->nrets; r++) {
 		TORCH_CHECK(!schema_->rets[r].is_write, "torch_vnpu: ", c_name_,
 			    ": a written return in a typed call");
-		out.push_back(ret_from_c(c_name_, &stack_.s.v[r], inputs_));
+		out.push_back(ret_from_c(c_name_, &stack_.s.v[r], refs));
 	}
 	return out;
 }

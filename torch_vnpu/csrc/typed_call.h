@@ -11,6 +11,7 @@
 #include "backend.h"
 
 #include <ATen/core/boxing/impl/boxing.h>
+#include <c10/util/MaybeOwned.h>
 #include <c10/util/SmallVector.h>
 
 #include <optional>
@@ -88,7 +89,7 @@ private:
 	bool arg_value(const c10::IValue &v);
 	bool push_value(const struct vnpu_schema_arg *a, const c10::IValue &v);
 	bool tensor(const at::Tensor &t);
-	void input(const at::Tensor &t);
+	void input(c10::MaybeOwned<at::Tensor> t);
 	torch::jit::Stack results();
 
 	const char *c_name_;
@@ -99,9 +100,12 @@ private:
 	CTensors owned_;
 	CStack stack_;
 	// the tensor arguments, for the results that alias them and for the
-	// kernels that replace an argument's storage
-	c10::SmallVector<at::Tensor, 4> inputs_;
-	c10::SmallVector<std::pair<at::Tensor, struct vnpu_at_tensor *>, 4> tensor_args_;
+	// kernels that replace an argument's storage: borrowed from the
+	// caller, who holds them for the call (a copy of a tensor Python
+	// owns takes a reference on its Python object, under the GIL)
+	c10::SmallVector<c10::MaybeOwned<at::Tensor>, 4> inputs_;
+	// (index in inputs_, the dispatcher's tensor)
+	c10::SmallVector<std::pair<size_t, struct vnpu_at_tensor *>, 4> tensor_args_;
 };
 
 // What a call the NPU could not take runs on instead: the same as for a
