@@ -94,6 +94,11 @@ if [ "$codename" = bookworm ]; then
 	exit $rc
 fi
 args+=("${files[@]}")
+# the output files' folders (test.sh's stage folder does not exist on a
+# fresh machine)
+for ((i = 0; i < ${#files[@]}; i += 2)); do
+	mkdir -p "$(dirname "${files[i + 1]}")"
+done
 
 scripts/deps.sh
 python=$(scripts/torch-env.sh)
