@@ -544,6 +544,9 @@ void vnpu_profiler_reset(void);
 
 /* ---- the npu device ------------------------------------------------------ */
 
+/* Starts the runtime once for the process; later calls cost one check.
+ * false (error set) when it cannot start. */
+bool vnpu_at_npu_start(void);
 /* npu:N for the calling thread (default 0); the runtime is initialised on
  * first use. */
 bool vnpu_at_npu_set_device(int index);

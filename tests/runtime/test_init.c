@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
 /* Initialisation, devices, properties, status strings, last error. */
+#include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "rt_check.h"
 #include "vnpu/hw_regs.h"
+#include "vnpurt_testing.h"
 
 START_TEST(not_initialized)
 {
@@ -37,6 +40,25 @@ START_TEST(init_is_counted)
 	/* And again from scratch. */
 	RT_OK(vnpu_init());
 	RT_OK(vnpu_finalize());
+}
+END_TEST
+
+/* A process that never finalizes cannot wrap the count round. */
+START_TEST(init_count_has_a_limit)
+{
+	int refs = 0;
+
+	RT_OK(vnpu_init());
+	RT_OK(vnpurt_test_set_init_refs(INT_MAX - 1));
+	RT_OK(vnpu_init());
+	RT_ERR(vnpu_init(), VNPU_ERROR_INVALID_VALUE);
+	ck_assert_ptr_nonnull(strstr(vnpu_last_error_detail(), "vnpu_finalize"));
+	RT_OK(vnpurt_test_init_refs(&refs));
+	ck_assert_int_eq(refs, INT_MAX);
+	ck_assert_int_eq(vnpu_is_initialized(), 1);
+	RT_OK(vnpurt_test_set_init_refs(1));
+	RT_OK(vnpu_finalize());
+	RT_ERR(vnpurt_test_init_refs(&refs), VNPU_ERROR_NOT_INITIALIZED);
 }
 END_TEST
 
@@ -192,6 +214,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, not_initialized);
 	tcase_add_test(tc, init_is_counted);
+	tcase_add_test(tc, init_count_has_a_limit);
 	tcase_add_test(tc, count_without_starting);
 	tcase_add_test(tc, devices_and_properties);
 	tcase_add_test(tc, error_strings_and_last_error);

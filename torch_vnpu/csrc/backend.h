@@ -44,6 +44,9 @@ void copy_storage_bytes(const c10::Storage &npu, int64_t off, int64_t len,
 // The thread's npu device index (starts the runtime; throws if it fails).
 int current_device();
 void set_device(int index);
+// Waits for all work on device `index` (< 0: the current one), throws
+// if it failed; the calling thread's device is the same afterwards.
+void synchronize_device(int index);
 int device_count();
 // Whether this process has started the runtime (a device "context").
 bool runtime_started();

@@ -36,9 +36,9 @@ int current_device()
 {
 	int d = 0;
 
-	if (vnpu_init() != VNPU_SUCCESS)
-		TORCH_CHECK(false, "torch_vnpu: the npu runtime failed to start: ",
-			    vnpu_last_error_detail());
+	// Once per process: guards, allocations and factories all ask.
+	if (!vnpu_at_npu_start())
+		throw_dispatch_error("torch_vnpu");
 	vnpu_get_device(&d);
 	return d;
 }
@@ -52,6 +52,22 @@ void set_device(int index)
 			  " npu device", n == 1 ? "" : "s");
 	if (!vnpu_at_npu_set_device(index))
 		throw_dispatch_error("torch_vnpu: set_device");
+}
+
+void synchronize_device(int index)
+{
+	int prev = current_device();
+	vnpu_error_t r;
+
+	if (index < 0 || index == prev) {
+		r = vnpu_device_synchronize();
+	} else {
+		set_device(index);
+		r = vnpu_device_synchronize();
+		set_device(prev);
+	}
+	TORCH_CHECK(r == VNPU_SUCCESS, "npu synchronize: ", vnpu_error_string(r),
+		    " (", vnpu_last_error_detail(), ")");
 }
 
 namespace {
@@ -217,14 +233,7 @@ struct NpuGuardImpl final : c10::impl::DeviceGuardImplInterface {
 	}
 	void synchronizeDevice(const c10::DeviceIndex index) const override
 	{
-		int prev = current_device();
-
-		set_device(index);
-		vnpu_error_t r = vnpu_device_synchronize();
-		set_device(prev);
-		TORCH_CHECK(r == VNPU_SUCCESS, "npu synchronize: ",
-			    vnpu_error_string(r), " (", vnpu_last_error_detail(),
-			    ")");
+		synchronize_device(index);
 	}
 	double elapsedTime(void *start, void *end,
 			   const c10::DeviceIndex) const override

@@ -92,7 +92,6 @@ static std::string backend_name()
 {
 	struct vnpu_device_props p;
 
-	check(vnpu_init(), "init");
 	check(vnpu_device_properties(current_device(), &p), "device properties");
 	return p.name;
 }
@@ -112,11 +111,7 @@ PYBIND11_MODULE(_C, m)
 	m.def("device_name", &backend_name);
 	m.def("synchronize", [](int64_t d) {
 		check_device(d);
-		int prev = current_device();
-		set_device((int)d);
-		vnpu_error_t e = vnpu_device_synchronize();
-		set_device(prev);
-		check(e, "synchronize");
+		synchronize_device((int)d);
 	});
 
 	// c10's number of the PrivateUse1 device type (torch.Stream's

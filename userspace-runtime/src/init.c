@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Initialisation, backend choice, devices and their properties. */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,6 +200,14 @@ vnpu_error_t vnpu_init(void)
 		return fail_forked();
 	pthread_mutex_lock(&rt.lock);
 	if (rt.refs > 0) {
+		/* A caller that never finalizes must not wrap the count round to
+		 * "not initialized" for everyone else. */
+		if (rt.refs == INT_MAX) {
+			pthread_mutex_unlock(&rt.lock);
+			return rt_fail(VNPU_ERROR_INVALID_VALUE,
+				       "vnpu_init: %d references are held "
+				       "without a vnpu_finalize", INT_MAX);
+		}
 		rt.refs++;
 		pthread_mutex_unlock(&rt.lock);
 		return VNPU_SUCCESS;

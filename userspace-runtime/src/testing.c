@@ -150,3 +150,31 @@ void vnpurt_test_trace_fail_allocs(unsigned count)
 {
 	rt_trace_test_fail_allocs(count);
 }
+
+vnpu_error_t vnpurt_test_init_refs(int *refs)
+{
+	vnpu_error_t err = VNPU_SUCCESS;
+
+	pthread_mutex_lock(&rt.lock);
+	if (rt.refs > 0)
+		*refs = rt.refs;
+	else
+		err = rt_fail(VNPU_ERROR_NOT_INITIALIZED, "runtime not started");
+	pthread_mutex_unlock(&rt.lock);
+	return err;
+}
+
+vnpu_error_t vnpurt_test_set_init_refs(int refs)
+{
+	vnpu_error_t err = VNPU_SUCCESS;
+
+	if (refs < 1)
+		return rt_fail(VNPU_ERROR_INVALID_VALUE, "refs %d < 1", refs);
+	pthread_mutex_lock(&rt.lock);
+	if (rt.refs > 0)
+		rt.refs = refs;
+	else
+		err = rt_fail(VNPU_ERROR_NOT_INITIALIZED, "runtime not started");
+	pthread_mutex_unlock(&rt.lock);
+	return err;
+}

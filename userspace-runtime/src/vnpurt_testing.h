@@ -38,6 +38,11 @@ vnpu_error_t vnpurt_test_corrupt_firmware(void);
  * merges. VNPU_ERROR_INVALID_VALUE when fewer than the pending ones. */
 vnpu_error_t vnpurt_test_failure_list(vnpu_stream_t stream, unsigned capacity,
 				      bool grows);
+/* The started runtime's count of vnpu_init references, read and set (a
+ * test of the count's limit would otherwise call vnpu_init 2^31 times).
+ * VNPU_ERROR_NOT_INITIALIZED when the runtime is not started; refs >= 1. */
+vnpu_error_t vnpurt_test_init_refs(int *refs);
+vnpu_error_t vnpurt_test_set_init_refs(int refs);
 /* The VNPU_TRACE trace's next `count` allocations fail (0: none). */
 void vnpurt_test_trace_fail_allocs(unsigned count);
 

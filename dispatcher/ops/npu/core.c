@@ -381,10 +381,21 @@ struct vnpu_at_tensor *vnpu_npu_empty_with_format(vnpu_keyset_t ks,
 		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 					 "npu::empty_with_format: unsupported format %lld",
 					 (long long)acl_format);
-	if (!vnpu_npu_ready() ||
-	    (device.type == VNPU_AT_NPU && !vnpu_at_npu_set_device(device.index)))
+	if (!vnpu_npu_ready())
 		return NULL;
-	return vnpu_npu_empty_format((uint32_t)size.n, size.v,
-				     dtype == VNPU_AT_DTYPE_NONE ? vnpu_at_default_dtype() : dtype,
-				     (int)acl_format);
+	/* A factory leaves the caller's device as it was, as torch.empty's
+	 * device guard does. */
+	int prev = vnpu_npu_cur_device;
+	bool other = device.type == VNPU_AT_NPU && device.index >= 0 &&
+		     device.index != prev;
+	struct vnpu_at_tensor *t;
+
+	if (other && !vnpu_at_npu_set_device(device.index))
+		return NULL;
+	t = vnpu_npu_empty_format((uint32_t)size.n, size.v,
+				  dtype == VNPU_AT_DTYPE_NONE ? vnpu_at_default_dtype() : dtype,
+				  (int)acl_format);
+	if (other)
+		vnpu_at_npu_set_device(prev);
+	return t;
 }

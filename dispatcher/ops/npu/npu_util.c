@@ -27,6 +27,11 @@ bool vnpu_npu_ready(void)
 	return true;
 }
 
+bool vnpu_at_npu_start(void)
+{
+	return vnpu_npu_runtime_init();
+}
+
 bool vnpu_at_npu_set_device(int index)
 {
 	if (!vnpu_npu_runtime_init())
