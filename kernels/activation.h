@@ -25,6 +25,16 @@ static inline float vnpu_gelu(float x)
 	return 0.5f * x * erfcf(x * -0.70710678118654752440f);
 }
 
+/* d/dx of the erf form: Phi(x) + x * phi(x), the normal distribution's
+ * cdf and density, as PyTorch's GeluBackward computes it. */
+static inline float vnpu_gelu_grad(float x)
+{
+	float cdf = 0.5f * erfcf(x * -0.70710678118654752440f);
+	float pdf = 0.39894228040143267794f * expf(-0.5f * x * x);
+
+	return cdf + x * pdf;
+}
+
 /* Written so that neither branch overflows exp for large |x|. */
 static inline float vnpu_sigmoid(float x)
 {

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "activation.h"
 #include "elementwise.h"
 
 #if defined(__SSE2__)
@@ -25,7 +26,7 @@ struct binary_ctx {
 
 static bool is_compare(uint32_t op)
 {
-	return op >= VNPU_BINARY_EQ;
+	return op >= VNPU_BINARY_EQ && op <= VNPU_BINARY_GE;
 }
 
 static void binary_f32(uint32_t op, float alpha, const float *a, const float *b,
@@ -61,6 +62,10 @@ static void binary_f32(uint32_t op, float alpha, const float *a, const float *b,
 	case VNPU_BINARY_MAXIMUM:
 		for (int64_t i = 0; i < n; i++)
 			o[i] = a[i] != a[i] || a[i] > b[i] ? a[i] : b[i];
+		return;
+	case VNPU_BINARY_GELU_BACKWARD:
+		for (int64_t i = 0; i < n; i++)
+			o[i] = a[i] * vnpu_gelu_grad(b[i]);
 		return;
 	default: /* MINIMUM */
 		for (int64_t i = 0; i < n; i++)
@@ -280,8 +285,9 @@ static uint32_t binary_validate(const void *params,
 	if (!vnpu_broadcasts_to(&p->a, &p->out) ||
 	    !vnpu_broadcasts_to(&p->b, &p->out))
 		return VNPU_STATUS_INVALID_ARGS;
-	if (!vnpu_dtype_is_float(dt) && dt != VNPU_DTYPE_I32 &&
-	    dt != VNPU_DTYPE_I8)
+	if (!vnpu_dtype_is_float(dt) &&
+	    ((dt != VNPU_DTYPE_I32 && dt != VNPU_DTYPE_I8) ||
+	     p->op == VNPU_BINARY_GELU_BACKWARD))
 		return VNPU_STATUS_UNSUPPORTED;
 	if (!vnpu_dtype_is_float(dt) &&
 	    (p->op == VNPU_BINARY_ADD || p->op == VNPU_BINARY_SUB)) {

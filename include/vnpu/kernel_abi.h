@@ -189,6 +189,7 @@ enum vnpu_binary_op {
 	VNPU_BINARY_LE = 9,
 	VNPU_BINARY_GT = 10,
 	VNPU_BINARY_GE = 11,
+	VNPU_BINARY_GELU_BACKWARD = 12, /* a * GELU'(b), erf form; floats only */
 	VNPU_BINARY_COUNT
 };
 

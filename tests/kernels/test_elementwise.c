@@ -510,7 +510,7 @@ END_TEST
 
 static int is_cmp(uint32_t op)
 {
-	return op >= VNPU_BINARY_EQ;
+	return op >= VNPU_BINARY_EQ && op <= VNPU_BINARY_GE;
 }
 
 static double binary_ref(uint32_t op, double alpha, double a, double b,
@@ -541,6 +541,11 @@ static double binary_ref(uint32_t op, double alpha, double a, double b,
 		return a <= b;
 	case VNPU_BINARY_GT:
 		return a > b;
+	case VNPU_BINARY_GELU_BACKWARD:
+		/* PyTorch's GeluBackward: grad * (cdf(x) + x * pdf(x)) */
+		return a * (0.5 * erfc(-b * M_SQRT1_2) +
+			    b * exp(-0.5 * b * b) * 0.5 * M_2_SQRTPI *
+				    M_SQRT1_2);
 	default:
 		return a >= b;
 	}
@@ -674,6 +679,9 @@ START_TEST(test_binary)
 	for (uint32_t op = 0; op < VNPU_BINARY_COUNT; op++)
 		for (uint32_t d = 0; d < 5; d++)
 			for (int iter = 0; iter < 10; iter++) {
+				if (op == VNPU_BINARY_GELU_BACKWARD &&
+				    !is_float(dts[d]))
+					continue; /* test_binary_float_only */
 				struct binary_case bc = {
 					.op = op,
 					.dt = dts[d],
@@ -1018,6 +1026,11 @@ START_TEST(test_binary_errors)
 	s.p.b.dtype = VNPU_DTYPE_F16; /* a and b differ */
 	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_INVALID_ARGS);
 	s.p.b.dtype = VNPU_DTYPE_F32;
+	s.p.op = VNPU_BINARY_GELU_BACKWARD; /* floats only */
+	s.p.a.dtype = s.p.b.dtype = s.p.out.dtype = VNPU_DTYPE_I32;
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_UNSUPPORTED);
+	s.p.a.dtype = s.p.b.dtype = s.p.out.dtype = VNPU_DTYPE_F32;
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_OK);
 	s.p.op = VNPU_BINARY_LT; /* comparison needs a BOOL output */
 	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_INVALID_ARGS);
 	s.p.out.dtype = VNPU_DTYPE_BOOL;

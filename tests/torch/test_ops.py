@@ -373,7 +373,8 @@ def _losses():
 
 
 @sample(['aten::threshold_backward', 'aten::sigmoid_backward',
-         'aten::tanh_backward', 'aten::_softmax_backward_data',
+         'aten::tanh_backward', 'aten::gelu_backward',
+         'aten::_softmax_backward_data',
          'aten::_log_softmax_backward_data', 'aten::mse_loss_backward',
          'aten::nll_loss_backward'], 'backward-ops')
 def _backward_ops():
@@ -387,6 +388,15 @@ def _backward_ops():
     run(grads(torch.relu), make((3, 4)))
     run(grads(torch.sigmoid), make((3, 4)))
     run(grads(torch.tanh), make((3, 4)))
+    for dt in FLOATS:
+        x = make((5, 7), dt, low=-6, high=6)
+        run(grads(F.gelu), x)
+        run(grads(lambda a: F.gelu(a, approximate='tanh')), x)
+        run(lambda g, a: torch.ops.aten.gelu_backward(g, a.t()),
+            make((7, 5), dt, seed=2), x)
+    # mixed dtypes promote (a broadcast gradient fails in the CPU's oneDNN)
+    run(lambda g, a: torch.ops.aten.gelu_backward(g, a),
+        make((4, 3), torch.float16), make((4, 3)))
     run(grads(lambda a: torch.softmax(a, 1) * torch.arange(4.).to(a.device)),
         make((3, 4)))
     run(grads(lambda a: torch.log_softmax(a, 1)[:, 0]), make((3, 4)))

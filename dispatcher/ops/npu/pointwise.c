@@ -3,7 +3,7 @@
  * NPU kernels (PrivateUse1): pointwise ops, comparisons, the pointwise
  * backward ops and cat (docs/dispatcher.md), on UNARY, BINARY, WHERE and
  * CAST. What the device cannot compute (float64, a dtype the kernel does
- * not take, tanh-approximated GELU, most powers) runs the CPU fallback from
+ * not take, tanh-approximated GELU and its backward, most powers) runs the CPU fallback from
  * inside the kernel, where it is counted in the fallback report; so do
  * invalid arguments, so that the CPU kernel words the error.
  */
@@ -527,6 +527,24 @@ struct vnpu_at_tensor *vnpu_npu_tanh_backward(vnpu_keyset_t ks,
 		return vnpu_fallback_tanh_backward(ks, grad_output, output);
 	return act_backward("aten::tanh_backward", true, grad_output, output,
 			    dt);
+}
+
+/* The erf form on BINARY (grad * GELU'(x) in f32, rounded once, as the
+ * CPU's opmath); 'tanh', integer inputs and bad arguments go to the CPU
+ * kernel, which words the error. */
+struct vnpu_at_tensor *vnpu_npu_gelu_backward(vnpu_keyset_t ks,
+					      struct vnpu_at_tensor *grad_output,
+					      struct vnpu_at_tensor *self,
+					      const char *approximate)
+{
+	enum vnpu_at_dtype dt = vnpu_at_result_type(grad_output, self);
+
+	if (!npk_float(dt) || !vnpu_at_dtype_is_float(self->dtype) ||
+	    !approximate || strcmp(approximate, "none") != 0)
+		return vnpu_fallback_gelu_backward(ks, grad_output, self,
+						   approximate);
+	return npk_binary("aten::gelu_backward", VNPU_BINARY_GELU_BACKWARD,
+			  grad_output, self, dt, 1.0);
 }
 
 /* ---- cat: one strided CAST per input into its slice of the output -------------- */
