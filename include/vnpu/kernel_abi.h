@@ -124,7 +124,8 @@ enum vnpu_kernel_id {
 	VNPU_KERNEL_REDUCE = 11,
 	VNPU_KERNEL_TRANSDATA = 12,
 	VNPU_KERNEL_QGEMM = 13,
-	VNPU_KERNEL_ID_MAX = 13,
+	VNPU_KERNEL_INDEX = 14,
+	VNPU_KERNEL_ID_MAX = 14,
 };
 
 /* Fused activation of GEMM and CONV2D. */
@@ -231,6 +232,35 @@ struct vnpu_kp_gemm {
 	struct vnpu_tensor b;
 	struct vnpu_tensor out;
 	struct vnpu_tensor bias;
+};
+
+enum vnpu_index_op {
+	VNPU_INDEX_SELECT = 0,
+	VNPU_INDEX_ADD = 1,
+	VNPU_INDEX_COUNT
+};
+
+/* INDEX: rows of one dim picked by a list of indices. index is a rank-1
+ * I32 or I64 tensor of n entries; src and out have the same rank, sizes
+ * equal but along `dim`, and one dtype:
+ *   SELECT  out[.., i, ..] = src[.., index[i], ..]  (out has n along dim;
+ *           any dtype, copied bytewise; an entry outside [0, size) gives
+ *           zero bytes)
+ *   ADD     out[.., index[i], ..] += alpha * src[.., i, ..]  (src has n
+ *           along dim; F32, F16, BF16 computed in f32 and rounded after
+ *           each add, in index order; an entry outside [0, size) or equal
+ *           to skip adds nothing)
+ * The host checks the indices beforehand (PyTorch's IndexError); the
+ * device never reads or writes outside the tensors either way. */
+struct vnpu_kp_index {
+	uint32_t op;		/* enum vnpu_index_op */
+	uint32_t dim;
+	double alpha;		/* ADD */
+	int64_t skip;		/* ADD: entries equal to it add nothing
+				 * (embedding's padding_idx); -1 none */
+	struct vnpu_tensor src;
+	struct vnpu_tensor index;
+	struct vnpu_tensor out;
 };
 
 /* QGEMM: int8 matrix multiply with exact int32 accumulation, the engine of

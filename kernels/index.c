@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: MIT
+/*
+ * INDEX: SELECT gathers rows of one dim by an index list (index_select,
+ * embedding), ADD adds rows into them (index_add_, embedding's backward).
+ * Both walk every coordinate of the other dims with an odometer. ADD's
+ * blocks split those coordinates, and each adds all of its rows in index
+ * order, so no two blocks write one element and the result does not
+ * depend on the block count.
+ */
+#include <string.h>
+
+#include "elementwise.h"
+
+/* Entry i of a checked rank-1 I32/I64 index tensor. */
+static int64_t index_at(const struct vnpu_tensor *idx, const char *base, int64_t i)
+{
+	const char *p = base + (uint64_t)(i * idx->strides[0]) * vnpu_dtype_size(idx->dtype);
+	int64_t v;
+
+	if (idx->dtype == VNPU_DTYPE_I32) {
+		int32_t w;
+
+		memcpy(&w, p, sizeof(w));
+		return w;
+	}
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* The coordinates of the dims other than `dim` (size 1 there), for an
+ * odometer over them. */
+struct rest {
+	uint32_t ndim, dim;
+	int64_t sizes[VNPU_MAX_DIMS];
+	int64_t pos[VNPU_MAX_DIMS];
+};
+
+static uint64_t rest_init(struct rest *r, const struct vnpu_tensor *t, uint32_t dim)
+{
+	uint64_t n = 1;
+
+	r->ndim = t->ndim;
+	r->dim = dim;
+	for (uint32_t d = 0; d < t->ndim; d++) {
+		r->sizes[d] = d == dim ? 1 : t->sizes[d];
+		n *= (uint64_t)r->sizes[d];
+	}
+	return n;
+}
+
+/* Positions the odometer at row-major index `linear` of the rest. */
+static void rest_seek(struct rest *r, uint64_t linear)
+{
+	for (uint32_t d = r->ndim; d-- > 0;) {
+		r->pos[d] = (int64_t)(linear % (uint64_t)r->sizes[d]);
+		linear /= (uint64_t)r->sizes[d];
+	}
+}
+
+static void rest_next(struct rest *r)
+{
+	for (uint32_t d = r->ndim; d-- > 0;) {
+		if (++r->pos[d] < r->sizes[d])
+			return;
+		r->pos[d] = 0;
+	}
+}
+
+/* Element offset of the odometer's position in t, `dim` at 0. */
+static int64_t rest_offset(const struct rest *r, const struct vnpu_tensor *t)
+{
+	int64_t off = t->offset;
+
+	for (uint32_t d = 0; d < r->ndim; d++)
+		off += r->pos[d] * t->strides[d];
+	return off;
+}
+
+static uint32_t index_validate(const void *params, const struct vnpu_kbuf *bufs,
+			       uint32_t nbufs)
+{
+	const struct vnpu_kp_index *p = params;
+	const struct vnpu_tensor *rows = p->op == VNPU_INDEX_SELECT ? &p->out : &p->src;
+	uint32_t st;
+
+	if (p->op >= VNPU_INDEX_COUNT || p->dim >= p->out.ndim ||
+	    p->src.ndim != p->out.ndim || p->index.ndim != 1)
+		return VNPU_STATUS_INVALID_ARGS;
+	st = vnpu_ew_check(&p->src, bufs, nbufs, VNPU_ACCESS_READ);
+	if (st == VNPU_STATUS_OK)
+		st = vnpu_ew_check(&p->index, bufs, nbufs, VNPU_ACCESS_READ);
+	if (st == VNPU_STATUS_OK)
+		st = vnpu_ew_check_out(&p->out, bufs, nbufs);
+	if (st == VNPU_STATUS_OK && p->op == VNPU_INDEX_ADD)
+		st = vnpu_ew_check(&p->out, bufs, nbufs, VNPU_ACCESS_READ);
+	if (st != VNPU_STATUS_OK)
+		return st;
+	for (uint32_t d = 0; d < p->out.ndim; d++)
+		if (d != p->dim && p->src.sizes[d] != p->out.sizes[d])
+			return VNPU_STATUS_INVALID_ARGS;
+	if (rows->sizes[p->dim] != p->index.sizes[0] || p->src.dtype != p->out.dtype)
+		return VNPU_STATUS_INVALID_ARGS;
+	if (p->index.dtype != VNPU_DTYPE_I32 && p->index.dtype != VNPU_DTYPE_I64)
+		return VNPU_STATUS_UNSUPPORTED;
+	if (p->op == VNPU_INDEX_ADD && !vnpu_dtype_is_float(p->out.dtype))
+		return VNPU_STATUS_UNSUPPORTED;
+	return VNPU_STATUS_OK;
+}
+
+static void select_run(const struct vnpu_kp_index *p, const struct vnpu_kbuf *bufs,
+		       uint32_t block, uint32_t nblocks)
+{
+	const char *src = bufs[p->src.buffer].ptr;
+	const char *idx = vnpu_tensor_data(&p->index, bufs);
+	char *out = bufs[p->out.buffer].ptr;
+	uint64_t esize = vnpu_dtype_size(p->out.dtype), poll = 0;
+	int64_t n = p->index.sizes[0], size = p->src.sizes[p->dim];
+	uint64_t nrest, begin, end;
+	struct rest r;
+
+	/* a block owns a range of (rest, row) pairs, rows fastest */
+	nrest = rest_init(&r, &p->out, p->dim);
+	vnpu_block_range(nrest * (uint64_t)n, block, nblocks, &begin, &end);
+	if (begin >= end)
+		return;
+	rest_seek(&r, begin / (uint64_t)n);
+	for (uint64_t e = begin; e < end;) {
+		int64_t so = rest_offset(&r, &p->src), oo = rest_offset(&r, &p->out);
+
+		for (int64_t i = (int64_t)(e % (uint64_t)n); i < n && e < end; i++, e++) {
+			int64_t j = index_at(&p->index, idx, i);
+			char *o = out + (uint64_t)(oo + i * p->out.strides[p->dim]) * esize;
+
+			if (j < 0 || j >= size)
+				memset(o, 0, esize);
+			else
+				memcpy(o, src + (uint64_t)(so + j * p->src.strides[p->dim]) * esize,
+				       esize);
+		}
+		rest_next(&r);
+		if (vnpu_kernel_poll(&poll, (uint64_t)n))
+			return;
+	}
+}
+
+static void add_run(const struct vnpu_kp_index *p, const struct vnpu_kbuf *bufs,
+		    uint32_t block, uint32_t nblocks)
+{
+	const char *src = bufs[p->src.buffer].ptr;
+	const char *idx = vnpu_tensor_data(&p->index, bufs);
+	char *out = bufs[p->out.buffer].ptr;
+	uint64_t esize = vnpu_dtype_size(p->out.dtype), poll = 0, begin, end;
+	int64_t n = p->index.sizes[0], size = p->out.sizes[p->dim];
+	float alpha = (float)p->alpha;
+	struct rest r;
+
+	vnpu_block_range(rest_init(&r, &p->out, p->dim), block, nblocks, &begin, &end);
+	if (begin >= end)
+		return;
+	rest_seek(&r, begin);
+	for (uint64_t e = begin; e < end; e++, rest_next(&r)) {
+		int64_t so = rest_offset(&r, &p->src), oo = rest_offset(&r, &p->out);
+
+		for (int64_t i = 0; i < n; i++) {
+			int64_t j = index_at(&p->index, idx, i);
+			char *o;
+			float a = 0, b = 0;
+
+			if (j < 0 || j >= size || j == p->skip)
+				continue;
+			o = out + (uint64_t)(oo + j * p->out.strides[p->dim]) * esize;
+			vnpu_ew_load_f32(o, 1, p->out.dtype, 1, &a);
+			vnpu_ew_load_f32(src + (uint64_t)(so + i * p->src.strides[p->dim]) * esize,
+					 1, p->src.dtype, 1, &b);
+			a += alpha * b;
+			vnpu_ew_store_f32(o, 1, p->out.dtype, 1, &a);
+		}
+		if (vnpu_kernel_poll(&poll, (uint64_t)n + 1))
+			return;
+	}
+}
+
+static void index_run(const void *params, const struct vnpu_kbuf *bufs,
+		      uint32_t block, uint32_t nblocks)
+{
+	const struct vnpu_kp_index *p = params;
+
+	if (p->op == VNPU_INDEX_SELECT)
+		select_run(p, bufs, block, nblocks);
+	else
+		add_run(p, bufs, block, nblocks);
+}
+
+const struct vnpu_kernel_def vnpu_kernel_index = {
+	.id = VNPU_KERNEL_INDEX,
+	.name = "index",
+	.params_size = sizeof(struct vnpu_kp_index),
+	.validate = index_validate,
+	.run = index_run,
+};

@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: MIT
+/*
+ * INDEX against references written here with doubles and explicit index
+ * math: SELECT of every dtype and ADD of the float dtypes, along every dim
+ * of random shapes (0 and 1 sizes included), with transposed and padded
+ * strides, strided I32 and I64 index lists holding out-of-range entries,
+ * repeated entries and a skipped one, several block counts (run in a
+ * shuffled order), and every validator error path.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ew_check.h"
+#include "harness.h"
+
+extern const struct vnpu_kernel_def vnpu_kernel_index;
+
+START_TEST(test_registry)
+{
+	ck_assert_ptr_eq(vnpu_kernel_find(VNPU_KERNEL_INDEX), &vnpu_kernel_index);
+	ck_assert_ptr_eq(vnpu_kernel_find_name("index"), &vnpu_kernel_index);
+	ck_assert_uint_eq(vnpu_kernel_index.params_size, sizeof(struct vnpu_kp_index));
+}
+END_TEST
+
+struct index_case {
+	uint32_t op, dt, idx_dt, nblocks;
+};
+
+/* The size along dim of the tensor the indices point into. */
+static void run_index_case(const struct index_case *ic)
+{
+	int64_t shape[MAXD], src_sizes[MAXD], out_sizes[MAXD], idx[MAXD];
+	uint32_t ndim = 0;
+	struct operand os, oi, oo;
+	struct vnpu_kbuf b[3];
+	struct vnpu_kp_index p;
+	int64_t n, size, *entries;
+	void *before;
+	uint64_t nout;
+	uint32_t dim;
+
+	while (ndim == 0)
+		ndim = rand_shape(shape, 4, 1);
+	dim = (uint32_t)kt_rand_range(0, ndim - 1);
+	n = kt_rand_range(0, 9);
+	size = shape[dim];
+	memcpy(src_sizes, shape, sizeof(shape));
+	memcpy(out_sizes, shape, sizeof(shape));
+	if (ic->op == VNPU_INDEX_SELECT)
+		out_sizes[dim] = n;
+	else
+		src_sizes[dim] = n;
+	os = make_operand(0, ic->dt, ndim, src_sizes, rand_layout(0));
+	oi = make_operand(1, ic->idx_dt, 1, &n, rand_layout(0));
+	oo = make_operand(2, ic->dt, ndim, out_sizes, rand_layout(0));
+	b[0] = operand_buffer(&os, -4, 4);
+	b[1] = operand_buffer(&oi, 0, 0);
+	b[2] = operand_buffer(&oo, -4, 4);
+	entries = malloc((size_t)(n ? n : 1) * sizeof(*entries));
+	ck_assert_ptr_nonnull(entries);
+	for (int64_t i = 0; i < n; i++) {
+		/* mostly in range, repeats likely; sometimes -1 or size */
+		entries[i] = kt_rand() % 6 == 0 ? (kt_rand() % 2 ? -1 : size)
+						: kt_rand_range(0, size ? size - 1 : 0);
+		put_val(b[1].ptr, ic->idx_dt, oi.t.offset + (uint64_t)(i * oi.t.strides[0]),
+			(double)entries[i]);
+	}
+	memset(&p, 0, sizeof(p));
+	p.op = ic->op;
+	p.dim = dim;
+	p.alpha = kt_rand() % 2 ? 1.0 : -0.5;
+	p.skip = n && kt_rand() % 2 ? entries[kt_rand() % n] : -1;
+	p.src = os.t;
+	p.index = oi.t;
+	p.out = oo.t;
+	before = dup_bytes(&b[2]);
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &p, b, 3, ic->nblocks),
+			  VNPU_STATUS_OK);
+	nout = numel_of(ndim, out_sizes);
+	for (uint64_t e = 0; e < nout; e++) {
+		int64_t sidx[MAXD];
+		double want, got, scale = 0;
+
+		unravel(e, ndim, out_sizes, idx);
+		memcpy(sidx, idx, sizeof(sidx));
+		got = get_val(b[2].ptr, ic->dt, elem_off(&oo.t, idx));
+		if (ic->op == VNPU_INDEX_SELECT) {
+			int64_t j = entries[idx[dim]];
+
+			sidx[dim] = j;
+			want = j < 0 || j >= size ? 0.0 :
+			       get_val(b[0].ptr, ic->dt, elem_off(&os.t, sidx));
+			ck_assert_msg(got == want || (isnan(got) && isnan(want)),
+				      "select dt %u dim %u: %g, want %g", ic->dt, dim, got, want);
+			continue;
+		}
+		want = get_val(before, ic->dt, elem_off(&oo.t, idx));
+		scale = fabs(want);
+		for (int64_t i = 0; i < n; i++) {
+			double v;
+
+			if (entries[i] != idx[dim] || entries[i] == p.skip)
+				continue;
+			sidx[dim] = i;
+			v = p.alpha * get_val(b[0].ptr, ic->dt, elem_off(&os.t, sidx));
+			want += v;
+			scale += fabs(v);
+		}
+		ck_assert_msg(close_to(got, want, 0, rtol_of(ic->dt) * (scale + 1e-30) * (double)(n + 1)),
+			      "add dt %u dim %u: %g, want %g", ic->dt, dim, got, want);
+	}
+	check_untouched(&oo.t, before, b[2].ptr, b[2].size);
+	free(before);
+	free(entries);
+	for (int i = 0; i < 3; i++)
+		kt_free(&b[i]);
+}
+
+/* iters random cases of op for each dtype, alternating the index dtype. */
+static void run_index_cases(uint32_t op, const uint32_t *dts, uint32_t n_dts, int iters)
+{
+	for (uint32_t d = 0; d < n_dts; d++)
+		for (int iter = 0; iter < iters; iter++) {
+			struct index_case ic = {
+				op, dts[d], iter % 2 ? VNPU_DTYPE_I64 : VNPU_DTYPE_I32,
+				block_counts[iter % 3],
+			};
+
+			run_index_case(&ic);
+		}
+}
+
+START_TEST(test_index_select)
+{
+	static const uint32_t dts[] = {VNPU_DTYPE_F32, VNPU_DTYPE_F16, VNPU_DTYPE_BF16,
+				       VNPU_DTYPE_I32, VNPU_DTYPE_I64, VNPU_DTYPE_I8,
+				       VNPU_DTYPE_U8, VNPU_DTYPE_BOOL};
+
+	kt_seed(1401);
+	run_index_cases(VNPU_INDEX_SELECT, dts, sizeof(dts) / sizeof(dts[0]), 40);
+}
+END_TEST
+
+START_TEST(test_index_add)
+{
+	static const uint32_t dts[] = {VNPU_DTYPE_F32, VNPU_DTYPE_F16, VNPU_DTYPE_BF16};
+
+	kt_seed(1402);
+	run_index_cases(VNPU_INDEX_ADD, dts, sizeof(dts) / sizeof(dts[0]), 60);
+}
+END_TEST
+
+/* An embedding's backward: many repeats of few rows, added in order. */
+START_TEST(test_index_add_repeats_in_order)
+{
+	int64_t wsz[2] = {3, 2}, gsz[2] = {5, 2}, isz = 5;
+	int64_t ent[5] = {1, 1, 2, 1, 0};
+	float g[10] = {1e8f, 1, 4, 1, -1e8f, 1, 4, 1, 5, 1};
+	struct vnpu_kbuf b[3];
+	struct vnpu_kp_index p;
+	float *w;
+
+	b[0] = kt_buffer(sizeof(g));
+	memcpy(b[0].ptr, g, sizeof(g));
+	b[1] = kt_buffer(sizeof(ent));
+	memcpy(b[1].ptr, ent, sizeof(ent));
+	b[2] = kt_buffer(6 * sizeof(float));
+	memset(b[2].ptr, 0, 6 * sizeof(float));
+	memset(&p, 0, sizeof(p));
+	p.op = VNPU_INDEX_ADD;
+	p.alpha = 1;
+	p.skip = 2;
+	p.src = kt_tensor(0, VNPU_DTYPE_F32, 2, gsz, NULL);
+	p.index = kt_tensor(1, VNPU_DTYPE_I64, 1, &isz, NULL);
+	p.out = kt_tensor(2, VNPU_DTYPE_F32, 2, wsz, NULL);
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &p, b, 3, 7), VNPU_STATUS_OK);
+	w = b[2].ptr;
+	/* row 1 gets g rows 0, 1 and 3 in that order, each add rounded to
+	 * f32 (1e8 has an ulp of 8): 1e8 + 4 ties to 1e8 twice, where
+	 * 4 + 4 + 1e8 would give 1e8 + 8 */
+	ck_assert(w[0] == 5 && w[1] == 1);
+	ck_assert(w[2] == 1e8f && w[3] == 3);
+	ck_assert(w[4] == 0 && w[5] == 0); /* row 2 skipped */
+	for (int i = 0; i < 3; i++)
+		kt_free(&b[i]);
+}
+END_TEST
+
+START_TEST(test_index_errors)
+{
+	int64_t sz[2] = {4, 3}, osz[2] = {2, 3}, isz = 2, isz2[2] = {1, 2};
+	struct vnpu_kbuf b[3];
+	struct vnpu_kp_index p, q;
+
+	b[0] = kt_buffer(12 * 4);
+	b[1] = kt_buffer(2 * 8);
+	memset(b[1].ptr, 0, 16);
+	b[2] = kt_buffer(6 * 4);
+	memset(&p, 0, sizeof(p));
+	p.op = VNPU_INDEX_SELECT;
+	p.skip = -1;
+	p.src = kt_tensor(0, VNPU_DTYPE_F32, 2, sz, NULL);
+	p.index = kt_tensor(1, VNPU_DTYPE_I64, 1, &isz, NULL);
+	p.out = kt_tensor(2, VNPU_DTYPE_F32, 2, osz, NULL);
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &p, b, 3, 1), VNPU_STATUS_OK);
+
+	q = p;
+	q.op = VNPU_INDEX_COUNT;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &q, b, 3, 1), VNPU_STATUS_INVALID_ARGS);
+	q = p;
+	q.dim = 2;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &q, b, 3, 1), VNPU_STATUS_INVALID_ARGS);
+	q = p;
+	q.dim = 1; /* out has 3 along dim 1, the index 2 entries */
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &q, b, 3, 1), VNPU_STATUS_INVALID_ARGS);
+	q = p;
+	q.index = kt_tensor(1, VNPU_DTYPE_I64, 2, isz2, NULL); /* rank 2 */
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &q, b, 3, 1), VNPU_STATUS_INVALID_ARGS);
+	q = p;
+	q.index.sizes[0] = 3; /* past its buffer */
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &q, b, 3, 1), VNPU_STATUS_INVALID_ARGS);
+	q = p;
+	q.index.dtype = VNPU_DTYPE_F32;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &q, b, 3, 1), VNPU_STATUS_UNSUPPORTED);
+	q = p;
+	q.out.dtype = VNPU_DTYPE_I32; /* src and out differ */
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &q, b, 3, 1), VNPU_STATUS_INVALID_ARGS);
+	q = p;
+	q.out.sizes[1] = 2; /* other dims differ */
+	q.out.strides[0] = 2;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &q, b, 3, 1), VNPU_STATUS_INVALID_ARGS);
+	q = p;
+	q.out.strides[0] = 0; /* overlapping output rows */
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &q, b, 3, 1), VNPU_STATUS_INVALID_ARGS);
+	q = p;
+	q.out.buffer = 3;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &q, b, 3, 1), VNPU_STATUS_INVALID_ARGS);
+
+	/* ADD: src has the index's length along dim; floats only */
+	q = p;
+	q.op = VNPU_INDEX_ADD;
+	q.src = p.out;
+	q.src.buffer = 2;
+	q.out = p.src;
+	q.out.buffer = 0;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &q, b, 3, 1), VNPU_STATUS_OK);
+	b[0].access = VNPU_ACCESS_WRITE; /* ADD reads its output */
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &q, b, 3, 1), VNPU_STATUS_INVALID_ARGS);
+	b[0].access = VNPU_ACCESS_READ | VNPU_ACCESS_WRITE;
+	q.src.dtype = q.out.dtype = VNPU_DTYPE_I32;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &q, b, 3, 1), VNPU_STATUS_UNSUPPORTED);
+	for (int i = 0; i < 3; i++)
+		kt_free(&b[i]);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("kernels-index");
+	TCase *tc = tcase_create("index");
+	SRunner *sr;
+	int failed;
+
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, test_registry);
+	tcase_add_test(tc, test_index_select);
+	tcase_add_test(tc, test_index_add);
+	tcase_add_test(tc, test_index_add_repeats_in_order);
+	tcase_add_test(tc, test_index_errors);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
