@@ -147,6 +147,11 @@ def kind(a):
     if a.typ == 'bool' and not a.is_list and not a.optional:
         return 'bool'
     if a.typ == 'str' and not a.is_list and not a.optional:
+    if a.typ == 'bool' and a.is_list and not a.optional:
+        if a.list_len is None or not 0 < a.list_len <= 64:
+            raise ValueError('bool[N] needs a length N of 1 to 64, not %r'
+                             % a.list_len)
+        return 'bool_list'
         return 'string'
     if a.typ == 'Scalar' and not a.is_list:
         return 'opt_scalar' if a.optional else 'scalar'
@@ -170,6 +175,7 @@ CTYPE = {
     'opt_double': 'struct vnpu_at_opt_double ',
     'bool': 'bool ',
     'string': 'const char *',
+    'bool_list': 'struct vnpu_at_bool_list ',
     'scalar': 'struct vnpu_at_scalar ',
     'opt_scalar': 'struct vnpu_at_scalar ',
     'dtype': 'enum vnpu_at_dtype ',
@@ -351,6 +357,8 @@ def unbox_code(a, idx):
     k = a.kind
     v = '&args[%d]' % idx
     q = '"%s"' % a.name
+    if k == 'bool_list':
+        return 'ok = ok && vnpu_stack_push_bool_list(%s, %s);' % (stack, n)
     return '\t%sa%d;\n\tif (!vnpu_iv_get_%s(op, %s, %s, &a%d))\n\t\treturn;' % (
         CTYPE[k], idx, k, v, q, idx)
 

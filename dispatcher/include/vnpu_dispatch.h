@@ -145,6 +145,16 @@ struct vnpu_at_opt_int_array {	/* int[]? */
 	bool has;
 	struct vnpu_at_int_array a;
 };
+struct vnpu_at_bool_list {	/* bool[N], N <= 64 (PyTorch's output masks,
+				 * bool[3]): element i is bit i */
+	uint32_t n;
+	uint64_t bits;
+};
+#define VNPU_AT_BOOL_LIST_MAX 64
+static inline bool vnpu_at_bool_list_at(struct vnpu_at_bool_list l, uint32_t i)
+{
+	return i < l.n && (l.bits >> i & 1);
+}
 struct vnpu_at_opt_int {	/* int?, SymInt? */
 	bool has;
 	int64_t v;
@@ -263,6 +273,7 @@ enum vnpu_ivalue_tag {
 	VNPU_IV_STRING,
 	VNPU_IV_INT_LIST,
 	VNPU_IV_DEVICE,
+	VNPU_IV_BOOL_LIST,	/* .bits, and the length in .reserved */
 };
 
 struct vnpu_iv_tensor_list {	/* owns a reference to each entry */
@@ -288,6 +299,7 @@ struct vnpu_ivalue {
 		struct vnpu_iv_tensor_list *tl;
 		struct vnpu_iv_int_list *il;
 		char *s;
+		uint64_t bits;
 	};
 };
 
@@ -316,6 +328,8 @@ bool vnpu_stack_push_scalar(struct vnpu_stack *s, struct vnpu_at_scalar v);
 bool vnpu_stack_push_string(struct vnpu_stack *s, const char *v);
 bool vnpu_stack_push_int_list(struct vnpu_stack *s, struct vnpu_at_int_array a);
 bool vnpu_stack_push_device(struct vnpu_stack *s, struct vnpu_at_device d);
+/* false (error set) for more than VNPU_AT_BOOL_LIST_MAX elements */
+bool vnpu_stack_push_bool_list(struct vnpu_stack *s, struct vnpu_at_bool_list l);
 /* Removes the top value and gives it (and its ownership) to the caller. */
 struct vnpu_ivalue vnpu_stack_pop(struct vnpu_stack *s);
 /* Drops the top n values. */

@@ -155,6 +155,8 @@ bool vnpu_iv_get_int_list(const struct vnpu_op *op, struct vnpu_ivalue *v,
 bool vnpu_iv_get_opt_int_list(const struct vnpu_op *op,
 			      struct vnpu_ivalue *v, const char *name,
 			      struct vnpu_at_opt_int_array *out);
+bool vnpu_iv_get_bool_list(const struct vnpu_op *op, struct vnpu_ivalue *v,
+			   const char *name, struct vnpu_at_bool_list *out);
 bool vnpu_iv_get_double(const struct vnpu_op *op, struct vnpu_ivalue *v,
 			const char *name, double *out);
 bool vnpu_iv_get_opt_double(const struct vnpu_op *op, struct vnpu_ivalue *v,

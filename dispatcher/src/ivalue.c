@@ -165,6 +165,20 @@ bool vnpu_stack_push_device(struct vnpu_stack *s, struct vnpu_at_device d)
 	return vnpu_stack_push(s, (struct vnpu_ivalue){ .tag = VNPU_IV_DEVICE, .dev = d });
 }
 
+bool vnpu_stack_push_bool_list(struct vnpu_stack *s, struct vnpu_at_bool_list l)
+{
+	if (l.n > VNPU_AT_BOOL_LIST_MAX) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				  "a bool[] of %u elements: at most %d are supported",
+				  l.n, VNPU_AT_BOOL_LIST_MAX);
+		return false;
+	}
+	if (l.n < 64)
+		l.bits &= (UINT64_C(1) << l.n) - 1;
+	return vnpu_stack_push(s, (struct vnpu_ivalue){ .tag = VNPU_IV_BOOL_LIST,
+						       .reserved = l.n, .bits = l.bits });
+}
+
 struct vnpu_ivalue vnpu_stack_pop(struct vnpu_stack *s)
 {
 	if (!s->size)
@@ -249,7 +263,7 @@ static const char *tag_name(uint32_t tag)
 {
 	static const char *const names[] = {
 		"None", "Tensor", "Tensor[]", "int", "float", "bool", "str",
-		"int[]", "Device",
+		"int[]", "Device", "bool[]",
 	};
 	return tag < sizeof(names) / sizeof(names[0]) ? names[tag] : "?";
 }
@@ -325,6 +339,16 @@ bool vnpu_iv_get_int_list(const struct vnpu_op *op, struct vnpu_ivalue *v,
 		return bad(op, name, "int[]", v);
 	out->v = v->il->v;
 	out->n = v->il->n;
+	return true;
+}
+
+bool vnpu_iv_get_bool_list(const struct vnpu_op *op, struct vnpu_ivalue *v,
+			   const char *name, struct vnpu_at_bool_list *out)
+{
+	if (v->tag != VNPU_IV_BOOL_LIST)
+		return bad(op, name, "bool[]", v);
+	out->n = v->reserved;
+	out->bits = v->bits;
 	return true;
 }
 

@@ -98,6 +98,27 @@ class Codegen(unittest.TestCase):
         self.assertNotEqual(rc, 0)
         self.assertIn('structured_inherits must be TensorIteratorBase', err)
 
+    def test_bool_lists_need_a_length(self):
+        # output masks are bool[N] with 1 <= N <= 64, a bit list in C
+        mask = 'mm(Tensor self, Tensor mat2, bool[%s] output_mask) -> Tensor'
+        kernel = ('struct vnpu_at_tensor *vnpu_cpu_mm(vnpu_keyset_t ks,\n'
+                  '\tstruct vnpu_at_tensor *self, struct vnpu_at_tensor *mat2,\n'
+                  '\tstruct vnpu_at_bool_list output_mask)\n{\n\treturn NULL;\n}\n')
+        global KERNEL
+        saved, KERNEL = KERNEL, kernel.replace('vnpu_cpu_mm', 'vnpu_%s_mm')
+        try:
+            rc, err, gen = run('- func: %s\n  dispatch: CPU\n' % (mask % 3),
+                               ['cpu'])
+            self.assertEqual(rc, 0, err)
+            self.assertIn('vnpu_iv_get_bool_list', gen)
+            for bad in ('', '65'):
+                rc, err, _ = run('- func: %s\n  dispatch: CPU\n' % (mask % bad),
+                                 ['cpu'])
+                self.assertNotEqual(rc, 0)
+                self.assertIn('bool[N] needs a length N of 1 to 64', err)
+        finally:
+            KERNEL = saved
+
 
 if __name__ == '__main__':
     GEN = sys.argv.pop(1)

@@ -167,6 +167,11 @@ EXPORT bool bc_push_int_list(struct vnpu_stack *s, const int64_t *v, int64_t n)
 	return vnpu_stack_push_int_list(s, (struct vnpu_at_int_array){v, n});
 }
 
+EXPORT bool bc_push_bool_list(struct vnpu_stack *s, uint64_t bits, uint32_t n)
+{
+	return vnpu_stack_push_bool_list(s, (struct vnpu_at_bool_list){ n, bits });
+}
+
 EXPORT bool bc_push_device(struct vnpu_stack *s, int type, int index)
 {
 	return vnpu_stack_push_device(s, device(type, index));

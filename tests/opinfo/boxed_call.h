@@ -31,6 +31,7 @@ bool bc_push_double(struct vnpu_stack *s, double v);
 bool bc_push_bool(struct vnpu_stack *s, bool v);
 bool bc_push_string(struct vnpu_stack *s, const char *v);
 bool bc_push_int_list(struct vnpu_stack *s, const int64_t *v, int64_t n);
+bool bc_push_bool_list(struct vnpu_stack *s, uint64_t bits, uint32_t n);
 bool bc_push_device(struct vnpu_stack *s, int type, int index);
 bool bc_push_scalar(struct vnpu_stack *s, int kind, int64_t i, double d);
 bool bc_call(const char *name, struct vnpu_stack *s);

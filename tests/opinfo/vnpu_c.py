@@ -30,6 +30,8 @@ for name, res, args in [
         ('bc_push_bool', ctypes.c_bool, [_P, ctypes.c_bool]),
         ('bc_push_string', ctypes.c_bool, [_P, ctypes.c_char_p]),
         ('bc_push_int_list', ctypes.c_bool, [_P, _I64P, _I64]),
+        ('bc_push_bool_list', ctypes.c_bool, [_P, ctypes.c_uint64,
+                                              ctypes.c_uint32]),
         ('bc_push_device', ctypes.c_bool, [_P, ctypes.c_int, ctypes.c_int]),
         ('bc_push_scalar', ctypes.c_bool, [_P, ctypes.c_int, _I64, _D]),
         ('bc_call', ctypes.c_bool, [ctypes.c_char_p, _P]),
@@ -177,6 +179,9 @@ def _push(s, arg, v, device, keep):
             _lib.bc_set_wrapped_number(t.h)
         keep.append(t)
         return _lib.bc_push_tensor(s, t.h)
+    if is_list and base == T_BOOL:
+        return _lib.bc_push_bool_list(
+            s, sum(1 << i for i, e in enumerate(v) if e), len(v))
     if is_list:
         v = [int(e) for e in ([v] if isinstance(v, int) else v)]
         # a shape past the dispatcher's rank (torch_vnpu's bridge too)

@@ -473,6 +473,21 @@ static void push_int_list(struct vnpu_stack *s, const struct vnpu_schema_arg *a,
 		s, (struct vnpu_at_int_array){ l.data(), (int64_t)l.size() }));
 }
 
+// bool[N] (output masks) as the dispatcher's bit list.
+static void push_bool_list(struct vnpu_stack *s, const struct vnpu_schema_arg *a,
+			   const c10::List<bool> &l)
+{
+	struct vnpu_at_bool_list m = { (uint32_t)l.size(), 0 };
+
+	TORCH_CHECK(l.size() <= VNPU_AT_BOOL_LIST_MAX, "torch_vnpu: argument '",
+		    a->name, "' has ", l.size(), " elements, more than ",
+		    VNPU_AT_BOOL_LIST_MAX);
+	for (size_t i = 0; i < l.size(); i++)
+		if (l.get(i))
+			m.bits |= UINT64_C(1) << i;
+	pushed(vnpu_stack_push_bool_list(s, m));
+}
+
 // Pushes torch value v for dispatcher argument a; returns the dispatcher
 // tensor when v is a tensor.
 static struct vnpu_at_tensor *push_arg(struct vnpu_stack *s,
@@ -500,6 +515,8 @@ static struct vnpu_at_tensor *push_arg(struct vnpu_stack *s,
 		}
 		pushed(vnpu_stack_push_tensor_list(
 			s, (struct vnpu_at_tensor_list){ l.data(), (int64_t)l.size() }));
+	} else if (ty->is_list && ty->base == VNPU_TYPE_BOOL) {
+		push_bool_list(s, a, v.toBoolList());
 	} else if (ty->is_list) {
 		push_int_list(s, a, int_list(v));
 	} else {
@@ -690,7 +707,9 @@ static c10::IValue ret_from_c(const char *c_name, struct vnpu_ivalue *v,
 {
 	switch (v->tag) {
 	case VNPU_IV_NONE:
-		return c10::IValue();
+		// a Tensor return left undefined (a gradient output_mask did
+		// not ask for); Python sees None
+		return at::Tensor();
 	case VNPU_IV_TENSOR:
 		return from_c(v->t, inputs);
 	case VNPU_IV_TENSOR_LIST: {
