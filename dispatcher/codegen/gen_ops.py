@@ -41,7 +41,8 @@ def parse_yaml(path):
             if m and cur is not None:
                 key, val = m.group(1), m.group(2).strip()
                 if key not in ('dispatch', 'backend_select', 'autograd',
-                               'structured_inherits', 'uninitialized'):
+                               'structured_inherits', 'uninitialized',
+                               'out_dtype', 'out_no_overlap'):
                     sys.exit('%s:%d: unknown key %r' % (path, lineno, key))
                 cur[key] = val
                 continue
@@ -146,12 +147,12 @@ def kind(a):
         return 'opt_double' if a.optional else 'double'
     if a.typ == 'bool' and not a.is_list and not a.optional:
         return 'bool'
-    if a.typ == 'str' and not a.is_list and not a.optional:
     if a.typ == 'bool' and a.is_list and not a.optional:
         if a.list_len is None or not 0 < a.list_len <= 64:
             raise ValueError('bool[N] needs a length N of 1 to 64, not %r'
                              % a.list_len)
         return 'bool_list'
+    if a.typ == 'str' and not a.is_list and not a.optional:
         return 'string'
     if a.typ == 'Scalar' and not a.is_list:
         return 'opt_scalar' if a.optional else 'scalar'
@@ -174,8 +175,8 @@ CTYPE = {
     'double': 'double ',
     'opt_double': 'struct vnpu_at_opt_double ',
     'bool': 'bool ',
-    'string': 'const char *',
     'bool_list': 'struct vnpu_at_bool_list ',
+    'string': 'const char *',
     'scalar': 'struct vnpu_at_scalar ',
     'opt_scalar': 'struct vnpu_at_scalar ',
     'dtype': 'enum vnpu_at_dtype ',
@@ -199,6 +200,14 @@ RET_ERROR = {
 }
 
 
+# What an out= of the op must hold, beyond TensorIterator's cast rule (the
+# `out_dtype:` key): any dtype the result casts to; the input's (amax's
+# check, unary_op's); the input's and int64 (values and indices); the
+# result's exactly (where); bool (isposinf); bool or uint8 (all, any).
+OUT_DTYPES = ('casts', 'input', 'unary', 'values_indices', 'result',
+              'boolean', 'bytebool')
+
+
 class Op:
     def __init__(self, entry):
         self.entry = entry
@@ -218,6 +227,13 @@ class Op:
             raise ValueError('%s: structured_inherits must be TensorIteratorBase'
                              % self.schema)
         self.tensor_iterator = inherits is not None
+        self.out_dtype = entry.get('out_dtype', 'casts')
+        if self.out_dtype not in OUT_DTYPES:
+            raise ValueError('%s: out_dtype must be one of %s, not %r'
+                             % (self.schema, ', '.join(OUT_DTYPES), self.out_dtype))
+        if entry.get('out_no_overlap', 'True') != 'True':
+            raise ValueError('%s: out_no_overlap is True or absent' % self.schema)
+        self.out_no_overlap = 'out_no_overlap' in entry
         for a in self.args:
             a.kind = kind(a)
         for r in self.rets:
@@ -341,6 +357,8 @@ def push_code(a, stack='&s'):
         return 'ok = ok && (%s.has ? vnpu_stack_push_double(%s, %s.v) : vnpu_stack_push_none(%s));' % (n, stack, n, stack)
     if k == 'bool':
         return 'ok = ok && vnpu_stack_push_bool(%s, %s);' % (stack, n)
+    if k == 'bool_list':
+        return 'ok = ok && vnpu_stack_push_bool_list(%s, %s);' % (stack, n)
     if k == 'string':
         return 'ok = ok && vnpu_stack_push_string(%s, %s);' % (stack, n)
     if k in ('scalar', 'opt_scalar'):
@@ -357,8 +375,6 @@ def unbox_code(a, idx):
     k = a.kind
     v = '&args[%d]' % idx
     q = '"%s"' % a.name
-    if k == 'bool_list':
-        return 'ok = ok && vnpu_stack_push_bool_list(%s, %s);' % (stack, n)
     return '\t%sa%d;\n\tif (!vnpu_iv_get_%s(op, %s, %s, &a%d))\n\t\treturn;' % (
         CTYPE[k], idx, k, v, q, idx)
 

@@ -98,6 +98,20 @@ class Codegen(unittest.TestCase):
         self.assertNotEqual(rc, 0)
         self.assertIn('structured_inherits must be TensorIteratorBase', err)
 
+    def test_out_facts(self):
+        # out_dtype takes the names torch_vnpu knows; out_no_overlap True
+        rc, err, _ = run('- func: %s\n  dispatch: CPU\n  out_dtype: input\n'
+                         '  out_no_overlap: True\n' % MM, ['cpu'])
+        self.assertEqual(rc, 0, err)
+        rc, err, _ = run('- func: %s\n  dispatch: CPU\n  out_dtype: bool\n'
+                         % MM, ['cpu'])
+        self.assertNotEqual(rc, 0)
+        self.assertIn('out_dtype must be one of casts, input', err)
+        rc, err, _ = run('- func: %s\n  dispatch: CPU\n  out_no_overlap: False\n'
+                         % MM, ['cpu'])
+        self.assertNotEqual(rc, 0)
+        self.assertIn('out_no_overlap is True or absent', err)
+
     def test_bool_lists_need_a_length(self):
         # output masks are bool[N] with 1 <= N <= 64, a bit list in C
         mask = 'mm(Tensor self, Tensor mat2, bool[%s] output_mask) -> Tensor'

@@ -243,6 +243,26 @@ def generate(ops, yaml_name, tops):
         w(text)
     w('} // namespace')
     w('')
+    # the yaml's out_dtype / out_no_overlap keys, as data for the variants
+    w('OpFacts op_facts(const char *c_name)')
+    w('{')
+    w('\tstatic const struct {')
+    w('\t\tconst char *name;')
+    w('\t\tOpFacts facts;')
+    w('\t} table[] = {')
+    for op in served:
+        if op.out_dtype != 'casts' or op.out_no_overlap:
+            w('\t\t{ "%s", { OpFacts::OUT_%s, %s } },'
+              % (op.qualified, op.out_dtype.upper(),
+                 'true' if op.out_no_overlap else 'false'))
+    w('\t};')
+    w('')
+    w('\tfor (const auto &e : table)')
+    w('\t\tif (!strcmp(e.name, c_name))')
+    w('\t\t\treturn e.facts;')
+    w('\treturn {};')
+    w('}')
+    w('')
 
     def reg(op):
         if op.qualified in typed:

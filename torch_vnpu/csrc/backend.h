@@ -69,6 +69,23 @@ void leave_to_cpu(const char *c_name, const c10::OperatorHandle &op,
 // maximum) as PyTorch's own backends fill it.
 void run_npu_uninitialized(const char *c_name, const c10::OperatorHandle &op,
 			   c10::DispatchKeySet ks, torch::jit::Stack *stack);
+// Facts of an op that its out= and in-place variants check, beyond
+// TensorIterator's rules (the yaml's out_dtype and out_no_overlap keys;
+// generated in register_npu.cpp).
+struct OpFacts {
+	enum OutDtype {
+		OUT_CASTS,		// any dtype the result casts to
+		OUT_INPUT,		// the input's (amax)
+		OUT_UNARY,		// the input's (unary_op: neg, abs)
+		OUT_VALUES_INDICES,	// the input's, and int64 (max.dim)
+		OUT_RESULT,		// the result's exactly (where)
+		OUT_BOOLEAN,		// bool (isposinf)
+		OUT_BYTEBOOL,		// bool or uint8 (all, any)
+	} out_dtype = OUT_CASTS;
+	bool out_no_overlap = false;	// no memory shared with an input at all
+};
+OpFacts op_facts(const char *c_name);
+
 // A functional kernel serving PyTorch's in-place (add_) or out= (add.out)
 // variant: the result is checked as PyTorch's structured kernels check it
 // (cast, shape; out= resizes) and copied into the written argument.

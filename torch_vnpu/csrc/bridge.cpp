@@ -589,16 +589,8 @@ struct Binding {
 	std::vector<int> torch_index;	// per dispatcher argument
 	std::vector<int> targets;	// PyTorch's written args we don't pass
 	// what PyTorch's kernel of the op checks of its written tensors
-	// beyond TensorIterator's rules (check_aliasing)
-	bool refuses_any_overlap;	// cat, index_select
-	// the dtype an out= must have, beyond TensorIterator's cast rule
-	enum OutDtype {
-		OUT_CASTS,		// any the result casts to
-		OUT_INPUTS,		// amax, amin: the input's
-		OUT_UNARY,		// neg, abs: the input's (unary_op)
-		OUT_VALUES_INDICES,	// max.dim: the input's, and int64
-		OUT_RESULT_TYPE,	// where: the result's exactly
-	} out_dtype;
+	// beyond TensorIterator's rules (check_aliasing), from the yaml
+	OpFacts facts;
 	bool is_copy;			// copy_: TensorIterator's rules
 };
 
@@ -664,17 +656,7 @@ static const Binding &binding(const char *c_name, const c10::OperatorHandle &op)
 		if (!used[j] && targs[j].alias_info() &&
 		    targs[j].alias_info()->isWrite())
 			b.targets.push_back((int)j);
-	b.refuses_any_overlap = !strcmp(c_name, "aten::cat") ||
-				!strcmp(c_name, "aten::index_select");
-	b.out_dtype = !strcmp(c_name, "aten::amax") || !strcmp(c_name, "aten::amin") ?
-			      Binding::OUT_INPUTS :
-		      !strcmp(c_name, "aten::neg") || !strcmp(c_name, "aten::abs") ?
-			      Binding::OUT_UNARY :
-		      !strcmp(c_name, "aten::max.dim") || !strcmp(c_name, "aten::min.dim") ?
-			      Binding::OUT_VALUES_INDICES :
-		      !strcmp(c_name, "aten::where.self") ?
-			      Binding::OUT_RESULT_TYPE :
-			      Binding::OUT_CASTS;
+	b.facts = op_facts(c_name);
 	b.is_copy = !strcmp(c_name, "aten::copy_");
 	return cache.emplace(key, std::move(b)).first->second;
 }
@@ -1220,7 +1202,8 @@ static void check_target(const char *what, const at::Tensor &target,
 // no element written twice, no input partly overwritten while it is read
 // (TensorIterator's check_mem_overlap), and what the op's own kernel adds
 // (Binding). target_args: the written arguments' positions.
-static void check_aliasing(const Binding &b, const torch::jit::Stack *stack,
+static void check_aliasing(const char *c_name, const Binding &b,
+			   const torch::jit::Stack *stack,
 			   size_t base, size_t n, const std::vector<int> &target_args,
 			   const std::vector<at::Tensor> &targets, bool out)
 {
@@ -1228,15 +1211,28 @@ static void check_aliasing(const Binding &b, const torch::jit::Stack *stack,
 					     (*stack)[base].toTensor().scalar_type() :
 					     at::kFloat;
 
-	if (out && b.out_dtype == Binding::OUT_INPUTS)
+	// PyTorch's name of the op in its messages: "all" of "aten::all.dim"
+	std::string name = c_name;
+	name = name.substr(name.find("::") + 2);
+	name = name.substr(0, name.find('.'));
+
+	if (out && b.facts.out_dtype == OpFacts::OUT_BOOLEAN)
+		TORCH_CHECK(targets[0].scalar_type() == at::kBool, name,
+			    " does not support non-boolean outputs.");
+	if (out && b.facts.out_dtype == OpFacts::OUT_BYTEBOOL)
+		TORCH_CHECK(targets[0].scalar_type() == at::kBool ||
+				    targets[0].scalar_type() == at::kByte,
+			    name, " only supports bool tensor for result, got: ",
+			    targets[0].scalar_type());
+	if (out && b.facts.out_dtype == OpFacts::OUT_INPUT)
 		TORCH_CHECK(in_dt == targets[0].scalar_type(),
 			    "Expected the dtype for input and out to match, but got ",
 			    in_dt, " for input's dtype and ",
 			    targets[0].scalar_type(), " for out's dtype.");
-	if (out && b.out_dtype == Binding::OUT_UNARY)
+	if (out && b.facts.out_dtype == OpFacts::OUT_UNARY)
 		TORCH_CHECK(in_dt == targets[0].scalar_type(), "Found dtype ",
 			    targets[0].scalar_type(), " but expected ", in_dt);
-	if (out && b.out_dtype == Binding::OUT_VALUES_INDICES) {
+	if (out && b.facts.out_dtype == OpFacts::OUT_VALUES_INDICES) {
 		TORCH_CHECK(targets[0].scalar_type() == in_dt,
 			    "Expected out tensor to have dtype ", in_dt,
 			    ", but got ", targets[0].scalar_type(), " instead");
@@ -1257,7 +1253,7 @@ static void check_aliasing(const Binding &b, const torch::jit::Stack *stack,
 			if (!in.defined())
 				return;
 			for (const at::Tensor &t : targets) {
-				if (b.refuses_any_overlap)
+				if (b.facts.out_no_overlap)
 					at::assert_no_overlap(t, in);
 				else
 					at::assert_no_partial_overlap(t, in);
@@ -1319,11 +1315,11 @@ void run_npu_variant(const char *c_name, const c10::OperatorHandle &op,
 	}
 	bool out = !b.targets.empty();
 	// where.self_out: the out= must have the result's dtype, no cast
-	if (out && b.out_dtype == Binding::OUT_RESULT_TYPE)
+	if (out && b.facts.out_dtype == OpFacts::OUT_RESULT)
 		TORCH_CHECK(targets[0].scalar_type() == rets[0].toTensor().scalar_type(),
 			    "Expected out type to be ", rets[0].toTensor().scalar_type(),
 			    " but got ", targets[0].scalar_type());
-	check_aliasing(b, stack, base, n,
+	check_aliasing(c_name, b, stack, base, n,
 		       out ? b.targets : std::vector<int>{ 0 }, targets, out);
 	for (size_t i = 0; out && tensor_iterator && i < targets.size(); i++)
 		check_out_is_input(stack, base, n, b.targets, targets[i],
