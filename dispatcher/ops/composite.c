@@ -1369,3 +1369,176 @@ struct vnpu_at_tensor *vnpu_cea_linalg_vector_norm(vnpu_keyset_t ks,
 	}
 	return r;
 }
+
+/* reciprocal as PyTorch's CPU computes it, 1 / x, with 1 a Python scalar:
+ * integer and bool inputs give the default float dtype, floats keep
+ * theirs. */
+struct vnpu_at_tensor *vnpu_cia_reciprocal(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	struct vnpu_at_tensor *one = wrapped_number(VNPU_AT_INT(1), self), *r;
+
+	if (!one)
+		return NULL;
+	r = vnpu_op_div_Tensor(one, self);
+	vnpu_at_release(one);
+	return r;
+}
+
+/* ---- tests and backward ops as decompositions --------------------------------------- */
+
+/* self, or a float32 copy of an integer or bool self: the device's CAST
+ * takes every dtype, its comparisons not (a nonzero integer stays nonzero
+ * in float32). */
+static struct vnpu_at_tensor *comparable(struct vnpu_at_tensor *self)
+{
+	if (vnpu_at_dtype_is_float(self->dtype))
+		return vnpu_at_retain(self);
+	return vnpu_op__to_copy(self, VNPU_AT_F32, VNPU_AT_DEV_NONE, false);
+}
+
+/* x == +inf or x == -inf (false for every integer and bool element), in
+ * TensorIterator's layout as eq's result has it. */
+static struct vnpu_at_tensor *is_inf_of_sign(struct vnpu_at_tensor *self, double inf)
+{
+	struct vnpu_at_tensor *x = comparable(self), *r;
+
+	r = x ? vnpu_op_eq_Scalar(x, VNPU_AT_DOUBLE(inf)) : NULL;
+	vnpu_at_release(x);
+	return r;
+}
+
+struct vnpu_at_tensor *vnpu_cea_isposinf(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return is_inf_of_sign(self, INFINITY);
+}
+
+struct vnpu_at_tensor *vnpu_cea_isneginf(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return is_inf_of_sign(self, -INFINITY);
+}
+
+/*
+ * all(self, dim) = no element along dim is zero: max(self == 0) == 0,
+ * the maximum taken over 0/1 in float32 (exact). An empty dim gives true
+ * (a max of nothing is an error); the result is bool, or uint8 for uint8
+ * as in PyTorch.
+ */
+struct vnpu_at_tensor *vnpu_cea_all_dim(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					int64_t dim, bool keepdim)
+{
+	enum vnpu_at_dtype out_dt = self->dtype == VNPU_AT_U8 ? VNPU_AT_U8 : VNPU_AT_BOOL;
+	int64_t shape[VNPU_AT_MAX_DIMS], d = vnpu_at_wrap_dim(dim, self->ndim);
+	struct vnpu_at_tensor *x, *zero, *zf, *any_zero, *r;
+	uint32_t nd = 0;
+
+	if (d < 0)
+		return NULL;
+	for (uint32_t i = 0; i < self->ndim; i++)
+		if ((int64_t)i != d || keepdim)
+			shape[nd++] = (int64_t)i == d ? 1 : self->sizes[i];
+	if (self->ndim && self->sizes[d] == 0)
+		return vnpu_op_full((struct vnpu_at_int_array){ shape, nd }, VNPU_AT_INT(1),
+				    out_dt, vnpu_at_device_of(self));
+	x = comparable(self);
+	zero = x ? vnpu_op_eq_Scalar(x, VNPU_AT_INT(0)) : NULL;
+	vnpu_at_release(x);
+	zf = zero ? vnpu_op__to_copy(zero, VNPU_AT_F32, VNPU_AT_DEV_NONE, false) : NULL;
+	vnpu_at_release(zero);
+	any_zero = !zf ? NULL :
+		   self->ndim ? vnpu_op_amax(zf, (struct vnpu_at_int_array){ &d, 1 }, keepdim) :
+		   vnpu_at_retain(zf);
+	vnpu_at_release(zf);
+	r = any_zero ? vnpu_op_eq_Scalar(any_zero, VNPU_AT_INT(0)) : NULL;
+	vnpu_at_release(any_zero);
+	if (r && out_dt != VNPU_AT_BOOL) {
+		struct vnpu_at_tensor *u = vnpu_op__to_copy(r, out_dt, VNPU_AT_DEV_NONE, false);
+
+		vnpu_at_release(r);
+		r = u;
+	}
+	return r;
+}
+
+/* The gradient of select, as PyTorch's: grad_output written (broadcast
+ * as copy_ does) into zeros of the input's shape. */
+struct vnpu_at_tensor *vnpu_cea_select_backward(vnpu_keyset_t ks,
+						struct vnpu_at_tensor *grad_output,
+						struct vnpu_at_int_array input_sizes,
+						int64_t dim, int64_t index)
+{
+	struct vnpu_at_tensor *z, *v, *c;
+
+	z = vnpu_op_zeros(input_sizes, grad_output->dtype, vnpu_at_device_of(grad_output));
+	v = z ? vnpu_op_select_int(z, dim, index) : NULL;
+	c = v ? vnpu_op_copy_(v, grad_output, false) : NULL;
+	vnpu_at_release(v);
+	if (!c) {
+		vnpu_at_release(z);
+		return NULL;
+	}
+	vnpu_at_release(c);
+	return z;
+}
+
+/*
+ * The gradients of native_layer_norm from its saved mean and rstd, by the
+ * formulas the dispatcher's own autograd uses (vnpu_norm_backward): the
+ * input's, and the weight's and bias's summed over the outer dims, each
+ * only where output_mask asks (undefined otherwise, as PyTorch's). The
+ * weight and bias gradients take the weight's dtype (the input's without
+ * a weight).
+ */
+struct vnpu_ret_native_layer_norm_backward vnpu_cea_native_layer_norm_backward(vnpu_keyset_t ks,
+	struct vnpu_at_tensor *grad_out, struct vnpu_at_tensor *input,
+	struct vnpu_at_int_array normalized_shape, struct vnpu_at_tensor *mean,
+	struct vnpu_at_tensor *rstd, struct vnpu_at_tensor *weight,
+	struct vnpu_at_tensor *bias, struct vnpu_at_bool_list output_mask)
+{
+	static const char name[] = "aten::native_layer_norm_backward";
+	struct vnpu_ret_native_layer_norm_backward r = { 0 };
+	int64_t inner[VNPU_AT_MAX_DIMS], outer[VNPU_AT_MAX_DIMS];
+	struct vnpu_at_tensor *in[3] = { NULL, NULL, NULL };
+	enum vnpu_at_dtype wdt = (enum vnpu_at_dtype)(weight ? weight : input)->dtype;
+	uint32_t axis, ni = 0, no = 0;
+	bool want[3];
+
+	(void)bias;	/* its gradient is the summed grad_out */
+	if (output_mask.n != 3)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE, "%s: output_mask must have 3 elements, not %u",
+					 name, output_mask.n), r;
+	if (normalized_shape.n < 1 || normalized_shape.n > input->ndim)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "%s: normalized_shape of %lld dims for an input of %u",
+					 name, (long long)normalized_shape.n, input->ndim), r;
+	axis = input->ndim - (uint32_t)normalized_shape.n;
+	for (uint32_t d = 0; d < input->ndim; d++) {
+		if (d < axis) {
+			outer[no++] = d;
+			continue;
+		}
+		if (input->sizes[d] != normalized_shape.v[d - axis])
+			return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+						 "%s: normalized_shape does not match the input's last %u sizes",
+						 name, ni + 1), r;
+		inner[ni++] = d;
+	}
+	for (uint32_t i = 0; i < 3; i++)
+		want[i] = vnpu_at_bool_list_at(output_mask, i);
+	if (!vnpu_norm_backward(want, grad_out, input, weight, mean, rstd, true, inner, ni,
+				outer, no, (struct vnpu_at_int_array){ &input->sizes[axis], ni },
+				in)) {
+		for (uint32_t i = 0; i < 3; i++)
+			vnpu_at_release(in[i]);
+		return r;
+	}
+	r.r0 = in[0];
+	r.r1 = vnpu_at_converted(in[1], wdt);
+	r.r2 = vnpu_at_converted(in[2], wdt);
+	if ((want[1] && !r.r1) || (want[2] && !r.r2)) {
+		vnpu_at_release(r.r0);
+		vnpu_at_release(r.r1);
+		vnpu_at_release(r.r2);
+		return (struct vnpu_ret_native_layer_norm_backward){ 0 };
+	}
+	return r;
+}

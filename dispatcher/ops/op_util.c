@@ -711,3 +711,43 @@ bool vnpu_qmm_check(const char *op, struct vnpu_qmm *q,
 	q->out_zp = (int32_t)out_zp;
 	return true;
 }
+
+bool vnpu_at_indices_in_range(const char *op, struct vnpu_at_tensor *index,
+			      int64_t rows)
+{
+	struct vnpu_at_tensor *host = index->storage->device.type == VNPU_AT_CPU ?
+				      vnpu_at_retain(index) :
+				      vnpu_op__to_copy(index, (enum vnpu_at_dtype)index->dtype,
+						       VNPU_AT_DEV_CPU, false);
+	struct vnpu_at_tensor *c = host ? vnpu_at_contiguous(host) : NULL;
+	int64_t n = c ? vnpu_at_numel(c) : 0;
+	size_t es = vnpu_at_dtype_size(index->dtype);
+	bool ok = c != NULL;
+
+	for (int64_t k = 0; ok && k < n; k++) {
+		int64_t v = vnpu_at_load_int((enum vnpu_at_dtype)c->dtype,
+					     (const char *)vnpu_at_data(c) + (size_t)k * es);
+
+		if (v < 0 || v >= rows) {
+			vnpu_at_error_set(VNPU_AT_ERR_INDEX,
+					  "%s: index out of range in self (index %lld, size %lld)",
+					  op, (long long)v, (long long)rows);
+			ok = false;
+		}
+	}
+	vnpu_at_release(c);
+	vnpu_at_release(host);
+	return ok;
+}
+
+struct vnpu_at_tensor *vnpu_at_converted(struct vnpu_at_tensor *t,
+					 enum vnpu_at_dtype dtype)
+{
+	struct vnpu_at_tensor *c;
+
+	if (!t || t->dtype == dtype)
+		return t;
+	c = vnpu_op__to_copy(t, dtype, VNPU_AT_DEV_NONE, false);
+	vnpu_at_release(t);
+	return c;
+}

@@ -122,6 +122,15 @@ int64_t vnpu_at_shape_numel(uint32_t ndim, const int64_t *sizes);
 /* A contiguous tensor with t's data (t itself, retained, when already
  * contiguous). Works on any device through copy_. */
 struct vnpu_at_tensor *vnpu_at_contiguous(struct vnpu_at_tensor *t);
+/* Every entry of an int32/int64 index tensor (any device: an npu one is
+ * read back, which waits for its stream) is in [0, rows); else false with
+ * PyTorch's IndexError. Indexing kernels check before they write. */
+bool vnpu_at_indices_in_range(const char *op, struct vnpu_at_tensor *index,
+			      int64_t rows);
+/* Consumes t; returns it converted to dtype on its device (t itself when
+ * it has it; NULL passes through). */
+struct vnpu_at_tensor *vnpu_at_converted(struct vnpu_at_tensor *t,
+					 enum vnpu_at_dtype dtype);
 /* A new tensor shaped sizes, of dtype, on dev (via empty dispatch). */
 struct vnpu_at_tensor *vnpu_at_new(uint32_t ndim, const int64_t *sizes,
 				   enum vnpu_at_dtype dtype,

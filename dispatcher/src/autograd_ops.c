@@ -27,6 +27,9 @@ static bool wants(const struct vnpu_ag_node *n, uint32_t i)
 	return n->next[i].fn || n->next[i].leaf;
 }
 
+/* Which of a node's first three inputs need a gradient. */
+#define WANTS3(n) ((const bool[3]){ wants(n, 0), wants(n, 1), wants(n, 2) })
+
 /* A second handle on t's data without autograd meta (a detached alias). */
 static struct vnpu_at_tensor *detach(struct vnpu_at_tensor *t)
 {
@@ -53,19 +56,6 @@ static struct vnpu_at_tensor *scale(struct vnpu_at_tensor *t, double s)
 	return vnpu_op_mul_Scalar(t, VNPU_AT_DOUBLE(s));
 }
 
-/* Consumes t; returns it converted to dtype (gradients keep their
- * input's dtype). */
-static struct vnpu_at_tensor *as_dtype(struct vnpu_at_tensor *t,
-				       enum vnpu_at_dtype dtype)
-{
-	struct vnpu_at_tensor *c;
-
-	if (!t || t->dtype == dtype)
-		return t;
-	c = vnpu_op__to_copy(t, dtype, VNPU_AT_DEV_NONE, false);
-	vnpu_at_release(t);
-	return c;
-}
 
 /* Remembers input i's (0 or 1) shape. */
 static void save_shape(struct vnpu_ag_node *n, uint32_t i,
@@ -325,13 +315,13 @@ static bool div_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
 		ga = keep(&t, vnpu_op_div_Tensor(gg, b));
 	/* reduced to the input's shape before the one rounding */
 	if (ga && wants(n, 0))
-		in[0] = as_dtype(sum_to_input(ga, n, 0), dt);
+		in[0] = vnpu_at_converted(sum_to_input(ga, n, 0), dt);
 	if (ga && wants(n, 1)) {
 		q = keep(&t, vnpu_op_div_Tensor(a, b));
 		q = q ? keep(&t, vnpu_op_div_Tensor(q, b)) : NULL;
 		p = q ? keep(&t, vnpu_op_mul_Tensor(gg, q)) : NULL;
 		q = p ? keep(&t, vnpu_op_neg(p)) : NULL;
-		in[1] = q ? as_dtype(sum_to_input(q, n, 1), dt) : NULL;
+		in[1] = q ? vnpu_at_converted(sum_to_input(q, n, 1), dt) : NULL;
 	}
 	temps_free(&t);
 	return (!wants(n, 0) || in[0]) && (!wants(n, 1) || in[1]);
@@ -552,7 +542,7 @@ static bool silu_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
 
 		r = su ? keep(&t, vnpu_op_mul_Tensor(gg, su)) : NULL;
 	}
-	in[0] = as_dtype(r ? vnpu_at_retain(r) : NULL, (enum vnpu_at_dtype)g[0]->dtype);
+	in[0] = vnpu_at_converted(r ? vnpu_at_retain(r) : NULL, (enum vnpu_at_dtype)g[0]->dtype);
 	temps_free(&t);
 	return in[0] != NULL;
 }
@@ -584,7 +574,7 @@ static bool rsqrt_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
 		o3 = keep(&t, vnpu_op_mul_Tensor(o2, o));
 	if (o3)
 		r = keep(&t, vnpu_op_mul_Tensor(gg, o3));
-	in[0] = as_dtype(r ? vnpu_op_mul_Scalar(r, VNPU_AT_DOUBLE(-0.5)) : NULL,
+	in[0] = vnpu_at_converted(r ? vnpu_op_mul_Scalar(r, VNPU_AT_DOUBLE(-0.5)) : NULL,
 			 (enum vnpu_at_dtype)g[0]->dtype);
 	temps_free(&t);
 	return in[0] != NULL;
@@ -708,7 +698,7 @@ static bool sum_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
 	}
 	e = cur ? vnpu_op_expand(cur, shape, false) : NULL;
 	c = e ? vnpu_op_contiguous(e) : NULL;
-	in[0] = as_dtype(scale(c, n->d[0]), (enum vnpu_at_dtype)n->dtype);
+	in[0] = vnpu_at_converted(scale(c, n->d[0]), (enum vnpu_at_dtype)n->dtype);
 	vnpu_at_release(cur);
 	vnpu_at_release(e);
 	vnpu_at_release(c);
@@ -971,7 +961,7 @@ static bool vector_norm_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor *
 			v = q ? keep(&t, vnpu_op_mul_Tensor(a, q)) : NULL;
 		}
 	}
-	in[0] = v ? as_dtype(vnpu_at_retain(v), (enum vnpu_at_dtype)n->dtype) : NULL;
+	in[0] = v ? vnpu_at_converted(vnpu_at_retain(v), (enum vnpu_at_dtype)n->dtype) : NULL;
 	temps_free(&t);
 	return in[0] != NULL;
 }
@@ -1302,7 +1292,7 @@ static bool index_select_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor 
 		mv = keep(&t, vnpu_op_view(m, ints_of(moved, nd)));
 	if (mv)
 		back = keep(&t, vnpu_op_permute(mv, ints_of(inv, nd)));
-	in[0] = as_dtype(back ? vnpu_op_contiguous(back) : NULL,
+	in[0] = vnpu_at_converted(back ? vnpu_op_contiguous(back) : NULL,
 			 (enum vnpu_at_dtype)g[0]->dtype);
 	temps_free(&t);
 	return in[0] != NULL;
@@ -1923,7 +1913,7 @@ static bool softmax_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
 	if (y && gg)
 		in[0] = log ? vnpu_op__log_softmax_backward_data(gg, y, n->ints[0], dt) :
 			vnpu_op__softmax_backward_data(gg, y, n->ints[0], dt);
-	in[0] = as_dtype(in[0], in_dt);
+	in[0] = vnpu_at_converted(in[0], in_dt);
 	temps_free(&t);
 	return in[0] != NULL;
 }
@@ -1979,7 +1969,7 @@ static bool softmax_backward_data_backward(struct vnpu_ag_node *n,
 	if (wants(n, 0)) {
 		in[0] = vnpu_op__softmax_backward_data(g[0], y, dim,
 				(enum vnpu_at_dtype)n->ints[1]);
-		in[0] = as_dtype(in[0], (enum vnpu_at_dtype)go->dtype);
+		in[0] = vnpu_at_converted(in[0], (enum vnpu_at_dtype)go->dtype);
 		if (!in[0])
 			return false;
 	}
@@ -1999,7 +1989,7 @@ static bool softmax_backward_data_backward(struct vnpu_ag_node *n,
 	c = c ? keep(&t, vnpu_op_mul_Tensor(go, c)) : NULL;
 	d = c ? keep(&t, vnpu_op_sub_Tensor(a, b, VNPU_AT_INT(1))) : NULL;
 	in[1] = d ? vnpu_op_sub_Tensor(d, c, VNPU_AT_INT(1)) : NULL;
-	in[1] = as_dtype(in[1], (enum vnpu_at_dtype)y->dtype);
+	in[1] = vnpu_at_converted(in[1], (enum vnpu_at_dtype)y->dtype);
 	temps_free(&t);
 	return in[1] != NULL;
 }
@@ -2073,21 +2063,14 @@ static struct vnpu_at_tensor *normalized(struct vnpu_at_tensor *x,
 	return r;
 }
 
-/*
- * Shared by layer and batch norm: input gradient (statistics of this
- * batch: train; fixed: grad * weight * rstd), weight and bias gradients
- * summed over `outer` dims (none: as they are, viewed as wshape).
- */
-static bool norm_backward_common(struct vnpu_ag_node *n,
-				 struct vnpu_at_tensor *g,
-				 struct vnpu_at_tensor *x,
-				 struct vnpu_at_tensor *w,
-				 struct vnpu_at_tensor *mean,
-				 struct vnpu_at_tensor *rstd, bool train,
-				 const int64_t *inner, uint32_t ninner,
-				 const int64_t *outer, uint32_t nouter,
-				 struct vnpu_at_int_array wshape,
-				 struct vnpu_at_tensor **in)
+/* Declared, with what it computes, in dispatch_internal.h. */
+bool vnpu_norm_backward(const bool want[3], struct vnpu_at_tensor *g,
+			struct vnpu_at_tensor *x, struct vnpu_at_tensor *w,
+			struct vnpu_at_tensor *mean, struct vnpu_at_tensor *rstd,
+			bool train, const int64_t *inner, uint32_t ninner,
+			const int64_t *outer, uint32_t nouter,
+			struct vnpu_at_int_array wshape,
+			struct vnpu_at_tensor **in)
 {
 	enum vnpu_at_dtype xdt = (enum vnpu_at_dtype)x->dtype;
 	struct temps t = { 0 };
@@ -2104,17 +2087,17 @@ static bool norm_backward_common(struct vnpu_ag_node *n,
 		return false;
 	}
 	gh = w ? vnpu_op_mul_Tensor(g, w) : vnpu_at_retain(g);
-	if (gh && wants(n, 0))
-		in[0] = as_dtype(train ? norm_input_grad(gh, xhat, rstd, inner,
+	if (gh && want[0])
+		in[0] = vnpu_at_converted(train ? norm_input_grad(gh, xhat, rstd, inner,
 							 ninner)
 				       : vnpu_op_mul_Tensor(gh, rstd), xdt);
 	vnpu_at_release(gh);
-	if (wants(n, 0) && !in[0])
+	if (want[0] && !in[0])
 		goto fail;
 	for (uint32_t i = 1; i < 3; i++) {
 		struct vnpu_at_tensor *p, *s;
 
-		if (!wants(n, i))
+		if (!want[i])
 			continue;
 		p = i == 1 ? vnpu_op_mul_Tensor(g, xhat) : vnpu_at_retain(g);
 		s = !p ? NULL : nouter ?
@@ -2152,9 +2135,9 @@ static bool layer_norm_backward(struct vnpu_ag_node *n,
 		else
 			inner[ni++] = d;
 	}
-	return norm_backward_common(n, g[0], x, n->saved[1], n->saved[2],
-				    n->saved[3], true, inner, ni, outer, no,
-				    ints_of(&x->sizes[axis], ni), in);
+	return vnpu_norm_backward(WANTS3(n), g[0], x, n->saved[1], n->saved[2],
+				  n->saved[3], true, inner, ni, outer, no,
+				  ints_of(&x->sizes[axis], ni), in);
 }
 
 struct vnpu_ret_native_layer_norm vnpu_autograd_native_layer_norm(vnpu_keyset_t ks, struct vnpu_at_tensor *input, struct vnpu_at_int_array normalized_shape, struct vnpu_at_tensor *weight, struct vnpu_at_tensor *bias, double eps)
@@ -2205,9 +2188,9 @@ static bool batch_norm_backward(struct vnpu_ag_node *n,
 		if (!wv)
 			return false;
 	}
-	ok = norm_backward_common(n, g[0], x, wv, n->saved[2], n->saved[3],
-				  n->ints[0], dims, nd, dims, nd,
-				  ints_of(&x->sizes[1], 1), in);
+	ok = vnpu_norm_backward(WANTS3(n), g[0], x, wv, n->saved[2], n->saved[3],
+				n->ints[0], dims, nd, dims, nd,
+				ints_of(&x->sizes[1], 1), in);
 	vnpu_at_release(wv);
 	return ok;
 }
@@ -2277,65 +2260,15 @@ struct vnpu_ret_native_batch_norm vnpu_autograd_native_batch_norm(vnpu_keyset_t 
 
 /* ---- embedding ---------------------------------------------------------------------- */
 
-/*
- * The rows the indices picked get their gradients summed: one-hot(indices)
- * transposed times the gradient. saved: indices; ints[0..7] the weight's
- * shape; ints[8] padding_idx, ints[9] scale_grad_by_freq.
- */
+/* The rows the indices picked get their gradients added, by the op that
+ * does that (embedding_dense_backward). saved: indices; shape[0] the
+ * weight's; ints[8] padding_idx, ints[9] scale_grad_by_freq. */
 static bool embedding_backward(struct vnpu_ag_node *n,
 			       struct vnpu_at_tensor **g,
 			       struct vnpu_at_tensor **in)
 {
-	struct vnpu_at_tensor *idx = n->saved[0], *ix, *ar, *oh = NULL;
-	struct vnpu_at_tensor *f = NULL, *cur, *g2 = NULL, *ft = NULL;
-	int64_t v = n->shape[0][0], d = n->shape[0][1], m = vnpu_at_numel(idx);
-
-	ix = vnpu_op_reshape(idx, VNPU_AT_INTS(m, 1));
-	ar = vnpu_op_arange_start_step(VNPU_AT_INT(0), VNPU_AT_INT(v),
-				       VNPU_AT_INT(1), VNPU_AT_I64, n->device);
-	if (ix && ar)
-		oh = vnpu_op_eq_Tensor(ix, ar);
-	if (oh)
-		f = vnpu_op__to_copy(oh, g[0]->dtype, VNPU_AT_DEV_NONE, false);
-	if (f && n->ints[8] >= 0) {	/* the padding row gets no gradient */
-		struct vnpu_at_tensor *pad = vnpu_op_full(VNPU_AT_NO_INTS,
-			VNPU_AT_INT(n->ints[8]), VNPU_AT_I64, n->device);
-		struct vnpu_at_tensor *keep = pad ? vnpu_op_ne_Tensor(ar, pad)
-						  : NULL;
-		struct vnpu_at_tensor *kf = keep ? vnpu_op__to_copy(keep,
-			g[0]->dtype, VNPU_AT_DEV_NONE, false) : NULL;
-
-		cur = kf ? vnpu_op_mul_Tensor(f, kf) : NULL;
-		vnpu_at_release(pad);
-		vnpu_at_release(keep);
-		vnpu_at_release(kf);
-		vnpu_at_release(f);
-		f = cur;
-	}
-	if (f && n->ints[9]) {	/* scale_grad_by_freq: / count of the row */
-		struct vnpu_at_tensor *c = vnpu_op_sum_dim_IntList(f,
-			dims_of((const int64_t[]){ 0 }, 1), true,
-			VNPU_AT_DTYPE_NONE);
-		struct vnpu_at_tensor *cl = c ? vnpu_op_clamp(c,
-			VNPU_AT_DOUBLE(1.0), VNPU_AT_SCALAR_NONEV) : NULL;
-
-		cur = cl ? vnpu_op_div_Tensor(f, cl) : NULL;
-		vnpu_at_release(c);
-		vnpu_at_release(cl);
-		vnpu_at_release(f);
-		f = cur;
-	}
-	if (f) {
-		g2 = vnpu_op_reshape(g[0], VNPU_AT_INTS(m, d));
-		ft = vnpu_op_t(f);
-	}
-	in[0] = g2 && ft ? vnpu_op_mm(ft, g2) : NULL;
-	vnpu_at_release(ix);
-	vnpu_at_release(ar);
-	vnpu_at_release(oh);
-	vnpu_at_release(f);
-	vnpu_at_release(g2);
-	vnpu_at_release(ft);
+	in[0] = vnpu_op_embedding_dense_backward(g[0], n->saved[0], n->shape[0][0],
+						 n->ints[8], n->ints[9]);
 	return in[0] != NULL;
 }
 

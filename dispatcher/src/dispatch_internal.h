@@ -239,6 +239,21 @@ int64_t vnpu_at_shape_numel_impl(uint32_t ndim, const int64_t *sizes);
 void vnpu_autograd_meta_free(struct vnpu_autograd_meta *m);
 /* Lazily initialises libvnpurt (once per process). */
 bool vnpu_npu_runtime_init(void);
+
+/* The gradients of a normalisation (autograd_ops.c), shared by the
+ * autograd of layer and batch norm and by native_layer_norm_backward:
+ * input (train: statistics of this batch; else grad * weight * rstd),
+ * weight and bias summed over the `outer` dims and shaped wshape, each
+ * where want[i] asks (in[i] NULL otherwise). f16/bf16 computed in f32:
+ * the input gradient is rounded to x's dtype, the others are float32.
+ * false (error set) when an op failed. */
+bool vnpu_norm_backward(const bool want[3], struct vnpu_at_tensor *g,
+			struct vnpu_at_tensor *x, struct vnpu_at_tensor *w,
+			struct vnpu_at_tensor *mean, struct vnpu_at_tensor *rstd,
+			bool train, const int64_t *inner, uint32_t ninner,
+			const int64_t *outer, uint32_t nouter,
+			struct vnpu_at_int_array wshape,
+			struct vnpu_at_tensor **in);
 extern _Thread_local void *vnpu_npu_cur_stream;
 extern _Thread_local int vnpu_npu_cur_device;
 

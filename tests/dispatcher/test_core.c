@@ -359,6 +359,54 @@ START_TEST(error_messages)
 }
 END_TEST
 
+/* bool[N] arguments (output masks) boxed: a bit list of its length; an
+ * int list or a longer list is refused; an unmasked Tensor return is
+ * None on the stack. */
+START_TEST(bool_list_arguments)
+{
+	const struct vnpu_op *op = vnpu_op_find("aten::native_layer_norm_backward");
+	struct vnpu_at_tensor *x = vnpu_op_ones(VNPU_AT_INTS(2, 3), VNPU_AT_F32, VNPU_AT_DEV_CPU);
+	struct vnpu_ret_native_layer_norm ln = vnpu_op_native_layer_norm(x, VNPU_AT_INTS(3), NULL,
+									  NULL, 1e-5);
+	struct vnpu_stack s;
+
+	ck_assert_ptr_nonnull(op);
+	ck_assert_ptr_nonnull(ln.r0);
+	for (int round = 0; round < 2; round++) {
+		vnpu_stack_init(&s);
+		vnpu_stack_push_tensor(&s, x);
+		vnpu_stack_push_tensor(&s, x);
+		vnpu_stack_push_int_list(&s, VNPU_AT_INTS(3));
+		vnpu_stack_push_tensor(&s, ln.r1);
+		vnpu_stack_push_tensor(&s, ln.r2);
+		vnpu_stack_push_none(&s);
+		vnpu_stack_push_none(&s);
+		if (round == 0) {
+			vnpu_stack_push_int_list(&s, VNPU_AT_INTS(1, 0, 0));
+			ck_assert(!vnpu_call_boxed(op, &s));
+			ck_assert(strstr(vnpu_at_error_message(),
+					 "argument 'output_mask' must be bool[], not int[]"));
+		} else {
+			ck_assert(vnpu_stack_push_bool_list(&s, (struct vnpu_at_bool_list){ 3, 0x5 }));
+			ck_assert(vnpu_call_boxed(op, &s));
+			ck_assert_uint_eq(s.size, 3);
+			ck_assert_uint_eq(s.v[0].tag, VNPU_IV_TENSOR);
+			ck_assert_uint_eq(s.v[1].tag, VNPU_IV_NONE);
+			ck_assert_uint_eq(s.v[2].tag, VNPU_IV_TENSOR);
+		}
+		vnpu_stack_destroy(&s);
+	}
+	vnpu_stack_init(&s);
+	ck_assert(!vnpu_stack_push_bool_list(&s, (struct vnpu_at_bool_list){ 65, 1 }));
+	ck_assert(strstr(vnpu_at_error_message(), "at most 64"));
+	vnpu_stack_destroy(&s);
+	vnpu_at_release(ln.r0);
+	vnpu_at_release(ln.r1);
+	vnpu_at_release(ln.r2);
+	vnpu_at_release(x);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("dispatcher");
@@ -374,6 +422,7 @@ int main(void)
 	tcase_add_test(tc, schema_parser);
 	tcase_add_test(tc, autograd_finite_differences);
 	tcase_add_test(tc, error_messages);
+	tcase_add_test(tc, bool_list_arguments);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -236,6 +236,39 @@ def _cat():
             make((4, 2), dt))
 
 
+@sample(['aten::index_select', 'aten::embedding',
+         'aten::embedding_dense_backward'], 'indexing')
+def _indexing():
+    idx = torch.tensor([[1, 4, 1], [0, 3, 3]])
+    for dt in FLOATS + INTS + [torch.bool, torch.uint8, torch.int8]:
+        w = make((5, 4), dt)
+        no_fallback(lambda a, i: torch.index_select(a, 0, i), w, idx[0])
+        no_fallback(lambda a, i: torch.index_select(a.t(), 1, i), w, idx[1])
+        no_fallback(lambda a, i: torch.index_select(a, -1, i), w,
+                    torch.tensor([3, 3], dtype=torch.int32))
+        no_fallback(lambda a, i: torch.index_select(a, 0, i), w,
+                    torch.tensor(2))
+        no_fallback(lambda a, i: torch.index_select(a, 0, i), w,
+                    torch.zeros(0, dtype=torch.int64))
+        no_fallback(F.embedding, idx, w)
+    for dt in FLOATS:
+        g = make((2, 3, 4), dt)
+        for pad in (-1, 3):
+            no_fallback(lambda g, i: torch.ops.aten.embedding_dense_backward(
+                g, i, 6, pad, False), g, idx)
+        run(lambda g, i: torch.ops.aten.embedding_dense_backward(
+            g, i, 6, -1, True), g, idx)
+        no_fallback(lambda w, i: torch.autograd.grad(
+            F.embedding(i, w, padding_idx=1).sum(), w)[0],
+            make((5, 4), dt).requires_grad_(), idx)
+    # indices are checked before anything is written, as on the CPU
+    for bad in (torch.tensor([5]), torch.tensor([-1])):
+        with pytest.raises(IndexError, match='index out of range'):
+            F.embedding(bad.to(NPU), make((5, 4)).to(NPU))
+        with pytest.raises(IndexError, match='index out of range'):
+            torch.index_select(make((5, 4)).to(NPU), 0, bad.to(NPU))
+
+
 # ---- reductions ------------------------------------------------------------
 
 @sample(['aten::sum', 'aten::sum.dim_IntList', 'aten::mean', 'aten::mean.dim'],
@@ -329,6 +362,51 @@ def _pool():
         run(lambda a: F.avg_pool2d(a, 2), x)
 
 
+def no_fallback(fn, *inputs):
+    """fn must agree with the CPU without any call falling back."""
+    torch_vnpu.reset_fallback_report()
+    run(fn, *inputs)
+    assert torch_vnpu.fallback_report() == [], torch_vnpu.fallback_report()
+
+
+@sample(['aten::isposinf', 'aten::isneginf', 'aten::all.dim',
+         'aten::reciprocal', 'aten::select_backward'], 'composites')
+def _composites():
+    special = torch.tensor([[float('inf'), -float('inf'), float('nan')],
+                            [0.0, -2.5, 3.0]])
+    for dt in FLOATS + INTS + [torch.bool, torch.uint8, torch.int8]:
+        x = make((4, 6), dt)
+        xs = special.to(dt) if dt.is_floating_point else x
+        no_fallback(torch.isposinf, xs)
+        no_fallback(torch.isneginf, xs.t())
+        no_fallback(lambda a: a.all(1), x)
+        no_fallback(lambda a: a.all(-2, keepdim=True), x.t())
+        no_fallback(lambda a: a.all(0), x[:, :0])
+        no_fallback(lambda a: a.all(0), x[1, 2])
+        no_fallback(torch.reciprocal, xs)
+    for dt in FLOATS:
+        g = make((3, 5), dt)
+        no_fallback(lambda g: torch.ops.aten.select_backward(g, [3, 4, 5], 1, -1),
+                    g)
+        # broadcast into the slice, as copy_ does
+        no_fallback(lambda g: torch.ops.aten.select_backward(g, [2, 3, 5], 0, 1),
+                    g[:1])
+        no_fallback(lambda a: torch.autograd.grad(a[:, 2].sum(), a)[0],
+                    make((4, 5), dt).requires_grad_())
+    with pytest.raises(IndexError):
+        torch.ops.aten.select_backward(make((3,)).to(NPU), [2, 3], 0, 2)
+    # out= dtypes, as PyTorch's kernels check them (the yaml's out_dtype)
+    x = make((2, 3)).to(NPU)
+    for f in (torch.isposinf, torch.isneginf):
+        with pytest.raises(RuntimeError, match='non-boolean outputs'):
+            f(x, out=torch.empty(2, 3, dtype=torch.int8, device=NPU))
+    with pytest.raises(RuntimeError, match='only supports bool tensor'):
+        torch.all(x, 1, out=torch.empty(2, device=NPU))
+    out = torch.empty(2, dtype=torch.uint8, device=NPU)
+    torch.all(x, 1, out=out)
+    assert out.cpu().tolist() == x.cpu().all(1).byte().tolist()
+
+
 @sample(['aten::_softmax', 'aten::_log_softmax'], 'softmax')
 def _softmax():
     for dt in FLOATS:
@@ -374,6 +452,7 @@ def _losses():
 
 @sample(['aten::threshold_backward', 'aten::sigmoid_backward',
          'aten::tanh_backward', 'aten::gelu_backward',
+         'aten::native_layer_norm_backward',
          'aten::_softmax_backward_data',
          'aten::_log_softmax_backward_data', 'aten::mse_loss_backward',
          'aten::nll_loss_backward'], 'backward-ops')
@@ -394,6 +473,27 @@ def _backward_ops():
         run(grads(lambda a: F.gelu(a, approximate='tanh')), x)
         run(lambda g, a: torch.ops.aten.gelu_backward(g, a.t()),
             make((7, 5), dt, seed=2), x)
+    for dt in FLOATS:
+        run(grads(lambda x, w, b: F.layer_norm(x, (6,), w, b)),
+            make((2, 3, 6), dt), make((6,), dt, seed=1), make((6,), dt, seed=2))
+        run(grads(lambda x: F.layer_norm(x, (3, 6))), make((2, 3, 6), dt))
+
+    def ln_backward(mask, affine):
+        def f(g, x, w, b):
+            _, mean, rstd = torch.ops.aten.native_layer_norm(
+                x, [5], w if affine else None, b if affine else None, 1e-5)
+            r = torch.ops.aten.native_layer_norm_backward(
+                g, x, [5], mean, rstd, w if affine else None,
+                b if affine else None, mask)
+            assert [t is not None for t in r] == mask, r
+            return tuple(t for t in r if t is not None)
+        return f
+    for mask in ([True, True, True], [True, False, False],
+                 [False, True, True], [False, False, False]):
+        run(ln_backward(mask, True), make((4, 5), seed=3), make((4, 5)),
+            make((5,), seed=1), make((5,), seed=2))
+    run(ln_backward([True, False, False], False), make((4, 5), seed=3),
+        make((4, 5)), make((5,), seed=1), make((5,), seed=2))
     # mixed dtypes promote (a broadcast gradient fails in the CPU's oneDNN)
     run(lambda g, a: torch.ops.aten.gelu_backward(g, a),
         make((4, 3), torch.float16), make((4, 3)))

@@ -5,6 +5,8 @@
  * in [0, size) of the indexed dim (negative ones are refused, as PyTorch's
  * CPU kernels), checked before anything is written.
  */
+#include <stdlib.h>
+
 #include "../kernel_common.h"
 
 /* Copies element src (dtype sdt) to dst (dtype ddt), exactly when equal. */
@@ -37,11 +39,11 @@ static bool index_dtype_ok(const char *op, const struct vnpu_at_tensor *idx)
 static struct vnpu_at_tensor *gather_rows(const char *op,
 					  struct vnpu_at_tensor *self,
 					  uint32_t dim,
-					  const struct vnpu_at_tensor *index)
+					  struct vnpu_at_tensor *index)
 {
 	int64_t out_sizes[VNPU_AT_MAX_DIMS], idx_strides[VNPU_AT_MAX_DIMS];
 	uint32_t ni = index->ndim, out_nd = self->ndim - 1 + ni;
-	int64_t rows = self->sizes[dim], nidx = vnpu_at_numel(index);
+	int64_t rows = self->sizes[dim];
 	struct vnpu_at_tensor *out;
 	struct vnpu_at_iter it;
 	int64_t isz = (int64_t)vnpu_at_dtype_size(self->dtype);
@@ -53,20 +55,8 @@ static struct vnpu_at_tensor *gather_rows(const char *op,
 					 "%s: result would have more than %d dims",
 					 op, VNPU_AT_MAX_DIMS);
 	/* Every index is checked before the output is written. */
-	{
-		struct kc_reduce_plan ip;
-
-		kc_reduce_plan_init(&ip, index, (1u << ni) - 1, true);
-		for (int64_t k = 0; k < nidx; k++) {
-			int64_t v = vnpu_at_load_int(index->dtype,
-					ibase + kc_reduce_inner(&ip, k));
-
-			if (v < 0 || v >= rows)
-				return vnpu_at_error_set(VNPU_AT_ERR_INDEX,
-					"%s: index out of range in self (index %lld, size %lld)",
-					op, (long long)v, (long long)rows);
-		}
-	}
+	if (!vnpu_at_indices_in_range(op, index, rows))
+		return NULL;
 	for (uint32_t d = 0; d < dim; d++)
 		out_sizes[d] = self->sizes[d];
 	for (uint32_t d = 0; d < ni; d++) {
@@ -257,5 +247,74 @@ struct vnpu_at_tensor *vnpu_cpu_cat(vnpu_keyset_t ks,
 		vnpu_at_release(slot);
 		pos += t->sizes[d];
 	}
+	return out;
+}
+
+/*
+ * The gradient of embedding: grad_output's rows (one per index, grad's
+ * last dim the embedding's) added into zeros of (num_weights, D), in
+ * index order; an index equal to padding_idx adds nothing, and with
+ * scale_grad_by_freq each row is divided by its index's count.
+ */
+struct vnpu_at_tensor *vnpu_cpu_embedding_dense_backward(vnpu_keyset_t ks,
+	struct vnpu_at_tensor *grad_output, struct vnpu_at_tensor *indices,
+	int64_t num_weights, int64_t padding_idx, bool scale_grad_by_freq)
+{
+	static const char op[] = "aten::embedding_dense_backward";
+	struct vnpu_at_tensor *g = NULL, *idx = NULL, *out = NULL;
+	enum vnpu_at_dtype dt = (enum vnpu_at_dtype)grad_output->dtype;
+	int64_t n, d, *counts = NULL;
+	size_t es = vnpu_at_dtype_size(dt), xs;
+
+	(void)ks;
+	if (!index_dtype_ok(op, indices))
+		return NULL;
+	if (!vnpu_at_dtype_is_float(dt))
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "%s: \"embedding_backward\" not implemented for '%s'",
+					 op, vnpu_at_dtype_name(dt));
+	n = vnpu_at_numel(indices);
+	d = grad_output->ndim ? grad_output->sizes[grad_output->ndim - 1] : 1;
+	if (num_weights < 0 || grad_output->ndim != indices->ndim + 1 ||
+	    vnpu_at_numel(grad_output) != n * d)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "%s: grad_output must be indices' shape + (embedding_dim), and num_weights >= 0",
+					 op);
+	if (!vnpu_at_indices_in_range(op, indices, num_weights))
+		return NULL;
+	g = vnpu_at_contiguous(grad_output);
+	idx = g ? vnpu_at_contiguous(indices) : NULL;
+	out = idx ? vnpu_op_zeros((struct vnpu_at_int_array){ (int64_t[]){ num_weights, d }, 2 },
+				  dt, VNPU_AT_DEV_CPU) : NULL;
+	if (out && scale_grad_by_freq) {
+		counts = calloc((size_t)(num_weights ? num_weights : 1), sizeof(*counts));
+		if (!counts) {
+			vnpu_at_error_set(VNPU_AT_ERR_OOM, "%s: out of memory", op);
+			vnpu_at_release(out);
+			out = NULL;
+		}
+	}
+	xs = vnpu_at_dtype_size(indices->dtype);
+	for (int64_t i = 0; counts && i < n; i++)
+		counts[vnpu_at_load_int((enum vnpu_at_dtype)idx->dtype,
+					(const char *)vnpu_at_data(idx) + (size_t)i * xs)]++;
+	for (int64_t i = 0; out && i < n; i++) {
+		int64_t row = vnpu_at_load_int((enum vnpu_at_dtype)idx->dtype,
+					       (const char *)vnpu_at_data(idx) + (size_t)i * xs);
+		const char *src = (const char *)vnpu_at_data(g) + (size_t)(i * d) * es;
+		char *dst = (char *)vnpu_at_data(out) + (size_t)(row * d) * es;
+		double scale = counts ? 1.0 / (double)counts[row] : 1.0;
+
+		if (row == padding_idx)
+			continue;
+		/* each add rounded to the dtype, as PyTorch's index_add_ */
+		for (int64_t k = 0; k < d; k++)
+			vnpu_at_store(dt, dst + (size_t)k * es,
+				      vnpu_at_load(dt, dst + (size_t)k * es) +
+				      vnpu_at_load(dt, src + (size_t)k * es) * scale);
+	}
+	free(counts);
+	vnpu_at_release(g);
+	vnpu_at_release(idx);
 	return out;
 }
