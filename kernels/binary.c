@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * BINARY and WHERE with broadcasting. Float dtypes compute in f32 (ADD/SUB
- * as a + (float)alpha * b); MAXIMUM/MINIMUM propagate NaN. I32 and I8
- * compute in int64 and wrap to their width on store, so INT_MIN / -1 gives
- * INT_MIN instead of trapping; integer DIV truncates toward zero and x / 0
- * is 0.
+ * as a + (float)alpha * b); MAXIMUM/MINIMUM propagate NaN. Integer dtypes
+ * (I8, U8, I32, I64, and BOOL as 0/1) compute in int64 with two's
+ * complement wrapping and are stored in their width (BOOL: nonzero is 1),
+ * so INT_MIN / -1 gives INT_MIN instead of trapping; integer DIV truncates
+ * toward zero and x / 0 is 0.
  */
 #include <math.h>
 #include <stdint.h>
@@ -27,6 +28,11 @@ struct binary_ctx {
 static bool is_compare(uint32_t op)
 {
 	return op >= VNPU_BINARY_EQ && op <= VNPU_BINARY_GE;
+}
+
+static bool is_bitwise(uint32_t op)
+{
+	return op >= VNPU_BINARY_BITWISE_AND && op <= VNPU_BINARY_BITWISE_XOR;
 }
 
 static void binary_f32(uint32_t op, float alpha, const float *a, const float *b,
@@ -110,9 +116,9 @@ static void binary_f32(uint32_t op, float alpha, const float *a, const float *b,
 DEFINE_COMPARE(compare_f32, float)
 DEFINE_COMPARE(compare_i64, int64_t)
 
-/* Wrapping arithmetic on int64 copies of I32/I8 values. The products and
- * sums cannot overflow int64 except through alpha, so alpha * b is formed
- * in uint64_t, which wraps; the low bits are what the store keeps. */
+/* Wrapping arithmetic on int64 copies of integer values: every product,
+ * sum and negation is formed in uint64_t, which wraps where int64_t would
+ * overflow (undefined in C); the store keeps the dtype's low bits. */
 static void binary_int(uint32_t op, int64_t alpha, const int64_t *a,
 		       const int64_t *b, int64_t *o, int64_t n)
 {
@@ -129,16 +135,30 @@ static void binary_int(uint32_t op, int64_t alpha, const int64_t *a,
 		return;
 	case VNPU_BINARY_MUL:
 		for (int64_t i = 0; i < n; i++)
-			o[i] = a[i] * b[i];
+			o[i] = (int64_t)((uint64_t)a[i] * (uint64_t)b[i]);
 		return;
 	case VNPU_BINARY_DIV:
-		/* |a| <= 2^31, so a / -1 fits int64; the store wraps it */
+		/* x / -1 as a wrapping negation: INT64_MIN / -1 traps */
 		for (int64_t i = 0; i < n; i++)
-			o[i] = b[i] == 0 ? 0 : a[i] / b[i];
+			o[i] = b[i] == 0    ? 0
+			       : b[i] == -1 ? (int64_t)(0 - (uint64_t)a[i])
+					    : a[i] / b[i];
 		return;
 	case VNPU_BINARY_MAXIMUM:
 		for (int64_t i = 0; i < n; i++)
 			o[i] = a[i] > b[i] ? a[i] : b[i];
+		return;
+	case VNPU_BINARY_BITWISE_AND:
+		for (int64_t i = 0; i < n; i++)
+			o[i] = a[i] & b[i];
+		return;
+	case VNPU_BINARY_BITWISE_OR:
+		for (int64_t i = 0; i < n; i++)
+			o[i] = a[i] | b[i];
+		return;
+	case VNPU_BINARY_BITWISE_XOR:
+		for (int64_t i = 0; i < n; i++)
+			o[i] = a[i] ^ b[i];
 		return;
 	default: /* MINIMUM */
 		for (int64_t i = 0; i < n; i++)
@@ -285,9 +305,8 @@ static uint32_t binary_validate(const void *params,
 	if (!vnpu_broadcasts_to(&p->a, &p->out) ||
 	    !vnpu_broadcasts_to(&p->b, &p->out))
 		return VNPU_STATUS_INVALID_ARGS;
-	if (!vnpu_dtype_is_float(dt) &&
-	    ((dt != VNPU_DTYPE_I32 && dt != VNPU_DTYPE_I8) ||
-	     p->op == VNPU_BINARY_GELU_BACKWARD))
+	if (vnpu_dtype_is_float(dt) ? is_bitwise(p->op)
+				       : p->op == VNPU_BINARY_GELU_BACKWARD)
 		return VNPU_STATUS_UNSUPPORTED;
 	if (!vnpu_dtype_is_float(dt) &&
 	    (p->op == VNPU_BINARY_ADD || p->op == VNPU_BINARY_SUB)) {

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * INDEX: SELECT gathers rows of one dim by an index list (index_select,
- * embedding), ADD adds rows into them (index_add_, embedding's backward).
+ * embedding), ADD adds rows into them (index_add_, embedding's backward),
+ * NONZERO lists the positions of a vector's nonzero entries (masked_select,
+ * nonzero): a prefix count, run by one block.
  * Both walk every coordinate of the other dims with an odometer. ADD's
  * blocks split those coordinates, and each adds all of its rows in index
  * order, so no two blocks write one element and the result does not
@@ -76,6 +78,18 @@ static int64_t rest_offset(const struct rest *r, const struct vnpu_tensor *t)
 	return off;
 }
 
+static uint32_t nonzero_validate(const struct vnpu_kp_index *p,
+				 const struct vnpu_kbuf *bufs, uint32_t nbufs)
+{
+	uint32_t st;
+
+	if (p->dim != 0 || p->src.ndim != 1 || p->out.ndim != 1 ||
+	    p->out.dtype != VNPU_DTYPE_I64 || p->out.sizes[0] != p->src.sizes[0] + 1)
+		return VNPU_STATUS_INVALID_ARGS;
+	st = vnpu_ew_check(&p->src, bufs, nbufs, VNPU_ACCESS_READ);
+	return st == VNPU_STATUS_OK ? vnpu_ew_check_out(&p->out, bufs, nbufs) : st;
+}
+
 static uint32_t index_validate(const void *params, const struct vnpu_kbuf *bufs,
 			       uint32_t nbufs)
 {
@@ -83,6 +97,8 @@ static uint32_t index_validate(const void *params, const struct vnpu_kbuf *bufs,
 	const struct vnpu_tensor *rows = p->op == VNPU_INDEX_SELECT ? &p->out : &p->src;
 	uint32_t st;
 
+	if (p->op == VNPU_INDEX_NONZERO)
+		return nonzero_validate(p, bufs, nbufs);
 	if (p->op >= VNPU_INDEX_COUNT || p->dim >= p->out.ndim ||
 	    p->src.ndim != p->out.ndim || p->index.ndim != 1)
 		return VNPU_STATUS_INVALID_ARGS;
@@ -180,6 +196,53 @@ static void add_run(const struct vnpu_kp_index *p, const struct vnpu_kbuf *bufs,
 	}
 }
 
+/* Sequential by nature (each position depends on every count before
+ * it): block 0 does it all, memory-bound at one pass over src. */
+static void nonzero_run(const struct vnpu_kp_index *p, const struct vnpu_kbuf *bufs,
+			uint32_t block)
+{
+	const char *src = vnpu_tensor_data(&p->src, bufs);
+	char *out = vnpu_tensor_data(&p->out, bufs);
+	int64_t n = p->src.sizes[0], stride = p->src.strides[0];
+	int64_t count = 0, ostride = p->out.strides[0];
+	uint64_t poll = 0;
+	bool is_float = vnpu_dtype_is_float(p->src.dtype);
+
+	if (block != 0)
+		return;
+	for (int64_t done = 0; done < n; done += VNPU_EW_CHUNK) {
+		int64_t m = n - done < VNPU_EW_CHUNK ? n - done : VNPU_EW_CHUNK;
+		const char *q = src + (uint64_t)(done * stride) * vnpu_dtype_size(p->src.dtype);
+		bool nz[VNPU_EW_CHUNK];
+
+		if (vnpu_kernel_poll(&poll, (uint64_t)m))
+			return;
+		if (is_float) {
+			float x[VNPU_EW_CHUNK];
+
+			vnpu_ew_load_f32(q, stride, p->src.dtype, m, x);
+			for (int64_t i = 0; i < m; i++)
+				nz[i] = x[i] != 0; /* NaN too, -0.0 not */
+		} else {
+			int64_t x[VNPU_EW_CHUNK];
+
+			vnpu_ew_load_i64(q, stride, p->src.dtype, m, x);
+			for (int64_t i = 0; i < m; i++)
+				nz[i] = x[i] != 0;
+		}
+		for (int64_t i = 0; i < m; i++) {
+			int64_t pos = done + i;
+
+			if (!nz[i])
+				continue;
+			count++;
+			memcpy(out + (uint64_t)(count * ostride) * sizeof(int64_t), &pos,
+			       sizeof(pos));
+		}
+	}
+	memcpy(out, &count, sizeof(count));
+}
+
 static void index_run(const void *params, const struct vnpu_kbuf *bufs,
 		      uint32_t block, uint32_t nblocks)
 {
@@ -187,8 +250,10 @@ static void index_run(const void *params, const struct vnpu_kbuf *bufs,
 
 	if (p->op == VNPU_INDEX_SELECT)
 		select_run(p, bufs, block, nblocks);
-	else
+	else if (p->op == VNPU_INDEX_ADD)
 		add_run(p, bufs, block, nblocks);
+	else
+		nonzero_run(p, bufs, block);
 }
 
 const struct vnpu_kernel_def vnpu_kernel_index = {

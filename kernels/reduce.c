@@ -7,8 +7,9 @@
  * Float SUM/MEAN accumulate in f64 for F32 input and in f32 for F16/BF16;
  * MAX/MIN propagate NaN; ARGMAX/ARGMIN return the first extremum, a NaN
  * counting as beyond every number (the first NaN wins), as PyTorch does.
- * I32 takes SUM (int64 accumulation, wrapped to 32 bits), MAX, MIN and the
- * arg variants.
+ * Integer dtypes (I8, U8, I32, I64, and BOOL as 0/1) take SUM (int64
+ * accumulation wrapping as two's complement, stored in the dtype's width),
+ * MAX, MIN and the arg variants; MEAN is for floats.
  */
 #include <math.h>
 #include <stdint.h>
@@ -34,7 +35,7 @@ struct reduce_plan {
 struct reduce_acc {
 	double sum;    /* f64 sums (F32) */
 	float fsum;    /* f32 sums (F16, BF16) */
-	uint64_t isum; /* wraps; only the low 32 bits are kept */
+	uint64_t isum; /* wraps; the store keeps the dtype's width */
 	float fbest;
 	int64_t ibest;
 	int64_t best_index; /* ARG*: position along the reduced dim */
@@ -252,9 +253,8 @@ static uint32_t reduce_validate(const void *params,
 		return VNPU_STATUS_INVALID_ARGS;
 	if (vnpu_dtype_is_float(in->dtype))
 		return VNPU_STATUS_OK;
-	if (in->dtype == VNPU_DTYPE_I32 && p->op != VNPU_REDUCE_MEAN)
-		return VNPU_STATUS_OK;
-	return VNPU_STATUS_UNSUPPORTED;
+	return p->op == VNPU_REDUCE_MEAN ? VNPU_STATUS_UNSUPPORTED
+					 : VNPU_STATUS_OK;
 }
 
 static void reduce_plan_init(struct reduce_plan *rp,

@@ -65,17 +65,22 @@ static void unary_f32(uint32_t op, float *x, int64_t n)
 	}
 }
 
-/* ABS, NEG, RELU on int64 copies; the store wraps to the dtype's width. */
-static void unary_int(uint32_t op, int64_t *x, int64_t n)
+/* ABS, NEG, RELU, BITWISE_NOT on int64 copies (I8, U8, I32, I64; BOOL
+ * for BITWISE_NOT); the store wraps to the dtype's width. */
+static void unary_int(uint32_t op, uint32_t dtype, int64_t *x, int64_t n)
 {
 	switch (op) {
-	case VNPU_UNARY_ABS:
+	case VNPU_UNARY_BITWISE_NOT: /* of a bool, its negation: ~1 is not 0 */
 		for (int64_t i = 0; i < n; i++)
-			x[i] = x[i] < 0 ? -x[i] : x[i];
+			x[i] = dtype == VNPU_DTYPE_BOOL ? !x[i] : ~x[i];
+		return;
+	case VNPU_UNARY_ABS: /* in uint64_t: INT64_MIN wraps to itself */
+		for (int64_t i = 0; i < n; i++)
+			x[i] = x[i] < 0 ? (int64_t)(0 - (uint64_t)x[i]) : x[i];
 		return;
 	case VNPU_UNARY_NEG:
 		for (int64_t i = 0; i < n; i++)
-			x[i] = -x[i];
+			x[i] = (int64_t)(0 - (uint64_t)x[i]);
 		return;
 	default:
 		for (int64_t i = 0; i < n; i++)
@@ -99,7 +104,7 @@ static void unary_chunk(void *ctx, char *const *ptrs, const int64_t *strides,
 		int64_t x[VNPU_EW_CHUNK];
 
 		vnpu_ew_load_i64(ptrs[1], strides[1], c->dtype, n, x);
-		unary_int(c->op, x, n);
+		unary_int(c->op, c->dtype, x, n);
 		vnpu_ew_store_i64(ptrs[0], strides[0], c->dtype, n, x);
 	}
 }
@@ -124,9 +129,10 @@ static uint32_t unary_validate(const void *params, const struct vnpu_kbuf *bufs,
 	int_op = p->op == VNPU_UNARY_ABS || p->op == VNPU_UNARY_NEG ||
 		 p->op == VNPU_UNARY_RELU;
 	if (vnpu_dtype_is_float(p->src.dtype))
-		return VNPU_STATUS_OK;
-	if (int_op &&
-	    (p->src.dtype == VNPU_DTYPE_I32 || p->src.dtype == VNPU_DTYPE_I8))
+		return p->op == VNPU_UNARY_BITWISE_NOT ? VNPU_STATUS_UNSUPPORTED
+						       : VNPU_STATUS_OK;
+	if (p->op == VNPU_UNARY_BITWISE_NOT ||
+	    (int_op && p->src.dtype != VNPU_DTYPE_BOOL))
 		return VNPU_STATUS_OK;
 	return VNPU_STATUS_UNSUPPORTED;
 }

@@ -165,11 +165,13 @@ enum vnpu_unary_op {
 	VNPU_UNARY_SILU = 8,
 	VNPU_UNARY_SIGMOID = 9,
 	VNPU_UNARY_TANH = 10,
+	VNPU_UNARY_BITWISE_NOT = 11,	/* integers ~x, BOOL !x; no floats */
 	VNPU_UNARY_COUNT
 };
 
 /* UNARY: out = op(src); same shape and dtype. ABS, NEG and RELU also take
- * I32 and I8; the others take F32, F16 and BF16 (computed in f32). */
+ * I8, U8, I32 and I64 (wrapping: -INT_MIN is INT_MIN), BITWISE_NOT only
+ * those and BOOL; the others take F32, F16 and BF16 (computed in f32). */
 struct vnpu_kp_unary {
 	uint32_t op;		/* enum vnpu_unary_op */
 	uint32_t reserved;
@@ -191,12 +193,17 @@ enum vnpu_binary_op {
 	VNPU_BINARY_GT = 10,
 	VNPU_BINARY_GE = 11,
 	VNPU_BINARY_GELU_BACKWARD = 12, /* a * GELU'(b), erf form; floats only */
+	VNPU_BINARY_BITWISE_AND = 13,	/* integers and BOOL only */
+	VNPU_BINARY_BITWISE_OR = 14,
+	VNPU_BINARY_BITWISE_XOR = 15,
 	VNPU_BINARY_COUNT
 };
 
 /* BINARY: out = op(a, b) with broadcasting: a and b have out's ndim and each
  * size equals out's or is 1 (stride ignored then). a and b share a dtype;
- * out has it too, or BOOL for comparisons. */
+ * out has it too, or BOOL for comparisons. Floats compute in f32; I8, U8,
+ * I32, I64 and BOOL (as 0 and 1; a nonzero result stores 1) in int64,
+ * wrapping to the dtype's width. */
 struct vnpu_kp_binary {
 	uint32_t op;		/* enum vnpu_binary_op */
 	uint32_t reserved;
@@ -237,6 +244,7 @@ struct vnpu_kp_gemm {
 enum vnpu_index_op {
 	VNPU_INDEX_SELECT = 0,
 	VNPU_INDEX_ADD = 1,
+	VNPU_INDEX_NONZERO = 2,
 	VNPU_INDEX_COUNT
 };
 
@@ -250,6 +258,10 @@ enum vnpu_index_op {
  *           along dim; F32, F16, BF16 computed in f32 and rounded after
  *           each add, in index order; an entry outside [0, size) or equal
  *           to skip adds nothing)
+ *   NONZERO src rank 1 of n entries, any dtype; out rank 1 I64 of n + 1:
+ *           out[0] = the count c of nonzero entries (a float NaN is
+ *           nonzero, -0.0 zero), out[1..c] their positions in order, the
+ *           rest unwritten; dim 0, index unused (zeroed)
  * The host checks the indices beforehand (PyTorch's IndexError); the
  * device never reads or writes outside the tensors either way. */
 struct vnpu_kp_index {
@@ -370,7 +382,8 @@ enum vnpu_reduce_op {
 };
 
 /* REDUCE over the dims set in dim_mask: out has input's ndim with reduced
- * dims of size 1. Float sums accumulate in f32 (f64 for F32 input). */
+ * dims of size 1. Float sums accumulate in f32 (f64 for F32 input);
+ * integer dtypes and BOOL (not MEAN) in int64, wrapping to their width. */
 struct vnpu_kp_reduce {
 	uint32_t op;		/* enum vnpu_reduce_op */
 	uint32_t dim_mask;	/* bit k reduces dim k */

@@ -134,6 +134,26 @@ static inline int64_t get_int(const void *buf, uint32_t dt, uint64_t off)
 	return (int64_t)get_val(buf, dt, off);
 }
 
+/* An int64 result as an integer dtype stores it: two's complement
+ * wrapping to its width, BOOL nonzero as 1. */
+static inline int64_t ew_wrap_int(int64_t v, uint32_t dt)
+{
+	uint64_t u = (uint64_t)v;
+
+	switch (dt) {
+	case VNPU_DTYPE_I8:
+		return (int8_t)(uint8_t)(u & 0xff);
+	case VNPU_DTYPE_U8:
+		return (uint8_t)(u & 0xff);
+	case VNPU_DTYPE_BOOL:
+		return v != 0;
+	case VNPU_DTYPE_I32:
+		return (int32_t)(uint32_t)(u & 0xffffffffu);
+	default:
+		return v;
+	}
+}
+
 /* Writes v, which must be representable (floats: rounded by the compiler
  * for f16, truncated for bf16). */
 static inline void put_val(void *buf, uint32_t dt, uint64_t off, double v)

@@ -343,6 +343,13 @@ START_TEST(test_cast_exact_cases)
 }
 END_TEST
 
+/* An exact integer result as the dtype stores it (I64: the results of
+ * these tests are exact and inside it; its edges are test_*_int64_edges). */
+static double wrap_int(double v, uint32_t dt)
+{
+	return dt == VNPU_DTYPE_I64 ? v : (double)ew_wrap_int((int64_t)v, dt);
+}
+
 /* --------------------------------------------------------------- UNARY */
 
 static double unary_ref(uint32_t op, double x)
@@ -368,6 +375,8 @@ static double unary_ref(uint32_t op, double x)
 		return x / (1.0 + exp(-x));
 	case VNPU_UNARY_SIGMOID:
 		return 1.0 / (1.0 + exp(-x));
+	case VNPU_UNARY_BITWISE_NOT: /* integers only; BOOL in its own test */
+		return (double)~(int64_t)x;
 	default:
 		return tanh(x);
 	}
@@ -398,10 +407,7 @@ static void run_unary_case(uint32_t op, uint32_t dt, int in_place,
 	ck_assert_ptr_nonnull(src_vals);
 	for (uint64_t i = 0; i < n; i++) {
 		unravel(i, ndim, sizes, idx);
-		src_vals[i] =
-			dt == VNPU_DTYPE_I64
-				? 0
-				: get_val(b[0].ptr, dt, elem_off(&os.t, idx));
+		src_vals[i] = get_val(b[0].ptr, dt, elem_off(&os.t, idx));
 	}
 	if (dt == VNPU_DTYPE_I32 && n > 0) { /* INT_MIN wraps */
 		unravel(0, ndim, sizes, idx);
@@ -422,12 +428,8 @@ static void run_unary_case(uint32_t op, uint32_t dt, int in_place,
 
 		unravel(i, ndim, sizes, idx);
 		got = get_val(b[1].ptr, dt, elem_off(&oo.t, idx));
-		if (dt == VNPU_DTYPE_I32)
-			want = (int32_t)(uint32_t)((uint64_t)(int64_t)want &
-						   0xffffffffu);
-		else if (dt == VNPU_DTYPE_I8)
-			want = (int8_t)(uint8_t)((uint64_t)(int64_t)want &
-						 0xff);
+		if (!is_float(dt))
+			want = wrap_int(want, dt);
 		ck_assert_msg(close_to(got, want, rtol_of(dt) * 2,
 				       is_float(dt) ? 1e-6 : 0),
 			      "unary op %u dt %u: f(%.9g) = %.9g, want %.9g",
@@ -446,7 +448,7 @@ START_TEST(test_unary_float)
 {
 	kt_seed(303);
 	for (uint32_t op = 0; op < VNPU_UNARY_COUNT; op++)
-		for (uint32_t k = 0; k < 3; k++)
+		for (uint32_t k = 0; op != VNPU_UNARY_BITWISE_NOT && k < 3; k++)
 			for (int iter = 0; iter < 9; iter++)
 				run_unary_case(op, float_dtypes[k],
 					       iter % 4 == 3,
@@ -457,12 +459,13 @@ END_TEST
 START_TEST(test_unary_int)
 {
 	static const uint32_t ops[] = {VNPU_UNARY_ABS, VNPU_UNARY_NEG,
-				       VNPU_UNARY_RELU};
-	static const uint32_t dts[] = {VNPU_DTYPE_I32, VNPU_DTYPE_I8};
+				       VNPU_UNARY_RELU, VNPU_UNARY_BITWISE_NOT};
+	static const uint32_t dts[] = {VNPU_DTYPE_I32, VNPU_DTYPE_I8,
+				       VNPU_DTYPE_U8, VNPU_DTYPE_I64};
 
 	kt_seed(304);
-	for (int o = 0; o < 3; o++)
-		for (int d = 0; d < 2; d++)
+	for (int o = 0; o < 4; o++)
+		for (int d = 0; d < 4; d++)
 			for (int iter = 0; iter < 12; iter++)
 				run_unary_case(ops[o], dts[d], iter % 4 == 3,
 					       block_counts[iter % 3]);
@@ -541,6 +544,12 @@ static double binary_ref(uint32_t op, double alpha, double a, double b,
 		return a <= b;
 	case VNPU_BINARY_GT:
 		return a > b;
+	case VNPU_BINARY_BITWISE_AND:
+		return (double)((int64_t)a & (int64_t)b);
+	case VNPU_BINARY_BITWISE_OR:
+		return (double)((int64_t)a | (int64_t)b);
+	case VNPU_BINARY_BITWISE_XOR:
+		return (double)((int64_t)a ^ (int64_t)b);
 	case VNPU_BINARY_GELU_BACKWARD:
 		/* PyTorch's GeluBackward: grad * (cdf(x) + x * pdf(x)) */
 		return a * (0.5 * erfc(-b * M_SQRT1_2) +
@@ -549,16 +558,6 @@ static double binary_ref(uint32_t op, double alpha, double a, double b,
 	default:
 		return a >= b;
 	}
-}
-
-/* Wraps an exact integer result to the dtype's width. */
-static double wrap_int(double v, uint32_t dt)
-{
-	uint64_t u = (uint64_t)(int64_t)v;
-
-	if (dt == VNPU_DTYPE_I8)
-		return (int8_t)(uint8_t)(u & 0xff);
-	return (int32_t)(uint32_t)(u & 0xffffffffu);
 }
 
 struct binary_case {
@@ -615,8 +614,12 @@ static void run_binary_case(const struct binary_case *bc)
 		put_val(b[1].ptr, dt, elem_off(&ob.t, idx), 0);
 		unravel(n - 1, ndim, sizes, idx);
 		put_val(b[0].ptr, dt, elem_off(&oa.t, idx),
-			dt == VNPU_DTYPE_I8 ? -128 : INT32_MIN);
-		put_val(b[1].ptr, dt, elem_off(&ob.t, idx), -1);
+			dt == VNPU_DTYPE_I8     ? -128
+			: dt == VNPU_DTYPE_U8   ? 128
+			: dt == VNPU_DTYPE_BOOL ? 1
+						: INT32_MIN);
+		put_val(b[1].ptr, dt, elem_off(&ob.t, idx),
+			dt == VNPU_DTYPE_U8 ? 255 : -1);
 	}
 	if (!integer && n > 2 && !bc->in_place) {
 		unravel(n / 2, ndim, sizes, idx);
@@ -671,17 +674,21 @@ static void run_binary_case(const struct binary_case *bc)
 
 START_TEST(test_binary)
 {
-	static const uint32_t dts[] = {VNPU_DTYPE_F32, VNPU_DTYPE_F16,
-				       VNPU_DTYPE_BF16, VNPU_DTYPE_I32,
-				       VNPU_DTYPE_I8};
+	static const uint32_t dts[] = {
+		VNPU_DTYPE_F32, VNPU_DTYPE_F16, VNPU_DTYPE_BF16, VNPU_DTYPE_I32,
+		VNPU_DTYPE_I8,	VNPU_DTYPE_U8,	VNPU_DTYPE_I64,	 VNPU_DTYPE_BOOL};
 
 	kt_seed(404);
 	for (uint32_t op = 0; op < VNPU_BINARY_COUNT; op++)
-		for (uint32_t d = 0; d < 5; d++)
+		for (uint32_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++)
 			for (int iter = 0; iter < 10; iter++) {
+				/* the unsupported pairs: test_binary_errors */
 				if (op == VNPU_BINARY_GELU_BACKWARD &&
 				    !is_float(dts[d]))
-					continue; /* test_binary_float_only */
+					continue;
+				if (op >= VNPU_BINARY_BITWISE_AND &&
+				    is_float(dts[d]))
+					continue;
 				struct binary_case bc = {
 					.op = op,
 					.dt = dts[d],
@@ -844,6 +851,99 @@ START_TEST(test_binary_int_edges)
 	kt_free(&b[0]);
 	kt_free(&b[1]);
 	kt_free(&b[2]);
+}
+END_TEST
+
+/* I64 where int64_t itself would overflow (the C behaviour is undefined,
+ * the device's is two's complement), U8 wrapping and BOOL as 0/1. */
+START_TEST(test_binary_int64_edges)
+{
+	int64_t sizes[1] = {4};
+	struct vnpu_kbuf b[3] = {kt_buffer(64), kt_buffer(64), kt_buffer(64)};
+	struct vnpu_kp_binary p;
+	struct vnpu_kp_unary pu;
+	const int64_t two32p1 = (INT64_C(1) << 32) + 1;
+	const struct {
+		uint32_t op;
+		int64_t a[4], b[4], want[4];
+	} cases[] = {
+		{VNPU_BINARY_DIV,
+		 {INT64_MIN, INT64_MIN, 7, -9},
+		 {-1, 1, 0, 2},
+		 {INT64_MIN, INT64_MIN, 0, -4}},
+		{VNPU_BINARY_MUL,
+		 {INT64_MIN, two32p1, INT64_MAX, 3},
+		 {-1, two32p1, 2, -5},
+		 {INT64_MIN, (INT64_C(1) << 33) + 1, -2, -15}},
+		{VNPU_BINARY_ADD,
+		 {INT64_MAX, INT64_MIN, 1, 0},
+		 {1, -1, -1, 0},
+		 {INT64_MIN, INT64_MAX, 0, 0}},
+		{VNPU_BINARY_LT,
+		 {INT64_MIN, INT64_MAX, -1, 5},
+		 {INT64_MAX, INT64_MIN, 0, 5},
+		 {1, 0, 1, 0}},
+	};
+
+	memset(&p, 0, sizeof(p));
+	p.alpha = 1;
+	p.a = kt_tensor(0, VNPU_DTYPE_I64, 1, sizes, NULL);
+	p.b = kt_tensor(1, VNPU_DTYPE_I64, 1, sizes, NULL);
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		p.op = cases[c].op;
+		p.out = kt_tensor(2, p.op == VNPU_BINARY_LT ? VNPU_DTYPE_BOOL
+							  : VNPU_DTYPE_I64,
+				  1, sizes, NULL);
+		memcpy(b[0].ptr, cases[c].a, sizeof(cases[c].a));
+		memcpy(b[1].ptr, cases[c].b, sizeof(cases[c].b));
+		ck_assert_uint_eq(kt_launch(VNPU_KERNEL_BINARY, &p, b, 3, 2),
+				  VNPU_STATUS_OK);
+		for (int i = 0; i < 4; i++)
+			ck_assert_msg(get_int(b[2].ptr, p.out.dtype,
+					      (uint64_t)i) == cases[c].want[i],
+				      "op %u element %d", p.op, i);
+	}
+	/* -INT64_MIN and |INT64_MIN| are INT64_MIN */
+	memset(&pu, 0, sizeof(pu));
+	pu.src = pu.out = kt_tensor(0, VNPU_DTYPE_I64, 1, sizes, NULL);
+	for (uint32_t op = VNPU_UNARY_ABS; op <= VNPU_UNARY_NEG; op++) {
+		((int64_t *)b[0].ptr)[0] = INT64_MIN;
+		pu.op = op;
+		ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &pu, b, 1, 1),
+				  VNPU_STATUS_OK);
+		ck_assert(((int64_t *)b[0].ptr)[0] == INT64_MIN);
+	}
+	/* U8: 3 - 5 wraps to 254; BOOL: true + true and true - true */
+	p.a = kt_tensor(0, VNPU_DTYPE_U8, 1, sizes, NULL);
+	p.b = kt_tensor(1, VNPU_DTYPE_U8, 1, sizes, NULL);
+	p.out = kt_tensor(2, VNPU_DTYPE_U8, 1, sizes, NULL);
+	p.op = VNPU_BINARY_SUB;
+	memset(b[0].ptr, 3, 4);
+	memset(b[1].ptr, 5, 4);
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_BINARY, &p, b, 3, 1),
+			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(((uint8_t *)b[2].ptr)[3], 254);
+	p.a.dtype = p.b.dtype = p.out.dtype = VNPU_DTYPE_BOOL;
+	memset(b[0].ptr, 1, 4);
+	memset(b[1].ptr, 1, 4);
+	p.op = VNPU_BINARY_ADD;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_BINARY, &p, b, 3, 1),
+			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(((uint8_t *)b[2].ptr)[0], 1);
+	p.op = VNPU_BINARY_SUB;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_BINARY, &p, b, 3, 1),
+			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(((uint8_t *)b[2].ptr)[0], 0);
+	/* ~true is false and ~false true, not ~1 = -2 stored as true */
+	pu.op = VNPU_UNARY_BITWISE_NOT;
+	pu.src = pu.out = kt_tensor(0, VNPU_DTYPE_BOOL, 1, sizes, NULL);
+	((uint8_t *)b[0].ptr)[1] = 0;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &pu, b, 1, 1),
+			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(((uint8_t *)b[0].ptr)[0], 0);
+	ck_assert_uint_eq(((uint8_t *)b[0].ptr)[1], 1);
+	for (int i = 0; i < 3; i++)
+		kt_free(&b[i]);
 }
 END_TEST
 
@@ -1031,6 +1131,8 @@ START_TEST(test_binary_errors)
 	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_UNSUPPORTED);
 	s.p.a.dtype = s.p.b.dtype = s.p.out.dtype = VNPU_DTYPE_F32;
 	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_OK);
+	s.p.op = VNPU_BINARY_BITWISE_XOR; /* integers and bool only */
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_UNSUPPORTED);
 	s.p.op = VNPU_BINARY_LT; /* comparison needs a BOOL output */
 	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_INVALID_ARGS);
 	s.p.out.dtype = VNPU_DTYPE_BOOL;
@@ -1039,9 +1141,9 @@ START_TEST(test_binary_errors)
 	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_INVALID_ARGS);
 
 	s.p.a.dtype = s.p.b.dtype = s.p.out.dtype = VNPU_DTYPE_I64;
-	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_UNSUPPORTED);
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_OK);
 	s.p.a.dtype = s.p.b.dtype = s.p.out.dtype = VNPU_DTYPE_U8;
-	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_UNSUPPORTED);
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_OK);
 	s.p.a.dtype = s.p.b.dtype = s.p.out.dtype = 77;
 	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_UNSUPPORTED);
 	s.p.a.dtype = s.p.b.dtype = s.p.out.dtype = VNPU_DTYPE_I32;
@@ -1148,7 +1250,17 @@ START_TEST(test_other_errors)
 			  VNPU_STATUS_OK);
 	pu.src.dtype = pu.out.dtype = VNPU_DTYPE_I64;
 	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &pu, b, 4, 1),
+			  VNPU_STATUS_OK);
+	pu.src.dtype = pu.out.dtype = VNPU_DTYPE_BOOL; /* -bool: PyTorch refuses */
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &pu, b, 4, 1),
 			  VNPU_STATUS_UNSUPPORTED);
+	pu.op = VNPU_UNARY_BITWISE_NOT; /* ~bool is its negation */
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &pu, b, 4, 1),
+			  VNPU_STATUS_OK);
+	pu.src.dtype = pu.out.dtype = VNPU_DTYPE_F16; /* no floats */
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &pu, b, 4, 1),
+			  VNPU_STATUS_UNSUPPORTED);
+	pu.op = VNPU_UNARY_NEG;
 	pu.src.dtype = pu.out.dtype = VNPU_DTYPE_F32;
 	pu.out.sizes[0] = 3;
 	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &pu, b, 4, 1),
@@ -1198,6 +1310,7 @@ static Suite *elementwise_suite(void)
 	tcase_add_test(tc, test_binary_dense_f32);
 	tcase_add_test(tc, test_binary_dense_f32_large);
 	tcase_add_test(tc, test_binary_int_edges);
+	tcase_add_test(tc, test_binary_int64_edges);
 	tcase_add_test(tc, test_where);
 	tcase_add_test(tc, test_binary_errors);
 	tcase_add_test(tc, test_other_errors);

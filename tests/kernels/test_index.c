@@ -5,7 +5,8 @@
  * of random shapes (0 and 1 sizes included), with transposed and padded
  * strides, strided I32 and I64 index lists holding out-of-range entries,
  * repeated entries and a skipped one, several block counts (run in a
- * shuffled order), and every validator error path.
+ * shuffled order), and every validator error path. NONZERO over every
+ * dtype with zeros, -0.0 and NaN, strided and of length 0 and 1.
  */
 #include <check.h>
 #include <math.h>
@@ -258,6 +259,91 @@ START_TEST(test_index_errors)
 }
 END_TEST
 
+START_TEST(test_index_nonzero)
+{
+	static const uint32_t dts[] = {VNPU_DTYPE_F32, VNPU_DTYPE_F16, VNPU_DTYPE_BF16,
+				       VNPU_DTYPE_I32, VNPU_DTYPE_I64, VNPU_DTYPE_I8,
+				       VNPU_DTYPE_U8, VNPU_DTYPE_BOOL};
+
+	kt_seed(1403);
+	for (uint32_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++)
+		for (int iter = 0; iter < 30; iter++) {
+			uint32_t dt = dts[d];
+			int64_t n = iter < 2 ? iter : kt_rand_range(2, 700);
+			int64_t stride = kt_rand_range(1, 3), on = n + 1;
+			struct vnpu_kbuf b[2] = {kt_buffer((uint64_t)(n * stride + 1) * 8),
+						 kt_buffer((uint64_t)on * 8)};
+			struct vnpu_kp_index p;
+			int64_t want = 0;
+
+			memset(&p, 0, sizeof(p));
+			p.op = VNPU_INDEX_NONZERO;
+			p.src = kt_tensor(0, dt, 1, &n, &stride);
+			p.out = kt_tensor(1, VNPU_DTYPE_I64, 1, &on, NULL);
+			memset(b[1].ptr, 0x5a, (size_t)on * 8);
+			for (int64_t i = 0; i < n; i++) {
+				int r = kt_rand() % 4;
+				double v = r == 0 ? 0 : rand_val(dt, -3, 3);
+
+				if (is_float(dt) && r == 1)
+					v = kt_rand() % 2 ? -0.0 : NAN;
+				put_val(b[0].ptr, dt, (uint64_t)(i * stride), v);
+			}
+			ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &p, b, 2,
+						    block_counts[iter % 3]),
+					  VNPU_STATUS_OK);
+			for (int64_t i = 0; i < n; i++) {
+				double v = get_val(b[0].ptr, dt, (uint64_t)(i * stride));
+
+				if (v == 0 && !isnan(v))
+					continue;
+				want++;
+				ck_assert_int_eq(get_int(b[1].ptr, VNPU_DTYPE_I64, (uint64_t)want),
+						 i);
+			}
+			ck_assert_int_eq(get_int(b[1].ptr, VNPU_DTYPE_I64, 0), want);
+			for (int64_t k = want + 1; k < on; k++) /* the rest unwritten */
+				ck_assert_uint_eq(((uint8_t *)b[1].ptr)[k * 8], 0x5a);
+			kt_free(&b[0]);
+			kt_free(&b[1]);
+		}
+}
+END_TEST
+
+START_TEST(test_index_nonzero_errors)
+{
+	int64_t n = 4, on = 5, two[2] = {2, 2};
+	struct vnpu_kbuf b[2] = {kt_buffer(4 * 4), kt_buffer(5 * 8)};
+	struct vnpu_kp_index p, q;
+
+	memset(&p, 0, sizeof(p));
+	p.op = VNPU_INDEX_NONZERO;
+	p.src = kt_tensor(0, VNPU_DTYPE_F32, 1, &n, NULL);
+	p.out = kt_tensor(1, VNPU_DTYPE_I64, 1, &on, NULL);
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &p, b, 2, 2), VNPU_STATUS_OK);
+	q = p;
+	q.out.sizes[0] = 4; /* no room for the count */
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &q, b, 2, 1), VNPU_STATUS_INVALID_ARGS);
+	q = p;
+	q.out.dtype = VNPU_DTYPE_I32;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &q, b, 2, 1), VNPU_STATUS_INVALID_ARGS);
+	q = p;
+	q.src = kt_tensor(0, VNPU_DTYPE_F32, 2, two, NULL); /* rank 1 only */
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &q, b, 2, 1), VNPU_STATUS_INVALID_ARGS);
+	q = p;
+	q.dim = 1;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &q, b, 2, 1), VNPU_STATUS_INVALID_ARGS);
+	q = p;
+	q.src.sizes[0] = 5; /* past its buffer */
+	q.out.sizes[0] = 6;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &q, b, 2, 1), VNPU_STATUS_INVALID_ARGS);
+	b[1].access = VNPU_ACCESS_READ; /* the output must be writable */
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &p, b, 2, 1), VNPU_STATUS_INVALID_ARGS);
+	kt_free(&b[0]);
+	kt_free(&b[1]);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("kernels-index");
@@ -271,6 +357,8 @@ int main(void)
 	tcase_add_test(tc, test_index_add);
 	tcase_add_test(tc, test_index_add_repeats_in_order);
 	tcase_add_test(tc, test_index_errors);
+	tcase_add_test(tc, test_index_nonzero);
+	tcase_add_test(tc, test_index_nonzero_errors);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -105,7 +105,7 @@ static void run_reduce_case(uint32_t op, uint32_t dt, uint32_t nblocks,
 	uint32_t ndim, mask = 0, arg_dim = 0;
 	int arg = op == VNPU_REDUCE_ARGMAX || op == VNPU_REDUCE_ARGMIN;
 	int extremum = arg || op == VNPU_REDUCE_MAX || op == VNPU_REDUCE_MIN;
-	int integer = dt == VNPU_DTYPE_I32;
+	int integer = !is_float(dt);
 	uint32_t out_dt = arg ? (uint32_t)VNPU_DTYPE_I64 : dt;
 	struct operand oi, oo;
 	struct vnpu_kbuf b[2];
@@ -146,7 +146,8 @@ static void run_reduce_case(uint32_t op, uint32_t dt, uint32_t nblocks,
 	on = numel_of(ndim, osz);
 	if (ties)
 		for (uint64_t i = 0; i < oi.nelem; i++)
-			put_val(b[0].ptr, dt, i, (double)kt_rand_range(-2, 2));
+			put_val(b[0].ptr, dt, i,
+				(double)kt_rand_range(dt == VNPU_DTYPE_U8 ? 0 : -2, 2));
 	if (!integer && n > 0 && kt_rand() % 3 == 0) {
 		/* a NaN or two: they propagate / win the arg */
 		unravel(kt_rand() % n, ndim, sizes, idx);
@@ -197,9 +198,8 @@ static void run_reduce_case(uint32_t op, uint32_t dt, uint32_t nblocks,
 		if (integer) {
 			int64_t w = op == VNPU_REDUCE_SUM ? r->isum : r->ibest;
 
-			ck_assert_int_eq(
-				get_int(b[1].ptr, dt, off),
-				(int32_t)(uint32_t)((uint64_t)w & 0xffffffffu));
+			ck_assert_int_eq(get_int(b[1].ptr, dt, off),
+					 ew_wrap_int(w, dt));
 			continue;
 		}
 		switch (op) {
@@ -233,13 +233,14 @@ static void run_reduce_case(uint32_t op, uint32_t dt, uint32_t nblocks,
 
 START_TEST(test_reduce)
 {
-	static const uint32_t dts[] = {VNPU_DTYPE_F32, VNPU_DTYPE_F16,
-				       VNPU_DTYPE_BF16, VNPU_DTYPE_I32};
+	static const uint32_t dts[] = {
+		VNPU_DTYPE_F32, VNPU_DTYPE_F16, VNPU_DTYPE_BF16, VNPU_DTYPE_I32,
+		VNPU_DTYPE_I8,	VNPU_DTYPE_U8,	VNPU_DTYPE_I64,	 VNPU_DTYPE_BOOL};
 
 	kt_seed(606);
 	for (uint32_t op = 0; op < VNPU_REDUCE_COUNT; op++)
-		for (uint32_t d = 0; d < 4; d++) {
-			if (dts[d] == VNPU_DTYPE_I32 && op == VNPU_REDUCE_MEAN)
+		for (uint32_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++) {
+			if (!is_float(dts[d]) && op == VNPU_REDUCE_MEAN)
 				continue;
 			for (int iter = 0; iter < 60; iter++)
 				run_reduce_case(op, dts[d],
@@ -367,6 +368,9 @@ START_TEST(test_reduce_errors_and_empty)
 	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_REDUCE, &p, b, 2, 1),
 			  VNPU_STATUS_OK);
 	p.input.dtype = p.out.dtype = VNPU_DTYPE_I8;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_REDUCE, &p, b, 2, 1),
+			  VNPU_STATUS_OK);
+	p.input.dtype = p.out.dtype = 77; /* no such dtype */
 	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_REDUCE, &p, b, 2, 1),
 			  VNPU_STATUS_UNSUPPORTED);
 	p.input.dtype = p.out.dtype = VNPU_DTYPE_F32;
