@@ -1370,6 +1370,31 @@ struct vnpu_at_tensor *vnpu_cea_linalg_vector_norm(vnpu_keyset_t ks,
 	return r;
 }
 
+/* max(self) and min(self): amax/amin over every dim (the same gradient,
+ * shared evenly among ties); a 0-dim self is its own extremum. */
+static struct vnpu_at_tensor *extremum_of_all(const char *name, struct vnpu_at_tensor *self,
+					      bool max)
+{
+	if (!vnpu_at_numel(self))
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "aten::%s: %s(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.",
+					 name, name);
+	if (!self->ndim)
+		return vnpu_op_clone(self);
+	return max ? vnpu_op_amax(self, VNPU_AT_NO_INTS, false) :
+		     vnpu_op_amin(self, VNPU_AT_NO_INTS, false);
+}
+
+struct vnpu_at_tensor *vnpu_cia_max(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return extremum_of_all("max", self, true);
+}
+
+struct vnpu_at_tensor *vnpu_cia_min(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return extremum_of_all("min", self, false);
+}
+
 /* reciprocal as PyTorch's CPU computes it, 1 / x, with 1 a Python scalar:
  * integer and bool inputs give the default float dtype, floats keep
  * theirs. */
@@ -1386,25 +1411,11 @@ struct vnpu_at_tensor *vnpu_cia_reciprocal(vnpu_keyset_t ks, struct vnpu_at_tens
 
 /* ---- tests and backward ops as decompositions --------------------------------------- */
 
-/* self, or a float32 copy of an integer or bool self: the device's CAST
- * takes every dtype, its comparisons not (a nonzero integer stays nonzero
- * in float32). */
-static struct vnpu_at_tensor *comparable(struct vnpu_at_tensor *self)
-{
-	if (vnpu_at_dtype_is_float(self->dtype))
-		return vnpu_at_retain(self);
-	return vnpu_op__to_copy(self, VNPU_AT_F32, VNPU_AT_DEV_NONE, false);
-}
-
-/* x == +inf or x == -inf (false for every integer and bool element), in
- * TensorIterator's layout as eq's result has it. */
+/* x == +inf or x == -inf: an integer or bool x compares in the default
+ * float dtype (PyTorch's promotion with a float scalar), never equal. */
 static struct vnpu_at_tensor *is_inf_of_sign(struct vnpu_at_tensor *self, double inf)
 {
-	struct vnpu_at_tensor *x = comparable(self), *r;
-
-	r = x ? vnpu_op_eq_Scalar(x, VNPU_AT_DOUBLE(inf)) : NULL;
-	vnpu_at_release(x);
-	return r;
+	return vnpu_op_eq_Scalar(self, VNPU_AT_DOUBLE(inf));
 }
 
 struct vnpu_at_tensor *vnpu_cea_isposinf(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
@@ -1418,45 +1429,67 @@ struct vnpu_at_tensor *vnpu_cea_isneginf(vnpu_keyset_t ks, struct vnpu_at_tensor
 }
 
 /*
- * all(self, dim) = no element along dim is zero: max(self == 0) == 0,
- * the maximum taken over 0/1 in float32 (exact). An empty dim gives true
- * (a max of nothing is an error); the result is bool, or uint8 for uint8
- * as in PyTorch.
+ * all and any: the minimum or maximum of (self != 0) over the dims (every
+ * dim when dim is NULL), on the device's bool reductions. A reduction over
+ * nothing gives true for all, false for any; the result is bool, or uint8
+ * for uint8 as in PyTorch.
  */
+static struct vnpu_at_tensor *truth_reduce(struct vnpu_at_tensor *self, const int64_t *dim,
+					   bool keepdim, bool all)
+{
+	enum vnpu_at_dtype out_dt = self->dtype == VNPU_AT_U8 ? VNPU_AT_U8 : VNPU_AT_BOOL;
+	int64_t shape[VNPU_AT_MAX_DIMS], d = dim ? vnpu_at_wrap_dim(*dim, self->ndim) : -1;
+	struct vnpu_at_int_array dims = dim ? (struct vnpu_at_int_array){ &d, 1 } : VNPU_AT_NO_INTS;
+	struct vnpu_at_tensor *nz, *r;
+	int64_t reduced = 1;
+	uint32_t nd = 0;
+
+	if (dim && d < 0)
+		return NULL;
+	for (uint32_t i = 0; i < self->ndim; i++) {
+		bool gone = !dim || (int64_t)i == d;
+
+		if (gone)
+			reduced *= self->sizes[i];
+		if (!gone || keepdim)
+			shape[nd++] = gone ? 1 : self->sizes[i];
+	}
+	if (!reduced)
+		return vnpu_op_full((struct vnpu_at_int_array){ shape, nd }, VNPU_AT_INT(all),
+				    out_dt, vnpu_at_device_of(self));
+	nz = vnpu_op_ne_Scalar(self, VNPU_AT_INT(0));
+	r = !nz || !self->ndim ? vnpu_at_retain(nz) :
+	    all ? vnpu_op_amin(nz, dims, keepdim) : vnpu_op_amax(nz, dims, keepdim);
+	vnpu_at_release(nz);
+	return out_dt == VNPU_AT_BOOL ? r : vnpu_at_converted(r, out_dt);
+}
+
 struct vnpu_at_tensor *vnpu_cea_all_dim(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
 					int64_t dim, bool keepdim)
 {
-	enum vnpu_at_dtype out_dt = self->dtype == VNPU_AT_U8 ? VNPU_AT_U8 : VNPU_AT_BOOL;
-	int64_t shape[VNPU_AT_MAX_DIMS], d = vnpu_at_wrap_dim(dim, self->ndim);
-	struct vnpu_at_tensor *x, *zero, *zf, *any_zero, *r;
-	uint32_t nd = 0;
+	return truth_reduce(self, &dim, keepdim, true);
+}
 
-	if (d < 0)
-		return NULL;
-	for (uint32_t i = 0; i < self->ndim; i++)
-		if ((int64_t)i != d || keepdim)
-			shape[nd++] = (int64_t)i == d ? 1 : self->sizes[i];
-	if (self->ndim && self->sizes[d] == 0)
-		return vnpu_op_full((struct vnpu_at_int_array){ shape, nd }, VNPU_AT_INT(1),
-				    out_dt, vnpu_at_device_of(self));
-	x = comparable(self);
-	zero = x ? vnpu_op_eq_Scalar(x, VNPU_AT_INT(0)) : NULL;
-	vnpu_at_release(x);
-	zf = zero ? vnpu_op__to_copy(zero, VNPU_AT_F32, VNPU_AT_DEV_NONE, false) : NULL;
-	vnpu_at_release(zero);
-	any_zero = !zf ? NULL :
-		   self->ndim ? vnpu_op_amax(zf, (struct vnpu_at_int_array){ &d, 1 }, keepdim) :
-		   vnpu_at_retain(zf);
-	vnpu_at_release(zf);
-	r = any_zero ? vnpu_op_eq_Scalar(any_zero, VNPU_AT_INT(0)) : NULL;
-	vnpu_at_release(any_zero);
-	if (r && out_dt != VNPU_AT_BOOL) {
-		struct vnpu_at_tensor *u = vnpu_op__to_copy(r, out_dt, VNPU_AT_DEV_NONE, false);
+struct vnpu_at_tensor *vnpu_cea_any_dim(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					int64_t dim, bool keepdim)
+{
+	return truth_reduce(self, &dim, keepdim, false);
+}
 
-		vnpu_at_release(r);
-		r = u;
-	}
-	return r;
+struct vnpu_at_tensor *vnpu_cea_all(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return truth_reduce(self, NULL, false, true);
+}
+
+struct vnpu_at_tensor *vnpu_cea_any(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return truth_reduce(self, NULL, false, false);
+}
+
+/* isnan(x) = x != x: false for every integer and bool element. */
+struct vnpu_at_tensor *vnpu_cea_isnan(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return vnpu_op_ne_Tensor(self, self);
 }
 
 /* The gradient of select, as PyTorch's: grad_output written (broadcast

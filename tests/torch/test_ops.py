@@ -147,10 +147,94 @@ def _mixed():
     run(lambda a: a + 1, make((3, 4), torch.bfloat16))
 
 
-@sample(['aten::eq.Scalar', 'aten::gt.Scalar'], 'compare-scalar')
+@sample(['aten::eq.Scalar', 'aten::ne.Scalar', 'aten::lt.Scalar',
+         'aten::le.Scalar', 'aten::gt.Scalar', 'aten::ge.Scalar'],
+        'compare-scalar')
 def _cmp_scalar():
-    for dt in FLOATS + INTS:
-        run(lambda a: (a == 1, a > 0.5), make((4, 5), dt))
+    for dt in FLOATS + INTS + [torch.int8, torch.uint8, torch.bool]:
+        no_fallback(lambda a: (a == 1, a != 1, a < 0.5, a <= 1, a > 0.5,
+                               a >= -1, a != True, a < -2**40),
+                    make((4, 5), dt, special=dt == torch.float32))
+
+
+@sample(['aten::add.Tensor', 'aten::sub.Tensor', 'aten::mul.Tensor',
+         'aten::maximum', 'aten::minimum', 'aten::eq.Tensor', 'aten::ne.Tensor',
+         'aten::lt.Tensor', 'aten::eq.Scalar', 'aten::gt.Scalar', 'aten::neg',
+         'aten::abs', 'aten::relu', 'aten::clamp'], 'integers-on-device')
+def _integers():
+    # every integer dtype and bool on the device, wrapping as the CPU does
+    big = torch.tensor([2**63 - 1, -2**63, 2**40 + 3, -7, 0], dtype=torch.int64)
+    for dt in (torch.int8, torch.uint8, torch.int32, torch.int64):
+        a, b = make((4, 5), dt, low=-100, high=100), \
+            make((5,), dt, low=-100, high=100, seed=1)
+        if dt == torch.uint8:
+            a, b = make((4, 5), dt, low=0, high=255), \
+                make((5,), dt, low=0, high=255, seed=1)
+        no_fallback(lambda x, y: (x + y, torch.add(x, y, alpha=3),
+                                  x - y, x * y, torch.maximum(x, y),
+                                  torch.minimum(x, y), x == y, x != y, x < y,
+                                  x == 3, x > -2, -x, x.abs(), x.relu(),
+                                  x.clamp(-5, 40)), a, b)
+    no_fallback(lambda x: (x + 1, x * 3, -x, x.abs(), x == -2**63,
+                           x * x, x - 2**62, x > 0), big)
+    p, q = make((3, 4), torch.bool), make((3, 4), torch.bool, seed=1)
+    no_fallback(lambda x, y: (x + y, x * y, torch.maximum(x, y),
+                              torch.minimum(x, y), x == y, x != y, x < y,
+                              x == True, x > 0), p, q)
+
+    def count(n):
+        # BatchNorm's num_batches_tracked.add_(1)
+        n.add_(1)
+        return n
+    no_fallback(count, torch.tensor(41, dtype=torch.int64))
+    # bool sub and neg are refused by PyTorch; so they are here
+    for fn in (lambda x: x - x, lambda x: -x):
+        with pytest.raises(RuntimeError) as cpu:
+            fn(p)
+        with pytest.raises(RuntimeError) as npu:
+            fn(p.to(NPU))
+        assert str(npu.value).split('\n')[0] == str(cpu.value).split('\n')[0]
+
+
+@sample(['aten::bitwise_and.Tensor', 'aten::bitwise_or.Tensor',
+         'aten::bitwise_xor.Tensor', 'aten::bitwise_not', 'aten::logical_not'],
+        'bitwise')
+def _bitwise():
+    for dt in (torch.int8, torch.uint8, torch.int32, torch.int64, torch.bool):
+        a = make((4, 5), dt, low=0 if dt == torch.uint8 else -100, high=100)
+        b = make((5,), dt, low=0 if dt == torch.uint8 else -100, high=100,
+                 seed=1)
+        no_fallback(lambda x, y: (x & y, x | y, x ^ y, ~x, x.logical_not(),
+                                  x.t() & y[:4]), a, b)
+    # mixed dtypes promote; a float operand is PyTorch's error
+    no_fallback(lambda x, y: (x & y, x | y, x ^ y),
+                make((3, 4), torch.int8), make((3, 4), torch.bool, seed=1))
+    no_fallback(torch.logical_not, make((3, 4), special=True))
+    for fn in (lambda x: x & x, lambda x: ~x, torch.bitwise_not):
+        with pytest.raises((RuntimeError, TypeError)) as cpu:
+            fn(torch.ones(2))
+        with pytest.raises(cpu.type) as npu:
+            fn(torch.ones(2, device=NPU))
+        assert str(npu.value).split('\n')[0] == str(cpu.value).split('\n')[0]
+
+
+@sample(['aten::logical_and', 'aten::logical_or', 'aten::logical_xor',
+         'aten::isnan', 'aten::any', 'aten::all', 'aten::any.dim',
+         'aten::all.dim'], 'logical-and-truth-reductions')
+def _logical():
+    for dt in FLOATS + INTS + [torch.int8, torch.uint8, torch.bool]:
+        a = make((4, 6), dt, special=dt == torch.float32, low=-1, high=1)
+        b = make((6,), dt, low=-1, high=1, seed=3)
+        no_fallback(lambda x, y: (torch.logical_and(x, y), torch.logical_or(x, y),
+                                  torch.logical_xor(x, y), torch.isnan(x),
+                                  x.any(), x.all(), x.any(1), x.all(0, keepdim=True),
+                                  x.t().any(0)), a, b)
+        no_fallback(lambda x: (x.any(), x.all(), x.any(0), x.all(1)), make((0, 3), dt))
+        no_fallback(lambda x: (x.any(), x.all()), make((), dt))
+    # casts first, as PyTorch: 256 is 0 in int8, so false
+    no_fallback(torch.logical_and, make((3,), torch.int8), torch.tensor(256))
+    no_fallback(lambda x, y: (torch.logical_or(x, y), torch.logical_and(y, x)),
+                make((3, 2), torch.int32), make((2,), torch.float16, seed=1))
 
 
 @sample(['aten::pow.Tensor_Scalar'], 'pow')
@@ -319,6 +403,47 @@ def _max_min():
         run(lambda a: a.argmin(), x)
         run(lambda a: tuple(a.max(1)), x)
         run(lambda a: tuple(a.max(0, keepdim=True)), x)
+
+
+
+@sample(['aten::sum', 'aten::sum.dim_IntList', 'aten::amax', 'aten::amin',
+         'aten::argmax', 'aten::argmin', 'aten::max.dim'],
+        'integer-reductions')
+def _integer_reductions():
+    # integer and bool reductions on the device: sums in int64, extrema
+    # in the input's dtype; PyTorch's argmax/argmin refuse bool
+    for dt in (torch.int8, torch.uint8, torch.int32, torch.int64, torch.bool):
+        x = make((4, 7), dt, low=0 if dt == torch.uint8 else -100, high=100)
+        no_fallback(lambda a: (a.sum(), a.sum(1), a.sum((0, 1), keepdim=True),
+                               a.sum(0, dtype=torch.int32), a.amax(1),
+                               a.amin(0, keepdim=True), tuple(a.max(1))), x)
+        no_fallback(lambda a: a.sum(), make((), dt))
+        if dt != torch.bool:
+            no_fallback(lambda a: (a.argmax(1), a.argmin()), x)
+    wrap = torch.tensor([2**62, 2**62, 2**62], dtype=torch.int64)
+    no_fallback(lambda a: a.sum(), wrap)            # wraps as the CPU does
+    flags = make((3, 5), torch.bool)
+    for fn in (lambda a: a.argmax(), lambda a: a.argmin(1)):
+        with pytest.raises(RuntimeError) as cpu:
+            fn(flags)
+        with pytest.raises(RuntimeError) as npu:
+            fn(flags.to(NPU))
+        assert str(npu.value).split('\n')[0] == str(cpu.value).split('\n')[0]
+
+
+
+@sample(['aten::max', 'aten::min'], 'extremum-of-all')
+def _extremum_of_all():
+    for dt in FLOATS + INTS + [torch.int8, torch.uint8, torch.bool]:
+        x = make((4, 7), dt, special=dt == torch.float32)
+        no_fallback(lambda a: (a.max(), a.min(), a.t().max(), a[:, 1:].min()), x)
+        no_fallback(lambda a: (a.max(), a.min()), make((), dt))
+    for fn in (torch.max, torch.min):
+        with pytest.raises(RuntimeError) as cpu:
+            fn(torch.zeros(0, 3))
+        with pytest.raises(RuntimeError) as npu:
+            fn(torch.zeros(0, 3, device=NPU))
+        assert str(npu.value).split('\n')[0] == str(cpu.value).split('\n')[0]
 
 
 # ---- matrix products -----------------------------------------------------

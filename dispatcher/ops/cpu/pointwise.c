@@ -18,6 +18,12 @@ enum pw_op {
 	PW_LE,
 	PW_GT,
 	PW_GE,
+	PW_BITWISE_AND,
+	PW_BITWISE_OR,
+	PW_BITWISE_XOR,
+	PW_LOGICAL_AND,
+	PW_LOGICAL_OR,
+	PW_LOGICAL_XOR,
 	PW_THRESHOLD_BW,
 	PW_SIGMOID_BW,
 	PW_TANH_BW,
@@ -104,6 +110,16 @@ static double pw_float(enum pw_op op, double a, double b, double alpha)
 		return a * gelu_erf_grad(b);
 	case PW_GELU_TANH_BW:
 		return a * gelu_tanh_grad(b);
+	case PW_BITWISE_AND:	/* integers only (pw_bitwise) */
+	case PW_BITWISE_OR:
+	case PW_BITWISE_XOR:
+		break;
+	case PW_LOGICAL_AND:	/* NaN is true: nonzero */
+		return a != 0 && b != 0;
+	case PW_LOGICAL_OR:
+		return a != 0 || b != 0;
+	case PW_LOGICAL_XOR:
+		return (a != 0) != (b != 0);
 	}
 	return 0.0;
 }
@@ -129,6 +145,18 @@ static int64_t pw_int(enum pw_op op, int64_t a, int64_t b, int64_t alpha)
 		return a > b;
 	case PW_GE:
 		return a >= b;
+	case PW_BITWISE_AND:
+		return a & b;
+	case PW_BITWISE_OR:
+		return a | b;
+	case PW_BITWISE_XOR:
+		return a ^ b;
+	case PW_LOGICAL_AND:
+		return a != 0 && b != 0;
+	case PW_LOGICAL_OR:
+		return a != 0 || b != 0;
+	case PW_LOGICAL_XOR:
+		return (a != 0) != (b != 0);
 	case PW_THRESHOLD_BW:
 		return b <= alpha ? 0 : a;
 	case PW_SIGMOID_BW:
@@ -358,12 +386,119 @@ struct vnpu_at_tensor *vnpu_cpu_eq_Scalar(vnpu_keyset_t ks,
 	return pw_compare_scalar("aten::eq.Scalar", PW_EQ, self, other);
 }
 
+struct vnpu_at_tensor *vnpu_cpu_ne_Scalar(vnpu_keyset_t ks,
+					  struct vnpu_at_tensor *self,
+					  struct vnpu_at_scalar other)
+{
+	(void)ks;
+	return pw_compare_scalar("aten::ne.Scalar", PW_NE, self, other);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_lt_Scalar(vnpu_keyset_t ks,
+					  struct vnpu_at_tensor *self,
+					  struct vnpu_at_scalar other)
+{
+	(void)ks;
+	return pw_compare_scalar("aten::lt.Scalar", PW_LT, self, other);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_le_Scalar(vnpu_keyset_t ks,
+					  struct vnpu_at_tensor *self,
+					  struct vnpu_at_scalar other)
+{
+	(void)ks;
+	return pw_compare_scalar("aten::le.Scalar", PW_LE, self, other);
+}
+
 struct vnpu_at_tensor *vnpu_cpu_gt_Scalar(vnpu_keyset_t ks,
 					  struct vnpu_at_tensor *self,
 					  struct vnpu_at_scalar other)
 {
 	(void)ks;
 	return pw_compare_scalar("aten::gt.Scalar", PW_GT, self, other);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_ge_Scalar(vnpu_keyset_t ks,
+					  struct vnpu_at_tensor *self,
+					  struct vnpu_at_scalar other)
+{
+	(void)ks;
+	return pw_compare_scalar("aten::ge.Scalar", PW_GE, self, other);
+}
+
+/* Bitwise ops take integers and bool (as 0/1) in the promoted dtype. */
+static struct vnpu_at_tensor *pw_bitwise(const char *name, const char *cpu_name,
+					 enum pw_op op,
+					 struct vnpu_at_tensor *self,
+					 struct vnpu_at_tensor *other)
+{
+	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
+
+	if (vnpu_at_dtype_is_float(dt))
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "%s: \"%s\" not implemented for '%s'",
+					 name, cpu_name, vnpu_at_dtype_name(dt));
+	return pw_binary(name, op, self, other, dt, dt, VNPU_AT_INT(1));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_bitwise_and_Tensor(vnpu_keyset_t ks,
+						   struct vnpu_at_tensor *self,
+						   struct vnpu_at_tensor *other)
+{
+	(void)ks;
+	return pw_bitwise("aten::bitwise_and.Tensor", "bitwise_and_cpu",
+			  PW_BITWISE_AND, self, other);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_bitwise_or_Tensor(vnpu_keyset_t ks,
+						  struct vnpu_at_tensor *self,
+						  struct vnpu_at_tensor *other)
+{
+	(void)ks;
+	return pw_bitwise("aten::bitwise_or.Tensor", "bitwise_or_cpu",
+			  PW_BITWISE_OR, self, other);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_bitwise_xor_Tensor(vnpu_keyset_t ks,
+						   struct vnpu_at_tensor *self,
+						   struct vnpu_at_tensor *other)
+{
+	(void)ks;
+	return pw_bitwise("aten::bitwise_xor.Tensor", "bitwise_xor_cpu",
+			  PW_BITWISE_XOR, self, other);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_logical_and(vnpu_keyset_t ks,
+					    struct vnpu_at_tensor *self,
+					    struct vnpu_at_tensor *other)
+{
+	(void)ks;
+	return pw_compare("aten::logical_and", PW_LOGICAL_AND, self, other);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_logical_or(vnpu_keyset_t ks,
+					   struct vnpu_at_tensor *self,
+					   struct vnpu_at_tensor *other)
+{
+	(void)ks;
+	return pw_compare("aten::logical_or", PW_LOGICAL_OR, self, other);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_logical_xor(vnpu_keyset_t ks,
+					    struct vnpu_at_tensor *self,
+					    struct vnpu_at_tensor *other)
+{
+	(void)ks;
+	return pw_compare("aten::logical_xor", PW_LOGICAL_XOR, self, other);
+}
+
+/* logical_not(x) = (x == 0): NaN and every nonzero are true, so false */
+struct vnpu_at_tensor *vnpu_cpu_logical_not(vnpu_keyset_t ks,
+					    struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	return pw_compare_scalar("aten::logical_not", PW_EQ, self,
+				 VNPU_AT_INT(0));
 }
 
 /* ---- unary ---------------------------------------------------------------- */
@@ -380,6 +515,7 @@ enum pw_unary {
 	PU_SILU,
 	PU_SIGMOID,
 	PU_TANH,
+	PU_BITWISE_NOT,
 };
 
 static double pu_float(enum pw_unary op, double x)
@@ -407,6 +543,8 @@ static double pu_float(enum pw_unary op, double x)
 		return 1.0 / (1.0 + exp(-x));
 	case PU_TANH:
 		return tanh(x);
+	case PU_BITWISE_NOT:	/* integers only (vnpu_cpu_bitwise_not) */
+		break;
 	}
 	return 0.0;
 }
@@ -432,6 +570,8 @@ static struct vnpu_at_tensor *pw_unary(enum pw_unary op,
 
 			if (op == PU_NEG || (op == PU_ABS && (int64_t)v < 0))
 				v = 0 - v;
+			else if (op == PU_BITWISE_NOT)
+				v = out_dt == VNPU_AT_BOOL ? !v : ~v;
 			vnpu_at_store_int(out_dt, it.p[0], (int64_t)v);
 		}
 	} else {
@@ -451,6 +591,17 @@ struct vnpu_at_tensor *vnpu_cpu_neg(vnpu_keyset_t ks,
 		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 			"aten::neg: Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
 	return pw_unary(PU_NEG, self, self->dtype);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_bitwise_not(vnpu_keyset_t ks,
+					    struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	if (vnpu_at_dtype_is_float(self->dtype))
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"aten::bitwise_not: \"bitwise_not_cpu\" not implemented for '%s'",
+			vnpu_at_dtype_name(self->dtype));
+	return pw_unary(PU_BITWISE_NOT, self, self->dtype);
 }
 
 struct vnpu_at_tensor *vnpu_cpu_abs(vnpu_keyset_t ks,

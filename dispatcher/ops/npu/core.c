@@ -158,12 +158,6 @@ static struct vnpu_at_tensor *binary(const char *name, vnpu_keyset_t ks, uint32_
 			  vnpu_at_scalar_to_double(alpha));
 }
 
-static bool device_float_or_int(enum vnpu_at_dtype dt)
-{
-	return dt == VNPU_AT_F32 || dt == VNPU_AT_F16 || dt == VNPU_AT_BF16 ||
-	       dt == VNPU_AT_I32 || dt == VNPU_AT_I8;
-}
-
 struct vnpu_at_tensor *vnpu_npu_add_Tensor(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
 					   struct vnpu_at_tensor *other,
 					   struct vnpu_at_scalar alpha)
@@ -172,9 +166,10 @@ struct vnpu_at_tensor *vnpu_npu_add_Tensor(vnpu_keyset_t ks, struct vnpu_at_tens
 
 	/* a float alpha with an integral result, a bool alpha with another:
 	 * the CPU kernel words the error */
-	if (!device_float_or_int(dt) ||
+	if (!npk_float_int_or_bool(dt) ||
 	    (!vnpu_at_dtype_is_float(dt) && alpha.kind == VNPU_AT_SCALAR_DOUBLE) ||
-	    (alpha.kind == VNPU_AT_SCALAR_BOOL && dt != VNPU_AT_BOOL))
+	    (alpha.kind == VNPU_AT_SCALAR_BOOL && dt != VNPU_AT_BOOL) ||
+	    !npk_alpha_exact(alpha))
 		return vnpu_fallback_add_Tensor(ks, self, other, alpha);
 	return binary("aten::add.Tensor", ks, VNPU_BINARY_ADD, self, other, alpha);
 }
@@ -182,7 +177,7 @@ struct vnpu_at_tensor *vnpu_npu_add_Tensor(vnpu_keyset_t ks, struct vnpu_at_tens
 struct vnpu_at_tensor *vnpu_npu_mul_Tensor(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
 					   struct vnpu_at_tensor *other)
 {
-	if (!device_float_or_int(vnpu_at_result_type(self, other)))
+	if (!npk_float_int_or_bool(vnpu_at_result_type(self, other)))
 		return vnpu_fallback_mul_Tensor(ks, self, other);
 	return binary("aten::mul.Tensor", ks, VNPU_BINARY_MUL, self, other, VNPU_AT_INT(1));
 }
@@ -193,7 +188,7 @@ struct vnpu_at_tensor *vnpu_npu_relu(vnpu_keyset_t ks, struct vnpu_at_tensor *se
 	struct vnpu_npu_launch l = { 0 };
 	struct vnpu_at_tensor *src, *out;
 
-	if (!device_float_or_int((enum vnpu_at_dtype)self->dtype))
+	if (!npk_float_or_int((enum vnpu_at_dtype)self->dtype))
 		return vnpu_fallback_relu(ks, self);
 	src = vnpu_npu_plain(self);
 	out = src ? vnpu_npu_empty_iter(1, (const struct vnpu_at_tensor *[]){ src },
@@ -276,35 +271,12 @@ struct vnpu_at_tensor *vnpu_npu_mm(vnpu_keyset_t ks, struct vnpu_at_tensor *self
 	return out;
 }
 
+/* The sum of every element: sum.dim_IntList over all dims. */
 struct vnpu_at_tensor *vnpu_npu_sum(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
 				    enum vnpu_at_dtype dtype)
 {
-	enum vnpu_at_dtype dt = (enum vnpu_at_dtype)self->dtype;
-	struct vnpu_kp_reduce p = { .op = VNPU_REDUCE_SUM };
-	struct vnpu_npu_launch l = { 0 };
-	struct vnpu_at_tensor *src, *out, *v;
-	int64_t ones[VNPU_AT_MAX_DIMS];
-
-	if ((dt != VNPU_AT_F32 && dt != VNPU_AT_F16 && dt != VNPU_AT_BF16) ||
-	    (dtype != VNPU_AT_DTYPE_NONE && dtype != dt) || !self->ndim ||
-	    !vnpu_at_numel(self))
-		return vnpu_fallback_sum(ks, self, dtype);
-	for (uint32_t i = 0; i < self->ndim; i++)
-		ones[i] = 1;
-	p.dim_mask = (1u << self->ndim) - 1;
-	src = vnpu_npu_plain(self);
-	out = src ? vnpu_npu_empty(self->ndim, ones, dt) : NULL;
-	if (!out || !vnpu_npu_arg(&l, src, VNPU_ACCESS_READ, &p.input) ||
-	    !vnpu_npu_arg(&l, out, VNPU_ACCESS_WRITE, &p.out) ||
-	    !vnpu_npu_launch("aten::sum", &l, "reduce", &p, sizeof(p), 1)) {
-		vnpu_at_release(src);
-		vnpu_at_release(out);
-		return NULL;
-	}
-	vnpu_at_release(src);
-	v = vnpu_at_view_of(out, 0, NULL, NULL, 0);
-	vnpu_at_release(out);
-	return v;
+	return vnpu_npu_sum_dim_IntList(ks, self, (struct vnpu_at_opt_int_array){ 0 },
+					false, dtype);
 }
 
 struct vnpu_at_tensor *vnpu_npu_npu_format_cast(vnpu_keyset_t ks, struct vnpu_at_tensor *self,

@@ -17,10 +17,21 @@ static inline bool npk_float(enum vnpu_at_dtype dt)
 	return dt == VNPU_AT_F32 || dt == VNPU_AT_F16 || dt == VNPU_AT_BF16;
 }
 
-/* Dtypes BINARY/UNARY(abs, neg, relu) take: floats, I32, I8. */
+/* Dtypes BINARY and UNARY's abs, neg and relu take: floats and the
+ * integers (computed in int64, wrapping as PyTorch's CPU does). */
 static inline bool npk_float_or_int(enum vnpu_at_dtype dt)
 {
-	return npk_float(dt) || dt == VNPU_AT_I32 || dt == VNPU_AT_I8;
+	return npk_float(dt) || dt == VNPU_AT_I8 || dt == VNPU_AT_U8 ||
+	       dt == VNPU_AT_I32 || dt == VNPU_AT_I64;
+}
+
+/* ... and bool, which BINARY computes as 0/1 with a nonzero result stored
+ * as true: PyTorch's bool add (or), mul (and), maximum/minimum and the
+ * comparisons. Its sub, neg, abs, relu and clamp refuse bool; those ops
+ * leave it to the CPU kernel, which words the error. */
+static inline bool npk_float_int_or_bool(enum vnpu_at_dtype dt)
+{
+	return npk_float_or_int(dt) || dt == VNPU_AT_BOOL;
 }
 
 /*
@@ -55,6 +66,14 @@ static inline struct vnpu_at_tensor *npk_scalar(double v,
 						enum vnpu_at_dtype dt)
 {
 	return vnpu_at_scalar_tensor(VNPU_AT_DOUBLE(v), dt, vnpu_npu_device());
+}
+
+/* BINARY carries alpha as a double: an integer alpha beyond 2^53 would
+ * be rounded, so such a call is left to the CPU kernel. */
+static inline bool npk_alpha_exact(struct vnpu_at_scalar alpha)
+{
+	return alpha.kind != VNPU_AT_SCALAR_INT ||
+	       (alpha.i >= -(INT64_C(1) << 53) && alpha.i <= INT64_C(1) << 53);
 }
 
 /* A 0-dim device tensor of dt holding scalar s (ints stay exact). */

@@ -2,8 +2,8 @@
 /*
  * NPU kernels (PrivateUse1): pointwise ops, comparisons, the pointwise
  * backward ops and cat (docs/dispatcher.md), on UNARY, BINARY, WHERE and
- * CAST. What the device cannot compute (float64, a dtype the kernel does
- * not take, tanh-approximated GELU and its backward, most powers) runs the CPU fallback from
+ * CAST. What the device cannot compute (float64, complex, tanh-approximated
+ * GELU and its backward, most powers) runs the CPU fallback from
  * inside the kernel, where it is counted in the fallback report; so do
  * invalid arguments, so that the CPU kernel words the error.
  */
@@ -28,7 +28,8 @@ struct vnpu_at_tensor *vnpu_npu_sub_Tensor(vnpu_keyset_t ks,
 	 * CPU kernel words it */
 	if (!npk_float_or_int(dt) || self->dtype == VNPU_AT_BOOL ||
 	    other->dtype == VNPU_AT_BOOL || alpha.kind == VNPU_AT_SCALAR_BOOL ||
-	    (kc_is_int(dt) && alpha.kind == VNPU_AT_SCALAR_DOUBLE))
+	    (kc_is_int(dt) && alpha.kind == VNPU_AT_SCALAR_DOUBLE) ||
+	    !npk_alpha_exact(alpha))
 		return vnpu_fallback_sub_Tensor(ks, self, other, alpha);
 	return binary_op("aten::sub.Tensor", VNPU_BINARY_SUB, self, other, dt,
 			 vnpu_at_scalar_to_double(alpha));
@@ -52,7 +53,7 @@ struct vnpu_at_tensor *vnpu_npu_maximum(vnpu_keyset_t ks,
 {
 	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
 
-	if (!npk_float_or_int(dt))
+	if (!npk_float_int_or_bool(dt))
 		return vnpu_fallback_maximum(ks, self, other);
 	return binary_op("aten::maximum", VNPU_BINARY_MAXIMUM, self, other, dt,
 			 1.0);
@@ -64,10 +65,59 @@ struct vnpu_at_tensor *vnpu_npu_minimum(vnpu_keyset_t ks,
 {
 	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
 
-	if (!npk_float_or_int(dt))
+	if (!npk_float_int_or_bool(dt))
 		return vnpu_fallback_minimum(ks, self, other);
 	return binary_op("aten::minimum", VNPU_BINARY_MINIMUM, self, other, dt,
 			 1.0);
+}
+
+/* integers and bool only: a float leaves it to the CPU kernel, which
+ * words PyTorch's error */
+static struct vnpu_at_tensor *npu_bitwise(const char *name, uint32_t op,
+					  struct vnpu_at_tensor *self,
+					  struct vnpu_at_tensor *other,
+					  bool *fell)
+{
+	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
+
+	*fell = !npk_float_int_or_bool(dt) || npk_float(dt);
+	return *fell ? NULL : binary_op(name, op, self, other, dt, 1.0);
+}
+
+struct vnpu_at_tensor *vnpu_npu_bitwise_and_Tensor(vnpu_keyset_t ks,
+						   struct vnpu_at_tensor *self,
+						   struct vnpu_at_tensor *other)
+{
+	bool fell;
+	struct vnpu_at_tensor *r = npu_bitwise("aten::bitwise_and.Tensor",
+					       VNPU_BINARY_BITWISE_AND, self,
+					       other, &fell);
+
+	return fell ? vnpu_fallback_bitwise_and_Tensor(ks, self, other) : r;
+}
+
+struct vnpu_at_tensor *vnpu_npu_bitwise_or_Tensor(vnpu_keyset_t ks,
+						  struct vnpu_at_tensor *self,
+						  struct vnpu_at_tensor *other)
+{
+	bool fell;
+	struct vnpu_at_tensor *r = npu_bitwise("aten::bitwise_or.Tensor",
+					       VNPU_BINARY_BITWISE_OR, self,
+					       other, &fell);
+
+	return fell ? vnpu_fallback_bitwise_or_Tensor(ks, self, other) : r;
+}
+
+struct vnpu_at_tensor *vnpu_npu_bitwise_xor_Tensor(vnpu_keyset_t ks,
+						   struct vnpu_at_tensor *self,
+						   struct vnpu_at_tensor *other)
+{
+	bool fell;
+	struct vnpu_at_tensor *r = npu_bitwise("aten::bitwise_xor.Tensor",
+					       VNPU_BINARY_BITWISE_XOR, self,
+					       other, &fell);
+
+	return fell ? vnpu_fallback_bitwise_xor_Tensor(ks, self, other) : r;
 }
 
 /* ---- comparisons -------------------------------------------------------------- */
@@ -82,7 +132,7 @@ static struct vnpu_at_tensor *compare(vnpu_keyset_t ks, const char *name,
 	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
 
 	(void)ks;
-	*fell = !npk_float_or_int(dt);
+	*fell = !npk_float_int_or_bool(dt);
 	if (*fell)
 		return NULL;
 	return binary_op(name, code, self, other, dt, 1.0);
@@ -171,28 +221,159 @@ static struct vnpu_at_tensor *compare_scalar(const char *name, uint32_t code,
 	return out;
 }
 
+/* x op scalar on the device in the scalar's result dtype; NULL with *fell
+ * when the device has no kernel for it. */
+static struct vnpu_at_tensor *npu_compare_scalar(const char *name,
+						 uint32_t code,
+						 struct vnpu_at_tensor *self,
+						 struct vnpu_at_scalar other,
+						 bool *fell)
+{
+	enum vnpu_at_dtype dt = kc_scalar_result(self->dtype, other);
+
+	*fell = !npk_float_int_or_bool(dt);
+	return *fell ? NULL : compare_scalar(name, code, self, other, dt);
+}
+
 struct vnpu_at_tensor *vnpu_npu_eq_Scalar(vnpu_keyset_t ks,
 					  struct vnpu_at_tensor *self,
 					  struct vnpu_at_scalar other)
 {
-	enum vnpu_at_dtype dt = kc_scalar_result(self->dtype, other);
+	bool fell;
+	struct vnpu_at_tensor *r = npu_compare_scalar(
+		"aten::eq.Scalar", VNPU_BINARY_EQ, self, other, &fell);
 
-	if (!npk_float_or_int(dt))
-		return vnpu_fallback_eq_Scalar(ks, self, other);
-	return compare_scalar("aten::eq.Scalar", VNPU_BINARY_EQ, self, other,
-			      dt);
+	return fell ? vnpu_fallback_eq_Scalar(ks, self, other) : r;
+}
+
+struct vnpu_at_tensor *vnpu_npu_ne_Scalar(vnpu_keyset_t ks,
+					  struct vnpu_at_tensor *self,
+					  struct vnpu_at_scalar other)
+{
+	bool fell;
+	struct vnpu_at_tensor *r = npu_compare_scalar(
+		"aten::ne.Scalar", VNPU_BINARY_NE, self, other, &fell);
+
+	return fell ? vnpu_fallback_ne_Scalar(ks, self, other) : r;
+}
+
+struct vnpu_at_tensor *vnpu_npu_lt_Scalar(vnpu_keyset_t ks,
+					  struct vnpu_at_tensor *self,
+					  struct vnpu_at_scalar other)
+{
+	bool fell;
+	struct vnpu_at_tensor *r = npu_compare_scalar(
+		"aten::lt.Scalar", VNPU_BINARY_LT, self, other, &fell);
+
+	return fell ? vnpu_fallback_lt_Scalar(ks, self, other) : r;
+}
+
+struct vnpu_at_tensor *vnpu_npu_le_Scalar(vnpu_keyset_t ks,
+					  struct vnpu_at_tensor *self,
+					  struct vnpu_at_scalar other)
+{
+	bool fell;
+	struct vnpu_at_tensor *r = npu_compare_scalar(
+		"aten::le.Scalar", VNPU_BINARY_LE, self, other, &fell);
+
+	return fell ? vnpu_fallback_le_Scalar(ks, self, other) : r;
 }
 
 struct vnpu_at_tensor *vnpu_npu_gt_Scalar(vnpu_keyset_t ks,
 					  struct vnpu_at_tensor *self,
 					  struct vnpu_at_scalar other)
 {
-	enum vnpu_at_dtype dt = kc_scalar_result(self->dtype, other);
+	bool fell;
+	struct vnpu_at_tensor *r = npu_compare_scalar(
+		"aten::gt.Scalar", VNPU_BINARY_GT, self, other, &fell);
 
-	if (!npk_float_or_int(dt))
-		return vnpu_fallback_gt_Scalar(ks, self, other);
-	return compare_scalar("aten::gt.Scalar", VNPU_BINARY_GT, self, other,
-			      dt);
+	return fell ? vnpu_fallback_gt_Scalar(ks, self, other) : r;
+}
+
+struct vnpu_at_tensor *vnpu_npu_ge_Scalar(vnpu_keyset_t ks,
+					  struct vnpu_at_tensor *self,
+					  struct vnpu_at_scalar other)
+{
+	bool fell;
+	struct vnpu_at_tensor *r = npu_compare_scalar(
+		"aten::ge.Scalar", VNPU_BINARY_GE, self, other, &fell);
+
+	return fell ? vnpu_fallback_ge_Scalar(ks, self, other) : r;
+}
+
+/*
+ * logical_and/or/xor(a, b): (a != 0) op (b != 0) as bools, both in the
+ * promoted dtype first as PyTorch casts them (an int64 0-dim 256 with an
+ * int8 tensor is int8 0: false).
+ */
+static struct vnpu_at_tensor *npu_logical(const char *name, uint32_t code,
+					  struct vnpu_at_tensor *a,
+					  struct vnpu_at_tensor *b, bool *fell)
+{
+	enum vnpu_at_dtype dt = vnpu_at_result_type(a, b);
+	struct vnpu_at_tensor *ca, *cb = NULL, *ta = NULL, *tb = NULL, *r = NULL;
+	bool fa;
+
+	*fell = !npk_float_int_or_bool(dt);
+	if (*fell)
+		return NULL;
+	ca = npk_operand(a, dt);
+	cb = ca ? npk_operand(b, dt) : NULL;
+	if (cb)
+		ta = npu_compare_scalar(name, VNPU_BINARY_NE, ca, VNPU_AT_INT(0), &fa);
+	if (ta)
+		tb = npu_compare_scalar(name, VNPU_BINARY_NE, cb, VNPU_AT_INT(0), &fa);
+	if (tb)
+		r = binary_op(name, code, ta, tb, VNPU_AT_BOOL, 1.0);
+	vnpu_at_release(ca);
+	vnpu_at_release(cb);
+	vnpu_at_release(ta);
+	vnpu_at_release(tb);
+	return r;
+}
+
+struct vnpu_at_tensor *vnpu_npu_logical_and(vnpu_keyset_t ks,
+					    struct vnpu_at_tensor *self,
+					    struct vnpu_at_tensor *other)
+{
+	bool fell;
+	struct vnpu_at_tensor *r = npu_logical("aten::logical_and", VNPU_BINARY_BITWISE_AND,
+					       self, other, &fell);
+
+	return fell ? vnpu_fallback_logical_and(ks, self, other) : r;
+}
+
+struct vnpu_at_tensor *vnpu_npu_logical_or(vnpu_keyset_t ks,
+					   struct vnpu_at_tensor *self,
+					   struct vnpu_at_tensor *other)
+{
+	bool fell;
+	struct vnpu_at_tensor *r = npu_logical("aten::logical_or", VNPU_BINARY_BITWISE_OR,
+					       self, other, &fell);
+
+	return fell ? vnpu_fallback_logical_or(ks, self, other) : r;
+}
+
+struct vnpu_at_tensor *vnpu_npu_logical_xor(vnpu_keyset_t ks,
+					    struct vnpu_at_tensor *self,
+					    struct vnpu_at_tensor *other)
+{
+	bool fell;
+	struct vnpu_at_tensor *r = npu_logical("aten::logical_xor", VNPU_BINARY_NE,
+					       self, other, &fell);
+
+	return fell ? vnpu_fallback_logical_xor(ks, self, other) : r;
+}
+
+/* logical_not(x) = (x == 0) */
+struct vnpu_at_tensor *vnpu_npu_logical_not(vnpu_keyset_t ks,
+					    struct vnpu_at_tensor *self)
+{
+	bool fell;
+	struct vnpu_at_tensor *r = npu_compare_scalar(
+		"aten::logical_not", VNPU_BINARY_EQ, self, VNPU_AT_INT(0), &fell);
+
+	return fell ? vnpu_fallback_logical_not(ks, self) : r;
 }
 
 /* ---- unary --------------------------------------------------------------------- */
@@ -217,6 +398,15 @@ struct vnpu_at_tensor *vnpu_npu_neg(vnpu_keyset_t ks,
 	if (!npk_float_or_int(self->dtype))
 		return vnpu_fallback_neg(ks, self);
 	return unary_in("aten::neg", VNPU_UNARY_NEG, self, self->dtype);
+}
+
+struct vnpu_at_tensor *vnpu_npu_bitwise_not(vnpu_keyset_t ks,
+					    struct vnpu_at_tensor *self)
+{
+	if (!npk_float_int_or_bool(self->dtype) || npk_float(self->dtype))
+		return vnpu_fallback_bitwise_not(ks, self);
+	return unary_in("aten::bitwise_not", VNPU_UNARY_BITWISE_NOT, self,
+			self->dtype);
 }
 
 struct vnpu_at_tensor *vnpu_npu_abs(vnpu_keyset_t ks,

@@ -2,8 +2,8 @@
 /*
  * NPU kernels (PrivateUse1): reductions on the device's REDUCE kernel
  * (docs/dispatcher.md). Float sums accumulate in f32 on the device (f64 for
- * f32 input); integer sums (which PyTorch returns as int64), float64 and
- * invalid arguments run the CPU fallback.
+ * f32 input); integer and bool sums in int64 (PyTorch's result dtype for
+ * them). Float64 and invalid arguments run the CPU fallback.
  */
 #include "npu_ops_common.h"
 
@@ -58,12 +58,19 @@ struct vnpu_at_tensor *vnpu_npu_sum_dim_IntList(vnpu_keyset_t ks,
 						bool keepdim,
 						enum vnpu_at_dtype dtype)
 {
+	enum vnpu_at_dtype sdt = (enum vnpu_at_dtype)self->dtype;
+	bool integral = npk_float_int_or_bool(sdt) && !npk_float(sdt);
 	enum vnpu_at_dtype dt = dtype != VNPU_AT_DTYPE_NONE ? dtype :
-							       self->dtype;
+				integral ? VNPU_AT_I64 : sdt;
 	uint32_t mask;
 
-	if (!npk_float(dt) || vnpu_npu_dtype(self->dtype) < 0 ||
-	    !dims_mask(self, dim.has ? dim.a : VNPU_AT_NO_INTS, &mask))
+	if (!npk_float_or_int(dt) || vnpu_npu_dtype(self->dtype) < 0)
+		return vnpu_fallback_sum_dim_IntList(ks, self, dim, keepdim,
+						     dtype);
+	/* a 0-dim tensor sums to itself in dt */
+	if (!self->ndim && (!dim.has || !dim.a.n))
+		return vnpu_op__to_copy(self, dt, vnpu_npu_device(), false);
+	if (!dims_mask(self, dim.has ? dim.a : VNPU_AT_NO_INTS, &mask))
 		return vnpu_fallback_sum_dim_IntList(ks, self, dim, keepdim,
 						     dtype);
 	return reduce_in("aten::sum.dim_IntList", VNPU_REDUCE_SUM, self, dt,
@@ -99,10 +106,11 @@ struct vnpu_at_tensor *vnpu_npu_mean_dim(vnpu_keyset_t ks,
 			 keepdim);
 }
 
-/* MAX/MIN take floats and I32 on the device. */
+/* MAX/MIN on the device: floats, integers and bool (PyTorch's argmax and
+ * argmin refuse bool: arg_ok). */
 static bool extremum_dtype(enum vnpu_at_dtype dt)
 {
-	return npk_float(dt) || dt == VNPU_AT_I32;
+	return npk_float_int_or_bool(dt);
 }
 
 struct vnpu_at_tensor *vnpu_npu_amax(vnpu_keyset_t ks,
@@ -168,13 +176,15 @@ static struct vnpu_at_tensor *arg_ext(const char *name, uint32_t op,
 	return v;
 }
 
-/* Whether the device can take argmax/argmin(self, dim). */
+/* Whether the device can take argmax/argmin(self, dim) (bool_ok: max.dim,
+ * which takes bool where argmax does not). */
 static bool arg_ok(const struct vnpu_at_tensor *self,
-		   struct vnpu_at_opt_int dim)
+		   struct vnpu_at_opt_int dim, bool bool_ok)
 {
 	int64_t d;
 
-	if (!extremum_dtype(self->dtype) || !self->ndim)
+	if (!extremum_dtype(self->dtype) || !self->ndim ||
+	    (self->dtype == VNPU_AT_BOOL && !bool_ok))
 		return false;
 	if (!dim.has)
 		return vnpu_at_numel(self) > 0;
@@ -187,7 +197,7 @@ struct vnpu_at_tensor *vnpu_npu_argmax(vnpu_keyset_t ks,
 				       struct vnpu_at_opt_int dim,
 				       bool keepdim)
 {
-	if (!arg_ok(self, dim))
+	if (!arg_ok(self, dim, false))
 		return vnpu_fallback_argmax(ks, self, dim, keepdim);
 	return arg_ext("aten::argmax", VNPU_REDUCE_ARGMAX, self, dim, keepdim);
 }
@@ -197,7 +207,7 @@ struct vnpu_at_tensor *vnpu_npu_argmin(vnpu_keyset_t ks,
 				       struct vnpu_at_opt_int dim,
 				       bool keepdim)
 {
-	if (!arg_ok(self, dim))
+	if (!arg_ok(self, dim, false))
 		return vnpu_fallback_argmin(ks, self, dim, keepdim);
 	return arg_ext("aten::argmin", VNPU_REDUCE_ARGMIN, self, dim, keepdim);
 }
@@ -210,7 +220,7 @@ struct vnpu_ret_max_dim vnpu_npu_max_dim(vnpu_keyset_t ks,
 	struct vnpu_at_tensor *src;
 	uint32_t mask;
 
-	if (!arg_ok(self, VNPU_AT_SOME_INT(dim)))
+	if (!arg_ok(self, VNPU_AT_SOME_INT(dim), true))
 		return vnpu_fallback_max_dim(ks, self, dim, keepdim);
 	mask = 1u << (dim < 0 ? dim + self->ndim : dim);
 	src = npk_operand(self, self->dtype);
