@@ -203,9 +203,10 @@ RET_ERROR = {
 # What an out= of the op must hold, beyond TensorIterator's cast rule (the
 # `out_dtype:` key): any dtype the result casts to; the input's (amax's
 # check, unary_op's); the input's and int64 (values and indices); the
-# result's exactly (where); bool (isposinf); bool or uint8 (all, any).
+# result's exactly (where); bool (isposinf); bool or uint8 (all, any); the
+# input's, in the words of the indexing ops (index_select, masked_select).
 OUT_DTYPES = ('casts', 'input', 'unary', 'values_indices', 'result',
-              'boolean', 'bytebool')
+              'boolean', 'bytebool', 'self_result')
 
 
 class Op:

@@ -1315,6 +1315,69 @@ struct vnpu_at_tensor *vnpu_autograd_index_select(vnpu_keyset_t ks, struct vnpu_
 	return track(out, node);
 }
 
+/*
+ * masked_select: the gradient's entries go back to the positions the
+ * broadcast mask selected, zeros elsewhere, summed over self's broadcast
+ * dims. The positions are masked_select of an arange; the scatter is
+ * embedding's backward with rows of width 1 (each position once).
+ * saved[0] the mask; shape 0 self's, shape 1 the broadcast shape.
+ */
+static bool masked_select_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+				   struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_int_array full = saved_shape(n, 1);
+	int64_t numel = 1, c = vnpu_at_numel(g[0]);
+	struct vnpu_at_tensor *m, *ar = NULL, *pos = NULL, *g2 = NULL, *fl = NULL;
+	struct vnpu_at_tensor *fv = NULL;
+	struct temps t = { 0 };
+
+	for (int64_t d = 0; d < full.n; d++)
+		numel *= full.v[d];
+	m = keep(&t, vnpu_op_expand(n->saved[0], full, false));
+	if (m)
+		ar = keep(&t, vnpu_op_arange_start_step(VNPU_AT_INT(0), VNPU_AT_INT(numel),
+							VNPU_AT_INT(1), VNPU_AT_I64,
+							n->device));
+	if (ar)
+		ar = keep(&t, vnpu_op_view(ar, full));
+	if (ar)
+		pos = keep(&t, vnpu_op_masked_select(ar, m));
+	if (pos)
+		g2 = keep(&t, vnpu_op_reshape(g[0], VNPU_AT_INTS(c, 1)));
+	if (g2)
+		fl = keep(&t, vnpu_op_embedding_dense_backward(g2, pos, numel, -1, false));
+	if (fl)
+		fv = keep(&t, vnpu_op_view(fl, full));
+	in[0] = fv ? sum_to_input(fv, n, 0) : NULL;
+	temps_free(&t);
+	return in[0] != NULL;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_masked_select(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+						   struct vnpu_at_tensor *mask)
+{
+	const struct vnpu_at_tensor *both[2] = { self, mask };
+	struct vnpu_at_tensor *out = vnpu_redispatch_masked_select(vnpu_ag_below(ks), self, mask);
+	struct vnpu_ag_node *node;
+	int64_t sizes[VNPU_AT_MAX_DIMS];
+	uint32_t nd;
+
+	if (!out || !vnpu_ag_needed(1, &self))
+		return out;
+	if (!vnpu_at_broadcast_shapes("aten::masked_select", 2, both, &nd, sizes)) {
+		vnpu_at_release(out);
+		return NULL;
+	}
+	node = node_for("MaskedSelectBackward0", masked_select_backward, 1, &self);
+	if (node) {
+		save_shape(node, 0, self);
+		memcpy(node->shape[1], sizes, sizeof(int64_t) * nd);
+		node->shape_ndim[1] = nd;
+		vnpu_ag_save(node, 0, mask);
+	}
+	return track(out, node);
+}
+
 /* The storage position of element i (in row-major order) of t's view. */
 static int64_t view_position(const struct vnpu_at_tensor *t, int64_t i)
 {

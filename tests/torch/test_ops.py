@@ -218,6 +218,36 @@ def _bitwise():
         assert str(npu.value).split('\n')[0] == str(cpu.value).split('\n')[0]
 
 
+@sample(['aten::masked_select'], 'masked-select')
+def _masked_select():
+    # every dtype, broadcasting both ways, strided, empty and all-false
+    for dt in FLOATS + INTS + [torch.int8, torch.uint8, torch.bool]:
+        x = make((4, 6), dt, special=dt == torch.float32)
+        no_fallback(lambda a, m: (torch.masked_select(a, m),
+                                  a.t().masked_select(m.t()),
+                                  a[:, ::2].masked_select(m[0, ::2]),
+                                  a[0].masked_select(m)),
+                    x, make((4, 6), torch.bool, seed=2))
+    no_fallback(torch.masked_select, make((0, 3)), make((3,), torch.bool))
+    no_fallback(torch.masked_select, make((5,)), torch.zeros(5, dtype=torch.bool))
+    no_fallback(torch.masked_select, make((3,)), torch.ones((2, 3), dtype=torch.bool))
+    # PyTorch's refusals: a uint8 mask, shapes that do not broadcast, an
+    # out= of another dtype (index_select's too)
+    x, m = make((2, 3)), make((2, 3), torch.bool)
+    for fn in (lambda a, b: torch.masked_select(a, b.to(torch.uint8)),
+               lambda a, b: torch.masked_select(a, b[:, :2]),
+               lambda a, b: torch.masked_select(
+                   a, b, out=torch.empty(0, dtype=torch.int64, device=a.device)),
+               lambda a, b: torch.index_select(
+                   a, 0, torch.zeros(1, dtype=torch.int64, device=a.device),
+                   out=torch.empty(0, dtype=torch.int64, device=a.device))):
+        with pytest.raises(RuntimeError) as cpu:
+            fn(x, m)
+        with pytest.raises(RuntimeError) as npu:
+            fn(x.to(NPU), m.to(NPU))
+        assert str(npu.value).split('\n')[0] == str(cpu.value).split('\n')[0]
+
+
 @sample(['aten::logical_and', 'aten::logical_or', 'aten::logical_xor',
          'aten::isnan', 'aten::any', 'aten::all', 'aten::any.dim',
          'aten::all.dim'], 'logical-and-truth-reductions')

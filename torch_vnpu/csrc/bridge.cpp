@@ -1198,6 +1198,16 @@ static void check_target(const char *what, const at::Tensor &target,
 		    result.device(), " and ", target.device(), "! (", what, " out=)");
 }
 
+// PyTorch's name of an op in its messages: "all" of "aten::all.dim". Only
+// built when a check fails (TORCH_CHECK evaluates its message lazily).
+static std::string torch_name(const char *c_name)
+{
+	std::string name = c_name;
+
+	name = name.substr(name.find("::") + 2);
+	return name.substr(0, name.find('.'));
+}
+
 // What PyTorch checks of the tensors an in-place or out= variant writes:
 // no element written twice, no input partly overwritten while it is read
 // (TensorIterator's check_mem_overlap), and what the op's own kernel adds
@@ -1211,19 +1221,17 @@ static void check_aliasing(const char *c_name, const Binding &b,
 					     (*stack)[base].toTensor().scalar_type() :
 					     at::kFloat;
 
-	// PyTorch's name of the op in its messages: "all" of "aten::all.dim"
-	std::string name = c_name;
-	name = name.substr(name.find("::") + 2);
-	name = name.substr(0, name.find('.'));
-
 	if (out && b.facts.out_dtype == OpFacts::OUT_BOOLEAN)
-		TORCH_CHECK(targets[0].scalar_type() == at::kBool, name,
+		TORCH_CHECK(targets[0].scalar_type() == at::kBool, torch_name(c_name),
 			    " does not support non-boolean outputs.");
 	if (out && b.facts.out_dtype == OpFacts::OUT_BYTEBOOL)
 		TORCH_CHECK(targets[0].scalar_type() == at::kBool ||
 				    targets[0].scalar_type() == at::kByte,
-			    name, " only supports bool tensor for result, got: ",
+			    torch_name(c_name), " only supports bool tensor for result, got: ",
 			    targets[0].scalar_type());
+	if (out && b.facts.out_dtype == OpFacts::OUT_SELF_RESULT)
+		TORCH_CHECK(in_dt == targets[0].scalar_type(), torch_name(c_name),
+			    "(): self and result must have the same scalar type");
 	if (out && b.facts.out_dtype == OpFacts::OUT_INPUT)
 		TORCH_CHECK(in_dt == targets[0].scalar_type(),
 			    "Expected the dtype for input and out to match, but got ",

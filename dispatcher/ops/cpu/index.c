@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * CPU reference kernels: embedding, cat, index_select (docs/dispatcher.md).
+ * CPU reference kernels: embedding, cat, index_select, masked_select
+ * (docs/dispatcher.md).
  * Element copies through strides; indices are int64 or int32 and must be
  * in [0, size) of the indexed dim (negative ones are refused, as PyTorch's
  * CPU kernels), checked before anything is written.
@@ -316,5 +317,42 @@ struct vnpu_at_tensor *vnpu_cpu_embedding_dense_backward(vnpu_keyset_t ks,
 	free(counts);
 	vnpu_at_release(g);
 	vnpu_at_release(idx);
+	return out;
+}
+
+/* The elements of self where the broadcast mask is true, in row-major
+ * order of the broadcast shape. */
+struct vnpu_at_tensor *vnpu_cpu_masked_select(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					      struct vnpu_at_tensor *mask)
+{
+	static const char op[] = "aten::masked_select";
+	const struct vnpu_at_tensor *in[2] = { self, mask };
+	size_t es = vnpu_at_dtype_size(self->dtype);
+	int64_t sizes[VNPU_AT_MAX_DIMS], count = 0;
+	struct vnpu_at_tensor *out;
+	struct vnpu_at_iter it;
+	char *dst;
+	uint32_t nd;
+
+	(void)ks;
+	if (mask->dtype != VNPU_AT_BOOL)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "%s: masked_select: expected BoolTensor for mask", op);
+	if (!vnpu_at_broadcast_shapes(op, 2, in, &nd, sizes) ||
+	    !vnpu_at_iter_init(&it, nd, sizes, 2, in))
+		return NULL;
+	while (vnpu_at_iter_next(&it))
+		count += *it.p[1] != 0;
+	out = vnpu_at_empty(1, &count, (enum vnpu_at_dtype)self->dtype, VNPU_AT_DEV_CPU);
+	if (!out || !vnpu_at_iter_init(&it, nd, sizes, 2, in)) {
+		vnpu_at_release(out);
+		return NULL;
+	}
+	dst = vnpu_at_data(out);
+	while (vnpu_at_iter_next(&it))
+		if (*it.p[1]) {
+			memcpy(dst, it.p[0], es);
+			dst += es;
+		}
 	return out;
 }

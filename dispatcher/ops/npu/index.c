@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * NPU kernels (PrivateUse1) on INDEX: index_select and embedding gather
- * rows, embedding_dense_backward adds them back in index order. The
+ * rows, embedding_dense_backward adds them back in index order,
+ * masked_select lists the mask's true positions on the device and
+ * gathers them (one 8-byte read-back: the count, as CUDA's). The
  * indices are read back and checked before the launch: PyTorch's CPU
  * raises IndexError before it writes (CUDA asserts on the device
  * instead), so these ops wait for the index's stream. What the device
@@ -131,5 +133,72 @@ struct vnpu_at_tensor *vnpu_npu_embedding_dense_backward(vnpu_keyset_t ks,
 	}
 	vnpu_at_release(g);
 	vnpu_at_release(idx);
+	return out;
+}
+
+/* self broadcast to sizes as a dense 1-d device tensor. */
+static struct vnpu_at_tensor *dense_flat(struct vnpu_at_tensor *self, uint32_t nd,
+					 const int64_t *sizes)
+{
+	struct vnpu_at_tensor *e = vnpu_op_expand(self, (struct vnpu_at_int_array){ sizes, nd },
+						  false);
+	struct vnpu_at_tensor *c = e ? vnpu_op_contiguous(e) : NULL;
+	struct vnpu_at_tensor *f = c ? vnpu_op_reshape(c, VNPU_AT_INTS(-1)) : NULL;
+
+	vnpu_at_release(e);
+	vnpu_at_release(c);
+	return f;
+}
+
+/* out[0] = how many entries of the 1-d mask are true, out[1..] where. */
+static struct vnpu_at_tensor *true_positions(const char *name, struct vnpu_at_tensor *mask)
+{
+	struct vnpu_kp_index p = { .op = VNPU_INDEX_NONZERO, .skip = -1 };
+	struct vnpu_npu_launch l = { 0 };
+	int64_t n = mask->sizes[0] + 1;
+	struct vnpu_at_tensor *out = vnpu_npu_empty(1, &n, VNPU_AT_I64);
+
+	if (out && (!vnpu_npu_arg(&l, mask, VNPU_ACCESS_READ, &p.src) ||
+		    !vnpu_npu_arg(&l, out, VNPU_ACCESS_WRITE, &p.out) ||
+		    !vnpu_npu_launch(name, &l, "index", &p, sizeof(p), 1))) {
+		vnpu_at_release(out);
+		out = NULL;
+	}
+	return out;
+}
+
+struct vnpu_at_tensor *vnpu_npu_masked_select(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					      struct vnpu_at_tensor *mask)
+{
+	static const char name[] = "aten::masked_select";
+	const struct vnpu_at_tensor *in[2] = { self, mask };
+	int64_t sizes[VNPU_AT_MAX_DIMS], count;
+	struct vnpu_at_tensor *src = NULL, *m = NULL, *pos = NULL, *head, *idx, *out = NULL;
+	struct vnpu_at_scalar c;
+	uint32_t nd;
+
+	if (mask->dtype != VNPU_AT_BOOL || !vnpu_at_is_npu(self) || !vnpu_at_is_npu(mask) ||
+	    vnpu_npu_dtype((enum vnpu_at_dtype)self->dtype) < 0 ||
+	    !vnpu_at_broadcast_shapes(name, 2, in, &nd, sizes))
+		return vnpu_fallback_masked_select(ks, self, mask);
+	src = dense_flat(self, nd, sizes);
+	m = src ? dense_flat(mask, nd, sizes) : NULL;
+	pos = m ? true_positions(name, m) : NULL;
+	head = pos ? vnpu_op_select_int(pos, 0, 0) : NULL;
+	c = head ? vnpu_op__local_scalar_dense(head) : VNPU_AT_SCALAR_NONEV;
+	vnpu_at_release(head);
+	if (c.kind == VNPU_AT_SCALAR_INT) {
+		count = c.i;
+		idx = vnpu_op_slice_Tensor(pos, 0, VNPU_AT_SOME_INT(1),
+					   VNPU_AT_SOME_INT(1 + count), 1);
+		if (idx && count)
+			out = gather(name, src, 0, idx);
+		else if (idx)
+			out = vnpu_npu_empty(1, &count, (enum vnpu_at_dtype)self->dtype);
+		vnpu_at_release(idx);
+	}
+	vnpu_at_release(src);
+	vnpu_at_release(m);
+	vnpu_at_release(pos);
 	return out;
 }
