@@ -1122,6 +1122,12 @@ static struct vnpu_at_tensor *add_product(struct vnpu_at_tensor *self,
 	struct vnpu_at_tensor *in[3] = { self, tensor1, tensor2 }, *w[3] = { 0 };
 	struct vnpu_at_tensor *p = NULL, *r = NULL;
 
+	/* PyTorch's addcmul kernel has no bool one (addcdiv refuses every
+	 * integer pair before) */
+	if (dt == VNPU_AT_BOOL)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "aten::%s: \"%s_cpu_out\" not implemented for 'Bool'",
+					 divide ? "addcdiv" : "addcmul", divide ? "addcdiv" : "addcmul");
 	if (!vnpu_at_dtype_is_float(dt) && value.kind == VNPU_AT_SCALAR_DOUBLE)
 		value = VNPU_AT_INT(vnpu_at_scalar_to_int_as(value, dt));
 	/* value=True is 1 here: add's alpha takes a bool only for bools */
