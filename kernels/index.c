@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
  * INDEX: SELECT gathers rows of one dim by an index list (index_select,
- * embedding), ADD adds rows into them (index_add_, embedding's backward),
+ * embedding), ADD adds rows into them (index_add_, embedding's backward,
+ * index_put_ with accumulate), COPY writes them (index_copy_, index_put_),
  * NONZERO lists the positions of a vector's nonzero entries (masked_select,
  * nonzero): a prefix count, run by one block.
- * Both walk every coordinate of the other dims with an odometer. ADD's
- * blocks split those coordinates, and each adds all of its rows in index
- * order, so no two blocks write one element and the result does not
- * depend on the block count.
+ * All walk every coordinate of the other dims with an odometer. ADD's and
+ * COPY's blocks split those coordinates, and each writes all of its rows
+ * in index order, so no two blocks write one element and the result does
+ * not depend on the block count.
  */
+#include <math.h>
 #include <string.h>
 
 #include "elementwise.h"
@@ -118,8 +120,9 @@ static uint32_t index_validate(const void *params, const struct vnpu_kbuf *bufs,
 		return VNPU_STATUS_INVALID_ARGS;
 	if (p->index.dtype != VNPU_DTYPE_I32 && p->index.dtype != VNPU_DTYPE_I64)
 		return VNPU_STATUS_UNSUPPORTED;
-	if (p->op == VNPU_INDEX_ADD && !vnpu_dtype_is_float(p->out.dtype))
-		return VNPU_STATUS_UNSUPPORTED;
+	if (p->op == VNPU_INDEX_ADD && !vnpu_dtype_is_float(p->out.dtype) &&
+	    !(p->alpha == trunc(p->alpha) && fabs(p->alpha) < 0x1p63))
+		return VNPU_STATUS_INVALID_ARGS; /* an integer add takes an integral alpha */
 	return VNPU_STATUS_OK;
 }
 
@@ -159,15 +162,40 @@ static void select_run(const struct vnpu_kp_index *p, const struct vnpu_kbuf *bu
 	}
 }
 
-static void add_run(const struct vnpu_kp_index *p, const struct vnpu_kbuf *bufs,
-		    uint32_t block, uint32_t nblocks)
+/* One element of ADD: o += alpha * s, in the dtype's arithmetic. */
+static void add_elem(char *o, const char *s, uint32_t dtype, float alpha_f, int64_t alpha_i)
+{
+	if (vnpu_dtype_is_float(dtype)) {
+		float a = 0, b = 0;
+
+		vnpu_ew_load_f32(o, 1, dtype, 1, &a);
+		vnpu_ew_load_f32(s, 1, dtype, 1, &b);
+		a += alpha_f * b;
+		vnpu_ew_store_f32(o, 1, dtype, 1, &a);
+	} else {
+		int64_t a = 0, b = 0;
+
+		vnpu_ew_load_i64(o, 1, dtype, 1, &a);
+		vnpu_ew_load_i64(s, 1, dtype, 1, &b);
+		/* wrapping, as PyTorch's integer index_add_ */
+		a = (int64_t)((uint64_t)a + (uint64_t)alpha_i * (uint64_t)b);
+		vnpu_ew_store_i64(o, 1, dtype, 1, &a);
+	}
+}
+
+/* ADD and COPY: a block owns a range of the other dims' coordinates and
+ * walks every index entry in order for each, so no two blocks write one
+ * element and the last of repeated entries wins in COPY. */
+static void scatter_run(const struct vnpu_kp_index *p, const struct vnpu_kbuf *bufs,
+			uint32_t block, uint32_t nblocks)
 {
 	const char *src = bufs[p->src.buffer].ptr;
 	const char *idx = vnpu_tensor_data(&p->index, bufs);
 	char *out = bufs[p->out.buffer].ptr;
 	uint64_t esize = vnpu_dtype_size(p->out.dtype), poll = 0, begin, end;
 	int64_t n = p->index.sizes[0], size = p->out.sizes[p->dim];
-	float alpha = (float)p->alpha;
+	float alpha_f = (float)p->alpha;
+	int64_t alpha_i = vnpu_dtype_is_float(p->out.dtype) ? 0 : (int64_t)p->alpha;
 	struct rest r;
 
 	vnpu_block_range(rest_init(&r, &p->out, p->dim), block, nblocks, &begin, &end);
@@ -179,17 +207,17 @@ static void add_run(const struct vnpu_kp_index *p, const struct vnpu_kbuf *bufs,
 
 		for (int64_t i = 0; i < n; i++) {
 			int64_t j = index_at(&p->index, idx, i);
+			const char *s;
 			char *o;
-			float a = 0, b = 0;
 
 			if (j < 0 || j >= size || j == p->skip)
 				continue;
 			o = out + (uint64_t)(oo + j * p->out.strides[p->dim]) * esize;
-			vnpu_ew_load_f32(o, 1, p->out.dtype, 1, &a);
-			vnpu_ew_load_f32(src + (uint64_t)(so + i * p->src.strides[p->dim]) * esize,
-					 1, p->src.dtype, 1, &b);
-			a += alpha * b;
-			vnpu_ew_store_f32(o, 1, p->out.dtype, 1, &a);
+			s = src + (uint64_t)(so + i * p->src.strides[p->dim]) * esize;
+			if (p->op == VNPU_INDEX_COPY)
+				memcpy(o, s, esize);
+			else
+				add_elem(o, s, p->out.dtype, alpha_f, alpha_i);
 		}
 		if (vnpu_kernel_poll(&poll, (uint64_t)n + 1))
 			return;
@@ -250,10 +278,10 @@ static void index_run(const void *params, const struct vnpu_kbuf *bufs,
 
 	if (p->op == VNPU_INDEX_SELECT)
 		select_run(p, bufs, block, nblocks);
-	else if (p->op == VNPU_INDEX_ADD)
-		add_run(p, bufs, block, nblocks);
-	else
+	else if (p->op == VNPU_INDEX_NONZERO)
 		nonzero_run(p, bufs, block);
+	else
+		scatter_run(p, bufs, block, nblocks);
 }
 
 const struct vnpu_kernel_def vnpu_kernel_index = {

@@ -245,6 +245,7 @@ enum vnpu_index_op {
 	VNPU_INDEX_SELECT = 0,
 	VNPU_INDEX_ADD = 1,
 	VNPU_INDEX_NONZERO = 2,
+	VNPU_INDEX_COPY = 3,
 	VNPU_INDEX_COUNT
 };
 
@@ -255,9 +256,15 @@ enum vnpu_index_op {
  *           any dtype, copied bytewise; an entry outside [0, size) gives
  *           zero bytes)
  *   ADD     out[.., index[i], ..] += alpha * src[.., i, ..]  (src has n
- *           along dim; F32, F16, BF16 computed in f32 and rounded after
- *           each add, in index order; an entry outside [0, size) or equal
- *           to skip adds nothing)
+ *           along dim; in index order; F32, F16, BF16 computed in f32 and
+ *           rounded after each add; I8, U8, I32, I64 in int64 wrapping to
+ *           the width, BOOL as 0/1 storing a nonzero sum as 1, both with
+ *           an integral alpha; an entry outside [0, size) or equal to
+ *           skip adds nothing)
+ *   COPY    out[.., index[i], ..] = src[.., i, ..]  (src has n along dim;
+ *           any dtype, copied bytewise in index order, so of repeated
+ *           entries the last row stays; an entry outside [0, size) or
+ *           equal to skip copies nothing)
  *   NONZERO src rank 1 of n entries, any dtype; out rank 1 I64 of n + 1:
  *           out[0] = the count c of nonzero entries (a float NaN is
  *           nonzero, -0.0 zero), out[1..c] their positions in order, the
@@ -268,7 +275,7 @@ struct vnpu_kp_index {
 	uint32_t op;		/* enum vnpu_index_op */
 	uint32_t dim;
 	double alpha;		/* ADD */
-	int64_t skip;		/* ADD: entries equal to it add nothing
+	int64_t skip;		/* ADD, COPY: entries equal to it do nothing
 				 * (embedding's padding_idx); -1 none */
 	struct vnpu_tensor src;
 	struct vnpu_tensor index;

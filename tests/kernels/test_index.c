@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * INDEX against references written here with doubles and explicit index
- * math: SELECT of every dtype and ADD of the float dtypes, along every dim
+ * math: SELECT, COPY and ADD of every dtype, along every dim
  * of random shapes (0 and 1 sizes included), with transposed and padded
  * strides, strided I32 and I64 index lists holding out-of-range entries,
  * repeated entries and a skipped one, several block counts (run in a
@@ -73,7 +73,7 @@ static void run_index_case(const struct index_case *ic)
 	memset(&p, 0, sizeof(p));
 	p.op = ic->op;
 	p.dim = dim;
-	p.alpha = kt_rand() % 2 ? 1.0 : -0.5;
+	p.alpha = kt_rand() % 2 ? 1.0 : is_float(ic->dt) ? -0.5 : -2.0;
 	p.skip = n && kt_rand() % 2 ? entries[kt_rand() % n] : -1;
 	p.src = os.t;
 	p.index = oi.t;
@@ -100,6 +100,33 @@ static void run_index_case(const struct index_case *ic)
 			continue;
 		}
 		want = get_val(before, ic->dt, elem_off(&oo.t, idx));
+		if (ic->op == VNPU_INDEX_COPY) {
+			/* the last entry naming this row, if any */
+			for (int64_t i = 0; i < n; i++) {
+				if (entries[i] != idx[dim] || entries[i] == p.skip)
+					continue;
+				sidx[dim] = i;
+				want = get_val(b[0].ptr, ic->dt, elem_off(&os.t, sidx));
+			}
+			ck_assert_msg(got == want || (isnan(got) && isnan(want)),
+				      "copy dt %u dim %u: %g, want %g", ic->dt, dim, got, want);
+			continue;
+		}
+		if (!is_float(ic->dt)) {
+			int64_t acc = (int64_t)want;
+
+			for (int64_t i = 0; i < n; i++) {
+				if (entries[i] != idx[dim] || entries[i] == p.skip)
+					continue;
+				sidx[dim] = i;
+				acc = ew_wrap_int(acc + (int64_t)p.alpha *
+						  (int64_t)get_val(b[0].ptr, ic->dt,
+								   elem_off(&os.t, sidx)), ic->dt);
+			}
+			ck_assert_msg(got == (double)acc, "add dt %u dim %u: %g, want %lld",
+				      ic->dt, dim, got, (long long)acc);
+			continue;
+		}
 		scale = fabs(want);
 		for (int64_t i = 0; i < n; i++) {
 			double v;
@@ -148,10 +175,65 @@ END_TEST
 
 START_TEST(test_index_add)
 {
-	static const uint32_t dts[] = {VNPU_DTYPE_F32, VNPU_DTYPE_F16, VNPU_DTYPE_BF16};
+	static const uint32_t dts[] = {VNPU_DTYPE_F32, VNPU_DTYPE_F16, VNPU_DTYPE_BF16,
+				       VNPU_DTYPE_I32, VNPU_DTYPE_I64, VNPU_DTYPE_I8,
+				       VNPU_DTYPE_U8, VNPU_DTYPE_BOOL};
 
 	kt_seed(1402);
 	run_index_cases(VNPU_INDEX_ADD, dts, sizeof(dts) / sizeof(dts[0]), 60);
+}
+END_TEST
+
+START_TEST(test_index_copy)
+{
+	static const uint32_t dts[] = {VNPU_DTYPE_F32, VNPU_DTYPE_F16, VNPU_DTYPE_BF16,
+				       VNPU_DTYPE_I32, VNPU_DTYPE_I64, VNPU_DTYPE_I8,
+				       VNPU_DTYPE_U8, VNPU_DTYPE_BOOL};
+
+	kt_seed(1404);
+	run_index_cases(VNPU_INDEX_COPY, dts, sizeof(dts) / sizeof(dts[0]), 40);
+}
+END_TEST
+
+/* Integer ADD wraps to the width as PyTorch's index_add_ does; bool ors. */
+START_TEST(test_index_add_int_wraps)
+{
+	int64_t sz = 2, isz = 3;
+	int64_t ent[3] = {0, 0, 1};
+	int8_t src[3] = {100, 100, 1}, out[2] = {100, -128};
+	uint8_t bsrc[3] = {0, 1, 0}, bout[2] = {0, 1};
+	struct vnpu_kbuf b[3];
+	struct vnpu_kp_index p;
+
+	b[0] = kt_buffer(sizeof(src));
+	memcpy(b[0].ptr, src, sizeof(src));
+	b[1] = kt_buffer(sizeof(ent));
+	memcpy(b[1].ptr, ent, sizeof(ent));
+	b[2] = kt_buffer(sizeof(out));
+	memcpy(b[2].ptr, out, sizeof(out));
+	memset(&p, 0, sizeof(p));
+	p.op = VNPU_INDEX_ADD;
+	p.alpha = 1;
+	p.skip = -1;
+	p.src = kt_tensor(0, VNPU_DTYPE_I8, 1, &isz, NULL);
+	p.index = kt_tensor(1, VNPU_DTYPE_I64, 1, &isz, NULL);
+	p.out = kt_tensor(2, VNPU_DTYPE_I8, 1, &sz, NULL);
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &p, b, 3, 2), VNPU_STATUS_OK);
+	ck_assert_int_eq(((int8_t *)b[2].ptr)[0], 44);	/* 300 mod 256 */
+	ck_assert_int_eq(((int8_t *)b[2].ptr)[1], -127);
+	p.alpha = 0.5; /* an integer add refuses a fractional alpha */
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &p, b, 3, 2), VNPU_STATUS_INVALID_ARGS);
+	p.alpha = NAN;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &p, b, 3, 2), VNPU_STATUS_INVALID_ARGS);
+	p.alpha = 1;
+	memcpy(b[0].ptr, bsrc, sizeof(bsrc));
+	memcpy(b[2].ptr, bout, sizeof(bout));
+	p.src.dtype = p.out.dtype = VNPU_DTYPE_BOOL;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &p, b, 3, 2), VNPU_STATUS_OK);
+	ck_assert_uint_eq(((uint8_t *)b[2].ptr)[0], 1);
+	ck_assert_uint_eq(((uint8_t *)b[2].ptr)[1], 1);
+	for (int i = 0; i < 3; i++)
+		kt_free(&b[i]);
 }
 END_TEST
 
@@ -241,7 +323,8 @@ START_TEST(test_index_errors)
 	q.out.buffer = 3;
 	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &q, b, 3, 1), VNPU_STATUS_INVALID_ARGS);
 
-	/* ADD: src has the index's length along dim; floats only */
+	/* ADD: src has the index's length along dim; integers take an
+	 * integral alpha */
 	q = p;
 	q.op = VNPU_INDEX_ADD;
 	q.src = p.out;
@@ -253,7 +336,15 @@ START_TEST(test_index_errors)
 	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &q, b, 3, 1), VNPU_STATUS_INVALID_ARGS);
 	b[0].access = VNPU_ACCESS_READ | VNPU_ACCESS_WRITE;
 	q.src.dtype = q.out.dtype = VNPU_DTYPE_I32;
-	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &q, b, 3, 1), VNPU_STATUS_UNSUPPORTED);
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &q, b, 3, 1), VNPU_STATUS_OK);
+	q.alpha = 1.5;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &q, b, 3, 1), VNPU_STATUS_INVALID_ARGS);
+	/* COPY writes but does not read its output */
+	q.op = VNPU_INDEX_COPY;
+	b[0].access = VNPU_ACCESS_WRITE;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &q, b, 3, 1), VNPU_STATUS_OK);
+	q.out.strides[0] = 0; /* overlapping output rows */
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &q, b, 3, 1), VNPU_STATUS_INVALID_ARGS);
 	for (int i = 0; i < 3; i++)
 		kt_free(&b[i]);
 }
@@ -355,6 +446,8 @@ int main(void)
 	tcase_add_test(tc, test_registry);
 	tcase_add_test(tc, test_index_select);
 	tcase_add_test(tc, test_index_add);
+	tcase_add_test(tc, test_index_copy);
+	tcase_add_test(tc, test_index_add_int_wraps);
 	tcase_add_test(tc, test_index_add_repeats_in_order);
 	tcase_add_test(tc, test_index_errors);
 	tcase_add_test(tc, test_index_nonzero);
