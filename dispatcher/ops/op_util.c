@@ -579,8 +579,7 @@ bool vnpu_at_can_cast(enum vnpu_at_dtype from, enum vnpu_at_dtype to)
 	return from == VNPU_AT_BOOL || to != VNPU_AT_BOOL;
 }
 
-/* PyTorch's name of a dtype in its messages ("Float", "Long"). */
-static const char *scalar_type_name(enum vnpu_at_dtype dt)
+const char *vnpu_at_scalar_type_name(enum vnpu_at_dtype dt)
 {
 	switch (dt) {
 	case VNPU_AT_U8: return "Byte";
@@ -633,8 +632,8 @@ bool vnpu_at_check_write(const char *op, const struct vnpu_at_tensor *out,
 	if (!vnpu_at_can_cast(result, (enum vnpu_at_dtype)out->dtype)) {
 		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 				  "%s: result type %s can't be cast to the desired output type %s",
-				  op, scalar_type_name(result),
-				  scalar_type_name((enum vnpu_at_dtype)out->dtype));
+				  op, vnpu_at_scalar_type_name(result),
+				  vnpu_at_scalar_type_name((enum vnpu_at_dtype)out->dtype));
 		return false;
 	}
 	return true;
@@ -712,32 +711,66 @@ bool vnpu_qmm_check(const char *op, struct vnpu_qmm *q,
 	return true;
 }
 
-bool vnpu_at_indices_in_range(const char *op, struct vnpu_at_tensor *index,
-			      int64_t rows)
+struct vnpu_at_tensor *vnpu_at_host_contiguous(struct vnpu_at_tensor *t)
 {
-	struct vnpu_at_tensor *host = index->storage->device.type == VNPU_AT_CPU ?
-				      vnpu_at_retain(index) :
-				      vnpu_op__to_copy(index, (enum vnpu_at_dtype)index->dtype,
+	struct vnpu_at_tensor *host = t->storage->device.type == VNPU_AT_CPU ?
+				      vnpu_at_retain(t) :
+				      vnpu_op__to_copy(t, (enum vnpu_at_dtype)t->dtype,
 						       VNPU_AT_DEV_CPU, false);
 	struct vnpu_at_tensor *c = host ? vnpu_at_contiguous(host) : NULL;
+
+	vnpu_at_release(host);
+	return c;
+}
+
+/* The first entry of index outside [lo, hi), in *bad; false when none.
+ * NULL host copy: *failed. */
+static bool find_out_of_range(struct vnpu_at_tensor *index, int64_t lo, int64_t hi,
+			      int64_t *bad, bool *failed)
+{
+	struct vnpu_at_tensor *c = vnpu_at_host_contiguous(index);
 	int64_t n = c ? vnpu_at_numel(c) : 0;
 	size_t es = vnpu_at_dtype_size(index->dtype);
-	bool ok = c != NULL;
+	bool found = false;
 
-	for (int64_t k = 0; ok && k < n; k++) {
+	*failed = c == NULL;
+	for (int64_t k = 0; !found && k < n; k++) {
 		int64_t v = vnpu_at_load_int((enum vnpu_at_dtype)c->dtype,
 					     (const char *)vnpu_at_data(c) + (size_t)k * es);
 
-		if (v < 0 || v >= rows) {
-			vnpu_at_error_set(VNPU_AT_ERR_INDEX,
-					  "%s: index out of range in self (index %lld, size %lld)",
-					  op, (long long)v, (long long)rows);
-			ok = false;
-		}
+		found = v < lo || v >= hi;
+		*bad = v;
 	}
 	vnpu_at_release(c);
-	vnpu_at_release(host);
-	return ok;
+	return found;
+}
+
+bool vnpu_at_indices_in_range(const char *op, struct vnpu_at_tensor *index,
+			      int64_t rows)
+{
+	int64_t v;
+	bool failed;
+
+	if (!find_out_of_range(index, 0, rows, &v, &failed))
+		return !failed;
+	vnpu_at_error_set(VNPU_AT_ERR_INDEX,
+			  "%s: index out of range in self (index %lld, size %lld)",
+			  op, (long long)v, (long long)rows);
+	return false;
+}
+
+bool vnpu_at_indices_in_bounds(const char *op, const char *prefix, struct vnpu_at_tensor *index,
+			       int64_t dim, int64_t size)
+{
+	int64_t v;
+	bool failed;
+
+	if (!find_out_of_range(index, 0, size, &v, &failed))
+		return !failed;
+	vnpu_at_error_set(VNPU_AT_ERR_INDEX,
+			  "%s: %sindex %lld is out of bounds for dimension %lld with size %lld",
+			  op, prefix, (long long)v, (long long)dim, (long long)size);
+	return false;
 }
 
 struct vnpu_at_tensor *vnpu_at_converted(struct vnpu_at_tensor *t,
@@ -750,4 +783,196 @@ struct vnpu_at_tensor *vnpu_at_converted(struct vnpu_at_tensor *t,
 	c = vnpu_op__to_copy(t, dtype, VNPU_AT_DEV_NONE, false);
 	vnpu_at_release(t);
 	return c;
+}
+
+/* The element range [lo, hi] of t in its storage (numel > 0). */
+static void element_range(const struct vnpu_at_tensor *t, int64_t *lo, int64_t *hi)
+{
+	*lo = *hi = t->offset;
+	for (uint32_t d = 0; d < t->ndim; d++) {
+		int64_t span = (t->sizes[d] - 1) * t->strides[d];
+
+		if (span < 0)
+			*lo += span;
+		else
+			*hi += span;
+	}
+}
+
+bool vnpu_at_may_overlap(const struct vnpu_at_tensor *a, const struct vnpu_at_tensor *b)
+{
+	int64_t alo, ahi, blo, bhi;
+	size_t as = vnpu_at_dtype_size((enum vnpu_at_dtype)a->dtype);
+	size_t bs = vnpu_at_dtype_size((enum vnpu_at_dtype)b->dtype);
+
+	if (a->storage != b->storage || !vnpu_at_numel(a) || !vnpu_at_numel(b))
+		return false;
+	element_range(a, &alo, &ahi);
+	element_range(b, &blo, &bhi);
+	/* in bytes: the two may have different dtypes */
+	return alo * (int64_t)as <= bhi * (int64_t)bs + (int64_t)bs - 1 &&
+	       blo * (int64_t)bs <= ahi * (int64_t)as + (int64_t)as - 1;
+}
+
+bool vnpu_at_check_no_overlap(const char *op, const struct vnpu_at_tensor *written,
+			      const struct vnpu_at_tensor *input)
+{
+	if (!input || !vnpu_at_may_overlap(written, input))
+		return true;
+	vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			  "%s: unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location. Please clone() the tensor before performing the operation.",
+			  op);
+	return false;
+}
+
+const char *vnpu_at_format_dims(const int64_t *sizes, uint32_t n, char *buf, size_t len)
+{
+	int k = snprintf(buf, len, "[");
+
+	for (uint32_t i = 0; i < n && k < (int)len; i++)
+		k += snprintf(buf + k, len - (size_t)k, "%s%lld", i ? ", " : "", (long long)sizes[i]);
+	if (k < (int)len)
+		snprintf(buf + k, len - (size_t)k, "]");
+	return buf;
+}
+
+/* The sizes of t without dim d (a 0-dim tensor has none). */
+static uint32_t sliced_sizes(const struct vnpu_at_tensor *t, int64_t d, int64_t *out)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < t->ndim; i++)
+		if ((int64_t)i != d)
+			out[n++] = t->sizes[i];
+	return n;
+}
+
+bool vnpu_at_index_scatter_check(const char *op, bool copy, const struct vnpu_at_tensor *self,
+				 int64_t dim, const struct vnpu_at_tensor *index,
+				 const struct vnpu_at_tensor *source, struct vnpu_at_scalar alpha,
+				 int64_t *dim_out)
+{
+	const char *fn = copy ? "index_copy_()" : "index_add_()";
+	const char *sdt = vnpu_at_scalar_type_name((enum vnpu_at_dtype)self->dtype);
+	const char *cdt = vnpu_at_scalar_type_name((enum vnpu_at_dtype)source->dtype);
+	/* index_copy_ raises IndexError for shape errors, index_add_ not */
+	enum vnpu_at_error shape_err = copy ? VNPU_AT_ERR_INDEX : VNPU_AT_ERR_VALUE;
+	int64_t ss[VNPU_AT_MAX_DIMS], cs[VNPU_AT_MAX_DIMS], n = vnpu_at_numel(index), d, rows;
+	uint32_t sn, cn;
+	bool same;
+	char a[160], b[160];
+
+	d = vnpu_at_wrap_dim(dim, self->ndim ? self->ndim : 1);
+	if (d < 0)
+		return false;
+	if (index->ndim > 1) {
+		if (copy)
+			vnpu_at_error_set(VNPU_AT_ERR_INDEX,
+					  "%s: %s: Index should have dimension 1 or 0 (got %u)", op, fn,
+					  index->ndim);
+		else
+			vnpu_at_error_set(VNPU_AT_ERR_INDEX, "%s: %s: Index is supposed to be a vector",
+					  op, fn);
+		return false;
+	}
+	if (copy && source->ndim == 0 && n != 1) {
+		vnpu_at_error_set(VNPU_AT_ERR_INDEX,
+				  "%s: %s: When source is scalar, index should have one element (got %lld)",
+				  op, fn, (long long)n);
+		return false;
+	}
+	if (copy && source->ndim != self->ndim && source->ndim && self->ndim) {
+		vnpu_at_error_set(VNPU_AT_ERR_INDEX,
+				  "%s: %s: When source and destination are not scalars, their dimensionality must match. Source dimensionality (%u), destination dimensionality (%u)",
+				  op, fn, source->ndim, self->ndim);
+		return false;
+	}
+	if (copy && index->dtype != VNPU_AT_I64) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				  "%s: %s: Expected a long tensor for index, but got %s", op, fn,
+				  vnpu_at_scalar_type_name((enum vnpu_at_dtype)index->dtype));
+		return false;
+	}
+	if (!copy && index->dtype != VNPU_AT_I64 && index->dtype != VNPU_AT_I32) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE, "%s: %s: Expected dtype int32/int64 for index",
+				  op, fn);
+		return false;
+	}
+	if (source->dtype != self->dtype) {
+		if (copy)
+			vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					  "%s: %s: self and source expected to have the same dtype, but got (self) %s and (source) %s",
+					  op, fn, sdt, cdt);
+		else
+			vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					  "%s: %s: self (%s) and source (%s) must have the same scalar type",
+					  op, fn, sdt, cdt);
+		return false;
+	}
+	if (!vnpu_at_check_same_device(op, 3, (const struct vnpu_at_tensor *[]){ self, index, source }))
+		return false;
+	if (!copy && d != 0 && d >= source->ndim) {
+		vnpu_at_error_set(VNPU_AT_ERR_INDEX,
+				  "%s: %s: Indexing dim %lld is out of bounds of the source tensor with dim %u",
+				  op, fn, (long long)d, source->ndim);
+		return false;
+	}
+	sn = sliced_sizes(self, d, ss);
+	cn = sliced_sizes(source, d, cs);
+	same = sn == cn;
+	for (uint32_t i = 0; same && i < sn; i++)
+		same = ss[i] == cs[i];
+	if (copy && !same) {
+		vnpu_at_error_set(VNPU_AT_ERR_INDEX,
+				  "%s: %s: Source/destination tensor must have same slice shapes. Destination slice shape: %s at dimension %lld and source slice shape: %s at dimension 0.",
+				  op, fn, vnpu_at_format_dims(ss, sn, a, sizeof(a)), (long long)d,
+				  vnpu_at_format_dims(cs, cn, b, sizeof(b)));
+		return false;
+	}
+	rows = source->ndim ? source->sizes[d] : 1;
+	if (n != rows) {
+		vnpu_at_error_set(shape_err,
+				  "%s: %s: Number of indices (%lld) should be equal to source.size(dim) (%lld)",
+				  op, fn, (long long)n, (long long)rows);
+		return false;
+	}
+	/* index_add_ compares whole shapes when both have dims */
+	if (!copy && !same && source->ndim && self->ndim) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				  "%s: source tensor shape must match self tensor shape, excluding the specified dimension. Got self.shape = %s source.shape = %s",
+				  op, vnpu_at_format_sizes(self, a, sizeof(a)),
+				  vnpu_at_format_sizes(source, b, sizeof(b)));
+		return false;
+	}
+	if (!copy && !vnpu_at_dtype_is_float((enum vnpu_at_dtype)self->dtype) &&
+	    alpha.kind == VNPU_AT_SCALAR_DOUBLE) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				  "%s: For integral input tensors, argument alpha must not be a floating point number.",
+				  op);
+		return false;
+	}
+	for (uint32_t i = 0; i < self->ndim; i++)
+		if (self->strides[i] == 0 && self->sizes[i] > 1) {
+			vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					  "%s: unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.",
+					  op);
+			return false;
+		}
+	if (!vnpu_at_check_no_overlap(op, self, index) || !vnpu_at_check_no_overlap(op, self, source))
+		return false;
+	/* the index values last, as the kernels check them */
+	if (copy ? !vnpu_at_indices_in_bounds(op, "index_copy_(): ", (struct vnpu_at_tensor *)index,
+					      d, self->ndim ? self->sizes[d] : 1) :
+		   !vnpu_at_indices_in_range(op, (struct vnpu_at_tensor *)index,
+					     self->ndim ? self->sizes[d] : 1))
+		return false;
+	*dim_out = d;
+	return true;
+}
+
+struct vnpu_at_tensor *vnpu_at_as_vector(struct vnpu_at_tensor *t)
+{
+	static const int64_t one = 1;
+
+	return t->ndim ? vnpu_at_retain(t) : vnpu_at_view_of(t, 1, &one, &one, t->offset);
 }

@@ -127,6 +127,40 @@ struct vnpu_at_tensor *vnpu_at_contiguous(struct vnpu_at_tensor *t);
  * PyTorch's IndexError. Indexing kernels check before they write. */
 bool vnpu_at_indices_in_range(const char *op, struct vnpu_at_tensor *index,
 			      int64_t rows);
+/* The same with PyTorch's other wording (index_copy_, index_put_):
+ * "<op>: <prefix>index 5 is out of bounds for dimension 0 with size 3". */
+bool vnpu_at_indices_in_bounds(const char *op, const char *prefix, struct vnpu_at_tensor *index,
+			       int64_t dim, int64_t size);
+/* A contiguous CPU copy of t (t itself, retained, when it is one); an npu
+ * tensor is read back, which waits for its stream. */
+struct vnpu_at_tensor *vnpu_at_host_contiguous(struct vnpu_at_tensor *t);
+/* PyTorch's name of a dtype in its messages ("Float", "Long"). */
+const char *vnpu_at_scalar_type_name(enum vnpu_at_dtype dt);
+/* a and b share a storage and their element ranges meet (a cheap
+ * superset of PyTorch's partial and full overlap). */
+bool vnpu_at_may_overlap(const struct vnpu_at_tensor *a, const struct vnpu_at_tensor *b);
+/* at::assert_no_overlap: false with PyTorch's error when `written` may
+ * share memory with `input` (NULL passes). */
+bool vnpu_at_check_no_overlap(const char *op, const struct vnpu_at_tensor *written,
+			      const struct vnpu_at_tensor *input);
+/*
+ * The checks of index_add_ (copy false) and index_copy_ (copy true), in
+ * PyTorch's order and words, both backends: index a vector of int64 (and
+ * int32 for index_add_), source of self's dtype with self's slice shape
+ * and one row per index, an integral alpha for integer tensors, self not
+ * overlapping itself, the index or the source, then every index in range
+ * (read back from the device: nothing is written before). *dim_out gets
+ * dim wrapped. False with the error set.
+ */
+bool vnpu_at_index_scatter_check(const char *op, bool copy, const struct vnpu_at_tensor *self,
+				 int64_t dim, const struct vnpu_at_tensor *index,
+				 const struct vnpu_at_tensor *source, struct vnpu_at_scalar alpha,
+				 int64_t *dim_out);
+/* "[3, 4]" of n sizes into buf; returns buf. */
+const char *vnpu_at_format_dims(const int64_t *sizes, uint32_t n, char *buf, size_t len);
+/* t as a 1-d view when it is 0-dim (indexing takes a scalar as a
+ * one-element vector), else t; retained either way. */
+struct vnpu_at_tensor *vnpu_at_as_vector(struct vnpu_at_tensor *t);
 /* Consumes t; returns it converted to dtype on its device (t itself when
  * it has it; NULL passes through). */
 struct vnpu_at_tensor *vnpu_at_converted(struct vnpu_at_tensor *t,

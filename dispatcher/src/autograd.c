@@ -26,6 +26,8 @@ void vnpu_ag_node_release(struct vnpu_ag_node *n)
 		vnpu_at_release(n->saved[i]);
 		vnpu_at_release(n->acc[i]);
 	}
+	for (uint32_t i = 0; i < n->saved_list_n; i++)
+		vnpu_at_release(n->saved_list[i]);
 	free(n);
 }
 
@@ -135,6 +137,21 @@ void vnpu_ag_save(struct vnpu_ag_node *n, uint32_t i, struct vnpu_at_tensor *t)
 {
 	vnpu_at_release(n->saved[i]);
 	n->saved[i] = t ? vnpu_at_retain(t) : NULL;
+}
+
+bool vnpu_ag_save_list(struct vnpu_ag_node *n, struct vnpu_at_tensor_list l)
+{
+	if (l.n < 0 || l.n > VNPU_AT_MAX_DIMS) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE, "autograd: cannot save a list of %lld tensors",
+				  (long long)l.n);
+		return false;
+	}
+	for (uint32_t i = 0; i < n->saved_list_n; i++)
+		vnpu_at_release(n->saved_list[i]);
+	for (int64_t i = 0; i < l.n; i++)
+		n->saved_list[i] = l.v[i] ? vnpu_at_retain(l.v[i]) : NULL;
+	n->saved_list_n = (uint32_t)l.n;
+	return true;
 }
 
 bool vnpu_ag_set_output(struct vnpu_at_tensor *out, struct vnpu_ag_node *n,

@@ -38,6 +38,9 @@ struct vnpu_ag_node {
 	int8_t dtype;
 	struct vnpu_at_device device;
 	struct vnpu_at_tensor *acc[VNPU_AG_MAX_IO];	/* during backward */
+	/* a Tensor?[] argument (advanced indexing), NULL entries kept */
+	struct vnpu_at_tensor *saved_list[VNPU_AT_MAX_DIMS];
+	uint32_t saved_list_n;
 };
 
 struct vnpu_autograd_meta {
@@ -56,6 +59,9 @@ struct vnpu_ag_node *vnpu_ag_node_new(const char *name, vnpu_ag_backward_fn fn,
 				      uint32_t n_out);
 /* Saves an input (retained) in slot i. */
 void vnpu_ag_save(struct vnpu_ag_node *n, uint32_t i, struct vnpu_at_tensor *t);
+/* Saves a tensor list (retained entries, NULLs kept; at most
+ * VNPU_AT_MAX_DIMS, which no Tensor?[] of indices exceeds). */
+bool vnpu_ag_save_list(struct vnpu_ag_node *n, struct vnpu_at_tensor_list l);
 /* Makes out the output nr of node (sets requires_grad and the key). */
 bool vnpu_ag_set_output(struct vnpu_at_tensor *out, struct vnpu_ag_node *n,
 			uint32_t nr);

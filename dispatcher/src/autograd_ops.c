@@ -2426,3 +2426,229 @@ struct vnpu_ret_nll_loss_forward vnpu_autograd_nll_loss_forward(vnpu_keyset_t ks
 	}
 	return r;
 }
+
+/* ---- advanced indexing and its index_add_/index_copy_ ------------------- */
+
+static struct vnpu_at_tensor_list saved_indices(const struct vnpu_ag_node *n)
+{
+	return (struct vnpu_at_tensor_list){ n->saved_list, n->saved_list_n };
+}
+
+/* The rows of g that index picks along dim, in the source's shape (a
+ * 0-dim source or self is one row). */
+static struct vnpu_at_tensor *picked_rows(struct vnpu_ag_node *n, struct vnpu_at_tensor *g)
+{
+	struct vnpu_at_tensor *rows = vnpu_op_index_select(g, n->ints[0], n->saved[0]);
+	struct vnpu_at_tensor *r = rows ? vnpu_op_reshape(rows, saved_shape(n, 1)) : NULL;
+
+	vnpu_at_release(rows);
+	return r;
+}
+
+/* index: the gradient's picks added back into zeros of self's shape
+ * (repeated picks add up). saved_list the indices; shape 0 self's. */
+static bool index_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			   struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_tensor *z = vnpu_op_zeros(saved_shape(n, 0), (enum vnpu_at_dtype)g[0]->dtype,
+						 n->device);
+	struct vnpu_at_tensor *r = z ? vnpu_op__index_put_impl_(z, saved_indices(n), g[0], true,
+								 false) : NULL;
+
+	vnpu_at_release(r);
+	if (!r) {
+		vnpu_at_release(z);
+		return false;
+	}
+	in[0] = z;
+	return true;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_index_Tensor(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+						  struct vnpu_at_tensor_list indices)
+{
+	struct vnpu_at_tensor *out = vnpu_redispatch_index_Tensor(vnpu_ag_below(ks), self, indices);
+	struct vnpu_ag_node *node;
+
+	if (!out || !vnpu_ag_needed(1, &self))
+		return out;
+	node = node_for("IndexBackward0", index_backward, 1, &self);
+	if (node) {
+		save_shape(node, 0, self);
+		if (!vnpu_ag_save_list(node, indices)) {
+			vnpu_ag_node_release(node);
+			node = NULL;
+		}
+	}
+	return track(out, node);
+}
+
+/* index_put: self's gradient is the output's with the written picks
+ * zeroed (kept when accumulating); the values' is the output's picks,
+ * summed to the values' shape. saved_list the indices; ints[0]
+ * accumulate; shape 0 self's, 1 the values'. */
+static bool index_put_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			       struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_tensor *zero = NULL, *picks = NULL;
+
+	if (wants(n, 0)) {
+		if (n->ints[0]) {
+			in[0] = vnpu_op_clone(g[0]);
+		} else {
+			zero = vnpu_op_zeros((struct vnpu_at_int_array){ NULL, 0 },
+					     (enum vnpu_at_dtype)g[0]->dtype, n->device);
+			in[0] = zero ? vnpu_op_index_put(g[0], saved_indices(n), zero, false) : NULL;
+			vnpu_at_release(zero);
+		}
+		if (!in[0])
+			return false;
+	}
+	if (wants(n, 1)) {
+		picks = vnpu_op_index_Tensor(g[0], saved_indices(n));
+		in[1] = picks ? sum_to_input(picks, n, 1) : NULL;
+		vnpu_at_release(picks);
+		if (!in[1])
+			return false;
+	}
+	return true;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_index_put(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					       struct vnpu_at_tensor_list indices,
+					       struct vnpu_at_tensor *values, bool accumulate)
+{
+	struct vnpu_at_tensor *ins[2] = { self, values };
+	struct vnpu_at_tensor *out = vnpu_redispatch_index_put(vnpu_ag_below(ks), self, indices,
+							       values, accumulate);
+	struct vnpu_ag_node *node;
+
+	if (!out || !vnpu_ag_needed(2, ins))
+		return out;
+	node = node_for("IndexPutBackward0", index_put_backward, 2, ins);
+	if (node) {
+		save_shape(node, 0, self);
+		save_shape(node, 1, values);
+		node->ints[0] = accumulate;
+		if (!vnpu_ag_save_list(node, indices)) {
+			vnpu_ag_node_release(node);
+			node = NULL;
+		}
+	}
+	return track(out, node);
+}
+
+/* index_add: self's gradient passes; the source's is the picked rows
+ * times alpha. saved[0] the index; ints[0] dim; d[0] alpha; shape 1 the
+ * source's. */
+static bool index_add_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			       struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_tensor *rows;
+
+	if (wants(n, 0) && !(in[0] = vnpu_op_clone(g[0])))
+		return false;
+	if (!wants(n, 1))
+		return true;
+	rows = picked_rows(n, g[0]);
+	if (rows && n->d[0] != 1.0) {
+		in[1] = vnpu_op_mul_Scalar(rows, VNPU_AT_DOUBLE(n->d[0]));
+		vnpu_at_release(rows);
+	} else {
+		in[1] = rows;
+	}
+	return in[1] != NULL;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_index_add(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					       int64_t dim, struct vnpu_at_tensor *index,
+					       struct vnpu_at_tensor *source,
+					       struct vnpu_at_scalar alpha)
+{
+	struct vnpu_at_tensor *ins[2] = { self, source };
+	struct vnpu_at_tensor *out = vnpu_redispatch_index_add(vnpu_ag_below(ks), self, dim, index,
+							       source, alpha);
+	struct vnpu_ag_node *node;
+
+	if (!out || !vnpu_ag_needed(2, ins))
+		return out;
+	node = node_for("IndexAddBackward0", index_add_backward, 2, ins);
+	if (node) {
+		save_shape(node, 1, source);
+		vnpu_ag_save(node, 0, index);
+		node->ints[0] = vnpu_at_wrap_dim(dim, self->ndim ? self->ndim : 1);
+		node->d[0] = vnpu_at_scalar_to_double(alpha);
+	}
+	return track(out, node);
+}
+
+/* index_copy: self's gradient is the output's with the copied rows
+ * zeroed; the source's is those rows. saved[0] the index; ints[0] dim;
+ * shape 1 the source's. */
+static bool index_copy_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+				struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_tensor *zeros, *r;
+
+	if (wants(n, 0)) {
+		in[0] = vnpu_op_clone(g[0]);
+		zeros = in[0] ? vnpu_op_zeros(saved_shape(n, 1), (enum vnpu_at_dtype)g[0]->dtype,
+					      n->device) : NULL;
+		r = zeros ? vnpu_op_index_copy_(in[0], n->ints[0], n->saved[0], zeros) : NULL;
+		vnpu_at_release(zeros);
+		vnpu_at_release(r);
+		if (!r)
+			return false;
+	}
+	if (wants(n, 1)) {
+		in[1] = picked_rows(n, g[0]);
+		if (!in[1])
+			return false;
+	}
+	return true;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_index_copy(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+						int64_t dim, struct vnpu_at_tensor *index,
+						struct vnpu_at_tensor *source)
+{
+	struct vnpu_at_tensor *ins[2] = { self, source };
+	struct vnpu_at_tensor *out = vnpu_redispatch_index_copy(vnpu_ag_below(ks), self, dim, index,
+								source);
+	struct vnpu_ag_node *node;
+
+	if (!out || !vnpu_ag_needed(2, ins))
+		return out;
+	node = node_for("IndexCopyBackward0", index_copy_backward, 2, ins);
+	if (node) {
+		save_shape(node, 1, source);
+		vnpu_ag_save(node, 0, index);
+		node->ints[0] = vnpu_at_wrap_dim(dim, self->ndim ? self->ndim : 1);
+	}
+	return track(out, node);
+}
+
+/* flip: the gradient flipped back. ints the dims (nints of them). */
+static bool flip_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			  struct vnpu_at_tensor **in)
+{
+	in[0] = vnpu_op_flip(g[0], ints_of(n->ints, n->nints));
+	return in[0] != NULL;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_flip(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					  struct vnpu_at_int_array dims)
+{
+	struct vnpu_at_tensor *out = vnpu_redispatch_flip(vnpu_ag_below(ks), self, dims);
+	struct vnpu_ag_node *node;
+
+	if (!out || !vnpu_ag_needed(1, &self))
+		return out;
+	/* a valid dims list names each of at most VNPU_AT_MAX_DIMS dims once */
+	node = node_for("FlipBackward0", flip_backward, 1, &self);
+	if (node) {
+		memcpy(node->ints, dims.v, sizeof(int64_t) * (size_t)dims.n);
+		node->nints = (uint32_t)dims.n;
+	}
+	return track(out, node);
+}

@@ -163,6 +163,97 @@ START_TEST(unary_ops)
 }
 END_TEST
 
+/* Advanced indexing (index.Tensor, _index_put_impl_ with and without
+ * accumulate, through index_select, index_copy_ and index_add_) agrees
+ * with the CPU kernels, runs on the device, and refuses an index out of
+ * range before it writes anything. */
+static struct vnpu_at_tensor *index_list_op(struct vnpu_at_tensor *x, bool npu,
+					    struct vnpu_at_tensor **idx, int64_t n,
+					    struct vnpu_at_tensor *values, bool accumulate)
+{
+	struct vnpu_at_tensor *l[4] = { NULL }, *self, *v = NULL, *r;
+
+	for (int64_t i = 0; i < n; i++)
+		l[i] = idx[i] ? (npu ? ot_to_npu(idx[i]) : vnpu_at_retain(idx[i])) : NULL;
+	self = npu ? ot_to_npu(x) : vnpu_op_clone(x);
+	if (values)
+		v = npu ? ot_to_npu(values) : vnpu_at_retain(values);
+	r = values ? vnpu_op__index_put_impl_(self, (struct vnpu_at_tensor_list){ l, n }, v,
+					      accumulate, false) :
+		     vnpu_op_index_Tensor(self, (struct vnpu_at_tensor_list){ l, n });
+	for (int64_t i = 0; i < n; i++)
+		vnpu_at_release(l[i]);
+	vnpu_at_release(v);
+	if (values && r) {
+		vnpu_at_release(r);
+		return self;
+	}
+	vnpu_at_release(self);
+	return r;
+}
+
+START_TEST(advanced_indexing)
+{
+	int64_t xs[3] = { 4, 5, 6 }, ms[2] = { 4, 5 }, is[1] = { 4 }, vs[2] = { 4, 5 };
+	struct vnpu_at_tensor *x, *m, *i, *j, *v, *w, *g, *xn, *vn, *jn, *bad, *badn;
+
+	ot_seed(31);
+	x = ot_rand(3, xs, VNPU_AT_F32, -3, 3, OT_STRIDED);
+	m = ot_rand(2, ms, VNPU_AT_BOOL, 0, 1, OT_CONTIG);
+	i = ot_rand(1, is, VNPU_AT_I64, -4, 3, OT_CONTIG);
+	j = ot_rand(1, is, VNPU_AT_I64, 0, 5, OT_CONTIG);
+	v = ot_rand(2, vs, VNPU_AT_F32, -3, 3, OT_CONTIG);
+
+	struct vnpu_at_tensor *cases[][3] = {
+		{ i, NULL, NULL }, { NULL, i, NULL }, { i, j, NULL }, { i, NULL, j }, { m, NULL, NULL },
+	};
+
+	vnpu_fallback_reset();
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		int64_t n = cases[k][2] ? 3 : cases[k][1] ? 2 : 1;
+
+		w = index_list_op(x, false, cases[k], n, NULL, false);
+		g = index_list_op(x, true, cases[k], n, NULL, false);
+		ot_expect_close("index", w, g, 0, 0);
+		vnpu_at_release(w);
+		vnpu_at_release(g);
+	}
+	/* x[i, :, j] = v (non-adjacent: a copy, written back), then += */
+	for (int acc = 0; acc < 2; acc++) {
+		w = index_list_op(x, false, cases[3], 3, v, acc);
+		g = index_list_op(x, true, cases[3], 3, v, acc);
+		ot_expect_close("index_put", w, g, 1e-6, 1e-6);
+		vnpu_at_release(w);
+		vnpu_at_release(g);
+	}
+	expect_on_device("advanced indexing");
+
+	/* out of range: IndexError, self unchanged */
+	xn = ot_to_npu(x);
+	vn = ot_to_npu(v);
+	jn = ot_to_npu(j);
+	bad = ot_rand(1, is, VNPU_AT_I64, 5, 6, OT_CONTIG);
+	badn = ot_to_npu(bad);
+	g = vnpu_op__index_put_impl_(xn,
+				     (struct vnpu_at_tensor_list){
+					     (struct vnpu_at_tensor *[]){ badn, NULL, jn }, 3 },
+				     vn, false, false);
+	ck_assert_ptr_null(g);
+	ck_assert_msg(vnpu_at_error_code() == VNPU_AT_ERR_INDEX, "%s", vnpu_at_error_message());
+	ot_expect_close("untouched", x, xn, 0, 0);
+	vnpu_at_release(bad);
+	vnpu_at_release(badn);
+	vnpu_at_release(jn);
+	vnpu_at_release(vn);
+	vnpu_at_release(xn);
+	vnpu_at_release(x);
+	vnpu_at_release(m);
+	vnpu_at_release(i);
+	vnpu_at_release(j);
+	vnpu_at_release(v);
+}
+END_TEST
+
 /* Integer dtypes the device's UNARY/BINARY take (I32, I8). */
 START_TEST(int_ops)
 {
@@ -1106,6 +1197,7 @@ static Suite *ops_npu_suite(void)
 	tcase_add_test(tc, nll_loss_one_sample);
 	tcase_add_test(tc, mixed_devices_on_the_fallback);
 	tcase_add_test(tc, result_layouts);
+	tcase_add_test(tc, advanced_indexing);
 	suite_add_tcase(s, tc);
 	return s;
 }

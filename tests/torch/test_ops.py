@@ -218,6 +218,86 @@ def _bitwise():
         assert str(npu.value).split('\n')[0] == str(cpu.value).split('\n')[0]
 
 
+@sample(['aten::index_add_', 'aten::index_copy_'], 'advanced-indexing')
+def _advanced_indexing():
+    # x[idx], x[mask], x[idx] = v and index_put_ with accumulate (PyTorch's
+    # index.Tensor and _index_put_impl_, our composites over index_select,
+    # index_copy_ and index_add_), index_add_, index_copy_ and flip, every
+    # dtype
+    i, j = torch.tensor([0, 2, -1, 2]), torch.tensor([1, 0, 3, 3])
+    for dt in FLOATS + INTS + [torch.int8, torch.uint8, torch.bool]:
+        x = make((4, 5, 6), dt, special=dt == torch.float32)
+        m = make((4, 5), torch.bool, seed=3)
+        v = make((4, 5, 6), dt, seed=4)
+
+        def put(a, idx, val, acc=False):
+            return a.clone().index_put_(idx, val, accumulate=acc)
+
+        def setitem(a, key, val):
+            c = a.clone()
+            c[key] = val
+            return c
+
+
+        no_fallback(lambda a, b, c, k: (a[b], a[:, b], a[b, k], a[:, b, k],
+                                       a[b, :, k], a.transpose(0, 1)[b], a[c],
+                                       a[:, c[0]]),
+                    x, i, m, j)
+        no_fallback(lambda a, b, c, k, w: (
+            put(a, (b,), w[:4]), put(a, (b, k), w[0, :4]), put(a, (c,), w[c]),
+            put(a, (b,), w[0, 0, 0]), put(a, (b,), w[:1]),
+            put(a, (b, k), w[0, :4], True), put(a, (c,), w[c], True),
+            setitem(a, (b, slice(None), k), w[0, :4, :5]),
+            setitem(a, c, 7)),
+            x, i, m, j, v)
+        src = make((4, 3, 6), dt, seed=5)
+        no_fallback(lambda a, b, w: (a.clone().index_add_(1, b, w),
+                                     a.clone().index_copy_(1, b, w),
+                                     a.clone().index_add(1, b, w)),
+                    x, torch.tensor([4, 0, 4]), src)
+        no_fallback(lambda a: (torch.flip(a, (0,)), torch.flip(a, (2, -2)),
+                               a.t().flip(0) if a.dim() == 2 else a.fliplr()),
+                    x)
+    # float16 adds in index order, rounding each; alpha scales
+    no_fallback(lambda a, b, w: a.clone().index_add_(0, b, w, alpha=2),
+                make((5, 3), torch.float16), torch.tensor([1, 1, 1, 4]),
+                make((4, 3), torch.float16, seed=6))
+    # 0-dim self and source, an empty index
+    no_fallback(lambda a, b, w: (a.clone().index_add_(0, b, w),
+                                 a.clone().index_copy_(0, b, w)),
+                torch.tensor(1.5), torch.tensor([0]), torch.tensor(2.0))
+    no_fallback(lambda a, b, w: a.clone().index_add_(0, b, w),
+                make((3, 2)), torch.zeros(0, dtype=torch.int64), make((0, 2)))
+    # PyTorch's refusals, in its words: out-of-range indices, masks and
+    # values of the wrong shape, mismatched dtypes, non-broadcasting indices
+    x = make((3, 4))
+    for fn in (lambda a: a[torch.tensor([3], device=a.device)],
+               lambda a: a[:, torch.tensor([-5], device=a.device)],
+               lambda a: a[torch.ones(4, dtype=torch.bool, device=a.device)],
+               lambda a: a[torch.tensor([0, 1], device=a.device),
+                           torch.tensor([0, 1, 2], device=a.device)],
+               lambda a: a[torch.tensor([0.0], device=a.device)],
+               lambda a: a.index_put_((torch.tensor([0, 1], device=a.device),),
+                                      torch.ones(3, device=a.device)),
+               lambda a: a.index_put_((torch.tensor([0], device=a.device),),
+                                      torch.ones(4, dtype=torch.int64, device=a.device)),
+               lambda a: a.index_copy_(0, torch.tensor([3], device=a.device),
+                                       torch.ones(1, 4, device=a.device)),
+               lambda a: a.index_copy_(0, torch.tensor([0], dtype=torch.int32,
+                                                       device=a.device),
+                                       torch.ones(1, 4, device=a.device)),
+               lambda a: a.index_add_(0, torch.tensor([0], device=a.device),
+                                      torch.ones(1, 3, device=a.device)),
+               lambda a: a.index_add_(0, torch.tensor([0], device=a.device),
+                                      torch.ones(1, 4, dtype=torch.float16,
+                                                 device=a.device))):
+        with pytest.raises((RuntimeError, IndexError)) as cpu:
+            fn(x.clone())
+        with pytest.raises(cpu.type) as npu:
+            fn(x.to(NPU))
+        assert str(npu.value).split('\n')[0] == str(cpu.value).split('\n')[0]
+
+
 @sample(['aten::masked_select'], 'masked-select')
 def _masked_select():
     # every dtype, broadcasting both ways, strided, empty and all-false

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * CPU reference kernels: embedding, cat, index_select, masked_select
- * (docs/dispatcher.md).
+ * CPU reference kernels: embedding, cat, index_select, masked_select,
+ * index_add_, index_copy_ (docs/dispatcher.md).
  * Element copies through strides; indices are int64 or int32 and must be
  * in [0, size) of the indexed dim (negative ones are refused, as PyTorch's
  * CPU kernels), checked before anything is written.
@@ -355,4 +355,69 @@ struct vnpu_at_tensor *vnpu_cpu_masked_select(vnpu_keyset_t ks, struct vnpu_at_t
 			dst += es;
 		}
 	return out;
+}
+
+/* index_add_ (copy false) and index_copy_: self[.., index[i], ..] gets
+ * source[.., i, ..] (added, times alpha), walking source row-major so
+ * that each element of self sees its rows in index order. */
+static struct vnpu_at_tensor *scatter_rows(const char *op, bool copy, struct vnpu_at_tensor *self,
+					   int64_t dim, struct vnpu_at_tensor *index,
+					   struct vnpu_at_tensor *source,
+					   struct vnpu_at_scalar alpha)
+{
+	enum vnpu_at_dtype dt = (enum vnpu_at_dtype)self->dtype;
+	size_t es = vnpu_at_dtype_size(dt);
+	struct vnpu_at_tensor *dst = NULL, *src = NULL, *idx = NULL;
+	struct vnpu_at_iter it;
+	int64_t d;
+	bool ok;
+
+	if (!vnpu_at_index_scatter_check(op, copy, self, dim, index, source, alpha, &d))
+		return NULL;
+	if (!vnpu_at_numel(source))
+		return vnpu_at_retain(self);
+	dst = vnpu_at_as_vector(self);
+	src = dst ? vnpu_at_as_vector(source) : NULL;
+	idx = src ? vnpu_at_retain(index) : NULL;
+	ok = idx && vnpu_at_iter_init(&it, src->ndim, src->sizes, 1,
+				      (const struct vnpu_at_tensor *[]){ src });
+	while (ok && vnpu_at_iter_next(&it)) {
+		int64_t row = kc_load_index(idx, it.idx[d]), off = 0;
+		char *o;
+
+		for (uint32_t k = 0; k < dst->ndim; k++)
+			off += ((int64_t)k == d ? row : it.idx[k]) * dst->strides[k];
+		o = (char *)vnpu_at_data(dst) + off * (int64_t)es;
+		if (copy)
+			memcpy(o, it.p[0], es);
+		else if (kc_is_int(dt))
+			vnpu_at_store_int(dt, o, (int64_t)((uint64_t)vnpu_at_load_int(dt, o) +
+							   (uint64_t)vnpu_at_scalar_to_int(alpha) *
+							   (uint64_t)vnpu_at_load_int(dt, it.p[0])));
+		else
+			vnpu_at_store(dt, o, kc_round(dt, vnpu_at_load(dt, o) +
+							      kc_round(dt, vnpu_at_scalar_to_double(alpha) *
+									   vnpu_at_load(dt, it.p[0]))));
+	}
+	vnpu_at_release(dst);
+	vnpu_at_release(src);
+	vnpu_at_release(idx);
+	return ok ? vnpu_at_retain(self) : NULL;
+}
+
+struct vnpu_at_tensor *vnpu_cpu_index_add_(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					   int64_t dim, struct vnpu_at_tensor *index,
+					   struct vnpu_at_tensor *source, struct vnpu_at_scalar alpha)
+{
+	(void)ks;
+	return scatter_rows("aten::index_add_", false, self, dim, index, source, alpha);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_index_copy_(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					    int64_t dim, struct vnpu_at_tensor *index,
+					    struct vnpu_at_tensor *source)
+{
+	(void)ks;
+	return scatter_rows("aten::index_copy_", true, self, dim, index, source,
+			    VNPU_AT_INT(1));
 }

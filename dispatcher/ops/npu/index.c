@@ -202,3 +202,73 @@ struct vnpu_at_tensor *vnpu_npu_masked_select(vnpu_keyset_t ks, struct vnpu_at_t
 	vnpu_at_release(pos);
 	return out;
 }
+
+/* index_add_ (copy false) and index_copy_ in place on INDEX ADD/COPY:
+ * each element of self sees its rows in index order. The checks are the
+ * CPU kernel's (op_util); a dtype or format the device lacks, an index
+ * off the device or an alpha a double cannot hold goes to the CPU kernel. */
+static struct vnpu_at_tensor *scatter_rows(const char *op, bool copy, struct vnpu_at_tensor *self,
+					   int64_t dim, struct vnpu_at_tensor *index,
+					   struct vnpu_at_tensor *source,
+					   struct vnpu_at_scalar alpha)
+{
+	struct vnpu_kp_index p = { .op = copy ? VNPU_INDEX_COPY : VNPU_INDEX_ADD,
+				   .alpha = vnpu_at_scalar_to_double(alpha), .skip = -1 };
+	struct vnpu_npu_launch l = { 0 };
+	struct vnpu_at_tensor *dst = NULL, *src = NULL, *idx = NULL;
+	int64_t d;
+	bool ok;
+
+	if (!vnpu_at_index_scatter_check(op, copy, self, dim, index, source, alpha, &d))
+		return NULL;
+	if (!vnpu_at_numel(source))
+		return vnpu_at_retain(self);
+	p.dim = (uint32_t)d;
+	dst = vnpu_at_as_vector(self);
+	src = dst ? vnpu_npu_plain(source) : NULL;
+	if (src && !src->ndim) {
+		struct vnpu_at_tensor *v = vnpu_at_as_vector(src);
+
+		vnpu_at_release(src);
+		src = v;
+	}
+	idx = src ? flat(index) : NULL;
+	ok = idx && vnpu_npu_arg(&l, src, VNPU_ACCESS_READ, &p.src) &&
+	     vnpu_npu_arg(&l, idx, VNPU_ACCESS_READ, &p.index) &&
+	     vnpu_npu_arg(&l, dst, copy ? VNPU_ACCESS_WRITE : VNPU_ACCESS_READ | VNPU_ACCESS_WRITE,
+			  &p.out) &&
+	     vnpu_npu_launch(op, &l, "index", &p, sizeof(p), vnpu_at_numel(src));
+	vnpu_at_release(dst);
+	vnpu_at_release(src);
+	vnpu_at_release(idx);
+	return ok ? vnpu_at_retain(self) : NULL;
+}
+
+/* What INDEX ADD/COPY cannot take in place on self. */
+static bool scatter_on_device(const struct vnpu_at_tensor *self,
+			      const struct vnpu_at_tensor *index,
+			      const struct vnpu_at_tensor *source)
+{
+	return vnpu_at_is_npu(self) && vnpu_at_is_npu(index) && vnpu_at_is_npu(source) &&
+	       index_dtype(index) && source->dtype == self->dtype &&
+	       vnpu_npu_dtype((enum vnpu_at_dtype)self->dtype) >= 0 &&
+	       vnpu_npu_format_of(self) == VNPU_FORMAT_ND && vnpu_npu_injective(self);
+}
+
+struct vnpu_at_tensor *vnpu_npu_index_add_(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					   int64_t dim, struct vnpu_at_tensor *index,
+					   struct vnpu_at_tensor *source, struct vnpu_at_scalar alpha)
+{
+	if (!scatter_on_device(self, index, source) || !npk_alpha_exact(alpha))
+		return vnpu_fallback_index_add_(ks, self, dim, index, source, alpha);
+	return scatter_rows("aten::index_add_", false, self, dim, index, source, alpha);
+}
+
+struct vnpu_at_tensor *vnpu_npu_index_copy_(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					    int64_t dim, struct vnpu_at_tensor *index,
+					    struct vnpu_at_tensor *source)
+{
+	if (!scatter_on_device(self, index, source))
+		return vnpu_fallback_index_copy_(ks, self, dim, index, source);
+	return scatter_rows("aten::index_copy_", true, self, dim, index, source, VNPU_AT_INT(1));
+}
