@@ -1179,6 +1179,268 @@ struct vnpu_at_tensor *vnpu_cia_addcdiv(vnpu_keyset_t ks,
 	return add_product(self, tensor1, tensor2, value, true);
 }
 
+/* ---- pointwise decompositions ---------------------------------------------- */
+
+/*
+ * self bounded by a tensor from below (upper false) or above: self where
+ * it is within the bound, the bound where it is beyond, NaN where either
+ * is NaN. Written as wheres, so that the gradient goes where PyTorch's
+ * clamp_min/clamp_max send it: to self within the bound (a tie
+ * included), to the bound beyond it, to neither at a NaN.
+ */
+static struct vnpu_at_tensor *bounded(struct vnpu_at_tensor *self, struct vnpu_at_tensor *bound,
+				      bool upper)
+{
+	enum vnpu_at_dtype dt = vnpu_at_result_type(self, bound);
+	struct vnpu_at_tensor *in = upper ? vnpu_op_le_Tensor(self, bound) :
+					    vnpu_op_ge_Tensor(self, bound);
+	struct vnpu_at_tensor *out = NULL, *nan = NULL, *beyond = NULL, *r = NULL;
+
+	if (in && !vnpu_at_dtype_is_float(dt))
+		return vnpu_op_where_self(in, self, bound);	/* no NaN: in or beyond */
+	if (in)
+		out = upper ? vnpu_op_gt_Tensor(self, bound) : vnpu_op_lt_Tensor(self, bound);
+	if (out)
+		nan = vnpu_at_scalar_tensor(VNPU_AT_DOUBLE(NAN), dt, vnpu_at_device_of(self));
+	if (nan)
+		beyond = vnpu_op_where_self(out, bound, nan);
+	if (beyond)
+		r = vnpu_op_where_self(in, self, beyond);
+	vnpu_at_release(in);
+	vnpu_at_release(out);
+	vnpu_at_release(nan);
+	vnpu_at_release(beyond);
+	return r;
+}
+
+struct vnpu_at_tensor *vnpu_cia_clamp_Tensor(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					     struct vnpu_at_tensor *min, struct vnpu_at_tensor *max)
+{
+	struct vnpu_at_tensor *lo, *r;
+
+	if (!min && !max)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "aten::clamp: torch.clamp: At least one of 'min' or 'max' must not be None");
+	if (!min)
+		return bounded(self, max, true);
+	if (!max)
+		return bounded(self, min, false);
+	/* PyTorch's clamp kernel (both bounds) has no bool one; one bound
+	 * runs its maximum/minimum, which has */
+	if (vnpu_at_promote(vnpu_at_result_type(self, min), vnpu_at_result_type(self, max)) ==
+	    VNPU_AT_BOOL)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "aten::clamp: \"clamp_cpu\" not implemented for 'Bool'");
+	/* min > max gives max, as PyTorch's */
+	lo = bounded(self, min, false);
+	r = lo ? bounded(lo, max, true) : NULL;
+	vnpu_at_release(lo);
+	return r;
+}
+
+struct vnpu_at_tensor *vnpu_cia_clamp_min_Tensor(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+						 struct vnpu_at_tensor *min)
+{
+	return bounded(self, min, false);
+}
+
+struct vnpu_at_tensor *vnpu_cia_clamp_max_Tensor(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+						 struct vnpu_at_tensor *max)
+{
+	return bounded(self, max, true);
+}
+
+struct vnpu_at_tensor *vnpu_cia_rsub_Tensor(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					    struct vnpu_at_tensor *other, struct vnpu_at_scalar alpha)
+{
+	return vnpu_op_sub_Tensor(other, self, alpha);
+}
+
+/* fmax/fmin: self where it is the larger (smaller) or other is NaN, else
+ * other: a NaN loses to a number, two NaNs give NaN, and the gradient
+ * goes as PyTorch's does (to self at a tie). */
+static struct vnpu_at_tensor *nan_ignoring(struct vnpu_at_tensor *self,
+					   struct vnpu_at_tensor *other, bool max)
+{
+	struct vnpu_at_tensor *wins = max ? vnpu_op_ge_Tensor(self, other) :
+					    vnpu_op_le_Tensor(self, other);
+	struct vnpu_at_tensor *nan = wins ? vnpu_op_isnan(other) : NULL;
+	struct vnpu_at_tensor *keep = nan ? vnpu_op_logical_or(wins, nan) : NULL;
+	struct vnpu_at_tensor *r = keep ? vnpu_op_where_self(keep, self, other) : NULL;
+
+	vnpu_at_release(wins);
+	vnpu_at_release(nan);
+	vnpu_at_release(keep);
+	return r;
+}
+
+struct vnpu_at_tensor *vnpu_cia_fmax(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+				     struct vnpu_at_tensor *other)
+{
+	return nan_ignoring(self, other, true);
+}
+
+struct vnpu_at_tensor *vnpu_cia_fmin(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+				     struct vnpu_at_tensor *other)
+{
+	return nan_ignoring(self, other, false);
+}
+
+/* heaviside: values where self is 0, else 1 where self > 0 and 0 (NaN
+ * too) elsewhere. */
+struct vnpu_at_tensor *vnpu_cia_heaviside(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					  struct vnpu_at_tensor *values)
+{
+	struct vnpu_at_tensor *zero, *pos, *step, *r = NULL;
+
+	if (self->dtype != values->dtype)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "aten::heaviside: heaviside is not yet implemented for tensors with different dtypes.");
+	zero = vnpu_op_eq_Scalar(self, VNPU_AT_INT(0));
+	pos = zero ? vnpu_op_gt_Scalar(self, VNPU_AT_INT(0)) : NULL;
+	step = vnpu_at_converted(pos, (enum vnpu_at_dtype)self->dtype);
+	if (step)
+		r = vnpu_op_where_self(zero, values, step);
+	vnpu_at_release(zero);
+	vnpu_at_release(step);
+	return r;
+}
+
+/* nansum: NaNs count as zero; integers are summed as they are. */
+struct vnpu_at_tensor *vnpu_cia_nansum(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+				       struct vnpu_at_opt_int_array dim, bool keepdim,
+				       enum vnpu_at_dtype dtype)
+{
+	struct vnpu_at_tensor *nan, *zero = NULL, *clean = NULL, *r = NULL;
+
+	if (!vnpu_at_dtype_is_float((enum vnpu_at_dtype)self->dtype))
+		return vnpu_op_sum_dim_IntList(self, dim, keepdim, dtype);
+	nan = vnpu_op_isnan(self);
+	if (nan)
+		zero = vnpu_at_scalar_tensor(VNPU_AT_INT(0), (enum vnpu_at_dtype)self->dtype,
+					     vnpu_at_device_of(self));
+	if (zero)
+		clean = vnpu_op_where_self(nan, zero, self);
+	if (clean)
+		r = vnpu_op_sum_dim_IntList(clean, dim, keepdim, dtype);
+	vnpu_at_release(nan);
+	vnpu_at_release(zero);
+	vnpu_at_release(clean);
+	return r;
+}
+
+/* count_nonzero: the nonzero entries (NaN included) summed as int64. */
+struct vnpu_at_tensor *vnpu_cia_count_nonzero_dim_IntList(vnpu_keyset_t ks,
+							  struct vnpu_at_tensor *self,
+							  struct vnpu_at_int_array dim)
+{
+	struct vnpu_at_tensor *nz = vnpu_op_ne_Scalar(self, VNPU_AT_INT(0)), *r;
+
+	r = nz ? vnpu_op_sum_dim_IntList(nz, (struct vnpu_at_opt_int_array){ true, dim }, false,
+					 VNPU_AT_DTYPE_NONE) : NULL;
+	vnpu_at_release(nz);
+	return r;
+}
+
+/* ---- variance ------------------------------------------------------------- */
+
+/*
+ * var and std over dim (None or [] = all): sum((x - mean)^2) divided by
+ * max(0, N - correction) (correction None = 1), float16/bfloat16 computed
+ * in float32 and rounded once, as PyTorch's accumulate type. *mean, when
+ * asked, gets the mean in the result's shape and dtype.
+ */
+static struct vnpu_at_tensor *variance(const char *op, struct vnpu_at_tensor *self,
+				       struct vnpu_at_opt_int_array dim,
+				       struct vnpu_at_scalar correction, bool keepdim,
+				       bool root, struct vnpu_at_tensor **mean)
+{
+	enum vnpu_at_dtype dt = (enum vnpu_at_dtype)self->dtype;
+	enum vnpu_at_dtype cdt = dt == VNPU_AT_F16 || dt == VNPU_AT_BF16 ? VNPU_AT_F32 : dt;
+	struct vnpu_at_tensor *x = NULL, *m = NULL, *d = NULL, *sq = NULL, *sum = NULL;
+	struct vnpu_at_tensor *den = NULL, *v = NULL, *r = NULL;
+	double c = correction.kind == VNPU_AT_SCALAR_NONE ? 1.0 :
+		   vnpu_at_scalar_to_double(correction);
+	uint32_t mask;
+	int64_t n = 1;
+
+	if (!vnpu_at_dtype_is_float(dt))
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "%s: std and var only support floating point and complex dtypes",
+					 op);
+	if (!vnpu_at_dim_mask(op, dim.has ? dim.a : (struct vnpu_at_int_array){ NULL, 0 },
+			      self->ndim, &mask))
+		return NULL;
+	for (uint32_t i = 0; i < self->ndim; i++)
+		if (mask & (1u << i))
+			n *= self->sizes[i];
+	x = cdt == dt ? vnpu_at_retain(self) : vnpu_op__to_copy(self, cdt, VNPU_AT_DEV_NONE, false);
+	m = x ? vnpu_op_mean_dim(x, dim, true, VNPU_AT_DTYPE_NONE) : NULL;
+	d = m ? vnpu_op_sub_Tensor(x, m, VNPU_AT_INT(1)) : NULL;
+	sq = d ? vnpu_op_mul_Tensor(d, d) : NULL;
+	sum = sq ? vnpu_op_sum_dim_IntList(sq, dim, keepdim, VNPU_AT_DTYPE_NONE) : NULL;
+	den = sum ? vnpu_at_scalar_tensor(VNPU_AT_DOUBLE((double)n - c > 0 ? (double)n - c : 0.0),
+					  cdt, vnpu_at_device_of(sum)) : NULL;
+	v = den ? vnpu_op_div_Tensor(sum, den) : NULL;
+	if (v && root) {
+		r = vnpu_op_sqrt(v);
+		vnpu_at_release(v);
+		v = r;
+	}
+	r = vnpu_at_converted(v, dt);
+	if (r && mean) {
+		struct vnpu_at_tensor *mv = vnpu_op_reshape(m, (struct vnpu_at_int_array){
+								       r->sizes, r->ndim });
+
+		*mean = vnpu_at_converted(mv, dt);
+		if (!*mean) {
+			vnpu_at_release(r);
+			r = NULL;
+		}
+	}
+	vnpu_at_release(x);
+	vnpu_at_release(m);
+	vnpu_at_release(d);
+	vnpu_at_release(sq);
+	vnpu_at_release(sum);
+	vnpu_at_release(den);
+	return r;
+}
+
+struct vnpu_at_tensor *vnpu_cia_var_correction(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					       struct vnpu_at_opt_int_array dim,
+					       struct vnpu_at_scalar correction, bool keepdim)
+{
+	return variance("aten::var", self, dim, correction, keepdim, false, NULL);
+}
+
+struct vnpu_at_tensor *vnpu_cia_std_correction(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					       struct vnpu_at_opt_int_array dim,
+					       struct vnpu_at_scalar correction, bool keepdim)
+{
+	return variance("aten::std", self, dim, correction, keepdim, true, NULL);
+}
+
+struct vnpu_ret_var_mean_correction vnpu_cia_var_mean_correction(vnpu_keyset_t ks,
+	struct vnpu_at_tensor *self, struct vnpu_at_opt_int_array dim,
+	struct vnpu_at_scalar correction, bool keepdim)
+{
+	struct vnpu_ret_var_mean_correction r = { 0 };
+
+	r.r0 = variance("aten::var_mean", self, dim, correction, keepdim, false, &r.r1);
+	return r;
+}
+
+struct vnpu_ret_std_mean_correction vnpu_cia_std_mean_correction(vnpu_keyset_t ks,
+	struct vnpu_at_tensor *self, struct vnpu_at_opt_int_array dim,
+	struct vnpu_at_scalar correction, bool keepdim)
+{
+	struct vnpu_ret_std_mean_correction r = { 0 };
+
+	r.r0 = variance("aten::std_mean", self, dim, correction, keepdim, true, &r.r1);
+	return r;
+}
+
 /* ---- norms ---------------------------------------------------------------- */
 
 /*

@@ -298,6 +298,46 @@ def _advanced_indexing():
         assert str(npu.value).split('\n')[0] == str(cpu.value).split('\n')[0]
 
 
+@sample([], 'variance')
+def _variance():
+    # var/std and their _mean forms (our decomposition: mean, sub, mul,
+    # sum, div; float16/bfloat16 computed in float32), every reduction
+    # shape, corrections 0, 1 and 2.5, an empty and a one-element reduction
+    for dt in FLOATS:
+        x = make((4, 5, 6), dt)
+        no_fallback(lambda a: (torch.var(a), torch.std(a, 1),
+                               torch.var(a, (0, 2), correction=0, keepdim=True),
+                               torch.std(a, -1, correction=2.5),
+                               torch.var_mean(a, 1), torch.std_mean(a, (0, 1)),
+                               torch.var(a.transpose(0, 2), 0),
+                               torch.var(a[:, :1], 1), torch.std(a[:0], 0)),
+                    x)
+    with pytest.raises(RuntimeError, match='std and var only support'):
+        torch.var(torch.ones(3, dtype=torch.int64, device=NPU))
+
+
+@sample([], 'pointwise-decompositions')
+def _pointwise_decompositions():
+    # clamp with tensor bounds, clamp_min/clamp_max, rsub, fmax/fmin,
+    # heaviside, nansum, count_nonzero: decompositions into device ops
+    for dt in FLOATS + INTS + [torch.int8, torch.uint8]:
+        a = make((4, 5), dt, special=dt == torch.float32)
+        b = make((5,), dt, seed=1)
+        c = make((4, 1), dt, seed=2)
+        no_fallback(lambda x, lo, hi: (torch.clamp(x, lo, hi), torch.clamp(x, min=lo),
+                                       torch.clamp(x, max=hi), torch.clamp_min(x, lo),
+                                       torch.clamp_max(x, hi), torch.fmax(x, lo),
+                                       torch.fmin(x, hi), torch.count_nonzero(x, 1),
+                                       torch.nansum(x, 0), torch.nansum(x)),
+                    a, b, c)
+        if dt != torch.uint8:
+            no_fallback(lambda x, y: torch.rsub(x, y, alpha=2), a, b)
+        no_fallback(torch.heaviside, a, make((4, 5), dt, seed=3))
+    with pytest.raises(RuntimeError, match="not implemented for 'Bool'"):
+        t = torch.ones(2, dtype=torch.bool, device=NPU)
+        torch.clamp(t, t, t)
+
+
 @sample(['aten::masked_select'], 'masked-select')
 def _masked_select():
     # every dtype, broadcasting both ways, strided, empty and all-false
