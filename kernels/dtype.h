@@ -22,6 +22,7 @@ static inline uint32_t vnpu_dtype_size(uint32_t dtype)
 		return 4;
 	case VNPU_DTYPE_F16:
 	case VNPU_DTYPE_BF16:
+	case VNPU_DTYPE_I16:
 		return 2;
 	case VNPU_DTYPE_I8:
 	case VNPU_DTYPE_U8:
@@ -125,6 +126,7 @@ static inline double vnpu_load_f64(const void *p, uint32_t dtype)
 	case VNPU_DTYPE_F16: { uint16_t v; memcpy(&v, p, 2); return vnpu_f16_to_f32(v); }
 	case VNPU_DTYPE_BF16: { uint16_t v; memcpy(&v, p, 2); return vnpu_bf16_to_f32(v); }
 	case VNPU_DTYPE_I32: { int32_t v; memcpy(&v, p, 4); return v; }
+	case VNPU_DTYPE_I16: { int16_t v; memcpy(&v, p, 2); return v; }
 	case VNPU_DTYPE_I64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
 	case VNPU_DTYPE_I8: return *(const int8_t *)p;
 	case VNPU_DTYPE_U8: return *(const uint8_t *)p;
@@ -137,6 +139,7 @@ static inline int64_t vnpu_load_i64(const void *p, uint32_t dtype)
 {
 	switch (dtype) {
 	case VNPU_DTYPE_I32: { int32_t v; memcpy(&v, p, 4); return v; }
+	case VNPU_DTYPE_I16: { int16_t v; memcpy(&v, p, 2); return v; }
 	case VNPU_DTYPE_I64: { int64_t v; memcpy(&v, p, 8); return v; }
 	case VNPU_DTYPE_I8: return *(const int8_t *)p;
 	case VNPU_DTYPE_U8: return *(const uint8_t *)p;
@@ -169,6 +172,7 @@ static inline void vnpu_store_i64(void *p, uint32_t dtype, int64_t v)
 	case VNPU_DTYPE_F16: { uint16_t h = vnpu_f32_to_f16((float)v); memcpy(p, &h, 2); break; }
 	case VNPU_DTYPE_BF16: { uint16_t h = vnpu_f32_to_bf16((float)v); memcpy(p, &h, 2); break; }
 	case VNPU_DTYPE_I32: { int32_t i = (int32_t)vnpu_saturate(v, INT32_MIN, INT32_MAX); memcpy(p, &i, 4); break; }
+	case VNPU_DTYPE_I16: { int16_t i = (int16_t)vnpu_saturate(v, INT16_MIN, INT16_MAX); memcpy(p, &i, 2); break; }
 	case VNPU_DTYPE_I64: memcpy(p, &v, 8); break;
 	case VNPU_DTYPE_I8: *(int8_t *)p = (int8_t)vnpu_saturate(v, INT8_MIN, INT8_MAX); break;
 	case VNPU_DTYPE_U8: *(uint8_t *)p = (uint8_t)vnpu_saturate(v, 0, UINT8_MAX); break;

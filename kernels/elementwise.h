@@ -184,6 +184,7 @@ static inline void vnpu_ew_load_i64(const char *p, int64_t stride,
 				    uint32_t dtype, int64_t n, int64_t *dst)
 {
 	int32_t i32;
+	int16_t i16;
 
 	switch (dtype) {
 	case VNPU_DTYPE_I8:
@@ -197,6 +198,12 @@ static inline void vnpu_ew_load_i64(const char *p, int64_t stride,
 	case VNPU_DTYPE_BOOL:
 		for (int64_t i = 0; i < n; i++)
 			dst[i] = p[i * stride] != 0;
+		return;
+	case VNPU_DTYPE_I16:
+		for (int64_t i = 0; i < n; i++) {
+			memcpy(&i16, p + i * stride * 2, 2);
+			dst[i] = i16;
+		}
 		return;
 	case VNPU_DTYPE_I32:
 		for (int64_t i = 0; i < n; i++) {
@@ -219,6 +226,7 @@ static inline void vnpu_ew_store_i64(char *p, int64_t stride, uint32_t dtype,
 				     int64_t n, const int64_t *src)
 {
 	uint32_t u32;
+	uint16_t u16;
 
 	switch (dtype) {
 	case VNPU_DTYPE_I8:
@@ -229,6 +237,12 @@ static inline void vnpu_ew_store_i64(char *p, int64_t stride, uint32_t dtype,
 	case VNPU_DTYPE_BOOL:
 		for (int64_t i = 0; i < n; i++)
 			p[i * stride] = src[i] != 0;
+		return;
+	case VNPU_DTYPE_I16:
+		for (int64_t i = 0; i < n; i++) {
+			u16 = (uint16_t)(uint64_t)src[i];
+			memcpy(p + i * stride * 2, &u16, 2);
+		}
 		return;
 	case VNPU_DTYPE_I32:
 		for (int64_t i = 0; i < n; i++) {

@@ -107,6 +107,10 @@ static int64_t f32_to_int(float f, uint32_t dtype)
 		lo = 0;
 		hi = UINT8_MAX;
 		break;
+	case VNPU_DTYPE_I16:
+		lo = INT16_MIN;
+		hi = INT16_MAX;
+		break;
 	case VNPU_DTYPE_I32:
 		lo = INT32_MIN;
 		hi = INT32_MAX;

@@ -42,6 +42,7 @@ enum vnpu_dtype {
 	VNPU_DTYPE_I8 = 2,
 	VNPU_DTYPE_I32 = 3,
 	VNPU_DTYPE_U8 = 4,
+	VNPU_DTYPE_I16 = 6,
 	VNPU_DTYPE_I64 = 9,
 	VNPU_DTYPE_BOOL = 12,	/* one byte, 0 or 1 */
 	VNPU_DTYPE_BF16 = 27,

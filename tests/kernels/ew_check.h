@@ -22,6 +22,7 @@
 static const uint32_t all_dtypes[] = {
 	VNPU_DTYPE_F32, VNPU_DTYPE_F16, VNPU_DTYPE_BF16, VNPU_DTYPE_I8,
 	VNPU_DTYPE_I32, VNPU_DTYPE_U8,	VNPU_DTYPE_I64,	 VNPU_DTYPE_BOOL,
+	VNPU_DTYPE_I16,
 };
 #define N_ALL_DTYPES (sizeof(all_dtypes) / sizeof(all_dtypes[0]))
 
@@ -73,6 +74,7 @@ static inline size_t esize(uint32_t dt)
 		return 4;
 	case VNPU_DTYPE_F16:
 	case VNPU_DTYPE_BF16:
+	case VNPU_DTYPE_I16:
 		return 2;
 	case VNPU_DTYPE_I64:
 		return 8;
@@ -115,6 +117,9 @@ static inline double get_val(const void *buf, uint32_t dt, uint64_t off)
 	case VNPU_DTYPE_I64:
 		memcpy(&i64, p, 8);
 		return (double)i64;
+	case VNPU_DTYPE_I16:
+		memcpy(&h, p, 2);
+		return (int16_t)h;
 	case VNPU_DTYPE_I8:
 		return (int8_t)*p;
 	default: /* U8, BOOL */
@@ -147,6 +152,8 @@ static inline int64_t ew_wrap_int(int64_t v, uint32_t dt)
 		return (uint8_t)(u & 0xff);
 	case VNPU_DTYPE_BOOL:
 		return v != 0;
+	case VNPU_DTYPE_I16:
+		return (int16_t)(uint16_t)(u & 0xffff);
 	case VNPU_DTYPE_I32:
 		return (int32_t)(uint32_t)(u & 0xffffffffu);
 	default:
@@ -186,6 +193,10 @@ static inline void put_val(void *buf, uint32_t dt, uint64_t off, double v)
 		i64 = (int64_t)v;
 		memcpy(p, &i64, 8);
 		break;
+	case VNPU_DTYPE_I16:
+		h = (uint16_t)(int16_t)v;
+		memcpy(p, &h, 2);
+		break;
 	case VNPU_DTYPE_I8:
 		*p = (char)(int8_t)v;
 		break;
@@ -208,6 +219,8 @@ static inline double rand_val(uint32_t dt, double lo, double hi)
 		return (double)kt_rand_range(0, 255);
 	case VNPU_DTYPE_BOOL:
 		return (double)kt_rand_range(0, 1);
+	case VNPU_DTYPE_I16:
+		return (double)kt_rand_range(-32768, 32767);
 	case VNPU_DTYPE_I32:
 		return (double)kt_rand_range(-100000, 100000);
 	case VNPU_DTYPE_I64:

@@ -86,6 +86,9 @@ START_TEST(test_fill)
 		case VNPU_DTYPE_I8:
 			want = (int8_t)(uint8_t)(p.ivalue & 0xff);
 			break;
+		case VNPU_DTYPE_I16:
+			want = (int16_t)(uint16_t)(p.ivalue & 0xffff);
+			break;
 		case VNPU_DTYPE_U8:
 			want = (uint8_t)(p.ivalue & 0xff);
 			break;
@@ -167,6 +170,10 @@ static double cast_ref(double v, uint32_t src, uint32_t dst)
 			lo = 0;
 			hi = 255;
 			break;
+		case VNPU_DTYPE_I16:
+			lo = -32768;
+			hi = 32767;
+			break;
 		case VNPU_DTYPE_I32:
 			lo = -2147483648.0;
 			hi = 2147483647.0;
@@ -184,6 +191,8 @@ static double cast_ref(double v, uint32_t src, uint32_t dst)
 		return (int8_t)(uint8_t)((uint64_t)i & 0xff);
 	case VNPU_DTYPE_U8:
 		return (uint8_t)((uint64_t)i & 0xff);
+	case VNPU_DTYPE_I16:
+		return (int16_t)(uint16_t)((uint64_t)i & 0xffff);
 	case VNPU_DTYPE_I32:
 		return (int32_t)(uint32_t)((uint64_t)i & 0xffffffffu);
 	default:
@@ -461,7 +470,8 @@ START_TEST(test_unary_int)
 	static const uint32_t ops[] = {VNPU_UNARY_ABS, VNPU_UNARY_NEG,
 				       VNPU_UNARY_RELU, VNPU_UNARY_BITWISE_NOT};
 	static const uint32_t dts[] = {VNPU_DTYPE_I32, VNPU_DTYPE_I8,
-				       VNPU_DTYPE_U8, VNPU_DTYPE_I64};
+				       VNPU_DTYPE_U8, VNPU_DTYPE_I64,
+				       VNPU_DTYPE_I16};
 
 	kt_seed(304);
 	for (int o = 0; o < 4; o++)
@@ -615,6 +625,7 @@ static void run_binary_case(const struct binary_case *bc)
 		unravel(n - 1, ndim, sizes, idx);
 		put_val(b[0].ptr, dt, elem_off(&oa.t, idx),
 			dt == VNPU_DTYPE_I8     ? -128
+			: dt == VNPU_DTYPE_I16  ? -32768
 			: dt == VNPU_DTYPE_U8   ? 128
 			: dt == VNPU_DTYPE_BOOL ? 1
 						: INT32_MIN);
@@ -676,7 +687,8 @@ START_TEST(test_binary)
 {
 	static const uint32_t dts[] = {
 		VNPU_DTYPE_F32, VNPU_DTYPE_F16, VNPU_DTYPE_BF16, VNPU_DTYPE_I32,
-		VNPU_DTYPE_I8,	VNPU_DTYPE_U8,	VNPU_DTYPE_I64,	 VNPU_DTYPE_BOOL};
+		VNPU_DTYPE_I8,	VNPU_DTYPE_U8,	VNPU_DTYPE_I64,	 VNPU_DTYPE_BOOL,
+		VNPU_DTYPE_I16};
 
 	kt_seed(404);
 	for (uint32_t op = 0; op < VNPU_BINARY_COUNT; op++)

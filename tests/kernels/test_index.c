@@ -166,7 +166,7 @@ START_TEST(test_index_select)
 {
 	static const uint32_t dts[] = {VNPU_DTYPE_F32, VNPU_DTYPE_F16, VNPU_DTYPE_BF16,
 				       VNPU_DTYPE_I32, VNPU_DTYPE_I64, VNPU_DTYPE_I8,
-				       VNPU_DTYPE_U8, VNPU_DTYPE_BOOL};
+				       VNPU_DTYPE_U8, VNPU_DTYPE_BOOL, VNPU_DTYPE_I16};
 
 	kt_seed(1401);
 	run_index_cases(VNPU_INDEX_SELECT, dts, sizeof(dts) / sizeof(dts[0]), 40);
@@ -177,7 +177,7 @@ START_TEST(test_index_add)
 {
 	static const uint32_t dts[] = {VNPU_DTYPE_F32, VNPU_DTYPE_F16, VNPU_DTYPE_BF16,
 				       VNPU_DTYPE_I32, VNPU_DTYPE_I64, VNPU_DTYPE_I8,
-				       VNPU_DTYPE_U8, VNPU_DTYPE_BOOL};
+				       VNPU_DTYPE_U8, VNPU_DTYPE_BOOL, VNPU_DTYPE_I16};
 
 	kt_seed(1402);
 	run_index_cases(VNPU_INDEX_ADD, dts, sizeof(dts) / sizeof(dts[0]), 60);
@@ -188,7 +188,7 @@ START_TEST(test_index_copy)
 {
 	static const uint32_t dts[] = {VNPU_DTYPE_F32, VNPU_DTYPE_F16, VNPU_DTYPE_BF16,
 				       VNPU_DTYPE_I32, VNPU_DTYPE_I64, VNPU_DTYPE_I8,
-				       VNPU_DTYPE_U8, VNPU_DTYPE_BOOL};
+				       VNPU_DTYPE_U8, VNPU_DTYPE_BOOL, VNPU_DTYPE_I16};
 
 	kt_seed(1404);
 	run_index_cases(VNPU_INDEX_COPY, dts, sizeof(dts) / sizeof(dts[0]), 40);
@@ -354,7 +354,7 @@ START_TEST(test_index_nonzero)
 {
 	static const uint32_t dts[] = {VNPU_DTYPE_F32, VNPU_DTYPE_F16, VNPU_DTYPE_BF16,
 				       VNPU_DTYPE_I32, VNPU_DTYPE_I64, VNPU_DTYPE_I8,
-				       VNPU_DTYPE_U8, VNPU_DTYPE_BOOL};
+				       VNPU_DTYPE_U8, VNPU_DTYPE_BOOL, VNPU_DTYPE_I16};
 
 	kt_seed(1403);
 	for (uint32_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++)

@@ -31,7 +31,7 @@ extern const struct vnpu_kernel_def vnpu_kernel_transdata;
 
 static const uint32_t all_dtypes[] = {
 	VNPU_DTYPE_F32, VNPU_DTYPE_F16, VNPU_DTYPE_BF16, VNPU_DTYPE_I32,
-	VNPU_DTYPE_I8,	VNPU_DTYPE_U8,	VNPU_DTYPE_BOOL,
+	VNPU_DTYPE_I8,	VNPU_DTYPE_U8,	VNPU_DTYPE_BOOL, VNPU_DTYPE_I16,
 };
 #define NUM_DTYPES (sizeof(all_dtypes) / sizeof(all_dtypes[0]))
 
@@ -45,6 +45,7 @@ static size_t itemsize(uint32_t dtype)
 		return 4;
 	case VNPU_DTYPE_F16:
 	case VNPU_DTYPE_BF16:
+	case VNPU_DTYPE_I16:
 		return 2;
 	default:
 		return 1;
