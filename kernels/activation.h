@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Activation functions shared by UNARY and the fused epilogues of GEMM and
- * CONV2D, so every kernel computes them the same way (in f32).
+ * CONV2D, so every kernel computes them the same way (in f32; in double
+ * for F64).
  */
 #ifndef VNPU_KERNELS_ACTIVATION_H
 #define VNPU_KERNELS_ACTIVATION_H
@@ -11,49 +12,62 @@
 
 #include "vnpu/kernel_abi.h"
 
-static inline float vnpu_relu(float x)
-{
-	/* NaN < 0 is false, so NaN passes through as in PyTorch */
-	return x < 0.0f ? 0.0f : x;
-}
+/*
+ * The activations, defined once for two types: T = float with the names
+ * below, computed in f32 (UNARY, BINARY and the fused epilogues), and
+ * T = double with the suffix _f64 (the F64 paths of UNARY and BINARY). S is
+ * the name suffix, F the C library's and the literals' suffix (f, or
+ * nothing for double), so the float versions are plain f32 code.
+ */
+#define VNPU_DEFINE_ACTIVATIONS(T, S, F)                                       \
+	/* NaN < 0 is false, so NaN passes through as in PyTorch */            \
+	static inline T vnpu_relu##S(T x)                                      \
+	{                                                                      \
+		return x < 0.0##F ? 0.0##F : x;                                \
+	}                                                                      \
+                                                                               \
+	/* Erf form, 0.5 * x * (1 + erf(x / sqrt(2))), as PyTorch's default,   \
+	 * written with erfc(-x / sqrt(2)) == 1 + erf(x / sqrt(2)) so that     \
+	 * large negative x do not lose every digit to the cancellation in     \
+	 * 1 + erf. */                                                         \
+	static inline T vnpu_gelu##S(T x)                                      \
+	{                                                                      \
+		return 0.5##F * x * erfc##F(x * -0.70710678118654752440##F);   \
+	}                                                                      \
+                                                                               \
+	/* d/dx of the erf form: Phi(x) + x * phi(x), the normal              \
+	 * distribution's cdf and density, as PyTorch's GeluBackward computes  \
+	 * it. */                                                              \
+	static inline T vnpu_gelu_grad##S(T x)                                 \
+	{                                                                      \
+		T cdf = 0.5##F * erfc##F(x * -0.70710678118654752440##F);      \
+		T pdf = 0.39894228040143267794##F * exp##F(-0.5##F * x * x);   \
+                                                                               \
+		return cdf + x * pdf;                                          \
+	}                                                                      \
+                                                                               \
+	/* Written so that neither branch overflows exp for large |x|. */      \
+	static inline T vnpu_sigmoid##S(T x)                                   \
+	{                                                                      \
+		if (x >= 0.0##F)                                               \
+			return 1.0##F / (1.0##F + exp##F(-x));                 \
+		T e = exp##F(x);                                               \
+                                                                               \
+		return e / (1.0##F + e);                                       \
+	}                                                                      \
+                                                                               \
+	static inline T vnpu_silu##S(T x)                                      \
+	{                                                                      \
+		return x * vnpu_sigmoid##S(x);                                 \
+	}                                                                      \
+                                                                               \
+	static inline T vnpu_tanh##S(T x)                                      \
+	{                                                                      \
+		return tanh##F(x);                                             \
+	}
 
-/* Erf form, 0.5 * x * (1 + erf(x / sqrt(2))), as PyTorch's default,
- * written with erfc(-x / sqrt(2)) == 1 + erf(x / sqrt(2)) so that large
- * negative x do not lose every digit to the cancellation in 1 + erf. */
-static inline float vnpu_gelu(float x)
-{
-	return 0.5f * x * erfcf(x * -0.70710678118654752440f);
-}
-
-/* d/dx of the erf form: Phi(x) + x * phi(x), the normal distribution's
- * cdf and density, as PyTorch's GeluBackward computes it. */
-static inline float vnpu_gelu_grad(float x)
-{
-	float cdf = 0.5f * erfcf(x * -0.70710678118654752440f);
-	float pdf = 0.39894228040143267794f * expf(-0.5f * x * x);
-
-	return cdf + x * pdf;
-}
-
-/* Written so that neither branch overflows exp for large |x|. */
-static inline float vnpu_sigmoid(float x)
-{
-	if (x >= 0.0f)
-		return 1.0f / (1.0f + expf(-x));
-	float e = expf(x);
-
-	return e / (1.0f + e);
-}
-
-static inline float vnpu_silu(float x)
-{
-	return x * vnpu_sigmoid(x);
-}
-
-static inline float vnpu_tanh(float x)
-{
-	return tanhf(x);
-}
+VNPU_DEFINE_ACTIVATIONS(float, , f)
+VNPU_DEFINE_ACTIVATIONS(double, _f64, )
 
 /* Applies enum vnpu_activation `act`; an unknown value acts as NONE (the
  * validators reject unknown values before any kernel runs). */

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * BINARY and WHERE with broadcasting. Float dtypes compute in f32 (ADD/SUB
- * as a + (float)alpha * b); MAXIMUM/MINIMUM propagate NaN. Integer dtypes
- * (I8, U8, I32, I64, and BOOL as 0/1) compute in int64 with two's
- * complement wrapping and are stored in their width (BOOL: nonzero is 1),
- * so INT_MIN / -1 gives INT_MIN instead of trapping; integer DIV truncates
- * toward zero and x / 0 is 0.
+ * BINARY and WHERE with broadcasting. F32, F16 and BF16 compute in f32
+ * (ADD/SUB as a + (float)alpha * b), F64 in double (a + alpha * b);
+ * MAXIMUM/MINIMUM propagate NaN. Integer dtypes (I8, U8, I16, I32, I64,
+ * and BOOL as 0/1) compute in int64 with two's complement wrapping and are
+ * stored in their width (BOOL: nonzero is 1), so INT_MIN / -1 gives INT_MIN
+ * instead of trapping; integer DIV truncates toward zero and x / 0 is 0.
  */
 #include <math.h>
 #include <stdint.h>
@@ -22,6 +22,7 @@ struct binary_ctx {
 	uint32_t op;
 	uint32_t dtype; /* of a and b */
 	float alpha;
+	double dalpha; /* F64 */
 	int64_t ialpha;
 };
 
@@ -35,50 +36,58 @@ static bool is_bitwise(uint32_t op)
 	return op >= VNPU_BINARY_BITWISE_AND && op <= VNPU_BINARY_BITWISE_XOR;
 }
 
-static void binary_f32(uint32_t op, float alpha, const float *a, const float *b,
-		       float *o, int64_t n)
-{
-	switch (op) {
-	case VNPU_BINARY_ADD:
-		if (alpha == 1.0f) {
-			for (int64_t i = 0; i < n; i++)
-				o[i] = a[i] + b[i];
-			return;
-		}
-		for (int64_t i = 0; i < n; i++)
-			o[i] = a[i] + alpha * b[i];
-		return;
-	case VNPU_BINARY_SUB:
-		if (alpha == 1.0f) {
-			for (int64_t i = 0; i < n; i++)
-				o[i] = a[i] - b[i];
-			return;
-		}
-		for (int64_t i = 0; i < n; i++)
-			o[i] = a[i] - alpha * b[i];
-		return;
-	case VNPU_BINARY_MUL:
-		for (int64_t i = 0; i < n; i++)
-			o[i] = a[i] * b[i];
-		return;
-	case VNPU_BINARY_DIV:
-		for (int64_t i = 0; i < n; i++)
-			o[i] = a[i] / b[i];
-		return;
-	case VNPU_BINARY_MAXIMUM:
-		for (int64_t i = 0; i < n; i++)
-			o[i] = a[i] != a[i] || a[i] > b[i] ? a[i] : b[i];
-		return;
-	case VNPU_BINARY_GELU_BACKWARD:
-		for (int64_t i = 0; i < n; i++)
-			o[i] = a[i] * vnpu_gelu_grad(b[i]);
-		return;
-	default: /* MINIMUM */
-		for (int64_t i = 0; i < n; i++)
-			o[i] = a[i] != a[i] || a[i] < b[i] ? a[i] : b[i];
-		return;
+/* The float ops on arrays of T: float (f32 math; S and F empty and f) or
+ * double (the F64 path; _f64 and nothing), see activation.h. */
+#define DEFINE_BINARY_FLOAT(name, T, S, F)                                     \
+	static void name(uint32_t op, T alpha, const T *a, const T *b, T *o,   \
+			 int64_t n)                                            \
+	{                                                                      \
+		switch (op) {                                                  \
+		case VNPU_BINARY_ADD:                                          \
+			if (alpha == 1.0##F) {                                 \
+				for (int64_t i = 0; i < n; i++)                \
+					o[i] = a[i] + b[i];                    \
+				return;                                        \
+			}                                                      \
+			for (int64_t i = 0; i < n; i++)                        \
+				o[i] = a[i] + alpha * b[i];                    \
+			return;                                                \
+		case VNPU_BINARY_SUB:                                          \
+			if (alpha == 1.0##F) {                                 \
+				for (int64_t i = 0; i < n; i++)                \
+					o[i] = a[i] - b[i];                    \
+				return;                                        \
+			}                                                      \
+			for (int64_t i = 0; i < n; i++)                        \
+				o[i] = a[i] - alpha * b[i];                    \
+			return;                                                \
+		case VNPU_BINARY_MUL:                                          \
+			for (int64_t i = 0; i < n; i++)                        \
+				o[i] = a[i] * b[i];                            \
+			return;                                                \
+		case VNPU_BINARY_DIV:                                          \
+			for (int64_t i = 0; i < n; i++)                        \
+				o[i] = a[i] / b[i];                            \
+			return;                                                \
+		case VNPU_BINARY_MAXIMUM:                                      \
+			for (int64_t i = 0; i < n; i++)                        \
+				o[i] = a[i] != a[i] || a[i] > b[i] ? a[i]      \
+								   : b[i];     \
+			return;                                                \
+		case VNPU_BINARY_GELU_BACKWARD:                                \
+			for (int64_t i = 0; i < n; i++)                        \
+				o[i] = a[i] * vnpu_gelu_grad##S(b[i]);         \
+			return;                                                \
+		default: /* MINIMUM */                                         \
+			for (int64_t i = 0; i < n; i++)                        \
+				o[i] = a[i] != a[i] || a[i] < b[i] ? a[i]      \
+								   : b[i];     \
+			return;                                                \
+		}                                                              \
 	}
-}
+
+DEFINE_BINARY_FLOAT(binary_f32, float, , f)
+DEFINE_BINARY_FLOAT(binary_f64, double, _f64, )
 
 /* Comparisons of two arrays of T into 0/1 bytes. */
 #define DEFINE_COMPARE(name, T)                                                \
@@ -114,6 +123,7 @@ static void binary_f32(uint32_t op, float alpha, const float *a, const float *b,
 	}
 
 DEFINE_COMPARE(compare_f32, float)
+DEFINE_COMPARE(compare_f64, double)
 DEFINE_COMPARE(compare_i64, int64_t)
 
 /* Wrapping arithmetic on int64 copies of integer values: every product,
@@ -208,6 +218,26 @@ static void binary_float_chunk(const struct binary_ctx *c, char *const *ptrs,
 	vnpu_ew_store_f32(ptrs[0], strides[0], c->dtype, n, to);
 }
 
+/* F64: loads, arithmetic and stores in double. */
+static void binary_f64_chunk(const struct binary_ctx *c, char *const *ptrs,
+			     const int64_t *strides, int64_t n)
+{
+	double a[VNPU_EW_CHUNK], b[VNPU_EW_CHUNK], o[VNPU_EW_CHUNK];
+
+	vnpu_ew_load_f64(ptrs[1], strides[1], c->dtype, n, a);
+	vnpu_ew_load_f64(ptrs[2], strides[2], c->dtype, n, b);
+	if (is_compare(c->op)) {
+		uint8_t bo[VNPU_EW_CHUNK];
+
+		compare_f64(c->op, a, b, bo, n);
+		for (int64_t i = 0; i < n; i++)
+			ptrs[0][i * strides[0]] = (char)bo[i];
+		return;
+	}
+	binary_f64(c->op, c->dalpha, a, b, o, n);
+	vnpu_ew_store_f64(ptrs[0], strides[0], c->dtype, n, o);
+}
+
 static void binary_int_chunk(const struct binary_ctx *c, char *const *ptrs,
 			     const int64_t *strides, int64_t n)
 {
@@ -232,7 +262,9 @@ static void binary_chunk(void *ctx, char *const *ptrs, const int64_t *strides,
 {
 	const struct binary_ctx *c = ctx;
 
-	if (vnpu_dtype_is_float(c->dtype))
+	if (c->dtype == VNPU_DTYPE_F64)
+		binary_f64_chunk(c, ptrs, strides, n);
+	else if (vnpu_dtype_is_float(c->dtype))
 		binary_float_chunk(c, ptrs, strides, n);
 	else
 		binary_int_chunk(c, ptrs, strides, n);
@@ -305,10 +337,10 @@ static uint32_t binary_validate(const void *params,
 	if (!vnpu_broadcasts_to(&p->a, &p->out) ||
 	    !vnpu_broadcasts_to(&p->b, &p->out))
 		return VNPU_STATUS_INVALID_ARGS;
-	if (vnpu_dtype_is_float(dt) ? is_bitwise(p->op)
-				       : p->op == VNPU_BINARY_GELU_BACKWARD)
+	if (vnpu_dtype_is_floating(dt) ? is_bitwise(p->op)
+					  : p->op == VNPU_BINARY_GELU_BACKWARD)
 		return VNPU_STATUS_UNSUPPORTED;
-	if (!vnpu_dtype_is_float(dt) &&
+	if (!vnpu_dtype_is_floating(dt) &&
 	    (p->op == VNPU_BINARY_ADD || p->op == VNPU_BINARY_SUB)) {
 		/* integral and inside int64 (2^63 itself is not) */
 		if (!(p->alpha == trunc(p->alpha)) ||
@@ -330,8 +362,9 @@ static void binary_run(const void *params, const struct vnpu_kbuf *bufs,
 	c.op = p->op;
 	c.dtype = p->a.dtype;
 	c.alpha = (float)p->alpha;
+	c.dalpha = p->alpha;
 	c.ialpha = 0;
-	if (!vnpu_dtype_is_float(c.dtype) &&
+	if (!vnpu_dtype_is_floating(c.dtype) &&
 	    (p->op == VNPU_BINARY_ADD || p->op == VNPU_BINARY_SUB))
 		c.ialpha = (int64_t)p->alpha;
 

@@ -29,16 +29,28 @@ static inline uint32_t vnpu_dtype_size(uint32_t dtype)
 	case VNPU_DTYPE_BOOL:
 		return 1;
 	case VNPU_DTYPE_I64:
+	case VNPU_DTYPE_F64:
 		return 8;
 	default:
 		return 0;
 	}
 }
 
+/* The float dtypes computed in f32: F32, F16 and BF16. Not F64, which no
+ * kernel may compute in f32: the vector kernels give it paths of its own in
+ * double (tested for before this), and every kernel gating on this
+ * predicate alone refuses it. */
 static inline bool vnpu_dtype_is_float(uint32_t dtype)
 {
 	return dtype == VNPU_DTYPE_F32 || dtype == VNPU_DTYPE_F16 ||
 	       dtype == VNPU_DTYPE_BF16;
+}
+
+/* Any floating-point dtype, F64 included: for what floats share whatever
+ * their precision (NaN, fractional alpha, no bitwise ops). */
+static inline bool vnpu_dtype_is_floating(uint32_t dtype)
+{
+	return vnpu_dtype_is_float(dtype) || dtype == VNPU_DTYPE_F64;
 }
 
 static inline uint32_t vnpu_f32_bits(float f)
@@ -116,12 +128,48 @@ static inline uint16_t vnpu_f32_to_bf16(float f)
 	return (uint16_t)(u >> 16);
 }
 
+/*
+ * binary64 -> binary32 rounding to odd: the value truncated toward zero,
+ * with the lowest bit set when anything nonzero was cut off. Rounding that
+ * to nearest even in a format of p <= 22 significant bits gives the double
+ * correctly rounded to that format (round-to-odd with >= p + 2 bits; the
+ * f16 and bf16 grids, subnormals and overflow thresholds included, are
+ * coarsenings of the f32 grid), so double -> f16/bf16 goes through it
+ * without the double rounding of double -> f32 (nearest) -> f16. NaN and
+ * infinities convert as (float) does.
+ */
+static inline float vnpu_f64_to_f32_odd(double d)
+{
+	float f = (float)d;
+	uint32_t u;
+
+	if (d != d || (double)f == d)
+		return f;
+	u = vnpu_f32_bits(f);
+	if (fabs((double)f) > fabs(d))
+		u--; /* rounded away from zero: the magnitude below it */
+	return vnpu_bits_f32(u | 1u);
+}
+
+/* binary64 -> binary16, round to nearest even, overflow to inf, NaN kept. */
+static inline uint16_t vnpu_f64_to_f16(double d)
+{
+	return vnpu_f32_to_f16(vnpu_f64_to_f32_odd(d));
+}
+
+/* binary64 -> bfloat16, round to nearest even, NaN stays NaN. */
+static inline uint16_t vnpu_f64_to_bf16(double d)
+{
+	return vnpu_f32_to_bf16(vnpu_f64_to_f32_odd(d));
+}
+
 /* Generic element access for the non-specialised paths. `p` points at the
  * element; the float path converts through double, the integer one through
  * int64_t. */
 static inline double vnpu_load_f64(const void *p, uint32_t dtype)
 {
 	switch (dtype) {
+	case VNPU_DTYPE_F64: { double v; memcpy(&v, p, 8); return v; }
 	case VNPU_DTYPE_F32: { float v; memcpy(&v, p, 4); return v; }
 	case VNPU_DTYPE_F16: { uint16_t v; memcpy(&v, p, 2); return vnpu_f16_to_f32(v); }
 	case VNPU_DTYPE_BF16: { uint16_t v; memcpy(&v, p, 2); return vnpu_bf16_to_f32(v); }
@@ -168,6 +216,7 @@ static inline int64_t vnpu_saturate(int64_t v, int64_t lo, int64_t hi)
 static inline void vnpu_store_i64(void *p, uint32_t dtype, int64_t v)
 {
 	switch (dtype) {
+	case VNPU_DTYPE_F64: { double d = (double)v; memcpy(p, &d, 8); break; }
 	case VNPU_DTYPE_F32: { float f = (float)v; memcpy(p, &f, 4); break; }
 	case VNPU_DTYPE_F16: { uint16_t h = vnpu_f32_to_f16((float)v); memcpy(p, &h, 2); break; }
 	case VNPU_DTYPE_BF16: { uint16_t h = vnpu_f32_to_bf16((float)v); memcpy(p, &h, 2); break; }
@@ -185,9 +234,10 @@ static inline void vnpu_store_i64(void *p, uint32_t dtype, int64_t v)
 static inline void vnpu_store_f64(void *p, uint32_t dtype, double v)
 {
 	switch (dtype) {
+	case VNPU_DTYPE_F64: memcpy(p, &v, 8); break;
 	case VNPU_DTYPE_F32: { float f = (float)v; memcpy(p, &f, 4); break; }
-	case VNPU_DTYPE_F16: { uint16_t h = vnpu_f32_to_f16((float)v); memcpy(p, &h, 2); break; }
-	case VNPU_DTYPE_BF16: { uint16_t h = vnpu_f32_to_bf16((float)v); memcpy(p, &h, 2); break; }
+	case VNPU_DTYPE_F16: { uint16_t h = vnpu_f64_to_f16(v); memcpy(p, &h, 2); break; }
+	case VNPU_DTYPE_BF16: { uint16_t h = vnpu_f64_to_bf16(v); memcpy(p, &h, 2); break; }
 	case VNPU_DTYPE_BOOL: *(uint8_t *)p = v != 0; break;
 	default:
 		if (v != v)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Helpers shared by the elementwise, reduction, normalisation and pooling
- * kernels: descriptor checks, strided chunk loads and stores through f32 or
- * int64, and an n-d iterator over several operands with broadcasting.
+ * kernels: descriptor checks, strided chunk loads and stores through f32,
+ * double (the F64 paths) or int64, and an n-d iterator over several
+ * operands with broadcasting.
  *
  * Integer results wrap to the destination width (two's complement), as
  * PyTorch's integer arithmetic does; only float-to-integer conversions
@@ -171,6 +172,66 @@ static inline void vnpu_ew_store_f32(char *p, int64_t stride, uint32_t dtype,
 	case VNPU_DTYPE_BF16:
 		for (int64_t i = 0; i < n; i++) {
 			h = vnpu_f32_to_bf16(src[i]);
+			memcpy(p + i * stride * 2, &h, 2);
+		}
+		return;
+	default:
+		return;
+	}
+}
+
+/* n elements of any float dtype (F64, F32, F16, BF16) as double, exactly:
+ * the F64 paths' loads, `stride` elements apart. */
+static inline void vnpu_ew_load_f64(const char *p, int64_t stride,
+				    uint32_t dtype, int64_t n, double *dst)
+{
+	int64_t step = stride * (int64_t)vnpu_dtype_size(dtype);
+
+	if (dtype != VNPU_DTYPE_F64) {
+		for (int64_t i = 0; i < n; i++)
+			dst[i] = vnpu_ld_f32(p + i * step, dtype);
+		return;
+	}
+	if (stride == 1) {
+		memcpy(dst, p, (size_t)n * 8);
+		return;
+	}
+	for (int64_t i = 0; i < n; i++)
+		memcpy(&dst[i], p + i * step, 8);
+}
+
+/* Stores doubles into any float dtype: F64 as they are, F32, F16 and BF16
+ * each rounded once to nearest even from the double value. */
+static inline void vnpu_ew_store_f64(char *p, int64_t stride, uint32_t dtype,
+				     int64_t n, const double *src)
+{
+	float f;
+	uint16_t h;
+
+	switch (dtype) {
+	case VNPU_DTYPE_F64:
+		if (stride == 1) {
+			memmove(p, src, (size_t)n * 8);
+			return;
+		}
+		for (int64_t i = 0; i < n; i++)
+			memcpy(p + i * stride * 8, &src[i], 8);
+		return;
+	case VNPU_DTYPE_F32:
+		for (int64_t i = 0; i < n; i++) {
+			f = (float)src[i];
+			memcpy(p + i * stride * 4, &f, 4);
+		}
+		return;
+	case VNPU_DTYPE_F16:
+		for (int64_t i = 0; i < n; i++) {
+			h = vnpu_f64_to_f16(src[i]);
+			memcpy(p + i * stride * 2, &h, 2);
+		}
+		return;
+	case VNPU_DTYPE_BF16:
+		for (int64_t i = 0; i < n; i++) {
+			h = vnpu_f64_to_bf16(src[i]);
 			memcpy(p + i * stride * 2, &h, 2);
 		}
 		return;

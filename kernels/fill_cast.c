@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * FILL and CAST. Conversions: float to float rounds to nearest even through
- * f32 (exact for F16/BF16 sources); float to integer truncates toward zero
- * and saturates, NaN becomes 0; anything to BOOL is (x != 0); integer to
- * integer wraps to the destination width (two's complement, as C and PyTorch
- * convert), and FILL's ivalue converts the same way.
+ * f32 (exact for F16/BF16 sources), and any pair with F64 through double,
+ * rounding once from the double value; float to integer truncates toward
+ * zero and saturates, NaN becomes 0; anything to BOOL is (x != 0); integer
+ * to integer wraps to the destination width (two's complement, as C and
+ * PyTorch convert), and FILL's ivalue converts the same way.
  */
 #include <string.h>
 
@@ -67,7 +68,9 @@ static void fill_run(const void *params, const struct vnpu_kbuf *bufs,
 
 	c.itemsize = vnpu_dtype_size(p->out.dtype);
 	memset(c.bytes, 0, sizeof(c.bytes));
-	if (vnpu_dtype_is_float(p->out.dtype))
+	if (p->out.dtype == VNPU_DTYPE_F64)
+		memcpy(c.bytes, &p->value, 8);
+	else if (vnpu_dtype_is_float(p->out.dtype))
 		vnpu_st_f32((char *)c.bytes, p->out.dtype, (float)p->value);
 	else
 		vnpu_ew_store_i64((char *)c.bytes, 1, p->out.dtype, 1,
@@ -91,9 +94,10 @@ struct cast_ctx {
 	uint32_t out_dtype;
 };
 
-static int64_t f32_to_int(float f, uint32_t dtype)
+/* A float value (every F32, F16 and BF16 one is exactly a double) to an
+ * integer dtype: truncated toward zero, saturated, NaN 0. */
+static int64_t float_to_int(double d, uint32_t dtype)
 {
-	double d = f;
 	double lo, hi;
 
 	if (d != d)
@@ -157,6 +161,31 @@ static void copy_elems(char *dst, int64_t dstep, const char *src, int64_t sstep,
 	}
 }
 
+/* Either side F64: through double, so nothing passes through f32. */
+static void cast_f64_chunk(const struct cast_ctx *c, char *const *ptrs,
+			   const int64_t *strides, int64_t n)
+{
+	double d[VNPU_EW_CHUNK];
+	int64_t v[VNPU_EW_CHUNK];
+
+	if (vnpu_dtype_is_floating(c->src_dtype)) {
+		vnpu_ew_load_f64(ptrs[1], strides[1], c->src_dtype, n, d);
+	} else {
+		vnpu_ew_load_i64(ptrs[1], strides[1], c->src_dtype, n, v);
+		for (int64_t i = 0; i < n; i++)
+			d[i] = (double)v[i];
+	}
+	if (vnpu_dtype_is_floating(c->out_dtype)) {
+		vnpu_ew_store_f64(ptrs[0], strides[0], c->out_dtype, n, d);
+		return;
+	}
+	for (int64_t i = 0; i < n; i++)
+		v[i] = c->out_dtype == VNPU_DTYPE_BOOL
+			       ? d[i] != 0.0
+			       : float_to_int(d[i], c->out_dtype);
+	vnpu_ew_store_i64(ptrs[0], strides[0], c->out_dtype, n, v);
+}
+
 static void cast_chunk(void *ctx, char *const *ptrs, const int64_t *strides,
 		       int64_t n)
 {
@@ -171,6 +200,10 @@ static void cast_chunk(void *ctx, char *const *ptrs, const int64_t *strides,
 			   vnpu_dtype_size(c->src_dtype), n);
 		return;
 	}
+	if (c->src_dtype == VNPU_DTYPE_F64 || c->out_dtype == VNPU_DTYPE_F64) {
+		cast_f64_chunk(c, ptrs, strides, n);
+		return;
+	}
 	if (src_float) {
 		vnpu_ew_load_f32(ptrs[1], strides[1], c->src_dtype, n, f);
 		if (out_float) {
@@ -181,7 +214,7 @@ static void cast_chunk(void *ctx, char *const *ptrs, const int64_t *strides,
 		for (int64_t i = 0; i < n; i++)
 			v[i] = c->out_dtype == VNPU_DTYPE_BOOL
 				       ? f[i] != 0.0f
-				       : f32_to_int(f[i], c->out_dtype);
+				       : float_to_int(f[i], c->out_dtype);
 		vnpu_ew_store_i64(ptrs[0], strides[0], c->out_dtype, n, v);
 		return;
 	}

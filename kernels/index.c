@@ -120,7 +120,7 @@ static uint32_t index_validate(const void *params, const struct vnpu_kbuf *bufs,
 		return VNPU_STATUS_INVALID_ARGS;
 	if (p->index.dtype != VNPU_DTYPE_I32 && p->index.dtype != VNPU_DTYPE_I64)
 		return VNPU_STATUS_UNSUPPORTED;
-	if (p->op == VNPU_INDEX_ADD && !vnpu_dtype_is_float(p->out.dtype) &&
+	if (p->op == VNPU_INDEX_ADD && !vnpu_dtype_is_floating(p->out.dtype) &&
 	    !(p->alpha == trunc(p->alpha) && fabs(p->alpha) < 0x1p63))
 		return VNPU_STATUS_INVALID_ARGS; /* an integer add takes an integral alpha */
 	return VNPU_STATUS_OK;
@@ -162,15 +162,29 @@ static void select_run(const struct vnpu_kp_index *p, const struct vnpu_kbuf *bu
 	}
 }
 
+/* The alpha of ADD in each arithmetic. */
+struct add_alpha {
+	float f;
+	double d;
+	int64_t i;
+};
+
 /* One element of ADD: o += alpha * s, in the dtype's arithmetic. */
-static void add_elem(char *o, const char *s, uint32_t dtype, float alpha_f, int64_t alpha_i)
+static void add_elem(char *o, const char *s, uint32_t dtype, const struct add_alpha *alpha)
 {
-	if (vnpu_dtype_is_float(dtype)) {
+	if (dtype == VNPU_DTYPE_F64) {
+		double a, b;
+
+		memcpy(&a, o, sizeof(a));
+		memcpy(&b, s, sizeof(b));
+		a += alpha->d * b;
+		memcpy(o, &a, sizeof(a));
+	} else if (vnpu_dtype_is_float(dtype)) {
 		float a = 0, b = 0;
 
 		vnpu_ew_load_f32(o, 1, dtype, 1, &a);
 		vnpu_ew_load_f32(s, 1, dtype, 1, &b);
-		a += alpha_f * b;
+		a += alpha->f * b;
 		vnpu_ew_store_f32(o, 1, dtype, 1, &a);
 	} else {
 		int64_t a = 0, b = 0;
@@ -178,7 +192,7 @@ static void add_elem(char *o, const char *s, uint32_t dtype, float alpha_f, int6
 		vnpu_ew_load_i64(o, 1, dtype, 1, &a);
 		vnpu_ew_load_i64(s, 1, dtype, 1, &b);
 		/* wrapping, as PyTorch's integer index_add_ */
-		a = (int64_t)((uint64_t)a + (uint64_t)alpha_i * (uint64_t)b);
+		a = (int64_t)((uint64_t)a + (uint64_t)alpha->i * (uint64_t)b);
 		vnpu_ew_store_i64(o, 1, dtype, 1, &a);
 	}
 }
@@ -194,8 +208,15 @@ static void scatter_run(const struct vnpu_kp_index *p, const struct vnpu_kbuf *b
 	char *out = bufs[p->out.buffer].ptr;
 	uint64_t esize = vnpu_dtype_size(p->out.dtype), poll = 0, begin, end;
 	int64_t n = p->index.sizes[0], size = p->out.sizes[p->dim];
-	float alpha_f = (float)p->alpha;
-	int64_t alpha_i = vnpu_dtype_is_float(p->out.dtype) ? 0 : (int64_t)p->alpha;
+	struct add_alpha alpha = {
+		.f = (float)p->alpha,
+		.d = p->alpha,
+		/* integral and in range for an integer ADD (validated; COPY's
+		 * alpha is not looked at, so not converted) */
+		.i = p->op == VNPU_INDEX_ADD && !vnpu_dtype_is_floating(p->out.dtype)
+			     ? (int64_t)p->alpha
+			     : 0,
+	};
 	struct rest r;
 
 	vnpu_block_range(rest_init(&r, &p->out, p->dim), block, nblocks, &begin, &end);
@@ -217,7 +238,7 @@ static void scatter_run(const struct vnpu_kp_index *p, const struct vnpu_kbuf *b
 			if (p->op == VNPU_INDEX_COPY)
 				memcpy(o, s, esize);
 			else
-				add_elem(o, s, p->out.dtype, alpha_f, alpha_i);
+				add_elem(o, s, p->out.dtype, &alpha);
 		}
 		if (vnpu_kernel_poll(&poll, (uint64_t)n + 1))
 			return;
@@ -234,6 +255,7 @@ static void nonzero_run(const struct vnpu_kp_index *p, const struct vnpu_kbuf *b
 	int64_t n = p->src.sizes[0], stride = p->src.strides[0];
 	int64_t count = 0, ostride = p->out.strides[0];
 	uint64_t poll = 0;
+	bool is_f64 = p->src.dtype == VNPU_DTYPE_F64;
 	bool is_float = vnpu_dtype_is_float(p->src.dtype);
 
 	if (block != 0)
@@ -245,7 +267,13 @@ static void nonzero_run(const struct vnpu_kp_index *p, const struct vnpu_kbuf *b
 
 		if (vnpu_kernel_poll(&poll, (uint64_t)m))
 			return;
-		if (is_float) {
+		if (is_f64) {
+			double x[VNPU_EW_CHUNK];
+
+			vnpu_ew_load_f64(q, stride, p->src.dtype, m, x);
+			for (int64_t i = 0; i < m; i++)
+				nz[i] = x[i] != 0; /* NaN too, -0.0 not */
+		} else if (is_float) {
 			float x[VNPU_EW_CHUNK];
 
 			vnpu_ew_load_f32(q, stride, p->src.dtype, m, x);

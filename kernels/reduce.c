@@ -4,10 +4,11 @@
  * elements; for each it walks the reduced dims of the input with an index
  * counter, the innermost reduced dim as a strided run.
  *
- * Float SUM/MEAN accumulate in f64 for F32 input and in f32 for F16/BF16;
- * MAX/MIN propagate NaN; ARGMAX/ARGMIN return the first extremum, a NaN
- * counting as beyond every number (the first NaN wins), as PyTorch does.
- * Integer dtypes (I8, U8, I32, I64, and BOOL as 0/1) take SUM (int64
+ * Float SUM/MEAN accumulate in f64 for F32 and F64 input (F64 loads and
+ * compares in double as well) and in f32 for F16/BF16; MAX/MIN propagate
+ * NaN; ARGMAX/ARGMIN return the first extremum, a NaN counting as beyond
+ * every number (the first NaN wins), as PyTorch does.
+ * Integer dtypes (I8, U8, I16, I32, I64, and BOOL as 0/1) take SUM (int64
  * accumulation wrapping as two's complement, stored in the dtype's width),
  * MAX, MIN and the arg variants; MEAN is for floats.
  */
@@ -33,76 +34,98 @@ struct reduce_plan {
 
 /* Accumulator state over one output element. */
 struct reduce_acc {
-	double sum;    /* f64 sums (F32) */
+	double sum;    /* f64 sums (F32, F64) */
 	float fsum;    /* f32 sums (F16, BF16) */
 	uint64_t isum; /* wraps; the store keeps the dtype's width */
 	float fbest;
+	double dbest; /* F64 */
 	int64_t ibest;
 	int64_t best_index; /* ARG*: position along the reduced dim */
 	bool any;	    /* fbest/ibest hold a value */
 };
 
+/* MAX/MIN and ARGMAX/ARGMIN: folds n values of T (float into acc->fbest,
+ * double into acc->dbest) at position `first` along the reduced dim. */
+#define DEFINE_FOLD_EXTREMUM(name, T, best)                                    \
+	static void name(const struct reduce_plan *rp, struct reduce_acc *acc, \
+			 const T *x, int64_t n, int64_t first)                 \
+	{                                                                      \
+		int64_t i = 0;                                                 \
+                                                                               \
+		if (rp->op == VNPU_REDUCE_MAX || rp->op == VNPU_REDUCE_MIN) {  \
+			if (!acc->any) {                                       \
+				acc->best = x[0];                              \
+				acc->any = true;                               \
+				i = 1;                                         \
+			}                                                      \
+			/* once NaN, only another NaN replaces it */           \
+			if (rp->op == VNPU_REDUCE_MAX) {                       \
+				for (; i < n; i++)                             \
+					if (x[i] > acc->best || x[i] != x[i])  \
+						acc->best = x[i];              \
+			} else {                                               \
+				for (; i < n; i++)                             \
+					if (x[i] < acc->best || x[i] != x[i])  \
+						acc->best = x[i];              \
+			}                                                      \
+			return;                                                \
+		}                                                              \
+		/* ARGMAX, ARGMIN */                                           \
+		if (!acc->any) {                                               \
+			acc->best = x[0];                                      \
+			acc->best_index = first;                               \
+			acc->any = true;                                       \
+			i = 1;                                                 \
+		}                                                              \
+		for (; i < n && acc->best == acc->best; i++) {                 \
+			bool better = x[i] != x[i] ||                          \
+				      (rp->op == VNPU_REDUCE_ARGMAX            \
+					       ? x[i] > acc->best              \
+					       : x[i] < acc->best);            \
+                                                                               \
+			if (better) {                                          \
+				acc->best = x[i];                              \
+				acc->best_index = first + i;                   \
+			}                                                      \
+		}                                                              \
+	}
+
+DEFINE_FOLD_EXTREMUM(fold_extremum_f32, float, fbest)
+DEFINE_FOLD_EXTREMUM(fold_extremum_f64, double, dbest)
+
 /* Folds n floats at position `first` (along the reduced dim) into acc. */
 static void fold_f32(const struct reduce_plan *rp, struct reduce_acc *acc,
 		     const float *x, int64_t n, int64_t first)
 {
-	int64_t i = 0;
-
-	switch (rp->op) {
-	case VNPU_REDUCE_SUM:
-	case VNPU_REDUCE_MEAN:
-		if (rp->dtype == VNPU_DTYPE_F32) {
-			double s = 0;
-
-			for (; i < n; i++)
-				s += x[i];
-			acc->sum += s;
-		} else {
-			float s = 0;
-
-			for (; i < n; i++)
-				s += x[i];
-			acc->fsum += s;
-		}
-		return;
-	case VNPU_REDUCE_MAX:
-	case VNPU_REDUCE_MIN:
-		if (!acc->any) {
-			acc->fbest = x[0];
-			acc->any = true;
-			i = 1;
-		}
-		if (rp->op == VNPU_REDUCE_MAX) {
-			for (; i < n; i++)
-				if (x[i] > acc->fbest || x[i] != x[i])
-					acc->fbest = x[i];
-		} else {
-			for (; i < n; i++)
-				if (x[i] < acc->fbest || x[i] != x[i])
-					acc->fbest = x[i];
-		}
-		/* once NaN, only another NaN replaces it */
-		return;
-	default: /* ARGMAX, ARGMIN */
-		if (!acc->any) {
-			acc->fbest = x[0];
-			acc->best_index = first;
-			acc->any = true;
-			i = 1;
-		}
-		for (; i < n && acc->fbest == acc->fbest; i++) {
-			bool better =
-				x[i] != x[i] || (rp->op == VNPU_REDUCE_ARGMAX
-							 ? x[i] > acc->fbest
-							 : x[i] < acc->fbest);
-
-			if (better) {
-				acc->fbest = x[i];
-				acc->best_index = first + i;
-			}
-		}
+	if (rp->op != VNPU_REDUCE_SUM && rp->op != VNPU_REDUCE_MEAN) {
+		fold_extremum_f32(rp, acc, x, n, first);
 		return;
 	}
+	if (rp->dtype == VNPU_DTYPE_F32) {
+		double s = 0;
+
+		for (int64_t i = 0; i < n; i++)
+			s += x[i];
+		acc->sum += s;
+	} else {
+		float s = 0;
+
+		for (int64_t i = 0; i < n; i++)
+			s += x[i];
+		acc->fsum += s;
+	}
+}
+
+/* F64: the sum in double, element after element in the walk's order. */
+static void fold_f64(const struct reduce_plan *rp, struct reduce_acc *acc,
+		     const double *x, int64_t n, int64_t first)
+{
+	if (rp->op != VNPU_REDUCE_SUM && rp->op != VNPU_REDUCE_MEAN) {
+		fold_extremum_f64(rp, acc, x, n, first);
+		return;
+	}
+	for (int64_t i = 0; i < n; i++)
+		acc->sum += x[i];
 }
 
 static void fold_i64(const struct reduce_plan *rp, struct reduce_acc *acc,
@@ -169,7 +192,12 @@ static bool reduce_one(const struct reduce_plan *rp, const char *in,
 
 			if (vnpu_kernel_poll(work, (uint64_t)n))
 				return true;
-			if (is_float) {
+			if (rp->dtype == VNPU_DTYPE_F64) {
+				double x[VNPU_EW_CHUNK];
+
+				vnpu_ew_load_f64(q, step, rp->dtype, n, x);
+				fold_f64(rp, acc, x, n, done);
+			} else if (is_float) {
 				float x[VNPU_EW_CHUNK];
 
 				vnpu_ew_load_f32(q, step, rp->dtype, n, x);
@@ -198,6 +226,13 @@ static void store_result(const struct reduce_plan *rp,
 		return;
 	case VNPU_REDUCE_SUM:
 	case VNPU_REDUCE_MEAN:
+		if (rp->dtype == VNPU_DTYPE_F64) {
+			v = acc->sum;
+			if (rp->op == VNPU_REDUCE_MEAN)
+				v /= (double)rp->count;
+			vnpu_ew_store_f64(out, 1, rp->dtype, 1, &v);
+			return;
+		}
 		if (!vnpu_dtype_is_float(rp->dtype)) {
 			int64_t sum = (int64_t)acc->isum;
 
@@ -210,7 +245,9 @@ static void store_result(const struct reduce_plan *rp,
 		vnpu_st_f32(out, rp->dtype, (float)v);
 		return;
 	default:
-		if (vnpu_dtype_is_float(rp->dtype))
+		if (rp->dtype == VNPU_DTYPE_F64)
+			vnpu_ew_store_f64(out, 1, rp->dtype, 1, &acc->dbest);
+		else if (vnpu_dtype_is_float(rp->dtype))
 			vnpu_st_f32(out, rp->dtype, acc->fbest);
 		else
 			vnpu_ew_store_i64(out, 1, rp->dtype, 1, &acc->ibest);
@@ -251,7 +288,7 @@ static uint32_t reduce_validate(const void *params,
 	}
 	if (out->dtype != (arg ? (uint32_t)VNPU_DTYPE_I64 : in->dtype))
 		return VNPU_STATUS_INVALID_ARGS;
-	if (vnpu_dtype_is_float(in->dtype))
+	if (vnpu_dtype_is_floating(in->dtype))
 		return VNPU_STATUS_OK;
 	return p->op == VNPU_REDUCE_MEAN ? VNPU_STATUS_UNSUPPORTED
 					 : VNPU_STATUS_OK;

@@ -120,6 +120,9 @@ uint32_t vnpu_tensor_check(const struct vnpu_tensor *t,
 		return VNPU_STATUS_INVALID_ARGS;
 	if (itemsize == 0 || (!internal && !vnpu_format_is_plain(t->format)))
 		return VNPU_STATUS_UNSUPPORTED;
+	/* 8-byte elements (I64, F64) have no fractal geometry */
+	if (internal && itemsize > 4)
+		return VNPU_STATUS_UNSUPPORTED;
 	for (uint32_t i = 0; i < VNPU_MAX_DIMS; i++) {
 		if (t->sizes[i] < 0 || t->strides[i] < 0)
 			return VNPU_STATUS_INVALID_ARGS;

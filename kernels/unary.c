@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * UNARY: out = op(src). Float dtypes compute in f32; ABS, NEG and RELU also
- * run on I32 and I8, where ABS and NEG of the minimum value wrap to itself.
+ * UNARY: out = op(src). F32, F16 and BF16 compute in f32, F64 in double;
+ * ABS, NEG and RELU also run on the integer dtypes (I8, U8, I16, I32, I64),
+ * where ABS and NEG of the minimum value wrap to itself.
  */
 #include <math.h>
 #include <stdint.h>
@@ -14,56 +15,62 @@ struct unary_ctx {
 	uint32_t dtype;
 };
 
-/* In place on n f32 values; one loop per op so each can vectorise. */
-static void unary_f32(uint32_t op, float *x, int64_t n)
-{
-	switch (op) {
-	case VNPU_UNARY_ABS:
-		for (int64_t i = 0; i < n; i++)
-			x[i] = fabsf(x[i]);
-		return;
-	case VNPU_UNARY_NEG:
-		for (int64_t i = 0; i < n; i++)
-			x[i] = -x[i];
-		return;
-	case VNPU_UNARY_EXP:
-		for (int64_t i = 0; i < n; i++)
-			x[i] = expf(x[i]);
-		return;
-	case VNPU_UNARY_LOG:
-		for (int64_t i = 0; i < n; i++)
-			x[i] = logf(x[i]);
-		return;
-	case VNPU_UNARY_SQRT:
-		for (int64_t i = 0; i < n; i++)
-			x[i] = sqrtf(x[i]);
-		return;
-	case VNPU_UNARY_RSQRT:
-		for (int64_t i = 0; i < n; i++)
-			x[i] = 1.0f / sqrtf(x[i]);
-		return;
-	case VNPU_UNARY_RELU:
-		for (int64_t i = 0; i < n; i++)
-			x[i] = vnpu_relu(x[i]);
-		return;
-	case VNPU_UNARY_GELU:
-		for (int64_t i = 0; i < n; i++)
-			x[i] = vnpu_gelu(x[i]);
-		return;
-	case VNPU_UNARY_SILU:
-		for (int64_t i = 0; i < n; i++)
-			x[i] = vnpu_silu(x[i]);
-		return;
-	case VNPU_UNARY_SIGMOID:
-		for (int64_t i = 0; i < n; i++)
-			x[i] = vnpu_sigmoid(x[i]);
-		return;
-	default:
-		for (int64_t i = 0; i < n; i++)
-			x[i] = vnpu_tanh(x[i]);
-		return;
+/* In place on n values of T (float: f32 math, suffixes S and F empty and
+ * f; double: the F64 path, _f64 and nothing, see activation.h); one loop
+ * per op so each can vectorise. */
+#define DEFINE_UNARY_FLOAT(name, T, S, F)                                      \
+	static void name(uint32_t op, T *x, int64_t n)                         \
+	{                                                                      \
+		switch (op) {                                                  \
+		case VNPU_UNARY_ABS:                                           \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = fabs##F(x[i]);                          \
+			return;                                                \
+		case VNPU_UNARY_NEG:                                           \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = -x[i];                                  \
+			return;                                                \
+		case VNPU_UNARY_EXP:                                           \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = exp##F(x[i]);                           \
+			return;                                                \
+		case VNPU_UNARY_LOG:                                           \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = log##F(x[i]);                           \
+			return;                                                \
+		case VNPU_UNARY_SQRT:                                          \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = sqrt##F(x[i]);                          \
+			return;                                                \
+		case VNPU_UNARY_RSQRT:                                         \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = 1.0##F / sqrt##F(x[i]);                 \
+			return;                                                \
+		case VNPU_UNARY_RELU:                                          \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = vnpu_relu##S(x[i]);                     \
+			return;                                                \
+		case VNPU_UNARY_GELU:                                          \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = vnpu_gelu##S(x[i]);                     \
+			return;                                                \
+		case VNPU_UNARY_SILU:                                          \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = vnpu_silu##S(x[i]);                     \
+			return;                                                \
+		case VNPU_UNARY_SIGMOID:                                       \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = vnpu_sigmoid##S(x[i]);                  \
+			return;                                                \
+		default:                                                       \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = vnpu_tanh##S(x[i]);                     \
+			return;                                                \
+		}                                                              \
 	}
-}
+
+DEFINE_UNARY_FLOAT(unary_f32, float, , f)
+DEFINE_UNARY_FLOAT(unary_f64, double, _f64, )
 
 /* ABS, NEG, RELU, BITWISE_NOT on int64 copies (I8, U8, I32, I64; BOOL
  * for BITWISE_NOT); the store wraps to the dtype's width. */
@@ -94,7 +101,13 @@ static void unary_chunk(void *ctx, char *const *ptrs, const int64_t *strides,
 {
 	const struct unary_ctx *c = ctx;
 
-	if (vnpu_dtype_is_float(c->dtype)) {
+	if (c->dtype == VNPU_DTYPE_F64) {
+		double x[VNPU_EW_CHUNK];
+
+		vnpu_ew_load_f64(ptrs[1], strides[1], c->dtype, n, x);
+		unary_f64(c->op, x, n);
+		vnpu_ew_store_f64(ptrs[0], strides[0], c->dtype, n, x);
+	} else if (vnpu_dtype_is_float(c->dtype)) {
 		float x[VNPU_EW_CHUNK];
 
 		vnpu_ew_load_f32(ptrs[1], strides[1], c->dtype, n, x);
@@ -128,7 +141,7 @@ static uint32_t unary_validate(const void *params, const struct vnpu_kbuf *bufs,
 		return VNPU_STATUS_INVALID_ARGS;
 	int_op = p->op == VNPU_UNARY_ABS || p->op == VNPU_UNARY_NEG ||
 		 p->op == VNPU_UNARY_RELU;
-	if (vnpu_dtype_is_float(p->src.dtype))
+	if (vnpu_dtype_is_floating(p->src.dtype))
 		return p->op == VNPU_UNARY_BITWISE_NOT ? VNPU_STATUS_UNSUPPORTED
 						       : VNPU_STATUS_OK;
 	if (p->op == VNPU_UNARY_BITWISE_NOT ||

@@ -35,7 +35,10 @@
 #define VNPU_MAX_DIMS		8
 #define VNPU_KARGS_MAX_BUFFERS	8
 
-/* Element types; numbering follows ACL's aclDataType. */
+/* Element types; numbering follows ACL's aclDataType. F64 is a dtype of the
+ * vector kernels only (FILL, CAST, UNARY, BINARY, WHERE, REDUCE, INDEX,
+ * plain-to-plain TRANSDATA); GEMM, CONV2D, QGEMM, POOL2D, SOFTMAX and
+ * LAYER_NORM return UNSUPPORTED for it, as for any dtype they lack. */
 enum vnpu_dtype {
 	VNPU_DTYPE_F32 = 0,
 	VNPU_DTYPE_F16 = 1,
@@ -44,6 +47,7 @@ enum vnpu_dtype {
 	VNPU_DTYPE_U8 = 4,
 	VNPU_DTYPE_I16 = 6,
 	VNPU_DTYPE_I64 = 9,
+	VNPU_DTYPE_F64 = 11,	/* computed in double on the vector unit */
 	VNPU_DTYPE_BOOL = 12,	/* one byte, 0 or 1 */
 	VNPU_DTYPE_BF16 = 27,
 };
@@ -139,7 +143,8 @@ enum vnpu_activation {
 	VNPU_ACT_TANH = 5,
 };
 
-/* FILL: out[...] = value, converted to out's dtype. */
+/* FILL: out[...] = value, converted to out's dtype (F64 stores it exactly,
+ * F32/F16/BF16 round it to nearest even). */
 struct vnpu_kp_fill {
 	struct vnpu_tensor out;
 	double value;		/* used for float dtypes */
@@ -148,7 +153,9 @@ struct vnpu_kp_fill {
 
 /* CAST: out = (dtype of out) src, element by element; same shape. With equal
  * dtypes this is a strided copy. Float to integer truncates toward zero and
- * saturates; NaN becomes 0; to BOOL is (x != 0). */
+ * saturates; NaN becomes 0; to BOOL is (x != 0). Any pair with F64 converts
+ * through double: to F64 exactly (I64 rounded to nearest even), from F64 to
+ * F32, F16 and BF16 rounded once to nearest even from the double value. */
 struct vnpu_kp_cast {
 	struct vnpu_tensor src;
 	struct vnpu_tensor out;
@@ -171,8 +178,9 @@ enum vnpu_unary_op {
 };
 
 /* UNARY: out = op(src); same shape and dtype. ABS, NEG and RELU also take
- * I8, U8, I32 and I64 (wrapping: -INT_MIN is INT_MIN), BITWISE_NOT only
- * those and BOOL; the others take F32, F16 and BF16 (computed in f32). */
+ * I8, U8, I16, I32 and I64 (wrapping: -INT_MIN is INT_MIN), BITWISE_NOT
+ * only those and BOOL; the others take F32, F16 and BF16 (computed in f32)
+ * and F64 (computed in double). */
 struct vnpu_kp_unary {
 	uint32_t op;		/* enum vnpu_unary_op */
 	uint32_t reserved;
@@ -202,9 +210,10 @@ enum vnpu_binary_op {
 
 /* BINARY: out = op(a, b) with broadcasting: a and b have out's ndim and each
  * size equals out's or is 1 (stride ignored then). a and b share a dtype;
- * out has it too, or BOOL for comparisons. Floats compute in f32; I8, U8,
- * I32, I64 and BOOL (as 0 and 1; a nonzero result stores 1) in int64,
- * wrapping to the dtype's width. */
+ * out has it too, or BOOL for comparisons. F32, F16 and BF16 compute in f32
+ * (alpha rounded to f32), F64 in double (alpha as given); I8, U8, I16, I32,
+ * I64 and BOOL (as 0 and 1; a nonzero result stores 1) in int64, wrapping
+ * to the dtype's width. */
 struct vnpu_kp_binary {
 	uint32_t op;		/* enum vnpu_binary_op */
 	uint32_t reserved;
@@ -258,10 +267,10 @@ enum vnpu_index_op {
  *           zero bytes)
  *   ADD     out[.., index[i], ..] += alpha * src[.., i, ..]  (src has n
  *           along dim; in index order; F32, F16, BF16 computed in f32 and
- *           rounded after each add; I8, U8, I32, I64 in int64 wrapping to
- *           the width, BOOL as 0/1 storing a nonzero sum as 1, both with
- *           an integral alpha; an entry outside [0, size) or equal to
- *           skip adds nothing)
+ *           rounded after each add, F64 in double; I8, U8, I16, I32, I64
+ *           in int64 wrapping to the width, BOOL as 0/1 storing a nonzero
+ *           sum as 1, both with an integral alpha; an entry outside
+ *           [0, size) or equal to skip adds nothing)
  *   COPY    out[.., index[i], ..] = src[.., i, ..]  (src has n along dim;
  *           any dtype, copied bytewise in index order, so of repeated
  *           entries the last row stays; an entry outside [0, size) or
@@ -390,8 +399,9 @@ enum vnpu_reduce_op {
 };
 
 /* REDUCE over the dims set in dim_mask: out has input's ndim with reduced
- * dims of size 1. Float sums accumulate in f32 (f64 for F32 input);
- * integer dtypes and BOOL (not MEAN) in int64, wrapping to their width. */
+ * dims of size 1. Float sums accumulate in f32 (f64 for F32 and F64
+ * input); integer dtypes and BOOL (not MEAN) in int64, wrapping to their
+ * width. */
 struct vnpu_kp_reduce {
 	uint32_t op;		/* enum vnpu_reduce_op */
 	uint32_t dim_mask;	/* bit k reduces dim k */
@@ -402,7 +412,8 @@ struct vnpu_kp_reduce {
 /* TRANSDATA: same logical shape and dtype, src and out in different formats:
  * between ND/NCHW/NHWC (strided) and NC1HWC0, FRACTAL_Z (4-D) or FRACTAL_NZ
  * (rank >= 2), either direction, or between two plain formats. Padding of an
- * internal-format output is written as zero. */
+ * internal-format output is written as zero. 8-byte dtypes (I64, F64) have
+ * no internal format: plain to plain only. */
 struct vnpu_kp_transdata {
 	struct vnpu_tensor src;
 	struct vnpu_tensor out;

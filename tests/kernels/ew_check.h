@@ -22,7 +22,7 @@
 static const uint32_t all_dtypes[] = {
 	VNPU_DTYPE_F32, VNPU_DTYPE_F16, VNPU_DTYPE_BF16, VNPU_DTYPE_I8,
 	VNPU_DTYPE_I32, VNPU_DTYPE_U8,	VNPU_DTYPE_I64,	 VNPU_DTYPE_BOOL,
-	VNPU_DTYPE_I16,
+	VNPU_DTYPE_I16, VNPU_DTYPE_F64,
 };
 #define N_ALL_DTYPES (sizeof(all_dtypes) / sizeof(all_dtypes[0]))
 
@@ -66,6 +66,40 @@ static inline uint16_t ew_half_encode(double v)
 	return sign | (uint16_t)((e + 15) << 10) | (uint16_t)(q - 1024);
 }
 
+/* v rounded to nearest even in a binary format of p significant bits,
+ * least normal exponent emin and largest finite value max (infinity
+ * beyond it), straight from the double: an independent reference for the
+ * device's double -> f32/f16/bf16 conversions. */
+static inline double ew_round_to(double v, int p, int emin, double max)
+{
+	double a = fabs(v), r;
+	int e;
+
+	if (isnan(v) || isinf(v) || a == 0)
+		return v;
+	frexp(a, &e);
+	e = e - 1 < emin ? emin : e - 1;
+	r = ldexp(nearbyint(ldexp(a, p - 1 - e)), e - (p - 1));
+	if (r > max)
+		r = INFINITY;
+	return copysign(r, v);
+}
+
+static inline double ew_round_f16(double v)
+{
+	return ew_round_to(v, 11, -14, 65504.0);
+}
+
+static inline double ew_round_bf16(double v)
+{
+	return ew_round_to(v, 8, -126, 0x1.fep127);
+}
+
+static inline double ew_round_f32(double v)
+{
+	return ew_round_to(v, 24, -126, 0x1.fffffep127);
+}
+
 static inline size_t esize(uint32_t dt)
 {
 	switch (dt) {
@@ -77,16 +111,18 @@ static inline size_t esize(uint32_t dt)
 	case VNPU_DTYPE_I16:
 		return 2;
 	case VNPU_DTYPE_I64:
+	case VNPU_DTYPE_F64:
 		return 8;
 	default:
 		return 1;
 	}
 }
 
+/* Any float dtype, F64 included. */
 static inline int is_float(uint32_t dt)
 {
 	return dt == VNPU_DTYPE_F32 || dt == VNPU_DTYPE_F16 ||
-	       dt == VNPU_DTYPE_BF16;
+	       dt == VNPU_DTYPE_BF16 || dt == VNPU_DTYPE_F64;
 }
 
 /* Reads element `off` (in elements) of a buffer as double. */
@@ -98,8 +134,12 @@ static inline double get_val(const void *buf, uint32_t dt, uint64_t off)
 	uint16_t h;
 	int32_t i32;
 	int64_t i64;
+	double d;
 
 	switch (dt) {
+	case VNPU_DTYPE_F64:
+		memcpy(&d, p, 8);
+		return d;
 	case VNPU_DTYPE_F32:
 		memcpy(&f, p, 4);
 		return f;
@@ -173,6 +213,9 @@ static inline void put_val(void *buf, uint32_t dt, uint64_t off, double v)
 	int64_t i64;
 
 	switch (dt) {
+	case VNPU_DTYPE_F64:
+		memcpy(p, &v, 8);
+		break;
 	case VNPU_DTYPE_F32:
 		memcpy(p, &f, 4);
 		break;
@@ -209,10 +252,21 @@ static inline void put_val(void *buf, uint32_t dt, uint64_t off, double v)
 	}
 }
 
-/* A random value typical for the dtype (floats in [lo, hi]). */
+/* Uniform in [lo, hi] with all 53 bits of a double random. */
+static inline double rand_double(double lo, double hi)
+{
+	uint64_t u = ((uint64_t)kt_rand() << 21) ^ kt_rand();
+
+	return lo + (hi - lo) * ldexp((double)(u & ((1ull << 53) - 1)), -53);
+}
+
+/* A random value typical for the dtype (floats in [lo, hi]; F64 with every
+ * bit of the significand random, so that no result is exact in f32). */
 static inline double rand_val(uint32_t dt, double lo, double hi)
 {
 	switch (dt) {
+	case VNPU_DTYPE_F64:
+		return rand_double(lo, hi);
 	case VNPU_DTYPE_I8:
 		return (double)kt_rand_range(-128, 127);
 	case VNPU_DTYPE_U8:
@@ -248,9 +302,20 @@ static inline double rtol_of(uint32_t dt)
 		return 1.5e-3;
 	case VNPU_DTYPE_BF16:
 		return 1e-2;
+	case VNPU_DTYPE_F64:
+		return 0x1p-50; /* 4 ulp: transcendental results */
 	default:
 		return 0;
 	}
+}
+
+/* Bitwise equality of two doubles, any NaN matching any NaN: the F64
+ * results that must be exactly C's double arithmetic. */
+static inline int same_double(double got, double want)
+{
+	if (isnan(want))
+		return isnan(got);
+	return memcmp(&got, &want, sizeof(got)) == 0;
 }
 
 /* ---- operands: descriptors with random layouts and their buffers ---- */

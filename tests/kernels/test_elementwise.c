@@ -73,6 +73,8 @@ START_TEST(test_fill)
 		memset(&p, 0, sizeof(p));
 		p.out = o.t;
 		p.value = kt_rand_float(-300, 300);
+		if (dt == VNPU_DTYPE_F64) /* every bit matters */
+			p.value = rand_double(-300, 300);
 		p.ivalue = kt_rand_range(-400, 400);
 		ck_assert_uint_eq(kt_launch(VNPU_KERNEL_FILL, &p, &b, 1,
 					    block_counts[iter % 3]),
@@ -81,6 +83,7 @@ START_TEST(test_fill)
 		case VNPU_DTYPE_F32:
 		case VNPU_DTYPE_F16:
 		case VNPU_DTYPE_BF16:
+		case VNPU_DTYPE_F64:
 			want = p.value;
 			break;
 		case VNPU_DTYPE_I8:
@@ -103,6 +106,9 @@ START_TEST(test_fill)
 			unravel(i, ndim, sizes, idx);
 			double got = get_val(b.ptr, dt, elem_off(&o.t, idx));
 
+			if (dt == VNPU_DTYPE_F64)
+				ck_assert_msg(same_double(got, want),
+					      "fill f64: %a vs %a", got, want);
 			ck_assert_msg(
 				close_to(got, want, rtol_of(dt) + 6e-8, 0),
 				"fill dt %u: %g vs %g", dt, got, want);
@@ -138,6 +144,24 @@ START_TEST(test_fill_wide_values)
 	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_FILL, &p, &b, 1, 1),
 			  VNPU_STATUS_OK);
 	ck_assert(get_int(b.ptr, VNPU_DTYPE_I32, 2) == 5);
+	/* F64 stores the double itself: beyond f32's range and precision,
+	 * subnormal, -0.0 and NaN */
+	{
+		const double vals[] = {1e300, 1.0 + 0x1p-52, 0x1p-1070, -0.0,
+				       NAN, -INFINITY};
+
+		p.out = kt_tensor(0, VNPU_DTYPE_F64, 1, sizes, NULL);
+		for (size_t k = 0; k < sizeof(vals) / sizeof(vals[0]); k++) {
+			p.value = vals[k];
+			ck_assert_uint_eq(kt_launch(VNPU_KERNEL_FILL, &p, &b,
+						    1, 2),
+					  VNPU_STATUS_OK);
+			for (int i = 0; i < 5; i++)
+				ck_assert_msg(memcmp((char *)b.ptr + i * 8,
+						     &vals[k], 8) == 0,
+					      "fill f64 %a", vals[k]);
+		}
+	}
 	kt_free(&b);
 }
 END_TEST
@@ -200,6 +224,25 @@ static double cast_ref(double v, uint32_t src, uint32_t dst)
 	}
 }
 
+/* The conversions with F64 on either side, exactly: from F64 rounded once
+ * to nearest even (ew_round_*), into F64 as the value itself (I64 rounded
+ * to nearest even, as get_val reads it), to integers as cast_ref. */
+static double cast_ref_f64(double v, uint32_t src, uint32_t dst)
+{
+	switch (dst) {
+	case VNPU_DTYPE_F64:
+		return v;
+	case VNPU_DTYPE_F32:
+		return ew_round_f32(v);
+	case VNPU_DTYPE_F16:
+		return ew_round_f16(v);
+	case VNPU_DTYPE_BF16:
+		return ew_round_bf16(v);
+	default: /* + 0.0: an integer has no -0 */
+		return cast_ref(v, src, dst) + 0.0;
+	}
+}
+
 static double cast_rtol(uint32_t src, uint32_t dst)
 {
 	if (dst == VNPU_DTYPE_F16)
@@ -242,6 +285,18 @@ START_TEST(test_cast)
 					put_val(b[0].ptr, src, os.t.offset,
 						-1e20);
 				}
+				if (src == VNPU_DTYPE_F64 && n > 0) {
+					/* beyond f32 and every integer,
+					 * below f32's subnormals */
+					put_val(b[0].ptr, src, os.nelem - 1,
+						NAN);
+					put_val(b[0].ptr, src, 0, 1e300);
+					put_val(b[0].ptr, src, os.t.offset,
+						-3e19);
+					if (os.nelem > 2)
+						put_val(b[0].ptr, src, 1,
+							-1e-310);
+				}
 				before = dup_bytes(&b[1]);
 				memset(&p, 0, sizeof(p));
 				p.src = os.t;
@@ -272,6 +327,17 @@ START_TEST(test_cast)
 						got = (double)get_int(
 							b[1].ptr, dst,
 							elem_off(&oo.t, idx));
+					if (src == VNPU_DTYPE_F64 ||
+					    dst == VNPU_DTYPE_F64) {
+						want = cast_ref_f64(v, src,
+								    dst);
+						ck_assert_msg(
+							same_double(got, want),
+							"cast %u->%u: %a vs %a "
+							"(src %a)",
+							src, dst, got, want, v);
+						continue;
+					}
 					ck_assert_msg(
 						close_to(got, want,
 							 cast_rtol(src, dst),
@@ -352,6 +418,161 @@ START_TEST(test_cast_exact_cases)
 }
 END_TEST
 
+/* F64 -> F16/BF16/F32 rounds once, from the double: values just off a
+ * halfway point that rounding to f32 first would put exactly on it (and
+ * the tie then to even, the wrong way), in the normal and subnormal ranges
+ * and at the overflow threshold, and the other specials. The wanted bits
+ * are written out, independent of both the kernel and ew_round_to. */
+START_TEST(test_cast_f64_rounding)
+{
+	static const struct {
+		double v;
+		uint16_t f16, bf16;
+	} cases[] = {
+		/* 1 + 2^-11 is f16's halfway between 1 and 1 + 2^-10 */
+		{1.0 + 0x1p-11 + 0x1p-40, 0x3c01, 0x3f80},
+		{-(1.0 + 0x1p-11 + 0x1p-40), 0xbc01, 0xbf80},
+		{1.0 + 0x1p-11, 0x3c00, 0x3f80}, /* a tie: to even */
+		{1.0 + 3 * 0x1p-11 - 0x1p-40, 0x3c01, 0x3f80},
+		{1.0 + 3 * 0x1p-11, 0x3c02, 0x3f80},
+		/* 1 + 2^-8 is bf16's halfway between 1 and 1 + 2^-7 */
+		{1.0 + 0x1p-8 + 0x1p-40, 0x3c04, 0x3f81},
+		{1.0 + 3 * 0x1p-8 - 0x1p-40, 0x3c0c, 0x3f81},
+		{1.0 + 0x1p-8, 0x3c04, 0x3f80},
+		/* f16 subnormals: 2^-25 is half the least one */
+		{0x1p-25 + 0x1p-60, 0x0001, 0x3300},
+		{0x1p-25, 0x0000, 0x3300},
+		{3 * 0x1p-25 - 0x1p-60, 0x0001, 0x33c0},
+		/* f16 overflow: 65520 is halfway past the largest, 65504 */
+		{65520.0 - 0x1p-30, 0x7bff, 0x4780},
+		{65520.0, 0x7c00, 0x4780},
+		/* bf16 near its largest, 0x1.fep127: 0x1.ffp127 is halfway
+		 * to infinity */
+		{0x1.ffp127 - 0x1p90, 0x7c00, 0x7f7f},
+		{0x1.ffp127, 0x7c00, 0x7f80},
+		/* bf16 subnormals: 2^-134 is half the least one */
+		{0x1p-134 + 0x1p-160, 0x0000, 0x0001},
+		{0x1p-134, 0x0000, 0x0000},
+		{1e300, 0x7c00, 0x7f80},
+		{-1e300, 0xfc00, 0xff80},
+		{-1e-300, 0x8000, 0x8000},
+		{-0.0, 0x8000, 0x8000},
+		{INFINITY, 0x7c00, 0x7f80},
+	};
+	const size_t n = sizeof(cases) / sizeof(cases[0]);
+	int64_t sizes[1] = {(int64_t)n + 1};
+	struct vnpu_kbuf b[2] = {kt_buffer((n + 1) * 8),
+				 kt_buffer((n + 1) * 8)};
+	struct vnpu_kp_cast p;
+	uint16_t h;
+	float f;
+
+	memset(&p, 0, sizeof(p));
+	p.src = kt_tensor(0, VNPU_DTYPE_F64, 1, sizes, NULL);
+	for (size_t i = 0; i < n; i++)
+		put_val(b[0].ptr, VNPU_DTYPE_F64, i, cases[i].v);
+	put_val(b[0].ptr, VNPU_DTYPE_F64, n, NAN);
+
+	p.out = kt_tensor(1, VNPU_DTYPE_F16, 1, sizes, NULL);
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_CAST, &p, b, 2, 2),
+			  VNPU_STATUS_OK);
+	for (size_t i = 0; i < n; i++) {
+		memcpy(&h, (char *)b[1].ptr + i * 2, 2);
+		ck_assert_msg(h == cases[i].f16, "f16 of %a: %#x, want %#x",
+			      cases[i].v, h, cases[i].f16);
+		ck_assert(same_double(ew_half_decode(h),
+				      ew_round_f16(cases[i].v)));
+	}
+	memcpy(&h, (char *)b[1].ptr + n * 2, 2);
+	ck_assert((h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0);
+
+	p.out = kt_tensor(1, VNPU_DTYPE_BF16, 1, sizes, NULL);
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_CAST, &p, b, 2, 3),
+			  VNPU_STATUS_OK);
+	for (size_t i = 0; i < n; i++) {
+		memcpy(&h, (char *)b[1].ptr + i * 2, 2);
+		ck_assert_msg(h == cases[i].bf16, "bf16 of %a: %#x, want %#x",
+			      cases[i].v, h, cases[i].bf16);
+		ck_assert(same_double(get_val(b[1].ptr, VNPU_DTYPE_BF16, i),
+				      ew_round_bf16(cases[i].v)));
+	}
+	memcpy(&h, (char *)b[1].ptr + n * 2, 2);
+	ck_assert((h & 0x7f80) == 0x7f80 && (h & 0x7f) != 0);
+
+	/* to F32 the C conversion is the single rounding */
+	p.out = kt_tensor(1, VNPU_DTYPE_F32, 1, sizes, NULL);
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_CAST, &p, b, 2, 1),
+			  VNPU_STATUS_OK);
+	for (size_t i = 0; i < n; i++) {
+		memcpy(&f, (char *)b[1].ptr + i * 4, 4);
+		ck_assert(same_double(f, (float)cases[i].v));
+		ck_assert(same_double(f, ew_round_f32(cases[i].v)));
+	}
+	kt_free(&b[0]);
+	kt_free(&b[1]);
+}
+END_TEST
+
+/* F64 <-> integers and bool: truncation and saturation from the double
+ * value, integers beyond f32's precision exact, I64 rounded to nearest. */
+START_TEST(test_cast_f64_int)
+{
+	const double in[6] = {16777217.0, -2.999999999, 1e19, -1e19, NAN,
+			      -0.0};
+	const int64_t i64_out[6] = {16777217, -2, INT64_MAX, INT64_MIN, 0, 0};
+	const int64_t i32_out[6] = {16777217, -2, INT32_MAX, INT32_MIN, 0, 0};
+	const int64_t i16_out[6] = {32767, -2, 32767, -32768, 0, 0};
+	const int64_t u8_out[6] = {255, 0, 255, 0, 0, 0};
+	const int64_t bool_out[6] = {1, 1, 1, 1, 1, 0};
+	const struct {
+		uint32_t dt;
+		const int64_t *want;
+	} outs[] = {
+		{VNPU_DTYPE_I64, i64_out}, {VNPU_DTYPE_I32, i32_out},
+		{VNPU_DTYPE_I16, i16_out}, {VNPU_DTYPE_U8, u8_out},
+		{VNPU_DTYPE_BOOL, bool_out},
+	};
+	int64_t sizes[1] = {6};
+	struct vnpu_kbuf b[2] = {kt_buffer(64), kt_buffer(64)};
+	struct vnpu_kp_cast p;
+	const int64_t wide[3] = {INT64_MAX, (INT64_C(1) << 53) + 1,
+				 -(INT64_C(1) << 60) - 384};
+
+	memset(&p, 0, sizeof(p));
+	p.src = kt_tensor(0, VNPU_DTYPE_F64, 1, sizes, NULL);
+	memcpy(b[0].ptr, in, sizeof(in));
+	for (size_t o = 0; o < sizeof(outs) / sizeof(outs[0]); o++) {
+		p.out = kt_tensor(1, outs[o].dt, 1, sizes, NULL);
+		ck_assert_uint_eq(kt_launch(VNPU_KERNEL_CAST, &p, b, 2, 2),
+				  VNPU_STATUS_OK);
+		for (int i = 0; i < 6; i++)
+			ck_assert_msg(get_int(b[1].ptr, outs[o].dt,
+					      (uint64_t)i) == outs[o].want[i],
+				      "f64 %g -> dt %u", in[i], outs[o].dt);
+	}
+	/* I64 -> F64: one rounding to nearest even */
+	sizes[0] = 3;
+	p.src = kt_tensor(0, VNPU_DTYPE_I64, 1, sizes, NULL);
+	p.out = kt_tensor(1, VNPU_DTYPE_F64, 1, sizes, NULL);
+	memcpy(b[0].ptr, wide, sizeof(wide));
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_CAST, &p, b, 2, 1),
+			  VNPU_STATUS_OK);
+	ck_assert(same_double(get_val(b[1].ptr, VNPU_DTYPE_F64, 0), 0x1p63));
+	ck_assert(same_double(get_val(b[1].ptr, VNPU_DTYPE_F64, 1), 0x1p53));
+	ck_assert(same_double(get_val(b[1].ptr, VNPU_DTYPE_F64, 2),
+			      -0x1p60 - 512)); /* a tie: to even */
+	/* I32 -> F64 is exact where F32 is not */
+	p.src = kt_tensor(0, VNPU_DTYPE_I32, 1, sizes, NULL);
+	((int32_t *)b[0].ptr)[0] = 16777217;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_CAST, &p, b, 2, 1),
+			  VNPU_STATUS_OK);
+	ck_assert(same_double(get_val(b[1].ptr, VNPU_DTYPE_F64, 0),
+			      16777217.0));
+	kt_free(&b[0]);
+	kt_free(&b[1]);
+}
+END_TEST
+
 /* An exact integer result as the dtype stores it (I64: the results of
  * these tests are exact and inside it; its edges are test_*_int64_edges). */
 static double wrap_int(double v, uint32_t dt)
@@ -389,6 +610,62 @@ static double unary_ref(uint32_t op, double x)
 	default:
 		return tanh(x);
 	}
+}
+
+/* |got - want| <= units * 2^-53 * |want|: an F64 result against a long
+ * double reference (NaN and infinities exactly). */
+static int f64_close(double got, long double want, long double units)
+{
+	if (isnan(want))
+		return isnan(got);
+	if (isinf(want))
+		return got == want;
+	return fabsl((long double)got - want) <= units * 0x1p-53L * fabsl(want);
+}
+
+/* The F64 result of UNARY op on x: the ops C's double arithmetic does
+ * exactly (ABS, NEG, RELU, SQRT correctly rounded, RSQRT as 1 / sqrt)
+ * bit for bit; the others within 8 ulp of a long double reference, GELU
+ * with 2 x^2 ulp more: it takes erfc of the rounded x / sqrt(2), and erfc
+ * turns a relative argument error into about x^2 times that. */
+static void check_unary_f64(uint32_t op, double x, double got)
+{
+	long double lx = x, want;
+	long double units = 16;
+
+	switch (op) {
+	case VNPU_UNARY_ABS:
+	case VNPU_UNARY_NEG:
+	case VNPU_UNARY_RELU:
+	case VNPU_UNARY_SQRT:
+	case VNPU_UNARY_RSQRT:
+		ck_assert_msg(same_double(got, unary_ref(op, x)),
+			      "unary op %u f64: f(%a) = %a, want %a", op, x,
+			      got, unary_ref(op, x));
+		return;
+	case VNPU_UNARY_EXP:
+		want = expl(lx);
+		break;
+	case VNPU_UNARY_LOG:
+		want = logl(lx);
+		break;
+	case VNPU_UNARY_GELU:
+		want = 0.5L * lx * erfcl(-lx / sqrtl(2.0L));
+		units += 4 * lx * lx;
+		break;
+	case VNPU_UNARY_SILU:
+		want = lx / (1.0L + expl(-lx));
+		break;
+	case VNPU_UNARY_SIGMOID:
+		want = 1.0L / (1.0L + expl(-lx));
+		break;
+	default:
+		want = tanhl(lx);
+		break;
+	}
+	ck_assert_msg(f64_close(got, want, units),
+		      "unary op %u f64: f(%a) = %a, want %La", op, x, got,
+		      want);
 }
 
 static void run_unary_case(uint32_t op, uint32_t dt, int in_place,
@@ -437,6 +714,10 @@ static void run_unary_case(uint32_t op, uint32_t dt, int in_place,
 
 		unravel(i, ndim, sizes, idx);
 		got = get_val(b[1].ptr, dt, elem_off(&oo.t, idx));
+		if (dt == VNPU_DTYPE_F64) {
+			check_unary_f64(op, src_vals[i], got);
+			continue;
+		}
 		if (!is_float(dt))
 			want = wrap_int(want, dt);
 		ck_assert_msg(close_to(got, want, rtol_of(dt) * 2,
@@ -455,13 +736,96 @@ static void run_unary_case(uint32_t op, uint32_t dt, int in_place,
 
 START_TEST(test_unary_float)
 {
+	static const uint32_t dts[] = {VNPU_DTYPE_F32, VNPU_DTYPE_F16,
+				       VNPU_DTYPE_BF16, VNPU_DTYPE_F64};
+
 	kt_seed(303);
 	for (uint32_t op = 0; op < VNPU_UNARY_COUNT; op++)
-		for (uint32_t k = 0; op != VNPU_UNARY_BITWISE_NOT && k < 3; k++)
+		for (uint32_t k = 0; op != VNPU_UNARY_BITWISE_NOT && k < 4; k++)
 			for (int iter = 0; iter < 9; iter++)
-				run_unary_case(op, float_dtypes[k],
-					       iter % 4 == 3,
+				run_unary_case(op, dts[k], iter % 4 == 3,
 					       block_counts[iter % 3]);
+}
+END_TEST
+
+/* F64 specials through every float op: NaN, infinities, signed zeros,
+ * and values whose results f32 could not hold (beyond its range, or
+ * differing from 1 below its precision). */
+START_TEST(test_unary_f64_special)
+{
+	static const double x[] = {
+		NAN,	INFINITY, -INFINITY, -0.0,	    0.0,    700.0,
+		-700.0, 1e-300,	  1.0 + 0x1p-52, -1e-20, -30.0,
+	};
+	const size_t n = sizeof(x) / sizeof(x[0]);
+	int64_t sizes[1] = {(int64_t)n};
+	struct vnpu_kbuf b[2] = {kt_buffer(n * 8), kt_buffer(n * 8)};
+	struct vnpu_kp_unary p;
+	double y[sizeof(x) / sizeof(x[0])];
+
+	memset(&p, 0, sizeof(p));
+	p.src = kt_tensor(0, VNPU_DTYPE_F64, 1, sizes, NULL);
+	p.out = kt_tensor(1, VNPU_DTYPE_F64, 1, sizes, NULL);
+	memcpy(b[0].ptr, x, sizeof(x));
+	for (uint32_t op = 0; op < VNPU_UNARY_COUNT; op++) {
+		if (op == VNPU_UNARY_BITWISE_NOT)
+			continue;
+		p.op = op;
+		ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &p, b, 2, 2),
+				  VNPU_STATUS_OK);
+		memcpy(y, b[1].ptr, sizeof(y));
+		for (size_t i = 0; i < n; i++)
+			check_unary_f64(op, x[i], y[i]);
+	}
+	/* the signs and specials spelled out */
+	p.op = VNPU_UNARY_NEG;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &p, b, 2, 1),
+			  VNPU_STATUS_OK);
+	ck_assert(signbit(get_val(b[1].ptr, VNPU_DTYPE_F64, 4)));
+	p.op = VNPU_UNARY_SQRT;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &p, b, 2, 1),
+			  VNPU_STATUS_OK);
+	ck_assert(signbit(get_val(b[1].ptr, VNPU_DTYPE_F64, 3)));
+	ck_assert(isnan(get_val(b[1].ptr, VNPU_DTYPE_F64, 2)));
+	p.op = VNPU_UNARY_RELU; /* NaN passes, -0.0 is not below 0 */
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &p, b, 2, 1),
+			  VNPU_STATUS_OK);
+	ck_assert(isnan(get_val(b[1].ptr, VNPU_DTYPE_F64, 0)));
+	ck_assert(signbit(get_val(b[1].ptr, VNPU_DTYPE_F64, 3)));
+	ck_assert(get_val(b[1].ptr, VNPU_DTYPE_F64, 6) == 0.0);
+	p.op = VNPU_UNARY_EXP; /* e^700 ~ 1e304, e^-700 ~ 1e-304 */
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &p, b, 2, 1),
+			  VNPU_STATUS_OK);
+	ck_assert(get_val(b[1].ptr, VNPU_DTYPE_F64, 5) > 1e304);
+	ck_assert(get_val(b[1].ptr, VNPU_DTYPE_F64, 6) > 0.0);
+	ck_assert(get_val(b[1].ptr, VNPU_DTYPE_F64, 2) == 0.0);
+	p.op = VNPU_UNARY_LOG; /* log(1e-300) ~ -690.8, log(1 + 2^-52) */
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &p, b, 2, 1),
+			  VNPU_STATUS_OK);
+	ck_assert(close_to(get_val(b[1].ptr, VNPU_DTYPE_F64, 7),
+			   -300 * log(10.0), 1e-15, 0));
+	ck_assert(close_to(get_val(b[1].ptr, VNPU_DTYPE_F64, 8), 0x1p-52,
+			   1e-15, 0));
+	ck_assert(get_val(b[1].ptr, VNPU_DTYPE_F64, 3) == -INFINITY);
+	p.op = VNPU_UNARY_RSQRT;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &p, b, 2, 1),
+			  VNPU_STATUS_OK);
+	ck_assert(get_val(b[1].ptr, VNPU_DTYPE_F64, 3) == -INFINITY);
+	ck_assert(close_to(get_val(b[1].ptr, VNPU_DTYPE_F64, 7), 1e150,
+			   1e-15, 0));
+	p.op = VNPU_UNARY_SIGMOID;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &p, b, 2, 1),
+			  VNPU_STATUS_OK);
+	ck_assert(get_val(b[1].ptr, VNPU_DTYPE_F64, 1) == 1.0);
+	ck_assert(get_val(b[1].ptr, VNPU_DTYPE_F64, 2) == 0.0);
+	ck_assert(get_val(b[1].ptr, VNPU_DTYPE_F64, 6) > 0.0); /* e^-700 */
+	p.op = VNPU_UNARY_GELU; /* far left: about -2.3e-196, 0 in f32 */
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &p, b, 2, 1),
+			  VNPU_STATUS_OK);
+	ck_assert(get_val(b[1].ptr, VNPU_DTYPE_F64, 10) < -1e-197);
+	ck_assert(get_val(b[1].ptr, VNPU_DTYPE_F64, 10) > -1e-195);
+	kt_free(&b[0]);
+	kt_free(&b[1]);
 }
 END_TEST
 
@@ -570,6 +934,36 @@ static double binary_ref(uint32_t op, double alpha, double a, double b,
 	}
 }
 
+/* An F64 result of BINARY: GELU_BACKWARD against long double within 8 ulp
+ * of its terms' magnitude, plus the erfc argument's x^2 (check_unary_f64);
+ * every other op bit for bit C's double arithmetic (binary_ref). */
+static void check_binary_f64(uint32_t op, double alpha, double a, double b,
+			     double got)
+{
+	long double lb = b, cdf, pdf, want;
+
+	if (op != VNPU_BINARY_GELU_BACKWARD) {
+		double exact = binary_ref(op, alpha, a, b, 0);
+
+		ck_assert_msg(same_double(got, exact),
+			      "binary op %u f64: %a ? %a = %a, want %a", op, a,
+			      b, got, exact);
+		return;
+	}
+	cdf = 0.5L * erfcl(-lb / sqrtl(2.0L));
+	pdf = expl(-0.5L * lb * lb) / sqrtl(2.0L * 3.14159265358979323846264L);
+	want = (long double)a * (cdf + lb * pdf);
+	if (isnan(want)) {
+		ck_assert(isnan(got));
+		return;
+	}
+	ck_assert_msg(fabsl((long double)got - want) <=
+			      (16 + 4 * lb * lb) * 0x1p-53L * fabsl(a) *
+				      (cdf + fabsl(lb * pdf)),
+		      "gelu backward f64: %a, %a: %a, want %La", a, b, got,
+		      want);
+}
+
 struct binary_case {
 	uint32_t op, dt, nblocks;
 	int in_place; /* out aliases a */
@@ -614,7 +1008,9 @@ static void run_binary_case(const struct binary_case *bc)
 	p.op = bc->op;
 	p.alpha = 1.0;
 	if (bc->op <= VNPU_BINARY_SUB && kt_rand() % 2)
-		p.alpha = integer ? (double)kt_rand_range(-3, 3) : -0.75;
+		p.alpha = integer		  ? (double)kt_rand_range(-3, 3)
+			  : dt == VNPU_DTYPE_F64 ? rand_double(-2, 2)
+						  : -0.75;
 	p.a = oa.t;
 	p.b = ob.t;
 	p.out = oo.t;
@@ -660,6 +1056,10 @@ static void run_binary_case(const struct binary_case *bc)
 
 		unravel(i, ndim, sizes, idx);
 		got = get_val(b[2].ptr, out_dt, elem_off(&oo.t, idx));
+		if (dt == VNPU_DTYPE_F64) {
+			check_binary_f64(bc->op, p.alpha, va[i], vb[i], got);
+			continue;
+		}
 		if (integer && !is_cmp(bc->op))
 			want = wrap_int(want, dt);
 		/* f32 rounding of alpha * b before the add */
@@ -688,7 +1088,7 @@ START_TEST(test_binary)
 	static const uint32_t dts[] = {
 		VNPU_DTYPE_F32, VNPU_DTYPE_F16, VNPU_DTYPE_BF16, VNPU_DTYPE_I32,
 		VNPU_DTYPE_I8,	VNPU_DTYPE_U8,	VNPU_DTYPE_I64,	 VNPU_DTYPE_BOOL,
-		VNPU_DTYPE_I16};
+		VNPU_DTYPE_I16, VNPU_DTYPE_F64};
 
 	kt_seed(404);
 	for (uint32_t op = 0; op < VNPU_BINARY_COUNT; op++)
@@ -959,6 +1359,105 @@ START_TEST(test_binary_int64_edges)
 }
 END_TEST
 
+/* F64 specials, each result spelled out: signed zeros, NaN and infinities,
+ * subnormals, and results f32 could not hold (beyond its range, or below
+ * its precision). */
+START_TEST(test_binary_f64_special)
+{
+	const double tiny = 0x1p-1074, eps = 0x1p-52;
+	const struct {
+		uint32_t op;
+		double alpha;
+		double a[4], b[4], want[4];
+	} cases[] = {
+		{VNPU_BINARY_ADD,
+		 1,
+		 {-0.0, 1e300, 1.0, INFINITY},
+		 {-0.0, 1e300, eps, -INFINITY},
+		 {-0.0, 2e300, 1.0 + eps, NAN}},
+		{VNPU_BINARY_ADD, /* alpha in double, not rounded to f32 */
+		 1e-10,
+		 {0.0, tiny, 0.0, -1.0},
+		 {3.0, tiny, -0.0, 1e10},
+		 {1e-10 * 3.0, tiny, 0.0, -1.0 + 1e-10 * 1e10}},
+		{VNPU_BINARY_SUB,
+		 1,
+		 {0.0, 1.0 + eps, tiny, 1e-308},
+		 {0.0, 1.0, -tiny, 0.0},
+		 {0.0, eps, 2 * tiny, 1e-308}},
+		{VNPU_BINARY_MUL,
+		 1,
+		 {1e200, -0.0, INFINITY, 1.0 + eps},
+		 {1e100, 5.0, 0.0, 1.0 + eps},
+		 {1e200 * 1e100, -0.0, NAN, 1.0 + 2 * eps}},
+		{VNPU_BINARY_DIV,
+		 1,
+		 {1.0, -1.0, 0.0, 1e-300},
+		 {0.0, 0.0, 0.0, 1e300},
+		 {INFINITY, -INFINITY, NAN, 0.0}},
+		{VNPU_BINARY_MAXIMUM,
+		 1,
+		 {NAN, 1.0, 1e300, -INFINITY},
+		 {1.0, NAN, 1e299, -1e300},
+		 {NAN, NAN, 1e300, -1e300}},
+		{VNPU_BINARY_MINIMUM,
+		 1,
+		 {NAN, 1.0, 1.0 + eps, -INFINITY},
+		 {1.0, NAN, 1.0, -1e300},
+		 {NAN, NAN, 1.0, -INFINITY}},
+		{VNPU_BINARY_GT,
+		 1,
+		 {1.0 + eps, NAN, 0.0, 1e300},
+		 {1.0, 1.0, -0.0, INFINITY},
+		 {1, 0, 0, 0}},
+		{VNPU_BINARY_EQ,
+		 1,
+		 {-0.0, NAN, 1.0 + eps, tiny},
+		 {0.0, NAN, 1.0, tiny},
+		 {1, 0, 0, 1}},
+		{VNPU_BINARY_NE,
+		 1,
+		 {-0.0, NAN, 1.0 + eps, tiny},
+		 {0.0, NAN, 1.0, 0.0},
+		 {0, 1, 1, 1}},
+		{VNPU_BINARY_LE,
+		 1,
+		 {NAN, -INFINITY, 1.0, 1.0 + eps},
+		 {NAN, -1e300, 1.0, 1.0},
+		 {0, 1, 1, 0}},
+	};
+	int64_t sizes[1] = {4};
+	struct vnpu_kbuf b[3] = {kt_buffer(64), kt_buffer(64), kt_buffer(64)};
+	struct vnpu_kp_binary p;
+
+	memset(&p, 0, sizeof(p));
+	p.a = kt_tensor(0, VNPU_DTYPE_F64, 1, sizes, NULL);
+	p.b = kt_tensor(1, VNPU_DTYPE_F64, 1, sizes, NULL);
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		p.op = cases[c].op;
+		p.alpha = cases[c].alpha;
+		p.out = kt_tensor(2, is_cmp(p.op) ? VNPU_DTYPE_BOOL
+						  : VNPU_DTYPE_F64,
+				  1, sizes, NULL);
+		memcpy(b[0].ptr, cases[c].a, sizeof(cases[c].a));
+		memcpy(b[1].ptr, cases[c].b, sizeof(cases[c].b));
+		ck_assert_uint_eq(kt_launch(VNPU_KERNEL_BINARY, &p, b, 3, 2),
+				  VNPU_STATUS_OK);
+		for (int i = 0; i < 4; i++) {
+			double got = get_val(b[2].ptr, p.out.dtype,
+					     (uint64_t)i);
+
+			ck_assert_msg(same_double(got, cases[c].want[i]),
+				      "op %u element %d: %a, want %a", p.op, i,
+				      got, cases[c].want[i]);
+		}
+	}
+	kt_free(&b[0]);
+	kt_free(&b[1]);
+	kt_free(&b[2]);
+}
+END_TEST
+
 /* --------------------------------------------------------------- WHERE */
 
 START_TEST(test_where)
@@ -1182,6 +1681,35 @@ START_TEST(test_binary_errors)
 	s.b[0].ptr = realloc(s.b[0].ptr, s.b[0].size);
 	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_UNSUPPORTED);
 	bin_free(&s);
+
+	/* F64: the float ops, any alpha; no bitwise ops, no fractal */
+	bin_setup(&s);
+	s.p.a.dtype = s.p.b.dtype = s.p.out.dtype = VNPU_DTYPE_F64;
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_OK);
+	s.p.alpha = 0.3;
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_OK);
+	s.p.alpha = 1e300;
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_OK);
+	s.p.op = VNPU_BINARY_GELU_BACKWARD;
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_OK);
+	for (uint32_t op = VNPU_BINARY_BITWISE_AND;
+	     op <= VNPU_BINARY_BITWISE_XOR; op++) {
+		s.p.op = op;
+		ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_UNSUPPORTED);
+	}
+	s.p.op = VNPU_BINARY_GE; /* comparisons write BOOL */
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_INVALID_ARGS);
+	s.p.out.dtype = VNPU_DTYPE_BOOL;
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_OK);
+	s.p.b.dtype = VNPU_DTYPE_F32; /* no mixing with f32 */
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_INVALID_ARGS);
+	s.p.b.dtype = VNPU_DTYPE_F64;
+	s.p.a.format = VNPU_FORMAT_NC1HWC0;
+	memset(s.p.a.strides, 0, sizeof(s.p.a.strides));
+	s.p.a.ndim = 4;
+	s.p.a.sizes[2] = s.p.a.sizes[3] = 1;
+	ck_assert_uint_eq(bin_launch(&s), VNPU_STATUS_UNSUPPORTED);
+	bin_free(&s);
 }
 END_TEST
 
@@ -1272,6 +1800,14 @@ START_TEST(test_other_errors)
 	pu.src.dtype = pu.out.dtype = VNPU_DTYPE_F16; /* no floats */
 	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &pu, b, 4, 1),
 			  VNPU_STATUS_UNSUPPORTED);
+	pu.src.dtype = pu.out.dtype = VNPU_DTYPE_F64;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &pu, b, 4, 1),
+			  VNPU_STATUS_UNSUPPORTED);
+	for (uint32_t op = 0; op < VNPU_UNARY_BITWISE_NOT; op++) {
+		pu.op = op; /* every float op takes F64 */
+		ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &pu, b, 4, 1),
+				  VNPU_STATUS_OK);
+	}
 	pu.op = VNPU_UNARY_NEG;
 	pu.src.dtype = pu.out.dtype = VNPU_DTYPE_F32;
 	pu.out.sizes[0] = 3;
@@ -1315,14 +1851,18 @@ static Suite *elementwise_suite(void)
 	tcase_add_test(tc, test_fill_wide_values);
 	tcase_add_test(tc, test_cast);
 	tcase_add_test(tc, test_cast_exact_cases);
+	tcase_add_test(tc, test_cast_f64_rounding);
+	tcase_add_test(tc, test_cast_f64_int);
 	tcase_add_test(tc, test_unary_float);
 	tcase_add_test(tc, test_unary_int);
 	tcase_add_test(tc, test_unary_special_values);
+	tcase_add_test(tc, test_unary_f64_special);
 	tcase_add_test(tc, test_binary);
 	tcase_add_test(tc, test_binary_dense_f32);
 	tcase_add_test(tc, test_binary_dense_f32_large);
 	tcase_add_test(tc, test_binary_int_edges);
 	tcase_add_test(tc, test_binary_int64_edges);
+	tcase_add_test(tc, test_binary_f64_special);
 	tcase_add_test(tc, test_where);
 	tcase_add_test(tc, test_binary_errors);
 	tcase_add_test(tc, test_other_errors);

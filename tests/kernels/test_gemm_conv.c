@@ -702,6 +702,18 @@ END_TEST
 
 /* ---- validator ---- */
 
+/* Each buffer of n replaced by one twice its size: room for F64 views of
+ * the same shapes, so that only the dtype is wrong. */
+static void grow_buffers(struct vnpu_kbuf *b, int n)
+{
+	for (int i = 0; i < n; i++) {
+		uint64_t size = b[i].size * 2;
+
+		kt_free(&b[i]);
+		b[i] = kt_buffer(size);
+	}
+}
+
 struct gemm_fixture {
 	struct vnpu_kbuf bufs[4];
 	struct vnpu_kp_gemm p;
@@ -830,6 +842,24 @@ START_TEST(test_gemm_validate)
 	EXPECT_GEMM((f.p.b.format = VNPU_FORMAT_FRACTAL_NZ,
 		     f.p.b.strides[0] = f.p.b.strides[1] = 0),
 		    inv);
+	/* F64 is a vector-unit dtype only: the cube refuses it in any
+	 * operand, plain or fractal */
+	EXPECT_GEMM((grow_buffers(f.bufs, 4),
+		     f.p.a.dtype = f.p.b.dtype = f.p.out.dtype =
+			     f.p.bias.dtype = VNPU_DTYPE_F64),
+		    uns);
+	EXPECT_GEMM((grow_buffers(f.bufs, 4), f.p.a.dtype = VNPU_DTYPE_F64),
+		    uns);
+	EXPECT_GEMM((grow_buffers(f.bufs, 4), f.p.out.dtype = VNPU_DTYPE_F64),
+		    uns);
+	EXPECT_GEMM((grow_buffers(f.bufs, 4), f.p.bias.dtype = VNPU_DTYPE_F64),
+		    uns);
+	EXPECT_GEMM((grow_buffers(f.bufs, 4),
+		     f.p.a.dtype = f.p.b.dtype = f.p.out.dtype =
+			     f.p.bias.dtype = VNPU_DTYPE_F64,
+		     f.p.b.format = VNPU_FORMAT_FRACTAL_NZ,
+		     memset(f.p.b.strides, 0, sizeof(f.p.b.strides))),
+		    uns);
 }
 END_TEST
 
@@ -1384,6 +1414,15 @@ START_TEST(test_conv_validate)
 	EXPECT_CONV(f.p.out.buffer = 9, inv);
 	EXPECT_CONV(f.p.input.strides[0] = 1, inv);
 	EXPECT_CONV((f.p.has_bias = 0, f.p.bias.buffer = 9), VNPU_STATUS_OK);
+	/* F64: no fractal geometry, and the cube does not take it */
+	EXPECT_CONV((grow_buffers(f.bufs, 4),
+		     f.p.input.dtype = f.p.weight.dtype = f.p.out.dtype =
+			     f.p.bias.dtype = VNPU_DTYPE_F64),
+		    uns);
+	EXPECT_CONV((grow_buffers(f.bufs, 4), f.p.bias.dtype = VNPU_DTYPE_F64),
+		    uns);
+	EXPECT_CONV((grow_buffers(f.bufs, 4), f.p.input.dtype = VNPU_DTYPE_F64),
+		    uns);
 }
 END_TEST
 

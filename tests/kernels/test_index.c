@@ -73,7 +73,9 @@ static void run_index_case(const struct index_case *ic)
 	memset(&p, 0, sizeof(p));
 	p.op = ic->op;
 	p.dim = dim;
-	p.alpha = kt_rand() % 2 ? 1.0 : is_float(ic->dt) ? -0.5 : -2.0;
+	p.alpha = kt_rand() % 2 ? 1.0 : ic->dt == VNPU_DTYPE_F64 ? rand_double(-2, 2)
+				    : is_float(ic->dt)	      ? -0.5
+								  : -2.0;
 	p.skip = n && kt_rand() % 2 ? entries[kt_rand() % n] : -1;
 	p.src = os.t;
 	p.index = oi.t;
@@ -138,6 +140,11 @@ static void run_index_case(const struct index_case *ic)
 			want += v;
 			scale += fabs(v);
 		}
+		if (ic->dt == VNPU_DTYPE_F64) { /* in index order, in double: exact */
+			ck_assert_msg(same_double(got, want), "add f64 dim %u: %a, want %a", dim,
+				      got, want);
+			continue;
+		}
 		ck_assert_msg(close_to(got, want, 0, rtol_of(ic->dt) * (scale + 1e-30) * (double)(n + 1)),
 			      "add dt %u dim %u: %g, want %g", ic->dt, dim, got, want);
 	}
@@ -166,7 +173,8 @@ START_TEST(test_index_select)
 {
 	static const uint32_t dts[] = {VNPU_DTYPE_F32, VNPU_DTYPE_F16, VNPU_DTYPE_BF16,
 				       VNPU_DTYPE_I32, VNPU_DTYPE_I64, VNPU_DTYPE_I8,
-				       VNPU_DTYPE_U8, VNPU_DTYPE_BOOL, VNPU_DTYPE_I16};
+				       VNPU_DTYPE_U8, VNPU_DTYPE_BOOL, VNPU_DTYPE_I16,
+				       VNPU_DTYPE_F64};
 
 	kt_seed(1401);
 	run_index_cases(VNPU_INDEX_SELECT, dts, sizeof(dts) / sizeof(dts[0]), 40);
@@ -177,7 +185,8 @@ START_TEST(test_index_add)
 {
 	static const uint32_t dts[] = {VNPU_DTYPE_F32, VNPU_DTYPE_F16, VNPU_DTYPE_BF16,
 				       VNPU_DTYPE_I32, VNPU_DTYPE_I64, VNPU_DTYPE_I8,
-				       VNPU_DTYPE_U8, VNPU_DTYPE_BOOL, VNPU_DTYPE_I16};
+				       VNPU_DTYPE_U8, VNPU_DTYPE_BOOL, VNPU_DTYPE_I16,
+				       VNPU_DTYPE_F64};
 
 	kt_seed(1402);
 	run_index_cases(VNPU_INDEX_ADD, dts, sizeof(dts) / sizeof(dts[0]), 60);
@@ -188,7 +197,8 @@ START_TEST(test_index_copy)
 {
 	static const uint32_t dts[] = {VNPU_DTYPE_F32, VNPU_DTYPE_F16, VNPU_DTYPE_BF16,
 				       VNPU_DTYPE_I32, VNPU_DTYPE_I64, VNPU_DTYPE_I8,
-				       VNPU_DTYPE_U8, VNPU_DTYPE_BOOL, VNPU_DTYPE_I16};
+				       VNPU_DTYPE_U8, VNPU_DTYPE_BOOL, VNPU_DTYPE_I16,
+				       VNPU_DTYPE_F64};
 
 	kt_seed(1404);
 	run_index_cases(VNPU_INDEX_COPY, dts, sizeof(dts) / sizeof(dts[0]), 40);
@@ -273,6 +283,78 @@ START_TEST(test_index_add_repeats_in_order)
 }
 END_TEST
 
+/* F64: SELECT and COPY move all 8 bytes (a NaN's payload too); ADD adds
+ * in index order in double, alpha unrounded: 2^53 + 1 ties back to 2^53
+ * each time, where any other order or f32 would differ. */
+START_TEST(test_index_f64)
+{
+	int64_t wsz[2] = {3, 2}, gsz[2] = {5, 2}, isz = 5;
+	int64_t ent[5] = {1, 1, 2, 1, 0};
+	const double big = 0x1p53, a = 1.0 + 0x1p-40;
+	double g[10] = {big, 1, 1, 0x1p-1074, -big, 1e300, 1, 3, 5, -0.0};
+	uint64_t nan_bits = 0x7ff8dead0000beefull;
+	struct vnpu_kbuf b[3];
+	struct vnpu_kp_index p;
+	double *w;
+
+	memcpy(&g[2], &nan_bits, 8);
+	b[0] = kt_buffer(sizeof(g));
+	memcpy(b[0].ptr, g, sizeof(g));
+	b[1] = kt_buffer(sizeof(ent));
+	memcpy(b[1].ptr, ent, sizeof(ent));
+	b[2] = kt_buffer(10 * sizeof(double));
+	memset(&p, 0, sizeof(p));
+	p.skip = -1;
+	p.index = kt_tensor(1, VNPU_DTYPE_I64, 1, &isz, NULL);
+
+	/* SELECT rows of g (5 x 2) by ent: bytes for bytes */
+	p.op = VNPU_INDEX_SELECT;
+	p.src = kt_tensor(0, VNPU_DTYPE_F64, 2, gsz, NULL);
+	p.out = kt_tensor(2, VNPU_DTYPE_F64, 2, gsz, NULL);
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &p, b, 3, 3), VNPU_STATUS_OK);
+	for (int i = 0; i < 5; i++)
+		ck_assert(memcmp((char *)b[2].ptr + i * 16, &g[ent[i] * 2], 16) == 0);
+
+	/* COPY: the last of the repeated rows stays */
+	p.op = VNPU_INDEX_COPY;
+	p.out = kt_tensor(2, VNPU_DTYPE_F64, 2, wsz, NULL);
+	memset(b[2].ptr, 0, 6 * sizeof(double));
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &p, b, 3, 2), VNPU_STATUS_OK);
+	ck_assert(memcmp(b[2].ptr, &g[8], 16) == 0);
+	ck_assert(memcmp((char *)b[2].ptr + 16, &g[6], 16) == 0);
+	ck_assert(memcmp((char *)b[2].ptr + 32, &g[4], 16) == 0);
+
+	/* ADD of g (NaN row replaced) into zeros, row 2 skipped */
+	g[2] = 1;
+	memcpy(b[0].ptr, g, sizeof(g));
+	memset(b[2].ptr, 0, 6 * sizeof(double));
+	p.op = VNPU_INDEX_ADD;
+	p.alpha = a;
+	p.skip = 2;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &p, b, 3, 7), VNPU_STATUS_OK);
+	w = b[2].ptr;
+	/* row 0: g row 4 */
+	ck_assert(same_double(w[0], 0.0 + a * 5) && same_double(w[1], 0.0 + a * -0.0));
+	/* row 1: g rows 0, 1, 3 in order */
+	ck_assert(same_double(w[2], ((0.0 + a * big) + a * 1) + a * 1));
+	ck_assert(same_double(w[3], ((0.0 + a * 1) + a * 0x1p-1074) + a * 3));
+	ck_assert(w[4] == 0 && w[5] == 0);
+	/* alpha 1: 2^53 + 1 ties back to 2^53, then - 2^53 leaves 0 (1 in
+	 * another order); any alpha is valid for F64 */
+	p.alpha = 1e300;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &p, b, 3, 1), VNPU_STATUS_OK);
+	p.alpha = 1;
+	g[6] = -big;
+	memcpy(b[0].ptr, g, sizeof(g));
+	memset(b[2].ptr, 0, 6 * sizeof(double));
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &p, b, 3, 1), VNPU_STATUS_OK);
+	ck_assert(same_double(w[2], 0.0));
+	ck_assert(same_double(w[3], (1 + 0x1p-1074) + 3));
+	for (int i = 0; i < 3; i++)
+		kt_free(&b[i]);
+}
+END_TEST
+
 START_TEST(test_index_errors)
 {
 	int64_t sz[2] = {4, 3}, osz[2] = {2, 3}, isz = 2, isz2[2] = {1, 2};
@@ -339,6 +421,8 @@ START_TEST(test_index_errors)
 	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &q, b, 3, 1), VNPU_STATUS_OK);
 	q.alpha = 1.5;
 	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &q, b, 3, 1), VNPU_STATUS_INVALID_ARGS);
+	q.alpha = 1e300; /* beyond int64 */
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &q, b, 3, 1), VNPU_STATUS_INVALID_ARGS);
 	/* COPY writes but does not read its output */
 	q.op = VNPU_INDEX_COPY;
 	b[0].access = VNPU_ACCESS_WRITE;
@@ -354,7 +438,8 @@ START_TEST(test_index_nonzero)
 {
 	static const uint32_t dts[] = {VNPU_DTYPE_F32, VNPU_DTYPE_F16, VNPU_DTYPE_BF16,
 				       VNPU_DTYPE_I32, VNPU_DTYPE_I64, VNPU_DTYPE_I8,
-				       VNPU_DTYPE_U8, VNPU_DTYPE_BOOL, VNPU_DTYPE_I16};
+				       VNPU_DTYPE_U8, VNPU_DTYPE_BOOL, VNPU_DTYPE_I16,
+				       VNPU_DTYPE_F64};
 
 	kt_seed(1403);
 	for (uint32_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++)
@@ -378,6 +463,8 @@ START_TEST(test_index_nonzero)
 
 				if (is_float(dt) && r == 1)
 					v = kt_rand() % 2 ? -0.0 : NAN;
+				if (dt == VNPU_DTYPE_F64 && r == 2) /* zero in f32 */
+					v = kt_rand() % 2 ? 1e-320 : -1e-300;
 				put_val(b[0].ptr, dt, (uint64_t)(i * stride), v);
 			}
 			ck_assert_uint_eq(kt_launch(VNPU_KERNEL_INDEX, &p, b, 2,
@@ -449,6 +536,7 @@ int main(void)
 	tcase_add_test(tc, test_index_copy);
 	tcase_add_test(tc, test_index_add_int_wraps);
 	tcase_add_test(tc, test_index_add_repeats_in_order);
+	tcase_add_test(tc, test_index_f64);
 	tcase_add_test(tc, test_index_errors);
 	tcase_add_test(tc, test_index_nonzero);
 	tcase_add_test(tc, test_index_nonzero_errors);

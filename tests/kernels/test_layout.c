@@ -1209,14 +1209,16 @@ START_TEST(test_plain_transposes)
 }
 END_TEST
 
-/* Plain -> plain with random layouts on both sides, I64 included. */
+/* Plain -> plain with random layouts on both sides, I64 and F64 included. */
 START_TEST(test_plain_copy)
 {
 	kt_seed(707);
 	for (int iter = 0; iter < 40; iter++) {
-		uint32_t dtype = iter % 5 == 0 ? VNPU_DTYPE_I64
-					       : all_dtypes[iter % NUM_DTYPES];
-		size_t isz = dtype == VNPU_DTYPE_I64 ? 8 : itemsize(dtype);
+		uint32_t dtype = iter % 10 == 0 ? VNPU_DTYPE_I64
+				 : iter % 5 == 0
+					 ? VNPU_DTYPE_F64
+					 : all_dtypes[iter % NUM_DTYPES];
+		size_t isz = iter % 5 == 0 ? 8 : itemsize(dtype);
 		uint32_t ndim = (uint32_t)kt_rand_range(0, 5);
 		int64_t s[VNPU_MAX_DIMS], idx[VNPU_MAX_DIMS];
 		struct vnpu_kbuf bufs[2];
@@ -1536,9 +1538,33 @@ START_TEST(test_validation)
 	v.bufs[0].access = VNPU_ACCESS_WRITE;
 	ck_assert_uint_eq(vcase_run(&v), VNPU_STATUS_INVALID_ARGS);
 
-	/* 8-byte elements have no internal layout */
+	/* 8-byte elements have no internal layout, either direction */
 	vcase_init(&v);
 	v.src.dtype = v.out.dtype = VNPU_DTYPE_I64;
+	ck_assert_uint_eq(vcase_run(&v), VNPU_STATUS_UNSUPPORTED);
+	vcase_init(&v);
+	v.src.dtype = v.out.dtype = VNPU_DTYPE_F64;
+	ck_assert_uint_eq(vcase_run(&v), VNPU_STATUS_UNSUPPORTED);
+	vcase_init(&v);
+	{
+		struct vnpu_tensor t = v.src;
+
+		v.src = v.out;
+		v.out = t;
+		v.src.buffer = 1;
+		v.out.buffer = 0;
+	}
+	ck_assert_uint_eq(vcase_run(&v), VNPU_STATUS_OK);
+	vcase_init(&v);
+	{
+		struct vnpu_tensor t = v.src;
+
+		v.src = v.out;
+		v.out = t;
+		v.src.buffer = 1;
+		v.out.buffer = 0;
+	}
+	v.src.dtype = v.out.dtype = VNPU_DTYPE_F64;
 	ck_assert_uint_eq(vcase_run(&v), VNPU_STATUS_UNSUPPORTED);
 
 	/* unknown dtype and format */

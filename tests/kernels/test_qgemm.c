@@ -298,6 +298,19 @@ START_TEST(test_qgemm_validate)
 	EXPECT_Q(f.p.a.dtype = VNPU_DTYPE_I8, uns);
 	EXPECT_Q(f.p.b.dtype = VNPU_DTYPE_U8, uns);
 	EXPECT_Q(f.p.out.dtype = VNPU_DTYPE_F16, uns);
+	/* no F64 anywhere (80 bytes hold the 4 x 5 output at 4 bytes; at 8
+	 * a 2 x 5 one) */
+	EXPECT_Q((f.p.out.dtype = VNPU_DTYPE_F64, f.p.out.sizes[0] = 2,
+		  f.p.a.sizes[0] = 2),
+		 uns);
+	EXPECT_Q((f.p.out.dtype = VNPU_DTYPE_F64, f.p.out.sizes[0] = 2,
+		  f.p.a.sizes[0] = 2, f.p.has_bias = 0, f.p.scale = 0,
+		  f.p.out_scale = 0, f.p.out_zero_point = 0),
+		 uns);
+	EXPECT_Q(f.p.a.dtype = VNPU_DTYPE_F64, uns);
+	EXPECT_Q((f.p.bias.dtype = VNPU_DTYPE_F64, f.p.bias.sizes[0] = 2,
+		  f.p.out.sizes[1] = 2, f.p.b.sizes[1] = 2),
+		 uns);
 	EXPECT_Q((f.p.a.format = VNPU_FORMAT_FRACTAL_NZ,
 		  f.p.a.strides[0] = f.p.a.strides[1] = 0),
 		 uns);

@@ -59,6 +59,7 @@ static uint64_t at(const struct vnpu_tensor *t, const int64_t *idx)
 
 struct red_ref {
 	double sum, abs_sum, best;
+	long double lsum; /* F64 sums against long double */
 	int64_t isum, ibest, best_at;
 	uint64_t count;
 	int any;
@@ -68,6 +69,7 @@ static void red_fold(struct red_ref *r, uint32_t op, double v, int64_t iv,
 		     int64_t pos, int integer)
 {
 	r->sum += v;
+	r->lsum += v;
 	r->abs_sum += fabs(v);
 	r->isum += iv;
 	r->count++;
@@ -95,6 +97,35 @@ static void red_fold(struct red_ref *r, uint32_t op, double v, int64_t iv,
 		r->best = v;
 		r->best_at = pos;
 	}
+}
+
+/* An F64 result: MAX and MIN exactly; SUM within the bound of a double
+ * sum in any order, (count + 1) * 2^-53 * sum |x|, of the long double one
+ * (an f32 accumulation, or f32 loads, would be 2^29 times that), MEAN
+ * likewise divided by the count. */
+static void check_reduce_f64(uint32_t op, const struct red_ref *r, double got)
+{
+	long double want, tol;
+
+	if (op == VNPU_REDUCE_MAX || op == VNPU_REDUCE_MIN) {
+		ck_assert_msg(same_double(got, r->best),
+			      "reduce op %u f64: %a, want %a", op, got,
+			      r->best);
+		return;
+	}
+	want = r->lsum;
+	tol = (long double)(r->count + 1) * 0x1p-53L * r->abs_sum;
+	if (op == VNPU_REDUCE_MEAN) {
+		want = r->count ? want / r->count : NAN;
+		tol = r->count ? tol / r->count + 0x1p-53L * fabsl(want) : 0;
+	}
+	if (isnan(want)) {
+		ck_assert_msg(isnan(got), "reduce op %u f64: %a, want NaN", op,
+			      got);
+		return;
+	}
+	ck_assert_msg(fabsl((long double)got - want) <= tol,
+		      "reduce op %u f64: %a, want %La", op, got, want);
 }
 
 static void run_reduce_case(uint32_t op, uint32_t dt, uint32_t nblocks,
@@ -195,6 +226,10 @@ static void run_reduce_case(uint32_t op, uint32_t dt, uint32_t nblocks,
 			continue;
 		}
 		got = get_val(b[1].ptr, dt, off);
+		if (dt == VNPU_DTYPE_F64) {
+			check_reduce_f64(op, r, got);
+			continue;
+		}
 		if (integer) {
 			int64_t w = op == VNPU_REDUCE_SUM ? r->isum : r->ibest;
 
@@ -236,7 +271,7 @@ START_TEST(test_reduce)
 	static const uint32_t dts[] = {
 		VNPU_DTYPE_F32, VNPU_DTYPE_F16, VNPU_DTYPE_BF16, VNPU_DTYPE_I32,
 		VNPU_DTYPE_I8,	VNPU_DTYPE_U8,	VNPU_DTYPE_I64,	 VNPU_DTYPE_BOOL,
-		VNPU_DTYPE_I16};
+		VNPU_DTYPE_I16, VNPU_DTYPE_F64};
 
 	kt_seed(606);
 	for (uint32_t op = 0; op < VNPU_REDUCE_COUNT; op++)
@@ -278,6 +313,146 @@ START_TEST(test_reduce_long_sum)
 			   (1e8 + (double)(n - 1)) / (double)n, 1e-7, 0));
 	kt_free(&b[0]);
 	kt_free(&b[1]);
+}
+END_TEST
+
+/* F64 reductions whose results f32 could not hold: sums beyond its range,
+ * extrema and arg positions among values equal in f32. */
+START_TEST(test_reduce_f64)
+{
+	const double eps = 0x1p-52;
+	const struct {
+		uint32_t op;
+		double x[4];
+		double want;
+	} cases[] = {
+		{VNPU_REDUCE_SUM, {1e300, 1e300, -1e300, 1e-300}, 1e300},
+		{VNPU_REDUCE_SUM, {1.0, eps, eps, -1.0}, 2 * eps},
+		{VNPU_REDUCE_MEAN,
+		 {0x1p1000, 0x1p1000, 0x1p1001, 0.0},
+		 0x1p1000},
+		{VNPU_REDUCE_MAX,
+		 {1.0, 1.0 + eps, 1.0 + 2 * eps, 1.0},
+		 1.0 + 2 * eps},
+		{VNPU_REDUCE_MIN,
+		 {1e-300, 1e-310, 0x1p-1074, 1e-308},
+		 0x1p-1074},
+		{VNPU_REDUCE_MAX, {1.0, NAN, 2.0, 3.0}, NAN},
+		{VNPU_REDUCE_ARGMAX, {1.0, 1.0 + eps, 1.0 + eps, 1.0}, 1},
+		{VNPU_REDUCE_ARGMIN, {1e-300, 1e-310, 0.0, 1e-320}, 2},
+		{VNPU_REDUCE_ARGMIN, {1.0, 0.5, NAN, NAN}, 2},
+	};
+	int64_t sizes[2] = {2, 4}, osz[2] = {2, 1};
+	struct vnpu_kbuf b[2] = {kt_buffer(64), kt_buffer(64)};
+	struct vnpu_kp_reduce p;
+
+	memset(&p, 0, sizeof(p));
+	p.dim_mask = 2;
+	p.input = kt_tensor(0, VNPU_DTYPE_F64, 2, sizes, NULL);
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		int arg = cases[c].op >= VNPU_REDUCE_ARGMAX;
+
+		p.op = cases[c].op;
+		p.out = kt_tensor(1, arg ? VNPU_DTYPE_I64 : VNPU_DTYPE_F64, 2,
+				  osz, NULL);
+		/* row 1 the same values reversed */
+		for (int i = 0; i < 4; i++) {
+			put_val(b[0].ptr, VNPU_DTYPE_F64, (uint64_t)i,
+				cases[c].x[i]);
+			put_val(b[0].ptr, VNPU_DTYPE_F64, (uint64_t)(7 - i),
+				cases[c].x[i]);
+		}
+		ck_assert_uint_eq(kt_launch(VNPU_KERNEL_REDUCE, &p, b, 2, 2),
+				  VNPU_STATUS_OK);
+		if (arg) {
+			ck_assert_int_eq(get_int(b[1].ptr, VNPU_DTYPE_I64, 0),
+					 (int64_t)cases[c].want);
+			continue;
+		}
+		ck_assert_msg(same_double(get_val(b[1].ptr, VNPU_DTYPE_F64, 0),
+					  cases[c].want),
+			      "case %zu: %a, want %a", c,
+			      get_val(b[1].ptr, VNPU_DTYPE_F64, 0),
+			      cases[c].want);
+		if (p.op != VNPU_REDUCE_SUM && p.op != VNPU_REDUCE_MEAN)
+			ck_assert(same_double(
+				get_val(b[1].ptr, VNPU_DTYPE_F64, 1),
+				cases[c].want));
+	}
+	/* an F64 reduction writes F64 (or I64 for the arg ops) */
+	p.op = VNPU_REDUCE_SUM;
+	p.out.dtype = VNPU_DTYPE_F32;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_REDUCE, &p, b, 2, 1),
+			  VNPU_STATUS_INVALID_ARGS);
+	kt_free(&b[0]);
+	kt_free(&b[1]);
+}
+END_TEST
+
+/* F64 belongs to the vector kernels: the fused softmax, layer norm and
+ * pooling return UNSUPPORTED for it (with buffers large enough for every
+ * view, so that only the dtype is wrong). */
+START_TEST(test_fused_f64_unsupported)
+{
+	int64_t sizes[4] = {1, 2, 4, 4}, osz[4] = {1, 2, 2, 2}, norm[1] = {4};
+	int64_t rows[3] = {1, 2, 4};
+	struct vnpu_kbuf b[6];
+	struct vnpu_kp_softmax ps;
+	struct vnpu_kp_layer_norm pl;
+	struct vnpu_kp_pool2d pp;
+
+	for (int i = 0; i < 6; i++)
+		b[i] = kt_buffer(1024);
+	memset(&ps, 0, sizeof(ps));
+	ps.dim = 3;
+	ps.input = kt_tensor(0, VNPU_DTYPE_F32, 4, sizes, NULL);
+	ps.out = kt_tensor(1, VNPU_DTYPE_F32, 4, sizes, NULL);
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_SOFTMAX, &ps, b, 2, 1),
+			  VNPU_STATUS_OK);
+	ps.input.dtype = ps.out.dtype = VNPU_DTYPE_F64;
+	for (ps.log = 0; ps.log <= 1; ps.log++)
+		ck_assert_uint_eq(kt_launch(VNPU_KERNEL_SOFTMAX, &ps, b, 2, 1),
+				  VNPU_STATUS_UNSUPPORTED);
+
+	memset(&pl, 0, sizeof(pl));
+	pl.norm_ndim = 1;
+	pl.eps = 1e-5;
+	pl.has_weight = pl.has_bias = pl.has_stats = 1;
+	pl.input = kt_tensor(0, VNPU_DTYPE_F32, 4, sizes, NULL);
+	pl.out = kt_tensor(1, VNPU_DTYPE_F32, 4, sizes, NULL);
+	pl.weight = kt_tensor(2, VNPU_DTYPE_F32, 1, norm, NULL);
+	pl.bias = kt_tensor(3, VNPU_DTYPE_F32, 1, norm, NULL);
+	pl.mean = kt_tensor(4, VNPU_DTYPE_F32, 3, rows, NULL);
+	pl.rstd = kt_tensor(5, VNPU_DTYPE_F32, 3, rows, NULL);
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_LAYER_NORM, &pl, b, 6, 1),
+			  VNPU_STATUS_OK);
+	pl.weight.dtype = VNPU_DTYPE_F64; /* an F64 weight for F32 input */
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_LAYER_NORM, &pl, b, 6, 1),
+			  VNPU_STATUS_UNSUPPORTED);
+	pl.input.dtype = pl.out.dtype = pl.bias.dtype = VNPU_DTYPE_F64;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_LAYER_NORM, &pl, b, 6, 1),
+			  VNPU_STATUS_UNSUPPORTED);
+	pl.has_weight = pl.has_bias = pl.has_stats = 0;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_LAYER_NORM, &pl, b, 6, 1),
+			  VNPU_STATUS_UNSUPPORTED);
+
+	memset(&pp, 0, sizeof(pp));
+	pp.kernel_h = pp.kernel_w = 2;
+	pp.stride_h = pp.stride_w = 2;
+	pp.dil_h = pp.dil_w = 1;
+	pp.input = kt_tensor(0, VNPU_DTYPE_F32, 4, sizes, NULL);
+	pp.out = kt_tensor(1, VNPU_DTYPE_F32, 4, osz, NULL);
+	pp.indices = kt_tensor(2, VNPU_DTYPE_I64, 4, osz, NULL);
+	for (pp.mode = VNPU_POOL_MAX; pp.mode <= VNPU_POOL_AVG; pp.mode++) {
+		pp.input.dtype = pp.out.dtype = VNPU_DTYPE_F32;
+		ck_assert_uint_eq(kt_launch(VNPU_KERNEL_POOL2D, &pp, b, 3, 1),
+				  VNPU_STATUS_OK);
+		pp.input.dtype = pp.out.dtype = VNPU_DTYPE_F64;
+		ck_assert_uint_eq(kt_launch(VNPU_KERNEL_POOL2D, &pp, b, 3, 1),
+				  VNPU_STATUS_UNSUPPORTED);
+	}
+	for (int i = 0; i < 6; i++)
+		kt_free(&b[i]);
 }
 END_TEST
 
@@ -1117,6 +1292,8 @@ static Suite *reduce_norm_suite(void)
 	tcase_add_test(tc, test_registry);
 	tcase_add_test(tc, test_reduce);
 	tcase_add_test(tc, test_reduce_long_sum);
+	tcase_add_test(tc, test_reduce_f64);
+	tcase_add_test(tc, test_fused_f64_unsupported);
 	tcase_add_test(tc, test_reduce_errors_and_empty);
 	tcase_add_test(tc, test_softmax);
 	tcase_add_test(tc, test_softmax_stability);
