@@ -64,6 +64,7 @@ enum vnpu_at_dtype {
 	VNPU_AT_DTYPE_NONE = -1,	/* "ScalarType? = None" */
 	VNPU_AT_U8 = 0,
 	VNPU_AT_I8 = 1,
+	VNPU_AT_I16 = 2,
 	VNPU_AT_I32 = 3,
 	VNPU_AT_I64 = 4,
 	VNPU_AT_F16 = 5,

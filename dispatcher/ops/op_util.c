@@ -109,6 +109,7 @@ int64_t vnpu_at_load_int(enum vnpu_at_dtype dtype, const void *p)
 	switch (dtype) {
 	case VNPU_AT_U8: return *(const uint8_t *)p;
 	case VNPU_AT_I8: return *(const int8_t *)p;
+	case VNPU_AT_I16: { int16_t v; memcpy(&v, p, 2); return v; }
 	case VNPU_AT_BOOL: return *(const uint8_t *)p != 0;
 	case VNPU_AT_I32: { int32_t v; memcpy(&v, p, 4); return v; }
 	case VNPU_AT_I64: { int64_t v; memcpy(&v, p, 8); return v; }
@@ -138,6 +139,7 @@ void vnpu_at_store(enum vnpu_at_dtype dtype, void *p, double v)
 	case VNPU_AT_BOOL: *(uint8_t *)p = v != 0; return;
 	case VNPU_AT_U8: *(uint8_t *)p = (uint8_t)sat(v, 0, 255); return;
 	case VNPU_AT_I8: *(int8_t *)p = (int8_t)sat(v, -128, 127); return;
+	case VNPU_AT_I16: { int16_t i = (int16_t)sat(v, -32768, 32767); memcpy(p, &i, 2); return; }
 	case VNPU_AT_I32: { int32_t i = (int32_t)sat(v, -2147483648.0, 2147483647.0); memcpy(p, &i, 4); return; }
 	case VNPU_AT_I64: { int64_t i = vnpu_at_scalar_to_int(VNPU_AT_DOUBLE(v)); memcpy(p, &i, 8); return; }
 	default: return;
@@ -150,6 +152,7 @@ void vnpu_at_store_int(enum vnpu_at_dtype dtype, void *p, int64_t v)
 	case VNPU_AT_BOOL: *(uint8_t *)p = v != 0; return;
 	case VNPU_AT_U8: *(uint8_t *)p = (uint8_t)v; return;	/* wraps, as C */
 	case VNPU_AT_I8: *(int8_t *)p = (int8_t)v; return;
+	case VNPU_AT_I16: { int16_t i = (int16_t)v; memcpy(p, &i, 2); return; }
 	case VNPU_AT_I32: { int32_t i = (int32_t)v; memcpy(p, &i, 4); return; }
 	case VNPU_AT_I64: memcpy(p, &v, 8); return;
 	default: vnpu_at_store(dtype, p, (double)v); return;
@@ -584,6 +587,7 @@ const char *vnpu_at_scalar_type_name(enum vnpu_at_dtype dt)
 	switch (dt) {
 	case VNPU_AT_U8: return "Byte";
 	case VNPU_AT_I8: return "Char";
+	case VNPU_AT_I16: return "Short";
 	case VNPU_AT_I32: return "Int";
 	case VNPU_AT_I64: return "Long";
 	case VNPU_AT_F16: return "Half";

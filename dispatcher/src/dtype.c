@@ -33,6 +33,7 @@ size_t vnpu_at_dtype_size(enum vnpu_at_dtype dtype)
 		return 1;
 	case VNPU_AT_F16:
 	case VNPU_AT_BF16:
+	case VNPU_AT_I16:
 		return 2;
 	case VNPU_AT_I32:
 	case VNPU_AT_F32:
@@ -55,6 +56,7 @@ const char *vnpu_at_dtype_name(enum vnpu_at_dtype dtype)
 	switch (dtype) {
 	case VNPU_AT_U8: return "uint8";
 	case VNPU_AT_I8: return "int8";
+	case VNPU_AT_I16: return "int16";
 	case VNPU_AT_I32: return "int32";
 	case VNPU_AT_I64: return "int64";
 	case VNPU_AT_F16: return "float16";
@@ -80,12 +82,13 @@ static int rank(enum vnpu_at_dtype d)
 	case VNPU_AT_BOOL: return 0;
 	case VNPU_AT_U8: return 1;
 	case VNPU_AT_I8: return 2;
-	case VNPU_AT_I32: return 3;
-	case VNPU_AT_I64: return 4;
-	case VNPU_AT_F16: return 5;
-	case VNPU_AT_BF16: return 5;
-	case VNPU_AT_F32: return 6;
-	case VNPU_AT_F64: return 7;
+	case VNPU_AT_I16: return 3;
+	case VNPU_AT_I32: return 4;
+	case VNPU_AT_I64: return 5;
+	case VNPU_AT_F16: return 6;
+	case VNPU_AT_BF16: return 6;
+	case VNPU_AT_F32: return 7;
+	case VNPU_AT_F64: return 8;
 	default: return -1;
 	}
 }
@@ -97,10 +100,10 @@ enum vnpu_at_dtype vnpu_at_promote(enum vnpu_at_dtype a, enum vnpu_at_dtype b)
 	if ((a == VNPU_AT_F16 && b == VNPU_AT_BF16) ||
 	    (a == VNPU_AT_BF16 && b == VNPU_AT_F16))
 		return VNPU_AT_F32;
-	/* u8 with i8 gives i16 in PyTorch; there is no i16 here: i32. */
+	/* neither holds the other's range: the next wider signed type */
 	if ((a == VNPU_AT_U8 && b == VNPU_AT_I8) ||
 	    (a == VNPU_AT_I8 && b == VNPU_AT_U8))
-		return VNPU_AT_I32;
+		return VNPU_AT_I16;
 	return rank(a) >= rank(b) ? a : b;
 }
 
@@ -137,6 +140,7 @@ static const char *cxx_name(enum vnpu_at_dtype dt)
 	switch (dt) {
 	case VNPU_AT_U8: return "uint8_t";
 	case VNPU_AT_I8: return "int8_t";
+	case VNPU_AT_I16: return "int16_t";
 	case VNPU_AT_I32: return "int";
 	case VNPU_AT_I64: return "int64_t";
 	case VNPU_AT_F16: return "at::Half";
@@ -158,6 +162,7 @@ bool vnpu_at_scalar_fits(struct vnpu_at_scalar s, enum vnpu_at_dtype dtype)
 	switch (dtype) {
 	case VNPU_AT_U8: lo = 0; hi = 255; break;
 	case VNPU_AT_I8: lo = -128; hi = 127; break;
+	case VNPU_AT_I16: lo = -32768; hi = 32767; break;
 	case VNPU_AT_I32: lo = -2147483648.0; hi = 2147483647.0; break;
 	case VNPU_AT_I64: lo = -9223372036854775808.0; hi = 9223372036854775807.0; break;
 	case VNPU_AT_F16: hi = 65504.0; lo = -hi; break;

@@ -202,6 +202,8 @@ START_TEST(compare_with_out_of_range_scalars)
 		  { 0, 0, 0 }, { 0, 1, 0 } },
 		{ VNPU_AT_U8, 3, { 1, 255, 0 }, VNPU_AT_INT(-1),
 		  { 0, 1, 0 }, { 0, 0, 0 } },
+		{ VNPU_AT_I16, 4, { 1, -1, 32767, 0 }, VNPU_AT_INT(65537),
+		  { 1, 0, 0, 0 }, { 0, 0, 1, 0 } },
 		{ VNPU_AT_I32, 4, { 1, -1, 127, 0 }, VNPU_AT_INT(1099511627776),
 		  { 0, 0, 0, 1 }, { 1, 0, 1, 0 } },
 		/* a float scalar makes the comparison float32 */

@@ -1136,6 +1136,11 @@ START_TEST(promotion_ranks)
 	r = vnpu_op_add_Tensor(i, f, VNPU_AT_INT(1));	/* two 0-dim: promoted */
 	ck_assert(r && r->dtype == VNPU_AT_F64);
 	vnpu_at_release(r);
+	/* neither holds the other's range: int16, as PyTorch */
+	ck_assert_int_eq(vnpu_at_promote(VNPU_AT_U8, VNPU_AT_I8), VNPU_AT_I16);
+	ck_assert_int_eq(vnpu_at_promote(VNPU_AT_I16, VNPU_AT_U8), VNPU_AT_I16);
+	ck_assert_int_eq(vnpu_at_promote(VNPU_AT_I16, VNPU_AT_I32), VNPU_AT_I32);
+	ck_assert_int_eq(vnpu_at_promote(VNPU_AT_I16, VNPU_AT_F16), VNPU_AT_F16);
 	r = vnpu_op_mul_Tensor(f, f);	/* 0-dim, not wrapped: stays float64 */
 	ck_assert(r && r->dtype == VNPU_AT_F64);
 	vnpu_at_release(r);

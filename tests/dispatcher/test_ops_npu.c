@@ -254,13 +254,14 @@ START_TEST(advanced_indexing)
 }
 END_TEST
 
-/* Integer dtypes the device's UNARY/BINARY take (I32, I8). */
+/* Integer dtypes the device's UNARY/BINARY take (I32, I8, I16). */
 START_TEST(int_ops)
 {
-	static const enum vnpu_at_dtype its[] = { VNPU_AT_I32, VNPU_AT_I8 };
+	static const enum vnpu_at_dtype its[] = { VNPU_AT_I32, VNPU_AT_I8,
+						  VNPU_AT_I16 };
 
 	ot_seed(7);
-	for (size_t k = 0; k < 2; k++) {
+	for (size_t k = 0; k < 3; k++) {
 		int64_t sz[2] = { 15, 17 };
 		struct vnpu_at_tensor *a = ot_rand(2, sz, its[k], -50, 50, OT_STRIDED);
 		struct vnpu_at_tensor *b = ot_rand(1, sz + 1, its[k], -50, 50, OT_CONTIG);

@@ -51,7 +51,7 @@ import capture  # noqa: E402
 from yaml_opinfos import selected_opinfos, yaml_ops  # noqa: E402
 from accepted import ACCEPTED, F32_RESULTS, SAMPLED_BY  # noqa: E402
 
-DEVICE_DTYPES = [torch.bool, torch.uint8, torch.int8, torch.int32,
+DEVICE_DTYPES = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32,
                  torch.int64, torch.float16, torch.bfloat16, torch.float32,
                  torch.float64]
 GRAD_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -687,6 +687,9 @@ def torch_sample(book, op, oid, dn, where, s, to_npu, fallbacks, grad):
     before = fallbacks()
     try:
         got = call(nargs)
+        # a non_blocking copy into (pinned) host memory is read after
+        # the stream's work, as CUDA's must be
+        torch.npu.synchronize()
     except Exception as e:
         book.ran('torch', oid, dn)
         book.mismatch('torch', oid, dn, 'raises', first_line(e), where)

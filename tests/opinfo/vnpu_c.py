@@ -56,7 +56,8 @@ _lib.bc_init()
 
 CPU, NPU = 0, 1
 # enum vnpu_at_dtype follows c10::ScalarType
-DTYPES = {torch.uint8: 0, torch.int8: 1, torch.int32: 3, torch.int64: 4,
+DTYPES = {torch.uint8: 0, torch.int8: 1, torch.int16: 2, torch.int32: 3,
+          torch.int64: 4,
           torch.float16: 5, torch.float32: 6, torch.float64: 7,
           torch.bool: 11, torch.bfloat16: 15}
 TORCH_DTYPE = {v: k for k, v in DTYPES.items()}

@@ -74,7 +74,11 @@ def main():
                 stats['skipped'] += 1     # uninitialised memory, sparse
                 continue
             try:
-                got = cpu(op(to(s.input), *to(s.args), **to(s.kwargs)))
+                got = op(to(s.input), *to(s.args), **to(s.kwargs))
+                # a non_blocking copy into (pinned) host memory is read
+                # after the stream's work, as CUDA's must be
+                torch.npu.synchronize()
+                got = cpu(got)
             except Exception as e:
                 stats['npu_error'] += 1
                 print('error  %-28s %s' % (op.name, str(e).split('\n')[0][:160]))

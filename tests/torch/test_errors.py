@@ -125,17 +125,20 @@ def test_refused_fallback_changes_nothing():
 
 
 def test_dtypes_the_device_lacks():
-    # float64 and int16 run on PyTorch's CPU kernels under 'allow' ...
-    d = torch.ones(3, dtype=torch.float64, device=NPU)
-    assert (d * 2).dtype == torch.float64
-    s = torch.ones(3, dtype=torch.int16, device=NPU)
+    # a float64 matmul (the matrix units have no float64) and complex run
+    # on PyTorch's CPU kernels under 'allow' ...
+    d = torch.ones(3, 3, dtype=torch.float64, device=NPU)
+    assert (d @ d).dtype == torch.float64
+    s = torch.ones(3, dtype=torch.complex64, device=NPU)
     assert (s + s).cpu().tolist() == [2, 2, 2]
-    # ... and are refused, naming the op, under 'error'
+    # ... and are refused, naming the op, under 'error'; float64
+    # elementwise ops run on the device's vector unit
     torch_vnpu.set_fallback_policy('error')
-    with pytest.raises(RuntimeError, match="'aten::mul.Tensor' is not currently implemented for the npu"):
-        d * 2
+    with pytest.raises(RuntimeError, match="'aten::mm' is not currently implemented for the npu"):
+        d @ d
     with pytest.raises(RuntimeError, match="CPU fallback is disabled"):
         s + s
+    assert (d * 2).sum().item() == 18
 
 
 def test_inputs_that_crash_pytorchs_own_cpu_kernels_do_not_reach_them():

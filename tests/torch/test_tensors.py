@@ -214,7 +214,8 @@ def test_copies_in_every_direction():
         d = torch.empty(7, 5, dtype=dt, device=NPU).t()
         d.copy_(c.to(dt))                        # H2D into a strided view
         assert_same(d, c.to(dt))
-    # dtypes the device does not compute are copied as bytes, any strides
+    # every element size copies on any strides, dtypes the dispatcher
+    # lacks (complex) as bytes
     for dt in (torch.float64, torch.int16, torch.complex64):
         h = torch.randn(4, 6).to(dt)
         assert torch.equal(h.to(NPU).t().cpu(), h.t())

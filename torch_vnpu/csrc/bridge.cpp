@@ -73,6 +73,7 @@ static bool dtype_to_c(at::ScalarType st, enum vnpu_at_dtype *out)
 	switch (st) {
 	case at::kByte: *out = VNPU_AT_U8; return true;
 	case at::kChar: *out = VNPU_AT_I8; return true;
+	case at::kShort: *out = VNPU_AT_I16; return true;
 	case at::kInt: *out = VNPU_AT_I32; return true;
 	case at::kLong: *out = VNPU_AT_I64; return true;
 	case at::kHalf: *out = VNPU_AT_F16; return true;
@@ -89,6 +90,7 @@ static at::ScalarType dtype_from_c(int dt)
 	switch (dt) {
 	case VNPU_AT_U8: return at::kByte;
 	case VNPU_AT_I8: return at::kChar;
+	case VNPU_AT_I16: return at::kShort;
 	case VNPU_AT_I32: return at::kInt;
 	case VNPU_AT_I64: return at::kLong;
 	case VNPU_AT_F16: return at::kHalf;
@@ -155,7 +157,7 @@ static struct vnpu_at_tensor *to_c(const at::Tensor &t)
 
 // A copy between two tensors of one shape and one element size, as u8
 // tensors with one more dim (the element's bytes): copies of a dtype the
-// dispatcher lacks (int16, complex) or of a rank beyond its 8 dims are
+// dispatcher lacks (complex) or of a rank beyond its 8 dims are
 // byte copies, which its copy engine does on any strides. Dims of size 1
 // are dropped and dims contiguous in both tensors merged first, so a
 // tensor of many dims copies as one of few.
@@ -721,14 +723,6 @@ static void follow_default_dtype()
 		vnpu_at_set_default_dtype(def);
 }
 
-// int8 with uint8 promotes to int16, a dtype the dispatcher lacks (it
-// computes int32): PyTorch's CPU kernel gives int16. Ops of our own
-// namespace (int8 matmul: u8 x s8) do not promote.
-static bool promotes_to_int16(const char *c_name, bool i8, bool u8)
-{
-	return i8 && u8 && strncmp(c_name, "npu::", 5) != 0;
-}
-
 // Runs the dispatcher's kernel for key PrivateUse1 (or CPU) on the
 // stack; false when it deferred the op to the CPU fallback.
 static bool run_dispatcher_kernel(const char *c_name, const struct vnpu_op *op,
@@ -783,13 +777,6 @@ static bool invoke(const char *c_name, const Binding &b,
 				for (const at::Tensor &t : v.toTensorVector())
 					inputs.push_back(t);
 		}
-		bool i8 = false, u8 = false;
-		for (const at::Tensor &t : inputs) {
-			i8 |= t.defined() && t.scalar_type() == at::kChar;
-			u8 |= t.defined() && t.scalar_type() == at::kByte;
-		}
-		if (promotes_to_int16(c_name, i8, u8))
-			throw Unrepresentable("int8 with uint8 (int16)");
 		for (uint32_t i = 0; i < cs->nargs; i++)
 			arg_c[i] = push_arg(&cst.s, &cs->args[i],
 					    (*stack)[base + b.torch_index[i]], owned);
@@ -970,8 +957,6 @@ bool TypedCall::push_value(const struct vnpu_schema_arg *a, const c10::IValue &v
 
 void TypedCall::input(c10::MaybeOwned<at::Tensor> t)
 {
-	int8_ |= t->defined() && t->scalar_type() == at::kChar;
-	uint8_ |= t->defined() && t->scalar_type() == at::kByte;
 	inputs_.push_back(std::move(t));
 }
 
@@ -989,8 +974,6 @@ bool TypedCall::run()
 {
 	TORCH_CHECK(next_ == schema_->nargs, "torch_vnpu: ", c_name_,
 		    ": called with ", next_, " of ", schema_->nargs, " arguments");
-	if (promotes_to_int16(c_name_, int8_, uint8_))
-		return false;
 	follow_default_dtype();
 	if (!run_dispatcher_kernel(c_name_, op_, false, &stack_.s))
 		return false;
@@ -1060,7 +1043,7 @@ static void resize_any_dtype(at::Tensor &self, const std::vector<int64_t> &size)
 }
 
 // Allocation and copies are the same for every dtype: where the
-// dispatcher lacks the dtype (int16, complex), they run here instead of
+// dispatcher lacks the dtype (complex), they run here instead of
 // the CPU fallback (which itself allocates and copies on the npu).
 static bool dtype_agnostic(const char *c_name, const c10::OperatorHandle &op,
 			   torch::jit::Stack *stack)

@@ -96,7 +96,6 @@ private:
 	const struct vnpu_op *op_;
 	const struct vnpu_schema *schema_;
 	uint32_t next_ = 0;
-	bool int8_ = false, uint8_ = false;
 	CTensors owned_;
 	CStack stack_;
 	// the tensor arguments, for the results that alias them and for the

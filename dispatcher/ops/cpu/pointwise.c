@@ -838,6 +838,7 @@ static const char *pw_cpp_name(enum vnpu_at_dtype dt)
 	switch (dt) {
 	case VNPU_AT_U8: return "unsigned char";
 	case VNPU_AT_I8: return "signed char";
+	case VNPU_AT_I16: return "short int";
 	case VNPU_AT_I32: return "int";
 	case VNPU_AT_I64: return "long int";
 	case VNPU_AT_F16: return "c10::Half";

@@ -62,7 +62,7 @@ struct vnpu_at_tensor *vnpu_npu_convolution(vnpu_keyset_t ks,
 	bool ok;
 
 	if (transposed || input->ndim != 4 || weight->ndim != 4 ||
-	    !npk_float(dt) || weight->dtype != dt ||
+	    !npk_f32_float(dt) || weight->dtype != dt ||
 	    (bias && (bias->dtype != dt || bias->ndim != 1 ||
 		      bias->sizes[0] != weight->sizes[0])) ||
 	    !pair(stride, 1, s) || !pair(padding, 0, pd) ||
@@ -175,7 +175,7 @@ static bool pool_params(const struct vnpu_at_tensor *self,
 {
 	int64_t k[2], s[2], pd[2], d[2];
 
-	if ((self->ndim != 3 && self->ndim != 4) || !npk_float(self->dtype) ||
+	if ((self->ndim != 3 && self->ndim != 4) || !npk_f32_float(self->dtype) ||
 	    !vnpu_at_is_npu(self) || !kernel_size.n ||
 	    !pair(kernel_size, 1, k) || !pair(stride, 0, s) ||
 	    !pair(padding, 0, pd) || !pair(dilation, 1, d))

@@ -7,7 +7,7 @@
  * indices are read back and checked before the launch: PyTorch's CPU
  * raises IndexError before it writes (CUDA asserts on the device
  * instead), so these ops wait for the index's stream. What the device
- * cannot take (float64, an index on another device, scale_grad_by_freq)
+ * cannot take (an index on another device, scale_grad_by_freq)
  * and invalid arguments go to the CPU kernel, which words the error.
  */
 #include "npu_ops_common.h"

@@ -99,7 +99,7 @@ struct vnpu_at_tensor *vnpu_npu_bmm(vnpu_keyset_t ks,
 	if (self->ndim != 3 || mat2->ndim != 3 ||
 	    mat2->sizes[0] != self->sizes[0] ||
 	    mat2->sizes[1] != self->sizes[2] || self->dtype != mat2->dtype ||
-	    !npk_float(self->dtype) || !vnpu_at_is_npu(self) ||
+	    !npk_f32_float(self->dtype) || !vnpu_at_is_npu(self) ||
 	    !vnpu_at_is_npu(mat2))
 		return vnpu_fallback_bmm(ks, self, mat2);
 	out = vnpu_npu_empty(3, (int64_t[]){ self->sizes[0], self->sizes[1],
@@ -134,7 +134,7 @@ struct vnpu_at_tensor *vnpu_npu_addmm(vnpu_keyset_t ks,
 		return NULL;
 	if (mat1->ndim != 2 || mat2->ndim != 2 ||
 	    mat1->sizes[1] != mat2->sizes[0] || mat1->dtype != mat2->dtype ||
-	    self->dtype != mat1->dtype || !npk_float(self->dtype) ||
+	    self->dtype != mat1->dtype || !npk_f32_float(self->dtype) ||
 	    self->ndim > 2 || !vnpu_at_is_npu(mat1) || !vnpu_at_is_npu(mat2) ||
 	    !vnpu_at_is_npu(self))
 		return vnpu_fallback_addmm(ks, self, mat1, mat2, beta, alpha);

@@ -10,9 +10,9 @@
 static bool mse_ok(const struct vnpu_at_tensor *self,
 		   const struct vnpu_at_tensor *target, int64_t reduction)
 {
-	return reduction >= 0 && reduction <= 2 && npk_float(self->dtype) &&
-	       npk_float(target->dtype) &&
-	       npk_float(vnpu_at_result_type(self, target)) &&
+	return reduction >= 0 && reduction <= 2 && npk_f32_float(self->dtype) &&
+	       npk_f32_float(target->dtype) &&
+	       npk_f32_float(vnpu_at_result_type(self, target)) &&
 	       (vnpu_at_is_npu(self) || !self->ndim) &&
 	       (vnpu_at_is_npu(target) || !target->ndim);
 }
@@ -54,7 +54,7 @@ struct vnpu_at_tensor *vnpu_npu_mse_loss_backward(vnpu_keyset_t ks,
 	double n = reduction == 1 ? (double)vnpu_at_numel(self) : 1.0;
 
 	if (!mse_ok(self, target, reduction) ||
-	    !npk_float(grad_output->dtype))
+	    !npk_f32_float(grad_output->dtype))
 		return vnpu_fallback_mse_loss_backward(ks, grad_output, self,
 						       target, reduction);
 	/* 2 (x - t) g / n, with 2/n computed in double and rounded once */
@@ -80,7 +80,7 @@ static bool nll_ok(const struct vnpu_at_tensor *self,
 {
 	int64_t n = self->ndim == 2 ? self->sizes[0] : 1;
 
-	if (reduction < 0 || reduction > 2 || !npk_float(self->dtype) ||
+	if (reduction < 0 || reduction > 2 || !npk_f32_float(self->dtype) ||
 	    (self->ndim != 1 && self->ndim != 2) || !vnpu_at_is_npu(self) ||
 	    !vnpu_at_is_npu(target) || target->dtype != VNPU_AT_I64 ||
 	    target->ndim != self->ndim - 1 ||
@@ -232,7 +232,7 @@ struct vnpu_at_tensor *vnpu_npu_nll_loss_backward(vnpu_keyset_t ks,
 	bool per_row = reduction == 0 && self->ndim == 2;
 
 	if (!nll_ok(self, target, weight, reduction) ||
-	    !npk_float(grad_output->dtype) ||
+	    !npk_f32_float(grad_output->dtype) ||
 	    vnpu_at_numel(total_weight) != 1 ||
 	    vnpu_npu_dtype(total_weight->dtype) < 0 ||
 	    (per_row ? grad_output->ndim != 1 ||

@@ -40,7 +40,7 @@ struct vnpu_at_tensor *vnpu_npu__softmax(vnpu_keyset_t ks,
 					 struct vnpu_at_tensor *self,
 					 int64_t dim, bool half_to_float)
 {
-	if (half_to_float || !npk_float(self->dtype) || !dim_ok(self, dim))
+	if (half_to_float || !npk_f32_float(self->dtype) || !dim_ok(self, dim))
 		return vnpu_fallback__softmax(ks, self, dim, half_to_float);
 	return softmax("aten::_softmax", self, dim, false);
 }
@@ -49,7 +49,7 @@ struct vnpu_at_tensor *vnpu_npu__log_softmax(vnpu_keyset_t ks,
 					     struct vnpu_at_tensor *self,
 					     int64_t dim, bool half_to_float)
 {
-	if (half_to_float || !npk_float(self->dtype) || !dim_ok(self, dim))
+	if (half_to_float || !npk_f32_float(self->dtype) || !dim_ok(self, dim))
 		return vnpu_fallback__log_softmax(ks, self, dim, half_to_float);
 	return softmax("aten::_log_softmax", self, dim, true);
 }
@@ -112,8 +112,8 @@ static bool softmax_bw_ok(const struct vnpu_at_tensor *g,
 			  const struct vnpu_at_tensor *y, int64_t dim,
 			  enum vnpu_at_dtype input_dtype)
 {
-	return npk_float(g->dtype) && npk_float(y->dtype) &&
-	       npk_float(input_dtype) && same_shape(g, y) && dim_ok(g, dim) &&
+	return npk_f32_float(g->dtype) && npk_f32_float(y->dtype) &&
+	       npk_f32_float(input_dtype) && same_shape(g, y) && dim_ok(g, dim) &&
 	       vnpu_at_is_npu(g) && vnpu_at_is_npu(y);
 }
 
@@ -178,7 +178,7 @@ struct vnpu_ret_native_layer_norm vnpu_npu_native_layer_norm(vnpu_keyset_t ks,
 	uint32_t lead;
 	bool ok;
 
-	if (nn < 1 || nn > input->ndim || !npk_float(input->dtype) ||
+	if (nn < 1 || nn > input->ndim || !npk_f32_float(input->dtype) ||
 	    !(eps >= 0) || !isfinite(eps) || !vnpu_at_is_npu(input) ||
 	    !affine_ok(weight, input, normalized_shape) ||
 	    !affine_ok(bias, input, normalized_shape))
@@ -339,7 +339,7 @@ struct vnpu_ret_native_batch_norm vnpu_npu_native_batch_norm(vnpu_keyset_t ks,
 		r.r2 = vnpu_npu_empty(1, &zero, acc);
 		goto out;
 	}
-	if (!npk_float(input->dtype))
+	if (!npk_f32_float(input->dtype))
 		goto fallback;
 	n = C ? vnpu_at_numel(input) / C : 0;
 	if (!C || n < 2 || !bn_param_ok(weight, C) || !bn_param_ok(bias, C) ||

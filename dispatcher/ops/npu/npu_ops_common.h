@@ -11,10 +11,19 @@
 #include "npu_util.h"
 #include "../kernel_common.h"
 
-/* Dtypes the device computes floats in. */
-static inline bool npk_float(enum vnpu_at_dtype dt)
+/* The float dtypes of the matrix units and the fused kernels (GEMM,
+ * CONV2D, POOL2D, SOFTMAX, LAYER_NORM), and of the ops composed in f32
+ * (norms, losses): f32, f16 and bf16, computed in f32. */
+static inline bool npk_f32_float(enum vnpu_at_dtype dt)
 {
 	return dt == VNPU_AT_F32 || dt == VNPU_AT_F16 || dt == VNPU_AT_BF16;
+}
+
+/* The float dtypes of the vector kernels (UNARY, BINARY, WHERE, REDUCE,
+ * CAST, FILL, INDEX): those and f64, which they compute in double. */
+static inline bool npk_float(enum vnpu_at_dtype dt)
+{
+	return npk_f32_float(dt) || dt == VNPU_AT_F64;
 }
 
 /* Dtypes BINARY and UNARY's abs, neg and relu take: floats and the
@@ -22,6 +31,7 @@ static inline bool npk_float(enum vnpu_at_dtype dt)
 static inline bool npk_float_or_int(enum vnpu_at_dtype dt)
 {
 	return npk_float(dt) || dt == VNPU_AT_I8 || dt == VNPU_AT_U8 ||
+	       dt == VNPU_AT_I16 ||
 	       dt == VNPU_AT_I32 || dt == VNPU_AT_I64;
 }
 

@@ -88,9 +88,11 @@ int vnpu_npu_dtype(enum vnpu_at_dtype dtype)
 	case VNPU_AT_F32: return VNPU_DTYPE_F32;
 	case VNPU_AT_F16: return VNPU_DTYPE_F16;
 	case VNPU_AT_BF16: return VNPU_DTYPE_BF16;
+	case VNPU_AT_F64: return VNPU_DTYPE_F64;
 	case VNPU_AT_I32: return VNPU_DTYPE_I32;
 	case VNPU_AT_I64: return VNPU_DTYPE_I64;
 	case VNPU_AT_I8: return VNPU_DTYPE_I8;
+	case VNPU_AT_I16: return VNPU_DTYPE_I16;
 	case VNPU_AT_U8: return VNPU_DTYPE_U8;
 	case VNPU_AT_BOOL: return VNPU_DTYPE_BOOL;
 	default: return -1;
@@ -488,81 +490,6 @@ static struct vnpu_at_tensor *expand_to(struct vnpu_at_tensor *src,
 }
 
 /* Device copy with dtype conversion and broadcast (plain dst). */
-/* The bytes t's geometry spans, read to the host: a CPU tensor with t's
- * sizes and strides over a copy of them. */
-static struct vnpu_at_tensor *span_read(const char *op,
-					const struct vnpu_at_tensor *t)
-{
-	enum vnpu_at_dtype dt = (enum vnpu_at_dtype)t->dtype;
-	size_t isz = vnpu_at_dtype_size(dt), span;
-	struct vnpu_at_tensor *h, *v;
-	int64_t n;
-
-	if (!vnpu_strided_span(t->ndim, t->sizes, t->strides, isz, &span))
-		return vnpu_at_error_set(VNPU_AT_ERR_VALUE, "%s: bad geometry", op);
-	n = (int64_t)(span / isz);
-	h = vnpu_at_empty(1, &n, dt, VNPU_AT_DEV_CPU);
-	if (!h)
-		return NULL;
-	if (span &&
-	    (!rt_check(op, "copy D2H", vnpu_memcpy_async(
-			       vnpu_at_data(h),
-			       (char *)t->storage->data + t->offset * (int64_t)isz,
-			       span, VNPU_MEMCPY_D2H, vnpu_npu_stream())) ||
-	     !rt_check(op, "synchronize",
-		       vnpu_stream_synchronize(vnpu_npu_stream())))) {
-		vnpu_at_release(h);
-		return NULL;
-	}
-	v = vnpu_at_view_of(h, t->ndim, t->sizes, t->strides, 0);
-	vnpu_at_release(h);
-	return v;
-}
-
-/* Writes back the span of t that v (from span_read) holds. */
-static bool span_write(const char *op, struct vnpu_at_tensor *t,
-		       const struct vnpu_at_tensor *v)
-{
-	size_t isz = vnpu_at_dtype_size((enum vnpu_at_dtype)t->dtype), span;
-
-	if (!vnpu_strided_span(t->ndim, t->sizes, t->strides, isz, &span))
-		return false;
-	t->storage->version++;
-	return !span ||
-	       rt_check(op, "copy H2D", vnpu_memcpy_async(
-				(char *)t->storage->data + t->offset * (int64_t)isz,
-				v->storage->data, span, VNPU_MEMCPY_H2D,
-				vnpu_npu_stream()));
-}
-
-/*
- * A copy where an npu side has a dtype the device does not compute
- * (float64): the device can only move its bytes, so the spans of the npu
- * sides go to the host, the CPU kernel copies (any strides, broadcasting,
- * the dtype conversion), and the destination's span goes back.
- */
-static bool host_copy(const char *op, struct vnpu_at_tensor *dst,
-		      struct vnpu_at_tensor *src)
-{
-	struct vnpu_at_tensor *sp, *hs = NULL, *hd = NULL, *r = NULL;
-	bool ok;
-
-	sp = vnpu_at_is_npu(src) ? vnpu_npu_plain(src) : vnpu_at_retain(src);
-	if (sp)
-		hs = vnpu_at_is_npu(sp) ? span_read(op, sp) : vnpu_at_retain(sp);
-	if (hs)
-		hd = vnpu_at_is_npu(dst) ? span_read(op, dst) : vnpu_at_retain(dst);
-	if (hd)
-		r = vnpu_redispatch_copy_(vnpu_keyset_of(VNPU_KEY_CPU), hd, hs,
-					  false);
-	ok = r && (!vnpu_at_is_npu(dst) || span_write(op, dst, hd));
-	vnpu_at_release(r);
-	vnpu_at_release(hd);
-	vnpu_at_release(hs);
-	vnpu_at_release(sp);
-	return ok;
-}
-
 static bool d2d(const char *op, struct vnpu_at_tensor *dst, struct vnpu_at_tensor *src)
 {
 	struct vnpu_kp_cast p;
@@ -579,12 +506,6 @@ static bool d2d(const char *op, struct vnpu_at_tensor *dst, struct vnpu_at_tenso
 	vnpu_at_release(sp);
 	if (!se)
 		return false;
-	if (vnpu_npu_dtype((enum vnpu_at_dtype)se->dtype) < 0 ||
-	    vnpu_npu_dtype((enum vnpu_at_dtype)dst->dtype) < 0) {
-		ok = host_copy(op, dst, se);
-		vnpu_at_release(se);
-		return ok;
-	}
 	ok = vnpu_npu_arg(&l, se, VNPU_ACCESS_READ, &p.src) &&
 	     vnpu_npu_arg(&l, dst, VNPU_ACCESS_WRITE, &p.out) &&
 	     vnpu_npu_launch(op, &l, "cast", &p, sizeof(p), vnpu_at_numel(dst));
@@ -633,9 +554,6 @@ bool vnpu_npu_copy_nb(const char *op, struct vnpu_at_tensor *dst,
 		vnpu_at_release(tmp);
 		return ok;
 	}
-	if ((src_npu && vnpu_npu_dtype((enum vnpu_at_dtype)src->dtype) < 0) ||
-	    (dst_npu && vnpu_npu_dtype((enum vnpu_at_dtype)dst->dtype) < 0))
-		return host_copy(op, dst, src);
 	if (dst_npu && src_npu)
 		return d2d(op, dst, src);
 	if (dst_npu) {	/* H2D: dense on the host in dst's dtype, one DMA */

@@ -2,8 +2,8 @@
 /*
  * NPU kernels (PrivateUse1): pointwise ops, comparisons, the pointwise
  * backward ops and cat (docs/dispatcher.md), on UNARY, BINARY, WHERE and
- * CAST. What the device cannot compute (float64, complex, tanh-approximated
- * GELU and its backward, most powers) runs the CPU fallback from
+ * CAST, float64 in double. What the device cannot compute (complex,
+ * tanh-approximated GELU and its backward, most powers) runs the CPU fallback from
  * inside the kernel, where it is counted in the fallback report; so do
  * invalid arguments, so that the CPU kernel words the error.
  */
@@ -594,9 +594,10 @@ static struct vnpu_at_tensor *npk_layout_of(const char *name,
 
 /*
  * PyTorch's lerp in float32 (its opmath for f16/bf16 too, the weight a
- * float), rounded once to the dtype: end - self, then self + w * diff or,
- * for |w| >= 0.5, end + (w - 1) * diff (ADD with alpha). The device rounds
- * the product before the sum where PyTorch fuses them: within an ulp.
+ * float; float64 in double), rounded once to the dtype: end - self, then
+ * self + w * diff or, for |w| >= 0.5, end + (w - 1) * diff (ADD with
+ * alpha). The device rounds the product before the sum where PyTorch
+ * fuses them: within an ulp.
  */
 struct vnpu_at_tensor *vnpu_npu_lerp_Scalar(vnpu_keyset_t ks,
 					    struct vnpu_at_tensor *self,
@@ -604,19 +605,23 @@ struct vnpu_at_tensor *vnpu_npu_lerp_Scalar(vnpu_keyset_t ks,
 					    struct vnpu_at_scalar weight)
 {
 	static const char name[] = "aten::lerp.Scalar";
-	float w = (float)vnpu_at_scalar_to_double(weight);
+	bool f64 = self->dtype == VNPU_AT_F64;
+	enum vnpu_at_dtype ct = f64 ? VNPU_AT_F64 : VNPU_AT_F32;
+	double w = vnpu_at_scalar_to_double(weight);
 	struct vnpu_at_tensor *diff, *out;
 
 	if (end->dtype != self->dtype || !npk_float(self->dtype))
 		return vnpu_fallback_lerp_Scalar(ks, self, end, weight);
-	diff = npk_binary(name, VNPU_BINARY_SUB, end, self, VNPU_AT_F32, 1.0);
+	if (!f64)
+		w = (float)w;
+	diff = npk_binary(name, VNPU_BINARY_SUB, end, self, ct, 1.0);
 	if (!diff)
 		return NULL;
-	if (fabsf(w) < 0.5f)
-		out = npk_binary(name, VNPU_BINARY_ADD, self, diff, VNPU_AT_F32, w);
+	if (fabs(w) < 0.5)
+		out = npk_binary(name, VNPU_BINARY_ADD, self, diff, ct, w);
 	else
-		out = npk_binary(name, VNPU_BINARY_ADD, end, diff, VNPU_AT_F32,
-				 (float)(w - 1.0f));
+		out = npk_binary(name, VNPU_BINARY_ADD, end, diff, ct,
+				 f64 ? w - 1.0 : (double)(float)(w - 1.0f));
 	vnpu_at_release(diff);
 	out = npk_to(out, self->dtype);
 	return out ? npk_layout_of(name, out, self, end) : NULL;
@@ -750,7 +755,7 @@ struct vnpu_at_tensor *vnpu_npu_cat(vnpu_keyset_t ks,
 	struct vnpu_at_tensor *out;
 
 	/* Anything irregular (legacy empty inputs, bad shapes, CPU
-	 * tensors, float64) goes to the CPU kernel, which words errors. */
+	 * tensors) goes to the CPU kernel, which words errors. */
 	for (int64_t i = 0; i < tensors.n; i++) {
 		const struct vnpu_at_tensor *t = tensors.v[i];
 

@@ -2,8 +2,8 @@
 /*
  * NPU kernels (PrivateUse1): reductions on the device's REDUCE kernel
  * (docs/dispatcher.md). Float sums accumulate in f32 on the device (f64 for
- * f32 input); integer and bool sums in int64 (PyTorch's result dtype for
- * them). Float64 and invalid arguments run the CPU fallback.
+ * f32 and f64 input); integer and bool sums in int64 (PyTorch's result
+ * dtype for them). Invalid arguments run the CPU fallback.
  */
 #include "npu_ops_common.h"
 
