@@ -5,7 +5,10 @@
  * MAXIMUM/MINIMUM propagate NaN. Integer dtypes (I8, U8, I16, I32, I64,
  * and BOOL as 0/1) compute in int64 with two's complement wrapping and are
  * stored in their width (BOOL: nonzero is 1), so INT_MIN / -1 gives INT_MIN
- * instead of trapping; integer DIV truncates toward zero and x / 0 is 0.
+ * instead of trapping; integer DIV truncates toward zero and x / 0 is 0,
+ * as are FMOD, REMAINDER and FLOOR_DIVIDE by 0. The shifts and GCD work in
+ * the dtype's width; the semantics of each op are PyTorch's CPU kernels'
+ * (kernel_abi.h).
  */
 #include <math.h>
 #include <stdint.h>
@@ -36,8 +39,142 @@ static bool is_bitwise(uint32_t op)
 	return op >= VNPU_BINARY_BITWISE_AND && op <= VNPU_BINARY_BITWISE_XOR;
 }
 
+/* Ops taking no BOOL. */
+static bool refuses_bool(uint32_t op)
+{
+	return op >= VNPU_BINARY_POW;
+}
+
+/* Ops taking floats only. */
+static bool is_float_only(uint32_t op)
+{
+	switch (op) {
+	case VNPU_BINARY_GELU_BACKWARD:
+	case VNPU_BINARY_ATAN2:
+	case VNPU_BINARY_COPYSIGN:
+	case VNPU_BINARY_LOGADDEXP:
+	case VNPU_BINARY_XLOGY:
+	case VNPU_BINARY_HYPOT:
+	case VNPU_BINARY_NEXTAFTER:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Ops taking integers only. */
+static bool is_int_only(uint32_t op)
+{
+	return is_bitwise(op) || op == VNPU_BINARY_BITWISE_LEFT_SHIFT ||
+	       op == VNPU_BINARY_BITWISE_RIGHT_SHIFT || op == VNPU_BINARY_GCD;
+}
+
+/*
+ * The scalar float ops PyTorch's CPU kernels define by formula, for T =
+ * float (S and F empty and f) and double (_f64 and nothing); each
+ * comparison and rounding is the one of PyTorch's source (c10's
+ * div_floor_floating, the remainder, logaddexp and xlogy kernels).
+ */
+#define DEFINE_BINARY_FLOAT_FNS(T, S, F)                                       \
+	static inline T vnpu_remainder##S(T a, T b)                            \
+	{                                                                      \
+		T mod = fmod##F(a, b);                                         \
+                                                                               \
+		if (mod != 0 && (b < 0) != (mod < 0))                          \
+			mod += b;                                              \
+		return mod;                                                    \
+	}                                                                      \
+                                                                               \
+	static inline T vnpu_floor_divide##S(T a, T b)                         \
+	{                                                                      \
+		T q = a / b, mod, div, fd;                                     \
+                                                                               \
+		if (b == 0)                                                    \
+			return q;                                              \
+		mod = fmod##F(a, b);                                           \
+		div = (a - mod) / b;                                           \
+		if (mod != 0 && (b < 0) != (mod < 0))                          \
+			div -= 1;                                              \
+		if (div == 0)                                                  \
+			return copysign##F(0, q);                              \
+		fd = floor##F(div);                                            \
+		if (div - fd > 0.5##F)                                         \
+			fd += 1;                                               \
+		return fd;                                                     \
+	}                                                                      \
+                                                                               \
+	static inline T vnpu_logaddexp##S(T a, T b)                            \
+	{                                                                      \
+		T m = a < b ? b : a;                                           \
+                                                                               \
+		if (isinf(a) && a == b)                                        \
+			return a;                                              \
+		return m + log1p##F(exp##F(-fabs##F(a - b)));                  \
+	}                                                                      \
+                                                                               \
+	static inline T vnpu_xlogy##S(T a, T b)                                \
+	{                                                                      \
+		if (b != b)                                                    \
+			return b;                                              \
+		if (a == 0)                                                    \
+			return 0;                                              \
+		return a * log##F(b);                                          \
+	}
+
+DEFINE_BINARY_FLOAT_FNS(float, , f)
+DEFINE_BINARY_FLOAT_FNS(double, _f64, )
+
+/* An f32 value rounded to F16 or BF16 (as f32). */
+static float round_half(uint32_t dtype, float v)
+{
+	if (dtype == VNPU_DTYPE_F16)
+		return vnpu_f16_to_f32(vnpu_f32_to_f16(v));
+	return vnpu_bf16_to_f32(vnpu_f32_to_bf16(v));
+}
+
+/*
+ * FLOOR_DIVIDE and XLOGY of F16 and BF16 round every intermediate to the
+ * dtype, as PyTorch's CPU kernels do for them (its Vectorized<Half> and
+ * <BFloat16> arithmetic for floor_divide's vectorised runs, c10's Half
+ * log for xlogy): its results differ from one f32 evaluation rounded
+ * once. The steps are vnpu_floor_divide's.
+ */
+static float floor_divide_half(uint32_t dt, float a, float b)
+{
+	float q = round_half(dt, a / b), mod, div, fd;
+
+	if (b == 0)
+		return q;
+	mod = fmodf(a, b); /* exact */
+	div = round_half(dt, round_half(dt, a - mod) / b);
+	if (mod != 0 && (b < 0) != (mod < 0))
+		div = round_half(dt, div - 1);
+	if (div == 0)
+		return copysignf(0, q);
+	fd = floorf(div);
+	if (round_half(dt, div - fd) > 0.5f)
+		fd = round_half(dt, fd + 1);
+	return fd;
+}
+
+static void binary_half_rounded(uint32_t op, uint32_t dt, const float *a,
+				const float *b, float *o, int64_t n)
+{
+	if (op == VNPU_BINARY_FLOOR_DIVIDE) {
+		for (int64_t i = 0; i < n; i++)
+			o[i] = floor_divide_half(dt, a[i], b[i]);
+		return;
+	}
+	for (int64_t i = 0; i < n; i++) /* XLOGY */
+		o[i] = b[i] != b[i] ? b[i]
+		       : a[i] == 0  ? 0
+				    : a[i] * round_half(dt, logf(b[i]));
+}
+
 /* The float ops on arrays of T: float (f32 math; S and F empty and f) or
- * double (the F64 path; _f64 and nothing), see activation.h. */
+ * double (the F64 path; _f64 and nothing), see activation.h. NEXTAFTER
+ * here is F32's and F64's; F16 and BF16 step in their own bits
+ * (nextafter_half). */
 #define DEFINE_BINARY_FLOAT(name, T, S, F)                                     \
 	static void name(uint32_t op, T alpha, const T *a, const T *b, T *o,   \
 			 int64_t n)                                            \
@@ -77,6 +214,46 @@ static bool is_bitwise(uint32_t op)
 		case VNPU_BINARY_GELU_BACKWARD:                                \
 			for (int64_t i = 0; i < n; i++)                        \
 				o[i] = a[i] * vnpu_gelu_grad##S(b[i]);         \
+			return;                                                \
+		case VNPU_BINARY_POW:                                          \
+			for (int64_t i = 0; i < n; i++)                        \
+				o[i] = pow##F(a[i], b[i]);                     \
+			return;                                                \
+		case VNPU_BINARY_ATAN2:                                        \
+			for (int64_t i = 0; i < n; i++)                        \
+				o[i] = atan2##F(a[i], b[i]);                   \
+			return;                                                \
+		case VNPU_BINARY_COPYSIGN:                                     \
+			for (int64_t i = 0; i < n; i++)                        \
+				o[i] = copysign##F(a[i], b[i]);                \
+			return;                                                \
+		case VNPU_BINARY_FMOD:                                         \
+			for (int64_t i = 0; i < n; i++)                        \
+				o[i] = fmod##F(a[i], b[i]);                    \
+			return;                                                \
+		case VNPU_BINARY_REMAINDER:                                    \
+			for (int64_t i = 0; i < n; i++)                        \
+				o[i] = vnpu_remainder##S(a[i], b[i]);          \
+			return;                                                \
+		case VNPU_BINARY_FLOOR_DIVIDE:                                 \
+			for (int64_t i = 0; i < n; i++)                        \
+				o[i] = vnpu_floor_divide##S(a[i], b[i]);       \
+			return;                                                \
+		case VNPU_BINARY_LOGADDEXP:                                    \
+			for (int64_t i = 0; i < n; i++)                        \
+				o[i] = vnpu_logaddexp##S(a[i], b[i]);          \
+			return;                                                \
+		case VNPU_BINARY_XLOGY:                                        \
+			for (int64_t i = 0; i < n; i++)                        \
+				o[i] = vnpu_xlogy##S(a[i], b[i]);              \
+			return;                                                \
+		case VNPU_BINARY_HYPOT:                                        \
+			for (int64_t i = 0; i < n; i++)                        \
+				o[i] = hypot##F(a[i], b[i]);                   \
+			return;                                                \
+		case VNPU_BINARY_NEXTAFTER:                                    \
+			for (int64_t i = 0; i < n; i++)                        \
+				o[i] = nextafter##F(a[i], b[i]);               \
 			return;                                                \
 		default: /* MINIMUM */                                         \
 			for (int64_t i = 0; i < n; i++)                        \
@@ -126,12 +303,105 @@ DEFINE_COMPARE(compare_f32, float)
 DEFINE_COMPARE(compare_f64, double)
 DEFINE_COMPARE(compare_i64, int64_t)
 
+/* v wrapped to an integer dtype's width, as the dtype would load it
+ * (sign-extended, U8 zero-extended). */
+static int64_t wrap_to(uint32_t dtype, int64_t v)
+{
+	switch (dtype) {
+	case VNPU_DTYPE_I8:
+		return (int8_t)(uint8_t)(uint64_t)v;
+	case VNPU_DTYPE_U8:
+		return (uint8_t)(uint64_t)v;
+	case VNPU_DTYPE_I16:
+		return (int16_t)(uint16_t)(uint64_t)v;
+	case VNPU_DTYPE_I32:
+		return (int32_t)(uint32_t)(uint64_t)v;
+	default:
+		return v;
+	}
+}
+
+/* a^b by repeated squaring, wrapping (the store keeps the low bits, which
+ * a product modulo 2^64 has right); PyTorch's rule for b < 0. */
+static int64_t int_pow(int64_t a, int64_t b)
+{
+	uint64_t r = 1, x = (uint64_t)a;
+
+	if (b < 0)
+		return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+	for (; b != 0; b >>= 1) {
+		if (b & 1)
+			r *= x;
+		x *= x;
+	}
+	return (int64_t)r;
+}
+
+/* PyTorch's calc_gcd in the dtype's width: |x| wraps for INT_MIN, the
+ * remainders keep the dividend's sign. x % -1 is 0 (no trap). */
+static int64_t int_gcd(uint32_t dtype, int64_t a, int64_t b)
+{
+	a = wrap_to(dtype, a < 0 ? (int64_t)(0 - (uint64_t)a) : a);
+	b = wrap_to(dtype, b < 0 ? (int64_t)(0 - (uint64_t)b) : b);
+	while (a != 0) {
+		int64_t c = a;
+
+		a = c == -1 ? 0 : b % c;
+		b = c;
+	}
+	return b;
+}
+
+/* Floor quotient; x / 0 is 0, x / -1 a wrapping negation. */
+static int64_t int_floor_divide(int64_t a, int64_t b)
+{
+	int64_t q;
+
+	if (b == 0)
+		return 0;
+	if (b == -1)
+		return (int64_t)(0 - (uint64_t)a);
+	q = a / b;
+	if (a % b != 0 && (a < 0) != (b < 0))
+		q--;
+	return q;
+}
+
+/* Floor modulo (sign of b); x % 0 and x % -1 are 0. */
+static int64_t int_remainder(int64_t a, int64_t b)
+{
+	int64_t r = b == 0 || b == -1 ? 0 : a % b;
+
+	if (r != 0 && (r < 0) != (b < 0))
+		r += b;
+	return r;
+}
+
+/* Shifts of a value of a w-bit dtype (sign- or zero-extended): a count
+ * outside [0, w) shifts every bit out (the right shift of a negative
+ * value leaves -1). */
+static int64_t shift_left(int64_t a, int64_t b, int64_t w)
+{
+	return b < 0 || b >= w ? 0 : (int64_t)((uint64_t)a << b);
+}
+
+static int64_t shift_right(int64_t a, int64_t b, int64_t w)
+{
+	if (b < 0 || b >= w)
+		return a < 0 ? -1 : 0;
+	return a < 0 ? ~(~a >> b) : a >> b; /* arithmetic, without relying
+					     * on >> of a negative value */
+}
+
 /* Wrapping arithmetic on int64 copies of integer values: every product,
  * sum and negation is formed in uint64_t, which wraps where int64_t would
  * overflow (undefined in C); the store keeps the dtype's low bits. */
-static void binary_int(uint32_t op, int64_t alpha, const int64_t *a,
-		       const int64_t *b, int64_t *o, int64_t n)
+static void binary_int(uint32_t op, uint32_t dtype, int64_t alpha,
+		       const int64_t *a, const int64_t *b, int64_t *o,
+		       int64_t n)
 {
+	int64_t w = 8 * (int64_t)vnpu_dtype_size(dtype);
+
 	switch (op) {
 	case VNPU_BINARY_ADD:
 		for (int64_t i = 0; i < n; i++)
@@ -170,6 +440,34 @@ static void binary_int(uint32_t op, int64_t alpha, const int64_t *a,
 		for (int64_t i = 0; i < n; i++)
 			o[i] = a[i] ^ b[i];
 		return;
+	case VNPU_BINARY_POW:
+		for (int64_t i = 0; i < n; i++)
+			o[i] = int_pow(a[i], b[i]);
+		return;
+	case VNPU_BINARY_FMOD:
+		for (int64_t i = 0; i < n; i++)
+			o[i] = b[i] == 0 || b[i] == -1 ? 0 : a[i] % b[i];
+		return;
+	case VNPU_BINARY_REMAINDER:
+		for (int64_t i = 0; i < n; i++)
+			o[i] = int_remainder(a[i], b[i]);
+		return;
+	case VNPU_BINARY_FLOOR_DIVIDE:
+		for (int64_t i = 0; i < n; i++)
+			o[i] = int_floor_divide(a[i], b[i]);
+		return;
+	case VNPU_BINARY_BITWISE_LEFT_SHIFT:
+		for (int64_t i = 0; i < n; i++)
+			o[i] = shift_left(a[i], b[i], w);
+		return;
+	case VNPU_BINARY_BITWISE_RIGHT_SHIFT:
+		for (int64_t i = 0; i < n; i++)
+			o[i] = shift_right(a[i], b[i], w);
+		return;
+	case VNPU_BINARY_GCD:
+		for (int64_t i = 0; i < n; i++)
+			o[i] = int_gcd(dtype, a[i], b[i]);
+		return;
 	default: /* MINIMUM */
 		for (int64_t i = 0; i < n; i++)
 			o[i] = a[i] < b[i] ? a[i] : b[i];
@@ -182,12 +480,56 @@ static bool f32_ptr_ok(const char *p, int64_t stride)
 	return stride == 1 && (uintptr_t)p % _Alignof(float) == 0;
 }
 
+/*
+ * NEXTAFTER of F16 or BF16, stepping in their 16-bit representation as
+ * c10's nextafter for Half and BFloat16 does (musl's algorithm): NaN if
+ * either is NaN (from + to, rounded), `to` if the bits are equal or both
+ * are zeros, the least subnormal with to's sign from a zero, else one
+ * step of the bits toward `to`.
+ */
+static void nextafter_half(uint32_t dtype, char *const *ptrs,
+			   const int64_t *strides, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++) {
+		const char *pa = ptrs[1] + i * strides[1] * 2;
+		const char *pb = ptrs[2] + i * strides[2] * 2;
+		char *po = ptrs[0] + i * strides[0] * 2;
+		float fa = vnpu_ld_f32(pa, dtype), fb = vnpu_ld_f32(pb, dtype);
+		uint16_t ua, ub;
+
+		if (fa != fa || fb != fb) {
+			vnpu_st_f32(po, dtype, fa + fb);
+			continue;
+		}
+		memcpy(&ua, pa, 2);
+		memcpy(&ub, pb, 2);
+		if (ua != ub) {
+			uint16_t abs_a = ua & 0x7fffu, abs_b = ub & 0x7fffu;
+
+			if (abs_a == 0 && abs_b == 0)
+				ua = ub;
+			else if (abs_a == 0)
+				ua = (uint16_t)((ub & 0x8000u) | 1u);
+			else if (abs_a > abs_b || ((ua ^ ub) & 0x8000u))
+				ua--;
+			else
+				ua++;
+		}
+		memcpy(po, &ua, 2);
+	}
+}
+
 static void binary_float_chunk(const struct binary_ctx *c, char *const *ptrs,
 			       const int64_t *strides, int64_t n)
 {
 	float ta[VNPU_EW_CHUNK], tb[VNPU_EW_CHUNK], to[VNPU_EW_CHUNK];
 	const float *a = ta, *b = tb;
 	bool f32 = c->dtype == VNPU_DTYPE_F32;
+
+	if (c->op == VNPU_BINARY_NEXTAFTER && !f32) {
+		nextafter_half(c->dtype, ptrs, strides, n);
+		return;
+	}
 
 	if (f32 && f32_ptr_ok(ptrs[1], strides[1]))
 		a = (const float *)(const void *)ptrs[1];
@@ -214,7 +556,11 @@ static void binary_float_chunk(const struct binary_ctx *c, char *const *ptrs,
 		binary_f32(c->op, c->alpha, a, b, (float *)(void *)ptrs[0], n);
 		return;
 	}
-	binary_f32(c->op, c->alpha, a, b, to, n);
+	if (!f32 && (c->op == VNPU_BINARY_FLOOR_DIVIDE ||
+		     c->op == VNPU_BINARY_XLOGY))
+		binary_half_rounded(c->op, c->dtype, a, b, to, n);
+	else
+		binary_f32(c->op, c->alpha, a, b, to, n);
 	vnpu_ew_store_f32(ptrs[0], strides[0], c->dtype, n, to);
 }
 
@@ -253,7 +599,7 @@ static void binary_int_chunk(const struct binary_ctx *c, char *const *ptrs,
 			ptrs[0][i * strides[0]] = (char)bo[i];
 		return;
 	}
-	binary_int(c->op, c->ialpha, a, b, o, n);
+	binary_int(c->op, c->dtype, c->ialpha, a, b, o, n);
 	vnpu_ew_store_i64(ptrs[0], strides[0], c->dtype, n, o);
 }
 
@@ -337,8 +683,10 @@ static uint32_t binary_validate(const void *params,
 	if (!vnpu_broadcasts_to(&p->a, &p->out) ||
 	    !vnpu_broadcasts_to(&p->b, &p->out))
 		return VNPU_STATUS_INVALID_ARGS;
-	if (vnpu_dtype_is_floating(dt) ? is_bitwise(p->op)
-					  : p->op == VNPU_BINARY_GELU_BACKWARD)
+	if (vnpu_dtype_is_floating(dt) ? is_int_only(p->op)
+					  : is_float_only(p->op))
+		return VNPU_STATUS_UNSUPPORTED;
+	if (dt == VNPU_DTYPE_BOOL && refuses_bool(p->op))
 		return VNPU_STATUS_UNSUPPORTED;
 	if (!vnpu_dtype_is_floating(dt) &&
 	    (p->op == VNPU_BINARY_ADD || p->op == VNPU_BINARY_SUB)) {

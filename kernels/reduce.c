@@ -11,6 +11,10 @@
  * Integer dtypes (I8, U8, I16, I32, I64, and BOOL as 0/1) take SUM (int64
  * accumulation wrapping as two's complement, stored in the dtype's width),
  * MAX, MIN and the arg variants; MEAN is for floats.
+ * PROD multiplies one element after the other in the walk's (row-major)
+ * order: F32 in f32, F16 and BF16 in f32 rounded to their dtype after each
+ * product (PyTorch accumulates their products in the half type), F64 in
+ * double, integers and BOOL in int64 wrapping.
  */
 #include <math.h>
 #include <stdint.h>
@@ -42,7 +46,23 @@ struct reduce_acc {
 	int64_t ibest;
 	int64_t best_index; /* ARG*: position along the reduced dim */
 	bool any;	    /* fbest/ibest hold a value */
+	float fprod;	    /* PROD of F32, F16, BF16 */
+	double dprod;	    /* PROD of F64 */
+	uint64_t iprod;	    /* PROD of integers; wraps */
 };
+
+/* An f32 value rounded to F16 or BF16 and back (F32 as it is). */
+static float round_to_dtype(uint32_t dtype, float v)
+{
+	switch (dtype) {
+	case VNPU_DTYPE_F16:
+		return vnpu_f16_to_f32(vnpu_f32_to_f16(v));
+	case VNPU_DTYPE_BF16:
+		return vnpu_bf16_to_f32(vnpu_f32_to_bf16(v));
+	default:
+		return v;
+	}
+}
 
 /* MAX/MIN and ARGMAX/ARGMIN: folds n values of T (float into acc->fbest,
  * double into acc->dbest) at position `first` along the reduced dim. */
@@ -97,6 +117,18 @@ DEFINE_FOLD_EXTREMUM(fold_extremum_f64, double, dbest)
 static void fold_f32(const struct reduce_plan *rp, struct reduce_acc *acc,
 		     const float *x, int64_t n, int64_t first)
 {
+	if (rp->op == VNPU_REDUCE_PROD) {
+		float p = acc->fprod;
+
+		if (rp->dtype == VNPU_DTYPE_F32)
+			for (int64_t i = 0; i < n; i++)
+				p *= x[i];
+		else
+			for (int64_t i = 0; i < n; i++)
+				p = round_to_dtype(rp->dtype, p * x[i]);
+		acc->fprod = p;
+		return;
+	}
 	if (rp->op != VNPU_REDUCE_SUM && rp->op != VNPU_REDUCE_MEAN) {
 		fold_extremum_f32(rp, acc, x, n, first);
 		return;
@@ -120,6 +152,11 @@ static void fold_f32(const struct reduce_plan *rp, struct reduce_acc *acc,
 static void fold_f64(const struct reduce_plan *rp, struct reduce_acc *acc,
 		     const double *x, int64_t n, int64_t first)
 {
+	if (rp->op == VNPU_REDUCE_PROD) {
+		for (int64_t i = 0; i < n; i++)
+			acc->dprod *= x[i];
+		return;
+	}
 	if (rp->op != VNPU_REDUCE_SUM && rp->op != VNPU_REDUCE_MEAN) {
 		fold_extremum_f64(rp, acc, x, n, first);
 		return;
@@ -137,6 +174,10 @@ static void fold_i64(const struct reduce_plan *rp, struct reduce_acc *acc,
 	case VNPU_REDUCE_SUM:
 		for (; i < n; i++)
 			acc->isum += (uint64_t)x[i];
+		return;
+	case VNPU_REDUCE_PROD:
+		for (; i < n; i++)
+			acc->iprod *= (uint64_t)x[i];
 		return;
 	case VNPU_REDUCE_MAX:
 	case VNPU_REDUCE_MIN:
@@ -180,6 +221,9 @@ static bool reduce_one(const struct reduce_plan *rp, const char *in,
 	uint64_t runs = run ? rp->count / (uint64_t)run : 0;
 
 	memset(acc, 0, sizeof(*acc));
+	acc->fprod = 1.0f;
+	acc->dprod = 1.0;
+	acc->iprod = 1;
 	vnpu_nd_counter_init(&c, outer, rp->red_sizes, rp->red_strides, NULL,
 			     0);
 	for (uint64_t r = 0; r < runs; r++) {
@@ -223,6 +267,17 @@ static void store_result(const struct reduce_plan *rp,
 	case VNPU_REDUCE_ARGMAX:
 	case VNPU_REDUCE_ARGMIN:
 		vnpu_ew_store_i64(out, 1, VNPU_DTYPE_I64, 1, &acc->best_index);
+		return;
+	case VNPU_REDUCE_PROD:
+		if (rp->dtype == VNPU_DTYPE_F64) {
+			vnpu_ew_store_f64(out, 1, rp->dtype, 1, &acc->dprod);
+		} else if (vnpu_dtype_is_float(rp->dtype)) {
+			vnpu_st_f32(out, rp->dtype, acc->fprod);
+		} else {
+			int64_t prod = (int64_t)acc->iprod;
+
+			vnpu_ew_store_i64(out, 1, rp->dtype, 1, &prod);
+		}
 		return;
 	case VNPU_REDUCE_SUM:
 	case VNPU_REDUCE_MEAN:

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * UNARY: out = op(src). F32, F16 and BF16 compute in f32, F64 in double;
- * ABS, NEG and RELU also run on the integer dtypes (I8, U8, I16, I32, I64),
- * where ABS and NEG of the minimum value wrap to itself.
+ * ABS, NEG, RELU, FLOOR, CEIL, TRUNC, ROUND and SIGN also run on the
+ * integer dtypes (I8, U8, I16, I32, I64), where ABS and NEG of the minimum
+ * value wrap to itself and the rounding ops are the identity; SIGN and
+ * BITWISE_NOT also on BOOL.
  */
 #include <math.h>
 #include <stdint.h>
@@ -62,6 +64,102 @@ struct unary_ctx {
 			for (int64_t i = 0; i < n; i++)                        \
 				x[i] = vnpu_sigmoid##S(x[i]);                  \
 			return;                                                \
+		case VNPU_UNARY_FLOOR:                                         \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = floor##F(x[i]);                         \
+			return;                                                \
+		case VNPU_UNARY_CEIL:                                          \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = ceil##F(x[i]);                          \
+			return;                                                \
+		case VNPU_UNARY_TRUNC:                                         \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = trunc##F(x[i]);                         \
+			return;                                                \
+		case VNPU_UNARY_ROUND:                                         \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = nearbyint##F(x[i]);                     \
+			return;                                                \
+		case VNPU_UNARY_SIGN:                                          \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = (T)((x[i] > 0) - (x[i] < 0));           \
+			return;                                                \
+		case VNPU_UNARY_RECIPROCAL:                                    \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = 1.0##F / x[i];                          \
+			return;                                                \
+		case VNPU_UNARY_SIN:                                           \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = sin##F(x[i]);                           \
+			return;                                                \
+		case VNPU_UNARY_COS:                                           \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = cos##F(x[i]);                           \
+			return;                                                \
+		case VNPU_UNARY_TAN:                                           \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = tan##F(x[i]);                           \
+			return;                                                \
+		case VNPU_UNARY_ASIN:                                          \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = asin##F(x[i]);                          \
+			return;                                                \
+		case VNPU_UNARY_ACOS:                                          \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = acos##F(x[i]);                          \
+			return;                                                \
+		case VNPU_UNARY_ATAN:                                          \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = atan##F(x[i]);                          \
+			return;                                                \
+		case VNPU_UNARY_SINH:                                          \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = sinh##F(x[i]);                          \
+			return;                                                \
+		case VNPU_UNARY_COSH:                                          \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = cosh##F(x[i]);                          \
+			return;                                                \
+		case VNPU_UNARY_ASINH:                                         \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = asinh##F(x[i]);                         \
+			return;                                                \
+		case VNPU_UNARY_ACOSH:                                         \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = acosh##F(x[i]);                         \
+			return;                                                \
+		case VNPU_UNARY_ATANH:                                         \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = atanh##F(x[i]);                         \
+			return;                                                \
+		case VNPU_UNARY_LOG2:                                          \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = log2##F(x[i]);                          \
+			return;                                                \
+		case VNPU_UNARY_LOG10:                                         \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = log10##F(x[i]);                         \
+			return;                                                \
+		case VNPU_UNARY_LOG1P:                                         \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = log1p##F(x[i]);                         \
+			return;                                                \
+		case VNPU_UNARY_EXPM1:                                         \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = expm1##F(x[i]);                         \
+			return;                                                \
+		case VNPU_UNARY_EXP2:                                          \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = exp2##F(x[i]);                          \
+			return;                                                \
+		case VNPU_UNARY_ERF:                                           \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = erf##F(x[i]);                           \
+			return;                                                \
+		case VNPU_UNARY_ERFC:                                          \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = erfc##F(x[i]);                          \
+			return;                                                \
 		default:                                                       \
 			for (int64_t i = 0; i < n; i++)                        \
 				x[i] = vnpu_tanh##S(x[i]);                     \
@@ -72,11 +170,21 @@ struct unary_ctx {
 DEFINE_UNARY_FLOAT(unary_f32, float, , f)
 DEFINE_UNARY_FLOAT(unary_f64, double, _f64, )
 
-/* ABS, NEG, RELU, BITWISE_NOT on int64 copies (I8, U8, I32, I64; BOOL
- * for BITWISE_NOT); the store wraps to the dtype's width. */
+/* ABS, NEG, RELU, BITWISE_NOT, SIGN and the rounding ops on int64 copies
+ * (I8, U8, I16, I32, I64; BOOL for BITWISE_NOT and SIGN); the store wraps
+ * to the dtype's width. */
 static void unary_int(uint32_t op, uint32_t dtype, int64_t *x, int64_t n)
 {
 	switch (op) {
+	case VNPU_UNARY_FLOOR:
+	case VNPU_UNARY_CEIL:
+	case VNPU_UNARY_TRUNC:
+	case VNPU_UNARY_ROUND:
+		return; /* integers are their own rounding */
+	case VNPU_UNARY_SIGN:
+		for (int64_t i = 0; i < n; i++)
+			x[i] = (x[i] > 0) - (x[i] < 0);
+		return;
 	case VNPU_UNARY_BITWISE_NOT: /* of a bool, its negation: ~1 is not 0 */
 		for (int64_t i = 0; i < n; i++)
 			x[i] = dtype == VNPU_DTYPE_BOOL ? !x[i] : ~x[i];
@@ -140,11 +248,13 @@ static uint32_t unary_validate(const void *params, const struct vnpu_kbuf *bufs,
 	if (p->src.dtype != p->out.dtype || !vnpu_same_shape(&p->src, &p->out))
 		return VNPU_STATUS_INVALID_ARGS;
 	int_op = p->op == VNPU_UNARY_ABS || p->op == VNPU_UNARY_NEG ||
-		 p->op == VNPU_UNARY_RELU;
+		 p->op == VNPU_UNARY_RELU || p->op == VNPU_UNARY_FLOOR ||
+		 p->op == VNPU_UNARY_CEIL || p->op == VNPU_UNARY_TRUNC ||
+		 p->op == VNPU_UNARY_ROUND;
 	if (vnpu_dtype_is_floating(p->src.dtype))
 		return p->op == VNPU_UNARY_BITWISE_NOT ? VNPU_STATUS_UNSUPPORTED
 						       : VNPU_STATUS_OK;
-	if (p->op == VNPU_UNARY_BITWISE_NOT ||
+	if (p->op == VNPU_UNARY_BITWISE_NOT || p->op == VNPU_UNARY_SIGN ||
 	    (int_op && p->src.dtype != VNPU_DTYPE_BOOL))
 		return VNPU_STATUS_OK;
 	return VNPU_STATUS_UNSUPPORTED;

@@ -174,13 +174,43 @@ enum vnpu_unary_op {
 	VNPU_UNARY_SIGMOID = 9,
 	VNPU_UNARY_TANH = 10,
 	VNPU_UNARY_BITWISE_NOT = 11,	/* integers ~x, BOOL !x; no floats */
+	VNPU_UNARY_FLOOR = 12,	/* integers: identity */
+	VNPU_UNARY_CEIL = 13,	/* integers: identity */
+	VNPU_UNARY_TRUNC = 14,	/* integers: identity */
+	VNPU_UNARY_ROUND = 15,	/* half to even; integers: identity */
+	VNPU_UNARY_SIGN = 16,	/* -1, 0 or 1; floats: NaN and -0.0 give +0.0;
+				 * BOOL: identity */
+	VNPU_UNARY_RECIPROCAL = 17,	/* 1 / x */
+	VNPU_UNARY_SIN = 18,	/* SIN .. ERFC: the C library's function */
+	VNPU_UNARY_COS = 19,
+	VNPU_UNARY_TAN = 20,
+	VNPU_UNARY_ASIN = 21,
+	VNPU_UNARY_ACOS = 22,
+	VNPU_UNARY_ATAN = 23,
+	VNPU_UNARY_SINH = 24,
+	VNPU_UNARY_COSH = 25,
+	VNPU_UNARY_ASINH = 26,
+	VNPU_UNARY_ACOSH = 27,
+	VNPU_UNARY_ATANH = 28,
+	VNPU_UNARY_LOG2 = 29,
+	VNPU_UNARY_LOG10 = 30,
+	VNPU_UNARY_LOG1P = 31,
+	VNPU_UNARY_EXPM1 = 32,
+	VNPU_UNARY_EXP2 = 33,
+	VNPU_UNARY_ERF = 34,
+	VNPU_UNARY_ERFC = 35,
 	VNPU_UNARY_COUNT
 };
 
-/* UNARY: out = op(src); same shape and dtype. ABS, NEG and RELU also take
- * I8, U8, I16, I32 and I64 (wrapping: -INT_MIN is INT_MIN), BITWISE_NOT
- * only those and BOOL; the others take F32, F16 and BF16 (computed in f32)
- * and F64 (computed in double). */
+/* UNARY: out = op(src); same shape and dtype. Every op but BITWISE_NOT
+ * takes F32, F16 and BF16 (computed in f32, rounded once to the dtype) and
+ * F64 (computed in double). ABS, NEG, RELU, FLOOR, CEIL, TRUNC, ROUND and
+ * SIGN also take I8, U8, I16, I32 and I64 (wrapping: -INT_MIN is INT_MIN),
+ * BITWISE_NOT only those and BOOL, SIGN BOOL as well; any other pair is
+ * UNSUPPORTED. The rounding ops and SIGN are exact, as PyTorch's; the
+ * transcendental ones are the C library's (glibc: within an ulp or so;
+ * PyTorch's CPU computes its vectorised runs with SLEEF's u10 functions,
+ * its scalar tails with the C library). */
 struct vnpu_kp_unary {
 	uint32_t op;		/* enum vnpu_unary_op */
 	uint32_t reserved;
@@ -205,15 +235,64 @@ enum vnpu_binary_op {
 	VNPU_BINARY_BITWISE_AND = 13,	/* integers and BOOL only */
 	VNPU_BINARY_BITWISE_OR = 14,
 	VNPU_BINARY_BITWISE_XOR = 15,
+	/* Floats: pow(a, b) of the C library. Integers (no BOOL): exact
+	 * a^b wrapping to the width, 0^0 = 1; for b < 0 (PyTorch's CPU
+	 * integer pow): 1 if a == 1, (-1)^b if a == -1, else 0. */
+	VNPU_BINARY_POW = 16,
+	VNPU_BINARY_ATAN2 = 17,		/* atan2(a, b); floats only */
+	VNPU_BINARY_COPYSIGN = 18,	/* |a| with b's sign bit; floats only */
+	/* FMOD, REMAINDER, FLOOR_DIVIDE: floats and integers (no BOOL). An
+	 * integer zero divisor gives 0 (PyTorch raises ZeroDivisionError;
+	 * its front end checks before launching). */
+	VNPU_BINARY_FMOD = 19,		/* C fmod: sign of a; integers a % b
+					 * truncated, x % -1 = 0 */
+	/* Sign of b: m = fmod(a, b), m + b when m != 0 and the signs of m
+	 * and b differ (so a zero result keeps a's sign, and -5 rem inf is
+	 * inf); integers the floor modulo. */
+	VNPU_BINARY_REMAINDER = 20,
+	/* floor(a / b) as PyTorch's div_floor_floating: b == 0 gives a / b;
+	 * else m = fmod(a, b), d = (a - m) / b, d -= 1 when m != 0 and the
+	 * signs of m and b differ; then f = floor(d), plus 1 when
+	 * d - f > 0.5, or copysign(0, a / b) when d == 0 (fmod is exact,
+	 * so the vectorised form's fixup for SLEEF's fmod changes nothing).
+	 * F16 and BF16 round every step to their dtype, as PyTorch's
+	 * vectorised half arithmetic does. Integers: the floor quotient,
+	 * INT_MIN / -1 wrapping to INT_MIN. */
+	VNPU_BINARY_FLOOR_DIVIDE = 21,
+	/* Shifts (integers only, in the dtype's width w): a << b, wrapping,
+	 * and a >> b arithmetic (U8 logical); for b < 0 or b >= w the left
+	 * shift gives 0 and the right one -1 for negative a, else 0. */
+	VNPU_BINARY_BITWISE_LEFT_SHIFT = 22,
+	VNPU_BINARY_BITWISE_RIGHT_SHIFT = 23,
+	/* Integers only: Euclid's algorithm on |a| and |b| in the width, as
+	 * PyTorch: gcd(0, 0) = 0 and the result is >= 0 except where |INT_MIN|
+	 * wraps: gcd(INT_MIN, 0) = INT_MIN, gcd(INT_MIN, 6) = -2. */
+	VNPU_BINARY_GCD = 24,
+	/* Floats only: a if a == b is infinite, else
+	 * max(a, b) + log1p(exp(-|a - b|)). */
+	VNPU_BINARY_LOGADDEXP = 25,
+	/* Floats only: NaN if b is NaN, else 0 if a == 0 (+0.0), else
+	 * a * log(b); F16 and BF16 round log(b) to their dtype before the
+	 * product, as PyTorch's Half and BFloat16 log. */
+	VNPU_BINARY_XLOGY = 26,
+	VNPU_BINARY_HYPOT = 27,		/* hypot(a, b); floats only */
+	/* Floats only: the next value after a toward b in a's dtype (F16
+	 * and BF16 step in their own 16-bit representation); b if a == b,
+	 * NaN if either is NaN. */
+	VNPU_BINARY_NEXTAFTER = 28,
 	VNPU_BINARY_COUNT
 };
 
 /* BINARY: out = op(a, b) with broadcasting: a and b have out's ndim and each
  * size equals out's or is 1 (stride ignored then). a and b share a dtype;
  * out has it too, or BOOL for comparisons. F32, F16 and BF16 compute in f32
- * (alpha rounded to f32), F64 in double (alpha as given); I8, U8, I16, I32,
- * I64 and BOOL (as 0 and 1; a nonzero result stores 1) in int64, wrapping
- * to the dtype's width. */
+ * (alpha rounded to f32) and round the result once to the dtype (but F16
+ * and BF16 FLOOR_DIVIDE and XLOGY, see there), F64 in
+ * double (alpha as given); I8, U8, I16, I32, I64 and BOOL (as 0 and 1; a
+ * nonzero result stores 1) in int64, wrapping to the dtype's width. A dtype
+ * an op does not take (see the ops) gives UNSUPPORTED. Transcendental ops
+ * are the C library's functions (PyTorch's CPU uses them for scalar tails,
+ * SLEEF for vectorised runs, which may differ by an ulp). */
 struct vnpu_kp_binary {
 	uint32_t op;		/* enum vnpu_binary_op */
 	uint32_t reserved;
@@ -395,13 +474,21 @@ enum vnpu_reduce_op {
 	VNPU_REDUCE_MIN = 3,
 	VNPU_REDUCE_ARGMAX = 4,	/* one dim; out I64, first maximum wins */
 	VNPU_REDUCE_ARGMIN = 5,
+	VNPU_REDUCE_PROD = 6,	/* product; an empty reduction gives 1 */
 	VNPU_REDUCE_COUNT
 };
 
 /* REDUCE over the dims set in dim_mask: out has input's ndim with reduced
- * dims of size 1. Float sums accumulate in f32 (f64 for F32 and F64
- * input); integer dtypes and BOOL (not MEAN) in int64, wrapping to their
- * width. */
+ * dims of size 1; out's dtype is input's (I64 for the ARG ops: a caller
+ * wanting PyTorch's int64 sum or prod of a narrower integer casts to I64
+ * first). Float sums accumulate in f32 (f64 for F32 and F64 input);
+ * integer dtypes and BOOL (not MEAN) in int64, wrapping to their width.
+ * PROD multiplies in row-major order of the reduced dims, one element
+ * after the other, as PyTorch's CPU does for a strided reduction: F32 in
+ * f32, F16 and BF16 rounded to their dtype after every product (PyTorch's
+ * accumulation in the half type), F64 in double, integers and BOOL in
+ * wrapping int64. PyTorch's contiguous reductions use vector lanes, whose
+ * different order can change the last bits of a float product. */
 struct vnpu_kp_reduce {
 	uint32_t op;		/* enum vnpu_reduce_op */
 	uint32_t dim_mask;	/* bit k reduces dim k */

@@ -51,7 +51,7 @@ static inline uint16_t ew_half_encode(double v)
 	int e;
 
 	if (isnan(v))
-		return 0x7e00;
+		return sign | 0x7e00; /* keeps the sign, as copysign reads */
 	if (a >= 65520.0)
 		return sign | 0x7c00;
 	frexp(a, &e);		/* a = f * 2^e, f in [0.5, 1) */

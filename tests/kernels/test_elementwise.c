@@ -607,9 +607,71 @@ static double unary_ref(uint32_t op, double x)
 		return 1.0 / (1.0 + exp(-x));
 	case VNPU_UNARY_BITWISE_NOT: /* integers only; BOOL in its own test */
 		return (double)~(int64_t)x;
+	case VNPU_UNARY_FLOOR:
+		return floor(x);
+	case VNPU_UNARY_CEIL:
+		return ceil(x);
+	case VNPU_UNARY_TRUNC:
+		return trunc(x);
+	case VNPU_UNARY_ROUND: /* half to even, by hand */
+		if (isnan(x) || isinf(x) || fabs(x) >= 0x1p52)
+			return x;
+		if (fabs(x - floor(x) - 0.5) == 0)
+			return copysign(fmod(floor(x), 2) == 0 ? floor(x)
+							      : floor(x) + 1,
+					x);
+		return copysign(floor(x + 0.5), x);
+	case VNPU_UNARY_SIGN: /* NaN and -0.0 give +0.0, as torch.sign */
+		return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0;
+	case VNPU_UNARY_RECIPROCAL:
+		return 1.0 / x;
+	case VNPU_UNARY_SIN:
+		return sin(x);
+	case VNPU_UNARY_COS:
+		return cos(x);
+	case VNPU_UNARY_TAN:
+		return tan(x);
+	case VNPU_UNARY_ASIN:
+		return asin(x);
+	case VNPU_UNARY_ACOS:
+		return acos(x);
+	case VNPU_UNARY_ATAN:
+		return atan(x);
+	case VNPU_UNARY_SINH:
+		return sinh(x);
+	case VNPU_UNARY_COSH:
+		return cosh(x);
+	case VNPU_UNARY_ASINH:
+		return asinh(x);
+	case VNPU_UNARY_ACOSH:
+		return acosh(x);
+	case VNPU_UNARY_ATANH:
+		return atanh(x);
+	case VNPU_UNARY_LOG2:
+		return log(x) / log(2.0);
+	case VNPU_UNARY_LOG10:
+		return log(x) / log(10.0);
+	case VNPU_UNARY_LOG1P:
+		return log1p(x);
+	case VNPU_UNARY_EXPM1:
+		return expm1(x);
+	case VNPU_UNARY_EXP2:
+		return pow(2.0, x);
+	case VNPU_UNARY_ERF:
+		return erf(x);
+	case VNPU_UNARY_ERFC:
+		return erfc(x);
 	default:
 		return tanh(x);
 	}
+}
+
+/* The exact UNARY ops: results compared bit for bit. */
+static int unary_exact(uint32_t op)
+{
+	return op == VNPU_UNARY_FLOOR || op == VNPU_UNARY_CEIL ||
+	       op == VNPU_UNARY_TRUNC || op == VNPU_UNARY_ROUND ||
+	       op == VNPU_UNARY_SIGN || op == VNPU_UNARY_RECIPROCAL;
 }
 
 /* |got - want| <= units * 2^-53 * |want|: an F64 result against a long
@@ -633,6 +695,12 @@ static void check_unary_f64(uint32_t op, double x, double got)
 	long double lx = x, want;
 	long double units = 16;
 
+	if (unary_exact(op)) {
+		ck_assert_msg(same_double(got, unary_ref(op, x)),
+			      "unary op %u f64: f(%a) = %a, want %a", op, x,
+			      got, unary_ref(op, x));
+		return;
+	}
 	switch (op) {
 	case VNPU_UNARY_ABS:
 	case VNPU_UNARY_NEG:
@@ -643,6 +711,60 @@ static void check_unary_f64(uint32_t op, double x, double got)
 			      "unary op %u f64: f(%a) = %a, want %a", op, x,
 			      got, unary_ref(op, x));
 		return;
+	case VNPU_UNARY_SIN:
+		want = sinl(lx);
+		break;
+	case VNPU_UNARY_COS:
+		want = cosl(lx);
+		break;
+	case VNPU_UNARY_TAN:
+		want = tanl(lx);
+		break;
+	case VNPU_UNARY_ASIN:
+		want = asinl(lx);
+		break;
+	case VNPU_UNARY_ACOS:
+		want = acosl(lx);
+		break;
+	case VNPU_UNARY_ATAN:
+		want = atanl(lx);
+		break;
+	case VNPU_UNARY_SINH:
+		want = sinhl(lx);
+		break;
+	case VNPU_UNARY_COSH:
+		want = coshl(lx);
+		break;
+	case VNPU_UNARY_ASINH:
+		want = asinhl(lx);
+		break;
+	case VNPU_UNARY_ACOSH:
+		want = acoshl(lx);
+		break;
+	case VNPU_UNARY_ATANH:
+		want = atanhl(lx);
+		break;
+	case VNPU_UNARY_LOG2:
+		want = log2l(lx);
+		break;
+	case VNPU_UNARY_LOG10:
+		want = log10l(lx);
+		break;
+	case VNPU_UNARY_LOG1P:
+		want = log1pl(lx);
+		break;
+	case VNPU_UNARY_EXPM1:
+		want = expm1l(lx);
+		break;
+	case VNPU_UNARY_EXP2:
+		want = exp2l(lx);
+		break;
+	case VNPU_UNARY_ERF:
+		want = erfl(lx);
+		break;
+	case VNPU_UNARY_ERFC:
+		want = erfcl(lx);
+		break;
 	case VNPU_UNARY_EXP:
 		want = expl(lx);
 		break;
@@ -686,8 +808,16 @@ static void run_unary_case(uint32_t op, uint32_t dt, int in_place,
 	void *before;
 
 	if (op == VNPU_UNARY_LOG || op == VNPU_UNARY_SQRT ||
-	    op == VNPU_UNARY_RSQRT)
+	    op == VNPU_UNARY_RSQRT || op == VNPU_UNARY_LOG2 ||
+	    op == VNPU_UNARY_LOG10 || op == VNPU_UNARY_LOG1P)
 		lo = -0.5; /* mostly positive; negatives give NaN */
+	if (op == VNPU_UNARY_ASIN || op == VNPU_UNARY_ACOS ||
+	    op == VNPU_UNARY_ATANH) {
+		lo = -1.2; /* mostly inside [-1, 1] */
+		hi = 1.2;
+	}
+	if (op == VNPU_UNARY_ACOSH)
+		lo = 0.5;
 	b[0] = operand_buffer(&os, lo, hi);
 	b[1] = in_place ? b[0] : operand_buffer(&oo, -1, 1);
 	ck_assert_ptr_nonnull(src_vals);
@@ -720,6 +850,17 @@ static void run_unary_case(uint32_t op, uint32_t dt, int in_place,
 		}
 		if (!is_float(dt))
 			want = wrap_int(want, dt);
+		if (unary_exact(op)) {
+			/* exact in f32 (1 / x rounded once), then to dt */
+			want = dt == VNPU_DTYPE_F16    ? ew_round_f16(want)
+			       : dt == VNPU_DTYPE_BF16 ? ew_round_bf16(want)
+			       : dt == VNPU_DTYPE_F32  ? ew_round_f32(want)
+						       : want;
+			ck_assert_msg(same_double(got, want),
+				      "unary op %u dt %u: f(%a) = %a, want %a",
+				      op, dt, src_vals[i], got, want);
+			continue;
+		}
 		ck_assert_msg(close_to(got, want, rtol_of(dt) * 2,
 				       is_float(dt) ? 1e-6 : 0),
 			      "unary op %u dt %u: f(%.9g) = %.9g, want %.9g",
@@ -831,15 +972,17 @@ END_TEST
 
 START_TEST(test_unary_int)
 {
-	static const uint32_t ops[] = {VNPU_UNARY_ABS, VNPU_UNARY_NEG,
-				       VNPU_UNARY_RELU, VNPU_UNARY_BITWISE_NOT};
+	static const uint32_t ops[] = {
+		VNPU_UNARY_ABS,	  VNPU_UNARY_NEG,  VNPU_UNARY_RELU,
+		VNPU_UNARY_BITWISE_NOT, VNPU_UNARY_FLOOR, VNPU_UNARY_CEIL,
+		VNPU_UNARY_TRUNC, VNPU_UNARY_ROUND, VNPU_UNARY_SIGN};
 	static const uint32_t dts[] = {VNPU_DTYPE_I32, VNPU_DTYPE_I8,
 				       VNPU_DTYPE_U8, VNPU_DTYPE_I64,
 				       VNPU_DTYPE_I16};
 
 	kt_seed(304);
-	for (int o = 0; o < 4; o++)
-		for (int d = 0; d < 4; d++)
+	for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++)
+		for (int d = 0; d < 5; d++)
 			for (int iter = 0; iter < 12; iter++)
 				run_unary_case(ops[o], dts[d], iter % 4 == 3,
 					       block_counts[iter % 3]);
@@ -890,9 +1033,224 @@ static int is_cmp(uint32_t op)
 	return op >= VNPU_BINARY_EQ && op <= VNPU_BINARY_GE;
 }
 
-static double binary_ref(uint32_t op, double alpha, double a, double b,
-			 int integer)
+/* Which dtypes each BINARY op takes (kernel_abi.h), written out here. */
+static int binary_takes(uint32_t op, uint32_t dt)
 {
+	switch (op) {
+	case VNPU_BINARY_GELU_BACKWARD:
+	case VNPU_BINARY_ATAN2:
+	case VNPU_BINARY_COPYSIGN:
+	case VNPU_BINARY_LOGADDEXP:
+	case VNPU_BINARY_XLOGY:
+	case VNPU_BINARY_HYPOT:
+	case VNPU_BINARY_NEXTAFTER:
+		return is_float(dt);
+	case VNPU_BINARY_BITWISE_AND:
+	case VNPU_BINARY_BITWISE_OR:
+	case VNPU_BINARY_BITWISE_XOR:
+		return !is_float(dt);
+	case VNPU_BINARY_BITWISE_LEFT_SHIFT:
+	case VNPU_BINARY_BITWISE_RIGHT_SHIFT:
+	case VNPU_BINARY_GCD:
+		return !is_float(dt) && dt != VNPU_DTYPE_BOOL;
+	case VNPU_BINARY_POW:
+	case VNPU_BINARY_FMOD:
+	case VNPU_BINARY_REMAINDER:
+	case VNPU_BINARY_FLOOR_DIVIDE:
+		return dt != VNPU_DTYPE_BOOL;
+	default:
+		return 1;
+	}
+}
+
+/* The new integer ops (POW .. GCD) compare as exact int64. */
+static int int_op_new(uint32_t op)
+{
+	return op >= VNPU_BINARY_POW;
+}
+
+/* v rounded as the kernel's dtype keeps an f32 result: once to f32, then
+ * to f16 or bf16 (PyTorch's Half and BFloat16 arithmetic does the same
+ * f32 operation and conversion); F64 as it is. */
+static double round_dt(uint32_t dt, double v)
+{
+	switch (dt) {
+	case VNPU_DTYPE_F32:
+		return ew_round_f32(v);
+	case VNPU_DTYPE_F16:
+		return ew_round_f16(ew_round_f32(v));
+	case VNPU_DTYPE_BF16:
+		return ew_round_bf16(ew_round_f32(v));
+	default:
+		return v;
+	}
+}
+
+/* floor(a / b) by PyTorch's div_floor_floating (c10), every step
+ * rounded as dt's arithmetic rounds it (f32 for F32, F16 and BF16 each
+ * step, double for F64). */
+static double floor_divide_ref(uint32_t dt, double a, double b)
+{
+	double q = round_dt(dt, a / b), mod, div, fd;
+
+	if (b == 0)
+		return q;
+	mod = fmod(a, b); /* exact */
+	div = round_dt(dt, round_dt(dt, a - mod) / b);
+	if (mod != 0 && (b < 0) != (mod < 0))
+		div = round_dt(dt, div - 1);
+	if (div == 0)
+		return copysign(0.0, q);
+	fd = floor(div);
+	if (round_dt(dt, div - fd) > 0.5)
+		fd = round_dt(dt, fd + 1);
+	return fd;
+}
+
+/* The value after a toward b in dt's format (p significant bits, least
+ * normal exponent emin, largest finite max), by frexp arithmetic. */
+static double nextafter_ref(uint32_t dt, double a, double b)
+{
+	int p = dt == VNPU_DTYPE_F64	? 53
+		: dt == VNPU_DTYPE_F32	? 24
+		: dt == VNPU_DTYPE_F16	? 11
+					: 8;
+	int emin = dt == VNPU_DTYPE_F64	  ? -1022
+		   : dt == VNPU_DTYPE_F16 ? -14
+					  : -126;
+	double max = dt == VNPU_DTYPE_F64   ? 0x1.fffffffffffffp1023
+		     : dt == VNPU_DTYPE_F32 ? 0x1.fffffep127
+		     : dt == VNPU_DTYPE_F16 ? 65504.0
+					    : 0x1.fep127;
+	double m = fabs(a), ulp, r;
+	int e, away;
+
+	if (isnan(a) || isnan(b))
+		return NAN;
+	if (a == b)
+		return b;
+	if (a == 0)
+		return copysign(ldexp(1.0, emin - (p - 1)), b);
+	if (isinf(a))
+		return copysign(max, a);
+	away = (b > a) == (a > 0);
+	frexp(m, &e);
+	e = e - 1 < emin ? emin : e - 1;
+	ulp = ldexp(1.0, e - (p - 1));
+	if (!away && m == ldexp(1.0, e) && e > emin)
+		ulp /= 2; /* below a power of two the spacing halves */
+	r = away ? m + ulp : m - ulp;
+	return copysign(r > max ? INFINITY : r, a);
+}
+
+/* The integer ops added with POW, exactly, in int64 (the caller wraps to
+ * dt): written apart from the kernel's algorithms (magnitudes, powers by
+ * repeated multiplication, shifts as products and floor quotients). */
+static int64_t binary_int_ref(uint32_t op, uint32_t dt, int64_t a, int64_t b)
+{
+	int64_t w = 8 * (int64_t)esize(dt);
+	uint64_t ua = a < 0 ? 0 - (uint64_t)a : (uint64_t)a;
+	uint64_t ub = b < 0 ? 0 - (uint64_t)b : (uint64_t)b;
+	uint64_t r;
+	int64_t q;
+
+	switch (op) {
+	case VNPU_BINARY_POW:
+		if (b < 0)
+			return a == 1 ? 1 : a == -1 ? (ub % 2 ? -1 : 1) : 0;
+		r = 1;
+		for (int64_t i = 0; i < b; i++)
+			r *= (uint64_t)a;
+		return (int64_t)r;
+	case VNPU_BINARY_FMOD: /* sign of a, |a| mod |b| */
+		if (b == 0)
+			return 0;
+		return a < 0 ? -(int64_t)(ua % ub) : (int64_t)(ua % ub);
+	case VNPU_BINARY_REMAINDER:
+		if (b == 0)
+			return 0;
+		q = a < 0 ? -(int64_t)(ua % ub) : (int64_t)(ua % ub);
+		return q != 0 && (q < 0) != (b < 0) ? q + b : q;
+	case VNPU_BINARY_FLOOR_DIVIDE:
+		if (b == 0)
+			return 0;
+		return (int64_t)floorl((long double)a / (long double)b);
+	case VNPU_BINARY_BITWISE_LEFT_SHIFT:
+		if (b < 0 || b >= w)
+			return 0;
+		r = (uint64_t)a;
+		for (int64_t i = 0; i < b; i++)
+			r *= 2;
+		return (int64_t)r;
+	case VNPU_BINARY_BITWISE_RIGHT_SHIFT:
+		if (b < 0 || b >= w)
+			return a < 0 ? -1 : 0;
+		return (int64_t)floorl((long double)a / ldexpl(1.0L, (int)b));
+	default: /* GCD of the magnitudes */
+		q = w == 64 ? INT64_MIN : -(INT64_C(1) << (w - 1));
+		if (dt != VNPU_DTYPE_U8 && (a == q || b == q)) {
+			/* |INT_MIN| wraps to INT_MIN: Euclid on the wrapped
+			 * magnitudes, remainders signed as C's (PyTorch's
+			 * calc_gcd; its results: test_binary_int_ops_edges) */
+			q = ew_wrap_int((int64_t)ua, dt);
+			a = ew_wrap_int((int64_t)ub, dt);
+			while (q != 0) {
+				int64_t c = q;
+
+				q = c == -1 ? 0 : a % c;
+				a = c;
+			}
+			return a;
+		}
+		while (ub != 0) {
+			r = ua % ub;
+			ua = ub;
+			ub = r;
+		}
+		return (int64_t)ua;
+	}
+}
+
+static double binary_ref(uint32_t op, double alpha, double a, double b,
+			 int integer, uint32_t dt)
+{
+	double m;
+
+	switch (op) {
+	case VNPU_BINARY_POW:
+		return pow(a, b);
+	case VNPU_BINARY_ATAN2:
+		return atan2(a, b);
+	case VNPU_BINARY_COPYSIGN:
+		return copysign(a, b);
+	case VNPU_BINARY_FMOD:
+		return fmod(a, b);
+	case VNPU_BINARY_REMAINDER:
+		m = fmod(a, b);
+		return m != 0 && (m < 0) != (b < 0) ? m + b : m;
+	case VNPU_BINARY_FLOOR_DIVIDE:
+		return floor_divide_ref(dt, a, b);
+	case VNPU_BINARY_LOGADDEXP:
+		if (isinf(a) && a == b)
+			return a;
+		m = a > b ? a : b;
+		return m + log(exp(a - m) + exp(b - m));
+	case VNPU_BINARY_XLOGY:
+		if (isnan(b))
+			return NAN;
+		if (a == 0)
+			return 0;
+		/* F16/BF16 take log(b) rounded to the dtype (c10's Half log) */
+		return a * (dt == VNPU_DTYPE_F16 || dt == VNPU_DTYPE_BF16
+				    ? round_dt(dt, log(b))
+				    : log(b));
+	case VNPU_BINARY_HYPOT:
+		return sqrt(a * a + b * b);
+	case VNPU_BINARY_NEXTAFTER:
+		return nextafter_ref(dt, a, b);
+	default:
+		break;
+	}
 	switch (op) {
 	case VNPU_BINARY_ADD:
 		return a + alpha * b;
@@ -940,10 +1298,47 @@ static double binary_ref(uint32_t op, double alpha, double a, double b,
 static void check_binary_f64(uint32_t op, double alpha, double a, double b,
 			     double got)
 {
-	long double lb = b, cdf, pdf, want;
+	long double la = a, lb = b, cdf, pdf, want, mag;
 
+	if (op == VNPU_BINARY_POW || op == VNPU_BINARY_ATAN2 ||
+	    op == VNPU_BINARY_HYPOT || op == VNPU_BINARY_LOGADDEXP ||
+	    op == VNPU_BINARY_XLOGY) {
+		/* within 16 ulp of long double (of the terms' magnitude) */
+		switch (op) {
+		case VNPU_BINARY_POW:
+			want = powl(la, lb);
+			break;
+		case VNPU_BINARY_ATAN2:
+			want = atan2l(la, lb);
+			break;
+		case VNPU_BINARY_HYPOT:
+			want = hypotl(la, lb);
+			break;
+		case VNPU_BINARY_XLOGY:
+			want = isnan(b) ? NAN : a == 0 ? 0 : la * logl(lb);
+			break;
+		default:
+			want = isinf(a) && a == b ? la
+			       : a > b ? la + log1pl(expl(lb - la))
+				       : lb + log1pl(expl(la - lb));
+			break;
+		}
+		mag = op == VNPU_BINARY_LOGADDEXP ? fabsl(la) + fabsl(lb) + 1
+						  : fabsl(want);
+		if (isnan(want) || isinf(want)) {
+			ck_assert_msg(same_double(got, (double)want),
+				      "binary op %u f64: %a ? %a = %a, want %La",
+				      op, a, b, got, want);
+			return;
+		}
+		ck_assert_msg(fabsl((long double)got - want) <=
+				      16 * 0x1p-53L * mag,
+			      "binary op %u f64: %a ? %a = %a, want %La", op, a,
+			      b, got, want);
+		return;
+	}
 	if (op != VNPU_BINARY_GELU_BACKWARD) {
-		double exact = binary_ref(op, alpha, a, b, 0);
+		double exact = binary_ref(op, alpha, a, b, 0, VNPU_DTYPE_F64);
 
 		ck_assert_msg(same_double(got, exact),
 			      "binary op %u f64: %a ? %a = %a, want %a", op, a,
@@ -1004,6 +1399,29 @@ static void run_binary_case(const struct binary_case *bc)
 	b[0] = operand_buffer(&oa, -4, 4);
 	b[1] = operand_buffer(&ob, -4, 4);
 	b[2] = bc->in_place ? b[0] : operand_buffer(&oo, -1, 1);
+	if (integer && (bc->op == VNPU_BINARY_POW ||
+			bc->op == VNPU_BINARY_BITWISE_LEFT_SHIFT ||
+			bc->op == VNPU_BINARY_BITWISE_RIGHT_SHIFT)) {
+		/* exponents and counts around [0, width), some negative */
+		int64_t lo = dt == VNPU_DTYPE_U8 ? 0 : -3;
+		int64_t hi = 16 * (int64_t)esize(dt) + 2; /* 2 * width + 2 */
+
+		for (uint64_t i = 0; i < ob.nelem; i++)
+			put_val(b[1].ptr, dt, i,
+				(double)kt_rand_range(lo, hi));
+	}
+	if (bc->op == VNPU_BINARY_GCD &&
+	    (dt == VNPU_DTYPE_I8 || dt == VNPU_DTYPE_I16)) {
+		/* INT_MIN's wrapped magnitude: test_binary_int_ops_edges */
+		double min = dt == VNPU_DTYPE_I8 ? -128 : -32768;
+
+		for (uint64_t i = 0; i < oa.nelem; i++)
+			if (get_val(b[0].ptr, dt, i) == min)
+				put_val(b[0].ptr, dt, i, min + 1);
+		for (uint64_t i = 0; i < ob.nelem; i++)
+			if (get_val(b[1].ptr, dt, i) == min)
+				put_val(b[1].ptr, dt, i, min + 1);
+	}
 	memset(&p, 0, sizeof(p));
 	p.op = bc->op;
 	p.alpha = 1.0;
@@ -1050,14 +1468,56 @@ static void run_binary_case(const struct binary_case *bc)
 				    bc->in_place ? 2 : 3, bc->nblocks),
 			  VNPU_STATUS_OK);
 	for (uint64_t i = 0; i < n; i++) {
-		double want =
-			binary_ref(bc->op, p.alpha, va[i], vb[i], integer);
+		double want = binary_ref(bc->op, p.alpha, va[i], vb[i],
+					 integer, dt);
 		double got, scale;
 
 		unravel(i, ndim, sizes, idx);
 		got = get_val(b[2].ptr, out_dt, elem_off(&oo.t, idx));
 		if (dt == VNPU_DTYPE_F64) {
 			check_binary_f64(bc->op, p.alpha, va[i], vb[i], got);
+			continue;
+		}
+		if (integer && int_op_new(bc->op)) {
+			int64_t wi = ew_wrap_int(
+				binary_int_ref(bc->op, dt, (int64_t)va[i],
+					       (int64_t)vb[i]),
+				dt);
+			int64_t gi =
+				get_int(b[2].ptr, dt, elem_off(&oo.t, idx));
+
+			ck_assert_msg(gi == wi,
+				      "binary op %u dt %u: %.0f ? %.0f = %lld, "
+				      "want %lld",
+				      bc->op, dt, va[i], vb[i], (long long)gi,
+				      (long long)wi);
+			continue;
+		}
+		if (bc->op == VNPU_BINARY_COPYSIGN ||
+		    bc->op == VNPU_BINARY_FMOD ||
+		    bc->op == VNPU_BINARY_FLOOR_DIVIDE ||
+		    bc->op == VNPU_BINARY_NEXTAFTER) {
+			/* exact results (floor_divide_ref rounds as dt) */
+			want = round_dt(dt, want);
+			ck_assert_msg(same_double(got, want),
+				      "binary op %u dt %u: %a ? %a = %a, want %a",
+				      bc->op, dt, va[i], vb[i], got, want);
+			continue;
+		}
+		if (bc->op >= VNPU_BINARY_POW) {
+			/* relative, but for the cancellations of m + b and
+			 * max + log1p */
+			scale = bc->op == VNPU_BINARY_REMAINDER ? fabs(vb[i])
+				: bc->op == VNPU_BINARY_LOGADDEXP
+					? fabs(va[i]) + fabs(vb[i])
+					: 0;
+			if (isnan(scale))
+				scale = 0;
+			want = round_dt(dt, want); /* overflow to inf */
+			ck_assert_msg(close_to(got, want, rtol_of(dt),
+					       rtol_of(dt) * scale),
+				      "binary op %u dt %u: %a ? %a = %a, want %a",
+				      bc->op, dt, va[i], vb[i], got, want);
 			continue;
 		}
 		if (integer && !is_cmp(bc->op))
@@ -1095,11 +1555,7 @@ START_TEST(test_binary)
 		for (uint32_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++)
 			for (int iter = 0; iter < 10; iter++) {
 				/* the unsupported pairs: test_binary_errors */
-				if (op == VNPU_BINARY_GELU_BACKWARD &&
-				    !is_float(dts[d]))
-					continue;
-				if (op >= VNPU_BINARY_BITWISE_AND &&
-				    is_float(dts[d]))
+				if (!binary_takes(op, dts[d]))
 					continue;
 				struct binary_case bc = {
 					.op = op,
@@ -1713,6 +2169,885 @@ START_TEST(test_binary_errors)
 }
 END_TEST
 
+/* The integer ops added with POW, each result from PyTorch 2.13's CPU
+ * (torch.<op>(a, b) on tensors of the dtype), for every integer dtype:
+ * INT_MIN with -1, signs, negative exponents, shifts by negative, width
+ * and larger counts, gcd with INT_MIN; a zero divisor gives 0 (the
+ * documented device result: PyTorch raises ZeroDivisionError). */
+START_TEST(test_binary_int_ops_edges)
+{
+	static const struct {
+		uint32_t op, dt;
+		int64_t a[8], b[8], want[8];
+	} cases[] = {
+	{VNPU_BINARY_FMOD,
+	 VNPU_DTYPE_I8,
+	 {5, -5, 5, -5, INT8_MIN, INT8_MIN, 7, -7},
+	 {3, 3, -3, -3, -1, 0, 0, 7},
+	 {2, -2, 2, -2, 0, 0, 0, 0}},
+	{VNPU_BINARY_REMAINDER,
+	 VNPU_DTYPE_I8,
+	 {5, -5, 5, -5, INT8_MIN, INT8_MIN, 7, -7},
+	 {3, 3, -3, -3, -1, 0, 0, 7},
+	 {2, 1, -1, -2, 0, 0, 0, 0}},
+	{VNPU_BINARY_FLOOR_DIVIDE,
+	 VNPU_DTYPE_I8,
+	 {5, -5, 5, -5, INT8_MIN, INT8_MIN, 7, -7},
+	 {3, 3, -3, -3, -1, 0, 0, 7},
+	 {1, -2, -2, 1, INT8_MIN, 0, 0, -1}},
+	{VNPU_BINARY_POW,
+	 VNPU_DTYPE_I8,
+	 {1, -1, -1, 0, 0, 2, -2, INT8_MIN},
+	 {-1, -3, INT8_MIN, 0, -1, -1, 3, 2},
+	 {1, -1, 1, 1, 0, 0, -8, 0}},
+	{VNPU_BINARY_POW,
+	 VNPU_DTYPE_I8,
+	 {INT8_MIN, -1, 3, 127, -3, 1, -1, 5},
+	 {1, -127, 11, 2, 3, INT8_MIN, -2, 0},
+	 {INT8_MIN, -1, -5, 1, -27, 1, 1, 1}},
+	{VNPU_BINARY_GCD,
+	 VNPU_DTYPE_I8,
+	 {0, 0, -12, INT8_MIN, INT8_MIN, INT8_MIN, INT8_MIN, 6},
+	 {0, -5, 18, 0, INT8_MIN, -1, 6, INT8_MIN},
+	 {0, 5, 6, INT8_MIN, INT8_MIN, 1, -2, -2}},
+	{VNPU_BINARY_BITWISE_LEFT_SHIFT,
+	 VNPU_DTYPE_I8,
+	 {1, 1, 1, 1, 1, 1, 1, 1},
+	 {-1, -100, 0, 1, 7, 8, 9, 127},
+	 {0, 0, 1, 2, INT8_MIN, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_RIGHT_SHIFT,
+	 VNPU_DTYPE_I8,
+	 {1, 1, 1, 1, 1, 1, 1, 1},
+	 {-1, -100, 0, 1, 7, 8, 9, 127},
+	 {0, 0, 1, 0, 0, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_LEFT_SHIFT,
+	 VNPU_DTYPE_I8,
+	 {-1, -1, -1, -1, -1, -1, -1, -1},
+	 {-1, -100, 0, 1, 7, 8, 9, 127},
+	 {0, 0, -1, -2, INT8_MIN, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_RIGHT_SHIFT,
+	 VNPU_DTYPE_I8,
+	 {-1, -1, -1, -1, -1, -1, -1, -1},
+	 {-1, -100, 0, 1, 7, 8, 9, 127},
+	 {-1, -1, -1, -1, -1, -1, -1, -1}},
+	{VNPU_BINARY_BITWISE_LEFT_SHIFT,
+	 VNPU_DTYPE_I8,
+	 {INT8_MIN, INT8_MIN, INT8_MIN, INT8_MIN, INT8_MIN, INT8_MIN,
+	  INT8_MIN, INT8_MIN},
+	 {-1, -100, 0, 1, 7, 8, 9, 127},
+	 {0, 0, INT8_MIN, 0, 0, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_RIGHT_SHIFT,
+	 VNPU_DTYPE_I8,
+	 {INT8_MIN, INT8_MIN, INT8_MIN, INT8_MIN, INT8_MIN, INT8_MIN,
+	  INT8_MIN, INT8_MIN},
+	 {-1, -100, 0, 1, 7, 8, 9, 127},
+	 {-1, -1, INT8_MIN, -64, -1, -1, -1, -1}},
+	{VNPU_BINARY_BITWISE_LEFT_SHIFT,
+	 VNPU_DTYPE_I8,
+	 {127, 127, 127, 127, 127, 127, 127, 127},
+	 {-1, -100, 0, 1, 7, 8, 9, 127},
+	 {0, 0, 127, -2, INT8_MIN, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_RIGHT_SHIFT,
+	 VNPU_DTYPE_I8,
+	 {127, 127, 127, 127, 127, 127, 127, 127},
+	 {-1, -100, 0, 1, 7, 8, 9, 127},
+	 {0, 0, 127, 63, 0, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_LEFT_SHIFT,
+	 VNPU_DTYPE_I8,
+	 {1, -1, INT8_MIN, 127, 5, -5, 100, -100},
+	 {1, 1, 1, 1, 1, 1, 1, 1},
+	 {2, -2, 0, -2, 10, -10, -56, 56}},
+	{VNPU_BINARY_BITWISE_RIGHT_SHIFT,
+	 VNPU_DTYPE_I8,
+	 {1, -1, INT8_MIN, 127, 5, -5, 100, -100},
+	 {7, 7, 7, 7, 7, 7, 7, 7},
+	 {0, -1, -1, 0, 0, -1, 0, -1}},
+	{VNPU_BINARY_FMOD,
+	 VNPU_DTYPE_U8,
+	 {5, 250, 7, 9, 200, 0, 255, 13},
+	 {3, 7, 255, 0, 200, 9, 1, 4},
+	 {2, 5, 7, 0, 0, 0, 0, 1}},
+	{VNPU_BINARY_REMAINDER,
+	 VNPU_DTYPE_U8,
+	 {5, 250, 7, 9, 200, 0, 255, 13},
+	 {3, 7, 255, 0, 200, 9, 1, 4},
+	 {2, 5, 7, 0, 0, 0, 0, 1}},
+	{VNPU_BINARY_FLOOR_DIVIDE,
+	 VNPU_DTYPE_U8,
+	 {5, 250, 7, 9, 200, 0, 255, 13},
+	 {3, 7, 255, 0, 200, 9, 1, 4},
+	 {1, 35, 0, 0, 1, 0, 255, 3}},
+	{VNPU_BINARY_POW,
+	 VNPU_DTYPE_U8,
+	 {255, 2, 3, 0, 0, 254, 1, 16},
+	 {3, 8, 5, 0, 5, 7, 200, 2},
+	 {255, 0, 243, 1, 0, 128, 1, 0}},
+	{VNPU_BINARY_GCD,
+	 VNPU_DTYPE_U8,
+	 {0, 12, 255, 128, 7, 0, 200, 81},
+	 {0, 18, 0, 64, 0, 5, 150, 27},
+	 {0, 6, 255, 64, 7, 5, 50, 27}},
+	{VNPU_BINARY_BITWISE_LEFT_SHIFT,
+	 VNPU_DTYPE_U8,
+	 {1, 1, 1, 1, 1, 1, 1, 1},
+	 {0, 1, 7, 8, 9, 127, 128, 255},
+	 {1, 2, 128, 0, 0, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_RIGHT_SHIFT,
+	 VNPU_DTYPE_U8,
+	 {1, 1, 1, 1, 1, 1, 1, 1},
+	 {0, 1, 7, 8, 9, 127, 128, 255},
+	 {1, 0, 0, 0, 0, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_LEFT_SHIFT,
+	 VNPU_DTYPE_U8,
+	 {255, 255, 255, 255, 255, 255, 255, 255},
+	 {0, 1, 7, 8, 9, 127, 128, 255},
+	 {255, 254, 128, 0, 0, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_RIGHT_SHIFT,
+	 VNPU_DTYPE_U8,
+	 {255, 255, 255, 255, 255, 255, 255, 255},
+	 {0, 1, 7, 8, 9, 127, 128, 255},
+	 {255, 127, 1, 0, 0, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_LEFT_SHIFT,
+	 VNPU_DTYPE_U8,
+	 {128, 128, 128, 128, 128, 128, 128, 128},
+	 {0, 1, 7, 8, 9, 127, 128, 255},
+	 {128, 0, 0, 0, 0, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_RIGHT_SHIFT,
+	 VNPU_DTYPE_U8,
+	 {128, 128, 128, 128, 128, 128, 128, 128},
+	 {0, 1, 7, 8, 9, 127, 128, 255},
+	 {128, 64, 1, 0, 0, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_LEFT_SHIFT,
+	 VNPU_DTYPE_U8,
+	 {127, 127, 127, 127, 127, 127, 127, 127},
+	 {0, 1, 7, 8, 9, 127, 128, 255},
+	 {127, 254, 128, 0, 0, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_RIGHT_SHIFT,
+	 VNPU_DTYPE_U8,
+	 {127, 127, 127, 127, 127, 127, 127, 127},
+	 {0, 1, 7, 8, 9, 127, 128, 255},
+	 {127, 63, 0, 0, 0, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_LEFT_SHIFT,
+	 VNPU_DTYPE_U8,
+	 {1, 255, 128, 127, 5, 200, 100, 3},
+	 {1, 1, 1, 1, 1, 1, 1, 1},
+	 {2, 254, 0, 254, 10, 144, 200, 6}},
+	{VNPU_BINARY_BITWISE_RIGHT_SHIFT,
+	 VNPU_DTYPE_U8,
+	 {1, 255, 128, 127, 5, 200, 100, 3},
+	 {7, 7, 7, 7, 7, 7, 7, 7},
+	 {0, 1, 1, 0, 0, 1, 0, 0}},
+	{VNPU_BINARY_FMOD,
+	 VNPU_DTYPE_I16,
+	 {5, -5, 5, -5, INT16_MIN, INT16_MIN, 7, -7},
+	 {3, 3, -3, -3, -1, 0, 0, 7},
+	 {2, -2, 2, -2, 0, 0, 0, 0}},
+	{VNPU_BINARY_REMAINDER,
+	 VNPU_DTYPE_I16,
+	 {5, -5, 5, -5, INT16_MIN, INT16_MIN, 7, -7},
+	 {3, 3, -3, -3, -1, 0, 0, 7},
+	 {2, 1, -1, -2, 0, 0, 0, 0}},
+	{VNPU_BINARY_FLOOR_DIVIDE,
+	 VNPU_DTYPE_I16,
+	 {5, -5, 5, -5, INT16_MIN, INT16_MIN, 7, -7},
+	 {3, 3, -3, -3, -1, 0, 0, 7},
+	 {1, -2, -2, 1, INT16_MIN, 0, 0, -1}},
+	{VNPU_BINARY_POW,
+	 VNPU_DTYPE_I16,
+	 {1, -1, -1, 0, 0, 2, -2, INT16_MIN},
+	 {-1, -3, INT16_MIN, 0, -1, -1, 3, 2},
+	 {1, -1, 1, 1, 0, 0, -8, 0}},
+	{VNPU_BINARY_POW,
+	 VNPU_DTYPE_I16,
+	 {INT16_MIN, -1, 3, 32767, -3, 1, -1, 5},
+	 {1, -32767, 19, 2, 3, INT16_MIN, -2, 0},
+	 {INT16_MIN, -1, -19493, 1, -27, 1, 1, 1}},
+	{VNPU_BINARY_GCD,
+	 VNPU_DTYPE_I16,
+	 {0, 0, -12, INT16_MIN, INT16_MIN, INT16_MIN, INT16_MIN, 6},
+	 {0, -5, 18, 0, INT16_MIN, -1, 6, INT16_MIN},
+	 {0, 5, 6, INT16_MIN, INT16_MIN, 1, -2, -2}},
+	{VNPU_BINARY_BITWISE_LEFT_SHIFT,
+	 VNPU_DTYPE_I16,
+	 {1, 1, 1, 1, 1, 1, 1, 1},
+	 {-1, -100, 0, 1, 15, 16, 17, 32767},
+	 {0, 0, 1, 2, INT16_MIN, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_RIGHT_SHIFT,
+	 VNPU_DTYPE_I16,
+	 {1, 1, 1, 1, 1, 1, 1, 1},
+	 {-1, -100, 0, 1, 15, 16, 17, 32767},
+	 {0, 0, 1, 0, 0, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_LEFT_SHIFT,
+	 VNPU_DTYPE_I16,
+	 {-1, -1, -1, -1, -1, -1, -1, -1},
+	 {-1, -100, 0, 1, 15, 16, 17, 32767},
+	 {0, 0, -1, -2, INT16_MIN, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_RIGHT_SHIFT,
+	 VNPU_DTYPE_I16,
+	 {-1, -1, -1, -1, -1, -1, -1, -1},
+	 {-1, -100, 0, 1, 15, 16, 17, 32767},
+	 {-1, -1, -1, -1, -1, -1, -1, -1}},
+	{VNPU_BINARY_BITWISE_LEFT_SHIFT,
+	 VNPU_DTYPE_I16,
+	 {INT16_MIN, INT16_MIN, INT16_MIN, INT16_MIN, INT16_MIN, INT16_MIN,
+	  INT16_MIN, INT16_MIN},
+	 {-1, -100, 0, 1, 15, 16, 17, 32767},
+	 {0, 0, INT16_MIN, 0, 0, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_RIGHT_SHIFT,
+	 VNPU_DTYPE_I16,
+	 {INT16_MIN, INT16_MIN, INT16_MIN, INT16_MIN, INT16_MIN, INT16_MIN,
+	  INT16_MIN, INT16_MIN},
+	 {-1, -100, 0, 1, 15, 16, 17, 32767},
+	 {-1, -1, INT16_MIN, -16384, -1, -1, -1, -1}},
+	{VNPU_BINARY_BITWISE_LEFT_SHIFT,
+	 VNPU_DTYPE_I16,
+	 {32767, 32767, 32767, 32767, 32767, 32767, 32767, 32767},
+	 {-1, -100, 0, 1, 15, 16, 17, 32767},
+	 {0, 0, 32767, -2, INT16_MIN, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_RIGHT_SHIFT,
+	 VNPU_DTYPE_I16,
+	 {32767, 32767, 32767, 32767, 32767, 32767, 32767, 32767},
+	 {-1, -100, 0, 1, 15, 16, 17, 32767},
+	 {0, 0, 32767, 16383, 0, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_LEFT_SHIFT,
+	 VNPU_DTYPE_I16,
+	 {1, -1, INT16_MIN, 32767, 5, -5, 100, -100},
+	 {1, 1, 1, 1, 1, 1, 1, 1},
+	 {2, -2, 0, -2, 10, -10, 200, -200}},
+	{VNPU_BINARY_BITWISE_RIGHT_SHIFT,
+	 VNPU_DTYPE_I16,
+	 {1, -1, INT16_MIN, 32767, 5, -5, 100, -100},
+	 {15, 15, 15, 15, 15, 15, 15, 15},
+	 {0, -1, -1, 0, 0, -1, 0, -1}},
+	{VNPU_BINARY_FMOD,
+	 VNPU_DTYPE_I32,
+	 {5, -5, 5, -5, INT32_MIN, INT32_MIN, 7, -7},
+	 {3, 3, -3, -3, -1, 0, 0, 7},
+	 {2, -2, 2, -2, 0, 0, 0, 0}},
+	{VNPU_BINARY_REMAINDER,
+	 VNPU_DTYPE_I32,
+	 {5, -5, 5, -5, INT32_MIN, INT32_MIN, 7, -7},
+	 {3, 3, -3, -3, -1, 0, 0, 7},
+	 {2, 1, -1, -2, 0, 0, 0, 0}},
+	{VNPU_BINARY_FLOOR_DIVIDE,
+	 VNPU_DTYPE_I32,
+	 {5, -5, 5, -5, INT32_MIN, INT32_MIN, 7, -7},
+	 {3, 3, -3, -3, -1, 0, 0, 7},
+	 {1, -2, -2, 1, INT32_MIN, 0, 0, -1}},
+	{VNPU_BINARY_POW,
+	 VNPU_DTYPE_I32,
+	 {1, -1, -1, 0, 0, 2, -2, INT32_MIN},
+	 {-1, -3, INT32_MIN, 0, -1, -1, 3, 2},
+	 {1, -1, 1, 1, 0, 0, -8, 0}},
+	{VNPU_BINARY_POW,
+	 VNPU_DTYPE_I32,
+	 {INT32_MIN, -1, 3, INT32_MAX, -3, 1, -1, 5},
+	 {1, -2147483647, 35, 2, 3, INT32_MIN, -2, 0},
+	 {INT32_MIN, -1, -651126885, 1, -27, 1, 1, 1}},
+	{VNPU_BINARY_GCD,
+	 VNPU_DTYPE_I32,
+	 {0, 0, -12, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, 6},
+	 {0, -5, 18, 0, INT32_MIN, -1, 6, INT32_MIN},
+	 {0, 5, 6, INT32_MIN, INT32_MIN, 1, -2, -2}},
+	{VNPU_BINARY_BITWISE_LEFT_SHIFT,
+	 VNPU_DTYPE_I32,
+	 {1, 1, 1, 1, 1, 1, 1, 1},
+	 {-1, -100, 0, 1, 31, 32, 33, INT32_MAX},
+	 {0, 0, 1, 2, INT32_MIN, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_RIGHT_SHIFT,
+	 VNPU_DTYPE_I32,
+	 {1, 1, 1, 1, 1, 1, 1, 1},
+	 {-1, -100, 0, 1, 31, 32, 33, INT32_MAX},
+	 {0, 0, 1, 0, 0, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_LEFT_SHIFT,
+	 VNPU_DTYPE_I32,
+	 {-1, -1, -1, -1, -1, -1, -1, -1},
+	 {-1, -100, 0, 1, 31, 32, 33, INT32_MAX},
+	 {0, 0, -1, -2, INT32_MIN, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_RIGHT_SHIFT,
+	 VNPU_DTYPE_I32,
+	 {-1, -1, -1, -1, -1, -1, -1, -1},
+	 {-1, -100, 0, 1, 31, 32, 33, INT32_MAX},
+	 {-1, -1, -1, -1, -1, -1, -1, -1}},
+	{VNPU_BINARY_BITWISE_LEFT_SHIFT,
+	 VNPU_DTYPE_I32,
+	 {INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN,
+	  INT32_MIN, INT32_MIN},
+	 {-1, -100, 0, 1, 31, 32, 33, INT32_MAX},
+	 {0, 0, INT32_MIN, 0, 0, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_RIGHT_SHIFT,
+	 VNPU_DTYPE_I32,
+	 {INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN,
+	  INT32_MIN, INT32_MIN},
+	 {-1, -100, 0, 1, 31, 32, 33, INT32_MAX},
+	 {-1, -1, INT32_MIN, -1073741824, -1, -1, -1, -1}},
+	{VNPU_BINARY_BITWISE_LEFT_SHIFT,
+	 VNPU_DTYPE_I32,
+	 {INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX,
+	  INT32_MAX, INT32_MAX},
+	 {-1, -100, 0, 1, 31, 32, 33, INT32_MAX},
+	 {0, 0, INT32_MAX, -2, INT32_MIN, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_RIGHT_SHIFT,
+	 VNPU_DTYPE_I32,
+	 {INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX,
+	  INT32_MAX, INT32_MAX},
+	 {-1, -100, 0, 1, 31, 32, 33, INT32_MAX},
+	 {0, 0, INT32_MAX, 1073741823, 0, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_LEFT_SHIFT,
+	 VNPU_DTYPE_I32,
+	 {1, -1, INT32_MIN, INT32_MAX, 5, -5, 100, -100},
+	 {1, 1, 1, 1, 1, 1, 1, 1},
+	 {2, -2, 0, -2, 10, -10, 200, -200}},
+	{VNPU_BINARY_BITWISE_RIGHT_SHIFT,
+	 VNPU_DTYPE_I32,
+	 {1, -1, INT32_MIN, INT32_MAX, 5, -5, 100, -100},
+	 {31, 31, 31, 31, 31, 31, 31, 31},
+	 {0, -1, -1, 0, 0, -1, 0, -1}},
+	{VNPU_BINARY_FMOD,
+	 VNPU_DTYPE_I64,
+	 {5, -5, 5, -5, INT64_MIN, INT64_MIN, 7, -7},
+	 {3, 3, -3, -3, -1, 0, 0, 7},
+	 {2, -2, 2, -2, 0, 0, 0, 0}},
+	{VNPU_BINARY_REMAINDER,
+	 VNPU_DTYPE_I64,
+	 {5, -5, 5, -5, INT64_MIN, INT64_MIN, 7, -7},
+	 {3, 3, -3, -3, -1, 0, 0, 7},
+	 {2, 1, -1, -2, 0, 0, 0, 0}},
+	{VNPU_BINARY_FLOOR_DIVIDE,
+	 VNPU_DTYPE_I64,
+	 {5, -5, 5, -5, INT64_MIN, INT64_MIN, 7, -7},
+	 {3, 3, -3, -3, -1, 0, 0, 7},
+	 {1, -2, -2, 1, INT64_MIN, 0, 0, -1}},
+	{VNPU_BINARY_POW,
+	 VNPU_DTYPE_I64,
+	 {1, -1, -1, 0, 0, 2, -2, INT64_MIN},
+	 {-1, -3, INT64_MIN, 0, -1, -1, 3, 2},
+	 {1, -1, 1, 1, 0, 0, -8, 0}},
+	{VNPU_BINARY_POW,
+	 VNPU_DTYPE_I64,
+	 {INT64_MIN, -1, 3, INT64_MAX, -3, 1, -1, 5},
+	 {1, -9223372036854775807, 67, 2, 3, INT64_MIN, -2, 0},
+	 {INT64_MIN, -1, -4014347941998366949, 1, -27, 1, 1, 1}},
+	{VNPU_BINARY_GCD,
+	 VNPU_DTYPE_I64,
+	 {0, 0, -12, INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN, 6},
+	 {0, -5, 18, 0, INT64_MIN, -1, 6, INT64_MIN},
+	 {0, 5, 6, INT64_MIN, INT64_MIN, 1, -2, -2}},
+	{VNPU_BINARY_BITWISE_LEFT_SHIFT,
+	 VNPU_DTYPE_I64,
+	 {1, 1, 1, 1, 1, 1, 1, 1},
+	 {-1, -100, 0, 1, 63, 64, 65, INT64_MAX},
+	 {0, 0, 1, 2, INT64_MIN, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_RIGHT_SHIFT,
+	 VNPU_DTYPE_I64,
+	 {1, 1, 1, 1, 1, 1, 1, 1},
+	 {-1, -100, 0, 1, 63, 64, 65, INT64_MAX},
+	 {0, 0, 1, 0, 0, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_LEFT_SHIFT,
+	 VNPU_DTYPE_I64,
+	 {-1, -1, -1, -1, -1, -1, -1, -1},
+	 {-1, -100, 0, 1, 63, 64, 65, INT64_MAX},
+	 {0, 0, -1, -2, INT64_MIN, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_RIGHT_SHIFT,
+	 VNPU_DTYPE_I64,
+	 {-1, -1, -1, -1, -1, -1, -1, -1},
+	 {-1, -100, 0, 1, 63, 64, 65, INT64_MAX},
+	 {-1, -1, -1, -1, -1, -1, -1, -1}},
+	{VNPU_BINARY_BITWISE_LEFT_SHIFT,
+	 VNPU_DTYPE_I64,
+	 {INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN,
+	  INT64_MIN, INT64_MIN},
+	 {-1, -100, 0, 1, 63, 64, 65, INT64_MAX},
+	 {0, 0, INT64_MIN, 0, 0, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_RIGHT_SHIFT,
+	 VNPU_DTYPE_I64,
+	 {INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN,
+	  INT64_MIN, INT64_MIN},
+	 {-1, -100, 0, 1, 63, 64, 65, INT64_MAX},
+	 {-1, -1, INT64_MIN, -4611686018427387904, -1, -1, -1, -1}},
+	{VNPU_BINARY_BITWISE_LEFT_SHIFT,
+	 VNPU_DTYPE_I64,
+	 {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX,
+	  INT64_MAX, INT64_MAX},
+	 {-1, -100, 0, 1, 63, 64, 65, INT64_MAX},
+	 {0, 0, INT64_MAX, -2, INT64_MIN, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_RIGHT_SHIFT,
+	 VNPU_DTYPE_I64,
+	 {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX,
+	  INT64_MAX, INT64_MAX},
+	 {-1, -100, 0, 1, 63, 64, 65, INT64_MAX},
+	 {0, 0, INT64_MAX, 4611686018427387903, 0, 0, 0, 0}},
+	{VNPU_BINARY_BITWISE_LEFT_SHIFT,
+	 VNPU_DTYPE_I64,
+	 {1, -1, INT64_MIN, INT64_MAX, 5, -5, 100, -100},
+	 {1, 1, 1, 1, 1, 1, 1, 1},
+	 {2, -2, 0, -2, 10, -10, 200, -200}},
+	{VNPU_BINARY_BITWISE_RIGHT_SHIFT,
+	 VNPU_DTYPE_I64,
+	 {1, -1, INT64_MIN, INT64_MAX, 5, -5, 100, -100},
+	 {63, 63, 63, 63, 63, 63, 63, 63},
+	 {0, -1, -1, 0, 0, -1, 0, -1}},
+	};
+	int64_t sizes[1] = {8};
+	struct vnpu_kbuf b[3] = {kt_buffer(64), kt_buffer(64), kt_buffer(64)};
+	struct vnpu_kp_binary p;
+
+	memset(&p, 0, sizeof(p));
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		uint32_t dt = cases[c].dt;
+
+		p.op = cases[c].op;
+		p.a = kt_tensor(0, dt, 1, sizes, NULL);
+		p.b = kt_tensor(1, dt, 1, sizes, NULL);
+		p.out = kt_tensor(2, dt, 1, sizes, NULL);
+		for (int i = 0; i < 8; i++) {
+			int64_t va = cases[c].a[i], vb = cases[c].b[i];
+
+			size_t es = esize(dt);
+
+			/* the low bytes: the dtype's value (little endian) */
+			memcpy((char *)b[0].ptr + (size_t)i * es, &va, es);
+			memcpy((char *)b[1].ptr + (size_t)i * es, &vb, es);
+		}
+		ck_assert_uint_eq(kt_launch(VNPU_KERNEL_BINARY, &p, b, 3, 2),
+				  VNPU_STATUS_OK);
+		for (int i = 0; i < 8; i++)
+			ck_assert_msg(get_int(b[2].ptr, dt, (uint64_t)i) ==
+					      cases[c].want[i],
+				      "case %zu op %u dt %u element %d: %lld, "
+				      "want %lld",
+				      c, p.op, dt, i,
+				      (long long)get_int(b[2].ptr, dt,
+							 (uint64_t)i),
+				      (long long)cases[c].want[i]);
+	}
+	for (int i = 0; i < 3; i++)
+		kt_free(&b[i]);
+}
+END_TEST
+
+/* The float ops added with POW on signed zeros, infinities, NaN and exact
+ * cases, for F32, F64, F16 and BF16; want[k] is PyTorch 2.13's CPU result
+ * for dtype k (generated with torch, on 1024-element tensors: its
+ * vectorised path), compared bit for bit (any NaN matching any NaN). */
+START_TEST(test_binary_float_ops_special)
+{
+	static const uint32_t dts[4] = {VNPU_DTYPE_F32, VNPU_DTYPE_F64,
+					VNPU_DTYPE_F16, VNPU_DTYPE_BF16};
+	static const struct {
+		uint32_t op;
+		double a[16], b[16], want[4][16];
+	} cases[] = {
+	{VNPU_BINARY_FMOD,
+	 {0x1.4p+2, -0x1.4p+2, 0x1.4p+2, -0x1.4p+2, 0.0, -0.0, 0x1.8p+1,
+	  INFINITY, -INFINITY, NAN, 0x1p+0, 0x1.4p+2, -0x1.4p+2, 0x1p-3, 0.0,
+	  -0.0},
+	 {0x1.8p+1, 0x1.8p+1, -0x1.8p+1, -0x1.8p+1, 0x1.8p+1, 0x1.8p+1, 0.0,
+	  0x1.8p+1, 0x1.8p+1, 0x1p+0, NAN, INFINITY, INFINITY, -0x1p+0,
+	  -0x1.8p+1, -0x1.8p+1},
+	 {{0x1p+1, -0x1p+1, 0x1p+1, -0x1p+1, 0.0, -0.0, NAN, -NAN, NAN, NAN,
+	   NAN, 0x1.4p+2, -0x1.4p+2, 0x1p-3, 0.0, -0.0},
+	  {0x1p+1, -0x1p+1, 0x1p+1, -0x1p+1, 0.0, -0.0, NAN, -NAN, NAN, NAN,
+	   -NAN, 0x1.4p+2, -0x1.4p+2, 0x1p-3, 0.0, -0.0},
+	  {0x1p+1, -0x1p+1, 0x1p+1, -0x1p+1, 0.0, -0.0, NAN, -NAN, NAN, NAN,
+	   NAN, 0x1.4p+2, -0x1.4p+2, 0x1p-3, 0.0, -0.0},
+	  {0x1p+1, -0x1p+1, 0x1p+1, -0x1p+1, 0.0, -0.0, -NAN, -NAN, -NAN, -NAN,
+	   -NAN, 0x1.4p+2, -0x1.4p+2, 0x1p-3, 0.0, -0.0}}},
+	{VNPU_BINARY_REMAINDER,
+	 {0x1.4p+2, -0x1.4p+2, 0x1.4p+2, -0x1.4p+2, 0.0, -0.0, 0x1.8p+1,
+	  INFINITY, -INFINITY, NAN, 0x1p+0, 0x1.4p+2, -0x1.4p+2, 0x1p-3, 0.0,
+	  -0.0},
+	 {0x1.8p+1, 0x1.8p+1, -0x1.8p+1, -0x1.8p+1, 0x1.8p+1, 0x1.8p+1, 0.0,
+	  0x1.8p+1, 0x1.8p+1, 0x1p+0, NAN, INFINITY, INFINITY, -0x1p+0,
+	  -0x1.8p+1, -0x1.8p+1},
+	 {{0x1p+1, 0x1p+0, -0x1p+0, -0x1p+1, 0.0, -0.0, NAN, -NAN, NAN, NAN,
+	   NAN, 0x1.4p+2, INFINITY, -0x1.cp-1, 0.0, -0.0},
+	  {0x1p+1, 0x1p+0, -0x1p+0, -0x1p+1, 0.0, -0.0, NAN, -NAN, NAN, NAN,
+	   -NAN, 0x1.4p+2, INFINITY, -0x1.cp-1, 0.0, -0.0},
+	  {0x1p+1, 0x1p+0, -0x1p+0, -0x1p+1, 0.0, -0.0, NAN, -NAN, NAN, NAN,
+	   NAN, 0x1.4p+2, INFINITY, -0x1.cp-1, 0.0, -0.0},
+	  {0x1p+1, 0x1p+0, -0x1p+0, -0x1p+1, 0.0, -0.0, -NAN, -NAN, -NAN, -NAN,
+	   -NAN, 0x1.4p+2, INFINITY, -0x1.cp-1, 0.0, -0.0}}},
+	{VNPU_BINARY_FLOOR_DIVIDE,
+	 {0x1.4p+2, -0x1.4p+2, 0x1.4p+2, -0x1.4p+2, 0.0, -0.0, 0x1.8p+1,
+	  INFINITY, -INFINITY, NAN, 0x1p+0, 0x1.4p+2, -0x1.4p+2, 0x1p-3, 0.0,
+	  -0.0},
+	 {0x1.8p+1, 0x1.8p+1, -0x1.8p+1, -0x1.8p+1, 0x1.8p+1, 0x1.8p+1, 0.0,
+	  0x1.8p+1, 0x1.8p+1, 0x1p+0, NAN, INFINITY, INFINITY, -0x1p+0,
+	  -0x1.8p+1, -0x1.8p+1},
+	 {{0x1p+0, -0x1p+1, -0x1p+1, 0x1p+0, 0.0, -0.0, INFINITY, -NAN, NAN,
+	   NAN, NAN, 0.0, -0x1p+0, -0x1p+0, -0.0, 0.0},
+	  {0x1p+0, -0x1p+1, -0x1p+1, 0x1p+0, 0.0, -0.0, INFINITY, -NAN, NAN,
+	   NAN, -NAN, 0.0, -0x1p+0, -0x1p+0, -0.0, 0.0},
+	  {0x1p+0, -0x1p+1, -0x1p+1, 0x1p+0, 0.0, -0.0, INFINITY, -NAN, NAN,
+	   NAN, NAN, 0.0, -0x1p+0, -0x1p+0, -0.0, 0.0},
+	  {0x1p+0, -0x1p+1, -0x1p+1, 0x1p+0, 0.0, -0.0, INFINITY, -NAN, -NAN,
+	   -NAN, -NAN, 0.0, -0x1p+0, -0x1p+0, -0.0, 0.0}}},
+	{VNPU_BINARY_COPYSIGN,
+	 {0x1p+0, -0x1p+0, 0.0, -0.0, NAN, INFINITY, -INFINITY, 0x1p+1,
+	  0x1.8p+1, -0x1.8p+1, 0x1p-1, -0x1p-1, 0.0, 0x1.cp+2, -0x1.cp+2,
+	  0x1p+0},
+	 {-0.0, 0.0, -0x1p+0, 0x1p+0, -0x1p+0, -0.0, NAN, -NAN, INFINITY,
+	  -INFINITY, -0x1p+1, 0x1p+1, -INFINITY, 0.0, 0.0, -0.0},
+	 {{-0x1p+0, 0x1p+0, -0.0, 0.0, -NAN, -INFINITY, INFINITY, -0x1p+1,
+	   0x1.8p+1, -0x1.8p+1, -0x1p-1, 0x1p-1, -0.0, 0x1.cp+2, 0x1.cp+2,
+	   -0x1p+0},
+	  {-0x1p+0, 0x1p+0, -0.0, 0.0, -NAN, -INFINITY, INFINITY, -0x1p+1,
+	   0x1.8p+1, -0x1.8p+1, -0x1p-1, 0x1p-1, -0.0, 0x1.cp+2, 0x1.cp+2,
+	   -0x1p+0},
+	  {-0x1p+0, 0x1p+0, -0.0, 0.0, -NAN, -INFINITY, INFINITY, -0x1p+1,
+	   0x1.8p+1, -0x1.8p+1, -0x1p-1, 0x1p-1, -0.0, 0x1.cp+2, 0x1.cp+2,
+	   -0x1p+0},
+	  {-0x1p+0, 0x1p+0, -0.0, 0.0, -NAN, -INFINITY, INFINITY, -0x1p+1,
+	   0x1.8p+1, -0x1.8p+1, -0x1p-1, 0x1p-1, -0.0, 0x1.cp+2, 0x1.cp+2,
+	   -0x1p+0}}},
+	{VNPU_BINARY_POW,
+	 {-0.0, 0.0, -INFINITY, NAN, 0x1p+0, -0x1p+1, -0x1p+0, 0x1p-1, 0x1p+1,
+	  0.0, -0.0, INFINITY, -INFINITY, 0x1.8p+1, -0x1.8p+1, 0x1p+2},
+	 {-0x1p+0, -0x1p+0, 0x1.8p+1, 0.0, NAN, 0x1p-1, INFINITY, -INFINITY,
+	  0x1.4p+3, 0.0, 0x1.8p+1, -0x1p+0, -0x1p+1, 0x1p+1, 0x1.8p+1, -0x1p-1},
+	 {{-INFINITY, INFINITY, -INFINITY, 0x1p+0, 0x1p+0, NAN, 0x1p+0,
+	   INFINITY, 0x1p+10, 0x1p+0, -0.0, 0.0, 0.0, 0x1.2p+3, -0x1.bp+4,
+	   0x1p-1},
+	  {-INFINITY, INFINITY, -INFINITY, 0x1p+0, 0x1p+0, NAN, 0x1p+0,
+	   INFINITY, 0x1p+10, 0x1p+0, -0.0, 0.0, 0.0, 0x1.2p+3, -0x1.bp+4,
+	   0x1p-1},
+	  {-INFINITY, INFINITY, -INFINITY, 0x1p+0, 0x1p+0, NAN, 0x1p+0,
+	   INFINITY, 0x1p+10, 0x1p+0, -0.0, 0.0, 0.0, 0x1.2p+3, -0x1.bp+4,
+	   0x1p-1},
+	  {-INFINITY, INFINITY, -INFINITY, 0x1p+0, 0x1p+0, -NAN, 0x1p+0,
+	   INFINITY, 0x1p+10, 0x1p+0, -0.0, 0.0, 0.0, 0x1.2p+3, -0x1.bp+4,
+	   0x1p-1}}},
+	{VNPU_BINARY_ATAN2,
+	 {0.0, -0.0, 0.0, -0.0, INFINITY, NAN, 0x1p+0, -0x1p+0, 0.0, INFINITY,
+	  -INFINITY, -0.0, 0x1p+0, 0.0, 0x1.4p+2, -0x1.4p+2},
+	 {0.0, 0.0, -0.0, -0.0, INFINITY, 0x1p+0, -INFINITY, -INFINITY,
+	  0x1.4p+2, -INFINITY, 0x1.8p+1, -0x1.4p+2, NAN, -0x1.4p+2, INFINITY,
+	  INFINITY},
+	 {{0.0, -0.0, 0x1.921fb6p+1, -0x1.921fb6p+1, 0x1.921fb6p-1, -NAN,
+	   0x1.921fb6p+1, -0x1.921fb6p+1, 0.0, 0x1.2d97c8p+1, -0x1.921fb6p+0,
+	   -0x1.921fb6p+1, -NAN, 0x1.921fb6p+1, 0.0, -0.0},
+	  {0.0, -0.0, 0x1.921fb54442d18p+1, -0x1.921fb54442d18p+1,
+	   0x1.921fb54442d18p-1, -NAN, 0x1.921fb54442d18p+1,
+	   -0x1.921fb54442d18p+1, 0.0, 0x1.2d97c7f3321d2p+1,
+	   -0x1.921fb54442d18p+0, -0x1.921fb54442d18p+1, -NAN,
+	   0x1.921fb54442d18p+1, 0.0, -0.0},
+	  {0.0, -0.0, 0x1.92p+1, -0x1.92p+1, 0x1.92p-1, -NAN, 0x1.92p+1,
+	   -0x1.92p+1, 0.0, 0x1.2d8p+1, -0x1.92p+0, -0x1.92p+1, -NAN,
+	   0x1.92p+1, 0.0, -0.0},
+	  {0.0, -0.0, 0x1.92p+1, -0x1.92p+1, 0x1.92p-1, -NAN, 0x1.92p+1,
+	   -0x1.92p+1, 0.0, 0x1.2ep+1, -0x1.92p+0, -0x1.92p+1, -NAN, 0x1.92p+1,
+	   0.0, -0.0}}},
+	{VNPU_BINARY_LOGADDEXP,
+	 {INFINITY, -INFINITY, INFINITY, -INFINITY, NAN, 0.0, -INFINITY,
+	  0x1p+0, 0.0, -0.0, INFINITY, 0x1.8p+1, -INFINITY, -INFINITY, 0x1p+1,
+	  -0x1.8p+1},
+	 {INFINITY, -INFINITY, -INFINITY, 0x1.8p+1, 0x1p+0, NAN, -INFINITY,
+	  0x1p+0, -INFINITY, -INFINITY, NAN, -INFINITY, 0x1p+1, 0x1.4p+2,
+	  -INFINITY, -INFINITY},
+	 {{INFINITY, -INFINITY, INFINITY, 0x1.8p+1, -NAN, -NAN, -INFINITY,
+	   0x1.b17218p+0, 0.0, 0.0, -NAN, 0x1.8p+1, 0x1p+1, 0x1.4p+2, 0x1p+1,
+	   -0x1.8p+1},
+	  {INFINITY, -INFINITY, INFINITY, 0x1.8p+1, NAN, NAN, -INFINITY,
+	   0x1.b17217f7d1cf8p+0, 0.0, 0.0, NAN, 0x1.8p+1, 0x1p+1, 0x1.4p+2,
+	   0x1p+1, -0x1.8p+1},
+	  {INFINITY, -INFINITY, INFINITY, 0x1.8p+1, -NAN, -NAN, -INFINITY,
+	   0x1.b18p+0, 0.0, 0.0, -NAN, 0x1.8p+1, 0x1p+1, 0x1.4p+2, 0x1p+1,
+	   -0x1.8p+1},
+	  {INFINITY, -INFINITY, INFINITY, 0x1.8p+1, -NAN, -NAN, -INFINITY,
+	   0x1.b2p+0, 0.0, 0.0, -NAN, 0x1.8p+1, 0x1p+1, 0x1.4p+2, 0x1p+1,
+	   -0x1.8p+1}}},
+	{VNPU_BINARY_XLOGY,
+	 {0.0, 0.0, 0.0, -0.0, 0x1p+0, NAN, 0x1p+1, 0.0, 0.0, -0.0, 0x1.8p+1,
+	  -0x1p+1, 0x1p+0, 0.0, 0x1.4p+2, INFINITY},
+	 {NAN, 0.0, INFINITY, 0x1.4p+2, 0.0, 0x1p+0, -0x1p+0, -0x1p+0, -0.0,
+	  0x1p-1, 0x1p+0, 0x1p+0, INFINITY, -INFINITY, NAN, 0.0},
+	 {{NAN, 0.0, 0.0, 0.0, -INFINITY, NAN, -NAN, 0.0, 0.0, 0.0, 0.0, -0.0,
+	   INFINITY, 0.0, NAN, -INFINITY},
+	  {NAN, 0.0, 0.0, 0.0, -INFINITY, NAN, NAN, 0.0, 0.0, 0.0, 0.0, -0.0,
+	   INFINITY, 0.0, NAN, -INFINITY},
+	  {NAN, 0.0, 0.0, 0.0, -INFINITY, NAN, -NAN, 0.0, 0.0, 0.0, 0.0, -0.0,
+	   INFINITY, 0.0, NAN, -INFINITY},
+	  {NAN, 0.0, 0.0, 0.0, -INFINITY, NAN, NAN, 0.0, 0.0, 0.0, 0.0, -0.0,
+	   INFINITY, 0.0, NAN, -INFINITY}}},
+	{VNPU_BINARY_HYPOT,
+	 {INFINITY, NAN, 0x1.8p+1, -0.0, -INFINITY, NAN, 0.0, -0x1.8p+1,
+	  0x1.4p+2, 0.0, -INFINITY, 0x1p+0, -0.0, 0x1p+3, -0x1p+3, NAN},
+	 {NAN, INFINITY, 0x1p+2, 0.0, NAN, -INFINITY, 0.0, -0x1p+2, 0x1.8p+3,
+	  -0x1.cp+2, 0x1p+0, 0.0, -0.0, -0x1.8p+2, 0x1.8p+2, 0x1p+1},
+	 {{INFINITY, INFINITY, 0x1.4p+2, 0.0, INFINITY, INFINITY, 0.0,
+	   0x1.4p+2, 0x1.ap+3, 0x1.cp+2, INFINITY, 0x1p+0, 0.0, 0x1.4p+3,
+	   0x1.4p+3, NAN},
+	  {INFINITY, INFINITY, 0x1.4p+2, 0.0, INFINITY, INFINITY, 0.0,
+	   0x1.4p+2, 0x1.ap+3, 0x1.cp+2, INFINITY, 0x1p+0, 0.0, 0x1.4p+3,
+	   0x1.4p+3, NAN},
+	  {INFINITY, INFINITY, 0x1.4p+2, 0.0, INFINITY, INFINITY, 0.0,
+	   0x1.4p+2, 0x1.ap+3, 0x1.cp+2, INFINITY, 0x1p+0, 0.0, 0x1.4p+3,
+	   0x1.4p+3, NAN},
+	  {INFINITY, INFINITY, 0x1.4p+2, 0.0, INFINITY, INFINITY, 0.0,
+	   0x1.4p+2, 0x1.ap+3, 0x1.cp+2, INFINITY, 0x1p+0, 0.0, 0x1.4p+3,
+	   0x1.4p+3, -NAN}}},
+	{VNPU_BINARY_NEXTAFTER,
+	 {0x1p+0, 0.0, -0.0, 0x1p+0, INFINITY, -INFINITY, NAN, 0x1p+0, 0.0,
+	  -0.0, 0.0, -0.0, 0.0, -0x1p+0, 0x1p+1, 0x1p+2},
+	 {0x1p+1, 0x1p+0, -0x1p+0, 0.0, 0.0, 0.0, 0x1p+0, NAN, -0.0, 0.0, 0.0,
+	  -0.0, -0x1p+0, -0x1p+1, INFINITY, -INFINITY},
+	 {{0x1.000002p+0, 0x1p-149, -0x1p-149, 0x1.fffffep-1, 0x1.fffffep+127,
+	   -0x1.fffffep+127, NAN, NAN, -0.0, 0.0, 0.0, -0.0, -0x1p-149,
+	   -0x1.000002p+0, 0x1.000002p+1, 0x1.fffffep+1},
+	  {0x1.0000000000001p+0, 0x0.0000000000001p-1022,
+	   -0x0.0000000000001p-1022, 0x1.fffffffffffffp-1,
+	   0x1.fffffffffffffp+1023, -0x1.fffffffffffffp+1023, NAN, NAN, -0.0,
+	   0.0, 0.0, -0.0, -0x0.0000000000001p-1022, -0x1.0000000000001p+0,
+	   0x1.0000000000001p+1, 0x1.fffffffffffffp+1},
+	  {0x1.004p+0, 0x1p-24, -0x1p-24, 0x1.ffcp-1, 0x1.ffcp+15,
+	   -0x1.ffcp+15, NAN, NAN, -0.0, 0.0, 0.0, -0.0, -0x1p-24, -0x1.004p+0,
+	   0x1.004p+1, 0x1.ffcp+1},
+	  {0x1.02p+0, 0x1p-133, -0x1p-133, 0x1.fep-1, 0x1.fep+127,
+	   -0x1.fep+127, NAN, NAN, -0.0, 0.0, 0.0, -0.0, -0x1p-133, -0x1.02p+0,
+	   0x1.02p+1, 0x1.fep+1}}},
+	};
+	int64_t sizes[1] = {16};
+	struct vnpu_kbuf b[3] = {kt_buffer(128), kt_buffer(128),
+				 kt_buffer(128)};
+	struct vnpu_kp_binary p;
+
+	memset(&p, 0, sizeof(p));
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+		for (int k = 0; k < 4; k++) {
+			uint32_t dt = dts[k];
+
+			p.op = cases[c].op;
+			p.a = kt_tensor(0, dt, 1, sizes, NULL);
+			p.b = kt_tensor(1, dt, 1, sizes, NULL);
+			p.out = kt_tensor(2, dt, 1, sizes, NULL);
+			for (int i = 0; i < 16; i++) {
+				put_val(b[0].ptr, dt, (uint64_t)i,
+					cases[c].a[i]);
+				put_val(b[1].ptr, dt, (uint64_t)i,
+					cases[c].b[i]);
+			}
+			ck_assert_uint_eq(
+				kt_launch(VNPU_KERNEL_BINARY, &p, b, 3, 2),
+				VNPU_STATUS_OK);
+			for (int i = 0; i < 16; i++) {
+				double got = get_val(b[2].ptr, dt, (uint64_t)i);
+
+				ck_assert_msg(same_double(got,
+							  cases[c].want[k][i]),
+					      "op %u dt %u element %d: %a ? %a "
+					      "= %a, want %a",
+					      p.op, dt, i, cases[c].a[i],
+					      cases[c].b[i], got,
+					      cases[c].want[k][i]);
+			}
+		}
+	for (int i = 0; i < 3; i++)
+		kt_free(&b[i]);
+}
+END_TEST
+
+/* F16 and BF16 where PyTorch's results are not one f32 evaluation rounded
+ * once: floor_divide rounds each step to the dtype (102, not 103, for
+ * bf16 -8.6875 // -0.083984375), NEXTAFTER steps the 16-bit encoding,
+ * XLOGY rounds the log; and LOGADDEXP's log1p (PyTorch's values). */
+START_TEST(test_binary_half_steps)
+{
+	static const struct {
+		uint32_t op, dt;
+		double a, b, want;
+	} cases[] = {
+		{VNPU_BINARY_FLOOR_DIVIDE, VNPU_DTYPE_BF16, -8.6875,
+		 -0.083984375, 102},
+		{VNPU_BINARY_FLOOR_DIVIDE, VNPU_DTYPE_BF16, 46, 0.099609375,
+		 462},
+		{VNPU_BINARY_FLOOR_DIVIDE, VNPU_DTYPE_BF16, 141, -0.8359375,
+		 -168},
+		{VNPU_BINARY_FLOOR_DIVIDE, VNPU_DTYPE_F32, -8.6875,
+		 -0.083984375, 103},
+		{VNPU_BINARY_NEXTAFTER, VNPU_DTYPE_F16, 1, 2, 1 + 0x1p-10},
+		{VNPU_BINARY_NEXTAFTER, VNPU_DTYPE_BF16, 1, 2, 1 + 0x1p-7},
+		{VNPU_BINARY_NEXTAFTER, VNPU_DTYPE_F16, 1, 0, 1 - 0x1p-11},
+		{VNPU_BINARY_NEXTAFTER, VNPU_DTYPE_F16, 65504, INFINITY,
+		 INFINITY},
+		{VNPU_BINARY_NEXTAFTER, VNPU_DTYPE_BF16, 0, -1, -0x1p-133},
+		{VNPU_BINARY_NEXTAFTER, VNPU_DTYPE_F16, 0x1p-24, 0, 0},
+		{VNPU_BINARY_NEXTAFTER, VNPU_DTYPE_F16, -0x1p-24, 1, -0.0},
+		{VNPU_BINARY_XLOGY, VNPU_DTYPE_F16, 7, 5.03125, 11.3046875},
+		/* log1p keeps exp(-40), which 1 + exp(-40) would lose */
+		{VNPU_BINARY_LOGADDEXP, VNPU_DTYPE_F64, 0, -40,
+		 0x1.39792499b1a24p-58},
+		{VNPU_BINARY_LOGADDEXP, VNPU_DTYPE_F32, 0, -20, 0x1.1b4866p-29},
+	};
+	int64_t sizes[1] = {1};
+	struct vnpu_kbuf b[3] = {kt_buffer(8), kt_buffer(8), kt_buffer(8)};
+	struct vnpu_kp_binary p;
+
+	memset(&p, 0, sizeof(p));
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		uint32_t dt = cases[c].dt;
+		double got;
+
+		p.op = cases[c].op;
+		p.a = kt_tensor(0, dt, 1, sizes, NULL);
+		p.b = kt_tensor(1, dt, 1, sizes, NULL);
+		p.out = kt_tensor(2, dt, 1, sizes, NULL);
+		put_val(b[0].ptr, dt, 0, cases[c].a);
+		put_val(b[1].ptr, dt, 0, cases[c].b);
+		ck_assert_uint_eq(kt_launch(VNPU_KERNEL_BINARY, &p, b, 3, 1),
+				  VNPU_STATUS_OK);
+		got = get_val(b[2].ptr, dt, 0);
+		ck_assert_msg(same_double(got, cases[c].want),
+			      "case %zu: %a, want %a", c, got, cases[c].want);
+	}
+	for (int i = 0; i < 3; i++)
+		kt_free(&b[i]);
+}
+END_TEST
+
+/* The rounding ops and SIGN bit for bit on every float dtype (signed
+ * zeros: ceil(-0.5) = -0.0, round(-0.5) = -0.0, sign(-0.0) = +0.0, sign
+ * of NaN 0, as torch gives), on the integers (identity; sign -1/0/1) and
+ * SIGN on BOOL; and the dtypes each new UNARY op refuses. */
+START_TEST(test_unary_rounding_sign)
+{
+	static const double x[14] = {NAN,  INFINITY, -INFINITY, 0.0,  -0.0,
+				     2.5,  -2.5,     3.5,	-0.5, 0.5,
+				     1.5,  -1.5,     -0.25,	0.75};
+	static const struct {
+		uint32_t op;
+		double want[14];
+	} cases[] = {
+		{VNPU_UNARY_FLOOR,
+		 {NAN, INFINITY, -INFINITY, 0.0, -0.0, 2, -3, 3, -1, 0, 1, -2,
+		  -1, 0}},
+		{VNPU_UNARY_CEIL,
+		 {NAN, INFINITY, -INFINITY, 0.0, -0.0, 3, -2, 4, -0.0, 1, 2,
+		  -1, -0.0, 1}},
+		{VNPU_UNARY_TRUNC,
+		 {NAN, INFINITY, -INFINITY, 0.0, -0.0, 2, -2, 3, -0.0, 0.0, 1,
+		  -1, -0.0, 0.0}},
+		{VNPU_UNARY_ROUND,
+		 {NAN, INFINITY, -INFINITY, 0.0, -0.0, 2, -2, 4, -0.0, 0.0, 2,
+		  -2, -0.0, 1}},
+		{VNPU_UNARY_SIGN,
+		 {0.0, 1, -1, 0.0, 0.0, 1, -1, 1, -1, 1, 1, -1, -1, 1}},
+	};
+	static const uint32_t dts[4] = {VNPU_DTYPE_F32, VNPU_DTYPE_F64,
+					VNPU_DTYPE_F16, VNPU_DTYPE_BF16};
+	static const uint32_t idts[5] = {VNPU_DTYPE_I8, VNPU_DTYPE_U8,
+					 VNPU_DTYPE_I16, VNPU_DTYPE_I32,
+					 VNPU_DTYPE_I64};
+	int64_t sizes[1] = {14};
+	struct vnpu_kbuf b[2] = {kt_buffer(14 * 8), kt_buffer(14 * 8)};
+	struct vnpu_kp_unary p;
+
+	memset(&p, 0, sizeof(p));
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+		for (int k = 0; k < 4; k++) {
+			p.op = cases[c].op;
+			p.src = kt_tensor(0, dts[k], 1, sizes, NULL);
+			p.out = kt_tensor(1, dts[k], 1, sizes, NULL);
+			for (int i = 0; i < 14; i++)
+				put_val(b[0].ptr, dts[k], (uint64_t)i, x[i]);
+			ck_assert_uint_eq(
+				kt_launch(VNPU_KERNEL_UNARY, &p, b, 2, 2),
+				VNPU_STATUS_OK);
+			for (int i = 0; i < 14; i++) {
+				double got = get_val(b[1].ptr, dts[k],
+						     (uint64_t)i);
+
+				ck_assert_msg(same_double(got,
+							  cases[c].want[i]),
+					      "op %u dt %u: f(%a) = %a, want %a",
+					      p.op, dts[k], x[i], got,
+					      cases[c].want[i]);
+			}
+		}
+	/* integers: the rounding ops keep the value, SIGN gives -1/0/1 */
+	for (int k = 0; k < 5; k++) {
+		int64_t v[3] = {-100, 0, 77}, got;
+
+		if (idts[k] == VNPU_DTYPE_U8)
+			v[0] = 200;
+		p.src = kt_tensor(0, idts[k], 1, sizes, NULL);
+		p.out = kt_tensor(1, idts[k], 1, sizes, NULL);
+		p.src.sizes[0] = p.out.sizes[0] = 3;
+		for (int i = 0; i < 3; i++)
+			put_val(b[0].ptr, idts[k], (uint64_t)i, (double)v[i]);
+		for (uint32_t op = VNPU_UNARY_FLOOR; op <= VNPU_UNARY_SIGN;
+		     op++) {
+			p.op = op;
+			ck_assert_uint_eq(
+				kt_launch(VNPU_KERNEL_UNARY, &p, b, 2, 1),
+				VNPU_STATUS_OK);
+			for (int i = 0; i < 3; i++) {
+				int64_t sign = (v[i] > 0) - (v[i] < 0);
+
+				got = get_int(b[1].ptr, idts[k], (uint64_t)i);
+				ck_assert_int_eq(got, op == VNPU_UNARY_SIGN
+							      ? sign
+							      : v[i]);
+			}
+		}
+		/* the float-only ops refuse integers */
+		for (uint32_t op = VNPU_UNARY_RECIPROCAL;
+		     op < VNPU_UNARY_COUNT; op++) {
+			p.op = op;
+			ck_assert_uint_eq(
+				kt_launch(VNPU_KERNEL_UNARY, &p, b, 2, 1),
+				VNPU_STATUS_UNSUPPORTED);
+		}
+	}
+	/* BOOL: SIGN is the identity; the rounding ops are refused */
+	p.src = kt_tensor(0, VNPU_DTYPE_BOOL, 1, sizes, NULL);
+	p.out = kt_tensor(1, VNPU_DTYPE_BOOL, 1, sizes, NULL);
+	p.src.sizes[0] = p.out.sizes[0] = 2;
+	((uint8_t *)b[0].ptr)[0] = 0;
+	((uint8_t *)b[0].ptr)[1] = 1;
+	p.op = VNPU_UNARY_SIGN;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &p, b, 2, 1),
+			  VNPU_STATUS_OK);
+	ck_assert_uint_eq(((uint8_t *)b[1].ptr)[0], 0);
+	ck_assert_uint_eq(((uint8_t *)b[1].ptr)[1], 1);
+	for (uint32_t op = VNPU_UNARY_FLOOR; op < VNPU_UNARY_COUNT; op++) {
+		p.op = op;
+		ck_assert_uint_eq(kt_launch(VNPU_KERNEL_UNARY, &p, b, 2, 1),
+				  op == VNPU_UNARY_SIGN
+					  ? VNPU_STATUS_OK
+					  : VNPU_STATUS_UNSUPPORTED);
+	}
+	kt_free(&b[0]);
+	kt_free(&b[1]);
+}
+END_TEST
+
+/* Every BINARY op against every dtype: OK exactly where binary_takes says,
+ * UNSUPPORTED elsewhere (floats to shifts or gcd, integers to atan2 ..
+ * nextafter, BOOL to pow, fmod, remainder, floor_divide, shifts, gcd). */
+START_TEST(test_binary_dtype_support)
+{
+	struct bin_setup s;
+
+	bin_setup(&s);
+	for (uint32_t op = 0; op < VNPU_BINARY_COUNT; op++)
+		for (size_t d = 0; d < N_ALL_DTYPES; d++) {
+			uint32_t dt = all_dtypes[d];
+			uint32_t want = binary_takes(op, dt)
+						? VNPU_STATUS_OK
+						: VNPU_STATUS_UNSUPPORTED;
+
+			s.p.op = op;
+			s.p.a.dtype = s.p.b.dtype = dt;
+			s.p.out.dtype = is_cmp(op) ? (uint32_t)VNPU_DTYPE_BOOL
+						   : dt;
+			ck_assert_msg(bin_launch(&s) == want, "op %u dt %u",
+				      op, dt);
+		}
+	bin_free(&s);
+}
+END_TEST
+
 START_TEST(test_other_errors)
 {
 	int64_t sizes[2] = {4, 4}, other[2] = {4, 3};
@@ -1865,6 +3200,11 @@ static Suite *elementwise_suite(void)
 	tcase_add_test(tc, test_binary_f64_special);
 	tcase_add_test(tc, test_where);
 	tcase_add_test(tc, test_binary_errors);
+	tcase_add_test(tc, test_binary_int_ops_edges);
+	tcase_add_test(tc, test_binary_float_ops_special);
+	tcase_add_test(tc, test_binary_half_steps);
+	tcase_add_test(tc, test_unary_rounding_sign);
+	tcase_add_test(tc, test_binary_dtype_support);
 	tcase_add_test(tc, test_other_errors);
 	suite_add_tcase(s, tc);
 	return s;

@@ -58,12 +58,30 @@ static uint64_t at(const struct vnpu_tensor *t, const int64_t *idx)
 /* -------------------------------------------------------------- REDUCE */
 
 struct red_ref {
+	double prod;	 /* sequential, rounded as the dtype (red_prod) */
+	uint64_t iprod; /* wrapping */
 	double sum, abs_sum, best;
 	long double lsum; /* F64 sums against long double */
 	int64_t isum, ibest, best_at;
 	uint64_t count;
 	int any;
 };
+
+/* One more factor of a PROD, in the order of the input's row-major walk
+ * (the kernel's and PyTorch's for a strided reduction): F32 products
+ * rounded to f32, F16 and BF16 to their dtype after each (PyTorch's half
+ * accumulation; the product of two of them is exact in f32), F64 as
+ * double does it. */
+static void red_prod(struct red_ref *r, uint32_t dt, double v, int64_t iv)
+{
+	double x = r->prod * v;
+
+	r->prod = dt == VNPU_DTYPE_F32	  ? ew_round_f32(x)
+		  : dt == VNPU_DTYPE_F16  ? ew_round_f16(x)
+		  : dt == VNPU_DTYPE_BF16 ? ew_round_bf16(x)
+					  : x;
+	r->iprod *= (uint64_t)iv;
+}
 
 static void red_fold(struct red_ref *r, uint32_t op, double v, int64_t iv,
 		     int64_t pos, int integer)
@@ -175,6 +193,16 @@ static void run_reduce_case(uint32_t op, uint32_t dt, uint32_t nblocks,
 	b[1] = operand_buffer(&oo, -1, 1);
 	n = numel_of(ndim, sizes);
 	on = numel_of(ndim, osz);
+	if (op == VNPU_REDUCE_PROD) {
+		/* factors near 1 in size (floats), small (integers) */
+		int64_t lo = dt == VNPU_DTYPE_U8 ? 0 : -3;
+
+		for (uint64_t i = 0; i < oi.nelem; i++)
+			put_val(b[0].ptr, dt, i,
+				integer ? (double)kt_rand_range(lo, 3)
+					: (kt_rand() % 3 ? 1 : -1) *
+						  rand_double(0.7, 1.3));
+	}
 	if (ties)
 		for (uint64_t i = 0; i < oi.nelem; i++)
 			put_val(b[0].ptr, dt, i,
@@ -188,6 +216,10 @@ static void run_reduce_case(uint32_t op, uint32_t dt, uint32_t nblocks,
 	}
 	ref = calloc(on ? on : 1, sizeof(*ref));
 	ck_assert_ptr_nonnull(ref);
+	for (uint64_t i = 0; i < on; i++) {
+		ref[i].prod = 1; /* the empty product */
+		ref[i].iprod = 1;
+	}
 	for (uint64_t i = 0; i < n; i++) {
 		uint64_t lin = 0;
 
@@ -199,6 +231,8 @@ static void run_reduce_case(uint32_t op, uint32_t dt, uint32_t nblocks,
 		red_fold(&ref[lin], op, get_val(b[0].ptr, dt, at(&oi.t, idx)),
 			 integer ? get_int(b[0].ptr, dt, at(&oi.t, idx)) : 0,
 			 arg ? idx[arg_dim] : 0, integer);
+		red_prod(&ref[lin], dt, get_val(b[0].ptr, dt, at(&oi.t, idx)),
+			 integer ? get_int(b[0].ptr, dt, at(&oi.t, idx)) : 0);
 	}
 	before = dup_bytes(&b[1]);
 	memset(&p, 0, sizeof(p));
@@ -226,6 +260,17 @@ static void run_reduce_case(uint32_t op, uint32_t dt, uint32_t nblocks,
 			continue;
 		}
 		got = get_val(b[1].ptr, dt, off);
+		if (op == VNPU_REDUCE_PROD) {
+			if (integer)
+				ck_assert_int_eq(get_int(b[1].ptr, dt, off),
+						 ew_wrap_int((int64_t)r->iprod,
+							     dt));
+			else
+				ck_assert_msg(same_double(got, r->prod),
+					      "prod dt %u mask %x: %a, want %a",
+					      dt, mask, got, r->prod);
+			continue;
+		}
 		if (dt == VNPU_DTYPE_F64) {
 			check_reduce_f64(op, r, got);
 			continue;
@@ -283,6 +328,70 @@ START_TEST(test_reduce)
 						block_counts[iter % 3],
 						iter % 4 == 1);
 		}
+}
+END_TEST
+
+/* PROD: F16/BF16 rounded after every product, as PyTorch (results from
+ * PyTorch 2.13: one f32 product rounded once would differ), the empty
+ * product 1, and int8's wrapping product. */
+START_TEST(test_reduce_prod)
+{
+	static const struct {
+		uint32_t dt;
+		double x[4], want;
+	} cases[] = {
+		{VNPU_DTYPE_BF16,
+		 {0x1.5cp+0, 0x1.eap-1, 0x1.f6p-1, 0x1.44p+0},
+		 0x1.ap+0},
+		{VNPU_DTYPE_F16,
+		 {0x1.3c4p+0, 0x1.07cp+0, 0x1.d74p-1, 0x1.4bp+0},
+		 0x1.838p+0},
+		{VNPU_DTYPE_F32, {3.0, -0.5, 0x1p-100, 0x1p+90}, -0x1.8p-10},
+		{VNPU_DTYPE_F64, {NAN, 0.0, 1.0, 2.0}, NAN},
+	};
+	int64_t sizes[2] = {4, 1}, osz[2] = {1, 1}, esz[2] = {0, 3};
+	struct vnpu_kbuf b[2] = {kt_buffer(64), kt_buffer(64)};
+	struct vnpu_kp_reduce p;
+
+	memset(&p, 0, sizeof(p));
+	p.op = VNPU_REDUCE_PROD;
+	p.dim_mask = 1;
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		p.input = kt_tensor(0, cases[c].dt, 2, sizes, NULL);
+		p.out = kt_tensor(1, cases[c].dt, 2, osz, NULL);
+		for (int i = 0; i < 4; i++)
+			put_val(b[0].ptr, cases[c].dt, (uint64_t)i,
+				cases[c].x[i]);
+		ck_assert_uint_eq(kt_launch(VNPU_KERNEL_REDUCE, &p, b, 2, 1),
+				  VNPU_STATUS_OK);
+		ck_assert_msg(same_double(get_val(b[1].ptr, cases[c].dt, 0),
+					  cases[c].want),
+			      "case %zu: %a, want %a", c,
+			      get_val(b[1].ptr, cases[c].dt, 0),
+			      cases[c].want);
+	}
+	/* int8: 100 * 100 * 100 wraps to 64 (torch.prod(.., dtype=int8)) */
+	p.input = kt_tensor(0, VNPU_DTYPE_I8, 2, sizes, NULL);
+	p.out = kt_tensor(1, VNPU_DTYPE_I8, 2, osz, NULL);
+	memset(b[0].ptr, 100, 3);
+	((int8_t *)b[0].ptr)[3] = 1;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_REDUCE, &p, b, 2, 1),
+			  VNPU_STATUS_OK);
+	ck_assert_int_eq(((int8_t *)b[1].ptr)[0], 64);
+	/* empty: 1 for every dtype */
+	for (size_t d = 0; d < N_ALL_DTYPES; d++) {
+		int64_t o2[2] = {1, 3};
+
+		p.input = kt_tensor(0, all_dtypes[d], 2, esz, NULL);
+		p.out = kt_tensor(1, all_dtypes[d], 2, o2, NULL);
+		ck_assert_uint_eq(kt_launch(VNPU_KERNEL_REDUCE, &p, b, 2, 2),
+				  VNPU_STATUS_OK);
+		for (int i = 0; i < 3; i++)
+			ck_assert(get_val(b[1].ptr, all_dtypes[d],
+					  (uint64_t)i) == 1.0);
+	}
+	kt_free(&b[0]);
+	kt_free(&b[1]);
 }
 END_TEST
 
@@ -1291,6 +1400,7 @@ static Suite *reduce_norm_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_registry);
 	tcase_add_test(tc, test_reduce);
+	tcase_add_test(tc, test_reduce_prod);
 	tcase_add_test(tc, test_reduce_long_sum);
 	tcase_add_test(tc, test_reduce_f64);
 	tcase_add_test(tc, test_fused_f64_unsupported);
