@@ -1192,12 +1192,21 @@ static struct vnpu_at_tensor *bounded(struct vnpu_at_tensor *self, struct vnpu_a
 				      bool upper)
 {
 	enum vnpu_at_dtype dt = vnpu_at_result_type(self, bound);
-	struct vnpu_at_tensor *in = upper ? vnpu_op_le_Tensor(self, bound) :
-					    vnpu_op_ge_Tensor(self, bound);
-	struct vnpu_at_tensor *out = NULL, *nan = NULL, *beyond = NULL, *r = NULL;
+	struct vnpu_at_tensor *in, *out = NULL, *nan = NULL, *beyond = NULL, *r = NULL;
 
-	if (in && !vnpu_at_dtype_is_float(dt))
-		return vnpu_op_where_self(in, self, bound);	/* no NaN: in or beyond */
+	/* compared and selected in the common dtype, as TensorIterator
+	 * casts its operands: a 0-dim float64 bound of a float32 tensor is
+	 * a float32 one (found by PyTorch's test_clamp_type_promotion) */
+	bound = vnpu_at_converted(vnpu_at_retain(bound), dt);
+	if (!bound)
+		return NULL;
+	in = upper ? vnpu_op_le_Tensor(self, bound) : vnpu_op_ge_Tensor(self, bound);
+	if (in && !vnpu_at_dtype_is_float(dt)) {
+		r = vnpu_op_where_self(in, self, bound);	/* no NaN: in or beyond */
+		vnpu_at_release(in);
+		vnpu_at_release(bound);
+		return r;
+	}
 	if (in)
 		out = upper ? vnpu_op_gt_Tensor(self, bound) : vnpu_op_lt_Tensor(self, bound);
 	if (out)
@@ -1206,6 +1215,7 @@ static struct vnpu_at_tensor *bounded(struct vnpu_at_tensor *self, struct vnpu_a
 		beyond = vnpu_op_where_self(out, bound, nan);
 	if (beyond)
 		r = vnpu_op_where_self(in, self, beyond);
+	vnpu_at_release(bound);
 	vnpu_at_release(in);
 	vnpu_at_release(out);
 	vnpu_at_release(nan);

@@ -333,6 +333,14 @@ def _pointwise_decompositions():
         if dt != torch.uint8:
             no_fallback(lambda x, y: torch.rsub(x, y, alpha=2), a, b)
         no_fallback(torch.heaviside, a, make((4, 5), dt, seed=3))
+    # a 0-dim bound of a wider dtype does not widen the result (found by
+    # PyTorch's test_clamp_type_promotion)
+    no_fallback(lambda x, lo, hi: (torch.clamp_min(x, lo), torch.clamp_max(x, lo),
+                                   torch.clamp(x, lo, hi), torch.clamp(x, hi, lo)),
+                make((4, 5), special=True), torch.tensor(0.5, dtype=torch.float64),
+                make((5,), torch.float64, seed=2))
+    no_fallback(lambda x, lo: torch.clamp_min(x, lo), make((4, 5), torch.int32),
+                torch.tensor(2**40))
     with pytest.raises(RuntimeError, match="not implemented for 'Bool'"):
         t = torch.ones(2, dtype=torch.bool, device=NPU)
         torch.clamp(t, t, t)
