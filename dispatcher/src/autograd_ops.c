@@ -133,11 +133,13 @@ static struct vnpu_at_tensor *record(struct vnpu_at_tensor *out,
 }
 
 /* Records a one-input op whose backward needs its output: the output is
- * saved as a detached alias in slot 0, the input in slot 1. */
+ * saved as a detached alias in slot 0, the input in slot 1; d0 is the
+ * formula's constant. */
 static struct vnpu_at_tensor *record_with_output(struct vnpu_at_tensor *out,
 						 const char *name,
 						 vnpu_ag_backward_fn fn,
-						 struct vnpu_at_tensor *self)
+						 struct vnpu_at_tensor *self,
+						 double d0)
 {
 	struct vnpu_ag_node *node;
 	struct vnpu_at_tensor *alias;
@@ -156,6 +158,7 @@ static struct vnpu_at_tensor *record_with_output(struct vnpu_at_tensor *out,
 	vnpu_at_release(alias);
 	save_shape(node, 1, self);
 	node->dtype = self->dtype;
+	node->d[0] = d0;
 	return track(out, node);
 }
 
@@ -360,7 +363,7 @@ static bool exp_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
 struct vnpu_at_tensor *vnpu_autograd_exp(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
 {
 	return record_with_output(vnpu_redispatch_exp(vnpu_ag_below(ks), self),
-				  "ExpBackward0", exp_backward, self);
+				  "ExpBackward0", exp_backward, self, 0);
 }
 
 /* log: grad / x */
@@ -393,7 +396,7 @@ struct vnpu_at_tensor *vnpu_autograd_sqrt(vnpu_keyset_t ks, struct vnpu_at_tenso
 {
 	return record_with_output(vnpu_redispatch_sqrt(vnpu_ag_below(ks),
 						       self),
-				  "SqrtBackward0", sqrt_backward, self);
+				  "SqrtBackward0", sqrt_backward, self, 0);
 }
 
 /* x ^ e: grad * e * x ^ (e - 1) */
@@ -475,7 +478,7 @@ struct vnpu_at_tensor *vnpu_autograd_tanh(vnpu_keyset_t ks, struct vnpu_at_tenso
 {
 	return record_with_output(vnpu_redispatch_tanh(vnpu_ag_below(ks),
 						       self),
-				  "TanhBackward0", tanh_backward, self);
+				  "TanhBackward0", tanh_backward, self, 0);
 }
 
 static bool sigmoid_backward(struct vnpu_ag_node *n,
@@ -490,7 +493,7 @@ struct vnpu_at_tensor *vnpu_autograd_sigmoid(vnpu_keyset_t ks, struct vnpu_at_te
 {
 	return record_with_output(vnpu_redispatch_sigmoid(vnpu_ag_below(ks),
 							  self),
-				  "SigmoidBackward0", sigmoid_backward, self);
+				  "SigmoidBackward0", sigmoid_backward, self, 0);
 }
 
 /* abs: grad * sgn(x), PyTorch's sgn: 0 at 0 and at NaN */
@@ -583,7 +586,7 @@ static bool rsqrt_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
 struct vnpu_at_tensor *vnpu_autograd_rsqrt(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
 {
 	return record_with_output(vnpu_redispatch_rsqrt(vnpu_ag_below(ks), self),
-				  "RsqrtBackward0", rsqrt_backward, self);
+				  "RsqrtBackward0", rsqrt_backward, self, 0);
 }
 
 /*
@@ -840,7 +843,7 @@ static struct vnpu_at_tensor *record_amax(struct vnpu_at_tensor *out, const char
 
 	if (!out || !vnpu_ag_needed(1, &self))
 		return out;
-	out = record_with_output(out, name, amax_backward, self);
+	out = record_with_output(out, name, amax_backward, self, 0);
 	if (!out)
 		return NULL;
 	node = out->autograd->grad_fn;
@@ -976,7 +979,7 @@ struct vnpu_at_tensor *vnpu_autograd_linalg_vector_norm(vnpu_keyset_t ks, struct
 	if (!out || !vnpu_ag_needed(1, &self))
 		return out;
 	out = record_with_output(out, "LinalgVectorNormBackward0",
-				 vector_norm_backward, self);
+				 vector_norm_backward, self, 0);
 	if (!out)
 		return NULL;
 	node = out->autograd->grad_fn;
@@ -1988,7 +1991,7 @@ static struct vnpu_at_tensor *record_softmax(struct vnpu_at_tensor *out,
 {
 	struct vnpu_ag_node *node;
 
-	out = record_with_output(out, name, softmax_backward, self);
+	out = record_with_output(out, name, softmax_backward, self, 0);
 	if (!out || !out->autograd || !out->autograd->grad_fn ||
 	    out->autograd->grad_fn->backward != softmax_backward)
 		return out;
@@ -2651,4 +2654,513 @@ struct vnpu_at_tensor *vnpu_autograd_flip(vnpu_keyset_t ks, struct vnpu_at_tenso
 		node->nints = (uint32_t)dims.n;
 	}
 	return track(out, node);
+}
+
+/* ---- float ufuncs: grad * f'(x), f' from x or the saved output --------------- */
+
+/* The derivatives of PyTorch's derivatives.yaml, computed in float32 for
+ * float16/bfloat16 and rounded once. */
+enum ufunc {
+	UF_SIN, UF_COS, UF_TAN, UF_ASIN, UF_ACOS, UF_ATAN, UF_SINH, UF_COSH,
+	UF_ASINH, UF_ACOSH, UF_ATANH, UF_LOG2, UF_LOG10, UF_LOG1P, UF_EXPM1,
+	UF_EXP2, UF_ERF, UF_ERFC,
+};
+
+#define UF_LN2 0.693147180559945309417
+#define UF_LN10 2.30258509299404568402
+#define UF_2_SQRTPI 1.12837916709551257390	/* 2 / sqrt(pi) */
+
+/* 1 + s * x^2, as a new tensor. */
+static struct vnpu_at_tensor *one_plus_sq(struct temps *t,
+					  struct vnpu_at_tensor *x, double s)
+{
+	struct vnpu_at_tensor *sq = keep(t, vnpu_op_mul_Tensor(x, x));
+
+	sq = sq && s != 1.0 ? keep(t, scale(sq, s)) : sq;
+	return sq ? keep(t, vnpu_op_add_Scalar(sq, VNPU_AT_INT(1),
+					      VNPU_AT_INT(1))) : NULL;
+}
+
+/* f'(x); out is the forward's result (for tan, expm1, exp2). */
+static struct vnpu_at_tensor *ufunc_grad(struct temps *t, enum ufunc f,
+					 struct vnpu_at_tensor *x,
+					 struct vnpu_at_tensor *out)
+{
+	struct vnpu_at_tensor *v;
+
+	switch (f) {
+	case UF_SIN:
+		return keep(t, vnpu_op_cos(x));
+	case UF_COS:
+		v = keep(t, vnpu_op_sin(x));
+		return v ? keep(t, vnpu_op_neg(v)) : NULL;
+	case UF_TAN:
+		return one_plus_sq(t, out, 1.0);
+	case UF_ASIN:
+	case UF_ACOS:
+		v = one_plus_sq(t, x, -1.0);
+		v = v ? keep(t, vnpu_op_rsqrt(v)) : NULL;
+		return v && f == UF_ACOS ? keep(t, vnpu_op_neg(v)) : v;
+	case UF_ATAN:
+		v = one_plus_sq(t, x, 1.0);
+		return v ? keep(t, vnpu_op_reciprocal(v)) : NULL;
+	case UF_SINH:
+		return keep(t, vnpu_op_cosh(x));
+	case UF_COSH:
+		return keep(t, vnpu_op_sinh(x));
+	case UF_ASINH:
+		v = one_plus_sq(t, x, 1.0);
+		return v ? keep(t, vnpu_op_rsqrt(v)) : NULL;
+	case UF_ACOSH:
+		v = keep(t, vnpu_op_mul_Tensor(x, x));
+		v = v ? keep(t, vnpu_op_add_Scalar(v, VNPU_AT_INT(-1),
+						   VNPU_AT_INT(1))) : NULL;
+		return v ? keep(t, vnpu_op_rsqrt(v)) : NULL;
+	case UF_ATANH:
+		v = one_plus_sq(t, x, -1.0);
+		return v ? keep(t, vnpu_op_reciprocal(v)) : NULL;
+	case UF_LOG2:
+	case UF_LOG10:
+		v = keep(t, scale(x, f == UF_LOG2 ? UF_LN2 : UF_LN10));
+		return v ? keep(t, vnpu_op_reciprocal(v)) : NULL;
+	case UF_LOG1P:
+		v = keep(t, vnpu_op_add_Scalar(x, VNPU_AT_INT(1), VNPU_AT_INT(1)));
+		return v ? keep(t, vnpu_op_reciprocal(v)) : NULL;
+	case UF_EXPM1:
+		return keep(t, vnpu_op_add_Scalar(out, VNPU_AT_INT(1),
+						  VNPU_AT_INT(1)));
+	case UF_EXP2:
+		return keep(t, scale(out, UF_LN2));
+	case UF_ERF:
+	case UF_ERFC:
+		v = keep(t, vnpu_op_mul_Tensor(x, x));
+		v = v ? keep(t, vnpu_op_neg(v)) : NULL;
+		v = v ? keep(t, vnpu_op_exp(v)) : NULL;
+		return v ? keep(t, scale(v, f == UF_ERF ? UF_2_SQRTPI :
+						      -UF_2_SQRTPI)) : NULL;
+	}
+	return NULL;
+}
+
+static bool ufunc_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			   struct vnpu_at_tensor **in)
+{
+	struct temps t = { 0 };
+	struct vnpu_at_tensor *x = wide(&t, n->saved[1]);
+	struct vnpu_at_tensor *out = wide(&t, n->saved[0]);
+	struct vnpu_at_tensor *gg = wide(&t, g[0]), *d = NULL, *p = NULL;
+
+	if (x && out && gg)
+		d = ufunc_grad(&t, (enum ufunc)n->d[0], x, out);
+	if (d)
+		p = keep(&t, vnpu_op_mul_Tensor(gg, d));
+	/* in the output's dtype; the engine converts to the input's */
+	in[0] = p ? vnpu_at_converted(vnpu_at_retain(p),
+				      (enum vnpu_at_dtype)g[0]->dtype) : NULL;
+	temps_free(&t);
+	return in[0] != NULL;
+}
+
+static struct vnpu_at_tensor *record_ufunc(struct vnpu_at_tensor *out,
+					   const char *name, enum ufunc f,
+					   struct vnpu_at_tensor *self)
+{
+	return record_with_output(out, name, ufunc_backward, self, (double)f);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_sin(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record_ufunc(vnpu_redispatch_sin(vnpu_ag_below(ks), self),
+			    "SinBackward0", UF_SIN, self);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_cos(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record_ufunc(vnpu_redispatch_cos(vnpu_ag_below(ks), self),
+			    "CosBackward0", UF_COS, self);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_tan(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record_ufunc(vnpu_redispatch_tan(vnpu_ag_below(ks), self),
+			    "TanBackward0", UF_TAN, self);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_asin(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record_ufunc(vnpu_redispatch_asin(vnpu_ag_below(ks), self),
+			    "AsinBackward0", UF_ASIN, self);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_acos(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record_ufunc(vnpu_redispatch_acos(vnpu_ag_below(ks), self),
+			    "AcosBackward0", UF_ACOS, self);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_atan(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record_ufunc(vnpu_redispatch_atan(vnpu_ag_below(ks), self),
+			    "AtanBackward0", UF_ATAN, self);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_sinh(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record_ufunc(vnpu_redispatch_sinh(vnpu_ag_below(ks), self),
+			    "SinhBackward0", UF_SINH, self);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_cosh(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record_ufunc(vnpu_redispatch_cosh(vnpu_ag_below(ks), self),
+			    "CoshBackward0", UF_COSH, self);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_asinh(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record_ufunc(vnpu_redispatch_asinh(vnpu_ag_below(ks), self),
+			    "AsinhBackward0", UF_ASINH, self);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_acosh(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record_ufunc(vnpu_redispatch_acosh(vnpu_ag_below(ks), self),
+			    "AcoshBackward0", UF_ACOSH, self);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_atanh(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record_ufunc(vnpu_redispatch_atanh(vnpu_ag_below(ks), self),
+			    "AtanhBackward0", UF_ATANH, self);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_log2(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record_ufunc(vnpu_redispatch_log2(vnpu_ag_below(ks), self),
+			    "Log2Backward0", UF_LOG2, self);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_log10(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record_ufunc(vnpu_redispatch_log10(vnpu_ag_below(ks), self),
+			    "Log10Backward0", UF_LOG10, self);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_log1p(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record_ufunc(vnpu_redispatch_log1p(vnpu_ag_below(ks), self),
+			    "Log1PBackward0", UF_LOG1P, self);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_expm1(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record_ufunc(vnpu_redispatch_expm1(vnpu_ag_below(ks), self),
+			    "Expm1Backward0", UF_EXPM1, self);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_exp2(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record_ufunc(vnpu_redispatch_exp2(vnpu_ag_below(ks), self),
+			    "Exp2Backward0", UF_EXP2, self);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_erf(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record_ufunc(vnpu_redispatch_erf(vnpu_ag_below(ks), self),
+			    "ErfBackward0", UF_ERF, self);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_erfc(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record_ufunc(vnpu_redispatch_erfc(vnpu_ag_below(ks), self),
+			    "ErfcBackward0", UF_ERFC, self);
+}
+
+/* floor, ceil, trunc, round, sign: a zero gradient */
+static bool zero_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			  struct vnpu_at_tensor **in)
+{
+	(void)n;
+	in[0] = vnpu_op_zeros_like(g[0], VNPU_AT_DTYPE_NONE, VNPU_AT_DEV_NONE);
+	return in[0] != NULL;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_floor(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record(vnpu_redispatch_floor(vnpu_ag_below(ks), self),
+		      "FloorBackward0", zero_backward, 1,
+		      (struct vnpu_at_tensor *[]){ self }, false, 0);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_ceil(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record(vnpu_redispatch_ceil(vnpu_ag_below(ks), self),
+		      "CeilBackward0", zero_backward, 1,
+		      (struct vnpu_at_tensor *[]){ self }, false, 0);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_trunc(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record(vnpu_redispatch_trunc(vnpu_ag_below(ks), self),
+		      "TruncBackward0", zero_backward, 1,
+		      (struct vnpu_at_tensor *[]){ self }, false, 0);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_round(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record(vnpu_redispatch_round(vnpu_ag_below(ks), self),
+		      "RoundBackward0", zero_backward, 1,
+		      (struct vnpu_at_tensor *[]){ self }, false, 0);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_sign(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record(vnpu_redispatch_sign(vnpu_ag_below(ks), self),
+		      "SignBackward0", zero_backward, 1,
+		      (struct vnpu_at_tensor *[]){ self }, false, 0);
+}
+
+/* v, with 0 where cond holds. */
+static struct vnpu_at_tensor *where_zero(struct temps *t,
+					 struct vnpu_at_tensor *cond,
+					 struct vnpu_at_tensor *v)
+{
+	struct vnpu_at_tensor *z = keep(t, vnpu_op_zeros_like(v, VNPU_AT_DTYPE_NONE,
+							      VNPU_AT_DEV_NONE));
+
+	return cond && z ? keep(t, vnpu_op_where_self(cond, z, v)) : NULL;
+}
+
+/*
+ * atan2(a, b): grad * b * r, grad * -a * r with r = 1 / (a^2 + b^2), in
+ * PyTorch's order, r = 0 where a^2 + b^2 is 0 (PyTorch gives a zero
+ * gradient at the origin);
+ * remainder and fmod: grad, -grad * (a // b) (floor or trunc); each
+ * reduced to its input's shape and rounded once.
+ */
+enum binary_grad { BG_ATAN2, BG_REMAINDER, BG_FMOD };
+
+static bool binary_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			    struct vnpu_at_tensor **in)
+{
+	struct temps t = { 0 };
+	struct vnpu_at_tensor *gg = wide(&t, g[0]), *a = wide(&t, n->saved[0]);
+	struct vnpu_at_tensor *b = wide(&t, n->saved[1]), *ga = NULL, *gb = NULL;
+	struct vnpu_at_tensor *den = NULL, *q = NULL;
+	enum binary_grad f = (enum binary_grad)n->d[0];
+	enum vnpu_at_dtype dt = (enum vnpu_at_dtype)g[0]->dtype;
+
+	if (gg && a && b && f == BG_ATAN2) {
+		struct vnpu_at_tensor *a2 = keep(&t, vnpu_op_mul_Tensor(a, a));
+		struct vnpu_at_tensor *b2 = keep(&t, vnpu_op_mul_Tensor(b, b));
+
+		struct vnpu_at_tensor *na = keep(&t, vnpu_op_neg(a));
+
+		den = a2 && b2 ? keep(&t, vnpu_op_add_Tensor(a2, b2, VNPU_AT_INT(1))) :
+				 NULL;
+		q = den ? keep(&t, vnpu_op_reciprocal(den)) : NULL;
+		q = q ? zero_where_zero(&t, q, den) : NULL;
+		ga = q ? keep(&t, vnpu_op_mul_Tensor(gg, b)) : NULL;
+		ga = ga ? keep(&t, vnpu_op_mul_Tensor(ga, q)) : NULL;
+		gb = q && na ? keep(&t, vnpu_op_mul_Tensor(gg, na)) : NULL;
+		gb = gb ? keep(&t, vnpu_op_mul_Tensor(gb, q)) : NULL;
+	} else if (gg && a && b) {
+		ga = gg;
+		q = f == BG_REMAINDER ? keep(&t, vnpu_op_floor_divide(a, b)) :
+			keep(&t, vnpu_op_div_Tensor(a, b));
+		q = q && f == BG_FMOD ? keep(&t, vnpu_op_trunc(q)) : q;
+		gb = q ? keep(&t, vnpu_op_mul_Tensor(gg, q)) : NULL;
+		gb = gb ? keep(&t, vnpu_op_neg(gb)) : NULL;
+	}
+	if (ga && wants(n, 0))
+		in[0] = vnpu_at_converted(sum_to_input(ga, n, 0), dt);
+	if (gb && wants(n, 1))
+		in[1] = vnpu_at_converted(sum_to_input(gb, n, 1), dt);
+	temps_free(&t);
+	return (!wants(n, 0) || in[0]) && (!wants(n, 1) || in[1]);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_atan2(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_tensor *other)
+{
+	return record(vnpu_redispatch_atan2(vnpu_ag_below(ks), self, other),
+		      "Atan2Backward0", binary_backward, 2,
+		      (struct vnpu_at_tensor *[]){ self, other }, true, BG_ATAN2);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_remainder_Tensor(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_tensor *other)
+{
+	return record(vnpu_redispatch_remainder_Tensor(vnpu_ag_below(ks), self,
+						       other),
+		      "RemainderBackward1", binary_backward, 2,
+		      (struct vnpu_at_tensor *[]){ self, other }, true,
+		      BG_REMAINDER);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_fmod_Tensor(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_tensor *other)
+{
+	return record(vnpu_redispatch_fmod_Tensor(vnpu_ag_below(ks), self, other),
+		      "FmodBackward1", binary_backward, 2,
+		      (struct vnpu_at_tensor *[]){ self, other }, true, BG_FMOD);
+}
+
+/*
+ * pow(a, b): grad * b * a^(b - 1), 0 where b == 0; grad * out * log(a),
+ * 0 where a == 0 and b >= 0 (PyTorch's pow_backward_self/_exponent).
+ * copysign(a, b): grad * out / a, 0 where a == 0; b gets zeros.
+ */
+static bool pow_tensor_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+				struct vnpu_at_tensor **in)
+{
+	struct temps t = { 0 };
+	struct vnpu_at_tensor *gg = wide(&t, g[0]), *a = wide(&t, n->saved[0]);
+	struct vnpu_at_tensor *b = wide(&t, n->saved[1]), *v, *c;
+	enum vnpu_at_dtype dt = (enum vnpu_at_dtype)g[0]->dtype;
+
+	if (gg && a && b && wants(n, 0)) {
+		v = keep(&t, vnpu_op_add_Scalar(b, VNPU_AT_INT(-1), VNPU_AT_INT(1)));
+		v = v ? keep(&t, vnpu_op_pow_Tensor_Tensor(a, v)) : NULL;
+		v = v ? keep(&t, vnpu_op_mul_Tensor(v, b)) : NULL;
+		v = v ? keep(&t, vnpu_op_mul_Tensor(v, gg)) : NULL;
+		c = v ? keep(&t, vnpu_op_eq_Scalar(b, VNPU_AT_INT(0))) : NULL;
+		v = where_zero(&t, c, v);
+		in[0] = v ? vnpu_at_converted(sum_to_input(v, n, 0), dt) : NULL;
+	}
+	if (gg && a && b && wants(n, 1)) {
+		struct vnpu_at_tensor *out = keep(&t, vnpu_op_pow_Tensor_Tensor(a, b));
+		struct vnpu_at_tensor *az, *bp;
+
+		v = keep(&t, vnpu_op_log(a));
+		v = v && out ? keep(&t, vnpu_op_mul_Tensor(out, v)) : NULL;
+		az = keep(&t, vnpu_op_eq_Scalar(a, VNPU_AT_INT(0)));
+		bp = keep(&t, vnpu_op_ge_Scalar(b, VNPU_AT_INT(0)));
+		c = az && bp ? keep(&t, vnpu_op_logical_and(az, bp)) : NULL;
+		v = v ? where_zero(&t, c, v) : NULL;
+		v = v ? keep(&t, vnpu_op_mul_Tensor(gg, v)) : NULL;
+		in[1] = v ? vnpu_at_converted(sum_to_input(v, n, 1), dt) : NULL;
+	}
+	temps_free(&t);
+	return (!wants(n, 0) || in[0]) && (!wants(n, 1) || in[1]);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_pow_Tensor_Tensor(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_tensor *exponent)
+{
+	return record(vnpu_redispatch_pow_Tensor_Tensor(vnpu_ag_below(ks), self,
+							exponent),
+		      "PowBackward1", pow_tensor_backward, 2,
+		      (struct vnpu_at_tensor *[]){ self, exponent }, true, 0);
+}
+
+static bool copysign_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			      struct vnpu_at_tensor **in)
+{
+	struct temps t = { 0 };
+	struct vnpu_at_tensor *gg = wide(&t, g[0]), *a = wide(&t, n->saved[0]);
+	struct vnpu_at_tensor *b = wide(&t, n->saved[1]), *v = NULL, *c;
+	enum vnpu_at_dtype dt = (enum vnpu_at_dtype)g[0]->dtype;
+
+	if (gg && a && b && wants(n, 0)) {
+		v = keep(&t, vnpu_op_copysign_Tensor(a, b));
+		v = v ? keep(&t, vnpu_op_div_Tensor(v, a)) : NULL;
+		c = v ? keep(&t, vnpu_op_eq_Scalar(a, VNPU_AT_INT(0))) : NULL;
+		v = v ? where_zero(&t, c, v) : NULL;
+		v = v ? keep(&t, vnpu_op_mul_Tensor(gg, v)) : NULL;
+		in[0] = v ? vnpu_at_converted(sum_to_input(v, n, 0), dt) : NULL;
+	}
+	if (wants(n, 1)) {
+		in[1] = vnpu_op_zeros_like(n->saved[1], VNPU_AT_DTYPE_NONE,
+					   VNPU_AT_DEV_NONE);
+	}
+	temps_free(&t);
+	return (!wants(n, 0) || in[0]) && (!wants(n, 1) || in[1]);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_copysign_Tensor(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_tensor *other)
+{
+	return record(vnpu_redispatch_copysign_Tensor(vnpu_ag_below(ks), self,
+						      other),
+		      "CopysignBackward0", copysign_backward, 2,
+		      (struct vnpu_at_tensor *[]){ self, other }, true, 0);
+}
+
+/*
+ * prod: per reduced slice, grad * (result / x) when the slice has no zero;
+ * with one zero, grad * (the product of the others) at the zero and 0
+ * elsewhere; with more, 0 (PyTorch's prod_backward). ints[0] is the dim,
+ * -1 for all; ints[1] keepdim.
+ */
+static bool prod_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			  struct vnpu_at_tensor **in)
+{
+	struct temps t = { 0 };
+	struct vnpu_at_tensor *x = wide(&t, n->saved[0]), *gg = wide(&t, g[0]);
+	struct vnpu_at_tensor *z = NULL, *one, *xnz = NULL, *p = NULL, *cnt = NULL;
+	struct vnpu_at_tensor *q, *none = NULL, *only = NULL, *at0, *r = NULL;
+	int64_t d = n->ints[0];
+
+	if (x && gg && d >= 0 && !n->ints[1])
+		gg = keep(&t, vnpu_op_unsqueeze(gg, d));
+	z = x && gg ? keep(&t, vnpu_op_eq_Scalar(x, VNPU_AT_INT(0))) : NULL;
+	one = z ? keep(&t, vnpu_at_scalar_tensor(VNPU_AT_INT(1), x->dtype,
+						 vnpu_at_device_of(x))) : NULL;
+	xnz = one ? keep(&t, vnpu_op_where_self(z, one, x)) : NULL;
+	if (xnz && d < 0) {
+		p = keep(&t, vnpu_op_prod(xnz, VNPU_AT_DTYPE_NONE));
+		cnt = keep(&t, vnpu_op_sum(z, VNPU_AT_DTYPE_NONE));
+	} else if (xnz) {
+		p = keep(&t, vnpu_op_prod_dim_int(xnz, d, true, VNPU_AT_DTYPE_NONE));
+		cnt = keep(&t, vnpu_op_sum_dim_IntList(z, (struct vnpu_at_opt_int_array){
+				true, { &d, 1 } }, true, VNPU_AT_DTYPE_NONE));
+	}
+	/* no zero: grad * (result / x), result being p */
+	q = p && cnt ? keep(&t, vnpu_op_div_Tensor(p, x)) : NULL;
+	q = q ? keep(&t, vnpu_op_mul_Tensor(gg, q)) : NULL;
+	none = q ? keep(&t, vnpu_op_eq_Scalar(cnt, VNPU_AT_INT(0))) : NULL;
+	only = none ? keep(&t, vnpu_op_eq_Scalar(cnt, VNPU_AT_INT(1))) : NULL;
+	only = only ? keep(&t, vnpu_op_logical_and(only, z)) : NULL;
+	at0 = only ? keep(&t, vnpu_op_mul_Tensor(gg, p)) : NULL;
+	at0 = at0 ? where_zero(&t, keep(&t, vnpu_op_logical_not(only)), at0) : NULL;
+	if (at0)
+		r = keep(&t, vnpu_op_where_self(none, q, at0));
+	/* broadcast to the input's shape (a 0-dim result reaches every slice) */
+	r = r ? keep(&t, vnpu_op_expand(r, saved_shape(n, 0), false)) : NULL;
+	in[0] = r ? vnpu_at_converted(vnpu_op_contiguous(r),
+				      (enum vnpu_at_dtype)g[0]->dtype) : NULL;
+	temps_free(&t);
+	return in[0] != NULL;
+}
+
+static struct vnpu_at_tensor *record_prod(struct vnpu_at_tensor *out,
+					  const char *name,
+					  struct vnpu_at_tensor *self,
+					  int64_t dim, bool keepdim)
+{
+	struct vnpu_ag_node *node;
+
+	if (!out || !vnpu_ag_needed(1, &self))
+		return out;
+	node = node_for(name, prod_backward, 1, &self);
+	if (node) {
+		save_shape(node, 0, self);
+		vnpu_ag_save(node, 0, self);
+		node->ints[0] = dim < 0 ? -1 :
+				self->ndim ? vnpu_at_wrap_dim(dim, self->ndim) : -1;
+		node->ints[1] = keepdim;
+	}
+	return track(out, node);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_prod(vnpu_keyset_t ks, struct vnpu_at_tensor *self, enum vnpu_at_dtype dtype)
+{
+	return record_prod(vnpu_redispatch_prod(vnpu_ag_below(ks), self, dtype),
+			   "ProdBackward0", self, -1, false);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_prod_dim_int(vnpu_keyset_t ks, struct vnpu_at_tensor *self, int64_t dim, bool keepdim, enum vnpu_at_dtype dtype)
+{
+	int64_t d = vnpu_at_wrap_dim(dim, self->ndim ? self->ndim : 1);
+
+	/* a bad dim: the kernel below words the error */
+	return record_prod(vnpu_redispatch_prod_dim_int(vnpu_ag_below(ks), self, dim,
+							keepdim, dtype),
+			   "ProdBackward1", self, d < 0 ? 0 : d, keepdim);
 }

@@ -298,6 +298,81 @@ def _advanced_indexing():
         assert str(npu.value).split('\n')[0] == str(cpu.value).split('\n')[0]
 
 
+@sample(['aten::pow.Tensor_Tensor', 'aten::remainder.Tensor',
+         'aten::fmod.Tensor', 'aten::floor_divide', 'aten::copysign.Tensor',
+         'aten::atan2'], 'binary-arithmetic')
+def _binary_arithmetic():
+    # every dtype, broadcasting, the Scalar forms PyTorch decomposes into
+    # these, signed zeros, infinities and NaN
+    for dt in FLOATS + INTS + [torch.int8, torch.uint8]:
+        a = make((4, 5), dt, special=dt.is_floating_point, low=-9, high=9)
+        b = make((5,), dt, seed=1, low=1, high=4)
+        if not dt.is_floating_point and dt != torch.uint8:
+            b = b * torch.tensor([1, -1, 1, -1, 1], dtype=dt)
+        no_fallback(lambda x, y: (x % y, torch.fmod(x, y), x // y,
+                                  torch.remainder(x, 3), torch.fmod(x, -2),
+                                  torch.floor_divide(x, 2), torch.pow(x, y),
+                                  torch.copysign(x, y), torch.atan2(x, y)),
+                    a, b)
+    f = torch.tensor([5.5, -5.5, 0.0, -0.0, float('inf'), float('nan'), 1e-30])
+    g = torch.tensor([2.0, 2.0, -3.0, 3.0, 2.0, 1.0, -1e30])
+    no_fallback(lambda x, y: (x % y, y % x, torch.fmod(x, y), x // y, y // x,
+                              torch.pow(x, y), torch.pow(y, x),
+                              torch.copysign(y, x), torch.atan2(x, y)), f, g)
+    # integer powers with negative exponents, overflow wrapping
+    no_fallback(torch.pow, torch.tensor([1, -1, 2, 0, 3, 7]),
+                torch.tensor([-3, -3, -1, 0, 40, 25]))
+    # PyTorch's refusals: integer division by zero, bool
+    for fn in (lambda x, y: x % y, torch.fmod, lambda x, y: x // y):
+        with pytest.raises(RuntimeError, match='ZeroDivisionError'):
+            fn(torch.tensor([1, 2], device=NPU), torch.tensor([1, 0], device=NPU))
+    for fn, what in ((lambda x, y: x % y, 'remainder_cpu'), (torch.pow, 'pow')):
+        with pytest.raises(RuntimeError, match=what):
+            t = torch.ones(2, dtype=torch.bool, device=NPU)
+            fn(t, t)
+
+
+@sample(['aten::' + n for n in (
+    'sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh',
+    'acosh', 'atanh', 'log2', 'log10', 'log1p', 'expm1', 'exp2', 'erf',
+    'erfc', 'floor', 'ceil', 'trunc', 'round', 'sign')], 'unary-math')
+def _unary_math():
+    # every dtype (integers and bool become float32 for the float
+    # ufuncs), in and out of each function's domain, specials
+    fns = (torch.sin, torch.cos, torch.tan, torch.asin, torch.acos,
+           torch.atan, torch.sinh, torch.cosh, torch.asinh, torch.acosh,
+           torch.atanh, torch.log2, torch.log10, torch.log1p, torch.expm1,
+           torch.exp2, torch.erf, torch.erfc)
+    for dt in FLOATS + INTS + [torch.int8, torch.uint8, torch.bool]:
+        x = make((4, 5), dt, special=dt.is_floating_point, low=-3, high=3)
+        no_fallback(lambda a: tuple(f(a) for f in fns), x)
+        if dt != torch.bool:
+            no_fallback(lambda a: (torch.floor(a), torch.ceil(a), torch.trunc(a),
+                                   torch.round(a), torch.sign(a)), x)
+    no_fallback(torch.sign, torch.tensor([True, False]))
+    halves = torch.tensor([0.5, 1.5, 2.5, -0.5, -2.5, -0.0, 0.49999997])
+    no_fallback(lambda a: (torch.round(a), torch.floor(a), torch.ceil(a),
+                           torch.trunc(a), torch.sign(a)), halves)
+    with pytest.raises(RuntimeError, match="not implemented for 'Bool'"):
+        torch.floor(torch.ones(2, dtype=torch.bool, device=NPU))
+
+
+@sample(['aten::prod', 'aten::prod.dim_int'], 'prod')
+def _prod():
+    # every dtype (integers and bool give int64), dims, keepdim, dtype=,
+    # empty reductions (1), zeros and specials
+    for dt in FLOATS + INTS + [torch.int8, torch.uint8, torch.bool]:
+        x = make((3, 4, 5), dt, special=dt == torch.float32, low=-2, high=2)
+        no_fallback(lambda a: (torch.prod(a), torch.prod(a, 1),
+                               torch.prod(a, -1, keepdim=True),
+                               torch.prod(a[:, :0], 1), torch.prod(a[:0]),
+                               torch.prod(a.transpose(0, 2), 0)), x)
+    no_fallback(lambda a: (torch.prod(a, dtype=torch.float64),
+                           torch.prod(a, 0, dtype=torch.int32)),
+                make((4, 3), torch.int16))
+    no_fallback(torch.prod, torch.tensor(3.5))
+
+
 @sample([], 'variance')
 def _variance():
     # var/std and their _mean forms (our decomposition: mean, sub, mul,

@@ -29,6 +29,12 @@ enum pw_op {
 	PW_TANH_BW,
 	PW_GELU_BW,
 	PW_GELU_TANH_BW,
+	PW_POW,
+	PW_REMAINDER,
+	PW_FMOD,
+	PW_FLOOR_DIVIDE,
+	PW_COPYSIGN,
+	PW_ATAN2,
 };
 
 #define KC_SQRT1_2 0.70710678118654752440
@@ -77,6 +83,37 @@ static double pw_fmin(double a, double b)
 	return a < b ? a : b;
 }
 
+/* PyTorch's div_floor_floating: the quotient of a - fmod(a, b), rounded
+ * to the nearest integer when within an ulp of it, so that floor(a / b)
+ * does not round up across an integer. */
+static double pw_floor_divide(double a, double b)
+{
+	double mod, div, floordiv;
+
+	if (b == 0)
+		return a / b;
+	mod = fmod(a, b);
+	div = (a - mod) / b;
+	if (mod != 0 && (b < 0) != (mod < 0))
+		div -= 1;
+	if (div == 0)
+		return copysign(0, a / b);
+	floordiv = floor(div);
+	if (div - floordiv > 0.5)
+		floordiv += 1.0;
+	return floordiv;
+}
+
+/* Python's modulo: the sign of the divisor (PyTorch's remainder). */
+static double pw_remainder(double a, double b)
+{
+	double mod = fmod(a, b);
+
+	if (mod != 0 && (b < 0) != (mod < 0))
+		mod += b;
+	return mod;
+}
+
 static double pw_float(enum pw_op op, double a, double b, double alpha)
 {
 	switch (op) {
@@ -120,8 +157,43 @@ static double pw_float(enum pw_op op, double a, double b, double alpha)
 		return a != 0 || b != 0;
 	case PW_LOGICAL_XOR:
 		return (a != 0) != (b != 0);
+	case PW_POW:
+		return pow(a, b);
+	case PW_REMAINDER:
+		return pw_remainder(a, b);
+	case PW_FMOD:
+		return fmod(a, b);
+	case PW_FLOOR_DIVIDE:
+		return pw_floor_divide(a, b);
+	case PW_COPYSIGN:
+		return copysign(a, b);
+	case PW_ATAN2:
+		return atan2(a, b);
 	}
 	return 0.0;
+}
+
+/* Integer power by squaring with wrap-around (as int64 in PyTorch). */
+static int64_t pw_ipow(int64_t base, int64_t e)
+{
+	uint64_t r = 1, b = (uint64_t)base;
+
+	while (e > 0) {
+		if (e & 1)
+			r *= b;
+		b *= b;
+		e >>= 1;
+	}
+	return (int64_t)r;
+}
+
+/* Integer a ** b with wrap-around; a negative exponent gives what
+ * PyTorch's integer pow gives: 1 for 1, +-1 for -1, 0 for the rest. */
+static int64_t pw_ipow_signed(int64_t a, int64_t b)
+{
+	if (b < 0)
+		return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+	return pw_ipow(a, b);
 }
 
 static int64_t pw_int(enum pw_op op, int64_t a, int64_t b, int64_t alpha)
@@ -163,9 +235,34 @@ static int64_t pw_int(enum pw_op op, int64_t a, int64_t b, int64_t alpha)
 		return (int64_t)((uint64_t)a * (uint64_t)(1 - b) * (uint64_t)b);
 	case PW_TANH_BW:
 		return (int64_t)((uint64_t)a * (uint64_t)(1 - b * b));
+	case PW_POW:
+		return pw_ipow_signed(a, b);
+	/* b != 0 (pw_binary refuses zero divisors); -1 wraps, as INT_MIN
+	 * / -1 would trap */
+	case PW_FMOD:
+		return b == -1 ? 0 : a % b;
+	case PW_REMAINDER: {
+		int64_t r = b == -1 ? 0 : a % b;
+
+		return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+	}
+	case PW_FLOOR_DIVIDE: {
+		int64_t q, r;
+
+		if (b == -1)
+			return (int64_t)(0 - (uint64_t)a);
+		q = a / b;
+		r = a % b;
+		return r != 0 && (r < 0) != (b < 0) ? q - 1 : q;
+	}
 	default:
 		return 0;
 	}
+}
+
+static bool pw_divides(enum pw_op op)
+{
+	return op == PW_REMAINDER || op == PW_FMOD || op == PW_FLOOR_DIVIDE;
 }
 
 /*
@@ -204,6 +301,11 @@ static struct vnpu_at_tensor *pw_binary(const char *name, enum pw_op op,
 			int64_t y = kc_round_int(compute,
 					vnpu_at_load_int(b->dtype, it.p[2]));
 
+			if (!y && pw_divides(op)) {
+				vnpu_at_release(out);
+				return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+							 "%s: ZeroDivisionError", name);
+			}
 			vnpu_at_store_int(out_dt, it.p[0], pw_int(op, x, y, al));
 		}
 	} else {
@@ -303,6 +405,80 @@ struct vnpu_at_tensor *vnpu_cpu_minimum(vnpu_keyset_t ks,
 
 	(void)ks;
 	return pw_binary("aten::minimum", PW_MINIMUM, self, other, dt, dt,
+			 VNPU_AT_INT(1));
+}
+
+/* The binary ops PyTorch computes in the promoted dtype, integers
+ * included, bool refused with its CPU kernel's name. */
+static struct vnpu_at_tensor *pw_arith(const char *name, const char *cpu_name,
+				       enum pw_op op,
+				       struct vnpu_at_tensor *self,
+				       struct vnpu_at_tensor *other)
+{
+	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
+
+	if (dt == VNPU_AT_BOOL)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "%s: \"%s\" not implemented for 'Bool'",
+					 name, cpu_name);
+	return pw_binary(name, op, self, other, dt, dt, VNPU_AT_INT(1));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_pow_Tensor_Tensor(vnpu_keyset_t ks,
+						  struct vnpu_at_tensor *self,
+						  struct vnpu_at_tensor *exponent)
+{
+	(void)ks;
+	return pw_arith("aten::pow.Tensor_Tensor", "pow", PW_POW, self,
+			exponent);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_remainder_Tensor(vnpu_keyset_t ks,
+						 struct vnpu_at_tensor *self,
+						 struct vnpu_at_tensor *other)
+{
+	(void)ks;
+	return pw_arith("aten::remainder.Tensor", "remainder_cpu",
+			PW_REMAINDER, self, other);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_fmod_Tensor(vnpu_keyset_t ks,
+					    struct vnpu_at_tensor *self,
+					    struct vnpu_at_tensor *other)
+{
+	(void)ks;
+	return pw_arith("aten::fmod.Tensor", "fmod_cpu", PW_FMOD, self, other);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_floor_divide(vnpu_keyset_t ks,
+					     struct vnpu_at_tensor *self,
+					     struct vnpu_at_tensor *other)
+{
+	(void)ks;
+	return pw_arith("aten::floor_divide", "div_floor_cpu", PW_FLOOR_DIVIDE,
+			self, other);
+}
+
+/* Float ops: integer and bool operands give the default float dtype. */
+struct vnpu_at_tensor *vnpu_cpu_copysign_Tensor(vnpu_keyset_t ks,
+						struct vnpu_at_tensor *self,
+						struct vnpu_at_tensor *other)
+{
+	enum vnpu_at_dtype dt = kc_float_of(vnpu_at_result_type(self, other));
+
+	(void)ks;
+	return pw_binary("aten::copysign.Tensor", PW_COPYSIGN, self, other, dt,
+			 dt, VNPU_AT_INT(1));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_atan2(vnpu_keyset_t ks,
+				      struct vnpu_at_tensor *self,
+				      struct vnpu_at_tensor *other)
+{
+	enum vnpu_at_dtype dt = kc_float_of(vnpu_at_result_type(self, other));
+
+	(void)ks;
+	return pw_binary("aten::atan2", PW_ATAN2, self, other, dt, dt,
 			 VNPU_AT_INT(1));
 }
 
@@ -516,6 +692,29 @@ enum pw_unary {
 	PU_SIGMOID,
 	PU_TANH,
 	PU_BITWISE_NOT,
+	PU_SIN,
+	PU_COS,
+	PU_TAN,
+	PU_ASIN,
+	PU_ACOS,
+	PU_ATAN,
+	PU_SINH,
+	PU_COSH,
+	PU_ASINH,
+	PU_ACOSH,
+	PU_ATANH,
+	PU_LOG2,
+	PU_LOG10,
+	PU_LOG1P,
+	PU_EXPM1,
+	PU_EXP2,
+	PU_ERF,
+	PU_ERFC,
+	PU_FLOOR,
+	PU_CEIL,
+	PU_TRUNC,
+	PU_ROUND,
+	PU_SIGN,
 };
 
 static double pu_float(enum pw_unary op, double x)
@@ -545,6 +744,52 @@ static double pu_float(enum pw_unary op, double x)
 		return tanh(x);
 	case PU_BITWISE_NOT:	/* integers only (vnpu_cpu_bitwise_not) */
 		break;
+	case PU_SIN:
+		return sin(x);
+	case PU_COS:
+		return cos(x);
+	case PU_TAN:
+		return tan(x);
+	case PU_ASIN:
+		return asin(x);
+	case PU_ACOS:
+		return acos(x);
+	case PU_ATAN:
+		return atan(x);
+	case PU_SINH:
+		return sinh(x);
+	case PU_COSH:
+		return cosh(x);
+	case PU_ASINH:
+		return asinh(x);
+	case PU_ACOSH:
+		return acosh(x);
+	case PU_ATANH:
+		return atanh(x);
+	case PU_LOG2:
+		return log2(x);
+	case PU_LOG10:
+		return log10(x);
+	case PU_LOG1P:
+		return log1p(x);
+	case PU_EXPM1:
+		return expm1(x);
+	case PU_EXP2:
+		return exp2(x);
+	case PU_ERF:
+		return erf(x);
+	case PU_ERFC:
+		return erfc(x);
+	case PU_FLOOR:
+		return floor(x);
+	case PU_CEIL:
+		return ceil(x);
+	case PU_TRUNC:
+		return trunc(x);
+	case PU_ROUND:		/* half to even, the default rounding mode */
+		return nearbyint(x);
+	case PU_SIGN:		/* NaN and -0 give +0, as PyTorch */
+		return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0;
 	}
 	return 0.0;
 }
@@ -572,6 +817,9 @@ static struct vnpu_at_tensor *pw_unary(enum pw_unary op,
 				v = 0 - v;
 			else if (op == PU_BITWISE_NOT)
 				v = out_dt == VNPU_AT_BOOL ? !v : ~v;
+			else if (op == PU_SIGN)
+				v = (uint64_t)((int64_t)v > 0) -
+				    (uint64_t)((int64_t)v < 0);
 			vnpu_at_store_int(out_dt, it.p[0], (int64_t)v);
 		}
 	} else {
@@ -635,6 +883,183 @@ struct vnpu_at_tensor *vnpu_cpu_sqrt(vnpu_keyset_t ks,
 {
 	(void)ks;
 	return pw_unary(PU_SQRT, self, kc_float_of(self->dtype));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_sin(vnpu_keyset_t ks,
+				    struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	return pw_unary(PU_SIN, self, kc_float_of(self->dtype));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_cos(vnpu_keyset_t ks,
+				    struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	return pw_unary(PU_COS, self, kc_float_of(self->dtype));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_tan(vnpu_keyset_t ks,
+				    struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	return pw_unary(PU_TAN, self, kc_float_of(self->dtype));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_asin(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	return pw_unary(PU_ASIN, self, kc_float_of(self->dtype));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_acos(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	return pw_unary(PU_ACOS, self, kc_float_of(self->dtype));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_atan(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	return pw_unary(PU_ATAN, self, kc_float_of(self->dtype));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_sinh(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	return pw_unary(PU_SINH, self, kc_float_of(self->dtype));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_cosh(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	return pw_unary(PU_COSH, self, kc_float_of(self->dtype));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_asinh(vnpu_keyset_t ks,
+				      struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	return pw_unary(PU_ASINH, self, kc_float_of(self->dtype));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_acosh(vnpu_keyset_t ks,
+				      struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	return pw_unary(PU_ACOSH, self, kc_float_of(self->dtype));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_atanh(vnpu_keyset_t ks,
+				      struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	return pw_unary(PU_ATANH, self, kc_float_of(self->dtype));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_log2(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	return pw_unary(PU_LOG2, self, kc_float_of(self->dtype));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_log10(vnpu_keyset_t ks,
+				      struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	return pw_unary(PU_LOG10, self, kc_float_of(self->dtype));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_log1p(vnpu_keyset_t ks,
+				      struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	return pw_unary(PU_LOG1P, self, kc_float_of(self->dtype));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_expm1(vnpu_keyset_t ks,
+				      struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	return pw_unary(PU_EXPM1, self, kc_float_of(self->dtype));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_exp2(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	return pw_unary(PU_EXP2, self, kc_float_of(self->dtype));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_erf(vnpu_keyset_t ks,
+				    struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	return pw_unary(PU_ERF, self, kc_float_of(self->dtype));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_erfc(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	return pw_unary(PU_ERFC, self, kc_float_of(self->dtype));
+}
+
+/* Rounding ops keep the dtype: integers are their own floor, ceil, trunc
+ * and round; bool is refused with PyTorch's message. */
+static struct vnpu_at_tensor *pw_rounding(const char *name, const char *impl,
+					  enum pw_unary op,
+					  struct vnpu_at_tensor *self)
+{
+	if (self->dtype == VNPU_AT_BOOL)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "%s: \"%s\" not implemented for 'Bool'",
+					 name, impl);
+	return pw_unary(op, self, self->dtype);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_floor(vnpu_keyset_t ks,
+				      struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	return pw_rounding("aten::floor", "floor_vml_cpu", PU_FLOOR, self);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_ceil(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	return pw_rounding("aten::ceil", "ceil_vml_cpu", PU_CEIL, self);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_trunc(vnpu_keyset_t ks,
+				      struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	return pw_rounding("aten::trunc", "trunc_vml_cpu", PU_TRUNC, self);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_round(vnpu_keyset_t ks,
+				      struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	return pw_rounding("aten::round", "round_vml_cpu", PU_ROUND, self);
+}
+
+/* -1, 0 or 1 in the dtype (bool: itself). */
+struct vnpu_at_tensor *vnpu_cpu_sign(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	if (self->dtype == VNPU_AT_BOOL)
+		return vnpu_op_clone(self);
+	return pw_unary(PU_SIGN, self, self->dtype);
 }
 
 struct vnpu_at_tensor *vnpu_cpu_rsqrt(vnpu_keyset_t ks,
@@ -701,20 +1126,6 @@ struct vnpu_at_tensor *vnpu_cpu_silu(vnpu_keyset_t ks,
 	if (!pw_float_only("aten::silu", "silu_cpu", self))
 		return NULL;
 	return pw_unary(PU_SILU, self, self->dtype);
-}
-
-/* Integer power by squaring with wrap-around (as int64 in PyTorch). */
-static int64_t pw_ipow(int64_t base, int64_t e)
-{
-	uint64_t r = 1, b = (uint64_t)base;
-
-	while (e > 0) {
-		if (e & 1)
-			r *= b;
-		b *= b;
-		e >>= 1;
-	}
-	return (int64_t)r;
 }
 
 /* x ** e as PyTorch's pow kernel: the exponents it specialises (0.5,

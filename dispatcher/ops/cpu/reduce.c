@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * CPU reference kernels: reductions other than sum and mean (those are in
- * core.c), docs/dispatcher.md. Any strides and
+ * core.c): prod, max/min, argmax/argmin, docs/dispatcher.md. Any strides and
  * dim lists; floats accumulate in double, integers in int64; max/min
  * propagate NaN and argmax/argmin take the first NaN or the first extremum
  * as PyTorch.
@@ -15,6 +15,7 @@ enum red_op {
 	RED_MIN,
 	RED_ARGMAX,
 	RED_ARGMIN,
+	RED_PROD,
 };
 
 /*
@@ -123,6 +124,20 @@ static bool red_run(const struct vnpu_at_tensor *t, uint32_t mask,
 			}
 			if (op == RED_MEAN)
 				dacc /= (double)rp.nred_elems;
+		} else if (op == RED_PROD) {
+			dacc = 1.0;
+			iacc = 1;
+			for (int64_t r = 0; r < rp.nred_elems; r++) {
+				const char *p = row + kc_reduce_inner(&rp, r);
+
+				if (int_acc)
+					iacc = (int64_t)((uint64_t)iacc *
+						(uint64_t)kc_round_int(acc_dt,
+						vnpu_at_load_int(t->dtype, p)));
+				else
+					dacc *= kc_round(acc_dt,
+						vnpu_at_load(t->dtype, p));
+			}
 		} else if (int_acc) {
 			for (int64_t r = 0; r < rp.nred_elems; r++) {
 				int64_t v = vnpu_at_load_int(t->dtype,
@@ -191,6 +206,47 @@ struct vnpu_at_tensor *vnpu_cpu_amin(vnpu_keyset_t ks,
 {
 	(void)ks;
 	return amax_amin("aten::amin", "amin", RED_MIN, self, dim, keepdim);
+}
+
+/* PyTorch's prod: integers and bool give int64 unless dtype says
+ * otherwise; an empty product is 1. */
+static struct vnpu_at_tensor *prod_of(const char *op,
+				      struct vnpu_at_tensor *self,
+				      uint32_t mask, bool keepdim,
+				      enum vnpu_at_dtype dtype)
+{
+	enum vnpu_at_dtype dt = dtype != VNPU_AT_DTYPE_NONE ? dtype :
+				kc_is_int(self->dtype) ? VNPU_AT_I64 :
+				(enum vnpu_at_dtype)self->dtype;
+	struct vnpu_at_tensor *out;
+
+	if (!red_run(self, mask, keepdim, RED_PROD, dt, dt, &out, NULL))
+		return NULL;
+	return out;
+}
+
+struct vnpu_at_tensor *vnpu_cpu_prod(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self,
+				     enum vnpu_at_dtype dtype)
+{
+	(void)ks;
+	return prod_of("aten::prod", self, self->ndim ? (1u << self->ndim) - 1 : 0,
+		       false, dtype);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_prod_dim_int(vnpu_keyset_t ks,
+					     struct vnpu_at_tensor *self,
+					     int64_t dim, bool keepdim,
+					     enum vnpu_at_dtype dtype)
+{
+	uint32_t mask;
+
+	(void)ks;
+	if (!red_mask("aten::prod.dim_int", self,
+		      (struct vnpu_at_int_array){ .v = &dim, .n = 1 }, true,
+		      &mask))
+		return NULL;
+	return prod_of("aten::prod.dim_int", self, mask, keepdim, dtype);
 }
 
 static struct vnpu_at_tensor *arg_extremum(const char *op, const char *py,

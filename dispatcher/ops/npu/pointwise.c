@@ -35,6 +35,125 @@ struct vnpu_at_tensor *vnpu_npu_sub_Tensor(vnpu_keyset_t ks,
 			 vnpu_at_scalar_to_double(alpha));
 }
 
+/*
+ * True when an integer divisor has a zero: PyTorch's CPU raises
+ * ZeroDivisionError for integer remainder, fmod and floor_divide (CUDA
+ * leaves the result undefined). One device reduction and a one-byte read
+ * back: these ops wait for the stream, as the indexing ops do.
+ */
+static bool has_zero(struct vnpu_at_tensor *divisor, bool *zero)
+{
+	struct vnpu_at_tensor *eq, *any = NULL, *host = NULL;
+
+	eq = vnpu_op_eq_Scalar(divisor, VNPU_AT_INT(0));
+	if (eq)
+		any = vnpu_op_any(eq);
+	if (any)
+		host = vnpu_op__to_copy(any, VNPU_AT_BOOL, VNPU_AT_DEV_CPU, false);
+	if (host)
+		*zero = vnpu_at_load_int(VNPU_AT_BOOL, vnpu_at_data(host)) != 0;
+	vnpu_at_release(eq);
+	vnpu_at_release(any);
+	vnpu_at_release(host);
+	return host != NULL;
+}
+
+/* remainder, fmod, floor_divide, pow: the promoted dtype, integers
+ * included; bool goes to the CPU kernel, which words PyTorch's refusal. */
+static struct vnpu_at_tensor *npu_arith(const char *name, uint32_t op,
+					struct vnpu_at_tensor *self,
+					struct vnpu_at_tensor *other,
+					bool divides, bool *fell)
+{
+	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
+	bool zero = false;
+
+	*fell = !npk_float_or_int(dt);
+	if (*fell)
+		return NULL;
+	if (divides && kc_is_int(dt)) {
+		if (!has_zero(other, &zero))
+			return NULL;
+		if (zero)
+			return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+						 "%s: ZeroDivisionError", name);
+	}
+	return binary_op(name, op, self, other, dt, 1.0);
+}
+
+struct vnpu_at_tensor *vnpu_npu_pow_Tensor_Tensor(vnpu_keyset_t ks,
+						  struct vnpu_at_tensor *self,
+						  struct vnpu_at_tensor *exponent)
+{
+	bool fell;
+	struct vnpu_at_tensor *r = npu_arith("aten::pow.Tensor_Tensor",
+					     VNPU_BINARY_POW, self, exponent,
+					     false, &fell);
+
+	return fell ? vnpu_fallback_pow_Tensor_Tensor(ks, self, exponent) : r;
+}
+
+struct vnpu_at_tensor *vnpu_npu_remainder_Tensor(vnpu_keyset_t ks,
+						 struct vnpu_at_tensor *self,
+						 struct vnpu_at_tensor *other)
+{
+	bool fell;
+	struct vnpu_at_tensor *r = npu_arith("aten::remainder.Tensor",
+					     VNPU_BINARY_REMAINDER, self, other,
+					     true, &fell);
+
+	return fell ? vnpu_fallback_remainder_Tensor(ks, self, other) : r;
+}
+
+struct vnpu_at_tensor *vnpu_npu_fmod_Tensor(vnpu_keyset_t ks,
+					    struct vnpu_at_tensor *self,
+					    struct vnpu_at_tensor *other)
+{
+	bool fell;
+	struct vnpu_at_tensor *r = npu_arith("aten::fmod.Tensor",
+					     VNPU_BINARY_FMOD, self, other,
+					     true, &fell);
+
+	return fell ? vnpu_fallback_fmod_Tensor(ks, self, other) : r;
+}
+
+struct vnpu_at_tensor *vnpu_npu_floor_divide(vnpu_keyset_t ks,
+					     struct vnpu_at_tensor *self,
+					     struct vnpu_at_tensor *other)
+{
+	bool fell;
+	struct vnpu_at_tensor *r = npu_arith("aten::floor_divide",
+					     VNPU_BINARY_FLOOR_DIVIDE, self,
+					     other, true, &fell);
+
+	return fell ? vnpu_fallback_floor_divide(ks, self, other) : r;
+}
+
+/* Float ops: integer and bool operands give the default float dtype. */
+struct vnpu_at_tensor *vnpu_npu_copysign_Tensor(vnpu_keyset_t ks,
+						struct vnpu_at_tensor *self,
+						struct vnpu_at_tensor *other)
+{
+	enum vnpu_at_dtype dt = kc_float_of(vnpu_at_result_type(self, other));
+
+	if (!npk_float(dt))
+		return vnpu_fallback_copysign_Tensor(ks, self, other);
+	return binary_op("aten::copysign.Tensor", VNPU_BINARY_COPYSIGN, self,
+			 other, dt, 1.0);
+}
+
+struct vnpu_at_tensor *vnpu_npu_atan2(vnpu_keyset_t ks,
+				      struct vnpu_at_tensor *self,
+				      struct vnpu_at_tensor *other)
+{
+	enum vnpu_at_dtype dt = kc_float_of(vnpu_at_result_type(self, other));
+
+	if (!npk_float(dt))
+		return vnpu_fallback_atan2(ks, self, other);
+	return binary_op("aten::atan2", VNPU_BINARY_ATAN2, self, other, dt,
+			 1.0);
+}
+
 struct vnpu_at_tensor *vnpu_npu_div_Tensor(vnpu_keyset_t ks,
 					   struct vnpu_at_tensor *self,
 					   struct vnpu_at_tensor *other)
@@ -463,6 +582,159 @@ struct vnpu_at_tensor *vnpu_npu_tanh(vnpu_keyset_t ks,
 {
 	NPU_FLOAT_UNARY_BODY(vnpu_fallback_tanh, "aten::tanh",
 			     VNPU_UNARY_TANH);
+}
+
+struct vnpu_at_tensor *vnpu_npu_sin(vnpu_keyset_t ks,
+				    struct vnpu_at_tensor *self)
+{
+	NPU_FLOAT_UNARY_BODY(vnpu_fallback_sin, "aten::sin", VNPU_UNARY_SIN);
+}
+
+struct vnpu_at_tensor *vnpu_npu_cos(vnpu_keyset_t ks,
+				    struct vnpu_at_tensor *self)
+{
+	NPU_FLOAT_UNARY_BODY(vnpu_fallback_cos, "aten::cos", VNPU_UNARY_COS);
+}
+
+struct vnpu_at_tensor *vnpu_npu_tan(vnpu_keyset_t ks,
+				    struct vnpu_at_tensor *self)
+{
+	NPU_FLOAT_UNARY_BODY(vnpu_fallback_tan, "aten::tan", VNPU_UNARY_TAN);
+}
+
+struct vnpu_at_tensor *vnpu_npu_asin(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self)
+{
+	NPU_FLOAT_UNARY_BODY(vnpu_fallback_asin, "aten::asin", VNPU_UNARY_ASIN);
+}
+
+struct vnpu_at_tensor *vnpu_npu_acos(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self)
+{
+	NPU_FLOAT_UNARY_BODY(vnpu_fallback_acos, "aten::acos", VNPU_UNARY_ACOS);
+}
+
+struct vnpu_at_tensor *vnpu_npu_atan(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self)
+{
+	NPU_FLOAT_UNARY_BODY(vnpu_fallback_atan, "aten::atan", VNPU_UNARY_ATAN);
+}
+
+struct vnpu_at_tensor *vnpu_npu_sinh(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self)
+{
+	NPU_FLOAT_UNARY_BODY(vnpu_fallback_sinh, "aten::sinh", VNPU_UNARY_SINH);
+}
+
+struct vnpu_at_tensor *vnpu_npu_cosh(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self)
+{
+	NPU_FLOAT_UNARY_BODY(vnpu_fallback_cosh, "aten::cosh", VNPU_UNARY_COSH);
+}
+
+struct vnpu_at_tensor *vnpu_npu_asinh(vnpu_keyset_t ks,
+				      struct vnpu_at_tensor *self)
+{
+	NPU_FLOAT_UNARY_BODY(vnpu_fallback_asinh, "aten::asinh", VNPU_UNARY_ASINH);
+}
+
+struct vnpu_at_tensor *vnpu_npu_acosh(vnpu_keyset_t ks,
+				      struct vnpu_at_tensor *self)
+{
+	NPU_FLOAT_UNARY_BODY(vnpu_fallback_acosh, "aten::acosh", VNPU_UNARY_ACOSH);
+}
+
+struct vnpu_at_tensor *vnpu_npu_atanh(vnpu_keyset_t ks,
+				      struct vnpu_at_tensor *self)
+{
+	NPU_FLOAT_UNARY_BODY(vnpu_fallback_atanh, "aten::atanh", VNPU_UNARY_ATANH);
+}
+
+struct vnpu_at_tensor *vnpu_npu_log2(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self)
+{
+	NPU_FLOAT_UNARY_BODY(vnpu_fallback_log2, "aten::log2", VNPU_UNARY_LOG2);
+}
+
+struct vnpu_at_tensor *vnpu_npu_log10(vnpu_keyset_t ks,
+				      struct vnpu_at_tensor *self)
+{
+	NPU_FLOAT_UNARY_BODY(vnpu_fallback_log10, "aten::log10", VNPU_UNARY_LOG10);
+}
+
+struct vnpu_at_tensor *vnpu_npu_log1p(vnpu_keyset_t ks,
+				      struct vnpu_at_tensor *self)
+{
+	NPU_FLOAT_UNARY_BODY(vnpu_fallback_log1p, "aten::log1p", VNPU_UNARY_LOG1P);
+}
+
+struct vnpu_at_tensor *vnpu_npu_expm1(vnpu_keyset_t ks,
+				      struct vnpu_at_tensor *self)
+{
+	NPU_FLOAT_UNARY_BODY(vnpu_fallback_expm1, "aten::expm1", VNPU_UNARY_EXPM1);
+}
+
+struct vnpu_at_tensor *vnpu_npu_exp2(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self)
+{
+	NPU_FLOAT_UNARY_BODY(vnpu_fallback_exp2, "aten::exp2", VNPU_UNARY_EXP2);
+}
+
+struct vnpu_at_tensor *vnpu_npu_erf(vnpu_keyset_t ks,
+				    struct vnpu_at_tensor *self)
+{
+	NPU_FLOAT_UNARY_BODY(vnpu_fallback_erf, "aten::erf", VNPU_UNARY_ERF);
+}
+
+struct vnpu_at_tensor *vnpu_npu_erfc(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self)
+{
+	NPU_FLOAT_UNARY_BODY(vnpu_fallback_erfc, "aten::erfc", VNPU_UNARY_ERFC);
+}
+
+/* floor, ceil, trunc, round keep the dtype (integers: themselves); bool
+ * goes to the CPU kernel, which words PyTorch's refusal. sign: -1, 0, 1
+ * in the dtype, bool itself. */
+#define NPU_SAME_DTYPE_UNARY_BODY(fallback, qname, code)		\
+	if (!npk_float_or_int(self->dtype))				\
+		return fallback(ks, self);				\
+	return unary_in(qname, code, self, self->dtype)
+
+struct vnpu_at_tensor *vnpu_npu_floor(vnpu_keyset_t ks,
+				      struct vnpu_at_tensor *self)
+{
+	NPU_SAME_DTYPE_UNARY_BODY(vnpu_fallback_floor, "aten::floor",
+				  VNPU_UNARY_FLOOR);
+}
+
+struct vnpu_at_tensor *vnpu_npu_ceil(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self)
+{
+	NPU_SAME_DTYPE_UNARY_BODY(vnpu_fallback_ceil, "aten::ceil",
+				  VNPU_UNARY_CEIL);
+}
+
+struct vnpu_at_tensor *vnpu_npu_trunc(vnpu_keyset_t ks,
+				      struct vnpu_at_tensor *self)
+{
+	NPU_SAME_DTYPE_UNARY_BODY(vnpu_fallback_trunc, "aten::trunc",
+				  VNPU_UNARY_TRUNC);
+}
+
+struct vnpu_at_tensor *vnpu_npu_round(vnpu_keyset_t ks,
+				      struct vnpu_at_tensor *self)
+{
+	NPU_SAME_DTYPE_UNARY_BODY(vnpu_fallback_round, "aten::round",
+				  VNPU_UNARY_ROUND);
+}
+
+struct vnpu_at_tensor *vnpu_npu_sign(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self)
+{
+	if (self->dtype == VNPU_AT_BOOL)
+		return vnpu_op_clone(self);
+	NPU_SAME_DTYPE_UNARY_BODY(vnpu_fallback_sign, "aten::sign",
+				  VNPU_UNARY_SIGN);
 }
 
 struct vnpu_at_tensor *vnpu_npu_gelu(vnpu_keyset_t ks,

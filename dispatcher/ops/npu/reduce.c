@@ -77,6 +77,56 @@ struct vnpu_at_tensor *vnpu_npu_sum_dim_IntList(vnpu_keyset_t ks,
 			 mask, keepdim);
 }
 
+/* REDUCE PROD: integers and bool in wrapping int64 (the int64 result
+ * PyTorch gives), floats in f32 (f64 in double). */
+static struct vnpu_at_tensor *npu_prod(const char *name,
+				       struct vnpu_at_tensor *self,
+				       uint32_t mask, bool keepdim,
+				       enum vnpu_at_dtype dtype, bool *fell)
+{
+	enum vnpu_at_dtype sdt = (enum vnpu_at_dtype)self->dtype;
+	enum vnpu_at_dtype dt = dtype != VNPU_AT_DTYPE_NONE ? dtype :
+				kc_is_int(sdt) ? VNPU_AT_I64 : sdt;
+
+	*fell = !npk_float_or_int(dt) || vnpu_npu_dtype(sdt) < 0;
+	if (*fell)
+		return NULL;
+	/* a 0-dim tensor (or no dim to reduce) is its own product in dt */
+	if (!mask)
+		return vnpu_op__to_copy(self, dt, vnpu_npu_device(), false);
+	return reduce_in(name, VNPU_REDUCE_PROD, self, dt, mask, keepdim);
+}
+
+struct vnpu_at_tensor *vnpu_npu_prod(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self,
+				     enum vnpu_at_dtype dtype)
+{
+	bool fell;
+	struct vnpu_at_tensor *r = npu_prod("aten::prod", self,
+					    self->ndim ? (1u << self->ndim) - 1 : 0,
+					    false, dtype, &fell);
+
+	return fell ? vnpu_fallback_prod(ks, self, dtype) : r;
+}
+
+struct vnpu_at_tensor *vnpu_npu_prod_dim_int(vnpu_keyset_t ks,
+					     struct vnpu_at_tensor *self,
+					     int64_t dim, bool keepdim,
+					     enum vnpu_at_dtype dtype)
+{
+	int64_t d = dim < 0 ? dim + (self->ndim ? self->ndim : 1) : dim;
+	bool fell;
+	struct vnpu_at_tensor *r;
+
+	/* a dim out of range goes to the CPU kernel, which words it */
+	if (d < 0 || d >= (self->ndim ? self->ndim : 1))
+		return vnpu_fallback_prod_dim_int(ks, self, dim, keepdim, dtype);
+	r = npu_prod("aten::prod.dim_int", self, self->ndim ? 1u << d : 0,
+		     keepdim, dtype, &fell);
+	return fell ? vnpu_fallback_prod_dim_int(ks, self, dim, keepdim, dtype) :
+		      r;
+}
+
 struct vnpu_at_tensor *vnpu_npu_mean(vnpu_keyset_t ks,
 				     struct vnpu_at_tensor *self,
 				     enum vnpu_at_dtype dtype)
