@@ -309,6 +309,91 @@ START_TEST(int_ops)
 }
 END_TEST
 
+typedef struct vnpu_at_tensor *(*binary_fn)(struct vnpu_at_tensor *,
+					    struct vnpu_at_tensor *);
+typedef struct vnpu_at_tensor *(*unary_fn)(struct vnpu_at_tensor *);
+
+static struct vnpu_at_tensor *prod_dim1(struct vnpu_at_tensor *t)
+{
+	return vnpu_op_prod_dim_int(t, 1, false, VNPU_AT_DTYPE_NONE);
+}
+
+static struct vnpu_at_tensor *prod_all(struct vnpu_at_tensor *t)
+{
+	return vnpu_op_prod(t, VNPU_AT_DTYPE_NONE);
+}
+
+/* pow, remainder, fmod, floor_divide, copysign, atan2, the float ufuncs,
+ * the rounding ops, sign and prod: the device against the CPU kernels,
+ * broadcast and strided, f32 and int32, with no fallback; an integer
+ * zero divisor raises ZeroDivisionError on both. */
+START_TEST(arith_and_math_ops)
+{
+	static const struct { const char *name; binary_fn fn; bool ints; } bin[] = {
+		{ "pow", vnpu_op_pow_Tensor_Tensor, true },
+		{ "remainder", vnpu_op_remainder_Tensor, true },
+		{ "fmod", vnpu_op_fmod_Tensor, true },
+		{ "floor_divide", vnpu_op_floor_divide, true },
+		{ "copysign", vnpu_op_copysign_Tensor, false },
+		{ "atan2", vnpu_op_atan2, false },
+	};
+	static const struct { const char *name; unary_fn fn; } un[] = {
+		{ "sin", vnpu_op_sin }, { "acos", vnpu_op_acos },
+		{ "atanh", vnpu_op_atanh }, { "log1p", vnpu_op_log1p },
+		{ "erfc", vnpu_op_erfc }, { "floor", vnpu_op_floor },
+		{ "round", vnpu_op_round }, { "sign", vnpu_op_sign },
+		{ "prod", prod_all }, { "prod dim 1", prod_dim1 },
+	};
+	static const enum vnpu_at_dtype dts[] = { VNPU_AT_F32, VNPU_AT_I32 };
+	int64_t sz[2] = { 6, 7 };
+
+	ot_seed(17);
+	for (size_t d = 0; d < 2; d++) {
+		bool f = dts[d] == VNPU_AT_F32;
+		struct vnpu_at_tensor *a = ot_rand(2, sz, dts[d], -4, 4, OT_STRIDED);
+		struct vnpu_at_tensor *b = ot_rand(1, sz + 1, dts[d], 1, 3, OT_CONTIG);
+		struct vnpu_at_tensor *an = ot_to_npu(a), *bn = ot_to_npu(b), *w, *g;
+
+		vnpu_fallback_reset();
+		for (size_t i = 0; i < sizeof(bin) / sizeof(bin[0]); i++) {
+			if (!f && !bin[i].ints)
+				continue;
+			w = bin[i].fn(a, b);
+			g = bin[i].fn(an, bn);
+			ck_assert_msg(w && g, "%s: %s", bin[i].name, vnpu_at_error_message());
+			ot_expect_close(bin[i].name, w, g, f ? 1e-5 : 0, f ? 1e-6 : 0);
+			vnpu_at_release(w);
+			vnpu_at_release(g);
+		}
+		for (size_t i = 0; i < sizeof(un) / sizeof(un[0]); i++) {
+			w = un[i].fn(a);
+			g = un[i].fn(an);
+			ck_assert_msg(w && g, "%s: %s", un[i].name, vnpu_at_error_message());
+			/* an integer input's float result is float32 too */
+			f = vnpu_at_dtype_is_float(w->dtype);
+			ot_expect_close(un[i].name, w, g, f ? 1e-5 : 0, f ? 1e-6 : 0);
+			f = dts[d] == VNPU_AT_F32;
+			vnpu_at_release(w);
+			vnpu_at_release(g);
+		}
+		expect_on_device("arithmetic and math ops");
+		if (!f) {
+			struct vnpu_at_tensor *z = vnpu_op_zeros_like(bn, VNPU_AT_DTYPE_NONE,
+								      VNPU_AT_DEV_NONE);
+
+			ck_assert_ptr_null(vnpu_op_remainder_Tensor(an, z));
+			ck_assert_ptr_nonnull(strstr(vnpu_at_error_message(),
+						     "ZeroDivisionError"));
+			vnpu_at_release(z);
+		}
+		vnpu_at_release(a);
+		vnpu_at_release(b);
+		vnpu_at_release(an);
+		vnpu_at_release(bn);
+	}
+}
+END_TEST
+
 /* Powers without a device kernel and int64 go through the fallback. */
 START_TEST(fallback_cases)
 {
@@ -1184,6 +1269,7 @@ static Suite *ops_npu_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, unary_ops, 0, NDT);
 	tcase_add_test(tc, int_ops);
+	tcase_add_test(tc, arith_and_math_ops);
 	tcase_add_test(tc, fallback_cases);
 	tcase_add_loop_test(tc, binary_ops, 0, NDT);
 	tcase_add_loop_test(tc, scalar_compare_and_cat, 0, NDT);
