@@ -22,6 +22,12 @@ _CE16 = ("PyTorch 2.6's CPU log_softmax rounds x - max(x) to float16 before "
          'the exponentials and the log; vnpu computes the row in float32 and '
          'rounds once, so one loss of one sample is 1 ulp apart')
 
+_ATAN2_26 = (
+    "PyTorch 2.6's atan2 gradient is grad * other / (self ** 2 + other ** 2) "
+    'in the input dtype: NaN at the origin, and where the squares underflow '
+    'in float16/bfloat16; PyTorch 2.13 gives 0 at the origin, as the C '
+    'autograd does (which computes in float32). Reference samples with '
+    'zeros and tiny values, 13 of 943,593 to 24 of 256 elements')
 ACCEPTED = {
     ('c-npu', 'aten::sigmoid', 'float16', 'grad'):
         "the npu's sigmoid_backward computes float16 in float32 and rounds "
@@ -50,6 +56,15 @@ ACCEPTED = {
         'then min with max) whose gradient goes to min, the value taken. '
         'A bfloat16 sample of PyTorch 2.6 rounds one min and max to the '
         'same value: 1 element of 250',
+    ('c', 'aten::atan2', 'float16', 'grad'): _ATAN2_26,
+    ('c', 'aten::atan2', 'bfloat16', 'grad'): _ATAN2_26,
+    ('c', 'aten::atan2', 'float32', 'grad'): _ATAN2_26,
+    ('c', 'aten::tan', 'float16', 'grad'):
+        "PyTorch 2.6's tan gradient, grad * (1 + result ** 2), rounds each "
+        'step to float16 (and overflows to inf a step early); the C '
+        'autograd computes it in float32 and rounds once, as PyTorch 2.13 '
+        'does: 0.1 % of the elements of 4 reference samples, up to 1.3e-3 '
+        'relative apart',
     ('c', 'aten::pow.Tensor_Tensor', 'float32', 'grad'):
         'the exponent of a [10, 1, 5] ** [1, 10, 5] sample gets the sum of '
         '10 float32 terms of up to 1.2e4 whose signs cancel to about 166; '
@@ -65,7 +80,20 @@ SAMPLED_BY = {
     ('c', 'aten::cross_entropy_loss', 'float16', 'value'): ('2.6',),
     ('torch', 'nn.functional.cross_entropy', 'float16', 'value'): ('2.6',),
     ('c', 'aten::clamp.Tensor', 'bfloat16', 'grad'): ('2.6',),
+    ('c', 'aten::atan2', 'float16', 'grad'): _ATAN2_26,
+    ('c', 'aten::atan2', 'bfloat16', 'grad'): _ATAN2_26,
+    ('c', 'aten::atan2', 'float32', 'grad'): _ATAN2_26,
+    ('c', 'aten::tan', 'float16', 'grad'):
+        "PyTorch 2.6's tan gradient, grad * (1 + result ** 2), rounds each "
+        'step to float16 (and overflows to inf a step early); the C '
+        'autograd computes it in float32 and rounds once, as PyTorch 2.13 '
+        'does: 0.1 % of the elements of 4 reference samples, up to 1.3e-3 '
+        'relative apart',
     ('c', 'aten::pow.Tensor_Tensor', 'float32', 'grad'): ('2.13',),
+    ('c', 'aten::atan2', 'float16', 'grad'): ('2.6',),
+    ('c', 'aten::atan2', 'bfloat16', 'grad'): ('2.6',),
+    ('c', 'aten::atan2', 'float32', 'grad'): ('2.6',),
+    ('c', 'aten::tan', 'float16', 'grad'): ('2.6',),
 }
 
 # Results vnpu gives in float32 where PyTorch's CPU gives the input's
