@@ -204,9 +204,11 @@ RET_ERROR = {
 # `out_dtype:` key): any dtype the result casts to; the input's (amax's
 # check, unary_op's); the input's and int64 (values and indices); the
 # result's exactly (where); bool (isposinf); bool or uint8 (all, any); the
-# input's, in the words of the indexing ops (index_select, masked_select).
+# input's, in the words of the indexing ops (index_select, masked_select);
+# the dtype= argument's exactly when one is given (the structured
+# reductions: sum, mean, prod, linalg_vector_norm).
 OUT_DTYPES = ('casts', 'input', 'unary', 'values_indices', 'result',
-              'boolean', 'bytebool', 'self_result')
+              'boolean', 'bytebool', 'self_result', 'dtype_arg')
 
 
 class Op:

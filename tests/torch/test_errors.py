@@ -191,3 +191,26 @@ def test_dtypes_pytorch_has_no_kernel_for():
         torch.addcmul(t, t, t, value=3)
     with pytest.raises(RuntimeError, match="not implemented for 'Bool'"):
         torch.addcmul(t.to(NPU), t.to(NPU), t.to(NPU), value=3)
+
+
+def test_reduction_out_has_the_dtype_argument():
+    # a structured reduction given dtype= checks its out= has it exactly
+    # (found by PyTorch 2.6's error_inputs of mean in the OpInfo harness)
+    x = n(3, 4)
+    o = n(4)
+    o0 = torch.empty([], device=NPU)
+    for f in (lambda: torch.sum(x, [0], dtype=torch.float64, out=o),
+              lambda: torch.ops.aten.sum.out(x, dtype=torch.float64, out=o0),
+              lambda: torch.mean(x, [0], dtype=torch.float64, out=o),
+              lambda: torch.ops.aten.mean.dtype_out(x, dtype=torch.float64, out=o0),
+              lambda: torch.prod(x, 0, dtype=torch.float64, out=o),
+              lambda: torch.ops.aten.prod.out(x, dtype=torch.float64, out=o0),
+              lambda: torch.linalg.vector_norm(x, 2, [0], dtype=torch.float64, out=o),
+              lambda: torch.mean(x.long(), [0], dtype=torch.float64, out=o)):
+        with pytest.raises(RuntimeError,
+                           match='Expected out tensor to have dtype double, but got float instead'):
+            f()
+    # without dtype= the out= sets the dtype
+    r = torch.empty(4, dtype=torch.float64, device=NPU)
+    torch.sum(x, [0], out=r)
+    assert r.dtype == torch.float64 and r.cpu().tolist() == [3.0] * 4

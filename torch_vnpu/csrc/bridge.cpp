@@ -1310,6 +1310,18 @@ void run_npu_variant(const char *c_name, const c10::OperatorHandle &op,
 		TORCH_CHECK(targets[0].scalar_type() == rets[0].toTensor().scalar_type(),
 			    "Expected out type to be ", rets[0].toTensor().scalar_type(),
 			    " but got ", targets[0].scalar_type());
+	// a structured reduction's out= has the dtype= it was given, exactly
+	if (out && b.facts.out_dtype == OpFacts::OUT_DTYPE_ARG) {
+		const auto &args = op.schema().arguments();
+
+		for (size_t j = 0; j < args.size() && j < n; j++)
+			if (args[j].name() == "dtype" && !(*stack)[base + j].isNone())
+				TORCH_CHECK(targets[0].scalar_type() ==
+						    (*stack)[base + j].toScalarType(),
+					    "Expected out tensor to have dtype ",
+					    c10::scalarTypeToTypeMeta((*stack)[base + j].toScalarType()),
+					    ", but got ", targets[0].dtype(), " instead");
+	}
 	check_aliasing(c_name, b, stack, base, n,
 		       out ? b.targets : std::vector<int>{ 0 }, targets, out);
 	for (size_t i = 0; out && tensor_iterator && i < targets.size(); i++)
