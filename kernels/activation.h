@@ -64,6 +64,40 @@
 	static inline T vnpu_tanh##S(T x)                                      \
 	{                                                                      \
 		return tanh##F(x);                                             \
+	}                                                                      \
+                                                                               \
+	/* min(max(x + 3, 0), 6), NaN kept, as PyTorch's std::min/max */      \
+	static inline T vnpu_relu6_shift3##S(T x)                              \
+	{                                                                      \
+		T t = x + 3.0##F;                                              \
+                                                                               \
+		return t < 0.0##F ? 0.0##F : t > 6.0##F ? 6.0##F : t;         \
+	}                                                                      \
+                                                                               \
+	static inline T vnpu_hardsigmoid##S(T x)                               \
+	{                                                                      \
+		return vnpu_relu6_shift3##S(x) / 6.0##F;                       \
+	}                                                                      \
+                                                                               \
+	static inline T vnpu_hardswish##S(T x)                                 \
+	{                                                                      \
+		return x * vnpu_relu6_shift3##S(x) / 6.0##F;                   \
+	}                                                                      \
+                                                                               \
+	/* PyTorch's one_sixth is the float 1.0f / 6.0f for every dtype */    \
+	static inline T vnpu_hardsigmoid_grad##S(T g, T x)                     \
+	{                                                                      \
+		return x > -3.0##F && x < 3.0##F ? g * (T)(1.0f / 6.0f)        \
+						 : 0.0##F;                     \
+	}                                                                      \
+                                                                               \
+	/* NaN x gives NaN, as PyTorch's vectorised CPU kernel (its scalar   \
+	 * tail and CUDA give g) */                                           \
+	static inline T vnpu_hardswish_grad##S(T g, T x)                       \
+	{                                                                      \
+		if (x <= -3.0##F)                                              \
+			return 0.0##F;                                         \
+		return x >= 3.0##F ? g : g * (x / 3.0##F + 0.5##F);            \
 	}
 
 VNPU_DEFINE_ACTIVATIONS(float, , f)

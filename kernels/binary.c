@@ -50,6 +50,8 @@ static bool is_float_only(uint32_t op)
 {
 	switch (op) {
 	case VNPU_BINARY_GELU_BACKWARD:
+	case VNPU_BINARY_HARDSIGMOID_BACKWARD:
+	case VNPU_BINARY_HARDSWISH_BACKWARD:
 	case VNPU_BINARY_ATAN2:
 	case VNPU_BINARY_COPYSIGN:
 	case VNPU_BINARY_LOGADDEXP:
@@ -214,6 +216,14 @@ static void binary_half_rounded(uint32_t op, uint32_t dt, const float *a,
 		case VNPU_BINARY_GELU_BACKWARD:                                \
 			for (int64_t i = 0; i < n; i++)                        \
 				o[i] = a[i] * vnpu_gelu_grad##S(b[i]);         \
+			return;                                                \
+		case VNPU_BINARY_HARDSIGMOID_BACKWARD:                         \
+			for (int64_t i = 0; i < n; i++)                        \
+				o[i] = vnpu_hardsigmoid_grad##S(a[i], b[i]);   \
+			return;                                                \
+		case VNPU_BINARY_HARDSWISH_BACKWARD:                           \
+			for (int64_t i = 0; i < n; i++)                        \
+				o[i] = vnpu_hardswish_grad##S(a[i], b[i]);     \
 			return;                                                \
 		case VNPU_BINARY_POW:                                          \
 			for (int64_t i = 0; i < n; i++)                        \

@@ -160,6 +160,14 @@ struct unary_ctx {
 			for (int64_t i = 0; i < n; i++)                        \
 				x[i] = erfc##F(x[i]);                          \
 			return;                                                \
+		case VNPU_UNARY_HARDSIGMOID:                                   \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = vnpu_hardsigmoid##S(x[i]);              \
+			return;                                                \
+		case VNPU_UNARY_HARDSWISH:                                     \
+			for (int64_t i = 0; i < n; i++)                        \
+				x[i] = vnpu_hardswish##S(x[i]);                \
+			return;                                                \
 		default:                                                       \
 			for (int64_t i = 0; i < n; i++)                        \
 				x[i] = vnpu_tanh##S(x[i]);                     \

@@ -199,6 +199,10 @@ enum vnpu_unary_op {
 	VNPU_UNARY_EXP2 = 33,
 	VNPU_UNARY_ERF = 34,
 	VNPU_UNARY_ERFC = 35,
+	/* as PyTorch's CPU kernels: min(max(x + 3, 0), 6) / 6, and x times
+	 * that clamp, then / 6; NaN passes through */
+	VNPU_UNARY_HARDSIGMOID = 36,
+	VNPU_UNARY_HARDSWISH = 37,
 	VNPU_UNARY_COUNT
 };
 
@@ -280,6 +284,12 @@ enum vnpu_binary_op {
 	 * and BF16 step in their own 16-bit representation); b if a == b,
 	 * NaN if either is NaN. */
 	VNPU_BINARY_NEXTAFTER = 28,
+	/* Floats only, a the gradient and b the input, as PyTorch's CPU
+	 * kernels: a * (1.0f / 6.0f) where -3 < b < 3, else 0; and 0 where
+	 * b <= -3, a where b >= 3, else a * (b / 3 + 0.5) (NaN b: NaN, as
+	 * PyTorch's vectorised CPU kernel). */
+	VNPU_BINARY_HARDSIGMOID_BACKWARD = 29,
+	VNPU_BINARY_HARDSWISH_BACKWARD = 30,
 	VNPU_BINARY_COUNT
 };
 

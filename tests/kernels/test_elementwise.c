@@ -661,6 +661,10 @@ static double unary_ref(uint32_t op, double x)
 		return erf(x);
 	case VNPU_UNARY_ERFC:
 		return erfc(x);
+	case VNPU_UNARY_HARDSIGMOID: /* NaN stays NaN through both clamps */
+		return isnan(x) ? x : fmin(fmax(x + 3, 0), 6) / 6;
+	case VNPU_UNARY_HARDSWISH:
+		return isnan(x) ? x : x * fmin(fmax(x + 3, 0), 6) / 6;
 	default:
 		return tanh(x);
 	}
@@ -686,7 +690,8 @@ static int f64_close(double got, long double want, long double units)
 }
 
 /* The F64 result of UNARY op on x: the ops C's double arithmetic does
- * exactly (ABS, NEG, RELU, SQRT correctly rounded, RSQRT as 1 / sqrt)
+ * exactly (ABS, NEG, RELU, SQRT correctly rounded, RSQRT as 1 / sqrt,
+ * HARDSIGMOID and HARDSWISH as their formulas)
  * bit for bit; the others within 8 ulp of a long double reference, GELU
  * with 2 x^2 ulp more: it takes erfc of the rounded x / sqrt(2), and erfc
  * turns a relative argument error into about x^2 times that. */
@@ -707,6 +712,8 @@ static void check_unary_f64(uint32_t op, double x, double got)
 	case VNPU_UNARY_RELU:
 	case VNPU_UNARY_SQRT:
 	case VNPU_UNARY_RSQRT:
+	case VNPU_UNARY_HARDSIGMOID:
+	case VNPU_UNARY_HARDSWISH:
 		ck_assert_msg(same_double(got, unary_ref(op, x)),
 			      "unary op %u f64: f(%a) = %a, want %a", op, x,
 			      got, unary_ref(op, x));
@@ -1038,6 +1045,8 @@ static int binary_takes(uint32_t op, uint32_t dt)
 {
 	switch (op) {
 	case VNPU_BINARY_GELU_BACKWARD:
+	case VNPU_BINARY_HARDSIGMOID_BACKWARD:
+	case VNPU_BINARY_HARDSWISH_BACKWARD:
 	case VNPU_BINARY_ATAN2:
 	case VNPU_BINARY_COPYSIGN:
 	case VNPU_BINARY_LOGADDEXP:
@@ -1248,6 +1257,10 @@ static double binary_ref(uint32_t op, double alpha, double a, double b,
 		return sqrt(a * a + b * b);
 	case VNPU_BINARY_NEXTAFTER:
 		return nextafter_ref(dt, a, b);
+	case VNPU_BINARY_HARDSIGMOID_BACKWARD: /* PyTorch's float 1/6 */
+		return b > -3 && b < 3 ? a * (double)(1.0f / 6.0f) : 0;
+	case VNPU_BINARY_HARDSWISH_BACKWARD:
+		return b <= -3 ? 0 : b >= 3 ? a : a * (b / 3 + 0.5);
 	default:
 		break;
 	}
@@ -1505,11 +1518,13 @@ static void run_binary_case(const struct binary_case *bc)
 			continue;
 		}
 		if (bc->op >= VNPU_BINARY_POW) {
-			/* relative, but for the cancellations of m + b and
-			 * max + log1p */
+			/* relative, but for the cancellations of m + b,
+			 * max + log1p and b / 3 + 0.5 */
 			scale = bc->op == VNPU_BINARY_REMAINDER ? fabs(vb[i])
 				: bc->op == VNPU_BINARY_LOGADDEXP
 					? fabs(va[i]) + fabs(vb[i])
+				: bc->op == VNPU_BINARY_HARDSWISH_BACKWARD
+					? fabs(va[i]) * (fabs(vb[i]) / 3 + 0.5)
 					: 0;
 			if (isnan(scale))
 				scale = 0;
@@ -2847,6 +2862,70 @@ START_TEST(test_binary_float_ops_special)
 }
 END_TEST
 
+/* hardsigmoid, hardswish and their gradients at the branch points, NaN and
+ * infinities: PyTorch 2.13's CPU values (its vectorised kernels), in every
+ * float dtype (each exact in all of them). */
+START_TEST(test_hard_activation_edges)
+{
+	static const double x[] = {-3, 3, NAN, INFINITY, -INFINITY, 0};
+	static const struct {
+		int binary;
+		uint32_t op;
+		double want[6];
+	} cases[] = {
+		{0, VNPU_UNARY_HARDSIGMOID, {0, 1, NAN, 1, 0, 0.5}},
+		{0, VNPU_UNARY_HARDSWISH, {-0.0, 3, NAN, INFINITY, NAN, 0}},
+		{1, VNPU_BINARY_HARDSIGMOID_BACKWARD,
+		 {0, 0, 0, 0, 0, (double)(1.0f / 6.0f)}},
+		{1, VNPU_BINARY_HARDSWISH_BACKWARD, {0, 1, NAN, 1, 0, 0.5}},
+	};
+	static const uint32_t dts[] = {VNPU_DTYPE_F32, VNPU_DTYPE_F16,
+				       VNPU_DTYPE_BF16, VNPU_DTYPE_F64};
+	int64_t sizes[1] = {6};
+	struct vnpu_kbuf b[3] = {kt_buffer(48), kt_buffer(48), kt_buffer(48)};
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+		for (size_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++) {
+			uint32_t dt = dts[d];
+			uint32_t st;
+
+			for (int i = 0; i < 6; i++) {
+				put_val(b[0].ptr, dt, i, cases[c].binary ? 1 : x[i]);
+				put_val(b[1].ptr, dt, i, x[i]);
+			}
+			if (cases[c].binary) {
+				struct vnpu_kp_binary p;
+
+				memset(&p, 0, sizeof(p));
+				p.op = cases[c].op;
+				p.a = kt_tensor(0, dt, 1, sizes, NULL);
+				p.b = kt_tensor(1, dt, 1, sizes, NULL);
+				p.out = kt_tensor(2, dt, 1, sizes, NULL);
+				st = kt_launch(VNPU_KERNEL_BINARY, &p, b, 3, 1);
+			} else {
+				struct vnpu_kp_unary p;
+
+				memset(&p, 0, sizeof(p));
+				p.op = cases[c].op;
+				p.src = kt_tensor(0, dt, 1, sizes, NULL);
+				p.out = kt_tensor(2, dt, 1, sizes, NULL);
+				st = kt_launch(VNPU_KERNEL_UNARY, &p, b, 3, 1);
+			}
+			ck_assert_uint_eq(st, VNPU_STATUS_OK);
+			for (int i = 0; i < 6; i++) {
+				double got = get_val(b[2].ptr, dt, i);
+				double want = round_dt(dt, cases[c].want[i]);
+
+				ck_assert_msg(same_double(got, want),
+					      "op %u (binary %d) dt %u: f(%a) = %a, want %a",
+					      cases[c].op, cases[c].binary, dt, x[i], got, want);
+			}
+		}
+	for (int i = 0; i < 3; i++)
+		kt_free(&b[i]);
+}
+END_TEST
+
 /* F16 and BF16 where PyTorch's results are not one f32 evaluation rounded
  * once: floor_divide rounds each step to the dtype (102, not 103, for
  * bf16 -8.6875 // -0.083984375), NEXTAFTER steps the 16-bit encoding,
@@ -3203,6 +3282,7 @@ static Suite *elementwise_suite(void)
 	tcase_add_test(tc, test_binary_int_ops_edges);
 	tcase_add_test(tc, test_binary_float_ops_special);
 	tcase_add_test(tc, test_binary_half_steps);
+	tcase_add_test(tc, test_hard_activation_edges);
 	tcase_add_test(tc, test_unary_rounding_sign);
 	tcase_add_test(tc, test_binary_dtype_support);
 	tcase_add_test(tc, test_other_errors);
