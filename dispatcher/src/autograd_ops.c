@@ -215,6 +215,31 @@ static struct vnpu_at_tensor *scalar_of(struct temps *t, const struct vnpu_at_te
 					     vnpu_at_device_of(x)));
 }
 
+
+/* ---- factories of an input's shape ----------------------------------------- */
+
+/* empty_like, zeros_like, ones_like: a new tensor that only takes the
+ * input's shape, so never tracked (PyTorch's output_differentiability:
+ * False), where the generic autograd would record a node that cannot
+ * run backward. */
+struct vnpu_at_tensor *vnpu_autograd_empty_like(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+						enum vnpu_at_dtype dtype, struct vnpu_at_device device)
+{
+	return vnpu_redispatch_empty_like(vnpu_ag_below(ks), self, dtype, device);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_zeros_like(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+						enum vnpu_at_dtype dtype, struct vnpu_at_device device)
+{
+	return vnpu_redispatch_zeros_like(vnpu_ag_below(ks), self, dtype, device);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_ones_like(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					       enum vnpu_at_dtype dtype, struct vnpu_at_device device)
+{
+	return vnpu_redispatch_ones_like(vnpu_ag_below(ks), self, dtype, device);
+}
+
 /* ---- pointwise ------------------------------------------------------------ */
 
 /* add / sub: grad, alpha * grad (reduced to each input's shape) */

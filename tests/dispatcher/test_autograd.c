@@ -678,6 +678,33 @@ START_TEST(gradient_in_the_input_dtype)
 }
 END_TEST
 
+/* The *_like factories take only the input's shape: their results are not
+ * tracked (PyTorch's output_differentiability: False), so they neither
+ * require grad nor break a backward that reaches them. */
+START_TEST(like_factories_are_not_tracked)
+{
+	struct vnpu_at_tensor *x = R(2, 3), *o, *z, *e, *p, *s;
+
+	ck_assert(vnpu_at_set_requires_grad(x, true));
+	o = vnpu_op_ones_like(x, VNPU_AT_DTYPE_NONE, VNPU_AT_DEV_NONE);
+	z = vnpu_op_zeros_like(x, VNPU_AT_DTYPE_NONE, VNPU_AT_DEV_NONE);
+	e = vnpu_op_empty_like(x, VNPU_AT_DTYPE_NONE, VNPU_AT_DEV_NONE);
+	ck_assert(o && z && e);
+	ck_assert(!vnpu_at_requires_grad(o) && !vnpu_at_requires_grad(z) &&
+		  !vnpu_at_requires_grad(e));
+	p = vnpu_op_mul_Tensor(x, o);
+	s = vnpu_op_sum(p, VNPU_AT_DTYPE_NONE);
+	ck_assert(vnpu_at_backward(s));
+	ck_assert_ptr_nonnull(vnpu_at_grad(x));
+	vnpu_at_release(o);
+	vnpu_at_release(z);
+	vnpu_at_release(e);
+	vnpu_at_release(p);
+	vnpu_at_release(s);
+	vnpu_at_release(x);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("autograd");
@@ -696,6 +723,7 @@ int main(void)
 	tcase_add_test(tc, pytorch_derivatives);
 	tcase_add_test(tc, ties_share_the_gradient);
 	tcase_add_test(tc, gradient_in_the_input_dtype);
+	tcase_add_test(tc, like_factories_are_not_tracked);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
