@@ -42,7 +42,8 @@ def parse_yaml(path):
                 key, val = m.group(1), m.group(2).strip()
                 if key not in ('dispatch', 'backend_select', 'autograd',
                                'structured_inherits', 'uninitialized',
-                               'out_dtype', 'out_no_overlap'):
+                               'out_dtype', 'out_no_overlap',
+                               'replaces_torch_composite'):
                     sys.exit('%s:%d: unknown key %r' % (path, lineno, key))
                 cur[key] = val
                 continue
@@ -237,6 +238,17 @@ class Op:
         if entry.get('out_no_overlap', 'True') != 'True':
             raise ValueError('%s: out_no_overlap is True or absent' % self.schema)
         self.out_no_overlap = 'out_no_overlap' in entry
+        # a composite of ours that serves PyTorch's npu tensors even where
+        # PyTorch has a composite kernel of its own (torch_vnpu registers
+        # it for PrivateUse1)
+        if entry.get('replaces_torch_composite', 'True') != 'True':
+            raise ValueError('%s: replaces_torch_composite is True or absent'
+                             % self.schema)
+        self.replaces_torch_composite = 'replaces_torch_composite' in entry
+        if self.replaces_torch_composite and self.dispatch != [
+                'CompositeExplicitAutograd']:
+            raise ValueError('%s: replaces_torch_composite needs dispatch: '
+                             'CompositeExplicitAutograd' % self.schema)
         for a in self.args:
             a.kind = kind(a)
         for r in self.rets:

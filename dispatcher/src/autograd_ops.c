@@ -4,12 +4,10 @@
  * autograd and records a node whose backward computes input gradients
  * with other ops, so backward runs on the npu too. Inputs are saved;
  * outputs only as detached aliases (no autograd meta: no reference
- * cycles). Backward formulas follow PyTorch's derivatives.yaml; the ops
- * without a dedicated backward kernel are composed: convolution's input
- * gradient is a transposed convolution and its weight gradient a
- * convolution of the input with the output gradient, pooling gradients go
- * through a one-hot scatter (max) or a transposed convolution with a ones
- * kernel (avg), norm gradients are pointwise ops and reductions.
+ * cycles). Backward formulas follow PyTorch's derivatives.yaml and call
+ * the same backward ops PyTorch's autograd does where we have them
+ * (convolution_backward and the pooling ones: nn_backward.c); the rest
+ * are composed here (norm gradients: pointwise ops and reductions).
  */
 #include <assert.h>
 #include <stdlib.h>
@@ -490,6 +488,34 @@ struct vnpu_at_tensor *vnpu_autograd_gelu(vnpu_keyset_t ks, struct vnpu_at_tenso
 		node->ints[0] = approximate && !strcmp(approximate, "tanh");
 	}
 	return track(out, node);
+}
+
+static bool hardsigmoid_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+				 struct vnpu_at_tensor **in)
+{
+	in[0] = vnpu_op_hardsigmoid_backward(g[0], n->saved[0]);
+	return in[0] != NULL;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_hardsigmoid(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record(vnpu_redispatch_hardsigmoid(vnpu_ag_below(ks), self),
+		      "HardsigmoidBackward0", hardsigmoid_backward, 1,
+		      (struct vnpu_at_tensor *[]){ self }, true, 0);
+}
+
+static bool hardswish_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			       struct vnpu_at_tensor **in)
+{
+	in[0] = vnpu_op_hardswish_backward(g[0], n->saved[0]);
+	return in[0] != NULL;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_hardswish(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	return record(vnpu_redispatch_hardswish(vnpu_ag_below(ks), self),
+		      "HardswishBackward0", hardswish_backward, 1,
+		      (struct vnpu_at_tensor *[]){ self }, true, 0);
 }
 
 static bool tanh_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
@@ -1621,135 +1647,29 @@ struct vnpu_at_tensor *vnpu_autograd_addmm(vnpu_keyset_t ks, struct vnpu_at_tens
 enum { CV_STRIDE = 0, CV_PAD = 3, CV_DIL = 6, CV_OPAD = 9, CV_GROUPS = 12,
        CV_TRANSPOSED = 13, CV_NSP = 14 };
 
-/* t narrowed to `sizes` in its spatial dims (2..), contiguous if it was
- * cut; consumes t. */
-static struct vnpu_at_tensor *narrow_spatial(struct vnpu_at_tensor *t,
-					     const int64_t *sizes,
-					     uint32_t nsp)
+/* The output_mask of a node's first three inputs. */
+static struct vnpu_at_bool_list mask3(const struct vnpu_ag_node *n)
 {
-	bool cut = false;
-
-	for (uint32_t i = 0; t && i < nsp; i++) {
-		struct vnpu_at_tensor *s;
-
-		if (t->sizes[2 + i] <= sizes[i])
-			continue;
-		s = vnpu_op_slice_Tensor(t, 2 + i, VNPU_AT_SOME_INT(0),
-					 VNPU_AT_SOME_INT(sizes[i]), 1);
-		vnpu_at_release(t);
-		t = s;
-		cut = true;
-	}
-	if (t && cut) {
-		struct vnpu_at_tensor *c = vnpu_op_contiguous(t);
-
-		vnpu_at_release(t);
-		t = c;
-	}
-	return t;
+	return (struct vnpu_at_bool_list){ 3, (uint64_t)wants(n, 0) | (uint64_t)wants(n, 1) << 1 |
+					      (uint64_t)wants(n, 2) << 2 };
 }
 
-/*
- * The weight gradient, one group at a time: with p the tensor whose
- * channels index the weight's dim 0 and q the other one, the correlation
- * of q (channels as batch) with p (channels as batch), stride and dilation
- * swapped, is the weight gradient with dims 0 and 1 swapped.
- */
-static struct vnpu_at_tensor *conv_weight_grad(const struct vnpu_ag_node *n,
-					       struct vnpu_at_tensor *p,
-					       struct vnpu_at_tensor *q)
-{
-	const struct vnpu_at_tensor *w = n->saved[1];
-	uint32_t nsp = (uint32_t)n->ints[CV_NSP];
-	int64_t groups = n->ints[CV_GROUPS];
-	int64_t cp = w->sizes[0] / groups, cq = w->sizes[1];
-	struct vnpu_at_tensor **parts = calloc((size_t)groups, sizeof(*parts));
-	struct vnpu_at_tensor *r = NULL;
-	int64_t zeros[3] = { 0, 0, 0 };
-	int64_t g;
-
-	if (!parts)
-		return vnpu_at_error_set(VNPU_AT_ERR_OOM, "autograd: out of memory");
-	for (g = 0; g < groups; g++) {
-		struct vnpu_at_tensor *pg, *qg, *pt = NULL, *qt = NULL, *c = NULL;
-
-		pg = vnpu_op_slice_Tensor(p, 1, VNPU_AT_SOME_INT(g * cp),
-					  VNPU_AT_SOME_INT((g + 1) * cp), 1);
-		qg = vnpu_op_slice_Tensor(q, 1, VNPU_AT_SOME_INT(g * cq),
-					  VNPU_AT_SOME_INT((g + 1) * cq), 1);
-		if (pg && qg) {
-			pt = vnpu_op_transpose_int(pg, 0, 1);
-			qt = vnpu_op_transpose_int(qg, 0, 1);
-		}
-		if (pt && qt)
-			c = vnpu_op_convolution(qt, pt, NULL,
-				ints_of(&n->ints[CV_DIL], nsp),
-				ints_of(&n->ints[CV_PAD], nsp),
-				ints_of(&n->ints[CV_STRIDE], nsp), false,
-				ints_of(zeros, nsp), 1);
-		vnpu_at_release(pg);
-		vnpu_at_release(qg);
-		vnpu_at_release(pt);
-		vnpu_at_release(qt);
-		parts[g] = c ? vnpu_op_transpose_int(c, 0, 1) : NULL;
-		vnpu_at_release(c);
-		parts[g] = narrow_spatial(parts[g], &w->sizes[2], nsp);
-		if (!parts[g])
-			break;
-	}
-	if (g == groups)
-		r = groups == 1 ? vnpu_op_contiguous(parts[0])
-				: vnpu_op_cat((struct vnpu_at_tensor_list){
-					parts, groups }, 0);
-	for (g = 0; g < groups; g++)
-		vnpu_at_release(parts[g]);
-	free(parts);
-	return r;
-}
-
+/* convolution_backward (nn_backward.c), as PyTorch's ConvolutionBackward0 */
 static bool conv_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
 			  struct vnpu_at_tensor **in)
 {
-	struct vnpu_at_tensor *x = n->saved[0], *w = n->saved[1], *go = g[0];
 	uint32_t nsp = (uint32_t)n->ints[CV_NSP];
-	bool transposed = n->ints[CV_TRANSPOSED];
-	const int64_t *st = &n->ints[CV_STRIDE], *pd = &n->ints[CV_PAD];
-	const int64_t *dl = &n->ints[CV_DIL];
-	int64_t opad[3] = { 0, 0, 0 }, dims[VNPU_AT_MAX_DIMS];
+	struct vnpu_ret_convolution_backward r = vnpu_op_convolution_backward(
+		g[0], n->saved[0], n->saved[1], (struct vnpu_at_opt_int_array){ 0 },
+		ints_of(&n->ints[CV_STRIDE], nsp), ints_of(&n->ints[CV_PAD], nsp),
+		ints_of(&n->ints[CV_DIL], nsp), n->ints[CV_TRANSPOSED],
+		ints_of(&n->ints[CV_OPAD], nsp), n->ints[CV_GROUPS], mask3(n));
 
-	if (wants(n, 0)) {
-		/* the adjoint of a convolution is the transposed one (with
-		 * the output padding that gives back the input's size) */
-		for (uint32_t i = 0; i < nsp && !transposed; i++)
-			opad[i] = x->sizes[2 + i] + 2 * pd[i] -
-				  dl[i] * (w->sizes[2 + i] - 1) - 1 -
-				  (go->sizes[2 + i] - 1) * st[i];
-		in[0] = vnpu_op_convolution(go, w, NULL, ints_of(st, nsp),
-					    ints_of(pd, nsp), ints_of(dl, nsp),
-					    !transposed, ints_of(opad, nsp),
-					    n->ints[CV_GROUPS]);
-		in[0] = narrow_spatial(in[0], &x->sizes[2], nsp);
-		if (!in[0])
-			return false;
-	}
-	if (wants(n, 1)) {
-		in[1] = transposed ? conv_weight_grad(n, x, go)
-				   : conv_weight_grad(n, go, x);
-		if (!in[1])
-			return false;
-	}
-	if (wants(n, 2)) {
-		uint32_t nd = 0;
-
-		for (uint32_t d = 0; d < go->ndim; d++)
-			if (d != 1)
-				dims[nd++] = d;
-		in[2] = vnpu_op_sum_dim_IntList(go, dims_of(dims, nd), false,
-						VNPU_AT_DTYPE_NONE);
-		if (!in[2])
-			return false;
-	}
-	return true;
+	in[0] = r.r0;
+	in[1] = r.r1;
+	in[2] = r.r2;
+	return (!wants(n, 0) || in[0]) && (!wants(n, 1) || in[1]) &&
+	       (!wants(n, 2) || in[2]);
 }
 
 /* An int[] argument's value for dim i (one value repeats; none: def). */
@@ -1794,48 +1714,76 @@ struct vnpu_at_tensor *vnpu_autograd_convolution(vnpu_keyset_t ks, struct vnpu_a
 
 /* ---- pooling ------------------------------------------------------------------ */
 
-/* max pool: each output gradient goes to the input element its index
- * names (a one-hot of the indices against every position of the plane,
- * times the gradient, summed over the outputs). Saved: the indices;
- * ints[0..7] the input's shape. */
+/* max_pool2d_with_indices_backward (nn_backward.c). Saved: the input and
+ * the indices; ints: kernel, stride, padding, dilation (2 each), ceil. */
+enum { MP_K = 0, MP_S = 2, MP_P = 4, MP_D = 6, MP_CEIL = 8 };
+
 static bool max_pool_backward(struct vnpu_ag_node *n,
 			      struct vnpu_at_tensor **g,
 			      struct vnpu_at_tensor **in)
 {
-	struct vnpu_at_int_array shape = saved_shape(n, 0);
-	int64_t hw = shape.v[shape.n - 1] * shape.v[shape.n - 2];
-	int64_t outs = g[0]->sizes[g[0]->ndim - 1] *
-		       g[0]->sizes[g[0]->ndim - 2];
-	int64_t planes = outs ? vnpu_at_numel(g[0]) / outs : 0;
-	struct vnpu_at_tensor *idx, *gg, *ar, *oh = NULL, *ohf = NULL;
-	struct vnpu_at_tensor *p = NULL, *s = NULL;
+	in[0] = vnpu_op_max_pool2d_with_indices_backward(g[0], n->saved[0],
+		ints_of(&n->ints[MP_K], 2), ints_of(&n->ints[MP_S], 2),
+		ints_of(&n->ints[MP_P], 2), ints_of(&n->ints[MP_D], 2),
+		n->ints[MP_CEIL], n->saved[1]);
+	return in[0] != NULL;
+}
 
-	if (!planes || !hw) {
-		in[0] = vnpu_op_zeros(shape, g[0]->dtype, n->device);
+/* The gradient of max_pool2d_with_indices_backward, as PyTorch's
+ * max_pool_double_backward: grad_output's is the incoming gradient read
+ * at each index (one index_select over the flattened planes); self's is
+ * zero. Saved: the indices. */
+static bool max_pool_double_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+				     struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_tensor *idx = n->saved[0], *flat, *gg, *sel;
+	struct vnpu_at_int_array out_shape = saved_shape(n, 0);
+	int64_t hw = g[0]->sizes[g[0]->ndim - 1] * g[0]->sizes[g[0]->ndim - 2];
+	int64_t outs = idx->sizes[idx->ndim - 1] * idx->sizes[idx->ndim - 2];
+	int64_t planes = hw ? vnpu_at_numel(g[0]) / hw : 0;
+
+	if (wants(n, 1)) {
+		in[1] = vnpu_op_zeros_like(g[0], VNPU_AT_DTYPE_NONE, VNPU_AT_DEV_NONE);
+		if (!in[1])
+			return false;
+	}
+	if (!wants(n, 0))
+		return true;
+	if (!planes || !outs) {
+		in[0] = vnpu_op_zeros(out_shape, g[0]->dtype, n->device);
 		return in[0] != NULL;
 	}
-	idx = vnpu_op_reshape(n->saved[0], VNPU_AT_INTS(planes, outs, 1));
-	gg = vnpu_op_reshape(g[0], VNPU_AT_INTS(planes, outs, 1));
-	ar = vnpu_op_arange_start_step(VNPU_AT_INT(0), VNPU_AT_INT(hw),
-				       VNPU_AT_INT(1), VNPU_AT_I64, n->device);
-	if (idx && gg && ar)
-		oh = vnpu_op_eq_Tensor(idx, ar);
-	if (oh)
-		ohf = vnpu_op__to_copy(oh, g[0]->dtype, VNPU_AT_DEV_NONE, false);
-	if (ohf)
-		p = vnpu_op_mul_Tensor(ohf, gg);
-	if (p)
-		s = vnpu_op_sum_dim_IntList(p, dims_of((const int64_t[]){ 1 }, 1),
-					    false, VNPU_AT_DTYPE_NONE);
-	in[0] = s ? vnpu_op_reshape(s, shape) : NULL;
-	vnpu_at_release(idx);
+	flat = vnpu_max_pool_flat_indices(idx, planes, outs, hw);
+	gg = flat ? vnpu_op_reshape(g[0], VNPU_AT_INTS(planes * hw)) : NULL;
+	sel = gg ? vnpu_op_index_select(gg, 0, flat) : NULL;
+	in[0] = sel ? vnpu_op_reshape(sel, out_shape) : NULL;
+	vnpu_at_release(flat);
 	vnpu_at_release(gg);
-	vnpu_at_release(ar);
-	vnpu_at_release(oh);
-	vnpu_at_release(ohf);
-	vnpu_at_release(p);
-	vnpu_at_release(s);
+	vnpu_at_release(sel);
 	return in[0] != NULL;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_max_pool2d_with_indices_backward(vnpu_keyset_t ks,
+	struct vnpu_at_tensor *grad_output, struct vnpu_at_tensor *self,
+	struct vnpu_at_int_array kernel_size, struct vnpu_at_int_array stride,
+	struct vnpu_at_int_array padding, struct vnpu_at_int_array dilation, bool ceil_mode,
+	struct vnpu_at_tensor *indices)
+{
+	struct vnpu_at_tensor *in[2] = { grad_output, self };
+	struct vnpu_at_tensor *out = vnpu_redispatch_max_pool2d_with_indices_backward(
+		vnpu_ag_below(ks), grad_output, self, kernel_size, stride, padding, dilation,
+		ceil_mode, indices);
+	struct vnpu_ag_node *node;
+
+	if (!out || !vnpu_ag_needed(2, in))
+		return out;
+	node = node_for("MaxPool2DWithIndicesBackwardBackward0", max_pool_double_backward, 2,
+			in);
+	if (node) {
+		save_shape(node, 0, grad_output);
+		vnpu_ag_save(node, 0, indices);
+	}
+	return track(out, node);
 }
 
 struct vnpu_ret_max_pool2d_with_indices vnpu_autograd_max_pool2d_with_indices(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_int_array kernel_size, struct vnpu_at_int_array stride, struct vnpu_at_int_array padding, struct vnpu_at_int_array dilation, bool ceil_mode)
@@ -1850,8 +1798,15 @@ struct vnpu_ret_max_pool2d_with_indices vnpu_autograd_max_pool2d_with_indices(vn
 	node = node_for("MaxPool2DWithIndicesBackward0", max_pool_backward, 1,
 			&self);
 	if (node) {
-		save_shape(node, 0, self);
-		vnpu_ag_save(node, 0, r.r1);
+		vnpu_ag_save(node, 0, self);
+		vnpu_ag_save(node, 1, r.r1);
+		for (uint32_t i = 0; i < 2; i++) {
+			node->ints[MP_K + i] = arg_at(kernel_size, i, 1);
+			node->ints[MP_S + i] = arg_at(stride, i, node->ints[MP_K + i]);
+			node->ints[MP_P + i] = arg_at(padding, i, 0);
+			node->ints[MP_D + i] = arg_at(dilation, i, 1);
+		}
+		node->ints[MP_CEIL] = ceil_mode;
 	}
 	r.r0 = track(r.r0, node);
 	if (!r.r0) {
@@ -1861,94 +1816,22 @@ struct vnpu_ret_max_pool2d_with_indices vnpu_autograd_max_pool2d_with_indices(vn
 	return r;
 }
 
-/*
- * avg pool: the gradient divided by each window's divisor, spread over
- * the window by a transposed convolution with a ones kernel (every plane
- * as a batch entry). ints[0..7] the input's shape; ints[8..] kernel,
- * stride, padding (2 each), flags (ceil, count_include_pad, override),
- * divisor.
- */
-enum { AP_K = 8, AP_S = 10, AP_P = 12, AP_FLAGS = 14, AP_DIV = 15 };
-
-/* 1 / divisor of every output window, as PyTorch's avg_pool2d divides */
-static struct vnpu_at_tensor *avg_pool_scale(const struct vnpu_ag_node *n,
-					     int64_t ho, int64_t wo,
-					     int64_t h, int64_t w)
-{
-	const int64_t *a = n->ints;
-	struct vnpu_at_tensor *t = vnpu_at_empty(2, (int64_t[]){ ho, wo },
-						 VNPU_AT_F64, VNPU_AT_DEV_CPU);
-	double *d = t ? vnpu_at_data(t) : NULL;
-
-	for (int64_t i = 0; d && i < ho; i++) {
-		for (int64_t j = 0; j < wo; j++) {
-			int64_t hs = i * a[AP_S] - a[AP_P];
-			int64_t ws = j * a[AP_S + 1] - a[AP_P + 1];
-			int64_t he = hs + a[AP_K], we = ws + a[AP_K + 1];
-			int64_t div;
-
-			he = he < h + a[AP_P] ? he : h + a[AP_P];
-			we = we < w + a[AP_P + 1] ? we : w + a[AP_P + 1];
-			div = (he - hs) * (we - ws);
-			hs = hs > 0 ? hs : 0;
-			ws = ws > 0 ? ws : 0;
-			he = he < h ? he : h;
-			we = we < w ? we : w;
-			if (a[AP_FLAGS] & 4)
-				div = a[AP_DIV];
-			else if (!(a[AP_FLAGS] & 2))
-				div = (he - hs) * (we - ws);
-			d[i * wo + j] = div ? 1.0 / (double)div : 0.0;
-		}
-	}
-	return t;
-}
+/* avg_pool2d_backward (nn_backward.c). ints: kernel, stride, padding (2
+ * each), ceil_mode, count_include_pad, divisor_override's presence and
+ * value. */
+enum { AP_K = 0, AP_S = 2, AP_P = 4, AP_CEIL = 6, AP_COUNT_PAD = 7, AP_HAS_DIV = 8,
+       AP_DIV = 9 };
 
 static bool avg_pool_backward(struct vnpu_ag_node *n,
 			      struct vnpu_at_tensor **g,
 			      struct vnpu_at_tensor **in)
 {
-	struct vnpu_at_int_array shape = saved_shape(n, 0);
 	const int64_t *a = n->ints;
-	int64_t h = shape.v[shape.n - 2], w = shape.v[shape.n - 1];
-	int64_t ho = g[0]->sizes[g[0]->ndim - 2];
-	int64_t wo = g[0]->sizes[g[0]->ndim - 1];
-	int64_t planes = (ho * wo) != 0 ? vnpu_at_numel(g[0]) / (ho * wo) : 0;
-	int64_t opad[2], full[2], hw[2] = { h, w };
-	struct vnpu_at_tensor *sc, *scd = NULL, *gs = NULL, *g4 = NULL;
-	struct vnpu_at_tensor *ones = NULL, *ct = NULL;
 
-	if (!planes || !h || !w) {
-		in[0] = vnpu_op_zeros(shape, g[0]->dtype, n->device);
-		return in[0] != NULL;
-	}
-	for (int i = 0; i < 2; i++) {
-		full[i] = ((i ? wo : ho) - 1) * a[AP_S + i] - 2 * a[AP_P + i] +
-			  a[AP_K + i];
-		opad[i] = full[i] < hw[i] ? hw[i] - full[i] : 0;
-	}
-	sc = avg_pool_scale(n, ho, wo, h, w);
-	if (sc)
-		scd = vnpu_op__to_copy(sc, g[0]->dtype, n->device, false);
-	if (scd)
-		gs = vnpu_op_mul_Tensor(g[0], scd);
-	if (gs)
-		g4 = vnpu_op_reshape(gs, VNPU_AT_INTS(planes, 1, ho, wo));
-	if (g4)
-		ones = vnpu_op_ones(VNPU_AT_INTS(1, 1, a[AP_K], a[AP_K + 1]),
-				    g[0]->dtype, n->device);
-	if (ones)
-		ct = vnpu_op_convolution(g4, ones, NULL, ints_of(&a[AP_S], 2),
-					 ints_of(&a[AP_P], 2), VNPU_AT_INTS(1, 1),
-					 true, ints_of(opad, 2), 1);
-	ct = narrow_spatial(ct, hw, 2);
-	in[0] = ct ? vnpu_op_reshape(ct, shape) : NULL;
-	vnpu_at_release(sc);
-	vnpu_at_release(scd);
-	vnpu_at_release(gs);
-	vnpu_at_release(g4);
-	vnpu_at_release(ones);
-	vnpu_at_release(ct);
+	in[0] = vnpu_op_avg_pool2d_backward(g[0], n->saved[0], ints_of(&a[AP_K], 2),
+					    ints_of(&a[AP_S], 2), ints_of(&a[AP_P], 2),
+					    a[AP_CEIL], a[AP_COUNT_PAD],
+					    (struct vnpu_at_opt_int){ a[AP_HAS_DIV], a[AP_DIV] });
 	return in[0] != NULL;
 }
 
@@ -1963,15 +1846,16 @@ struct vnpu_at_tensor *vnpu_autograd_avg_pool2d(vnpu_keyset_t ks, struct vnpu_at
 		return out;
 	node = node_for("AvgPool2DBackward0", avg_pool_backward, 1, &self);
 	if (node) {
-		save_shape(node, 0, self);
+		vnpu_ag_save(node, 0, self);
 		for (uint32_t i = 0; i < 2; i++) {
 			node->ints[AP_K + i] = arg_at(kernel_size, i, 1);
 			node->ints[AP_S + i] = arg_at(stride, i,
 						      node->ints[AP_K + i]);
 			node->ints[AP_P + i] = arg_at(padding, i, 0);
 		}
-		node->ints[AP_FLAGS] = ceil_mode | count_include_pad << 1 |
-				       divisor_override.has << 2;
+		node->ints[AP_CEIL] = ceil_mode;
+		node->ints[AP_COUNT_PAD] = count_include_pad;
+		node->ints[AP_HAS_DIV] = divisor_override.has;
 		node->ints[AP_DIV] = divisor_override.v;
 	}
 	return track(out, node);

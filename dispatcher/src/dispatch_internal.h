@@ -241,7 +241,7 @@ void vnpu_autograd_meta_free(struct vnpu_autograd_meta *m);
 bool vnpu_npu_runtime_init(void);
 
 /* The gradients of a normalisation (autograd_ops.c), shared by the
- * autograd of layer and batch norm and by native_layer_norm_backward:
+ * autograd of layer and batch norm and by their backward ops:
  * input (train: statistics of this batch; else grad * weight * rstd),
  * weight and bias summed over the `outer` dims and shaped wshape, each
  * where want[i] asks (in[i] NULL otherwise). f16/bf16 computed in f32:
@@ -254,6 +254,11 @@ bool vnpu_norm_backward(const bool want[3], struct vnpu_at_tensor *g,
 			const int64_t *outer, uint32_t nouter,
 			struct vnpu_at_int_array wshape,
 			struct vnpu_at_tensor **in);
+/* The indices of max_pool2d_with_indices (positions within each plane
+ * of hw elements, [planes, outs] when flattened) as positions in the
+ * flattened input: each plane's offset added (nn_backward.c). */
+struct vnpu_at_tensor *vnpu_max_pool_flat_indices(struct vnpu_at_tensor *indices,
+						  int64_t planes, int64_t outs, int64_t hw);
 extern _Thread_local void *vnpu_npu_cur_stream;
 extern _Thread_local int vnpu_npu_cur_device;
 

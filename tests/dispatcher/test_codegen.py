@@ -112,6 +112,21 @@ class Codegen(unittest.TestCase):
         self.assertNotEqual(rc, 0)
         self.assertIn('out_no_overlap is True or absent', err)
 
+    def test_replaces_torch_composite(self):
+        # True or absent, and only on a CompositeExplicitAutograd op
+        rc, err, _ = run('- func: %s\n  dispatch: CPU\n'
+                         '  replaces_torch_composite: True\n' % MM, ['cpu'])
+        self.assertNotEqual(rc, 0)
+        self.assertIn('replaces_torch_composite needs dispatch: '
+                      'CompositeExplicitAutograd', err)
+        rc, err, _ = run('- func: %s\n  dispatch: CPU\n'
+                         '  replaces_torch_composite: yes\n' % MM, ['cpu'])
+        self.assertNotEqual(rc, 0)
+        self.assertIn('replaces_torch_composite is True or absent', err)
+        rc, err, _ = run('- func: %s\n  dispatch: CompositeExplicitAutograd\n'
+                         '  replaces_torch_composite: True\n' % MM, ['cea'])
+        self.assertEqual(rc, 0, err)
+
     def test_bool_lists_need_a_length(self):
         # output masks are bool[N] with 1 <= N <= 64, a bit list in C
         mask = 'mm(Tensor self, Tensor mat2, bool[%s] output_mask) -> Tensor'

@@ -394,6 +394,155 @@ START_TEST(arith_and_math_ops)
 }
 END_TEST
 
+/* Expects two results of one backward op to agree (NULL where the mask
+ * left a gradient out: both). */
+static void expect_grads(const char *what, struct vnpu_at_tensor **w,
+			 struct vnpu_at_tensor **g, uint32_t n, double tol)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		ck_assert_msg(!w[i] == !g[i], "%s: gradient %u defined on one side only",
+			      what, i);
+		if (w[i])
+			ot_expect_close(what, w[i], g[i], tol, tol);
+		vnpu_at_release(w[i]);
+		vnpu_at_release(g[i]);
+	}
+}
+
+/* The nn layers' backward ops and hard activations: the device (no
+ * fallback) against the same composites and the C kernels on the CPU. */
+START_TEST(nn_backward_ops)
+{
+	static const struct {
+		int64_t w[4], stride, pad, dil, groups;
+	} convs[] = {
+		{ { 6, 8, 3, 3 }, 1, 1, 1, 1 },
+		{ { 6, 8, 3, 3 }, 2, 1, 1, 1 },
+		{ { 6, 4, 3, 2 }, 2, 2, 2, 2 },
+		{ { 8, 1, 3, 3 }, 2, 1, 1, 8 },
+		{ { 3, 8, 2, 2 }, 3, 4, 1, 1 },
+	};
+	int64_t xs[4] = { 2, 8, 9, 8 }, cs[1] = { 8 };
+	struct vnpu_at_bool_list all = { 3, 7 }, input_only = { 3, 1 };
+	struct vnpu_at_tensor *x, *xn;
+
+	ot_seed(23);
+	x = ot_rand(4, xs, VNPU_AT_F32, -2, 2, OT_CONTIG);
+	xn = ot_to_npu(x);
+	vnpu_fallback_reset();
+	for (size_t c = 0; c < sizeof(convs) / sizeof(convs[0]); c++) {
+		struct vnpu_at_tensor *w = ot_rand(4, convs[c].w, VNPU_AT_F32, -1, 1, OT_CONTIG);
+		struct vnpu_at_tensor *wn = ot_to_npu(w);
+		struct vnpu_at_tensor *y = vnpu_op_convolution(x, w, NULL,
+			VNPU_AT_INTS(convs[c].stride), VNPU_AT_INTS(convs[c].pad),
+			VNPU_AT_INTS(convs[c].dil), false, VNPU_AT_INTS(0), convs[c].groups);
+		struct vnpu_at_tensor *go, *gon;
+		struct vnpu_ret_convolution_backward rw, rg;
+
+		ck_assert_msg(y, "conv %zu: %s", c, vnpu_at_error_message());
+		go = ot_rand(y->ndim, y->sizes, VNPU_AT_F32, -1, 1, OT_STRIDED);
+		gon = ot_to_npu(go);
+		rw = vnpu_op_convolution_backward(go, x, w, (struct vnpu_at_opt_int_array){ 0 },
+			VNPU_AT_INTS(convs[c].stride), VNPU_AT_INTS(convs[c].pad),
+			VNPU_AT_INTS(convs[c].dil), false, VNPU_AT_INTS(0), convs[c].groups,
+			c == 1 ? input_only : all);
+		rg = vnpu_op_convolution_backward(gon, xn, wn, (struct vnpu_at_opt_int_array){ 0 },
+			VNPU_AT_INTS(convs[c].stride), VNPU_AT_INTS(convs[c].pad),
+			VNPU_AT_INTS(convs[c].dil), false, VNPU_AT_INTS(0), convs[c].groups,
+			c == 1 ? input_only : all);
+		ck_assert_msg(rw.r0 && rg.r0, "conv %zu backward: %s", c, vnpu_at_error_message());
+		expect_grads("convolution_backward", (struct vnpu_at_tensor *[]){ rw.r0, rw.r1, rw.r2 },
+			     (struct vnpu_at_tensor *[]){ rg.r0, rg.r1, rg.r2 }, 3, 1e-4);
+		vnpu_at_release(w);
+		vnpu_at_release(wn);
+		vnpu_at_release(y);
+		vnpu_at_release(go);
+		vnpu_at_release(gon);
+	}
+	for (int train = 0; train < 2; train++) {
+		struct vnpu_at_tensor *g = ot_rand(4, xs, VNPU_AT_F32, -1, 1, OT_STRIDED);
+		struct vnpu_at_tensor *w = ot_rand(1, cs, VNPU_AT_F32, 0.5, 2, OT_CONTIG);
+		struct vnpu_at_tensor *m = ot_rand(1, cs, VNPU_AT_F32, -1, 1, OT_CONTIG);
+		struct vnpu_at_tensor *v = ot_rand(1, cs, VNPU_AT_F32, 0.5, 2, OT_CONTIG);
+		struct vnpu_at_tensor *on[5] = { ot_to_npu(g), ot_to_npu(w), ot_to_npu(m),
+						 ot_to_npu(v), NULL };
+		struct vnpu_ret_native_batch_norm_backward rw, rg;
+
+		/* train: the saved mean and inverse std; m and v stand for them */
+		rw = vnpu_op_native_batch_norm_backward(g, x, w, m, v, m, v, train, 1e-5, all);
+		rg = vnpu_op_native_batch_norm_backward(on[0], xn, on[1], on[2], on[3], on[2],
+							on[3], train, 1e-5, all);
+		ck_assert_msg(rw.r0 && rg.r0, "batch norm backward: %s", vnpu_at_error_message());
+		expect_grads("native_batch_norm_backward",
+			     (struct vnpu_at_tensor *[]){ rw.r0, rw.r1, rw.r2 },
+			     (struct vnpu_at_tensor *[]){ rg.r0, rg.r1, rg.r2 }, 3, 1e-4);
+		vnpu_at_release(g);
+		vnpu_at_release(w);
+		vnpu_at_release(m);
+		vnpu_at_release(v);
+		for (int i = 0; i < 4; i++)
+			vnpu_at_release(on[i]);
+	}
+	{
+		struct vnpu_ret_max_pool2d_with_indices pw, pg;
+		struct vnpu_at_tensor *go, *gon, *w[1], *g[1];
+
+		pw = vnpu_op_max_pool2d_with_indices(x, VNPU_AT_INTS(3), VNPU_AT_INTS(2),
+						     VNPU_AT_INTS(1), VNPU_AT_INTS(1), true);
+		pg = vnpu_op_max_pool2d_with_indices(xn, VNPU_AT_INTS(3), VNPU_AT_INTS(2),
+						     VNPU_AT_INTS(1), VNPU_AT_INTS(1), true);
+		ck_assert(pw.r0 && pg.r0);
+		go = ot_rand(pw.r0->ndim, pw.r0->sizes, VNPU_AT_F32, -1, 1, OT_STRIDED);
+		gon = ot_to_npu(go);
+		w[0] = vnpu_op_max_pool2d_with_indices_backward(go, x, VNPU_AT_INTS(3),
+			VNPU_AT_INTS(2), VNPU_AT_INTS(1), VNPU_AT_INTS(1), true, pw.r1);
+		g[0] = vnpu_op_max_pool2d_with_indices_backward(gon, xn, VNPU_AT_INTS(3),
+			VNPU_AT_INTS(2), VNPU_AT_INTS(1), VNPU_AT_INTS(1), true, pg.r1);
+		ck_assert_msg(w[0] && g[0], "max pool backward: %s", vnpu_at_error_message());
+		expect_grads("max_pool2d_with_indices_backward", w, g, 1, 1e-6);
+		/* avg pooling of the same window, padding left out of the
+		 * divisor */
+		w[0] = vnpu_op_avg_pool2d_backward(go, x, VNPU_AT_INTS(3), VNPU_AT_INTS(2),
+						   VNPU_AT_INTS(1), true, false,
+						   (struct vnpu_at_opt_int){ 0 });
+		g[0] = vnpu_op_avg_pool2d_backward(gon, xn, VNPU_AT_INTS(3), VNPU_AT_INTS(2),
+						   VNPU_AT_INTS(1), true, false,
+						   (struct vnpu_at_opt_int){ 0 });
+		ck_assert_msg(w[0] && g[0], "avg pool backward: %s", vnpu_at_error_message());
+		expect_grads("avg_pool2d_backward", w, g, 1, 1e-6);
+		vnpu_at_release(pw.r0);
+		vnpu_at_release(pw.r1);
+		vnpu_at_release(pg.r0);
+		vnpu_at_release(pg.r1);
+		vnpu_at_release(go);
+		vnpu_at_release(gon);
+	}
+	{
+		struct vnpu_at_tensor *g = ot_rand(4, xs, VNPU_AT_F32, -1, 1, OT_STRIDED);
+		struct vnpu_at_tensor *gn = ot_to_npu(g), *w[4], *d[4];
+		struct vnpu_at_tensor *x5 = vnpu_op_mul_Scalar(x, VNPU_AT_DOUBLE(2.5));
+		struct vnpu_at_tensor *x5n = ot_to_npu(x5);
+
+		w[0] = vnpu_op_hardsigmoid(x5);
+		d[0] = vnpu_op_hardsigmoid(x5n);
+		w[1] = vnpu_op_hardswish(x5);
+		d[1] = vnpu_op_hardswish(x5n);
+		w[2] = vnpu_op_hardsigmoid_backward(g, x5);
+		d[2] = vnpu_op_hardsigmoid_backward(gn, x5n);
+		w[3] = vnpu_op_hardswish_backward(g, x5);
+		d[3] = vnpu_op_hardswish_backward(gn, x5n);
+		expect_grads("hard activations", w, d, 4, 1e-6);
+		vnpu_at_release(g);
+		vnpu_at_release(gn);
+		vnpu_at_release(x5);
+		vnpu_at_release(x5n);
+	}
+	expect_on_device("nn backward ops");
+	vnpu_at_release(x);
+	vnpu_at_release(xn);
+}
+END_TEST
+
 /* Powers without a device kernel and int64 go through the fallback. */
 START_TEST(fallback_cases)
 {
@@ -1270,6 +1419,7 @@ static Suite *ops_npu_suite(void)
 	tcase_add_loop_test(tc, unary_ops, 0, NDT);
 	tcase_add_test(tc, int_ops);
 	tcase_add_test(tc, arith_and_math_ops);
+	tcase_add_test(tc, nn_backward_ops);
 	tcase_add_test(tc, fallback_cases);
 	tcase_add_loop_test(tc, binary_ops, 0, NDT);
 	tcase_add_loop_test(tc, scalar_compare_and_cat, 0, NDT);

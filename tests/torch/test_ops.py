@@ -721,10 +721,10 @@ def _pool():
         run(lambda a: F.avg_pool2d(a, 2), x)
 
 
-def no_fallback(fn, *inputs):
+def no_fallback(fn, *inputs, scale=1.0):
     """fn must agree with the CPU without any call falling back."""
     torch_vnpu.reset_fallback_report()
-    run(fn, *inputs)
+    run(fn, *inputs, scale=scale)
     assert torch_vnpu.fallback_report() == [], torch_vnpu.fallback_report()
 
 
@@ -764,6 +764,40 @@ def _composites():
     out = torch.empty(2, dtype=torch.uint8, device=NPU)
     torch.all(x, 1, out=out)
     assert out.cpu().tolist() == x.cpu().all(1).byte().tolist()
+
+
+@sample(['aten::hardsigmoid', 'aten::hardswish', 'aten::hardsigmoid_backward',
+         'aten::hardswish_backward'], 'hard-activations')
+def _hard_activations():
+    # both sides of every branch point (-3, 3), NaN and infinities
+    edges = torch.tensor([-3.0, 3.0, -3.0000002, 2.9999998, float('nan'),
+                          float('inf'), -float('inf'), -0.0])
+    for dt in FLOATS:
+        x = make((6, 7), dt, special=True, low=-5, high=5)
+        for f in (F.hardsigmoid, F.hardswish):
+            no_fallback(f, x)
+            no_fallback(f, x.t())
+            no_fallback(f, edges.to(dt))
+            no_fallback(lambda a: f(a, inplace=True), x.clone())
+        for op in (torch.ops.aten.hardsigmoid_backward,
+                   torch.ops.aten.hardswish_backward):
+            # a NaN input: PyTorch's CPU hardswish_backward gives NaN in
+            # its vectorised runs (as ours) and the gradient in its scalar
+            # ones, which it takes by length and dtype: no NaN here (the
+            # kernel tests hold ours)
+            no_fallback(op, make((6, 7), dt, seed=1), x.nan_to_num(0.5))
+            no_fallback(op, make((4,), dt, seed=1), edges[:4].to(dt))
+            no_fallback(op, make((3,), dt, seed=1), edges[5:].to(dt))
+        no_fallback(lambda a: torch.autograd.grad(F.hardswish(a).sum(), a)[0],
+                    make((4, 5), dt, low=-5, high=5).requires_grad_())
+        no_fallback(lambda a: torch.autograd.grad(F.hardsigmoid(a).sum(), a)[0],
+                    make((4, 5), dt, low=-5, high=5).requires_grad_())
+    # mixed dtypes promote, as TensorIterator
+    no_fallback(torch.ops.aten.hardswish_backward, make((3, 4), torch.float16),
+                make((3, 4)))
+    for f in (F.hardsigmoid, F.hardswish):
+        with pytest.raises(NotImplementedError, match='not implemented for'):
+            f(torch.arange(3, device=NPU))
 
 
 @sample(['aten::_softmax', 'aten::_log_softmax'], 'softmax')
@@ -862,6 +896,150 @@ def _backward_ops():
     run(grads(lambda a, b: F.mse_loss(a, b)), make((3, 4)), make((3, 4), seed=1))
     run(grads(lambda x, t: F.nll_loss(x, t)), make((5, 4)),
         make((5,), torch.int64, low=0, high=3))
+
+
+def conv_grads(x, w, b, mask, **kw):
+    """convolution_backward's three gradients of F.conv2d(x, w, b, **kw),
+    as PyTorch's autograd asks for them (None where mask says no)."""
+    transposed = kw.pop('transposed', False)
+    conv = F.conv_transpose2d if transposed else F.conv2d
+    # the output's shape, from the CPU (npu runs the backward alone)
+    y = conv(x.cpu().float(), w.cpu().float(),
+             None if b is None else b.cpu().float(), **kw)
+    g = torch.linspace(-1, 1, y.numel()).reshape(y.shape).to(x)
+    stride = kw.get('stride', 1)
+    padding = kw.get('padding', 0)
+    dilation = kw.get('dilation', 1)
+    two = lambda v: list(v) if isinstance(v, (tuple, list)) else [v, v]
+    opad = two(kw.get('output_padding', 0)) if transposed else [0, 0]
+    r = torch.ops.aten.convolution_backward(
+        g, x, w, [w.shape[1] * kw.get('groups', 1) if transposed else w.shape[0]],
+        two(stride), two(padding), two(dilation), transposed, opad,
+        kw.get('groups', 1), mask)
+    assert [t is not None for t in r] == mask
+    return tuple(t for t in r if t is not None)
+
+
+@sample([], 'nn-backward-ops')
+def _nn_backward_ops():
+    """convolution_backward, native_batch_norm_backward and the pooling
+    backward ops: composites of device ops, for PyTorch's autograd."""
+    full = [True, True, True]
+    for dt in (torch.float32, torch.float16, torch.bfloat16):
+        s = 1 if dt == torch.float32 else 8
+        x = make((2, 4, 9, 8), dt)
+        for kw, wshape in (({}, (6, 4, 3, 3)),
+                           ({'stride': 2, 'padding': 1}, (6, 4, 3, 3)),
+                           ({'stride': (2, 3), 'padding': (0, 2),
+                             'dilation': (2, 1)}, (6, 4, 3, 2)),
+                           ({'groups': 2, 'padding': 2}, (6, 2, 5, 3)),
+                           ({'groups': 4, 'stride': 2, 'padding': 1}, (8, 1, 3, 3)),
+                           ({'padding': 4, 'stride': 3}, (3, 4, 2, 2)),
+                           ({'stride': 4}, (5, 4, 1, 1))):
+            w = make(wshape, dt, seed=1)
+            b = make((wshape[0],), dt, seed=2)
+            no_fallback(lambda *a: conv_grads(*a, full, **dict(kw)), x, w, b,
+                        scale=s)
+        no_fallback(lambda *a: conv_grads(*a, [True, False, False], stride=2),
+                    x, make((3, 4, 3, 3), dt, seed=1), None, scale=s)
+        no_fallback(lambda *a: conv_grads(*a, [False, True, False], padding=1),
+                    x, make((3, 4, 3, 3), dt, seed=1), None, scale=s)
+        # autograd through the models' layer shapes
+        no_fallback(lambda a, w: torch.autograd.grad(
+            F.conv2d(a, w, stride=2, padding=3).sin().sum(), (a, w)),
+            make((2, 3, 16, 16), dt).requires_grad_(),
+            make((8, 3, 7, 7), dt, seed=1).requires_grad_(), scale=16 * s)
+    # transposed: the forward runs on the CPU fallback, the backward not
+    x = make((2, 4, 5, 6))
+    w = make((4, 3, 3, 3), seed=1)
+    ref = conv_grads(x, w, None, full, transposed=True, stride=2, padding=1,
+                     output_padding=1)
+    got = conv_grads(x.to(NPU), w.to(NPU), None, full, transposed=True,
+                     stride=2, padding=1, output_padding=1)
+    assert_same(got, ref)
+    # batch norm: train and eval, affine or not, each output_mask
+    for dt in (torch.float32, torch.bfloat16):
+        x = make((4, 3, 5, 5), dt)
+        g = make((4, 3, 5, 5), dt, seed=3)
+        w = make((3,), seed=1)
+        rm = make((3,), seed=2)
+        rv = make((3,), low=0.5, high=2, seed=4)
+
+        def bn_backward(train, mask, affine):
+            def f(g, x, w, rm, rv):
+                _, sm, si = torch.ops.aten.native_batch_norm(
+                    x, w if affine else None, None, rm.clone(), rv.clone(),
+                    train, 0.1, 1e-5)
+                r = torch.ops.aten.native_batch_norm_backward(
+                    g, x, w if affine else None, rm, rv, sm, si, train, 1e-5,
+                    mask)
+                assert [t is not None for t in r] == mask
+                return tuple(t for t in r if t is not None)
+            return f
+        for train in (True, False):
+            for mask in (full, [True, False, False], [False, True, True]):
+                no_fallback(bn_backward(train, mask, True), g, x, w, rm, rv,
+                            scale=1 if dt == torch.float32 else 8)
+            no_fallback(bn_backward(train, [True, False, False], False), g, x,
+                        w, rm, rv, scale=1 if dt == torch.float32 else 8)
+    # max pooling: overlapping windows add in order, ceil_mode, padding
+    for dt in (torch.float32, torch.float16, torch.bfloat16):
+        for x, k, st, pd, ceil in ((make((2, 3, 8, 8), dt), 3, 2, 1, False),
+                                   (make((3, 7, 9), dt), 2, 2, 0, True),
+                                   (make((1, 2, 6, 6), dt), 3, 1, 1, False)):
+            def mp(a):
+                a = a.detach().requires_grad_()
+                y = F.max_pool2d(a, k, st, pd, ceil_mode=ceil)
+                g = torch.linspace(-2, 2, y.numel()).reshape(y.shape).to(y)
+                return torch.autograd.grad(y, a, g)[0]
+            no_fallback(mp, x)
+    # avg pooling: padding counted or not, ceil_mode, a divisor override
+    for dt in (torch.float32, torch.float16, torch.bfloat16):
+        for x, kw in ((make((2, 3, 9, 8), dt), dict(kernel_size=2)),
+                      (make((3, 9, 8), dt), dict(kernel_size=3, stride=2,
+                                                 padding=1, ceil_mode=True)),
+                      (make((2, 3, 9, 8), dt),
+                       dict(kernel_size=3, stride=2, padding=1,
+                            count_include_pad=False)),
+                      (make((1, 2, 7, 7), dt),
+                       dict(kernel_size=3, stride=1, padding=1, ceil_mode=True,
+                            count_include_pad=False))):
+            def ap(a):
+                a = a.detach().requires_grad_()
+                y = F.avg_pool2d(a, **kw)
+                g = torch.linspace(-2, 2, y.numel()).reshape(y.shape).to(y)
+                return torch.autograd.grad(y, a, g)[0]
+            no_fallback(ap, x)
+        x = make((2, 3, 9, 8), dt)
+        no_fallback(lambda g, a: torch.ops.aten.avg_pool2d_backward(
+            g, a, [3, 2], [1, 2], [1, 0], False, True, 5),
+            make((2, 3, 9, 4), dt, seed=1), x)
+    # bad arguments are refused with PyTorch's exception type
+    x = make((2, 4, 6, 6)).to(NPU)
+    w = make((3, 4, 3, 3)).to(NPU)
+    with pytest.raises(RuntimeError):
+        torch.ops.aten.convolution_backward(
+            torch.zeros(2, 3, 5, 5, device=NPU), x, w, None, [1, 1], [0, 0],
+            [1, 1], False, [0, 0], 1, full)   # grad_output of the wrong size
+    with pytest.raises(RuntimeError):
+        torch.ops.aten.convolution_backward(
+            torch.zeros(2, 3, 4, 4, device=NPU), x, w, None, [1, 1, 1], [0, 0],
+            [1, 1], False, [0, 0], 1, full)
+    with pytest.raises(RuntimeError):
+        torch.ops.aten.native_batch_norm_backward(
+            x, x, None, None, None, None, None, True, 1e-5, full)
+    with pytest.raises(RuntimeError):
+        torch.ops.aten.avg_pool2d_backward(
+            torch.zeros(2, 4, 2, 2, device=NPU), x, [2, 2], [2, 2], [0, 0],
+            False, True, None)   # 6x6 pooled by 2 is 3x3
+    with pytest.raises(RuntimeError):
+        torch.ops.aten.avg_pool2d_backward(
+            torch.zeros(2, 4, 3, 3, device=NPU), x, [2, 2], [2, 2], [0, 0],
+            False, True, 0)
+    with pytest.raises(RuntimeError):
+        torch.ops.aten.max_pool2d_with_indices_backward(
+            x, x, [2, 2], [2, 2], [0, 0], [1, 1], False,
+            torch.zeros(2, 4, 6, 6, dtype=torch.int32, device=NPU))
 
 
 # ---- creation, copies, scalars, formats ----------------------------------

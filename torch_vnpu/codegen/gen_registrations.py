@@ -14,7 +14,8 @@ boxed kernel that translates PyTorch's stack by argument name
 (csrc/bridge.cpp). Registered are:
   - every op whose `dispatch:` lists NPU;
   - every composite op of ours for which PyTorch has only backend
-    kernels (zero_, addcmul), so it runs on our NPU kernels;
+    kernels (zero_, addcmul), or whose composite does not serve the npu
+    (`replaces_torch_composite`), so it runs on our NPU kernels;
   - the in-place and out= variants PyTorch has of those (add_.Tensor,
     add.out) and has no composite kernel for, served by the functional
     kernel and a copy, as torchgen's wrappers for external backends; those
@@ -173,11 +174,13 @@ def generate(ops, yaml_name, tops):
             errors.append('%s is not an operator of this PyTorch' % op.qualified)
     if errors:
         sys.exit('\n'.join(errors))
-    # ours where PyTorch has backend kernels only
+    # ours where PyTorch has backend kernels only, or a composite that
+    # does not serve the npu (the yaml's replaces_torch_composite)
     composite = [op for op in ops
                  if op.ns == 'aten' and len(op.dispatch) == 1 and
                  op.dispatch[0] in COMPOSITE and op.name not in VIEW_OPS
-                 and not tops.has_composite('aten::' + op.name, op.overload)]
+                 and (op.replaces_torch_composite or
+                      not tops.has_composite('aten::' + op.name, op.overload))]
     served = npu_ops + composite
     names = {op.qualified for op in served}
     for name in CPU_FALLBACK_OPS:

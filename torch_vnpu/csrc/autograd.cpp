@@ -7,7 +7,6 @@
 // makes such ops (npu::get_npu_format) run untracked, as on the CPU.
 #include "backend.h"
 
-#include <ATen/ops/convolution_backward.h>
 #include <torch/autograd.h>
 #include <torch/library.h>
 
@@ -41,41 +40,7 @@ at::Tensor format_cast_autograd(const at::Tensor &self, int64_t fmt)
 	return FormatCast::apply(self, fmt);
 }
 
-// PyTorch's convolution backward reaches a backend it does not know as
-// convolution_backward_overrideable. It runs on PyTorch's CPU kernel
-// through the fallback's policy and report (the device has no backward
-// convolution kernels yet).
-std::tuple<at::Tensor, at::Tensor, at::Tensor>
-convolution_backward(const at::Tensor &grad_output, const at::Tensor &input,
-		     const at::Tensor &weight, c10::IntArrayRef stride,
-		     c10::IntArrayRef padding, c10::IntArrayRef dilation,
-		     bool transposed, c10::IntArrayRef output_padding,
-		     int64_t groups, std::array<bool, 3> output_mask)
-{
-	static const char name[] = "aten::convolution_backward";
-
-	if (!vnpu_fallback_enter(name))
-		throw_dispatch_error(name);
-	vnpu_fallback_done(name, true);
-	int64_t bias = weight.size(transposed ? 1 : 0) * (transposed ? groups : 1);
-	auto r = at::convolution_backward(
-		grad_output.cpu(), input.cpu(), weight.cpu(),
-		output_mask[2] ? c10::make_optional(c10::IntArrayRef(&bias, 1)) :
-				 c10::nullopt,
-		stride, padding, dilation, transposed, output_padding, groups,
-		output_mask);
-	auto back = [&](const at::Tensor &t) {
-		return t.defined() ? t.to(input.device()) : t;
-	};
-	return { back(std::get<0>(r)), back(std::get<1>(r)), back(std::get<2>(r)) };
-}
-
 } // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
-{
-	m.impl("convolution_backward_overrideable", TORCH_FN(convolution_backward));
-}
 
 TORCH_LIBRARY_IMPL(_, AutogradPrivateUse1, m)
 {

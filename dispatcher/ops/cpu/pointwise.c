@@ -35,6 +35,8 @@ enum pw_op {
 	PW_FLOOR_DIVIDE,
 	PW_COPYSIGN,
 	PW_ATAN2,
+	PW_HARDSIGMOID_BW,
+	PW_HARDSWISH_BW,
 };
 
 #define KC_SQRT1_2 0.70710678118654752440
@@ -169,6 +171,10 @@ static double pw_float(enum pw_op op, double a, double b, double alpha)
 		return copysign(a, b);
 	case PW_ATAN2:
 		return atan2(a, b);
+	case PW_HARDSIGMOID_BW:	/* a = grad, b = self; PyTorch's float 1/6 */
+		return b > -3 && b < 3 ? a * (double)(1.0f / 6.0f) : 0.0;
+	case PW_HARDSWISH_BW:
+		return b <= -3 ? 0.0 : b >= 3 ? a : a * (b / 3 + 0.5);
 	}
 	return 0.0;
 }
@@ -715,6 +721,8 @@ enum pw_unary {
 	PU_TRUNC,
 	PU_ROUND,
 	PU_SIGN,
+	PU_HARDSIGMOID,
+	PU_HARDSWISH,
 };
 
 static double pu_float(enum pw_unary op, double x)
@@ -790,6 +798,10 @@ static double pu_float(enum pw_unary op, double x)
 		return nearbyint(x);
 	case PU_SIGN:		/* NaN and -0 give +0, as PyTorch */
 		return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0;
+	case PU_HARDSIGMOID:	/* NaN passes both clamps, as std::min/max */
+		return isnan(x) ? x : fmin(fmax(x + 3, 0), 6) / 6;
+	case PU_HARDSWISH:
+		return isnan(x) ? x : x * fmin(fmax(x + 3, 0), 6) / 6;
 	}
 	return 0.0;
 }
@@ -1119,6 +1131,24 @@ struct vnpu_at_tensor *vnpu_cpu_gelu(vnpu_keyset_t ks,
 	return pw_unary(mode ? PU_GELU_TANH : PU_GELU, self, self->dtype);
 }
 
+struct vnpu_at_tensor *vnpu_cpu_hardsigmoid(vnpu_keyset_t ks,
+					    struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	if (!pw_float_only("aten::hardsigmoid", "hardsigmoid_cpu", self))
+		return NULL;
+	return pw_unary(PU_HARDSIGMOID, self, self->dtype);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_hardswish(vnpu_keyset_t ks,
+					  struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	if (!pw_float_only("aten::hardswish", "hardswish_cpu", self))
+		return NULL;
+	return pw_unary(PU_HARDSWISH, self, self->dtype);
+}
+
 struct vnpu_at_tensor *vnpu_cpu_silu(vnpu_keyset_t ks,
 				     struct vnpu_at_tensor *self)
 {
@@ -1394,6 +1424,34 @@ struct vnpu_at_tensor *vnpu_cpu_tanh_backward(vnpu_keyset_t ks,
 		return NULL;
 	return pw_binary("aten::tanh_backward", PW_TANH_BW, grad_output,
 			 output, dt, dt, VNPU_AT_INT(1));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_hardsigmoid_backward(vnpu_keyset_t ks,
+						     struct vnpu_at_tensor *grad_output,
+						     struct vnpu_at_tensor *self)
+{
+	enum vnpu_at_dtype dt = vnpu_at_result_type(grad_output, self);
+
+	(void)ks;
+	if (!pw_float_only("aten::hardsigmoid_backward", "hardsigmoid_backward", self) ||
+	    !pw_float_only("aten::hardsigmoid_backward", "hardsigmoid_backward", grad_output))
+		return NULL;
+	return pw_binary("aten::hardsigmoid_backward", PW_HARDSIGMOID_BW, grad_output, self,
+			 dt, dt, VNPU_AT_INT(1));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_hardswish_backward(vnpu_keyset_t ks,
+						   struct vnpu_at_tensor *grad_output,
+						   struct vnpu_at_tensor *self)
+{
+	enum vnpu_at_dtype dt = vnpu_at_result_type(grad_output, self);
+
+	(void)ks;
+	if (!pw_float_only("aten::hardswish_backward", "hardswish_backward_cpu", self) ||
+	    !pw_float_only("aten::hardswish_backward", "hardswish_backward_cpu", grad_output))
+		return NULL;
+	return pw_binary("aten::hardswish_backward", PW_HARDSWISH_BW, grad_output, self,
+			 dt, dt, VNPU_AT_INT(1));
 }
 
 struct vnpu_at_tensor *vnpu_cpu_gelu_backward(vnpu_keyset_t ks,

@@ -749,6 +749,22 @@ struct vnpu_at_tensor *vnpu_npu_gelu(vnpu_keyset_t ks,
 	return unary_in("aten::gelu", VNPU_UNARY_GELU, self, self->dtype);
 }
 
+struct vnpu_at_tensor *vnpu_npu_hardsigmoid(vnpu_keyset_t ks,
+					    struct vnpu_at_tensor *self)
+{
+	if (!npk_float(self->dtype))
+		return vnpu_fallback_hardsigmoid(ks, self);
+	return unary_in("aten::hardsigmoid", VNPU_UNARY_HARDSIGMOID, self, self->dtype);
+}
+
+struct vnpu_at_tensor *vnpu_npu_hardswish(vnpu_keyset_t ks,
+					  struct vnpu_at_tensor *self)
+{
+	if (!npk_float(self->dtype))
+		return vnpu_fallback_hardswish(ks, self);
+	return unary_in("aten::hardswish", VNPU_UNARY_HARDSWISH, self, self->dtype);
+}
+
 struct vnpu_at_tensor *vnpu_npu_silu(vnpu_keyset_t ks,
 				     struct vnpu_at_tensor *self)
 {
@@ -1011,6 +1027,35 @@ struct vnpu_at_tensor *vnpu_npu_gelu_backward(vnpu_keyset_t ks,
 		return vnpu_fallback_gelu_backward(ks, grad_output, self,
 						   approximate);
 	return npk_binary("aten::gelu_backward", VNPU_BINARY_GELU_BACKWARD,
+			  grad_output, self, dt, 1.0);
+}
+
+/* grad * hardsigmoid'(x) and grad * hardswish'(x) on BINARY in f32,
+ * rounded once; integers and bad arguments go to the CPU kernel, which
+ * words the error. */
+struct vnpu_at_tensor *vnpu_npu_hardsigmoid_backward(vnpu_keyset_t ks,
+						     struct vnpu_at_tensor *grad_output,
+						     struct vnpu_at_tensor *self)
+{
+	enum vnpu_at_dtype dt = vnpu_at_result_type(grad_output, self);
+
+	if (!npk_float(dt) || !vnpu_at_dtype_is_float(self->dtype) ||
+	    !vnpu_at_dtype_is_float(grad_output->dtype))
+		return vnpu_fallback_hardsigmoid_backward(ks, grad_output, self);
+	return npk_binary("aten::hardsigmoid_backward", VNPU_BINARY_HARDSIGMOID_BACKWARD,
+			  grad_output, self, dt, 1.0);
+}
+
+struct vnpu_at_tensor *vnpu_npu_hardswish_backward(vnpu_keyset_t ks,
+						   struct vnpu_at_tensor *grad_output,
+						   struct vnpu_at_tensor *self)
+{
+	enum vnpu_at_dtype dt = vnpu_at_result_type(grad_output, self);
+
+	if (!npk_float(dt) || !vnpu_at_dtype_is_float(self->dtype) ||
+	    !vnpu_at_dtype_is_float(grad_output->dtype))
+		return vnpu_fallback_hardswish_backward(ks, grad_output, self);
+	return npk_binary("aten::hardswish_backward", VNPU_BINARY_HARDSWISH_BACKWARD,
 			  grad_output, self, dt, 1.0);
 }
 
