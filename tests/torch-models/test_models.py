@@ -6,8 +6,9 @@ Each model runs a training step on both devices from the same weights, with
 the same seed before the forward (npu's random draws come from the CPU
 generator, so Dropout drops the same elements): the loss, every gradient,
 the BatchNorm statistics and the parameters after the optimizer's steps
-agree within float32 rounding of a different summation order. A checkpoint of the trained npu model and its optimizer
-loads on the CPU and back on npu bit-identically.
+agree within float32 rounding of a different summation order, and no op
+of the step falls back to the CPU. A checkpoint of the trained npu model
+and its optimizer loads on the CPU and back on npu bit-identically.
 """
 import copy
 import io
@@ -17,7 +18,7 @@ import torch
 import torch.nn.functional as F
 import torchvision
 
-import torch_vnpu  # noqa: F401  (registers the npu device)
+import torch_vnpu  # registers the npu device
 
 BATCH = 2
 CLASSES = 10
@@ -92,6 +93,7 @@ def test_train_step_matches_cpu(make, optimizer):
     y = torch.randint(0, CLASSES, (BATCH,))
 
     cpu_loss = forward_backward(cpu_model, x, y)
+    torch_vnpu.reset_fallback_report()
     npu_loss = forward_backward(npu_model, x.npu(), y.npu())
     assert npu_loss == pytest.approx(cpu_loss, rel=1e-5)
 
@@ -114,6 +116,8 @@ def test_train_step_matches_cpu(make, optimizer):
         npu_opt.step()
     for name, p in cpu_params.items():
         assert_close(p, npu_params[name], name, rtol=1e-5, atol=1e-7)
+    # the forward, backward and optimizer steps ran on the device alone
+    assert torch_vnpu.fallback_report() == []
 
 
 @pytest.mark.parametrize("make", MODELS, ids=lambda f: f.__name__)
@@ -125,9 +129,11 @@ def test_eval_forward_matches_cpu(make):
     x = torch.randn(BATCH, 3, size, size)
     with torch.no_grad():
         want = cpu_model(x)
+        torch_vnpu.reset_fallback_report()
         got = npu_model(x.npu())
     assert got.device.type == "npu"
     assert max_rel_diff(want, got) < 1e-4
+    assert torch_vnpu.fallback_report() == []
 
 
 @pytest.mark.parametrize("make", [resnet18], ids=lambda f: f.__name__)
