@@ -2847,7 +2847,52 @@ static struct vnpu_at_tensor *where_zero(struct temps *t,
  * remainder and fmod: grad, -grad * (a // b) (floor or trunc); each
  * reduced to its input's shape and rounded once.
  */
-enum binary_grad { BG_ATAN2, BG_REMAINDER, BG_FMOD };
+enum binary_grad { BG_ATAN2, BG_REMAINDER, BG_FMOD, BG_HYPOT, BG_LOGADDEXP, BG_XLOGY };
+
+/* hypot: grad * a / r, grad * b / r with r = hypot(a, b); logaddexp:
+ * grad / (1 + exp(b - a)), grad / (1 + exp(a - b)); xlogy: xlogy(grad, b),
+ * 0 where a == 0 and b <= 0, and grad * a / b: PyTorch's formulas, in f32
+ * for f16/bf16. False when an op failed. */
+static bool binary_float_grads(struct temps *t, enum binary_grad f, struct vnpu_at_tensor *gg,
+			       struct vnpu_at_tensor *a, struct vnpu_at_tensor *b,
+			       struct vnpu_at_tensor **ga, struct vnpu_at_tensor **gb)
+{
+	struct vnpu_at_tensor *r, *d;
+
+	switch (f) {
+	case BG_HYPOT:
+		r = keep(t, vnpu_op_hypot(a, b));
+		*ga = r ? keep(t, vnpu_op_mul_Tensor(gg, a)) : NULL;
+		*ga = *ga ? keep(t, vnpu_op_div_Tensor(*ga, r)) : NULL;
+		*gb = r ? keep(t, vnpu_op_mul_Tensor(gg, b)) : NULL;
+		*gb = *gb ? keep(t, vnpu_op_div_Tensor(*gb, r)) : NULL;
+		break;
+	case BG_LOGADDEXP:
+		for (int i = 0; i < 2; i++) {
+			struct vnpu_at_tensor **out = i ? gb : ga;
+
+			d = keep(t, vnpu_op_sub_Tensor(i ? a : b, i ? b : a, VNPU_AT_INT(1)));
+			d = d ? keep(t, vnpu_op_exp(d)) : NULL;
+			d = d ? keep(t, vnpu_op_add_Scalar(d, VNPU_AT_INT(1), VNPU_AT_INT(1))) : NULL;
+			*out = d ? keep(t, vnpu_op_div_Tensor(gg, d)) : NULL;
+		}
+		break;
+	default: {	/* BG_XLOGY */
+		struct vnpu_at_tensor *az = keep(t, vnpu_op_eq_Scalar(a, VNPU_AT_INT(0)));
+		struct vnpu_at_tensor *bn = keep(t, vnpu_op_le_Scalar(b, VNPU_AT_INT(0)));
+		struct vnpu_at_tensor *both = az && bn ? keep(t, vnpu_op_logical_and(az, bn)) : NULL;
+		struct vnpu_at_tensor *x = both ? keep(t, vnpu_op_xlogy_Tensor(gg, b)) : NULL;
+		struct vnpu_at_tensor *z = x ? keep(t, vnpu_op_zeros_like(x, VNPU_AT_DTYPE_NONE,
+									VNPU_AT_DEV_NONE)) : NULL;
+
+		*ga = z ? keep(t, vnpu_op_where_self(both, z, x)) : NULL;
+		*gb = keep(t, vnpu_op_mul_Tensor(gg, a));
+		*gb = *gb ? keep(t, vnpu_op_div_Tensor(*gb, b)) : NULL;
+		break;
+	}
+	}
+	return *ga && *gb;
+}
 
 static bool binary_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
 			    struct vnpu_at_tensor **in)
@@ -2873,6 +2918,8 @@ static bool binary_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
 		ga = ga ? keep(&t, vnpu_op_mul_Tensor(ga, q)) : NULL;
 		gb = q && na ? keep(&t, vnpu_op_mul_Tensor(gg, na)) : NULL;
 		gb = gb ? keep(&t, vnpu_op_mul_Tensor(gb, q)) : NULL;
+	} else if (gg && a && b && f >= BG_HYPOT) {
+		binary_float_grads(&t, f, gg, a, b, &ga, &gb);
 	} else if (gg && a && b) {
 		ga = gg;
 		q = f == BG_REMAINDER ? keep(&t, vnpu_op_floor_divide(a, b)) :
@@ -2894,6 +2941,27 @@ struct vnpu_at_tensor *vnpu_autograd_atan2(vnpu_keyset_t ks, struct vnpu_at_tens
 	return record(vnpu_redispatch_atan2(vnpu_ag_below(ks), self, other),
 		      "Atan2Backward0", binary_backward, 2,
 		      (struct vnpu_at_tensor *[]){ self, other }, true, BG_ATAN2);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_hypot(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_tensor *other)
+{
+	return record(vnpu_redispatch_hypot(vnpu_ag_below(ks), self, other),
+		      "HypotBackward0", binary_backward, 2,
+		      (struct vnpu_at_tensor *[]){ self, other }, true, BG_HYPOT);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_logaddexp(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_tensor *other)
+{
+	return record(vnpu_redispatch_logaddexp(vnpu_ag_below(ks), self, other),
+		      "LogaddexpBackward0", binary_backward, 2,
+		      (struct vnpu_at_tensor *[]){ self, other }, true, BG_LOGADDEXP);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_xlogy_Tensor(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_tensor *other)
+{
+	return record(vnpu_redispatch_xlogy_Tensor(vnpu_ag_below(ks), self, other),
+		      "XlogyBackward0", binary_backward, 2,
+		      (struct vnpu_at_tensor *[]){ self, other }, true, BG_XLOGY);
 }
 
 struct vnpu_at_tensor *vnpu_autograd_remainder_Tensor(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_tensor *other)

@@ -323,7 +323,8 @@ static struct vnpu_at_tensor *prod_all(struct vnpu_at_tensor *t)
 	return vnpu_op_prod(t, VNPU_AT_DTYPE_NONE);
 }
 
-/* pow, remainder, fmod, floor_divide, copysign, atan2, the float ufuncs,
+/* pow, remainder, fmod, floor_divide, copysign, atan2, hypot, logaddexp,
+ * xlogy, the float ufuncs,
  * the rounding ops, sign and prod: the device against the CPU kernels,
  * broadcast and strided, f32 and int32, with no fallback; an integer
  * zero divisor raises ZeroDivisionError on both. */
@@ -336,6 +337,9 @@ START_TEST(arith_and_math_ops)
 		{ "floor_divide", vnpu_op_floor_divide, true },
 		{ "copysign", vnpu_op_copysign_Tensor, false },
 		{ "atan2", vnpu_op_atan2, false },
+		{ "hypot", vnpu_op_hypot, false },
+		{ "logaddexp", vnpu_op_logaddexp, false },
+		{ "xlogy", vnpu_op_xlogy_Tensor, false },
 	};
 	static const struct { const char *name; unary_fn fn; } un[] = {
 		{ "sin", vnpu_op_sin }, { "acos", vnpu_op_acos },

@@ -298,6 +298,40 @@ def _advanced_indexing():
         assert str(npu.value).split('\n')[0] == str(cpu.value).split('\n')[0]
 
 
+@sample(['aten::hypot', 'aten::logaddexp', 'aten::xlogy.Tensor'],
+        'binary-float-functions')
+def _binary_float_functions():
+    for dt in FLOATS:
+        a = make((4, 5), dt, special=True, low=-9, high=9)
+        b = make((5,), dt, seed=1, low=-4, high=4)
+        no_fallback(lambda x, y: (torch.hypot(x, y), torch.logaddexp(x, y),
+                                  torch.logaddexp(y, x), torch.xlogy(x, y),
+                                  torch.xlogy(y, x.abs())), a, b)
+        no_fallback(lambda x, y: torch.autograd.grad(
+            (torch.hypot(x, y) + torch.logaddexp(x, y)).sum(), (x, y)),
+            make((3, 4), dt, low=0.5, high=3).requires_grad_(),
+            make((4,), dt, seed=1, low=0.5, high=3).requires_grad_(), scale=4)
+        # PyTorch's xlogy gradient calls masked_fill_, not on the device yet
+        run(lambda x, y: torch.autograd.grad(torch.xlogy(x, y).sum(), (x, y)),
+            make((3, 4), dt, low=0.5, high=3).requires_grad_(),
+            make((4,), dt, seed=1, low=0.5, high=3).requires_grad_(), scale=4)
+    # the edges of PyTorch's definitions: equal infinities, 0 * log(0),
+    # NaN y, a zero gradient of xlogy where x == 0 and y <= 0
+    f = torch.tensor([float('inf'), -float('inf'), 0.0, 0.0, 2.0, 0.0, -0.0])
+    g = torch.tensor([float('inf'), -float('inf'), 0.0, float('nan'), -1.0, -2.0, 3.0])
+    no_fallback(lambda x, y: (torch.hypot(x, y), torch.logaddexp(x, y),
+                              torch.xlogy(x, y)), f, g)
+    run(lambda x, y: torch.autograd.grad(torch.xlogy(x, y).sum(), x)[0],
+        torch.tensor([0.0, 0.0, 1.0]).requires_grad_(),
+        torch.tensor([-1.0, 2.0, 3.0]))
+    # xlogy promotes integers; hypot and logaddexp refuse them, as PyTorch
+    no_fallback(torch.xlogy, torch.tensor([0, 1, 2]), torch.tensor([0, 3, 4]))
+    for f, name in ((torch.hypot, 'hypot_cpu'), (torch.logaddexp, 'logaddexp_cpu')):
+        with pytest.raises(NotImplementedError, match=name):
+            t = torch.tensor([1, 2], device=NPU)
+            f(t, t)
+
+
 @sample(['aten::pow.Tensor_Tensor', 'aten::remainder.Tensor',
          'aten::fmod.Tensor', 'aten::floor_divide', 'aten::copysign.Tensor',
          'aten::atan2'], 'binary-arithmetic')

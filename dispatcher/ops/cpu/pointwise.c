@@ -37,6 +37,9 @@ enum pw_op {
 	PW_ATAN2,
 	PW_HARDSIGMOID_BW,
 	PW_HARDSWISH_BW,
+	PW_HYPOT,
+	PW_LOGADDEXP,
+	PW_XLOGY,
 };
 
 #define KC_SQRT1_2 0.70710678118654752440
@@ -175,6 +178,16 @@ static double pw_float(enum pw_op op, double a, double b, double alpha)
 		return b > -3 && b < 3 ? a * (double)(1.0f / 6.0f) : 0.0;
 	case PW_HARDSWISH_BW:
 		return b <= -3 ? 0.0 : b >= 3 ? a : a * (b / 3 + 0.5);
+	case PW_HYPOT:
+		return hypot(a, b);
+	case PW_LOGADDEXP:	/* as PyTorch: equal infinities give themselves */
+		if (isinf(a) && a == b)
+			return a;
+		return fmax(a, b) + log1p(exp(-fabs(a - b)));
+	case PW_XLOGY:		/* 0 * log(0) is 0; NaN y stays NaN */
+		if (isnan(b))
+			return NAN;
+		return a == 0 ? 0.0 : a * log(b);
 	}
 	return 0.0;
 }
@@ -486,6 +499,44 @@ struct vnpu_at_tensor *vnpu_cpu_atan2(vnpu_keyset_t ks,
 	(void)ks;
 	return pw_binary("aten::atan2", PW_ATAN2, self, other, dt, dt,
 			 VNPU_AT_INT(1));
+}
+
+/* Float ops of PyTorch's binary_op (no integer-to-float promotion): an
+ * integer or bool result type is refused in PyTorch's words. */
+static struct vnpu_at_tensor *pw_float_binary(const char *name, const char *impl,
+					      enum pw_op op, struct vnpu_at_tensor *self,
+					      struct vnpu_at_tensor *other)
+{
+	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
+
+	if (!vnpu_at_dtype_is_float(dt))
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE, "%s: \"%s\" not implemented for '%s'",
+					 name, impl, vnpu_at_dtype_name(dt));
+	return pw_binary(name, op, self, other, dt, dt, VNPU_AT_INT(1));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_hypot(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+				      struct vnpu_at_tensor *other)
+{
+	(void)ks;
+	return pw_float_binary("aten::hypot", "hypot_cpu", PW_HYPOT, self, other);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_logaddexp(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					  struct vnpu_at_tensor *other)
+{
+	(void)ks;
+	return pw_float_binary("aten::logaddexp", "logaddexp_cpu", PW_LOGADDEXP, self, other);
+}
+
+/* xlogy promotes integers and bool to the default float dtype */
+struct vnpu_at_tensor *vnpu_cpu_xlogy_Tensor(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					     struct vnpu_at_tensor *other)
+{
+	enum vnpu_at_dtype dt = kc_float_of(vnpu_at_result_type(self, other));
+
+	(void)ks;
+	return pw_binary("aten::xlogy.Tensor", PW_XLOGY, self, other, dt, dt, VNPU_AT_INT(1));
 }
 
 static struct vnpu_at_tensor *pw_compare(const char *name, enum pw_op op,

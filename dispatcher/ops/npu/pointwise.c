@@ -154,6 +154,38 @@ struct vnpu_at_tensor *vnpu_npu_atan2(vnpu_keyset_t ks,
 			 1.0);
 }
 
+/* hypot and logaddexp take floats only (the CPU kernel refuses the
+ * rest); xlogy promotes integers and bool to the default float dtype. */
+struct vnpu_at_tensor *vnpu_npu_hypot(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+				      struct vnpu_at_tensor *other)
+{
+	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
+
+	if (!npk_float(dt))
+		return vnpu_fallback_hypot(ks, self, other);
+	return binary_op("aten::hypot", VNPU_BINARY_HYPOT, self, other, dt, 1.0);
+}
+
+struct vnpu_at_tensor *vnpu_npu_logaddexp(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					  struct vnpu_at_tensor *other)
+{
+	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
+
+	if (!npk_float(dt))
+		return vnpu_fallback_logaddexp(ks, self, other);
+	return binary_op("aten::logaddexp", VNPU_BINARY_LOGADDEXP, self, other, dt, 1.0);
+}
+
+struct vnpu_at_tensor *vnpu_npu_xlogy_Tensor(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					     struct vnpu_at_tensor *other)
+{
+	enum vnpu_at_dtype dt = kc_float_of(vnpu_at_result_type(self, other));
+
+	if (!npk_float(dt))
+		return vnpu_fallback_xlogy_Tensor(ks, self, other);
+	return binary_op("aten::xlogy.Tensor", VNPU_BINARY_XLOGY, self, other, dt, 1.0);
+}
+
 struct vnpu_at_tensor *vnpu_npu_div_Tensor(vnpu_keyset_t ks,
 					   struct vnpu_at_tensor *self,
 					   struct vnpu_at_tensor *other)
