@@ -43,6 +43,14 @@ def vit_b_16():
 
 MODELS = [resnet18, mobilenet_v3_small, vit_b_16]
 
+# ops an eval forward may still send to the CPU fallback, with the reason
+EVAL_FALLBACKS = {
+    # nn.MultiheadAttention's inference fast path, which PyTorch 2.6 takes
+    # for npu tensors under no_grad (2.13 does not): one fused op the
+    # device has no kernel or decomposition for yet
+    'aten::_native_multi_head_attention': 'PyTorch 2.6 only',
+}
+
 
 def max_rel_diff(cpu, npu):
     """Largest difference relative to the tensor's magnitude."""
@@ -133,7 +141,8 @@ def test_eval_forward_matches_cpu(make):
         got = npu_model(x.npu())
     assert got.device.type == "npu"
     assert max_rel_diff(want, got) < 1e-4
-    assert torch_vnpu.fallback_report() == []
+    fell_back = {op for op, _ in torch_vnpu.fallback_report()}
+    assert fell_back - set(EVAL_FALLBACKS) == set(), fell_back
 
 
 @pytest.mark.parametrize("make", [resnet18], ids=lambda f: f.__name__)
