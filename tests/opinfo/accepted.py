@@ -80,15 +80,6 @@ SAMPLED_BY = {
     ('c', 'aten::cross_entropy_loss', 'float16', 'value'): ('2.6',),
     ('torch', 'nn.functional.cross_entropy', 'float16', 'value'): ('2.6',),
     ('c', 'aten::clamp.Tensor', 'bfloat16', 'grad'): ('2.6',),
-    ('c', 'aten::atan2', 'float16', 'grad'): _ATAN2_26,
-    ('c', 'aten::atan2', 'bfloat16', 'grad'): _ATAN2_26,
-    ('c', 'aten::atan2', 'float32', 'grad'): _ATAN2_26,
-    ('c', 'aten::tan', 'float16', 'grad'):
-        "PyTorch 2.6's tan gradient, grad * (1 + result ** 2), rounds each "
-        'step to float16 (and overflows to inf a step early); the C '
-        'autograd computes it in float32 and rounds once, as PyTorch 2.13 '
-        'does: 0.1 % of the elements of 4 reference samples, up to 1.3e-3 '
-        'relative apart',
     ('c', 'aten::pow.Tensor_Tensor', 'float32', 'grad'): ('2.13',),
     ('c', 'aten::atan2', 'float16', 'grad'): ('2.6',),
     ('c', 'aten::atan2', 'bfloat16', 'grad'): ('2.6',),
