@@ -814,6 +814,12 @@ def _hardswish_backward(g, x):
     return r.to(torch.promote_types(g.dtype, x.dtype))
 
 
+def off_branch_points(t):
+    """t with elements at exactly -3 or 3 moved an eighth away (where
+    PyTorch 2.6's hardswish gradient differs from 2.13's)."""
+    return torch.where(t.abs() == 3, t * 1.125, t)
+
+
 # the reference at the branch points, where the PyTorch that runs has the
 # older rule
 HARDSWISH_BACKWARD_EDGES = {} if torch.ops.aten.hardswish_backward(
@@ -840,21 +846,25 @@ def _hard_activations():
             # its vectorised runs (as ours) and the gradient in its scalar
             # ones, which it takes by length and dtype: no NaN here (the
             # kernel tests hold ours)
-            no_fallback(op, make((6, 7), dt, seed=1), x.nan_to_num(0.5))
+            # (random values at exactly -3 or 3 moved off them: the
+            # versions differ there, the edge samples below hold the rule)
+            no_fallback(op, make((6, 7), dt, seed=1), off_branch_points(x.nan_to_num(0.5)))
             torch_vnpu.reset_fallback_report()
             run(op, make((4,), dt, seed=1), edges[:4].to(dt),
                 ref=HARDSWISH_BACKWARD_EDGES.get(op))
             assert torch_vnpu.fallback_report() == []
             no_fallback(op, make((3,), dt, seed=1), edges[5:].to(dt))
         no_fallback(lambda a: torch.autograd.grad(F.hardswish(a).sum(), a)[0],
-                    make((4, 5), dt, low=-5, high=5).requires_grad_())
+                    off_branch_points(make((4, 5), dt, low=-5, high=5)).requires_grad_())
         no_fallback(lambda a: torch.autograd.grad(F.hardsigmoid(a).sum(), a)[0],
                     make((4, 5), dt, low=-5, high=5).requires_grad_())
     # mixed dtypes promote, as TensorIterator
     no_fallback(torch.ops.aten.hardswish_backward, make((3, 4), torch.float16),
                 make((3, 4)))
     for f in (F.hardsigmoid, F.hardswish):
-        with pytest.raises(NotImplementedError, match='not implemented for'):
+        with pytest.raises(RuntimeError, match='not implemented for') as cpu:
+            f(torch.arange(3))
+        with pytest.raises(type(cpu.value), match='not implemented for'):
             f(torch.arange(3, device=NPU))
 
 
