@@ -44,12 +44,15 @@ struct vnpu_at_tensor *vnpu_npu_fill__Scalar(vnpu_keyset_t ks,
 	struct vnpu_at_tensor *tgt = self;
 	bool ok;
 
-	if (!vnpu_at_scalar_fits(value, dt))
-		return NULL;
+	/* a value the dtype cannot hold: the CPU kernel words the error as
+	 * the PyTorch that runs does (2.6 and 2.13 name the dtype apart) */
+	if (!vnpu_at_scalar_fits(value, dt) ||
+	    vnpu_npu_dtype((enum vnpu_at_dtype)self->dtype) < 0) {
+		vnpu_at_error_clear();
+		return vnpu_fallback_fill__Scalar(ks, self, value);
+	}
 	if (!vnpu_at_numel(self))
 		return vnpu_at_retain(self);
-	if (vnpu_npu_dtype((enum vnpu_at_dtype)self->dtype) < 0)
-		return vnpu_fallback_fill__Scalar(ks, self, value);
 	if (vnpu_npu_format_of(self) != VNPU_FORMAT_ND) {
 		tgt = vnpu_npu_empty(self->ndim, self->sizes, (enum vnpu_at_dtype)self->dtype);
 		if (!tgt)
