@@ -542,6 +542,26 @@ struct vnpu_at_tensor *vnpu_cea_index_copy(vnpu_keyset_t ks, struct vnpu_at_tens
 	return c;
 }
 
+/* masked_fill with a 0-dim value tensor: its value read back (PyTorch's
+ * value.item(); a sync when it lives on the device), then the Scalar form. */
+struct vnpu_at_tensor *vnpu_cea_masked_fill_Tensor(vnpu_keyset_t ks,
+						   struct vnpu_at_tensor *self,
+						   struct vnpu_at_tensor *mask,
+						   struct vnpu_at_tensor *value)
+{
+	struct vnpu_at_scalar v;
+
+	(void)ks;
+	if (value->ndim)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "aten::masked_fill: masked_fill_ only supports a 0-dimensional value tensor, but got tensor with %u dimension(s).",
+					 value->ndim);
+	v = vnpu_op__local_scalar_dense(value);
+	if (v.kind == VNPU_AT_SCALAR_NONE)
+		return NULL;
+	return vnpu_op_masked_fill_Scalar(self, mask, v);
+}
+
 /* flip: each flipped dim's rows gathered in reverse (index_select of a
  * descending arange), so every backend and dtype index_select takes runs
  * it; a new tensor even when nothing flips. */

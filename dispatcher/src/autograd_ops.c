@@ -730,6 +730,69 @@ struct vnpu_at_tensor *vnpu_autograd_where_self(vnpu_keyset_t ks, struct vnpu_at
 	return track(out, node);
 }
 
+/* masked_fill: self's gradient is the output's with the filled places
+ * zeroed, reduced to self's shape; a value tensor's (input 2) is the sum
+ * over the filled places (PyTorch's masked_fill_backward). saved[0] the
+ * mask. */
+static bool masked_fill_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+				 struct vnpu_at_tensor **in)
+{
+	struct temps t = { 0 };
+	struct vnpu_at_tensor *zero = scalar_of(&t, g[0], 0.0), *r;
+	bool ok = zero != NULL;
+
+	if (ok && wants(n, 0)) {
+		r = keep(&t, vnpu_op_where_self(n->saved[0], zero, g[0]));
+		in[0] = r ? sum_to_input(r, n, 0) : NULL;
+		ok = in[0] != NULL;
+	}
+	if (ok && n->n_in == 3 && wants(n, 2)) {
+		r = keep(&t, vnpu_op_where_self(n->saved[0], g[0], zero));
+		in[2] = r ? vnpu_op_sum(r, VNPU_AT_DTYPE_NONE) : NULL;
+		ok = in[2] != NULL;
+	}
+	temps_free(&t);
+	return ok;
+}
+
+static struct vnpu_at_tensor *track_masked_fill(struct vnpu_at_tensor *out,
+						const char *name, uint32_t n,
+						struct vnpu_at_tensor **in)
+{
+	struct vnpu_ag_node *node;
+
+	if (!out || !vnpu_ag_needed(n, in))
+		return out;
+	node = node_for(name, masked_fill_backward, n, in);
+	if (node) {
+		save_shape(node, 0, in[0]);
+		vnpu_ag_save(node, 0, in[1]);
+	}
+	return track(out, node);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_masked_fill_Scalar(vnpu_keyset_t ks,
+							struct vnpu_at_tensor *self,
+							struct vnpu_at_tensor *mask,
+							struct vnpu_at_scalar value)
+{
+	return track_masked_fill(vnpu_redispatch_masked_fill_Scalar(vnpu_ag_below(ks), self,
+								    mask, value),
+				 "MaskedFillBackward0", 2,
+				 (struct vnpu_at_tensor *[]){ self, mask });
+}
+
+struct vnpu_at_tensor *vnpu_autograd_masked_fill_Tensor(vnpu_keyset_t ks,
+							struct vnpu_at_tensor *self,
+							struct vnpu_at_tensor *mask,
+							struct vnpu_at_tensor *value)
+{
+	return track_masked_fill(vnpu_redispatch_masked_fill_Tensor(vnpu_ag_below(ks), self,
+								    mask, value),
+				 "MaskedFillBackward1", 3,
+				 (struct vnpu_at_tensor *[]){ self, mask, value });
+}
+
 /* ---- reductions ------------------------------------------------------------ */
 
 /* sum / mean: grad with the reduced dims put back (ints[8] is their mask,

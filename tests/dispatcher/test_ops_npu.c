@@ -1378,6 +1378,73 @@ END_TEST
 
 /* Results in the layout PyTorch's TensorIterator and its convolution and
  * pooling kernels give (docs/torch.md, "Result layouts"). */
+/* masked_fill on the device: exact against the CPU kernel in every dtype
+ * the device has, the mask broadcast over a strided self and growing it,
+ * a value to convert, the value-tensor form; a result the shape of both,
+ * row-major; PyTorch's refusals. */
+START_TEST(masked_fill_ops)
+{
+	static const enum vnpu_at_dtype dts[] = { VNPU_AT_F32, VNPU_AT_F16, VNPU_AT_BF16,
+						  VNPU_AT_I64, VNPU_AT_I32, VNPU_AT_I16,
+						  VNPU_AT_I8, VNPU_AT_U8, VNPU_AT_BOOL };
+	int64_t xs[3] = { 3, 4, 5 }, ms[2] = { 4, 5 }, gs[3] = { 2, 1, 5 };
+	struct vnpu_at_tensor *x, *m, *g, *xn, *mn, *gn, *want, *got, *v, *vn;
+
+	ot_seed(47);
+	m = ot_rand(2, ms, VNPU_AT_BOOL, 0, 1, OT_TRANSPOSED);
+	mn = ot_to_npu(m);
+	g = ot_rand(3, (int64_t[]){ 2, 4, 1 }, VNPU_AT_BOOL, 0, 1, OT_CONTIG);
+	gn = ot_to_npu(g);
+	for (size_t k = 0; k < sizeof(dts) / sizeof(dts[0]); k++) {
+		x = ot_rand(3, xs, dts[k], -9, 9, OT_STRIDED);
+		xn = ot_to_npu(x);
+		vnpu_fallback_reset();
+		want = vnpu_op_masked_fill_Scalar(x, m, VNPU_AT_DOUBLE(1.75));
+		got = vnpu_op_masked_fill_Scalar(xn, mn, VNPU_AT_DOUBLE(1.75));
+		ot_expect_close("masked_fill", want, got, 0, 0);
+		vnpu_at_release(want);
+		vnpu_at_release(got);
+		/* self [2, 1, 5] grown by a [2, 4, 1] mask, the value a tensor */
+		vnpu_at_release(x);
+		vnpu_at_release(xn);
+		x = ot_rand(3, gs, dts[k], -9, 9, OT_CONTIG);
+		xn = ot_to_npu(x);
+		v = vnpu_at_scalar_tensor(VNPU_AT_INT(-1), dts[k], VNPU_AT_DEV_CPU);
+		vn = ot_to_npu(v);
+		want = vnpu_op_masked_fill_Tensor(x, g, v);
+		got = vnpu_op_masked_fill_Tensor(xn, gn, vn);
+		ot_expect_close("masked_fill.Tensor", want, got, 0, 0);
+		ck_assert(got->ndim == 3 && got->sizes[1] == 4 && vnpu_at_is_contiguous(got));
+		expect_on_device("masked_fill");
+		vnpu_at_release(want);
+		vnpu_at_release(got);
+		vnpu_at_release(v);
+		vnpu_at_release(vn);
+		vnpu_at_release(x);
+		vnpu_at_release(xn);
+	}
+	/* refused: a value tensor with dims, a value uint8 cannot hold, an
+	 * integer mask (the CPU kernel words it) */
+	xn = vnpu_op_ones(VNPU_AT_INTS(4, 5), VNPU_AT_U8, VNPU_AT_DEV_NPU(0));
+	v = vnpu_op_ones(VNPU_AT_INTS(1), VNPU_AT_F32, VNPU_AT_DEV_NPU(0));
+	ck_assert_ptr_null(vnpu_op_masked_fill_Tensor(xn, mn, v));
+	ck_assert_msg(strstr(vnpu_at_error_message(), "0-dimensional value tensor"), "%s",
+		      vnpu_at_error_message());
+	ck_assert_ptr_null(vnpu_op_masked_fill_Scalar(xn, mn, VNPU_AT_INT(300)));
+	ck_assert_msg(strstr(vnpu_at_error_message(), "without overflow"), "%s",
+		      vnpu_at_error_message());
+	ck_assert_ptr_null(vnpu_op_masked_fill_Scalar(mn, xn, VNPU_AT_INT(1)));
+	ck_assert_msg(strstr(vnpu_at_error_message(), "only supports boolean masks"), "%s",
+		      vnpu_at_error_message());
+	vnpu_at_release(v);
+	vnpu_at_release(xn);
+	vnpu_at_release(m);
+	vnpu_at_release(mn);
+	vnpu_at_release(g);
+	vnpu_at_release(gn);
+}
+END_TEST
+
 START_TEST(result_layouts)
 {
 	const int64_t cl_sizes[4] = { 2, 3, 4, 5 }, cl_strides[4] = { 60, 1, 15, 3 };
@@ -1438,6 +1505,7 @@ static Suite *ops_npu_suite(void)
 	tcase_add_test(tc, nll_loss_one_sample);
 	tcase_add_test(tc, mixed_devices_on_the_fallback);
 	tcase_add_test(tc, result_layouts);
+	tcase_add_test(tc, masked_fill_ops);
 	tcase_add_test(tc, advanced_indexing);
 	suite_add_tcase(s, tc);
 	return s;

@@ -311,8 +311,7 @@ def _binary_float_functions():
             (torch.hypot(x, y) + torch.logaddexp(x, y)).sum(), (x, y)),
             make((3, 4), dt, low=0.5, high=3).requires_grad_(),
             make((4,), dt, seed=1, low=0.5, high=3).requires_grad_(), scale=4)
-        # PyTorch's xlogy gradient calls masked_fill_, not on the device yet
-        run(lambda x, y: torch.autograd.grad(torch.xlogy(x, y).sum(), (x, y)),
+        no_fallback(lambda x, y: torch.autograd.grad(torch.xlogy(x, y).sum(), (x, y)),
             make((3, 4), dt, low=0.5, high=3).requires_grad_(),
             make((4,), dt, seed=1, low=0.5, high=3).requires_grad_(), scale=4)
     # the edges of PyTorch's definitions: equal infinities, 0 * log(0),
@@ -456,6 +455,51 @@ def _pointwise_decompositions():
     with pytest.raises(RuntimeError, match="not implemented for 'Bool'"):
         t = torch.ones(2, dtype=torch.bool, device=NPU)
         torch.clamp(t, t, t)
+
+
+@sample(['aten::masked_fill.Scalar', 'aten::masked_fill.Tensor'], 'masked-fill')
+def _masked_fill():
+    # every dtype, a value each must convert (1.7 truncates, -1 wraps into
+    # uint8), the mask broadcast both ways, strided, in place, 0-dim,
+    # empty, a value tensor on the npu or the CPU
+    for dt in FLOATS + INTS + [torch.int8, torch.uint8, torch.bool]:
+        x = make((4, 6), dt, special=dt == torch.float32)
+        no_fallback(lambda a, m: (a.masked_fill(m, 1.7), a.t().masked_fill(m.t(), -1),
+                                  a[:, ::2].masked_fill(m[0, ::2], 2),
+                                  a[0].masked_fill(m, True),
+                                  a.clone().masked_fill_(m[1], 3),
+                                  a.t().clone().masked_fill_(m.t(), float('inf')
+                                                             if dt.is_floating_point else 0)),
+                    x, make((4, 6), torch.bool, seed=2))
+        no_fallback(lambda a, m, v: (a.masked_fill(m, v), a.clone().masked_fill_(m, v)),
+                    x, make((6,), torch.bool, seed=3), torch.tensor(5, dtype=dt))
+    no_fallback(lambda a, m: a.masked_fill(m, torch.tensor(-2.5)),
+                make((2, 3)), make((3,), torch.bool))
+    no_fallback(lambda a, m: a.masked_fill(m, 4), make(()), torch.tensor(True))
+    no_fallback(lambda a, m: a.masked_fill(m, 4), make((0, 3)), make((3,), torch.bool))
+    # gradients of self and of a value tensor, self broadcast by the mask
+    for dt in (torch.float32, torch.float16, torch.float64):
+        no_fallback(lambda a, v, m, w: torch.autograd.grad(
+            (a.masked_fill(m, v) * w).sum(), (a, v)),
+            make((3,), dt).requires_grad_(), torch.tensor(2.0, dtype=dt).requires_grad_(),
+            make((2, 3), torch.bool, seed=4), make((2, 3), dt, seed=5))
+    # PyTorch's refusals: a uint8 mask, a mask that grows self in place, a
+    # value tensor with dims, a value the dtype cannot hold; an expanded
+    # self is filled (with PyTorch's deprecation warning) on the CPU
+    x, m = make((2, 3)), make((2, 3), torch.bool)
+    for fn in (lambda a, b: a.masked_fill(b.to(torch.uint8), 1),
+               lambda a, b: a[0].masked_fill_(b, 1),
+               lambda a, b: a.masked_fill(b, torch.ones(1, device=a.device)),
+               lambda a, b: a.to(torch.uint8).masked_fill(b, 300),
+               lambda a, b: a.half().masked_fill(b, 1e6)):
+        with pytest.raises(RuntimeError) as cpu:
+            fn(x, m)
+        with pytest.raises(RuntimeError) as npu:
+            fn(x.to(NPU), m.to(NPU))
+        assert str(npu.value).split('\n')[0] == str(cpu.value).split('\n')[0]
+    with pytest.warns(UserWarning, match='expanded tensors'):
+        run(lambda a, b: a.expand(3, 4).masked_fill_(b, 5).clone(),
+            make((1, 4)), make((3, 4), torch.bool))
 
 
 @sample(['aten::masked_select'], 'masked-select')

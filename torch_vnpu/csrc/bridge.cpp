@@ -1191,8 +1191,9 @@ static std::string torch_name(const char *c_name)
 	return name.substr(0, name.find('.'));
 }
 
-// What PyTorch checks of the tensors an in-place or out= variant writes:
-// no element written twice, no input partly overwritten while it is read
+// What PyTorch checks of the tensors an in-place or out= variant writes
+// (one whose elements share memory has gone to the CPU kernel): no input
+// partly overwritten while it is read
 // (TensorIterator's check_mem_overlap), and what the op's own kernel adds
 // (Binding). target_args: the written arguments' positions.
 static void check_aliasing(const char *c_name, const Binding &b,
@@ -1232,8 +1233,6 @@ static void check_aliasing(const char *c_name, const Binding &b,
 			    "Expected out tensor to have dtype ", at::kLong,
 			    ", but got ", targets[1].scalar_type(), " instead");
 	}
-	for (const at::Tensor &t : targets)
-		at::assert_no_internal_overlap(t);
 	for (size_t j = 0; j < n; j++) {
 		const c10::IValue &v = (*stack)[base + j];
 
@@ -1299,7 +1298,13 @@ void run_npu_variant(const char *c_name, const c10::OperatorHandle &op,
 		for (int ti : b.targets)
 			targets.push_back((*stack)[base + ti].toTensor());
 	}
-	if (targets.size() != vnpu_op_schema(b.op)->nrets ||
+	// a target whose elements share memory (expand()ed): what happens
+	// is the op's own kernel's (TensorIterator's refuse it, masked_fill_
+	// warns and writes each masked element), so PyTorch's CPU kernel runs
+	bool overlapping = std::any_of(targets.begin(), targets.end(), [](const at::Tensor &t) {
+		return at::has_internal_overlap(t) == at::MemOverlap::Yes;
+	});
+	if (overlapping || targets.size() != vnpu_op_schema(b.op)->nrets ||
 	    !invoke(c_name, b, op, ks, stack, rets)) {
 		cpu_fallback(op, stack);
 		return;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * CPU reference kernels: embedding, cat, index_select, masked_select,
- * index_add_, index_copy_ (docs/dispatcher.md).
+ * masked_fill, index_add_, index_copy_ (docs/dispatcher.md).
  * Element copies through strides; indices are int64 or int32 and must be
  * in [0, size) of the indexed dim (negative ones are refused, as PyTorch's
  * CPU kernels), checked before anything is written.
@@ -354,6 +354,47 @@ struct vnpu_at_tensor *vnpu_cpu_masked_select(vnpu_keyset_t ks, struct vnpu_at_t
 			memcpy(dst, it.p[0], es);
 			dst += es;
 		}
+	return out;
+}
+
+/* masked_fill: self where the mask is false, the value (checked and
+ * converted to self's dtype, as Scalar::to) where it is true, in a
+ * row-major result of the broadcast shape (PyTorch clones, then fills). */
+struct vnpu_at_tensor *vnpu_cpu_masked_fill_Scalar(vnpu_keyset_t ks,
+						   struct vnpu_at_tensor *self,
+						   struct vnpu_at_tensor *mask,
+						   struct vnpu_at_scalar value)
+{
+	static const char op[] = "aten::masked_fill";
+	const struct vnpu_at_tensor *in[2] = { self, mask };
+	enum vnpu_at_dtype dt = (enum vnpu_at_dtype)self->dtype;
+	size_t es = vnpu_at_dtype_size(dt);
+	int64_t sizes[VNPU_AT_MAX_DIMS];
+	unsigned char fill[8];
+	struct vnpu_at_tensor *out;
+	struct vnpu_at_iter it;
+	uint32_t nd;
+
+	(void)ks;
+	if (mask->dtype != VNPU_AT_BOOL)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "%s: masked_fill_ only supports boolean masks, but got mask with dtype %s",
+					 op, vnpu_at_dtype_name(mask->dtype));
+	if (!vnpu_at_broadcast_shapes(op, 2, in, &nd, sizes) ||
+	    !vnpu_at_scalar_fits(value, dt))
+		return NULL;
+	if (vnpu_at_dtype_is_float(dt))
+		vnpu_at_store(dt, fill, vnpu_at_scalar_to_double(value));
+	else
+		vnpu_at_store_int(dt, fill, vnpu_at_scalar_to_int_as(value, dt));
+	out = vnpu_at_empty(nd, sizes, dt, VNPU_AT_DEV_CPU);
+	if (!out || !vnpu_at_iter_init(&it, nd, sizes, 3,
+			(const struct vnpu_at_tensor *[]){ out, self, mask })) {
+		vnpu_at_release(out);
+		return NULL;
+	}
+	while (vnpu_at_iter_next(&it))
+		memcpy(it.p[0], *it.p[2] ? (const void *)fill : it.p[1], es);
 	return out;
 }
 

@@ -3,7 +3,8 @@
  * NPU kernels (PrivateUse1) on INDEX: index_select and embedding gather
  * rows, embedding_dense_backward adds them back in index order,
  * masked_select lists the mask's true positions on the device and
- * gathers them (one 8-byte read-back: the count, as CUDA's). The
+ * gathers them (one 8-byte read-back: the count, as CUDA's),
+ * masked_fill is a WHERE of the mask. The
  * indices are read back and checked before the launch: PyTorch's CPU
  * raises IndexError before it writes (CUDA asserts on the device
  * instead), so these ops wait for the index's stream. What the device
@@ -200,6 +201,36 @@ struct vnpu_at_tensor *vnpu_npu_masked_select(vnpu_keyset_t ks, struct vnpu_at_t
 	vnpu_at_release(src);
 	vnpu_at_release(m);
 	vnpu_at_release(pos);
+	return out;
+}
+
+/* masked_fill: WHERE of the mask, the value (converted to self's dtype
+ * as PyTorch's Scalar::to does) and self, into a row-major result of the
+ * broadcast shape (PyTorch clones before it fills). A mask that is not
+ * bool or does not broadcast, and a value self's dtype cannot hold, go to
+ * the CPU kernel, which words the error (PyTorch 2.6 and 2.13 name the
+ * dtype differently). */
+struct vnpu_at_tensor *vnpu_npu_masked_fill_Scalar(vnpu_keyset_t ks,
+						   struct vnpu_at_tensor *self,
+						   struct vnpu_at_tensor *mask,
+						   struct vnpu_at_scalar value)
+{
+	static const char name[] = "aten::masked_fill";
+	const struct vnpu_at_tensor *in[2] = { self, mask };
+	enum vnpu_at_dtype dt = (enum vnpu_at_dtype)self->dtype;
+	int64_t sizes[VNPU_AT_MAX_DIMS];
+	struct vnpu_at_tensor *v, *out;
+	uint32_t nd;
+
+	if (mask->dtype != VNPU_AT_BOOL || !vnpu_at_is_npu(self) || !vnpu_at_is_npu(mask) ||
+	    vnpu_npu_dtype(dt) < 0 || !vnpu_at_broadcast_shapes(name, 2, in, &nd, sizes) ||
+	    !vnpu_at_scalar_fits(value, dt)) {
+		vnpu_at_error_clear();
+		return vnpu_fallback_masked_fill_Scalar(ks, self, mask, value);
+	}
+	v = npk_scalar_of(value, dt);
+	out = v ? npk_where_layout(name, mask, v, self, dt, true) : NULL;
+	vnpu_at_release(v);
 	return out;
 }
 

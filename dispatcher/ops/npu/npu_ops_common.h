@@ -161,12 +161,17 @@ static inline struct vnpu_at_tensor *npk_binary(const char *name, uint32_t op,
 	return out;
 }
 
-/* out = cond ? a : b broadcast, a and b converted to dt. */
-static inline struct vnpu_at_tensor *npk_where(const char *name,
-					       struct vnpu_at_tensor *cond,
-					       struct vnpu_at_tensor *a,
-					       struct vnpu_at_tensor *b,
-					       enum vnpu_at_dtype dt)
+/*
+ * out = cond ? a : b broadcast, a and b converted to dt; out is laid out
+ * as TensorIterator lays out its inputs or, with `contiguous`, row-major
+ * (the layout of a result PyTorch builds by clone, as masked_fill).
+ */
+static inline struct vnpu_at_tensor *npk_where_layout(const char *name,
+						      struct vnpu_at_tensor *cond,
+						      struct vnpu_at_tensor *a,
+						      struct vnpu_at_tensor *b,
+						      enum vnpu_at_dtype dt,
+						      bool contiguous)
 {
 	const struct vnpu_at_tensor *in[3] = { cond, a, b };
 	struct vnpu_kp_where p;
@@ -181,7 +186,9 @@ static inline struct vnpu_at_tensor *npk_where(const char *name,
 	c = npk_operand(cond, VNPU_AT_BOOL);
 	x = c ? npk_operand(a, dt) : NULL;
 	y = x ? npk_operand(b, dt) : NULL;
-	if (y)
+	if (y && contiguous)
+		out = vnpu_npu_empty(nd, sizes, dt);
+	else if (y)
 		out = vnpu_npu_empty_iter(3,
 					  (const struct vnpu_at_tensor *[]){ c, x, y },
 					  nd, sizes, dt);
@@ -199,6 +206,15 @@ static inline struct vnpu_at_tensor *npk_where(const char *name,
 	vnpu_at_release(x);
 	vnpu_at_release(y);
 	return out;
+}
+
+static inline struct vnpu_at_tensor *npk_where(const char *name,
+					       struct vnpu_at_tensor *cond,
+					       struct vnpu_at_tensor *a,
+					       struct vnpu_at_tensor *b,
+					       enum vnpu_at_dtype dt)
+{
+	return npk_where_layout(name, cond, a, b, dt, false);
 }
 
 /*
