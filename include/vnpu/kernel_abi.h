@@ -130,7 +130,8 @@ enum vnpu_kernel_id {
 	VNPU_KERNEL_TRANSDATA = 12,
 	VNPU_KERNEL_QGEMM = 13,
 	VNPU_KERNEL_INDEX = 14,
-	VNPU_KERNEL_ID_MAX = 14,
+	VNPU_KERNEL_RANGE = 15,
+	VNPU_KERNEL_ID_MAX = 15,
 };
 
 /* Fused activation of GEMM and CONV2D. */
@@ -149,6 +150,19 @@ struct vnpu_kp_fill {
 	struct vnpu_tensor out;
 	double value;		/* used for float dtypes */
 	int64_t ivalue;		/* used for integer and bool dtypes */
+};
+
+/* RANGE: out's elements in row-major order of its shape are start + i *
+ * step, i = 0, 1, ... (PyTorch's arange), each computed as PyTorch's CPU
+ * computes it: for F32 and F64 in double, for F16 and BF16 in f32 (start
+ * and step rounded to f32 first), then rounded once to nearest even; for
+ * the integer dtypes istart + i * istep in int64, wrapping to the width.
+ * BOOL is UNSUPPORTED; reserved must be zero. */
+struct vnpu_kp_range {
+	struct vnpu_tensor out;
+	double start, step;		/* float dtypes */
+	int64_t istart, istep;		/* integer dtypes */
+	uint64_t reserved;
 };
 
 /* CAST: out = (dtype of out) src, element by element; same shape. With equal
@@ -523,6 +537,7 @@ VNPU_ASSERT_OFFSET(struct vnpu_tensor, offset, 16);
 VNPU_ASSERT_OFFSET(struct vnpu_tensor, sizes, 24);
 VNPU_ASSERT_OFFSET(struct vnpu_tensor, strides, 88);
 VNPU_ASSERT_SIZE(struct vnpu_kp_fill, 168);
+VNPU_ASSERT_SIZE(struct vnpu_kp_range, 192);
 VNPU_ASSERT_SIZE(struct vnpu_kp_cast, 304);
 VNPU_ASSERT_SIZE(struct vnpu_kp_unary, 312);
 VNPU_ASSERT_SIZE(struct vnpu_kp_binary, 472);

@@ -120,6 +120,92 @@ START_TEST(test_fill)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- RANGE */
+
+/* Every element exactly as its own formula gives it, whatever the layout
+ * and the number of blocks; integers wrap; BOOL and a reserved bit are
+ * refused without a write. */
+START_TEST(test_range)
+{
+	kt_seed(103);
+	for (int iter = 0; iter < 160; iter++) {
+		uint32_t dt = all_dtypes[iter % N_ALL_DTYPES];
+		int64_t sizes[MAXD], idx[MAXD];
+		uint32_t ndim = rand_shape(sizes, 3, 1);
+		struct operand o =
+			make_operand(0, dt, ndim, sizes, rand_layout(0));
+		struct vnpu_kbuf b = operand_buffer(&o, -5, 5);
+		void *before = dup_bytes(&b);
+		uint64_t n = numel_of(ndim, sizes);
+		struct vnpu_kp_range p;
+
+		memset(&p, 0, sizeof(p));
+		p.out = o.t;
+		p.start = rand_double(-50, 50);
+		p.step = rand_double(-3, 3);
+		p.istart = kt_rand_range(-400, 400);
+		p.istep = kt_rand_range(-9, 9);
+		if (dt == VNPU_DTYPE_BOOL) {
+			ck_assert_uint_eq(kt_launch(VNPU_KERNEL_RANGE, &p, &b, 1, 1),
+					  VNPU_STATUS_UNSUPPORTED);
+			ck_assert(!memcmp(before, b.ptr, b.size));
+			free(before);
+			kt_free(&b);
+			continue;
+		}
+		ck_assert_uint_eq(kt_launch(VNPU_KERNEL_RANGE, &p, &b, 1,
+					    block_counts[iter % 3]),
+				  VNPU_STATUS_OK);
+		for (uint64_t i = 0; i < n; i++) {
+			double got, want;
+
+			unravel(i, ndim, sizes, idx);
+			got = get_val(b.ptr, dt, elem_off(&o.t, idx));
+			if (dt == VNPU_DTYPE_F64)
+				want = p.start + p.step * (double)i;
+			else if (dt == VNPU_DTYPE_F32)
+				want = ew_round_f32(p.start + p.step * (double)i);
+			else if (!is_float(dt))
+				want = (double)ew_wrap_int(p.istart + p.istep * (int64_t)i, dt);
+			else {
+				float f = (float)p.start + (float)p.step * (float)i;
+
+				want = dt == VNPU_DTYPE_F16 ? ew_round_f16(f) : ew_round_bf16(f);
+			}
+			ck_assert_msg(same_double(got, want), "range dt %u [%llu]: %a vs %a",
+				      dt, (unsigned long long)i, got, want);
+		}
+		check_untouched(&o.t, before, b.ptr, b.size);
+		free(before);
+		kt_free(&b);
+	}
+}
+END_TEST
+
+START_TEST(test_range_edges)
+{
+	int64_t sizes[1] = {4};
+	struct vnpu_kbuf b = kt_buffer(64);
+	struct vnpu_kp_range p;
+
+	memset(&p, 0, sizeof(p));
+	p.out = kt_tensor(0, VNPU_DTYPE_I64, 1, sizes, NULL);
+	p.istart = INT64_MAX - 1;
+	p.istep = 1; /* wraps past the top */
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_RANGE, &p, &b, 1, 2), VNPU_STATUS_OK);
+	ck_assert(get_int(b.ptr, VNPU_DTYPE_I64, 1) == INT64_MAX);
+	ck_assert(get_int(b.ptr, VNPU_DTYPE_I64, 2) == INT64_MIN);
+	p.out = kt_tensor(0, VNPU_DTYPE_U8, 1, sizes, NULL);
+	p.istart = 254;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_RANGE, &p, &b, 1, 1), VNPU_STATUS_OK);
+	ck_assert(get_int(b.ptr, VNPU_DTYPE_U8, 3) == 1);
+	p.reserved = 1;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_RANGE, &p, &b, 1, 1),
+			  VNPU_STATUS_INVALID_ARGS);
+	kt_free(&b);
+}
+END_TEST
+
 START_TEST(test_fill_wide_values)
 {
 	int64_t sizes[1] = {5};
@@ -3263,6 +3349,8 @@ static Suite *elementwise_suite(void)
 	tcase_add_test(tc, test_registry);
 	tcase_add_test(tc, test_fill);
 	tcase_add_test(tc, test_fill_wide_values);
+	tcase_add_test(tc, test_range);
+	tcase_add_test(tc, test_range_edges);
 	tcase_add_test(tc, test_cast);
 	tcase_add_test(tc, test_cast_exact_cases);
 	tcase_add_test(tc, test_cast_f64_rounding);
