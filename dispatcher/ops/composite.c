@@ -73,70 +73,32 @@ struct vnpu_at_tensor *vnpu_cea_ones_like(vnpu_keyset_t ks, struct vnpu_at_tenso
 }
 
 /*
- * PyTorch 1.13's arange, quirks included: for an integer dtype the
- * bounds and step are first converted to int64 (its accumulate type),
- * so arange(-1, 1, 0.25, int64) has step 0; the length is computed in
- * double from those int64 values for int64, from the original scalars
- * for the other dtypes (arange(-3, 7.25, 1) has 10 int64 elements, 11
- * int32 ones).
+ * arange as PyTorch composes it: an empty result of the inferred dtype,
+ * filled by arange.start_out (PyTorch's quirks included, op_util's
+ * vnpu_at_arange_plan: for an integer dtype the bounds and step are
+ * first converted to int64, so arange(-1, 1, 0.25, int64) has step 0;
+ * the length of an int32 range comes from the original scalars,
+ * arange(-3, 7.25, 1) has 10 int64 elements and 11 int32 ones).
  */
 struct vnpu_at_tensor *vnpu_cea_arange_start_step(vnpu_keyset_t ks,
 	struct vnpu_at_scalar start, struct vnpu_at_scalar end, struct vnpu_at_scalar step,
 	enum vnpu_at_dtype dtype, struct vnpu_at_device device)
 {
-	static const char name[] = "aten::arange";
+	/* int64 when every bound is an integer, as PyTorch's arange */
 	bool fl = start.kind == VNPU_AT_SCALAR_DOUBLE || end.kind == VNPU_AT_SCALAR_DOUBLE ||
 		  step.kind == VNPU_AT_SCALAR_DOUBLE;
 	enum vnpu_at_dtype dt = dt_or(dtype, fl ? vnpu_at_default_dtype() : VNPU_AT_I64);
-	bool is_int = !vnpu_at_dtype_is_float(dt);
-	double s = vnpu_at_scalar_to_double(start), e = vnpu_at_scalar_to_double(end);
-	double st = vnpu_at_scalar_to_double(step), xs = s, xe = e, xst = st, nd;
-	int64_t is = 0, ie = 0, ist = 0, n;
-	struct vnpu_at_tensor *c, *r;
+	struct vnpu_at_tensor *out, *r;
 
-	if (is_int) {
-		if (!vnpu_at_scalar_fits(start, VNPU_AT_I64) ||
-		    !vnpu_at_scalar_fits(end, VNPU_AT_I64) ||
-		    !vnpu_at_scalar_fits(step, VNPU_AT_I64))
-			return NULL;
-		is = vnpu_at_scalar_to_int(start);
-		ie = vnpu_at_scalar_to_int(end);
-		ist = vnpu_at_scalar_to_int(step);
-		xs = (double)is;
-		xe = (double)ie;
-		xst = (double)ist;
-	}
-	if (!(xst > 0 || xst < 0))
-		return vnpu_at_error_set(VNPU_AT_ERR_VALUE, "%s: step must be nonzero", name);
-	if (!isfinite(xs) || !isfinite(xe))
-		return vnpu_at_error_set(VNPU_AT_ERR_VALUE, "%s: unsupported range: %g -> %g",
-					 name, xs, xe);
-	if (!((xst > 0 && xe >= xs) || (xst < 0 && xe <= xs)))
-		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
-					 "%s: upper bound and larger bound inconsistent with step sign",
-					 name);
-	nd = dt == VNPU_AT_I64 ? ceil((double)(ie - is) / (double)ist) :
-				 ceil((e - s) / st);
-	if (!(nd >= 0 && nd < 9e15))
-		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
-					 "%s: invalid size, possible overflow?", name);
-	n = (int64_t)nd;
-	c = vnpu_at_empty(1, &n, dt, VNPU_AT_DEV_CPU);
-	if (!c)
+	(void)ks;
+	out = vnpu_op_empty_memory_format(VNPU_AT_INTS(0), dt, dev_or_cpu(device));
+	r = out ? vnpu_op_arange_start_out(start, end, step, out) : NULL;
+	vnpu_at_release(r);
+	if (!r) {
+		vnpu_at_release(out);
 		return NULL;
-	for (int64_t i = 0; i < n; i++) {
-		char *p = (char *)vnpu_at_data(c) + i * (int64_t)vnpu_at_dtype_size(dt);
-
-		if (is_int)
-			vnpu_at_store_int(dt, p, is + i * ist);
-		else
-			vnpu_at_store(dt, p, s + (double)i * st);
 	}
-	if (dev_or_cpu(device).type == VNPU_AT_CPU)
-		return c;
-	r = vnpu_op__to_copy(c, VNPU_AT_DTYPE_NONE, device, false);
-	vnpu_at_release(c);
-	return r;
+	return out;
 }
 
 struct vnpu_at_tensor *vnpu_cea_zero_(vnpu_keyset_t ks, struct vnpu_at_tensor *self)

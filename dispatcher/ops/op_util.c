@@ -575,6 +575,76 @@ struct vnpu_at_tensor *vnpu_at_scalar_tensor(struct vnpu_at_scalar s,
 	return vnpu_op_full(VNPU_AT_NO_INTS, s, dtype, dev);
 }
 
+bool vnpu_at_arange_plan(const char *op, struct vnpu_at_scalar start,
+			 struct vnpu_at_scalar end, struct vnpu_at_scalar step,
+			 enum vnpu_at_dtype dt, struct vnpu_at_arange *a)
+{
+	double ds = vnpu_at_scalar_to_double(start), de = vnpu_at_scalar_to_double(end);
+	double dst = vnpu_at_scalar_to_double(step), size_d;
+	int64_t ie, span;
+
+	/* (bool) of vnpu_at_error_set, which returns NULL: false */
+	if (dt == VNPU_AT_BOOL)
+		return (bool)vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					       "%s: \"arange_cpu\" not implemented for 'Bool'", op);
+	memset(a, 0, sizeof(*a));
+	if (!(dst > 0 || dst < 0))
+		return (bool)vnpu_at_error_set(VNPU_AT_ERR_VALUE, "%s: step must be nonzero", op);
+	if (!isfinite(ds) || !isfinite(de))
+		return (bool)vnpu_at_error_set(VNPU_AT_ERR_VALUE, "%s: unsupported range: %g -> %g",
+					       op, ds, de);
+	if (!((dst > 0 && de >= ds) || (dst < 0 && de <= ds)))
+		return (bool)vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					       "%s: upper bound and lower bound inconsistent with step sign",
+					       op);
+	size_d = ceil((de - ds) / dst);
+	if (!vnpu_at_dtype_is_float(dt)) {
+		/* the terms from start and step truncated to int64 (a step
+		 * that truncates to 0 repeats start, but for int64) */
+		if (!vnpu_at_scalar_fits(start, VNPU_AT_I64) ||
+		    !vnpu_at_scalar_fits(step, VNPU_AT_I64) ||
+		    (dt == VNPU_AT_I64 && !vnpu_at_scalar_fits(end, VNPU_AT_I64)))
+			return false;
+		a->istart = vnpu_at_scalar_to_int(start);
+		a->istep = vnpu_at_scalar_to_int(step);
+		/* int64: the length from the truncated bounds in int64 (a
+		 * span int64 cannot hold is no length) */
+		if (dt == VNPU_AT_I64) {
+			ie = vnpu_at_scalar_to_int(end);
+			if (!a->istep)
+				return (bool)vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+							       "%s: step must be nonzero", op);
+			if (__builtin_sub_overflow(ie, a->istart, &span) ||
+			    __builtin_add_overflow(span, a->istep - (a->istep > 0 ? 1 : -1),
+						   &span))
+				size_d = -1;
+			else
+				size_d = (double)(span / a->istep);
+		}
+	} else if (dt == VNPU_AT_F16 || dt == VNPU_AT_BF16) {
+		if (!vnpu_at_scalar_fits(start, VNPU_AT_F32) ||
+		    !vnpu_at_scalar_fits(step, VNPU_AT_F32))
+			return false;
+		a->start = (float)ds;
+		a->step = (float)dst;
+	} else {
+		a->start = ds;
+		a->step = dst;
+	}
+	if (!(size_d >= 0 && size_d <= 9223372036854775807.0))
+		return (bool)vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					       "%s: invalid size, possible overflow?", op);
+	a->n = size_d >= 9223372036854775807.0 ? INT64_MAX : (int64_t)size_d;
+	return true;
+}
+
+bool vnpu_at_arange_integral(struct vnpu_at_scalar start, struct vnpu_at_scalar end,
+			     struct vnpu_at_scalar step)
+{
+	return start.kind != VNPU_AT_SCALAR_DOUBLE && end.kind != VNPU_AT_SCALAR_DOUBLE &&
+	       step.kind != VNPU_AT_SCALAR_DOUBLE;
+}
+
 bool vnpu_at_can_cast(enum vnpu_at_dtype from, enum vnpu_at_dtype to)
 {
 	if (vnpu_at_dtype_is_float(from) && !vnpu_at_dtype_is_float(to))

@@ -170,6 +170,28 @@ struct vnpu_at_tensor *vnpu_at_new(uint32_t ndim, const int64_t *sizes,
 				   enum vnpu_at_dtype dtype,
 				   struct vnpu_at_device dev);
 /* A 0-dim tensor holding s, of dtype, on dev. */
+/*
+ * arange's length and terms in dtype dt, with PyTorch 2.13's checks in
+ * their order: the bounds in double (step nonzero, a finite range, the
+ * step's sign), the length from the doubles (for int64 from the bounds
+ * truncated to int64, in int64, where step must not truncate to 0), the
+ * terms in dt's accumulation type (int64 for the integers; f32 for
+ * f16/bf16; double otherwise). Element i is start + i * step in that type
+ * (the device's RANGE).
+ */
+struct vnpu_at_arange {
+	int64_t n;
+	double start, step;	/* float dtypes (f16/bf16: f32 values) */
+	int64_t istart, istep;	/* integer dtypes */
+};
+bool vnpu_at_arange_plan(const char *op, struct vnpu_at_scalar start,
+			 struct vnpu_at_scalar end, struct vnpu_at_scalar step,
+			 enum vnpu_at_dtype dt, struct vnpu_at_arange *a);
+/* Whether no bound of the range is a float: an integer range with a float
+ * bound is where PyTorch's versions differ. */
+bool vnpu_at_arange_integral(struct vnpu_at_scalar start, struct vnpu_at_scalar end,
+			     struct vnpu_at_scalar step);
+
 struct vnpu_at_tensor *vnpu_at_scalar_tensor(struct vnpu_at_scalar s,
 					     enum vnpu_at_dtype dtype,
 					     struct vnpu_at_device dev);

@@ -899,8 +899,9 @@ START_TEST(scalar_conversion)
 }
 END_TEST
 
-/* arange as PyTorch 1.13 computes it (issue 18's class 7; the expected
- * values were printed by PyTorch's CPU) */
+/* arange as PyTorch 2.13 computes it (issue 18's class 7; the expected
+ * values were printed by PyTorch's CPU): an integer range takes start and
+ * step truncated to int64, its length from the doubles but for int64 */
 START_TEST(arange_like_pytorch)
 {
 	static const struct {
@@ -916,6 +917,7 @@ START_TEST(arange_like_pytorch)
 		{ 0, 5.5, 1.5, VNPU_AT_I32, 4, 0, 3 },
 		{ 0.5, 5, 1, VNPU_AT_I32, 5, 0, 4 },
 		{ 0, 1, 0.25, VNPU_AT_F32, 4, 0, 0.75 },
+		{ 0, 1, 0.25, VNPU_AT_I32, 4, 0, 0 },
 	};
 
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
@@ -938,7 +940,7 @@ START_TEST(arange_like_pytorch)
 		     vnpu_op_arange_start_step(VNPU_AT_INT(5), VNPU_AT_INT(0),
 					       VNPU_AT_INT(1), VNPU_AT_DTYPE_NONE,
 					       VNPU_AT_DEV_CPU),
-		     "upper bound and larger bound inconsistent with step sign");
+		     "upper bound and lower bound inconsistent with step sign");
 }
 END_TEST
 

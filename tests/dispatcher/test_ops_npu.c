@@ -1445,6 +1445,51 @@ START_TEST(masked_fill_ops)
 }
 END_TEST
 
+/* arange on the device's RANGE: every dtype it has against the CPU
+ * kernel, exactly (both compute each term on its own the same way), into
+ * a fresh result and into a strided out= of the right length; what the
+ * CPU decides goes there (an integer range with a float bound). */
+START_TEST(arange_on_device)
+{
+	static const enum vnpu_at_dtype dts[] = { VNPU_AT_F32, VNPU_AT_F16, VNPU_AT_BF16,
+						  VNPU_AT_F64, VNPU_AT_I64, VNPU_AT_I32,
+						  VNPU_AT_I16, VNPU_AT_I8, VNPU_AT_U8 };
+	struct vnpu_at_tensor *want, *got, *base, *out, *r;
+
+	for (size_t k = 0; k < sizeof(dts) / sizeof(dts[0]); k++) {
+		bool fl = vnpu_at_dtype_is_float(dts[k]);
+		struct vnpu_at_scalar s = fl ? VNPU_AT_DOUBLE(-2.5) : VNPU_AT_INT(-7);
+		struct vnpu_at_scalar e = fl ? VNPU_AT_DOUBLE(90.1) : VNPU_AT_INT(300);
+		struct vnpu_at_scalar st = fl ? VNPU_AT_DOUBLE(0.7) : VNPU_AT_INT(3);
+
+		vnpu_fallback_reset();
+		want = vnpu_op_arange_start_step(s, e, st, dts[k], VNPU_AT_DEV_CPU);
+		got = vnpu_op_arange_start_step(s, e, st, dts[k], VNPU_AT_DEV_NPU(0));
+		ot_expect_close("arange", want, got, 0, 0);
+		base = vnpu_op_zeros(VNPU_AT_INTS(2 * want->sizes[0]), dts[k], VNPU_AT_DEV_NPU(0));
+		out = vnpu_op_slice_Tensor(base, 0, VNPU_AT_SOME_INT(0),
+					   VNPU_AT_SOME_INT(2 * want->sizes[0]), 2);
+		r = vnpu_op_arange_start_out(s, e, st, out);
+		ot_expect_close("arange out=", want, r, 0, 0);
+		expect_on_device("arange");
+		vnpu_at_release(r);
+		vnpu_at_release(out);
+		vnpu_at_release(base);
+		vnpu_at_release(want);
+		vnpu_at_release(got);
+	}
+	got = vnpu_op_arange_start_step(VNPU_AT_DOUBLE(0), VNPU_AT_DOUBLE(5.5),
+					VNPU_AT_DOUBLE(1.5), VNPU_AT_I32, VNPU_AT_DEV_NPU(0));
+	ck_assert_msg(got && got->sizes[0] == 4, "%s", vnpu_at_error_message());
+	expect_fell_back("aten::arange.start_out");
+	vnpu_at_release(got);
+	ck_assert_ptr_null(vnpu_op_arange_start_step(VNPU_AT_INT(0), VNPU_AT_INT(5), VNPU_AT_INT(0),
+						     VNPU_AT_I64, VNPU_AT_DEV_NPU(0)));
+	ck_assert_msg(strstr(vnpu_at_error_message(), "step must be nonzero"), "%s",
+		      vnpu_at_error_message());
+}
+END_TEST
+
 START_TEST(result_layouts)
 {
 	const int64_t cl_sizes[4] = { 2, 3, 4, 5 }, cl_strides[4] = { 60, 1, 15, 3 };
@@ -1506,6 +1551,7 @@ static Suite *ops_npu_suite(void)
 	tcase_add_test(tc, mixed_devices_on_the_fallback);
 	tcase_add_test(tc, result_layouts);
 	tcase_add_test(tc, masked_fill_ops);
+	tcase_add_test(tc, arange_on_device);
 	tcase_add_test(tc, advanced_indexing);
 	suite_add_tcase(s, tc);
 	return s;

@@ -1175,6 +1175,50 @@ def _core():
     assert out.cpu().tolist() == [0, 1, 2, 3]
 
 
+@sample(['aten::arange.start_out'], 'arange')
+def _arange():
+    # every dtype, integer and float bounds, into a fresh result and into
+    # an out= (empty, or of the length, strided); PyTorch's vectorised CPU
+    # loop rounds each vector's first term on its own (an ulp apart)
+    cases = [(10,), (0, 10, 3), (-3, 8), (5, -5, -2), (0.0, 1.0, 0.1),
+             (-2.5, 90.1, 0.7), (1, 0, -0.25), (0, 2 ** 40, 2 ** 37), (4, 4)]
+    for dt in [None] + FLOATS + INTS + [torch.int8, torch.uint8]:
+        for c in cases:
+            if dt is not None and not dt.is_floating_point and \
+                    any(isinstance(v, float) for v in c):
+                continue   # below: the CPU's
+            torch_vnpu.reset_fallback_report()
+            want = torch.arange(*c, dtype=dt)
+            assert_same(torch.arange(*c, dtype=dt, device=NPU), want)
+            out = torch.empty(0, dtype=want.dtype, device=NPU)
+            assert torch.arange(*c, out=out) is out
+            assert_same(out, want)
+            out = torch.empty(2 * want.numel(), dtype=want.dtype, device=NPU)[::2]
+            assert_same(torch.arange(*c, out=out), want)
+            assert torch_vnpu.fallback_report() == [], (c, dt)
+    # an integer range with a float bound (PyTorch's versions disagree),
+    # refusals, a resized out= (PyTorch warns): the CPU kernel's, the
+    # npu agrees with it
+    for f in (lambda d: torch.arange(0, 5.5, 1.5, dtype=torch.int32, device=d),
+              lambda d: torch.arange(0, 1, 0.25, dtype=torch.int32, device=d)):
+        assert_same(f(NPU), f('cpu'))
+    for f in (lambda d: torch.arange(0, 1, 0, device=d),
+              lambda d: torch.arange(1, 0, device=d),
+              lambda d: torch.arange(0, float('inf'), device=d),
+              lambda d: torch.arange(0, 5, 0.5, dtype=torch.int64, device=d),
+              lambda d: torch.arange(0, 1e30, 1e-30, device=d),
+              lambda d: torch.arange(3, dtype=torch.bool, device=d)):
+        with pytest.raises(Exception) as cpu:
+            f('cpu')
+        with pytest.raises(Exception) as npu:
+            f(NPU)
+        assert type(npu.value) is type(cpu.value)
+        assert str(npu.value) == str(cpu.value)
+    with pytest.warns(UserWarning, match='will be resized'):
+        assert_same(torch.arange(4, out=torch.empty(2, device=NPU)),
+                    torch.arange(4.0))
+
+
 @sample(['npu::npu_format_cast', 'npu::npu_format_cast_', 'npu::get_npu_format',
          'npu::empty_with_format'], 'formats')
 def _formats():

@@ -52,6 +52,48 @@ struct vnpu_at_tensor *vnpu_cpu_fill__Scalar(vnpu_keyset_t ks,
 	return vnpu_at_retain(self);
 }
 
+/* arange into out: resized to the range's length when its numel differs
+ * (PyTorch also warns when out had elements), element i of out's
+ * row-major order start + i * step in the accumulation type. */
+struct vnpu_at_tensor *vnpu_cpu_arange_start_out(vnpu_keyset_t ks,
+						 struct vnpu_at_scalar start,
+						 struct vnpu_at_scalar end,
+						 struct vnpu_at_scalar step,
+						 struct vnpu_at_tensor *out)
+{
+	enum vnpu_at_dtype dt = (enum vnpu_at_dtype)out->dtype;
+	struct vnpu_at_arange a;
+	struct vnpu_at_iter it;
+	int64_t i = 0;
+
+	(void)ks;
+	if (!vnpu_at_arange_plan("aten::arange", start, end, step, dt, &a))
+		return NULL;
+	if (vnpu_at_numel(out) != a.n) {
+		struct vnpu_at_tensor *r = vnpu_op_resize_(out, (struct vnpu_at_int_array){ &a.n, 1 });
+
+		if (!r)
+			return NULL;
+		vnpu_at_release(r);
+	}
+	if (!vnpu_at_iter_init(&it, out->ndim, out->sizes, 1,
+			       (const struct vnpu_at_tensor *[]){ out }))
+		return NULL;
+	while (vnpu_at_iter_next(&it)) {
+		if (dt == VNPU_AT_F64 || dt == VNPU_AT_F32)
+			vnpu_at_store(dt, it.p[0], a.start + a.step * (double)i);
+		else if (vnpu_at_dtype_is_float(dt))
+			vnpu_at_store(dt, it.p[0],
+				      (float)a.start + (float)a.step * (float)i);
+		else
+			vnpu_at_store_int(dt, it.p[0],
+					  (int64_t)((uint64_t)a.istart +
+						    (uint64_t)a.istep * (uint64_t)i));
+		i++;
+	}
+	return vnpu_at_retain(out);
+}
+
 struct vnpu_at_tensor *vnpu_cpu_copy_(vnpu_keyset_t ks,
 				      struct vnpu_at_tensor *self,
 				      struct vnpu_at_tensor *src,

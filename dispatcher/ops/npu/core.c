@@ -90,6 +90,51 @@ struct vnpu_at_tensor *vnpu_npu_fill__Scalar(vnpu_keyset_t ks,
 	return ok ? vnpu_at_retain(self) : NULL;
 }
 
+/* arange on RANGE. What PyTorch refuses or warns about (invalid bounds,
+ * an out= with elements of another count, or elements sharing memory),
+ * what its versions compute apart (an integer range with a float bound),
+ * a dtype the device lacks (bool) and internal formats go to the CPU
+ * kernel, which does it as the PyTorch that runs. */
+struct vnpu_at_tensor *vnpu_npu_arange_start_out(vnpu_keyset_t ks,
+						 struct vnpu_at_scalar start,
+						 struct vnpu_at_scalar end,
+						 struct vnpu_at_scalar step,
+						 struct vnpu_at_tensor *out)
+{
+	enum vnpu_at_dtype dt = (enum vnpu_at_dtype)out->dtype;
+	struct vnpu_npu_launch l = { 0 };
+	struct vnpu_kp_range p = { 0 };
+	struct vnpu_at_arange a;
+	int64_t numel = vnpu_at_numel(out);
+
+	/* an integer range with a float bound: PyTorch versions disagree */
+	if (dt == VNPU_AT_BOOL || vnpu_npu_dtype(dt) < 0 || !vnpu_at_is_npu(out) ||
+	    (!vnpu_at_dtype_is_float(dt) && !vnpu_at_arange_integral(start, end, step)) ||
+	    vnpu_npu_format_of(out) != VNPU_FORMAT_ND || !vnpu_npu_injective(out) ||
+	    !vnpu_at_arange_plan("aten::arange", start, end, step, dt, &a) ||
+	    (numel && numel != a.n)) {
+		vnpu_at_error_clear();
+		return vnpu_fallback_arange_start_out(ks, start, end, step, out);
+	}
+	if (numel != a.n) {
+		struct vnpu_at_tensor *r = vnpu_op_resize_(out, (struct vnpu_at_int_array){ &a.n, 1 });
+
+		if (!r)
+			return NULL;
+		vnpu_at_release(r);
+	}
+	if (!a.n)
+		return vnpu_at_retain(out);
+	p.start = a.start;
+	p.step = a.step;
+	p.istart = a.istart;
+	p.istep = a.istep;
+	if (!vnpu_npu_arg(&l, out, VNPU_ACCESS_WRITE, &p.out) ||
+	    !vnpu_npu_launch("aten::arange", &l, "range", &p, sizeof(p), a.n))
+		return NULL;
+	return vnpu_at_retain(out);
+}
+
 struct vnpu_at_tensor *vnpu_npu_copy_(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
 				      struct vnpu_at_tensor *src, bool non_blocking)
 {
