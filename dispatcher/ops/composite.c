@@ -1141,6 +1141,61 @@ struct vnpu_at_tensor *vnpu_cia_addcdiv(vnpu_keyset_t ks,
 	return add_product(self, tensor1, tensor2, value, true);
 }
 
+/* ---- triangles ---------------------------------------------------------------- */
+
+/*
+ * triu/tril: self where an element's column minus its row is at least
+ * (triu) or at most (tril) diagonal, zero elsewhere, over the last two
+ * dims; the indices are aranges on self's device, so the op runs there.
+ * A new row-major tensor, as PyTorch's.
+ */
+static struct vnpu_at_tensor *triangle(const char *op, struct vnpu_at_tensor *self,
+				       int64_t diagonal, bool upper)
+{
+	struct vnpu_at_device dev = vnpu_at_device_of(self);
+	struct vnpu_at_tensor *rows = NULL, *col = NULL, *row = NULL, *d = NULL;
+	struct vnpu_at_tensor *mask = NULL, *zero = NULL, *w = NULL, *r = NULL;
+
+	if (self->ndim < 2)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "aten::%s: %s: input tensor must have at least 2 dimensions",
+					 op, op);
+	rows = vnpu_op_arange_start_step(VNPU_AT_INT(0), VNPU_AT_INT(self->sizes[self->ndim - 2]),
+					 VNPU_AT_INT(1), VNPU_AT_I64, dev);
+	col = rows ? vnpu_op_arange_start_step(VNPU_AT_INT(0),
+					       VNPU_AT_INT(self->sizes[self->ndim - 1]),
+					       VNPU_AT_INT(1), VNPU_AT_I64, dev) : NULL;
+	row = col ? vnpu_op_unsqueeze(rows, 1) : NULL;
+	d = row ? vnpu_op_sub_Tensor(col, row, VNPU_AT_INT(1)) : NULL;
+	if (d)
+		mask = upper ? vnpu_op_ge_Scalar(d, VNPU_AT_INT(diagonal)) :
+			       vnpu_op_le_Scalar(d, VNPU_AT_INT(diagonal));
+	zero = mask ? vnpu_at_scalar_tensor(VNPU_AT_INT(0), (enum vnpu_at_dtype)self->dtype,
+					    dev) : NULL;
+	w = zero ? vnpu_op_where_self(mask, self, zero) : NULL;
+	r = w ? vnpu_op_contiguous(w) : NULL;
+	vnpu_at_release(w);
+	vnpu_at_release(zero);
+	vnpu_at_release(mask);
+	vnpu_at_release(d);
+	vnpu_at_release(row);
+	vnpu_at_release(col);
+	vnpu_at_release(rows);
+	return r;
+}
+
+struct vnpu_at_tensor *vnpu_cea_triu(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+				     int64_t diagonal)
+{
+	return triangle("triu", self, diagonal, true);
+}
+
+struct vnpu_at_tensor *vnpu_cea_tril(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+				     int64_t diagonal)
+{
+	return triangle("tril", self, diagonal, false);
+}
+
 /* ---- pointwise decompositions ---------------------------------------------- */
 
 /*

@@ -793,6 +793,45 @@ struct vnpu_at_tensor *vnpu_autograd_masked_fill_Tensor(vnpu_keyset_t ks,
 				 (struct vnpu_at_tensor *[]){ self, mask, value });
 }
 
+/* triu/tril: the output's gradient cut to the same triangle; ints[0] the
+ * diagonal, ints[1] 1 for triu. */
+static bool triangle_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			      struct vnpu_at_tensor **in)
+{
+	in[0] = n->ints[1] ? vnpu_op_triu(g[0], n->ints[0]) : vnpu_op_tril(g[0], n->ints[0]);
+	return in[0] != NULL;
+}
+
+static struct vnpu_at_tensor *track_triangle(struct vnpu_at_tensor *out, const char *name,
+					     struct vnpu_at_tensor *self, int64_t diagonal,
+					     bool upper)
+{
+	struct vnpu_ag_node *node;
+
+	if (!out || !vnpu_ag_needed(1, &self))
+		return out;
+	node = node_for(name, triangle_backward, 1, &self);
+	if (node) {
+		node->ints[0] = diagonal;
+		node->ints[1] = upper;
+	}
+	return track(out, node);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_triu(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					  int64_t diagonal)
+{
+	return track_triangle(vnpu_redispatch_triu(vnpu_ag_below(ks), self, diagonal),
+			      "TriuBackward0", self, diagonal, true);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_tril(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					  int64_t diagonal)
+{
+	return track_triangle(vnpu_redispatch_tril(vnpu_ag_below(ks), self, diagonal),
+			      "TrilBackward0", self, diagonal, false);
+}
+
 /* ---- reductions ------------------------------------------------------------ */
 
 /* sum / mean: grad with the reduced dims put back (ints[8] is their mask,

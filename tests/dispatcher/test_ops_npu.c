@@ -1490,6 +1490,36 @@ START_TEST(arange_on_device)
 }
 END_TEST
 
+/* triu/tril: exact against the CPU and run on the device (aranges,
+ * a compare and a WHERE there), batched and transposed. */
+START_TEST(triangles_on_device)
+{
+	int64_t xs[3] = { 2, 5, 4 };
+	struct vnpu_at_tensor *x, *xn, *want, *got;
+
+	ot_seed(53);
+	x = ot_rand(3, xs, VNPU_AT_F32, -3, 3, OT_TRANSPOSED);
+	xn = ot_to_npu(x);
+	for (int64_t k = -5; k <= 5; k += 2) {
+		vnpu_fallback_reset();
+		want = vnpu_op_triu(x, k);
+		got = vnpu_op_triu(xn, k);
+		ot_expect_close("triu", want, got, 0, 0);
+		ck_assert(vnpu_at_is_contiguous(got));
+		vnpu_at_release(want);
+		vnpu_at_release(got);
+		want = vnpu_op_tril(x, k);
+		got = vnpu_op_tril(xn, k);
+		ot_expect_close("tril", want, got, 0, 0);
+		expect_on_device("triu/tril");
+		vnpu_at_release(want);
+		vnpu_at_release(got);
+	}
+	vnpu_at_release(x);
+	vnpu_at_release(xn);
+}
+END_TEST
+
 START_TEST(result_layouts)
 {
 	const int64_t cl_sizes[4] = { 2, 3, 4, 5 }, cl_strides[4] = { 60, 1, 15, 3 };
@@ -1552,6 +1582,7 @@ static Suite *ops_npu_suite(void)
 	tcase_add_test(tc, result_layouts);
 	tcase_add_test(tc, masked_fill_ops);
 	tcase_add_test(tc, arange_on_device);
+	tcase_add_test(tc, triangles_on_device);
 	tcase_add_test(tc, advanced_indexing);
 	suite_add_tcase(s, tc);
 	return s;

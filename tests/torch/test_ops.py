@@ -457,6 +457,35 @@ def _pointwise_decompositions():
         torch.clamp(t, t, t)
 
 
+@sample(['aten::triu', 'aten::tril'], 'triangles')
+def _triangles():
+    # every dtype, diagonals inside and beyond the matrix, batched,
+    # transposed, in place, out=, empty; gradients cut to the triangle
+    for dt in FLOATS + INTS + [torch.int8, torch.uint8, torch.bool]:
+        x = make((2, 4, 5), dt, special=dt == torch.float32)
+        for k in (0, 1, -2, 7, -10 ** 12):
+            no_fallback(lambda a: (torch.triu(a, k), torch.tril(a, k),
+                                   torch.triu(a.transpose(1, 2), k),
+                                   a[0].clone().tril_(k), a.clone().triu_(k)), x)
+        no_fallback(lambda a: torch.tril(a, out=torch.empty(0, dtype=a.dtype,
+                                                            device=a.device)), x)
+        no_fallback(torch.triu, make((0, 3), dt))
+    for dt in (torch.float32, torch.float16):
+        no_fallback(lambda a: torch.autograd.grad(
+            (torch.triu(a, 1) * 2 + torch.tril(a, -1)).sum(), a)[0],
+            make((3, 4), dt).requires_grad_())
+    # a GPT's causal mask, as nanoGPT builds and applies it
+    no_fallback(lambda s: s.masked_fill(
+        torch.tril(torch.ones(5, 5, device=s.device)) == 0, float('-inf')).softmax(-1),
+        make((2, 5, 5)))
+    for fn in (torch.triu, torch.tril):
+        with pytest.raises(RuntimeError, match='at least 2 dimensions') as cpu:
+            fn(make((3,)))
+        with pytest.raises(RuntimeError) as npu:
+            fn(make((3,)).to(NPU))
+        assert str(npu.value) == str(cpu.value)
+
+
 @sample(['aten::masked_fill.Scalar', 'aten::masked_fill.Tensor'], 'masked-fill')
 def _masked_fill():
     # every dtype, a value each must convert (1.7 truncates, -1 wraps into
