@@ -209,7 +209,7 @@ RET_ERROR = {
 # the dtype= argument's exactly when one is given (the structured
 # reductions: sum, mean, prod, linalg_vector_norm).
 OUT_DTYPES = ('casts', 'input', 'unary', 'values_indices', 'result',
-              'boolean', 'bytebool', 'self_result', 'dtype_arg')
+              'boolean', 'bytebool', 'self_result', 'self_typemeta', 'dtype_arg')
 
 
 class Op:

@@ -847,6 +847,96 @@ bool vnpu_at_indices_in_bounds(const char *op, const char *prefix, struct vnpu_a
 	return false;
 }
 
+bool vnpu_at_gather_check(const char *op, const struct vnpu_at_tensor *self, int64_t d,
+			  const struct vnpu_at_tensor *index)
+{
+	uint32_t nd = self->ndim ? self->ndim : 1;
+	char a[128], b[128];
+
+	if (index->dtype != VNPU_AT_I64 && index->dtype != VNPU_AT_I32)
+		return (bool)vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					       "%s: gather(): Expected dtype int32/int64 for index", op);
+	if ((index->ndim ? index->ndim : 1) != nd)
+		return (bool)vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					       "%s: Index tensor must have the same number of dimensions as input tensor",
+					       op);
+	for (uint32_t k = 0; k < self->ndim && index->ndim; k++) {
+		if (k == d || index->sizes[k] <= self->sizes[k])
+			continue;
+		vnpu_at_format_sizes(index, a, sizeof(a));
+		vnpu_at_format_sizes(self, b, sizeof(b));
+		return (bool)vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					       "%s: Size does not match at dimension %u expected index %s to be no larger than self %s apart from dimension %lld",
+					       op, k, a, b, (long long)d);
+	}
+	return true;
+}
+
+bool vnpu_at_scatter_check(const char *op, const struct vnpu_at_tensor *self, int64_t d,
+			   const struct vnpu_at_tensor *index, const struct vnpu_at_tensor *src)
+{
+	uint32_t nd = self->ndim ? self->ndim : 1;
+	char a[128], b[128], c[128];
+
+	/* an empty index is not checked (PyTorch's scatter meta) */
+	if (vnpu_at_numel(index) && index->dtype != VNPU_AT_I64 && index->dtype != VNPU_AT_I32)
+		return (bool)vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					       "%s: scatter(): Expected dtype int32/int64 for index", op);
+	if (src->dtype != self->dtype)
+		return (bool)vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					       "%s: scatter(): Expected self.dtype to be equal to src.dtype",
+					       op);
+	if (!vnpu_at_numel(index))
+		return true;
+	if ((index->ndim ? index->ndim : 1) != nd || (src->ndim ? src->ndim : 1) != nd)
+		return (bool)vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					       "%s: Index tensor must have the same number of dimensions as self tensor",
+					       op);
+	for (uint32_t k = 0; k < index->ndim; k++) {
+		if (index->sizes[k] <= src->sizes[k] &&
+		    (k == d || index->sizes[k] <= self->sizes[k]))
+			continue;
+		vnpu_at_format_sizes(index, a, sizeof(a));
+		vnpu_at_format_sizes(self, b, sizeof(b));
+		vnpu_at_format_sizes(src, c, sizeof(c));
+		return (bool)vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					       "%s: Expected index %s to be no larger than self %s apart from dimension %lld and to be no larger size than src %s",
+					       op, a, b, (long long)d, c);
+	}
+	return true;
+}
+
+struct vnpu_at_tensor *vnpu_at_gather_positions(uint32_t ndim, const int64_t *self_sizes,
+						uint32_t d, struct vnpu_at_tensor *index)
+{
+	struct vnpu_at_device dev = vnpu_at_device_of(index);
+	int64_t st[VNPU_AT_MAX_DIMS], shape[VNPU_AT_MAX_DIMS];
+	struct vnpu_at_tensor *wide, *pos, *a, *m, *v, *sum;
+
+	vnpu_at_contiguous_strides(ndim, self_sizes, st);
+	/* an int32 index widened first: the offsets exceed int32 */
+	wide = vnpu_at_converted(vnpu_at_retain(index), VNPU_AT_I64);
+	pos = wide ? vnpu_op_mul_Scalar(wide, VNPU_AT_INT(st[d])) : NULL;
+	vnpu_at_release(wide);
+	for (uint32_t k = 0; pos && k < ndim; k++) {
+		if (k == d || index->sizes[k] == 1)
+			continue;
+		for (uint32_t j = 0; j < ndim; j++)
+			shape[j] = j == k ? index->sizes[k] : 1;
+		a = vnpu_op_arange_start_step(VNPU_AT_INT(0), VNPU_AT_INT(index->sizes[k]),
+					      VNPU_AT_INT(1), VNPU_AT_I64, dev);
+		m = a ? vnpu_op_mul_Scalar(a, VNPU_AT_INT(st[k])) : NULL;
+		v = m ? vnpu_op_view(m, (struct vnpu_at_int_array){ shape, ndim }) : NULL;
+		sum = v ? vnpu_op_add_Tensor(pos, v, VNPU_AT_INT(1)) : NULL;
+		vnpu_at_release(v);
+		vnpu_at_release(m);
+		vnpu_at_release(a);
+		vnpu_at_release(pos);
+		pos = sum;
+	}
+	return pos;
+}
+
 struct vnpu_at_tensor *vnpu_at_converted(struct vnpu_at_tensor *t,
 					 enum vnpu_at_dtype dtype)
 {

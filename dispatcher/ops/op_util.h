@@ -192,6 +192,27 @@ bool vnpu_at_arange_plan(const char *op, struct vnpu_at_scalar start,
 bool vnpu_at_arange_integral(struct vnpu_at_scalar start, struct vnpu_at_scalar end,
 			     struct vnpu_at_scalar step);
 
+/*
+ * gather's argument checks, as PyTorch's gather_shape_check: index of
+ * self's rank (0-dim counts as 1) and no larger than self but along dim d
+ * (wrapped); an int64 or int32 index. Sets the error and returns false.
+ */
+bool vnpu_at_gather_check(const char *op, const struct vnpu_at_tensor *self, int64_t d,
+			  const struct vnpu_at_tensor *index);
+/* scatter_add's argument checks, as PyTorch's scatter_shape_check: src
+ * of self's dtype; unless index is empty, an int64 or int32 index of
+ * self's rank, no larger than src and than self but along dim d. */
+bool vnpu_at_scatter_check(const char *op, const struct vnpu_at_tensor *self, int64_t d,
+			   const struct vnpu_at_tensor *index, const struct vnpu_at_tensor *src);
+/*
+ * The positions gather reads (scatter writes) in a row-major copy of a
+ * tensor of self_sizes: for each element p of index, p with dim d taken
+ * from index[p], as a row-major offset. Computed on index's device
+ * (aranges, a multiply and adds); an int64 tensor of index's shape.
+ */
+struct vnpu_at_tensor *vnpu_at_gather_positions(uint32_t ndim, const int64_t *self_sizes,
+						uint32_t d, struct vnpu_at_tensor *index);
+
 struct vnpu_at_tensor *vnpu_at_scalar_tensor(struct vnpu_at_scalar s,
 					     enum vnpu_at_dtype dtype,
 					     struct vnpu_at_device dev);

@@ -793,6 +793,104 @@ struct vnpu_at_tensor *vnpu_autograd_masked_fill_Tensor(vnpu_keyset_t ks,
 				 (struct vnpu_at_tensor *[]){ self, mask, value });
 }
 
+/* gather: the output's gradient added into zeros of self's shape at the
+ * positions gather read (index_add_ of the flattened gradient, which sums
+ * repeated positions as PyTorch's scatter_add). saved[0] the index;
+ * ints[0] dim; shape 0 self's. */
+static bool gather_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			    struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_int_array shape = saved_shape(n, 0);
+	int64_t total = vnpu_at_numel(g[0]) ? -1 : 0, numel = 1;
+	struct temps t = { 0 };
+	struct vnpu_at_tensor *zeros, *pos, *fp, *fg, *r;
+
+	for (int64_t k = 0; k < shape.n; k++)
+		numel *= shape.v[k];
+	zeros = keep(&t, vnpu_op_zeros(VNPU_AT_INTS(numel), (enum vnpu_at_dtype)g[0]->dtype,
+				       n->device));
+	pos = zeros ? keep(&t, vnpu_at_gather_positions((uint32_t)shape.n, shape.v,
+							(uint32_t)n->ints[0], n->saved[0])) : NULL;
+	fp = pos ? keep(&t, vnpu_op_reshape(pos, ints_of(&total, 1))) : NULL;
+	fg = fp ? keep(&t, vnpu_op_reshape(g[0], ints_of(&total, 1))) : NULL;
+	r = fg ? keep(&t, vnpu_op_index_add_(zeros, 0, fp, fg, VNPU_AT_INT(1))) : NULL;
+	in[0] = r ? vnpu_op_view(zeros, shape) : NULL;
+	temps_free(&t);
+	return in[0] != NULL;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_gather(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					    int64_t dim, struct vnpu_at_tensor *index,
+					    bool sparse_grad)
+{
+	struct vnpu_at_tensor *out = vnpu_redispatch_gather(vnpu_ag_below(ks), self, dim, index,
+							    sparse_grad);
+	struct vnpu_ag_node *node;
+
+	if (!out || !vnpu_ag_needed(1, &self))
+		return out;
+	node = node_for("GatherBackward0", gather_backward, 1, &self);
+	if (node) {
+		save_shape(node, 0, self);
+		vnpu_ag_save(node, 0, index);
+		node->ints[0] = vnpu_at_wrap_dim(dim, self->ndim ? self->ndim : 1);
+	}
+	return track(out, node);
+}
+
+/* scatter_add: self's gradient is the output's; src's is the output's
+ * gathered at the positions written, in src's shape (zero beyond index's
+ * part). saved[0] the index; ints[0] dim; shape 1 src's. */
+static bool scatter_add_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+				 struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_int_array ss = saved_shape(n, 1);
+	struct vnpu_at_tensor *idx = n->saved[0], *gat, *z, *part, *r;
+	bool same = ss.n == idx->ndim && !memcmp(ss.v, idx->sizes, sizeof(int64_t) * ss.n);
+
+	if (wants(n, 0) && !(in[0] = vnpu_at_retain(g[0])))
+		return false;
+	if (!wants(n, 2))
+		return true;
+	gat = vnpu_op_gather(g[0], n->ints[0], idx, false);
+	if (!gat || same) {
+		in[2] = gat;
+		return gat != NULL;
+	}
+	z = vnpu_op_zeros(ss, (enum vnpu_at_dtype)g[0]->dtype, n->device);
+	part = z ? vnpu_at_view_of(z, idx->ndim, idx->sizes, z->strides, z->offset) : NULL;
+	r = part ? vnpu_op_copy_(part, gat, false) : NULL;
+	vnpu_at_release(r);
+	vnpu_at_release(part);
+	vnpu_at_release(gat);
+	if (!r) {
+		vnpu_at_release(z);
+		return false;
+	}
+	in[2] = z;
+	return true;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_scatter_add(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+						 int64_t dim, struct vnpu_at_tensor *index,
+						 struct vnpu_at_tensor *src)
+{
+	struct vnpu_at_tensor *in[3] = { self, index, src };
+	struct vnpu_at_tensor *out = vnpu_redispatch_scatter_add(vnpu_ag_below(ks), self, dim,
+								 index, src);
+	struct vnpu_ag_node *node;
+
+	if (!out || !vnpu_ag_needed(3, in))
+		return out;
+	node = node_for("ScatterAddBackward0", scatter_add_backward, 3, in);
+	if (node) {
+		save_shape(node, 1, src);
+		vnpu_ag_save(node, 0, index);
+		node->ints[0] = vnpu_at_wrap_dim(dim, self->ndim ? self->ndim : 1);
+	}
+	return track(out, node);
+}
+
 /* triu/tril: the output's gradient cut to the same triangle; ints[0] the
  * diagonal, ints[1] 1 for triu. */
 static bool triangle_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,

@@ -1520,6 +1520,80 @@ START_TEST(triangles_on_device)
 }
 END_TEST
 
+/* gather on the device (positions computed there, one INDEX SELECT),
+ * exact against the CPU kernel, every dim, strided self; its C autograd
+ * (index_add_ of the gradient) runs there too. */
+START_TEST(gather_on_device)
+{
+	int64_t xs[3] = { 3, 4, 5 };
+	struct vnpu_at_tensor *x, *xn, *i, *in, *want, *got, *xg, *sum, *grad, *gw;
+
+	ot_seed(59);
+	x = ot_rand(3, xs, VNPU_AT_F32, -3, 3, OT_STRIDED);
+	xn = ot_to_npu(x);
+	for (int64_t d = 0; d < 3; d++) {
+		int64_t is[3] = { 2, 3, 4 };
+
+		is[d] = 6;
+		i = ot_rand(3, is, VNPU_AT_I64, 0, xs[d] - 1, OT_TRANSPOSED);
+		in = ot_to_npu(i);
+		vnpu_fallback_reset();
+		want = vnpu_op_gather(x, d, i, false);
+		got = vnpu_op_gather(xn, d, in, false);
+		ot_expect_close("gather", want, got, 0, 0);
+		expect_on_device("gather");
+		vnpu_at_release(want);
+		vnpu_at_release(got);
+		vnpu_at_release(i);
+		vnpu_at_release(in);
+	}
+	/* scatter_add: repeated positions summed in index order, src larger
+	 * than index */
+	i = ot_rand(3, (int64_t[]){ 3, 6, 5 }, VNPU_AT_I64, 0, 3, OT_CONTIG);
+	in = ot_to_npu(i);
+	want = ot_rand(3, (int64_t[]){ 3, 7, 5 }, VNPU_AT_F32, -3, 3, OT_STRIDED);
+	got = ot_to_npu(want);
+	xg = vnpu_op_scatter_add(x, 1, i, want);
+	vnpu_fallback_reset();
+	gw = vnpu_op_scatter_add(xn, 1, in, got);
+	ot_expect_close("scatter_add", xg, gw, 1e-6, 1e-6);
+	expect_on_device("scatter_add");
+	vnpu_at_release(xg);
+	vnpu_at_release(gw);
+	vnpu_at_release(want);
+	vnpu_at_release(got);
+	vnpu_at_release(i);
+	vnpu_at_release(in);
+	/* the gradient: index_add_ of the output's, repeated rows summed */
+	i = ot_rand(3, (int64_t[]){ 3, 9, 5 }, VNPU_AT_I64, 0, 3, OT_CONTIG);
+	in = ot_to_npu(i);
+	gw = NULL;
+	for (int dev = 0; dev < 2; dev++) {
+		xg = vnpu_op_clone(dev ? xn : x);
+		ck_assert(xg && vnpu_at_set_requires_grad(xg, true));
+		vnpu_fallback_reset();
+		got = vnpu_op_gather(xg, 1, dev ? in : i, false);
+		sum = got ? vnpu_op_sum(got, VNPU_AT_DTYPE_NONE) : NULL;
+		ck_assert_msg(sum && vnpu_at_backward(sum), "%s", vnpu_at_error_message());
+		grad = vnpu_at_grad(xg);
+		if (dev) {
+			ot_expect_close("gather grad", gw, grad, 0, 0);
+			expect_on_device("gather grad");
+			vnpu_at_release(gw);
+		} else {
+			gw = vnpu_at_retain(grad);
+		}
+		vnpu_at_release(sum);
+		vnpu_at_release(got);
+		vnpu_at_release(xg);
+	}
+	vnpu_at_release(i);
+	vnpu_at_release(in);
+	vnpu_at_release(x);
+	vnpu_at_release(xn);
+}
+END_TEST
+
 START_TEST(result_layouts)
 {
 	const int64_t cl_sizes[4] = { 2, 3, 4, 5 }, cl_strides[4] = { 60, 1, 15, 3 };
@@ -1583,6 +1657,7 @@ static Suite *ops_npu_suite(void)
 	tcase_add_test(tc, masked_fill_ops);
 	tcase_add_test(tc, arange_on_device);
 	tcase_add_test(tc, triangles_on_device);
+	tcase_add_test(tc, gather_on_device);
 	tcase_add_test(tc, advanced_indexing);
 	suite_add_tcase(s, tc);
 	return s;

@@ -457,6 +457,64 @@ def _pointwise_decompositions():
         torch.clamp(t, t, t)
 
 
+@sample(['aten::gather', 'aten::scatter_add'], 'gather')
+def _gather():
+    # every dim, an index smaller than self, repeated and transposed,
+    # take_along_dim, empty, out=; what PyTorch refuses or decides per
+    # version (an int32 index) is the CPU kernel's
+    x = make((4, 5, 6), special=True)
+    for dt in FLOATS + INTS + [torch.int8, torch.uint8, torch.bool]:
+        xd = make((4, 5, 6), dt)
+        for d in (0, 1, 2, -1):
+            sz = [4, 5, 6]
+            sz[d] = 7
+            idx = torch.randint(0, xd.shape[d], sz, generator=torch.Generator().manual_seed(d))
+            no_fallback(lambda a, i: (torch.gather(a, d, i), torch.gather(a, d, i[:3, :2, :4]),
+                                      torch.gather(a.transpose(0, 2), d,
+                                                   i[:3, :2, :4].transpose(0, 2) % 4)),
+                        xd, idx)
+    no_fallback(lambda a: torch.take_along_dim(a, a.argmax(2, keepdim=True), 2), x)
+    no_fallback(lambda a, i: torch.gather(a, 1, i), x, torch.zeros(4, 0, 6, dtype=torch.long))
+    no_fallback(lambda a, i: torch.gather(a, 0, i, out=torch.empty(0, device=a.device)),
+                x, torch.zeros(2, 5, 6, dtype=torch.long))
+    for dt in (torch.float32, torch.float64):
+        no_fallback(lambda a, i, w: torch.autograd.grad(
+            (torch.gather(a, 1, i) * w).sum(), a)[0],
+            make((3, 4), dt).requires_grad_(), torch.tensor([[0, 0, 3], [1, 2, 1], [3, 3, 3]]),
+            make((3, 3), dt))
+    # scatter_add (gather's gradient): repeated positions summed, src
+    # larger than index, in place, every dtype it adds
+    for dt in FLOATS + INTS + [torch.int8, torch.uint8]:
+        no_fallback(lambda a, s, i: (a.scatter_add(1, i, s),
+                                     a.clone().scatter_add_(0, i[:, :3] % 3, s),
+                                     a.t().scatter_add(0, i.t(), s.t())),
+                    make((3, 4), dt), make((3, 5), dt, seed=2),
+                    torch.tensor([[0, 1, 0, 3], [2, 2, 2, 2], [1, 0, 3, 3]]))
+    for dt in (torch.float32, torch.float64):
+        no_fallback(lambda a, s, w: torch.autograd.grad(
+            (a.scatter_add(1, torch.tensor([[0, 0], [3, 1]], device=a.device), s) * w).sum(),
+            (a, s)), make((2, 4), dt).requires_grad_(), make((2, 2), dt, seed=1).requires_grad_(),
+            make((2, 4), dt, seed=2))
+    run(lambda a, i: torch.gather(a, 0, i), x, torch.ones(1, 1, 1, dtype=torch.int32))
+    with pytest.raises(RuntimeError) as cpu:
+        x.scatter_add(0, torch.tensor([[[5]]]), x)
+    with pytest.raises(RuntimeError) as npu:
+        x.to(NPU).scatter_add(0, torch.tensor([[[5]]], device=NPU), x.to(NPU))
+    assert str(npu.value) == str(cpu.value)
+    for fn in (lambda a: torch.gather(a, 0, torch.tensor([[[9]]], device=a.device)),
+               lambda a: torch.gather(a, 0, torch.tensor([1], device=a.device)),
+               lambda a: torch.gather(a, 0, torch.zeros(1, 9, 1, dtype=torch.long,
+                                                        device=a.device)),
+               lambda a: torch.gather(a, 0, torch.zeros(2, 5, 6, dtype=torch.long,
+                                                        device=a.device),
+                                      out=torch.empty(0, dtype=torch.long, device=a.device))):
+        with pytest.raises(RuntimeError) as cpu:
+            fn(x)
+        with pytest.raises(RuntimeError) as npu:
+            fn(x.to(NPU))
+        assert str(npu.value).split('\n')[0] == str(cpu.value).split('\n')[0]
+
+
 @sample(['aten::triu', 'aten::tril'], 'triangles')
 def _triangles():
     # every dtype, diagonals inside and beyond the matrix, batched,

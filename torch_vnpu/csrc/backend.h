@@ -82,6 +82,7 @@ struct OpFacts {
 		OUT_BOOLEAN,		// bool (isposinf)
 		OUT_BYTEBOOL,		// bool or uint8 (all, any)
 		OUT_SELF_RESULT,	// the input's (index_select)
+		OUT_SELF_TYPEMETA,	// the input's, in TypeMeta words (gather)
 		OUT_DTYPE_ARG,		// dtype='s exactly, when given (sum)
 	} out_dtype = OUT_CASTS;
 	bool out_no_overlap = false;	// no memory shared with an input at all

@@ -1216,6 +1216,10 @@ static void check_aliasing(const char *c_name, const Binding &b,
 	if (out && b.facts.out_dtype == OpFacts::OUT_SELF_RESULT)
 		TORCH_CHECK(in_dt == targets[0].scalar_type(), torch_name(c_name),
 			    "(): self and result must have the same scalar type");
+	if (out && b.facts.out_dtype == OpFacts::OUT_SELF_TYPEMETA)
+		TORCH_CHECK(in_dt == targets[0].scalar_type(), "Expected out tensor to have dtype ",
+			    c10::scalarTypeToTypeMeta(in_dt), ", but got ", targets[0].dtype(),
+			    " instead");
 	if (out && b.facts.out_dtype == OpFacts::OUT_INPUT)
 		TORCH_CHECK(in_dt == targets[0].scalar_type(),
 			    "Expected the dtype for input and out to match, but got ",

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * CPU reference kernels: embedding, cat, index_select, masked_select,
- * masked_fill, index_add_, index_copy_ (docs/dispatcher.md).
+ * gather, scatter_add, masked_fill, index_add_, index_copy_
+ * (docs/dispatcher.md).
  * Element copies through strides; indices are int64 or int32 and must be
  * in [0, size) of the indexed dim (negative ones are refused, as PyTorch's
  * CPU kernels), checked before anything is written.
@@ -354,6 +355,117 @@ struct vnpu_at_tensor *vnpu_cpu_masked_select(vnpu_keyset_t ks, struct vnpu_at_t
 			memcpy(dst, it.p[0], es);
 			dst += es;
 		}
+	return out;
+}
+
+/* gather: out[p] = self[p with dim d replaced by index[p]], out of index's
+ * shape; every index checked before anything is written. */
+struct vnpu_at_tensor *vnpu_cpu_gather(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+				       int64_t dim, struct vnpu_at_tensor *index,
+				       bool sparse_grad)
+{
+	static const char op[] = "aten::gather";
+	int64_t d = vnpu_at_wrap_dim(dim, self->ndim ? self->ndim : 1);
+	size_t es = vnpu_at_dtype_size(self->dtype);
+	int64_t st[VNPU_AT_MAX_DIMS], size, sdst;
+	struct vnpu_at_tensor *out, *pick;
+	struct vnpu_at_iter it;
+
+	(void)ks;
+	(void)sparse_grad;
+	if (d < 0)
+		return NULL;
+	/* an empty index is not checked further (PyTorch's gather meta) */
+	if (!vnpu_at_numel(index))
+		return vnpu_at_empty(index->ndim, index->sizes, (enum vnpu_at_dtype)self->dtype,
+				     VNPU_AT_DEV_CPU);
+	if (!vnpu_at_gather_check(op, self, d, index))
+		return NULL;
+	size = self->ndim ? self->sizes[d] : 1;
+	sdst = self->ndim ? self->strides[d] : 0;
+	if (!vnpu_at_indices_in_bounds(op, "", index, d, size))
+		return NULL;
+	out = vnpu_at_empty(index->ndim, index->sizes, (enum vnpu_at_dtype)self->dtype,
+			    VNPU_AT_DEV_CPU);
+	/* self seen with index's sizes, dim d pinned at 0: the element of p
+	 * before its dim-d offset */
+	memcpy(st, self->strides, sizeof(int64_t) * self->ndim);
+	if (index->ndim)
+		st[d] = 0;
+	pick = out ? vnpu_at_view_of(self, index->ndim, index->sizes, st, self->offset) : NULL;
+	if (!pick || !vnpu_at_iter_init(&it, index->ndim, index->sizes, 3,
+					(const struct vnpu_at_tensor *[]){ out, index, pick })) {
+		vnpu_at_release(pick);
+		vnpu_at_release(out);
+		return NULL;
+	}
+	while (vnpu_at_iter_next(&it)) {
+		int64_t i = vnpu_at_load_int((enum vnpu_at_dtype)index->dtype, it.p[1]);
+
+		memcpy(it.p[0], it.p[2] + i * sdst * (int64_t)es, es);
+	}
+	vnpu_at_release(pick);
+	return out;
+}
+
+/* scatter_add: a row-major copy of self, src[p] added at p with dim d
+ * replaced by index[p], in index's row-major order; every index checked
+ * before anything is written. */
+struct vnpu_at_tensor *vnpu_cpu_scatter_add(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					    int64_t dim, struct vnpu_at_tensor *index,
+					    struct vnpu_at_tensor *src)
+{
+	static const char op[] = "aten::scatter_add";
+	int64_t d = vnpu_at_wrap_dim(dim, self->ndim ? self->ndim : 1);
+	enum vnpu_at_dtype dt = (enum vnpu_at_dtype)self->dtype;
+	int64_t st[VNPU_AT_MAX_DIMS], size, sdst;
+	struct vnpu_at_tensor *out, *r, *put = NULL, *part;
+	struct vnpu_at_iter it;
+
+	(void)ks;
+	if (d < 0 || !vnpu_at_scatter_check(op, self, d, index, src))
+		return NULL;
+	size = self->ndim ? self->sizes[d] : 1;
+	if (vnpu_at_numel(index) && !vnpu_at_indices_in_bounds(op, "", index, d, size))
+		return NULL;
+	out = vnpu_at_empty(self->ndim, self->sizes, dt, VNPU_AT_DEV_CPU);
+	r = out ? vnpu_cpu_copy_(ks, out, self, false) : NULL;
+	vnpu_at_release(r);
+	if (!r) {
+		vnpu_at_release(out);
+		return NULL;
+	}
+	if (!vnpu_at_numel(index))
+		return out;
+	sdst = self->ndim ? out->strides[d] : 0;
+	memcpy(st, out->strides, sizeof(int64_t) * out->ndim);
+	if (index->ndim)
+		st[d] = 0;
+	put = vnpu_at_view_of(out, index->ndim, index->sizes, st, 0);
+	part = put ? vnpu_at_view_of(src, index->ndim, index->sizes, src->strides,
+				     src->offset) : NULL;
+	if (!part || !vnpu_at_iter_init(&it, index->ndim, index->sizes, 3,
+					(const struct vnpu_at_tensor *[]){ put, index, part })) {
+		vnpu_at_release(part);
+		vnpu_at_release(put);
+		vnpu_at_release(out);
+		return NULL;
+	}
+	while (vnpu_at_iter_next(&it)) {
+		int64_t i = vnpu_at_load_int((enum vnpu_at_dtype)index->dtype, it.p[1]);
+		char *dst = it.p[0] + i * sdst * (int64_t)vnpu_at_dtype_size(dt);
+
+		if (vnpu_at_dtype_is_float(dt))
+			vnpu_at_store(dt, dst, vnpu_at_load(dt, dst) + vnpu_at_load(dt, it.p[2]));
+		else if (dt == VNPU_AT_BOOL)
+			vnpu_at_store_int(dt, dst, vnpu_at_load_int(dt, dst) |
+						   vnpu_at_load_int(dt, it.p[2]));
+		else
+			vnpu_at_store_int(dt, dst, (int64_t)((uint64_t)vnpu_at_load_int(dt, dst) +
+							     (uint64_t)vnpu_at_load_int(dt, it.p[2])));
+	}
+	vnpu_at_release(part);
+	vnpu_at_release(put);
 	return out;
 }
 

@@ -204,6 +204,96 @@ struct vnpu_at_tensor *vnpu_npu_masked_select(vnpu_keyset_t ks, struct vnpu_at_t
 	return out;
 }
 
+/* gather: one INDEX SELECT of the row-major self at the positions index
+ * picks (op_util's vnpu_at_gather_positions, computed on the device; the
+ * index read back and checked first). What PyTorch refuses, a 0-dim
+ * self and an int32 index (PyTorch 2.6 refuses it, 2.13 takes it) go to
+ * the CPU kernel. */
+struct vnpu_at_tensor *vnpu_npu_gather(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+				       int64_t dim, struct vnpu_at_tensor *index,
+				       bool sparse_grad)
+{
+	static const char name[] = "aten::gather";
+	int64_t d = self->ndim ? vnpu_at_wrap_dim(dim, self->ndim) : -1;
+	int64_t n = -1;
+	struct vnpu_at_tensor *pos = NULL, *flat_pos = NULL, *src = NULL, *flat = NULL;
+	struct vnpu_at_tensor *g = NULL, *out = NULL;
+
+	/* an empty index is not checked further (PyTorch's gather meta) */
+	if (d >= 0 && !vnpu_at_numel(index) && vnpu_at_is_npu(self) &&
+	    vnpu_npu_dtype((enum vnpu_at_dtype)self->dtype) >= 0)
+		return vnpu_npu_empty(index->ndim, index->sizes, (enum vnpu_at_dtype)self->dtype);
+	if (d < 0 || index->dtype != VNPU_AT_I64 || !vnpu_at_is_npu(self) ||
+	    !vnpu_at_is_npu(index) || vnpu_npu_dtype((enum vnpu_at_dtype)self->dtype) < 0 ||
+	    index->ndim != self->ndim || !vnpu_at_gather_check(name, self, d, index) ||
+	    !vnpu_at_indices_in_range(name, index, self->sizes[d])) {
+		vnpu_at_error_clear();
+		return vnpu_fallback_gather(ks, self, dim, index, sparse_grad);
+	}
+	pos = vnpu_at_gather_positions(self->ndim, self->sizes, (uint32_t)d, index);
+	flat_pos = pos ? vnpu_op_reshape(pos, (struct vnpu_at_int_array){ &n, 1 }) : NULL;
+	src = flat_pos ? vnpu_op_contiguous(self) : NULL;
+	flat = src ? vnpu_op_view(src, (struct vnpu_at_int_array){ &n, 1 }) : NULL;
+	g = flat ? gather(name, flat, 0, flat_pos) : NULL;
+	out = g ? vnpu_op_view(g, (struct vnpu_at_int_array){ index->sizes, index->ndim }) : NULL;
+	vnpu_at_release(g);
+	vnpu_at_release(flat);
+	vnpu_at_release(src);
+	vnpu_at_release(flat_pos);
+	vnpu_at_release(pos);
+	return out;
+}
+
+/* scatter_add: a row-major copy of self, then one INDEX ADD of src (its
+ * part of index's shape) at the positions index picks (op_util's
+ * vnpu_at_gather_positions), in index's row-major order. What PyTorch
+ * refuses, a 0-dim self and an int32 index go to the CPU kernel. */
+struct vnpu_at_tensor *vnpu_npu_scatter_add(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					    int64_t dim, struct vnpu_at_tensor *index,
+					    struct vnpu_at_tensor *src)
+{
+	static const char name[] = "aten::scatter_add";
+	int64_t d = self->ndim ? vnpu_at_wrap_dim(dim, self->ndim) : -1;
+	int64_t n = -1;
+	struct vnpu_at_tensor *out, *pos = NULL, *fpos = NULL, *part = NULL, *fpart = NULL;
+	struct vnpu_at_tensor *fout = NULL, *r = NULL;
+	bool empty = !vnpu_at_numel(index);
+
+	if (d < 0 || !vnpu_at_is_npu(self) || !vnpu_at_is_npu(index) || !vnpu_at_is_npu(src) ||
+	    vnpu_npu_dtype((enum vnpu_at_dtype)self->dtype) < 0 ||
+	    !vnpu_at_scatter_check(name, self, d, index, src) ||
+	    (!empty && (index->dtype != VNPU_AT_I64 || index->ndim != self->ndim ||
+			!vnpu_at_indices_in_range(name, index, self->sizes[d])))) {
+		vnpu_at_error_clear();
+		return vnpu_fallback_scatter_add(ks, self, dim, index, src);
+	}
+	out = vnpu_npu_empty(self->ndim, self->sizes, (enum vnpu_at_dtype)self->dtype);
+	if (!out || !vnpu_npu_copy(name, out, self)) {
+		vnpu_at_release(out);
+		return NULL;
+	}
+	if (empty)
+		return out;
+	pos = vnpu_at_gather_positions(self->ndim, self->sizes, (uint32_t)d, index);
+	fpos = pos ? vnpu_op_reshape(pos, (struct vnpu_at_int_array){ &n, 1 }) : NULL;
+	part = fpos ? vnpu_at_view_of(src, index->ndim, index->sizes, src->strides,
+				      src->offset) : NULL;
+	fpart = part ? vnpu_op_reshape(part, (struct vnpu_at_int_array){ &n, 1 }) : NULL;
+	fout = fpart ? vnpu_op_view(out, (struct vnpu_at_int_array){ &n, 1 }) : NULL;
+	r = fout ? vnpu_op_index_add_(fout, 0, fpos, fpart, VNPU_AT_INT(1)) : NULL;
+	vnpu_at_release(r);
+	vnpu_at_release(fout);
+	vnpu_at_release(fpart);
+	vnpu_at_release(part);
+	vnpu_at_release(fpos);
+	vnpu_at_release(pos);
+	if (!r) {
+		vnpu_at_release(out);
+		return NULL;
+	}
+	return out;
+}
+
 /* masked_fill: WHERE of the mask, the value (converted to self's dtype
  * as PyTorch's Scalar::to does) and self, into a row-major result of the
  * broadcast shape (PyTorch clones before it fills). A mask that is not
