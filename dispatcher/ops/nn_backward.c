@@ -412,17 +412,9 @@ fail:
 static bool pool_pair(const char *op, const char *what, struct vnpu_at_int_array a,
 		      const int64_t *dflt, int64_t min, int64_t out[2])
 {
-	if (a.n == 0 && dflt) {
-		out[0] = dflt[0];
-		out[1] = dflt[1];
-		return true;
-	}
-	if (a.n != 1 && a.n != 2)
-		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
-					 "%s: %s must either be a single int, or a tuple of two ints",
-					 op, what), false;
+	if (!vnpu_at_pair_arg(op, what, a, dflt, out))
+		return false;
 	for (int i = 0; i < 2; i++) {
-		out[i] = a.v[a.n == 1 ? 0 : i];
 		if (out[i] < min || out[i] > INT32_MAX)
 			return vnpu_at_error_set(VNPU_AT_ERR_VALUE, "%s: %s must be in [%lld, %d], got %lld",
 						 op, what, (long long)min, INT32_MAX,

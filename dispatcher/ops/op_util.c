@@ -847,6 +847,23 @@ bool vnpu_at_indices_in_bounds(const char *op, const char *prefix, struct vnpu_a
 	return false;
 }
 
+bool vnpu_at_pair_arg(const char *op, const char *what, struct vnpu_at_int_array a,
+		      const int64_t *dflt, int64_t out[2])
+{
+	if (a.n == 0 && dflt) {
+		out[0] = dflt[0];
+		out[1] = dflt[1];
+		return true;
+	}
+	if (a.n != 1 && a.n != 2)
+		return (bool)vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					       "%s: %s must either be a single int, or a tuple of two ints",
+					       op, what);
+	out[0] = a.v[0];
+	out[1] = a.v[a.n - 1];
+	return true;
+}
+
 bool vnpu_at_gather_check(const char *op, const struct vnpu_at_tensor *self, int64_t d,
 			  const struct vnpu_at_tensor *index)
 {

@@ -193,6 +193,15 @@ bool vnpu_at_arange_integral(struct vnpu_at_scalar start, struct vnpu_at_scalar 
 			     struct vnpu_at_scalar step);
 
 /*
+ * A 2-d list argument of convolution or pooling (kernel_size, stride,
+ * padding, dilation) as two values: one value repeats, two are as given,
+ * an empty list takes dflt (NULL: an empty list is refused). Anything
+ * else sets PyTorch's "must either be a single int, or a tuple of two
+ * ints" and returns false. Each op checks the values' range itself.
+ */
+bool vnpu_at_pair_arg(const char *op, const char *what, struct vnpu_at_int_array a,
+		      const int64_t *dflt, int64_t out[2]);
+/*
  * gather's argument checks, as PyTorch's gather_shape_check: index of
  * self's rank (0-dim counts as 1) and no larger than self but along dim d
  * (wrapped); an int64 or int32 index. Sets the error and returns false.

@@ -8,24 +8,7 @@
 
 #include "../kernel_common.h"
 
-/* A 2-entry parameter list: n == 1 repeats, n == 2 as given. */
-static bool pair_of(const char *op, const char *what,
-		    struct vnpu_at_int_array a, int64_t dflt, int64_t out[2])
-{
-	if (a.n == 0) {
-		out[0] = out[1] = dflt;
-		return true;
-	}
-	if (a.n == 1 || a.n == 2) {
-		out[0] = a.v[0];
-		out[1] = a.v[a.n - 1];
-		return true;
-	}
-	vnpu_at_error_set(VNPU_AT_ERR_VALUE,
-			  "%s: %s must either be a single int, or a tuple of two ints",
-			  op, what);
-	return false;
-}
+static const int64_t ZEROS[2] = { 0, 0 }, ONES[2] = { 1, 1 };
 
 /* Element (n, c, h, w) of a 4-D strided tensor, or of a 3-D [n, c, w]
  * tensor seen as height 1. */
@@ -333,21 +316,12 @@ static bool pool_setup(const char *op, const struct vnpu_at_tensor *self,
 			vnpu_at_dtype_name(self->dtype));
 		return false;
 	}
-	if (kernel_size.n == 0) {
-		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
-			"%s: kernel_size must either be a single int, or a tuple of two ints",
-			op);
+	/* stride defaults to kernel_size */
+	if (!vnpu_at_pair_arg(op, "kernel_size", kernel_size, NULL, g->k) ||
+	    !vnpu_at_pair_arg(op, "stride", stride, g->k, g->s) ||
+	    !vnpu_at_pair_arg(op, "padding", padding, ZEROS, g->p) ||
+	    !vnpu_at_pair_arg(op, "dilation", dilation, ONES, g->d))
 		return false;
-	}
-	if (!pair_of(op, "kernel_size", kernel_size, 1, g->k) ||
-	    !pair_of(op, "stride", stride, 0, g->s) ||
-	    !pair_of(op, "padding", padding, 0, g->p) ||
-	    !pair_of(op, "dilation", dilation, 1, g->d))
-		return false;
-	if (stride.n == 0) {	/* stride defaults to kernel_size */
-		g->s[0] = g->k[0];
-		g->s[1] = g->k[1];
-	}
 	for (int i = 0; i < 2; i++) {
 		if (g->k[i] <= 0) {
 			vnpu_at_error_set(VNPU_AT_ERR_VALUE,

@@ -10,19 +10,7 @@
  */
 #include "npu_ops_common.h"
 
-/* A 2-entry list (n == 1 repeats); false if it has another length. */
-static bool pair(struct vnpu_at_int_array a, int64_t dflt, int64_t out[2])
-{
-	if (a.n == 0) {
-		out[0] = out[1] = dflt;
-		return true;
-	}
-	if (a.n > 2)
-		return false;
-	out[0] = a.v[0];
-	out[1] = a.v[a.n - 1];
-	return true;
-}
+static const int64_t ZEROS[2] = { 0, 0 }, ONES[2] = { 1, 1 };
 
 /* t (4-D) on the device in NC1HWC0: as it is, or converted once. */
 static struct vnpu_at_tensor *to_nc1hwc0(const char *name,
@@ -65,16 +53,20 @@ struct vnpu_at_tensor *vnpu_npu_convolution(vnpu_keyset_t ks,
 	    !npk_f32_float(dt) || weight->dtype != dt ||
 	    (bias && (bias->dtype != dt || bias->ndim != 1 ||
 		      bias->sizes[0] != weight->sizes[0])) ||
-	    !pair(stride, 1, s) || !pair(padding, 0, pd) ||
-	    !pair(dilation, 1, d) || groups < 1 || groups > UINT32_MAX ||
+	    !vnpu_at_pair_arg(name, "stride", stride, ONES, s) ||
+	    !vnpu_at_pair_arg(name, "padding", padding, ZEROS, pd) ||
+	    !vnpu_at_pair_arg(name, "dilation", dilation, ONES, d) ||
+	    groups < 1 || groups > UINT32_MAX ||
 	    weight->sizes[0] % groups ||
 	    weight->sizes[1] * groups != input->sizes[1] ||
 	    !vnpu_at_is_npu(input) || !vnpu_at_is_npu(weight) ||
-	    (bias && !vnpu_at_is_npu(bias)))
+	    (bias && !vnpu_at_is_npu(bias))) {
+		vnpu_at_error_clear();	/* the CPU kernel words it */
 		return vnpu_fallback_convolution(ks, input, weight, bias,
 						 stride, padding, dilation,
 						 transposed, output_padding,
 						 groups);
+	}
 	for (int i = 0; i < 2; i++)
 		if (s[i] < 1 || s[i] > UINT32_MAX || pd[i] < 0 ||
 		    pd[i] > UINT32_MAX || d[i] < 1 || d[i] > UINT32_MAX)
@@ -176,13 +168,13 @@ static bool pool_params(const struct vnpu_at_tensor *self,
 	int64_t k[2], s[2], pd[2], d[2];
 
 	if ((self->ndim != 3 && self->ndim != 4) || !npk_f32_float(self->dtype) ||
-	    !vnpu_at_is_npu(self) || !kernel_size.n ||
-	    !pair(kernel_size, 1, k) || !pair(stride, 0, s) ||
-	    !pair(padding, 0, pd) || !pair(dilation, 1, d))
+	    !vnpu_at_is_npu(self) ||
+	    !vnpu_at_pair_arg("pool2d", "kernel_size", kernel_size, NULL, k) ||
+	    !vnpu_at_pair_arg("pool2d", "stride", stride, k, s) ||
+	    !vnpu_at_pair_arg("pool2d", "padding", padding, ZEROS, pd) ||
+	    !vnpu_at_pair_arg("pool2d", "dilation", dilation, ONES, d)) {
+		vnpu_at_error_clear();	/* the CPU kernel words it */
 		return false;
-	if (!stride.n) {
-		s[0] = k[0];
-		s[1] = k[1];
 	}
 	for (int i = 0; i < 2; i++)
 		if (k[i] < 1 || k[i] > UINT32_MAX || s[i] < 1 ||
