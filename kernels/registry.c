@@ -19,6 +19,7 @@ extern const struct vnpu_kernel_def vnpu_kernel_reduce;
 extern const struct vnpu_kernel_def vnpu_kernel_transdata;
 extern const struct vnpu_kernel_def vnpu_kernel_index;
 extern const struct vnpu_kernel_def vnpu_kernel_range;
+extern const struct vnpu_kernel_def vnpu_kernel_scan;
 
 /* Indexed by kernel id. */
 static const struct vnpu_kernel_def *const kernels[] = {
@@ -37,6 +38,7 @@ static const struct vnpu_kernel_def *const kernels[] = {
 	[VNPU_KERNEL_QGEMM] = &vnpu_kernel_qgemm,
 	[VNPU_KERNEL_INDEX] = &vnpu_kernel_index,
 	[VNPU_KERNEL_RANGE] = &vnpu_kernel_range,
+	[VNPU_KERNEL_SCAN] = &vnpu_kernel_scan,
 };
 
 _Static_assert(sizeof(kernels) / sizeof(kernels[0]) == VNPU_KERNEL_ID_MAX + 1,

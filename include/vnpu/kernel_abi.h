@@ -131,7 +131,8 @@ enum vnpu_kernel_id {
 	VNPU_KERNEL_QGEMM = 13,
 	VNPU_KERNEL_INDEX = 14,
 	VNPU_KERNEL_RANGE = 15,
-	VNPU_KERNEL_ID_MAX = 15,
+	VNPU_KERNEL_SCAN = 16,
+	VNPU_KERNEL_ID_MAX = 16,
 };
 
 /* Fused activation of GEMM and CONV2D. */
@@ -520,6 +521,27 @@ struct vnpu_kp_reduce {
 	struct vnpu_tensor out;
 };
 
+enum vnpu_scan_op {
+	VNPU_SCAN_SUM = 0,	/* cumsum */
+	VNPU_SCAN_PROD = 1,	/* cumprod */
+	VNPU_SCAN_COUNT
+};
+
+/* SCAN: inclusive prefix along dim; input and out of one dtype and shape.
+ * out[.., i, ..] = input[.., 0, ..] op ... op input[.., i, ..], folded in
+ * index order in PyTorch's CPU accumulation type (double for F32 and F64,
+ * f32 for F16 and BF16, wrapping int64 for the integers) and rounded to
+ * the dtype at each store. BOOL is UNSUPPORTED (PyTorch scans it as
+ * int64); reserved must be zero. out may be input itself (each line reads
+ * an element before it writes it), not another overlapping tensor. */
+struct vnpu_kp_scan {
+	uint32_t op;		/* enum vnpu_scan_op */
+	uint32_t dim;		/* < ndim; ndim >= 1 */
+	uint64_t reserved;
+	struct vnpu_tensor input;
+	struct vnpu_tensor out;
+};
+
 /* TRANSDATA: same logical shape and dtype, src and out in different formats:
  * between ND/NCHW/NHWC (strided) and NC1HWC0, FRACTAL_Z (4-D) or FRACTAL_NZ
  * (rank >= 2), either direction, or between two plain formats. Padding of an
@@ -548,6 +570,7 @@ VNPU_ASSERT_SIZE(struct vnpu_kp_pool2d, 504);
 VNPU_ASSERT_SIZE(struct vnpu_kp_softmax, 312);
 VNPU_ASSERT_SIZE(struct vnpu_kp_layer_norm, 936);
 VNPU_ASSERT_SIZE(struct vnpu_kp_reduce, 312);
+VNPU_ASSERT_SIZE(struct vnpu_kp_scan, 320);
 VNPU_ASSERT_SIZE(struct vnpu_kp_transdata, 304);
 VNPU_ASSERT_SIZE(struct vnpu_kp_qgemm, 648);
 VNPU_ASSERT_OFFSET(struct vnpu_kp_binary, a, 16);

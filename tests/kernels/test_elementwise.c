@@ -206,6 +206,168 @@ START_TEST(test_range_edges)
 }
 END_TEST
 
+/* ----------------------------------------------------------------- SCAN */
+
+/* The reference fold of one line up to and including position `upto`,
+ * from the input's values as doubles, in the accumulation type PyTorch's
+ * CPU uses for the dtype (double, float or wrapping int64). */
+static double scan_ref(uint32_t op, uint32_t dt, const void *buf,
+		       const struct vnpu_tensor *t, int64_t *idx, uint32_t dim,
+		       int64_t upto)
+{
+	double d = op == VNPU_SCAN_PROD;
+	float f = (float)d;
+	uint64_t i = (uint64_t)d;
+
+	for (int64_t k = 0; k <= upto; k++) {
+		idx[dim] = k;
+		if (dt == VNPU_DTYPE_F32 || dt == VNPU_DTYPE_F64) {
+			double x = get_val(buf, dt, elem_off(t, idx));
+
+			d = op == VNPU_SCAN_SUM ? d + x : d * x;
+		} else if (is_float(dt)) {
+			float x = (float)get_val(buf, dt, elem_off(t, idx));
+
+			f = op == VNPU_SCAN_SUM ? f + x : f * x;
+		} else {
+			uint64_t x = (uint64_t)get_int(buf, dt, elem_off(t, idx));
+
+			i = op == VNPU_SCAN_SUM ? i + x : i * x;
+		}
+	}
+	idx[dim] = upto;
+	if (dt == VNPU_DTYPE_F64)
+		return d;
+	if (dt == VNPU_DTYPE_F32)
+		return ew_round_f32(d);
+	if (is_float(dt))
+		return dt == VNPU_DTYPE_F16 ? ew_round_f16(f) : ew_round_bf16(f);
+	return (double)ew_wrap_int((int64_t)i, dt);
+}
+
+/* Every prefix of every line against its own fold, any layout of input
+ * and output, any dim and block count, in place too; BOOL refused. */
+START_TEST(test_scan)
+{
+	kt_seed(107);
+	for (int iter = 0; iter < 240; iter++) {
+		uint32_t dt = all_dtypes[iter % N_ALL_DTYPES];
+		uint32_t op = (uint32_t)(iter / N_ALL_DTYPES) % VNPU_SCAN_COUNT;
+		bool in_place = iter % 5 == 4;
+		int64_t sizes[MAXD], idx[MAXD];
+		uint32_t ndim = rand_shape(sizes, 4, 1);
+		struct operand in, out;
+		struct vnpu_kbuf b[2];
+		void *before;
+		struct vnpu_kp_scan p;
+		uint64_t n;
+
+		if (!ndim) {
+			ndim = 1;
+			sizes[0] = 17;
+		}
+		n = numel_of(ndim, sizes);
+		in = make_operand(0, dt, ndim, sizes, rand_layout(0));
+		out = in_place ? in : make_operand(1, dt, ndim, sizes, rand_layout(0));
+		out.t.buffer = in_place ? 0 : 1;
+		/* products stay finite and exact enough over 17 factors */
+		b[0] = operand_buffer(&in, op == VNPU_SCAN_PROD ? -2 : -50,
+				      op == VNPU_SCAN_PROD ? 2 : 50);
+		b[1] = in_place ? kt_buffer(8) : operand_buffer(&out, -5, 5);
+		memset(&p, 0, sizeof(p));
+		p.op = op;
+		p.dim = (uint32_t)kt_rand_range(0, ndim - 1);
+		p.input = in.t;
+		p.out = out.t;
+		if (dt == VNPU_DTYPE_BOOL) {
+			before = dup_bytes(&b[1]);
+			ck_assert_uint_eq(kt_launch(VNPU_KERNEL_SCAN, &p, b, 2, 1),
+					  VNPU_STATUS_UNSUPPORTED);
+			ck_assert(!memcmp(before, b[1].ptr, b[1].size));
+		} else {
+			void *src = dup_bytes(&b[0]);
+
+			before = dup_bytes(&b[in_place ? 0 : 1]);
+			ck_assert_uint_eq(kt_launch(VNPU_KERNEL_SCAN, &p, b, 2,
+						    block_counts[iter % 3]),
+					  VNPU_STATUS_OK);
+			for (uint64_t e = 0; e < n; e++) {
+				double got, want;
+
+				unravel(e, ndim, sizes, idx);
+				want = scan_ref(op, dt, src, &in.t, idx, p.dim,
+						idx[p.dim]);
+				got = get_val(b[out.t.buffer].ptr, dt,
+					      elem_off(&out.t, idx));
+				ck_assert_msg(same_double(got, want),
+					      "scan op %u dt %u dim %u [%llu]: %a vs %a",
+					      op, dt, p.dim, (unsigned long long)e,
+					      got, want);
+			}
+			check_untouched(&out.t, before, b[out.t.buffer].ptr,
+					b[out.t.buffer].size);
+			free(src);
+		}
+		free(before);
+		kt_free(&b[0]);
+		kt_free(&b[1]);
+	}
+}
+END_TEST
+
+/* PyTorch's accumulation types at their edges, and the validator. */
+START_TEST(test_scan_edges)
+{
+	int64_t sizes[1] = {4};
+	struct vnpu_kbuf b = kt_buffer(64);
+	struct vnpu_kp_scan p;
+	const float f32[4] = {1e8f, 1.0f, -1e8f, 0.0f};
+
+	memset(&p, 0, sizeof(p));
+	p.op = VNPU_SCAN_SUM;
+	p.input = kt_tensor(0, VNPU_DTYPE_F32, 1, sizes, NULL);
+	p.out = p.input;
+	/* f32 sums in double: the 1 lost in 1e8 + 1 comes back */
+	memcpy(b.ptr, f32, sizeof(f32));
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_SCAN, &p, &b, 1, 1), VNPU_STATUS_OK);
+	ck_assert(get_val(b.ptr, VNPU_DTYPE_F32, 2) == 1.0);
+	/* i8 wraps at each store, the int64 sum does not */
+	p.input = kt_tensor(0, VNPU_DTYPE_I8, 1, sizes, NULL);
+	p.out = p.input;
+	memcpy(b.ptr, (const int8_t[4]){100, 100, -100, 0}, 4);
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_SCAN, &p, &b, 1, 2), VNPU_STATUS_OK);
+	ck_assert(get_int(b.ptr, VNPU_DTYPE_I8, 1) == -56);
+	ck_assert(get_int(b.ptr, VNPU_DTYPE_I8, 2) == 100);
+	/* errors: op, reserved, dim, dtype or shape mismatch */
+	p.op = VNPU_SCAN_COUNT;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_SCAN, &p, &b, 1, 1),
+			  VNPU_STATUS_INVALID_ARGS);
+	p.op = VNPU_SCAN_PROD;
+	p.reserved = 1;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_SCAN, &p, &b, 1, 1),
+			  VNPU_STATUS_INVALID_ARGS);
+	p.reserved = 0;
+	p.dim = 1;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_SCAN, &p, &b, 1, 1),
+			  VNPU_STATUS_INVALID_ARGS);
+	p.dim = 0;
+	p.out.dtype = VNPU_DTYPE_U8;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_SCAN, &p, &b, 1, 1),
+			  VNPU_STATUS_INVALID_ARGS);
+	p.out = p.input;
+	p.out.sizes[0] = 3;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_SCAN, &p, &b, 1, 1),
+			  VNPU_STATUS_INVALID_ARGS);
+	p.input.ndim = 0;
+	p.input.sizes[0] = 0;
+	p.input.strides[0] = 0;
+	p.out = p.input;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_SCAN, &p, &b, 1, 1),
+			  VNPU_STATUS_INVALID_ARGS);
+	kt_free(&b);
+}
+END_TEST
+
 START_TEST(test_fill_wide_values)
 {
 	int64_t sizes[1] = {5};
@@ -3374,6 +3536,8 @@ static Suite *elementwise_suite(void)
 	tcase_add_test(tc, test_unary_rounding_sign);
 	tcase_add_test(tc, test_binary_dtype_support);
 	tcase_add_test(tc, test_other_errors);
+	tcase_add_test(tc, test_scan);
+	tcase_add_test(tc, test_scan_edges);
 	suite_add_tcase(s, tc);
 	return s;
 }
