@@ -899,22 +899,30 @@ bool vnpu_at_scatter_check(const char *op, const struct vnpu_at_tensor *self, in
 	if (vnpu_at_numel(index) && index->dtype != VNPU_AT_I64 && index->dtype != VNPU_AT_I32)
 		return (bool)vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 					       "%s: scatter(): Expected dtype int32/int64 for index", op);
-	if (src->dtype != self->dtype)
+	if (src && src->dtype != self->dtype)
 		return (bool)vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 					       "%s: scatter(): Expected self.dtype to be equal to src.dtype",
 					       op);
 	if (!vnpu_at_numel(index))
 		return true;
-	if ((index->ndim ? index->ndim : 1) != nd || (src->ndim ? src->ndim : 1) != nd)
+	if ((index->ndim ? index->ndim : 1) != nd)
 		return (bool)vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 					       "%s: Index tensor must have the same number of dimensions as self tensor",
 					       op);
+	if (src && (src->ndim ? src->ndim : 1) != nd)
+		return (bool)vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					       "%s: Index tensor must have the same number of dimensions as src tensor",
+					       op);
 	for (uint32_t k = 0; k < index->ndim; k++) {
-		if (index->sizes[k] <= src->sizes[k] &&
+		if ((!src || index->sizes[k] <= src->sizes[k]) &&
 		    (k == d || index->sizes[k] <= self->sizes[k]))
 			continue;
 		vnpu_at_format_sizes(index, a, sizeof(a));
 		vnpu_at_format_sizes(self, b, sizeof(b));
+		if (!src)
+			return (bool)vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+						       "%s: Expected index %s to be no larger than self %s apart from dimension %lld",
+						       op, a, b, (long long)d);
 		vnpu_at_format_sizes(src, c, sizeof(c));
 		return (bool)vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 					       "%s: Expected index %s to be no larger than self %s apart from dimension %lld and to be no larger size than src %s",

@@ -208,9 +208,10 @@ bool vnpu_at_pair_arg(const char *op, const char *what, struct vnpu_at_int_array
  */
 bool vnpu_at_gather_check(const char *op, const struct vnpu_at_tensor *self, int64_t d,
 			  const struct vnpu_at_tensor *index);
-/* scatter_add's argument checks, as PyTorch's scatter_shape_check: src
- * of self's dtype; unless index is empty, an int64 or int32 index of
- * self's rank, no larger than src and than self but along dim d. */
+/* scatter and scatter_add's argument checks, as PyTorch's
+ * scatter_shape_check: src (NULL for a value) of self's dtype; unless index
+ * is empty, an int64 or int32 index of self's rank, no larger than src and
+ * than self but along dim d. */
 bool vnpu_at_scatter_check(const char *op, const struct vnpu_at_tensor *self, int64_t d,
 			   const struct vnpu_at_tensor *index, const struct vnpu_at_tensor *src);
 /*

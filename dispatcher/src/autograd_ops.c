@@ -838,26 +838,20 @@ struct vnpu_at_tensor *vnpu_autograd_gather(vnpu_keyset_t ks, struct vnpu_at_ten
 	return track(out, node);
 }
 
-/* scatter_add: self's gradient is the output's; src's is the output's
- * gathered at the positions written, in src's shape (zero beyond index's
- * part). saved[0] the index; ints[0] dim; shape 1 src's. */
-static bool scatter_add_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
-				 struct vnpu_at_tensor **in)
+/* src's gradient of scatter and scatter_add: the output's gathered at the
+ * positions written, in src's shape (zero beyond index's part). saved[0]
+ * the index; ints[0] dim; shape 1 src's. */
+static struct vnpu_at_tensor *scattered_src_grad(struct vnpu_ag_node *n,
+						 struct vnpu_at_tensor *g)
 {
 	struct vnpu_at_int_array ss = saved_shape(n, 1);
 	struct vnpu_at_tensor *idx = n->saved[0], *gat, *z, *part, *r;
 	bool same = ss.n == idx->ndim && !memcmp(ss.v, idx->sizes, sizeof(int64_t) * ss.n);
 
-	if (wants(n, 0) && !(in[0] = vnpu_at_retain(g[0])))
-		return false;
-	if (!wants(n, 2))
-		return true;
-	gat = vnpu_op_gather(g[0], n->ints[0], idx, false);
-	if (!gat || same) {
-		in[2] = gat;
-		return gat != NULL;
-	}
-	z = vnpu_op_zeros(ss, (enum vnpu_at_dtype)g[0]->dtype, n->device);
+	gat = vnpu_op_gather(g, n->ints[0], idx, false);
+	if (!gat || same)
+		return gat;
+	z = vnpu_op_zeros(ss, (enum vnpu_at_dtype)g->dtype, n->device);
 	part = z ? vnpu_at_view_of(z, idx->ndim, idx->sizes, z->strides, z->offset) : NULL;
 	r = part ? vnpu_op_copy_(part, gat, false) : NULL;
 	vnpu_at_release(r);
@@ -865,30 +859,76 @@ static bool scatter_add_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor *
 	vnpu_at_release(gat);
 	if (!r) {
 		vnpu_at_release(z);
-		return false;
+		return NULL;
 	}
-	in[2] = z;
-	return true;
+	return z;
+}
+
+/* scatter_add: self's gradient is the output's, src's gathered. */
+static bool scatter_add_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+				 struct vnpu_at_tensor **in)
+{
+	if (wants(n, 0) && !(in[0] = vnpu_at_retain(g[0])))
+		return false;
+	return !wants(n, 2) || (in[2] = scattered_src_grad(n, g[0])) != NULL;
+}
+
+/* scatter: self's gradient is the output's with the written positions
+ * zeroed (PyTorch's grad.scatter(dim, index, 0)), src's (input 2, none
+ * for the value form) gathered. */
+static bool scatter_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			     struct vnpu_at_tensor **in)
+{
+	if (wants(n, 0) &&
+	    !(in[0] = vnpu_op_scatter_value(g[0], n->ints[0], n->saved[0], VNPU_AT_INT(0))))
+		return false;
+	return n->n_in < 3 || !wants(n, 2) || (in[2] = scattered_src_grad(n, g[0])) != NULL;
+}
+
+static struct vnpu_at_tensor *record_scatter(struct vnpu_at_tensor *out, const char *name,
+					     vnpu_ag_backward_fn fn, struct vnpu_at_tensor *self,
+					     int64_t dim, struct vnpu_at_tensor *index,
+					     struct vnpu_at_tensor *src)
+{
+	struct vnpu_at_tensor *in[3] = { self, index, src };
+	uint32_t nin = src ? 3 : 2;
+	struct vnpu_ag_node *node;
+
+	if (!out || !vnpu_ag_needed(nin, in))
+		return out;
+	node = node_for(name, fn, nin, in);
+	if (node) {
+		if (src)
+			save_shape(node, 1, src);
+		vnpu_ag_save(node, 0, index);
+		node->ints[0] = vnpu_at_wrap_dim(dim, self->ndim ? self->ndim : 1);
+	}
+	return track(out, node);
 }
 
 struct vnpu_at_tensor *vnpu_autograd_scatter_add(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
 						 int64_t dim, struct vnpu_at_tensor *index,
 						 struct vnpu_at_tensor *src)
 {
-	struct vnpu_at_tensor *in[3] = { self, index, src };
-	struct vnpu_at_tensor *out = vnpu_redispatch_scatter_add(vnpu_ag_below(ks), self, dim,
-								 index, src);
-	struct vnpu_ag_node *node;
+	return record_scatter(vnpu_redispatch_scatter_add(vnpu_ag_below(ks), self, dim, index, src),
+			      "ScatterAddBackward0", scatter_add_backward, self, dim, index, src);
+}
 
-	if (!out || !vnpu_ag_needed(3, in))
-		return out;
-	node = node_for("ScatterAddBackward0", scatter_add_backward, 3, in);
-	if (node) {
-		save_shape(node, 1, src);
-		vnpu_ag_save(node, 0, index);
-		node->ints[0] = vnpu_at_wrap_dim(dim, self->ndim ? self->ndim : 1);
-	}
-	return track(out, node);
+struct vnpu_at_tensor *vnpu_autograd_scatter_src(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+						 int64_t dim, struct vnpu_at_tensor *index,
+						 struct vnpu_at_tensor *src)
+{
+	return record_scatter(vnpu_redispatch_scatter_src(vnpu_ag_below(ks), self, dim, index, src),
+			      "ScatterBackward0", scatter_backward, self, dim, index, src);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_scatter_value(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+						   int64_t dim, struct vnpu_at_tensor *index,
+						   struct vnpu_at_scalar value)
+{
+	return record_scatter(vnpu_redispatch_scatter_value(vnpu_ag_below(ks), self, dim, index,
+							    value),
+			      "ScatterBackward1", scatter_backward, self, dim, index, NULL);
 }
 
 /* triu/tril: the output's gradient cut to the same triangle; ints[0] the
@@ -2762,6 +2802,136 @@ struct vnpu_at_tensor *vnpu_autograd_flip(vnpu_keyset_t ks, struct vnpu_at_tenso
 		memcpy(node->ints, dims.v, sizeof(int64_t) * (size_t)dims.n);
 		node->nints = (uint32_t)dims.n;
 	}
+	return track(out, node);
+}
+
+/* x flipped, summed along dim and flipped back: sums from each line's end. */
+static struct vnpu_at_tensor *reversed_cumsum(struct temps *t, struct vnpu_at_tensor *x,
+					      int64_t dim)
+{
+	struct vnpu_at_int_array dims = { &dim, 1 };
+	struct vnpu_at_tensor *f = x ? keep(t, vnpu_op_flip(x, dims)) : NULL;
+	struct vnpu_at_tensor *c = f ? keep(t, vnpu_op_cumsum(f, dim, VNPU_AT_DTYPE_NONE)) : NULL;
+
+	return c ? keep(t, vnpu_op_flip(c, dims)) : NULL;
+}
+
+/* cumsum: the gradient in self's dtype, summed from the end (PyTorch's
+ * cumsum_backward). ints[0] the wrapped dim. */
+static bool cumsum_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			    struct vnpu_at_tensor **in)
+{
+	int64_t dim = n->ints[0];
+	struct temps t = { 0 };
+	struct vnpu_at_tensor *gs;
+
+	gs = g[0]->dtype == n->in_dtype[0] ? g[0] :
+		keep(&t, vnpu_op__to_copy(g[0], (enum vnpu_at_dtype)n->in_dtype[0],
+					  VNPU_AT_DEV_NONE, false));
+	if (gs && vnpu_at_numel(gs) > 1 && gs->ndim && gs->sizes[dim] > 1)
+		gs = reversed_cumsum(&t, gs, dim);
+	in[0] = gs ? vnpu_at_retain(gs) : NULL;
+	temps_free(&t);
+	return in[0] != NULL;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_cumsum(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					    int64_t dim, enum vnpu_at_dtype dtype)
+{
+	struct vnpu_at_tensor *out = vnpu_redispatch_cumsum(vnpu_ag_below(ks), self, dim, dtype);
+	struct vnpu_ag_node *node;
+
+	if (!out || !vnpu_ag_needed(1, &self))
+		return out;
+	node = node_for("CumsumBackward0", cumsum_backward, 1, &self);
+	if (node)
+		node->ints[0] = vnpu_at_wrap_dim(dim, self->ndim ? self->ndim : 1);
+	return track(out, node);
+}
+
+/*
+ * cumprod: PyTorch's O(n) cumprod_backward, whatever the zeros, without
+ * reading anything back. Along each line, with z1 the first zero of x:
+ * before z1, the reversed cumsum of grad * out (cut at z1) over x; at z1,
+ * the sum over [z1, z2) of grad_k times the product of x after z1 up to k,
+ * times out just before z1 (1 at the start); after z1, 0.
+ * saved[0] the output (detached), saved[1] x; ints[0] the wrapped dim.
+ */
+static bool cumprod_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			     struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_tensor *y = n->saved[0], *x = n->saved[1];
+	int64_t dim = n->ints[0], len = x->ndim ? x->sizes[dim] : 1;
+	struct vnpu_at_opt_int_array dims = { true, { &dim, 1 } };
+	struct temps t = { 0 };
+	struct vnpu_at_tensor *gs, *zero, *cs, *m0, *m1, *first, *between, *before, *s, *ysh;
+
+	gs = g[0]->dtype == x->dtype ? g[0] :
+		keep(&t, vnpu_op__to_copy(g[0], (enum vnpu_at_dtype)x->dtype,
+					  VNPU_AT_DEV_NONE, false));
+	if (!gs || vnpu_at_numel(x) <= 1 || len == 1) {
+		in[0] = gs ? vnpu_at_retain(gs) : NULL;
+		temps_free(&t);
+		return in[0] != NULL;
+	}
+	zero = keep(&t, vnpu_op_eq_Scalar(x, VNPU_AT_INT(0)));
+	cs = zero ? keep(&t, vnpu_op_cumsum(zero, dim, VNPU_AT_DTYPE_NONE)) : NULL;
+	m0 = cs ? keep(&t, vnpu_op_eq_Scalar(cs, VNPU_AT_INT(0))) : NULL;
+	m1 = cs ? keep(&t, vnpu_op_eq_Scalar(cs, VNPU_AT_INT(1))) : NULL;
+	/* the only zero where the count of zeros is 1 is the first */
+	first = m1 ? keep(&t, vnpu_op_logical_and(m1, zero)) : NULL;
+	between = first ? keep(&t, vnpu_op_logical_xor(m1, first)) : NULL;
+	/* before z1: the dividing formula, exact there (no zero yet) */
+	before = m0 ? keep(&t, vnpu_op_mul_Tensor(y, gs)) : NULL;
+	before = before ? keep(&t, vnpu_op_masked_fill_Scalar(before,
+			keep(&t, vnpu_op_logical_not(m0)), VNPU_AT_INT(0))) : NULL;
+	before = reversed_cumsum(&t, before, dim);
+	before = before ? keep(&t, vnpu_op_div_Tensor(before, x)) : NULL;
+	before = before ? keep(&t, vnpu_op_where_self(m0, before,
+			scalar_of(&t, before, 0))) : NULL;
+	/* at z1 */
+	s = between ? keep(&t, vnpu_op_masked_fill_Scalar(x,
+			keep(&t, vnpu_op_logical_not(between)), VNPU_AT_INT(1))) : NULL;
+	s = s ? keep(&t, vnpu_op_cumprod(s, dim, VNPU_AT_DTYPE_NONE)) : NULL;
+	s = s ? keep(&t, vnpu_op_mul_Tensor(s, keep(&t, vnpu_op_masked_fill_Scalar(gs,
+			keep(&t, vnpu_op_logical_not(m1)), VNPU_AT_INT(0))))) : NULL;
+	s = s ? keep(&t, vnpu_op_sum_dim_IntList(s, dims, true, VNPU_AT_DTYPE_NONE)) : NULL;
+	ysh = s ? keep(&t, vnpu_op_slice_Tensor(y, dim, (struct vnpu_at_opt_int){ true, 0 },
+						(struct vnpu_at_opt_int){ true, 1 }, 1)) : NULL;
+	ysh = ysh ? keep(&t, vnpu_op_ones_like(ysh, VNPU_AT_DTYPE_NONE, VNPU_AT_DEV_NONE)) : NULL;
+	if (ysh) {
+		struct vnpu_at_tensor *head = keep(&t, vnpu_op_slice_Tensor(y, dim,
+			(struct vnpu_at_opt_int){ true, 0 }, (struct vnpu_at_opt_int){ true, len - 1 }, 1));
+
+		ysh = head ? keep(&t, vnpu_op_cat((struct vnpu_at_tensor_list){
+			(struct vnpu_at_tensor *[]){ ysh, head }, 2 }, dim)) : NULL;
+	}
+	s = ysh ? keep(&t, vnpu_op_mul_Tensor(s, ysh)) : NULL;
+	in[0] = s ? vnpu_op_where_self(first, s, before) : NULL;
+	temps_free(&t);
+	return in[0] != NULL;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_cumprod(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					     int64_t dim, enum vnpu_at_dtype dtype)
+{
+	struct vnpu_at_tensor *out = vnpu_redispatch_cumprod(vnpu_ag_below(ks), self, dim, dtype);
+	struct vnpu_at_tensor *alias;
+	struct vnpu_ag_node *node;
+
+	if (!out || !vnpu_ag_needed(1, &self))
+		return out;
+	node = node_for("CumprodBackward0", cumprod_backward, 1, &self);
+	alias = node ? detach(out) : NULL;
+	if (!alias) {
+		vnpu_ag_node_release(node);
+		vnpu_at_release(out);
+		return NULL;
+	}
+	vnpu_ag_save(node, 0, alias);
+	vnpu_ag_save(node, 1, self);
+	vnpu_at_release(alias);
+	node->ints[0] = vnpu_at_wrap_dim(dim, self->ndim ? self->ndim : 1);
 	return track(out, node);
 }
 

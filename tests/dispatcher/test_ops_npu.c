@@ -1520,6 +1520,154 @@ START_TEST(triangles_on_device)
 }
 END_TEST
 
+/* scatter (src and value) on the device, exact against the CPU kernel:
+ * repeated positions keep the last write; C autograd (self's gradient
+ * with the written positions zeroed, src's gathered) there too. */
+START_TEST(scatter_on_device)
+{
+	int64_t xs[2] = { 3, 4 };
+	struct vnpu_at_tensor *x, *xn, *s, *sn, *i, *in, *want, *got, *grads[2][2];
+
+	ot_seed(67);
+	x = ot_rand(2, xs, VNPU_AT_F32, -3, 3, OT_STRIDED);
+	xn = ot_to_npu(x);
+	s = ot_rand(2, (int64_t[]){ 3, 5 }, VNPU_AT_F32, -3, 3, OT_CONTIG);
+	sn = ot_to_npu(s);
+	i = ot_rand(2, (int64_t[]){ 3, 6 }, VNPU_AT_I64, 0, 3, OT_CONTIG);
+	in = ot_to_npu(i);
+	for (int value = 0; value < 2; value++) {
+		struct vnpu_at_tensor *ip = vnpu_op_slice_Tensor(i, 1, (struct vnpu_at_opt_int){ true, 0 },
+			(struct vnpu_at_opt_int){ true, value ? 6 : 5 }, 1);
+		struct vnpu_at_tensor *ipn = vnpu_op_slice_Tensor(in, 1, (struct vnpu_at_opt_int){ true, 0 },
+			(struct vnpu_at_opt_int){ true, value ? 6 : 5 }, 1);
+
+		vnpu_fallback_reset();
+		want = value ? vnpu_op_scatter_value(x, 1, ip, VNPU_AT_DOUBLE(2.5)) :
+			       vnpu_op_scatter_src(x, 1, ip, s);
+		got = value ? vnpu_op_scatter_value(xn, 1, ipn, VNPU_AT_DOUBLE(2.5)) :
+			      vnpu_op_scatter_src(xn, 1, ipn, sn);
+		ck_assert_msg(want && got, "%s", vnpu_at_error_message());
+		ot_expect_close("scatter", want, got, 0, 0);
+		expect_on_device("scatter");
+		vnpu_at_release(want);
+		vnpu_at_release(got);
+		vnpu_at_release(ip);
+		vnpu_at_release(ipn);
+	}
+	/* gradients of self and src */
+	for (int dev = 0; dev < 2; dev++) {
+		struct vnpu_at_tensor *a = vnpu_op_clone(dev ? xn : x);
+		struct vnpu_at_tensor *b = vnpu_op_clone(dev ? sn : s);
+		struct vnpu_at_tensor *ip = vnpu_op_slice_Tensor(dev ? in : i, 1,
+			(struct vnpu_at_opt_int){ true, 0 }, (struct vnpu_at_opt_int){ true, 4 }, 1);
+		struct vnpu_at_tensor *o, *sq, *sum;
+
+		ck_assert(a && b && ip && vnpu_at_set_requires_grad(a, true) &&
+			  vnpu_at_set_requires_grad(b, true));
+		vnpu_fallback_reset();
+		o = vnpu_op_scatter_src(a, 1, ip, b);
+		sq = o ? vnpu_op_mul_Tensor(o, o) : NULL;
+		sum = sq ? vnpu_op_sum(sq, VNPU_AT_DTYPE_NONE) : NULL;
+		ck_assert_msg(sum && vnpu_at_backward(sum), "%s", vnpu_at_error_message());
+		grads[dev][0] = vnpu_at_retain(vnpu_at_grad(a));
+		grads[dev][1] = vnpu_at_retain(vnpu_at_grad(b));
+		if (dev) {
+			expect_on_device("scatter grad");
+			ot_expect_close("scatter grad self", grads[0][0], grads[1][0], 1e-6, 1e-6);
+			ot_expect_close("scatter grad src", grads[0][1], grads[1][1], 1e-6, 1e-6);
+		}
+		vnpu_at_release(sum);
+		vnpu_at_release(sq);
+		vnpu_at_release(o);
+		vnpu_at_release(ip);
+		vnpu_at_release(b);
+		vnpu_at_release(a);
+	}
+	for (int k = 0; k < 4; k++)
+		vnpu_at_release(grads[k / 2][k % 2]);
+	vnpu_at_release(i);
+	vnpu_at_release(in);
+	vnpu_at_release(s);
+	vnpu_at_release(sn);
+	vnpu_at_release(x);
+	vnpu_at_release(xn);
+}
+END_TEST
+
+/* cumsum and cumprod on the device's SCAN, exact against the CPU kernel
+ * (both fold in PyTorch's accumulation type): every dim, strided input,
+ * integer input summed in int64, dtype=; cumsum's C autograd (a reversed
+ * cumsum) there too. */
+START_TEST(scans_on_device)
+{
+	int64_t xs[3] = { 3, 4, 17 };
+	static const enum vnpu_at_dtype dts[] = { VNPU_AT_F32, VNPU_AT_F16,
+						  VNPU_AT_BF16, VNPU_AT_F64,
+						  VNPU_AT_I8, VNPU_AT_I32 };
+	struct vnpu_at_tensor *x, *xn, *want, *got, *xg, *sum, *grad, *gw = NULL;
+
+	ot_seed(61);
+	for (size_t k = 0; k < sizeof(dts) / sizeof(dts[0]); k++) {
+		x = ot_rand(3, xs, dts[k], -2, 2, OT_STRIDED);
+		xn = ot_to_npu(x);
+		for (int64_t d = -1; d < 3; d++) {
+			for (int prod = 0; prod < 2; prod++) {
+				enum vnpu_at_dtype as = d == 1 ? VNPU_AT_F64 :
+							VNPU_AT_DTYPE_NONE;
+
+				vnpu_fallback_reset();
+				want = prod ? vnpu_op_cumprod(x, d, as) :
+					      vnpu_op_cumsum(x, d, as);
+				got = prod ? vnpu_op_cumprod(xn, d, as) :
+					     vnpu_op_cumsum(xn, d, as);
+				ck_assert_msg(want && got, "%s", vnpu_at_error_message());
+				ck_assert_int_eq(got->dtype, want->dtype);
+				ot_expect_close(prod ? "cumprod" : "cumsum", want, got, 0, 0);
+				expect_on_device(prod ? "cumprod" : "cumsum");
+				vnpu_at_release(want);
+				vnpu_at_release(got);
+			}
+		}
+		vnpu_at_release(x);
+		vnpu_at_release(xn);
+	}
+	/* a 0-dim tensor is its own prefix, a copy of it */
+	x = vnpu_at_scalar_tensor(VNPU_AT_INT(7), VNPU_AT_I16, VNPU_AT_DEV_CPU);
+	xn = ot_to_npu(x);
+	got = vnpu_op_cumsum(xn, -1, VNPU_AT_DTYPE_NONE);
+	ck_assert(got && got->dtype == VNPU_AT_I64 && got->storage != xn->storage);
+	vnpu_at_release(got);
+	vnpu_at_release(xn);
+	vnpu_at_release(x);
+	/* the gradient: the output's summed from the end of each line */
+	x = ot_rand(3, xs, VNPU_AT_F32, -3, 3, OT_CONTIG);
+	xn = ot_to_npu(x);
+	for (int dev = 0; dev < 2; dev++) {
+		xg = vnpu_op_clone(dev ? xn : x);
+		ck_assert(xg && vnpu_at_set_requires_grad(xg, true));
+		vnpu_fallback_reset();
+		got = vnpu_op_cumsum(xg, 2, VNPU_AT_DTYPE_NONE);
+		want = got ? vnpu_op_mul_Tensor(got, got) : NULL;
+		sum = want ? vnpu_op_sum(want, VNPU_AT_DTYPE_NONE) : NULL;
+		ck_assert_msg(sum && vnpu_at_backward(sum), "%s", vnpu_at_error_message());
+		grad = vnpu_at_grad(xg);
+		if (dev) {
+			ot_expect_close("cumsum grad", gw, grad, 1e-5, 1e-5);
+			expect_on_device("cumsum grad");
+			vnpu_at_release(gw);
+		} else {
+			gw = vnpu_at_retain(grad);
+		}
+		vnpu_at_release(sum);
+		vnpu_at_release(want);
+		vnpu_at_release(got);
+		vnpu_at_release(xg);
+	}
+	vnpu_at_release(x);
+	vnpu_at_release(xn);
+}
+END_TEST
+
 /* gather on the device (positions computed there, one INDEX SELECT),
  * exact against the CPU kernel, every dim, strided self; its C autograd
  * (index_add_ of the gradient) runs there too. */
@@ -1658,6 +1806,8 @@ static Suite *ops_npu_suite(void)
 	tcase_add_test(tc, arange_on_device);
 	tcase_add_test(tc, triangles_on_device);
 	tcase_add_test(tc, gather_on_device);
+	tcase_add_test(tc, scans_on_device);
+	tcase_add_test(tc, scatter_on_device);
 	tcase_add_test(tc, advanced_indexing);
 	suite_add_tcase(s, tc);
 	return s;

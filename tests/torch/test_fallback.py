@@ -23,22 +23,22 @@ def report():
 def test_functional_op_without_npu_kernel():
     c = torch.randn(4, 5)
     n = c.to(NPU)
-    assert_same(torch.cumsum(n, 1), torch.cumsum(c, 1))
-    assert report().get('aten::cumsum.out', 0) + report().get('aten::cumsum', 0) >= 1
+    assert_same(torch.lgamma(n), torch.lgamma(c))
+    assert report().get('aten::lgamma.out', 0) + report().get('aten::lgamma', 0) >= 1
 
 
 def test_inplace_and_out_ops_write_the_npu_tensor():
     c = torch.randn(4, 5)
     n = c.to(NPU)
     p = n.data_ptr()
-    n.cumsum_(0)
-    c.cumsum_(0)
+    n.lgamma_()
+    c.lgamma_()
     assert n.data_ptr() == p
     assert_same(n, c)
     out = torch.empty(0, device=NPU)
-    r = torch.cumprod(n, 1, out=out)
+    r = torch.lgamma(n, out=out)
     assert r is out
-    assert_same(out, torch.cumprod(c, 1))
+    assert_same(out, torch.lgamma(c))
     # an in-place op on a view writes through to the base
     cb, nb = torch.randn(4, 5), None
     nb = cb.to(NPU)

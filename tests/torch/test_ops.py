@@ -457,6 +457,78 @@ def _pointwise_decompositions():
         torch.clamp(t, t, t)
 
 
+@sample(['aten::cumsum', 'aten::cumprod'], 'scans')
+def _scans():
+    # bit-exact (both fold in PyTorch's CPU accumulation type): every dim,
+    # transposed input, integers and bool summed in int64, dtype=, out=, in
+    # place, 0-dim and empty; the f32 sum of 1e8, 1, -1e8 keeps the 1
+    for dt in FLOATS + INTS + [torch.int8, torch.uint8, torch.bool]:
+        x = make((4, 5, 17), dt, low=-2, high=2)
+        for d in (0, 1, 2, -1):
+            no_fallback(lambda a: (torch.cumsum(a, d), torch.cumprod(a, d),
+                                   torch.cumsum(a.transpose(0, 2), d, dtype=torch.float64),
+                                   torch.cumprod(a.transpose(1, 2), d, dtype=torch.float32)),
+                        x, scale=0)
+    no_fallback(lambda a: torch.cumsum(a, 0), torch.tensor([1e8, 1, -1e8]), scale=0)
+    no_fallback(lambda a: (torch.cumsum(a, 0), torch.cumprod(a, -1)), torch.tensor(2.5), scale=0)
+    no_fallback(lambda a: (torch.cumsum(a, 1), a.clone().cumsum_(0), a.clone().cumprod_(1),
+                           torch.cumsum(a, 1, out=torch.empty(0, device=a.device))),
+                make((0, 3)), scale=0)
+    no_fallback(lambda a: (torch.cumsum(a, 1, out=torch.empty(3, 4, device=a.device)),
+                           a.clone().cumsum_(0), a.clone().cumprod_(1)),
+                make((3, 4)), scale=0)
+    # gradients: cumprod's through zeros, first and later ones
+    for dt in (torch.float32, torch.float64):
+        x = make((3, 6), dt)
+        x[0, 2] = 0
+        x[1, 0] = x[1, 4] = 0
+        no_fallback(lambda a, w: torch.autograd.grad(
+            ((torch.cumsum(a, 1) + torch.cumprod(a, 1)) * w).sum(), a)[0],
+            x.requires_grad_(), make((3, 6), dt, seed=1))
+    # PyTorch's errors: a dim out of range, a dtype= the out= lacks
+    for fn in (lambda a: torch.cumsum(a, 2),
+               lambda a: torch.cumprod(a, -3),
+               lambda a: torch.cumsum(a, 0, dtype=torch.float64,
+                                      out=torch.empty(3, 4, device=a.device))):
+        with pytest.raises((IndexError, RuntimeError)) as cpu:
+            fn(make((3, 4)))
+        with pytest.raises(cpu.type) as npu:
+            fn(make((3, 4)).to(NPU))
+        assert str(npu.value) == str(cpu.value)
+
+
+@sample(['aten::scatter.src', 'aten::scatter.value'], 'scatter')
+def _scatter():
+    # repeated positions: the last write in index order stays, as on the
+    # CPU; src larger than index, transposed, in place, every dtype, a
+    # value the dtype converts (2.7 to int: 2), empty index
+    idx = torch.tensor([[0, 1, 0, 3], [2, 2, 2, 2], [1, 0, 3, 3]])
+    for dt in FLOATS + INTS + [torch.int8, torch.uint8, torch.bool]:
+        no_fallback(lambda a, s, i: (a.scatter(1, i, s), a.clone().scatter_(0, i[:, :3] % 3, s),
+                                     a.t().scatter(0, i.t(), s.t()), a.scatter(1, i, 2.7),
+                                     a.clone().scatter_(0, i % 3, 1), a.scatter(1, i[:, :0], s)),
+                    make((3, 4), dt), make((3, 5), dt, seed=2), idx, scale=0)
+    for dt in (torch.float32, torch.float64):
+        no_fallback(lambda a, s, w: torch.autograd.grad(
+            ((a.scatter(1, torch.tensor([[0, 0], [3, 1]], device=a.device), s) +
+              a.scatter(0, torch.tensor([[1, 0, 1, 1]], device=a.device), 5.0)) * w).sum(),
+            (a, s)), make((2, 4), dt).requires_grad_(), make((2, 2), dt, seed=1).requires_grad_(),
+            make((2, 4), dt, seed=2))
+    # what PyTorch refuses is the CPU kernel's, word for word
+    x = make((3, 4))
+    for fn in (lambda a: a.scatter(0, torch.tensor([[7]], device=a.device), 1.0),
+               lambda a: a.scatter(0, torch.zeros(2, 5, dtype=torch.long, device=a.device), 1.0),
+               lambda a: a.scatter(0, torch.zeros(1, 1, dtype=torch.long, device=a.device),
+                                   a.double()),
+               lambda a: a.to(torch.int8).scatter(0, torch.zeros(1, 1, dtype=torch.long,
+                                                                 device=a.device), 1000)):
+        with pytest.raises(RuntimeError) as cpu:
+            fn(x)
+        with pytest.raises(RuntimeError) as npu:
+            fn(x.to(NPU))
+        assert str(npu.value) == str(cpu.value)
+
+
 @sample(['aten::gather', 'aten::scatter_add'], 'gather')
 def _gather():
     # every dim, an index smaller than self, repeated and transposed,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * CPU reference kernels: embedding, cat, index_select, masked_select,
- * gather, scatter_add, masked_fill, index_add_, index_copy_
+ * gather, scatter, scatter_add, masked_fill, index_add_, index_copy_
  * (docs/dispatcher.md).
  * Element copies through strides; indices are int64 or int32 and must be
  * in [0, size) of the indexed dim (negative ones are refused, as PyTorch's
@@ -408,42 +408,55 @@ struct vnpu_at_tensor *vnpu_cpu_gather(vnpu_keyset_t ks, struct vnpu_at_tensor *
 	return out;
 }
 
-/* scatter_add: a row-major copy of self, src[p] added at p with dim d
- * replaced by index[p], in index's row-major order; every index checked
- * before anything is written. */
-struct vnpu_at_tensor *vnpu_cpu_scatter_add(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
-					    int64_t dim, struct vnpu_at_tensor *index,
-					    struct vnpu_at_tensor *src)
+/* scatter and scatter_add: a row-major copy of self, src[p] (or the value)
+ * written or added at p with dim d replaced by index[p], in index's
+ * row-major order (the last write of a position stays); every index
+ * checked before anything is written. src NULL: value, in self's dtype
+ * (PyTorch's checked conversion). */
+static struct vnpu_at_tensor *scatter_elements(vnpu_keyset_t ks, const char *op, bool add,
+					       struct vnpu_at_tensor *self, int64_t dim,
+					       struct vnpu_at_tensor *index,
+					       struct vnpu_at_tensor *src,
+					       struct vnpu_at_scalar value)
 {
-	static const char op[] = "aten::scatter_add";
 	int64_t d = vnpu_at_wrap_dim(dim, self->ndim ? self->ndim : 1);
 	enum vnpu_at_dtype dt = (enum vnpu_at_dtype)self->dtype;
+	size_t es = vnpu_at_dtype_size(dt);
 	int64_t st[VNPU_AT_MAX_DIMS], size, sdst;
-	struct vnpu_at_tensor *out, *r, *put = NULL, *part;
+	struct vnpu_at_tensor *out, *r, *put = NULL, *part = NULL, *v = NULL;
 	struct vnpu_at_iter it;
 
-	(void)ks;
 	if (d < 0 || !vnpu_at_scatter_check(op, self, d, index, src))
 		return NULL;
 	size = self->ndim ? self->sizes[d] : 1;
 	if (vnpu_at_numel(index) && !vnpu_at_indices_in_bounds(op, "", index, d, size))
 		return NULL;
+	if (!src) {
+		/* the value as one element of self's dtype, read at stride 0 */
+		v = vnpu_at_scalar_tensor(value, dt, VNPU_AT_DEV_CPU);
+		if (!v)
+			return NULL;
+	}
 	out = vnpu_at_empty(self->ndim, self->sizes, dt, VNPU_AT_DEV_CPU);
 	r = out ? vnpu_cpu_copy_(ks, out, self, false) : NULL;
 	vnpu_at_release(r);
-	if (!r) {
-		vnpu_at_release(out);
-		return NULL;
+	if (!r || !vnpu_at_numel(index)) {
+		vnpu_at_release(v);
+		if (!r)
+			vnpu_at_release(out);
+		return r ? out : NULL;
 	}
-	if (!vnpu_at_numel(index))
-		return out;
 	sdst = self->ndim ? out->strides[d] : 0;
 	memcpy(st, out->strides, sizeof(int64_t) * out->ndim);
 	if (index->ndim)
 		st[d] = 0;
 	put = vnpu_at_view_of(out, index->ndim, index->sizes, st, 0);
-	part = put ? vnpu_at_view_of(src, index->ndim, index->sizes, src->strides,
-				     src->offset) : NULL;
+	if (put)
+		part = src ? vnpu_at_view_of(src, index->ndim, index->sizes, src->strides,
+					     src->offset) :
+			     vnpu_at_view_of(v, index->ndim, index->sizes,
+					     (int64_t[VNPU_AT_MAX_DIMS]){ 0 }, v->offset);
+	vnpu_at_release(v);
 	if (!part || !vnpu_at_iter_init(&it, index->ndim, index->sizes, 3,
 					(const struct vnpu_at_tensor *[]){ put, index, part })) {
 		vnpu_at_release(part);
@@ -453,9 +466,11 @@ struct vnpu_at_tensor *vnpu_cpu_scatter_add(vnpu_keyset_t ks, struct vnpu_at_ten
 	}
 	while (vnpu_at_iter_next(&it)) {
 		int64_t i = vnpu_at_load_int((enum vnpu_at_dtype)index->dtype, it.p[1]);
-		char *dst = it.p[0] + i * sdst * (int64_t)vnpu_at_dtype_size(dt);
+		char *dst = it.p[0] + i * sdst * (int64_t)es;
 
-		if (vnpu_at_dtype_is_float(dt))
+		if (!add)
+			memcpy(dst, it.p[2], es);
+		else if (vnpu_at_dtype_is_float(dt))
 			vnpu_at_store(dt, dst, vnpu_at_load(dt, dst) + vnpu_at_load(dt, it.p[2]));
 		else if (dt == VNPU_AT_BOOL)
 			vnpu_at_store_int(dt, dst, vnpu_at_load_int(dt, dst) |
@@ -467,6 +482,29 @@ struct vnpu_at_tensor *vnpu_cpu_scatter_add(vnpu_keyset_t ks, struct vnpu_at_ten
 	vnpu_at_release(part);
 	vnpu_at_release(put);
 	return out;
+}
+
+struct vnpu_at_tensor *vnpu_cpu_scatter_add(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					    int64_t dim, struct vnpu_at_tensor *index,
+					    struct vnpu_at_tensor *src)
+{
+	return scatter_elements(ks, "aten::scatter_add", true, self, dim, index, src,
+				VNPU_AT_INT(0));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_scatter_src(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					    int64_t dim, struct vnpu_at_tensor *index,
+					    struct vnpu_at_tensor *src)
+{
+	return scatter_elements(ks, "aten::scatter.src", false, self, dim, index, src,
+				VNPU_AT_INT(0));
+}
+
+struct vnpu_at_tensor *vnpu_cpu_scatter_value(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					      int64_t dim, struct vnpu_at_tensor *index,
+					      struct vnpu_at_scalar value)
+{
+	return scatter_elements(ks, "aten::scatter.value", false, self, dim, index, NULL, value);
 }
 
 /* masked_fill: self where the mask is false, the value (checked and

@@ -315,3 +315,93 @@ struct vnpu_ret_max_dim vnpu_cpu_max_dim(vnpu_keyset_t ks,
 		return (struct vnpu_ret_max_dim){ 0 };
 	return r;
 }
+
+/*
+ * cumsum and cumprod: self converted to the result dtype first (integers
+ * and bool give int64 unless dtype says otherwise), then each line along
+ * dim folded in index order in PyTorch's CPU accumulation type: double for
+ * f32 and f64, float for f16 and bf16, wrapping int64 for the integers.
+ * A 0-dim tensor is its own prefix.
+ */
+static struct vnpu_at_tensor *cum_of(const char *op, bool prod,
+				     struct vnpu_at_tensor *self, int64_t dim,
+				     enum vnpu_at_dtype dtype)
+{
+	enum vnpu_at_dtype dt = dtype != VNPU_AT_DTYPE_NONE ? dtype :
+				kc_is_int(self->dtype) ? VNPU_AT_I64 :
+				(enum vnpu_at_dtype)self->dtype;
+	struct vnpu_at_tensor *src, *out;
+	struct kc_reduce_plan sp, opl;
+	int64_t d = vnpu_at_wrap_dim(dim, self->ndim ? self->ndim : 1);
+	const char *s;
+	char *o;
+
+	if (d < 0)
+		return NULL;
+	if (dt == VNPU_AT_BOOL)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"%s: \"%s_out_cpu\" not implemented for 'Bool'", op,
+			prod ? "cumprod" : "cumsum");
+	/* a 0-dim tensor: a copy of itself in dt */
+	if (!self->ndim)
+		return vnpu_op__to_copy(self, dt, VNPU_AT_DEV_CPU, false);
+	src = vnpu_at_converted(vnpu_at_retain(self), dt);
+	if (!src)
+		return NULL;
+	out = vnpu_at_empty(self->ndim, self->sizes, dt, VNPU_AT_DEV_CPU);
+	if (!out) {
+		vnpu_at_release(src);
+		return NULL;
+	}
+	kc_reduce_plan_init(&sp, src, 1u << d, true);
+	kc_reduce_plan_init(&opl, out, 1u << d, true);
+	s = vnpu_at_data(src);
+	o = vnpu_at_data(out);
+	for (int64_t r = 0; r < sp.nout; r++) {
+		const char *sl = s + kc_reduce_outer(&sp, r);
+		char *ol = o + kc_reduce_outer(&opl, r);
+		double acc = prod;
+		float facc = (float)prod;
+		uint64_t iacc = prod;
+
+		for (int64_t j = 0; j < sp.nred_elems; j++) {
+			const char *x = sl + kc_reduce_inner(&sp, j);
+			char *y = ol + kc_reduce_inner(&opl, j);
+
+			if (dt == VNPU_AT_F32 || dt == VNPU_AT_F64) {
+				double v = vnpu_at_load(dt, x);
+
+				acc = prod ? acc * v : acc + v;
+				vnpu_at_store(dt, y, acc);
+			} else if (vnpu_at_dtype_is_float(dt)) {
+				float v = (float)vnpu_at_load(dt, x);
+
+				facc = prod ? facc * v : facc + v;
+				vnpu_at_store(dt, y, facc);
+			} else {
+				uint64_t v = (uint64_t)vnpu_at_load_int(dt, x);
+
+				iacc = prod ? iacc * v : iacc + v;
+				vnpu_at_store_int(dt, y, (int64_t)iacc);
+			}
+		}
+	}
+	vnpu_at_release(src);
+	return out;
+}
+
+struct vnpu_at_tensor *vnpu_cpu_cumsum(vnpu_keyset_t ks,
+				       struct vnpu_at_tensor *self, int64_t dim,
+				       enum vnpu_at_dtype dtype)
+{
+	(void)ks;
+	return cum_of("aten::cumsum", false, self, dim, dtype);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_cumprod(vnpu_keyset_t ks,
+					struct vnpu_at_tensor *self, int64_t dim,
+					enum vnpu_at_dtype dtype)
+{
+	(void)ks;
+	return cum_of("aten::cumprod", true, self, dim, dtype);
+}

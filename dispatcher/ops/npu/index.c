@@ -244,31 +244,43 @@ struct vnpu_at_tensor *vnpu_npu_gather(vnpu_keyset_t ks, struct vnpu_at_tensor *
 	return out;
 }
 
-/* scatter_add: a row-major copy of self, then one INDEX ADD of src (its
- * part of index's shape) at the positions index picks (op_util's
- * vnpu_at_gather_positions), in index's row-major order. What PyTorch
- * refuses, a 0-dim self and an int32 index go to the CPU kernel. */
-struct vnpu_at_tensor *vnpu_npu_scatter_add(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
-					    int64_t dim, struct vnpu_at_tensor *index,
-					    struct vnpu_at_tensor *src)
+/* scatter and scatter_add: a row-major copy of self, then one INDEX ADD
+ * (repeated positions add in index order) or INDEX COPY (the last write of
+ * a position stays, as PyTorch's CPU loop) of src, or of the value spread
+ * to index's shape (src NULL), at the row-major positions of
+ * vnpu_at_gather_positions. What PyTorch refuses, an int32 index, 0-dim
+ * self and a value self's dtype cannot hold go to the CPU kernel (*fell). */
+static struct vnpu_at_tensor *npu_scatter(const char *name, bool add,
+					  struct vnpu_at_tensor *self, int64_t dim,
+					  struct vnpu_at_tensor *index,
+					  struct vnpu_at_tensor *src,
+					  struct vnpu_at_scalar value, bool *fell)
 {
-	static const char name[] = "aten::scatter_add";
 	int64_t d = self->ndim ? vnpu_at_wrap_dim(dim, self->ndim) : -1;
 	int64_t n = -1;
 	struct vnpu_at_tensor *out, *pos = NULL, *fpos = NULL, *part = NULL, *fpart = NULL;
 	struct vnpu_at_tensor *fout = NULL, *r = NULL;
 	bool empty = !vnpu_at_numel(index);
 
-	if (d < 0 || !vnpu_at_is_npu(self) || !vnpu_at_is_npu(index) || !vnpu_at_is_npu(src) ||
-	    vnpu_npu_dtype((enum vnpu_at_dtype)self->dtype) < 0 ||
-	    !vnpu_at_scatter_check(name, self, d, index, src) ||
-	    (!empty && (index->dtype != VNPU_AT_I64 || index->ndim != self->ndim ||
-			!vnpu_at_indices_in_range(name, index, self->sizes[d])))) {
+	*fell = d < 0 || !vnpu_at_is_npu(self) || !vnpu_at_is_npu(index) ||
+		(src && !vnpu_at_is_npu(src)) ||
+		vnpu_npu_dtype((enum vnpu_at_dtype)self->dtype) < 0 ||
+		!vnpu_at_scatter_check(name, self, d, index, src) ||
+		(!empty && (index->dtype != VNPU_AT_I64 || index->ndim != self->ndim ||
+			    !vnpu_at_indices_in_range(name, index, self->sizes[d])));
+	if (!*fell && !src && !empty) {
+		/* PyTorch converts the value checked, as fill_ */
+		part = vnpu_op_full((struct vnpu_at_int_array){ index->sizes, index->ndim },
+				    value, (enum vnpu_at_dtype)self->dtype, vnpu_npu_device());
+		*fell = !part;
+	}
+	if (*fell) {
 		vnpu_at_error_clear();
-		return vnpu_fallback_scatter_add(ks, self, dim, index, src);
+		return NULL;
 	}
 	out = vnpu_npu_empty(self->ndim, self->sizes, (enum vnpu_at_dtype)self->dtype);
 	if (!out || !vnpu_npu_copy(name, out, self)) {
+		vnpu_at_release(part);
 		vnpu_at_release(out);
 		return NULL;
 	}
@@ -276,11 +288,14 @@ struct vnpu_at_tensor *vnpu_npu_scatter_add(vnpu_keyset_t ks, struct vnpu_at_ten
 		return out;
 	pos = vnpu_at_gather_positions(self->ndim, self->sizes, (uint32_t)d, index);
 	fpos = pos ? vnpu_op_reshape(pos, (struct vnpu_at_int_array){ &n, 1 }) : NULL;
-	part = fpos ? vnpu_at_view_of(src, index->ndim, index->sizes, src->strides,
-				      src->offset) : NULL;
-	fpart = part ? vnpu_op_reshape(part, (struct vnpu_at_int_array){ &n, 1 }) : NULL;
+	if (src)
+		part = fpos ? vnpu_at_view_of(src, index->ndim, index->sizes, src->strides,
+					      src->offset) : NULL;
+	fpart = part && fpos ? vnpu_op_reshape(part, (struct vnpu_at_int_array){ &n, 1 }) : NULL;
 	fout = fpart ? vnpu_op_view(out, (struct vnpu_at_int_array){ &n, 1 }) : NULL;
-	r = fout ? vnpu_op_index_add_(fout, 0, fpos, fpart, VNPU_AT_INT(1)) : NULL;
+	if (fout)
+		r = add ? vnpu_op_index_add_(fout, 0, fpos, fpart, VNPU_AT_INT(1)) :
+			  vnpu_op_index_copy_(fout, 0, fpos, fpart);
 	vnpu_at_release(r);
 	vnpu_at_release(fout);
 	vnpu_at_release(fpart);
@@ -292,6 +307,39 @@ struct vnpu_at_tensor *vnpu_npu_scatter_add(vnpu_keyset_t ks, struct vnpu_at_ten
 		return NULL;
 	}
 	return out;
+}
+
+struct vnpu_at_tensor *vnpu_npu_scatter_add(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					    int64_t dim, struct vnpu_at_tensor *index,
+					    struct vnpu_at_tensor *src)
+{
+	bool fell;
+	struct vnpu_at_tensor *r = npu_scatter("aten::scatter_add", true, self, dim, index, src,
+					       VNPU_AT_INT(0), &fell);
+
+	return fell ? vnpu_fallback_scatter_add(ks, self, dim, index, src) : r;
+}
+
+struct vnpu_at_tensor *vnpu_npu_scatter_src(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					    int64_t dim, struct vnpu_at_tensor *index,
+					    struct vnpu_at_tensor *src)
+{
+	bool fell;
+	struct vnpu_at_tensor *r = npu_scatter("aten::scatter.src", false, self, dim, index, src,
+					       VNPU_AT_INT(0), &fell);
+
+	return fell ? vnpu_fallback_scatter_src(ks, self, dim, index, src) : r;
+}
+
+struct vnpu_at_tensor *vnpu_npu_scatter_value(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					      int64_t dim, struct vnpu_at_tensor *index,
+					      struct vnpu_at_scalar value)
+{
+	bool fell;
+	struct vnpu_at_tensor *r = npu_scatter("aten::scatter.value", false, self, dim, index,
+					       NULL, value, &fell);
+
+	return fell ? vnpu_fallback_scatter_value(ks, self, dim, index, value) : r;
 }
 
 /* masked_fill: WHERE of the mask, the value (converted to self's dtype

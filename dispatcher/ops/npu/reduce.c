@@ -287,3 +287,65 @@ struct vnpu_ret_max_dim vnpu_npu_max_dim(vnpu_keyset_t ks,
 	}
 	return r;
 }
+
+/* cumsum and cumprod on SCAN: self converted to the result dtype on the
+ * device, then scanned into a contiguous result, as PyTorch's kernels. A
+ * dim out of range, a dtype SCAN lacks (bool) or an input the device does
+ * not hold go to the CPU kernel. */
+static struct vnpu_at_tensor *npu_scan(const char *name, uint32_t op,
+				       struct vnpu_at_tensor *self, int64_t dim,
+				       enum vnpu_at_dtype dtype, bool *fell)
+{
+	enum vnpu_at_dtype sdt = (enum vnpu_at_dtype)self->dtype;
+	enum vnpu_at_dtype dt = dtype != VNPU_AT_DTYPE_NONE ? dtype :
+				kc_is_int(sdt) ? VNPU_AT_I64 : sdt;
+	int64_t nd = self->ndim ? self->ndim : 1;
+	int64_t d = dim < 0 ? dim + nd : dim;
+	struct vnpu_kp_scan p = { .op = op };
+	struct vnpu_npu_launch l = { 0 };
+	struct vnpu_at_tensor *src, *out;
+
+	*fell = !npk_float_or_int(dt) || vnpu_npu_dtype(sdt) < 0 || d < 0 ||
+		d >= nd;
+	if (*fell)
+		return NULL;
+	if (!self->ndim)
+		return vnpu_op__to_copy(self, dt, vnpu_npu_device(), false);
+	src = npk_operand(self, dt);
+	if (!src)
+		return NULL;
+	out = vnpu_npu_empty(src->ndim, src->sizes, dt);
+	p.dim = (uint32_t)d;
+	if (out && vnpu_at_numel(out) &&
+	    (!vnpu_npu_arg(&l, src, VNPU_ACCESS_READ, &p.input) ||
+	     !vnpu_npu_arg(&l, out, VNPU_ACCESS_WRITE, &p.out) ||
+	     !vnpu_npu_launch(name, &l, "scan", &p, sizeof(p),
+			      vnpu_at_numel(out)))) {
+		vnpu_at_release(out);
+		out = NULL;
+	}
+	vnpu_at_release(src);
+	return out;
+}
+
+struct vnpu_at_tensor *vnpu_npu_cumsum(vnpu_keyset_t ks,
+				       struct vnpu_at_tensor *self, int64_t dim,
+				       enum vnpu_at_dtype dtype)
+{
+	bool fell;
+	struct vnpu_at_tensor *r = npu_scan("aten::cumsum", VNPU_SCAN_SUM,
+					    self, dim, dtype, &fell);
+
+	return fell ? vnpu_fallback_cumsum(ks, self, dim, dtype) : r;
+}
+
+struct vnpu_at_tensor *vnpu_npu_cumprod(vnpu_keyset_t ks,
+					struct vnpu_at_tensor *self, int64_t dim,
+					enum vnpu_at_dtype dtype)
+{
+	bool fell;
+	struct vnpu_at_tensor *r = npu_scan("aten::cumprod", VNPU_SCAN_PROD,
+					    self, dim, dtype, &fell);
+
+	return fell ? vnpu_fallback_cumprod(ks, self, dim, dtype) : r;
+}
