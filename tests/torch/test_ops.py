@@ -519,9 +519,16 @@ def _scatter():
               a.scatter(0, torch.tensor([[1, 0, 1, 1]], device=a.device), 5.0)) * w).sum(),
             (a, s)), make((2, 4), dt).requires_grad_(), make((2, 2), dt, seed=1).requires_grad_(),
             make((2, 4), dt, seed=2))
-    # what PyTorch refuses is the CPU kernel's, word for word
+    # what PyTorch refuses is the CPU kernel's, word for word: a target
+    # that overlaps itself, its index or its src too
     x = make((3, 4))
-    for fn in (lambda a: a.scatter(0, torch.tensor([[7]], device=a.device), 1.0),
+    for fn in (lambda a: a[:1, :1].expand(3, 4).scatter_(0, torch.zeros(1, 4, dtype=torch.long,
+                                                                       device=a.device), 1.0),
+               lambda a: a[0].scatter_(0, torch.tensor([2, 1, 0], device=a.device), a[0]),
+               lambda a: a[0].scatter_add_(0, torch.tensor([2, 1, 0], device=a.device), a[0]),
+               lambda a: (lambda i: i.scatter_(0, i, i.clone()))(
+                   torch.tensor([2, 1, 0], device=a.device)),
+               lambda a: a.scatter(0, torch.tensor([[7]], device=a.device), 1.0),
                lambda a: a.scatter(0, torch.zeros(2, 5, dtype=torch.long, device=a.device), 1.0),
                lambda a: a.scatter(0, torch.zeros(1, 1, dtype=torch.long, device=a.device),
                                    a.double()),
