@@ -28,7 +28,16 @@ _ATAN2_26 = (
     'in float16/bfloat16; PyTorch 2.13 gives 0 at the origin, as the C '
     'autograd does (which computes in float32). Reference samples with '
     'zeros and tiny values, 13 of 943,593 to 24 of 256 elements')
+_INT32_INDEX_26 = (
+    "PyTorch 2.6's gather and scatter refuse an int32 index ('Expected "
+    "dtype int64 for index'); 2.13 takes int32 and int64, as the C "
+    'dispatcher does (torch_vnpu leaves an int32 index to the CPU kernel '
+    'of the PyTorch that runs)')
+
 ACCEPTED = {
+    ('c', 'aten::gather (errors)', 'float32', 'accepts'): _INT32_INDEX_26,
+    ('c', 'aten::scatter.src (errors)', 'float32', 'accepts'): _INT32_INDEX_26,
+    ('c', 'aten::scatter_add (errors)', 'float32', 'accepts'): _INT32_INDEX_26,
     ('c-npu', 'aten::sigmoid', 'float16', 'grad'):
         "the npu's sigmoid_backward computes float16 in float32 and rounds "
         'once, as CUDA\'s opmath does (tests/torch/test_autograd.py holds it '
@@ -75,6 +84,9 @@ ACCEPTED = {
 
 # entry -> the PyTorch versions (major.minor) whose OpInfo samples reach it
 SAMPLED_BY = {
+    ('c', 'aten::gather (errors)', 'float32', 'accepts'): ('2.6',),
+    ('c', 'aten::scatter.src (errors)', 'float32', 'accepts'): ('2.6',),
+    ('c', 'aten::scatter_add (errors)', 'float32', 'accepts'): ('2.6',),
     ('c', 'aten::linalg_vector_norm', 'float16', 'grad'): ('2.13',),
     ('c', 'aten::addcdiv', 'bfloat16', 'grad'): ('2.6',),
     ('c', 'aten::cross_entropy_loss', 'float16', 'value'): ('2.6',),
