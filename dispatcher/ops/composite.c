@@ -1196,6 +1196,109 @@ struct vnpu_at_tensor *vnpu_cea_tril(vnpu_keyset_t ks, struct vnpu_at_tensor *se
 	return triangle("tril", self, diagonal, false);
 }
 
+/* ---- roll -------------------------------------------------------------------- */
+
+/* x mod m in [0, m), m > 0, as Python's % (and PyTorch's roll) takes it */
+static int64_t floor_mod(int64_t x, int64_t m)
+{
+	int64_t r = x % m;
+
+	return r < 0 ? r + m : r;
+}
+
+/* self rolled by shift along dim: the tail from start, then the head, one
+ * cat of two slices, as PyTorch's roll_cpu. */
+static struct vnpu_at_tensor *roll_one(struct vnpu_at_tensor *self, int64_t dim, int64_t shift)
+{
+	int64_t size = self->sizes[dim];
+	int64_t start = floor_mod(size - floor_mod(shift, size), size);
+	struct vnpu_at_tensor *tail, *head, *r;
+
+	if (!start)
+		return vnpu_at_retain(self);
+	tail = vnpu_op_slice_Tensor(self, dim, VNPU_AT_SOME_INT(start), VNPU_AT_SOME_INT(size), 1);
+	head = tail ? vnpu_op_slice_Tensor(self, dim, VNPU_AT_SOME_INT(0),
+					   VNPU_AT_SOME_INT(start), 1) : NULL;
+	r = head ? vnpu_op_cat((struct vnpu_at_tensor_list){
+		(struct vnpu_at_tensor *[]){ tail, head }, 2 }, dim) : NULL;
+	vnpu_at_release(head);
+	vnpu_at_release(tail);
+	return r;
+}
+
+/*
+ * roll: with no dims, self flattened, rolled by the one shift and viewed
+ * back; otherwise each dim rolled by the sum of its shifts (a dim may be
+ * named more than once, and rolls along one dim add), one cat per rolled
+ * dim. Always a new tensor, as PyTorch's.
+ */
+struct vnpu_at_tensor *vnpu_cea_roll(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+				     struct vnpu_at_int_array shifts, struct vnpu_at_int_array dims)
+{
+	static const char op[] = "aten::roll";
+	int64_t shift[VNPU_AT_MAX_DIMS] = { 0 };
+	struct vnpu_at_tensor *cur;
+
+	(void)ks;
+	if (!shifts.n)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE, "%s: `shifts` required", op);
+	if (!dims.n && shifts.n == 1) {
+		struct vnpu_at_tensor *flat, *rolled, *r;
+		int64_t numel = vnpu_at_numel(self);
+
+		if (!numel)
+			return vnpu_op_clone(self);
+		flat = vnpu_op_reshape(self, VNPU_AT_INTS(numel));
+		rolled = flat ? roll_one(flat, 0, shifts.v[0]) : NULL;
+		r = rolled ? vnpu_op_reshape(rolled, (struct vnpu_at_int_array){
+			self->sizes, self->ndim }) : NULL;
+		vnpu_at_release(rolled);
+		vnpu_at_release(flat);
+		/* reshape of an unrolled contiguous self is self itself */
+		if (r == self) {
+			vnpu_at_release(r);
+			return vnpu_op_clone(self);
+		}
+		return r;
+	}
+	if (shifts.n != dims.n)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "%s: shifts and dimensions must align. shifts: %lld, dims:%lld",
+					 op, (long long)shifts.n, (long long)dims.n);
+	/* PyTorch clones an empty self before it looks at dims */
+	if (!vnpu_at_numel(self))
+		return vnpu_op_clone(self);
+	for (int64_t k = 0; k < dims.n; k++) {
+		int64_t d;
+
+		if (!self->ndim)
+			return vnpu_at_error_set(VNPU_AT_ERR_INDEX,
+						 "Dimension specified as %lld but tensor has no dimensions",
+						 (long long)dims.v[k]);
+		d = vnpu_at_wrap_dim(dims.v[k], self->ndim);
+		if (d < 0)
+			return NULL;
+		/* both terms in [0, size): the sum cannot overflow */
+		shift[d] = floor_mod(shift[d] + floor_mod(shifts.v[k], self->sizes[d]),
+				     self->sizes[d]);
+	}
+	cur = vnpu_at_retain(self);
+	for (uint32_t d = 0; cur && d < self->ndim; d++) {
+		struct vnpu_at_tensor *next;
+
+		if (!shift[d])
+			continue;
+		next = roll_one(cur, d, shift[d]);
+		vnpu_at_release(cur);
+		cur = next;
+	}
+	if (cur == self) {
+		vnpu_at_release(cur);
+		return vnpu_op_clone(self);
+	}
+	return cur;
+}
+
 /* ---- pointwise decompositions ---------------------------------------------- */
 
 /*

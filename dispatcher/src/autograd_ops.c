@@ -2805,6 +2805,64 @@ struct vnpu_at_tensor *vnpu_autograd_flip(vnpu_keyset_t ks, struct vnpu_at_tenso
 	return track(out, node);
 }
 
+/* roll: the gradient rolled back. d[0] 1 when self was rolled flattened
+ * (ints[0] the shift back), else ints[k] the shift back along dim k for
+ * each of nints dims: a shift of size - (shift mod size), the inverse
+ * without negating an int64 that may be its minimum. */
+static bool roll_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			  struct vnpu_at_tensor **in)
+{
+	int64_t dims[VNPU_AT_MAX_DIMS];
+
+	if (n->d[0]) {
+		in[0] = vnpu_op_roll(g[0], ints_of(n->ints, 1), VNPU_AT_NO_INTS);
+	} else {
+		for (uint32_t k = 0; k < n->nints; k++)
+			dims[k] = k;
+		in[0] = vnpu_op_roll(g[0], ints_of(n->ints, n->nints), ints_of(dims, n->nints));
+	}
+	return in[0] != NULL;
+}
+
+static int64_t shift_back(int64_t shift, int64_t size)
+{
+	int64_t r = shift % size;
+
+	return r < 0 ? -r : size - r;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_roll(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					  struct vnpu_at_int_array shifts,
+					  struct vnpu_at_int_array dims)
+{
+	struct vnpu_at_tensor *out = vnpu_redispatch_roll(vnpu_ag_below(ks), self, shifts, dims);
+	int64_t numel = vnpu_at_numel(self);
+	struct vnpu_ag_node *node;
+
+	if (!out || !vnpu_ag_needed(1, &self))
+		return out;
+	node = node_for("RollBackward0", roll_backward, 1, &self);
+	if (!node)
+		return track(out, node);
+	/* the forward succeeded, so the dims are valid unless self is empty */
+	if (!dims.n || !numel) {
+		node->d[0] = 1;
+		node->ints[0] = numel && shifts.n ? shift_back(shifts.v[0], numel) : 0;
+		return track(out, node);
+	}
+	node->nints = self->ndim;
+	for (uint32_t d = 0; d < self->ndim; d++)
+		node->ints[d] = 0;
+	for (int64_t k = 0; k < dims.n; k++) {
+		int64_t d = vnpu_at_wrap_dim(dims.v[k], self->ndim);
+		int64_t size = self->sizes[d];
+
+		/* both terms in [0, size] */
+		node->ints[d] = (node->ints[d] + shift_back(shifts.v[k], size)) % size;
+	}
+	return track(out, node);
+}
+
 /* x flipped, summed along dim and flipped back: sums from each line's end. */
 static struct vnpu_at_tensor *reversed_cumsum(struct temps *t, struct vnpu_at_tensor *x,
 					      int64_t dim)

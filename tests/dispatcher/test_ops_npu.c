@@ -1520,6 +1520,67 @@ START_TEST(triangles_on_device)
 }
 END_TEST
 
+/* roll on the device against each element's source computed here: two
+ * dims (one named twice, a negative shift), and the flattened roll; the
+ * gradient is the output's rolled back. */
+START_TEST(roll_on_device)
+{
+	int64_t xs[2] = { 3, 5 };
+	struct vnpu_at_tensor *x, *xn, *got, *cpu, *grad;
+
+	ot_seed(71);
+	x = ot_rand(2, xs, VNPU_AT_F32, -3, 3, OT_STRIDED);
+	xn = ot_to_npu(x);
+	vnpu_fallback_reset();
+	/* rows by 1 + 3, columns by -7: out[i][j] = x[(i - 4) mod 3][(j + 7) mod 5] */
+	got = vnpu_op_roll(xn, VNPU_AT_INTS(1, -7, 3), VNPU_AT_INTS(0, 1, -2));
+	ck_assert_ptr_nonnull(got);
+	cpu = ot_to_cpu(got);
+	for (int64_t i = 0; i < 3; i++)
+		for (int64_t j = 0; j < 5; j++)
+			ck_assert(ot_get(cpu, (int64_t[]){ i, j }) ==
+				  ot_get(x, (int64_t[]){ (i + 2) % 3, (j + 7) % 5 }));
+	vnpu_at_release(cpu);
+	vnpu_at_release(got);
+	/* flattened: out[k] = x.flat[(k - 11) mod 15] */
+	got = vnpu_op_roll(xn, VNPU_AT_INTS(11), VNPU_AT_NO_INTS);
+	ck_assert_ptr_nonnull(got);
+	cpu = ot_to_cpu(got);
+	for (int64_t k = 0; k < 15; k++)
+		ck_assert(ot_flat(cpu, k) == ot_flat(x, (k + 4) % 15));
+	vnpu_at_release(cpu);
+	expect_on_device("roll");
+
+	/* d/dx[m] of sum(roll(x) * w) is w.flat[(m + 11) mod 15] */
+	{
+		struct vnpu_at_tensor *a = vnpu_op_clone(xn);
+		struct vnpu_at_tensor *w = ot_rand(2, xs, VNPU_AT_F32, -3, 3, OT_CONTIG);
+		struct vnpu_at_tensor *wn = ot_to_npu(w), *p = NULL, *sum = NULL;
+
+		ck_assert(a && vnpu_at_set_requires_grad(a, true));
+		vnpu_at_release(got);
+		vnpu_fallback_reset();
+		got = vnpu_op_roll(a, VNPU_AT_INTS(11), VNPU_AT_NO_INTS);
+		p = got ? vnpu_op_mul_Tensor(got, wn) : NULL;
+		sum = p ? vnpu_op_sum(p, VNPU_AT_DTYPE_NONE) : NULL;
+		ck_assert_msg(sum && vnpu_at_backward(sum), "%s", vnpu_at_error_message());
+		expect_on_device("roll grad");
+		grad = ot_to_cpu(vnpu_at_grad(a));
+		for (int64_t m = 0; m < 15; m++)
+			ck_assert(ot_flat(grad, m) == ot_flat(w, (m + 11) % 15));
+		vnpu_at_release(grad);
+		vnpu_at_release(sum);
+		vnpu_at_release(p);
+		vnpu_at_release(wn);
+		vnpu_at_release(w);
+		vnpu_at_release(a);
+	}
+	vnpu_at_release(got);
+	vnpu_at_release(x);
+	vnpu_at_release(xn);
+}
+END_TEST
+
 /* scatter (src and value) on the device, exact against the CPU kernel:
  * repeated positions keep the last write; C autograd (self's gradient
  * with the written positions zeroed, src's gathered) there too. */
@@ -1805,6 +1866,7 @@ static Suite *ops_npu_suite(void)
 	tcase_add_test(tc, masked_fill_ops);
 	tcase_add_test(tc, arange_on_device);
 	tcase_add_test(tc, triangles_on_device);
+	tcase_add_test(tc, roll_on_device);
 	tcase_add_test(tc, gather_on_device);
 	tcase_add_test(tc, scans_on_device);
 	tcase_add_test(tc, scatter_on_device);

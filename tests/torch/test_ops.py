@@ -630,6 +630,33 @@ def _triangles():
         assert str(npu.value) == str(cpu.value)
 
 
+@sample(['aten::roll'], 'roll')
+def _roll():
+    # every dtype; one dim, several, one dim named twice, no dims (the
+    # flattened roll), shifts negative and far beyond the size, strided,
+    # 0-dim, empty; gradients rolled back; PyTorch's errors word for word
+    for dt in FLOATS + INTS + [torch.int8, torch.uint8, torch.bool]:
+        x = make((3, 4, 5), dt, special=dt == torch.float32)
+        for shifts, dims in (((1,), (0,)), ((-7,), (2,)), ((2, -1), (0, 2)),
+                             ((1, 3), (1, 1)), ((5,), ()), ((2 ** 62 - 1,), (-1,))):
+            no_fallback(lambda a: (torch.roll(a, shifts, dims),
+                                   torch.roll(a.transpose(0, 2), shifts, dims)), x)
+        no_fallback(lambda a: torch.roll(a, 2), make((), dt))
+        no_fallback(lambda a: torch.roll(a, 1, 1), make((0, 3), dt))
+    for dt in (torch.float32, torch.bfloat16):
+        for shifts, dims in (((1, -2), (0, 1)), ((3,), ())):
+            no_fallback(lambda a: torch.autograd.grad(
+                (torch.roll(a, shifts, dims) * torch.arange(12.).view(3, 4).to(a)).sum(),
+                a)[0], make((3, 4), dt).requires_grad_())
+    for args in ((make(()), 1, 0), (make((3,)), (), ()), (make((3, 4)), 1, (0, 1)),
+                 (make((3, 4)), 1, 7)):
+        with pytest.raises((RuntimeError, IndexError)) as cpu:
+            torch.roll(*args)
+        with pytest.raises(type(cpu.value)) as npu:
+            torch.roll(args[0].to(NPU), *args[1:])
+        assert str(npu.value) == str(cpu.value)
+
+
 @sample(['aten::masked_fill.Scalar', 'aten::masked_fill.Tensor'], 'masked-fill')
 def _masked_fill():
     # every dtype, a value each must convert (1.7 truncates, -1 wraps into
