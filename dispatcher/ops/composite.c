@@ -1472,6 +1472,88 @@ struct vnpu_at_tensor *vnpu_cia_count_nonzero_dim_IntList(vnpu_keyset_t ks,
 	return r;
 }
 
+/* ---- hardtanh ---------------------------------------------------------------- */
+
+/*
+ * hardtanh: clamp to [min_val, max_val], as PyTorch's hardtanh_out. An
+ * integer self takes its bounds truncated to int64 (PyTorch's legacy rule:
+ * they never promote it to a float result); bool is refused, and uint8
+ * with a negative bound.
+ */
+struct vnpu_at_tensor *vnpu_cea_hardtanh(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					 struct vnpu_at_scalar min_val,
+					 struct vnpu_at_scalar max_val)
+{
+	static const char op[] = "aten::hardtanh";
+	enum vnpu_at_dtype dt = (enum vnpu_at_dtype)self->dtype;
+
+	(void)ks;
+	if (dt == VNPU_AT_BOOL)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "%s: Bool inputs not supported for hardtanh", op);
+	if (!vnpu_at_dtype_is_float(dt)) {
+		int64_t lo, hi;
+
+		if (!vnpu_at_scalar_fits(min_val, VNPU_AT_I64) ||
+		    !vnpu_at_scalar_fits(max_val, VNPU_AT_I64))
+			return NULL;
+		lo = vnpu_at_scalar_to_int(min_val);
+		hi = vnpu_at_scalar_to_int(max_val);
+		if (dt == VNPU_AT_U8 && (lo < 0 || hi < 0))
+			return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+						 "%s: cannot do hardtanh on an unsigned type with negative limits",
+						 op);
+		min_val = VNPU_AT_INT(lo);
+		max_val = VNPU_AT_INT(hi);
+	}
+	return vnpu_op_clamp(self, min_val, max_val);
+}
+
+/*
+ * hardtanh_backward: grad_output where self is strictly inside the bounds,
+ * zero where it is at or beyond one, in the dtype both promote to. A NaN
+ * self passes its gradient (no comparison holds), as CUDA's kernel and
+ * the CPU's scalar loop do; PyTorch's vectorized CPU loop zeroes it.
+ */
+struct vnpu_at_tensor *vnpu_cea_hardtanh_backward(vnpu_keyset_t ks,
+						  struct vnpu_at_tensor *grad_output,
+						  struct vnpu_at_tensor *self,
+						  struct vnpu_at_scalar min_val,
+						  struct vnpu_at_scalar max_val)
+{
+	enum vnpu_at_dtype dt = vnpu_at_result_type(grad_output, self);
+	struct vnpu_at_tensor *x, *g = NULL, *below = NULL, *above = NULL, *edge = NULL;
+	struct vnpu_at_tensor *zero = NULL, *r = NULL;
+
+	(void)ks;
+	if (!vnpu_at_dtype_is_float(dt))
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "aten::hardtanh_backward: \"hardtanh_backward_cpu\" not implemented for '%s'",
+					 vnpu_at_scalar_type_name(dt));
+	/* compared in the common dtype, as TensorIterator casts its operands */
+	x = vnpu_at_converted(vnpu_at_retain(self), dt);
+	g = x ? vnpu_at_converted(vnpu_at_retain(grad_output), dt) : NULL;
+	below = g ? vnpu_op_le_Scalar(x, min_val) : NULL;
+	above = below ? vnpu_op_ge_Scalar(x, max_val) : NULL;
+	edge = above ? vnpu_op_logical_or(below, above) : NULL;
+	zero = edge ? vnpu_at_scalar_tensor(VNPU_AT_INT(0), dt, vnpu_at_device_of(g)) : NULL;
+	r = zero ? vnpu_op_where_self(edge, zero, g) : NULL;
+	vnpu_at_release(zero);
+	vnpu_at_release(edge);
+	vnpu_at_release(above);
+	vnpu_at_release(below);
+	vnpu_at_release(g);
+	vnpu_at_release(x);
+	return r;
+}
+
+/* relu6: PyTorch's own composite, hardtanh to [0, 6] */
+struct vnpu_at_tensor *vnpu_cia_relu6(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	(void)ks;
+	return vnpu_op_hardtanh(self, VNPU_AT_INT(0), VNPU_AT_INT(6));
+}
+
 /* ---- variance ------------------------------------------------------------- */
 
 /*

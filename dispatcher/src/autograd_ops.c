@@ -504,6 +504,54 @@ struct vnpu_at_tensor *vnpu_autograd_hardsigmoid(vnpu_keyset_t ks, struct vnpu_a
 		      (struct vnpu_at_tensor *[]){ self }, true, 0);
 }
 
+/* hardtanh: hardtanh_backward of the gradient and self; the bounds are
+ * kept as given (ints[0..1] their kinds, ints[2..3] an integer's value,
+ * d[0..1] a float's), so that they round to self's dtype as PyTorch's. */
+static struct vnpu_at_scalar saved_scalar(const struct vnpu_ag_node *n, int k)
+{
+	if (n->ints[k] == VNPU_AT_SCALAR_DOUBLE)
+		return VNPU_AT_DOUBLE(n->d[k]);
+	if (n->ints[k] == VNPU_AT_SCALAR_BOOL)
+		return VNPU_AT_BOOLV(n->ints[2 + k] != 0);
+	return VNPU_AT_INT(n->ints[2 + k]);
+}
+
+static void save_scalar(struct vnpu_ag_node *n, int k, struct vnpu_at_scalar s)
+{
+	n->ints[k] = s.kind;
+	if (s.kind == VNPU_AT_SCALAR_DOUBLE)
+		n->d[k] = s.d;
+	else
+		n->ints[2 + k] = s.kind == VNPU_AT_SCALAR_BOOL ? s.b : s.i;
+}
+
+static bool hardtanh_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			      struct vnpu_at_tensor **in)
+{
+	in[0] = vnpu_op_hardtanh_backward(g[0], n->saved[0], saved_scalar(n, 0),
+					  saved_scalar(n, 1));
+	return in[0] != NULL;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_hardtanh(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					      struct vnpu_at_scalar min_val,
+					      struct vnpu_at_scalar max_val)
+{
+	struct vnpu_at_tensor *out = vnpu_redispatch_hardtanh(vnpu_ag_below(ks), self, min_val,
+							      max_val);
+	struct vnpu_ag_node *node;
+
+	if (!out || !vnpu_ag_needed(1, &self))
+		return out;
+	node = node_for("HardtanhBackward0", hardtanh_backward, 1, &self);
+	if (node) {
+		vnpu_ag_save(node, 0, self);
+		save_scalar(node, 0, min_val);
+		save_scalar(node, 1, max_val);
+	}
+	return track(out, node);
+}
+
 static bool hardswish_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
 			       struct vnpu_at_tensor **in)
 {

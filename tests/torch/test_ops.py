@@ -657,6 +657,35 @@ def _roll():
         assert str(npu.value) == str(cpu.value)
 
 
+@sample(['aten::hardtanh', 'aten::hardtanh_backward'], 'hardtanh')
+def _hardtanh():
+    # every dtype PyTorch takes, bounds an integer self truncates, equal
+    # bounds, relu6, in place, out=; the gradient (a NaN passes it, as on
+    # CUDA and PyTorch's scalar CPU loop); PyTorch's refusals word for word
+    for dt in FLOATS + INTS + [torch.int8, torch.uint8]:
+        x = make((4, 6), dt, special=dt == torch.float32)
+        for lo, hi in ((-1, 1), (-0.5, 2.5), (0, 6), (2, 2)):
+            if dt == torch.uint8 and lo < 0:
+                continue
+            no_fallback(lambda a: (F.hardtanh(a, lo, hi), F.hardtanh(a.t(), lo, hi),
+                                   F.relu6(a), F.hardtanh(a.clone(), lo, hi, inplace=True),
+                                   torch.ops.aten.hardtanh.out(
+                                       a, lo, hi, out=torch.empty(0, dtype=a.dtype,
+                                                                  device=a.device))), x)
+    x = torch.tensor([-2.0, -1.0, -0.5, 0.0, 1.0, 3.0, float('nan')])
+    for dt in FLOATS:
+        no_fallback(lambda a: torch.autograd.grad(F.hardtanh(a).sum(), a)[0],
+                    x.to(dt).requires_grad_())
+        no_fallback(lambda a: torch.autograd.grad(F.relu6(a * 4).sum(), a)[0],
+                    x.to(dt).requires_grad_())
+    for args in ((torch.tensor([True]),), (torch.tensor([1], dtype=torch.uint8), -1, 1)):
+        with pytest.raises(RuntimeError) as cpu:
+            F.hardtanh(*args)
+        with pytest.raises(RuntimeError) as npu:
+            F.hardtanh(args[0].to(NPU), *args[1:])
+        assert str(npu.value) == str(cpu.value)
+
+
 @sample(['aten::masked_fill.Scalar', 'aten::masked_fill.Tensor'], 'masked-fill')
 def _masked_fill():
     # every dtype, a value each must convert (1.7 truncates, -1 wraps into
