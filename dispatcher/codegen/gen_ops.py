@@ -43,7 +43,7 @@ def parse_yaml(path):
                 if key not in ('dispatch', 'backend_select', 'autograd',
                                'structured_inherits', 'uninitialized',
                                'out_dtype', 'out_no_overlap',
-                               'replaces_torch_composite'):
+                               'replaces_torch_composite', 'device_check'):
                     sys.exit('%s:%d: unknown key %r' % (path, lineno, key))
                 cur[key] = val
                 continue
@@ -238,6 +238,12 @@ class Op:
         if entry.get('out_no_overlap', 'True') != 'True':
             raise ValueError('%s: out_no_overlap is True or absent' % self.schema)
         self.out_no_overlap = 'out_no_overlap' in entry
+        # PyTorch's device_check: the NPU kernel of an op that TensorIterator
+        # does not compute gets its tensor arguments checked to be on one
+        # device (ExactSame), unless NoCheck (a copy between devices)
+        if entry.get('device_check', 'NoCheck') != 'NoCheck':
+            raise ValueError('%s: device_check is NoCheck or absent' % self.schema)
+        self.device_check = 'device_check' not in entry and not self.tensor_iterator
         # a composite of ours that serves PyTorch's npu tensors even where
         # PyTorch has a composite kernel of its own (torch_vnpu registers
         # it for PrivateUse1)
@@ -394,6 +400,14 @@ def unbox_code(a, idx):
         CTYPE[k], idx, k, v, q, idx)
 
 
+def checks_devices(op):
+    """Whether op's NPU kernel is called through a device check: one that
+    takes two tensors or more (a list counts as more)."""
+    tens = [a for a in op.args if a.kind in ('tensor', 'opt_tensor', 'tensor_list')]
+    return ('NPU' in op.dispatch and op.device_check and
+            (len(tens) > 1 or any(a.kind == 'tensor_list' for a in tens)))
+
+
 def gen_source(ops):
     o = []
     o.append('/* SPDX-License-Identifier: MIT */')
@@ -508,6 +522,25 @@ def gen_source(ops):
             o.append('\t%svnpu_redispatch_%s(vnpu_backend_keyset(%s), %s);' %
                      (ret, op.c, dev.name, op.names()))
             o.append('}\n')
+    # the device check around NPU kernels (dispatcher/src/device_check.c)
+    for i, op in enumerate(ops):
+        if not checks_devices(op):
+            continue
+        ks_params = 'vnpu_keyset_t ks' + (', ' + op.params() if op.args else '')
+        call_names = 'ks' + (', ' + op.names() if op.args else '')
+        o.append('static %snpu_checked_%s(%s)' % (op.ret_type(), op.c, ks_params))
+        o.append('{')
+        o.append('\tstruct vnpu_device_check dc = { .op = vnpu_gen_ops[%d] };\n' % i)
+        conds = []
+        for a in op.args:
+            if a.kind == 'tensor_list':
+                conds.append('!vnpu_device_check_list(&dc, %s, "%s")' % (a.name, a.name))
+            elif a.kind in ('tensor', 'opt_tensor'):
+                conds.append('!vnpu_device_check_arg(&dc, %s, "%s")' % (a.name, a.name))
+        o.append('\tif (' + ' ||\n\t    '.join(conds) + ')')
+        o.append('\t\treturn %s;' % op.ret_error() if op.rets else '\t\treturn;')
+        o.append('\t%svnpu_npu_%s(%s);' % ('return ' if op.rets else '', op.c, call_names))
+        o.append('}\n')
     # registration tables
     o.append('const struct vnpu_gen_op_def vnpu_gen_op_defs[VNPU_NUM_GEN_OPS] = {')
     for i, op in enumerate(ops):
@@ -518,7 +551,9 @@ def gen_source(ops):
     for i, op in enumerate(ops):
         for pfx in KPREFIX:
             if pfx in op.kernels():
-                o.append('\t{ %d, %s, (void *)vnpu_%s_%s },' % (i, KKEY[pfx], pfx, op.c))
+                fn = ('npu_checked_' + op.c if pfx == 'npu' and checks_devices(op)
+                      else 'vnpu_%s_%s' % (pfx, op.c))
+                o.append('\t{ %d, %s, (void *)%s },' % (i, KKEY[pfx], fn))
                 count += 1
         if op.backend_select:
             o.append('\t{ %d, VNPU_KEY_BACKEND_SELECT, (void *)bselect_%s },' % (i, op.c))

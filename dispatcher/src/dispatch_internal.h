@@ -129,6 +129,22 @@ uint64_t vnpu_error_seq(void);
 /* "aten::op: argument 'name' is None" unless an error is already set. */
 void *vnpu_null_arg(const struct vnpu_op *op, const char *name);
 
+/* ---- the device check of backend kernels' arguments (device_check.c) ------ */
+
+/* One check's state: the device of the first tensor argument seen. */
+struct vnpu_device_check {
+	const struct vnpu_op *op;
+	bool have;
+	struct vnpu_at_device device;
+};
+
+/* False, with PyTorch's "Expected all tensors to be on the same device"
+ * naming arg, when t (if any) is on another device than those before. */
+bool vnpu_device_check_arg(struct vnpu_device_check *c, const struct vnpu_at_tensor *t,
+			   const char *arg);
+bool vnpu_device_check_list(struct vnpu_device_check *c, struct vnpu_at_tensor_list l,
+			    const char *arg);
+
 /* ---- boxing helpers used by the generated adapters ------------------------ */
 
 void vnpu_kernel_call_user_boxed(const struct vnpu_kernel *k,

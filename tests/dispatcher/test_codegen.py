@@ -44,7 +44,10 @@ def run(yaml_text, prefixes):
 
 
 def registered(gen):
-    return sorted(re.findall(r'\(void \*\)vnpu_(\w+)_mm \}', gen))
+    """The kernels registered for mm: an NPU kernel through its device
+    check counts as the NPU kernel."""
+    return sorted(re.findall(r'\(void \*\)vnpu_(\w+)_mm \}', gen) +
+                  ['npu'] * len(re.findall(r'\(void \*\)npu_checked_mm \}', gen)))
 
 
 class Codegen(unittest.TestCase):
@@ -111,6 +114,26 @@ class Codegen(unittest.TestCase):
                          % MM, ['cpu'])
         self.assertNotEqual(rc, 0)
         self.assertIn('out_no_overlap is True or absent', err)
+
+    def test_device_check(self):
+        # an NPU kernel of two tensors is registered behind the check of
+        # their devices, unless the op is TensorIterator's or NoCheck
+        rc, err, gen = run('- func: %s\n  dispatch: CPU, NPU\n' % MM, ['cpu', 'npu'])
+        self.assertEqual(rc, 0, err)
+        self.assertIn('(void *)npu_checked_mm }', gen)
+        self.assertIn('!vnpu_device_check_arg(&dc, mat2, "mat2")', gen)
+        self.assertIn('(void *)vnpu_cpu_mm }', gen)
+        for extra in ('  device_check: NoCheck\n',
+                      '  structured_inherits: TensorIteratorBase\n'):
+            rc, err, gen = run('- func: %s\n  dispatch: CPU, NPU\n%s' % (MM, extra),
+                               ['cpu', 'npu'])
+            self.assertEqual(rc, 0, err)
+            self.assertNotIn('npu_checked_mm', gen)
+            self.assertIn('(void *)vnpu_npu_mm }', gen)
+        rc, err, _ = run('- func: %s\n  dispatch: CPU\n  device_check: ExactSame\n'
+                         % MM, ['cpu'])
+        self.assertNotEqual(rc, 0)
+        self.assertIn('device_check is NoCheck or absent', err)
 
     def test_replaces_torch_composite(self):
         # True or absent, and only on a CompositeExplicitAutograd op

@@ -1520,6 +1520,46 @@ START_TEST(triangles_on_device)
 }
 END_TEST
 
+/* An NPU kernel whose op TensorIterator does not compute takes its tensors
+ * on one device, as PyTorch's CUDA wrappers check: a CPU index beside an
+ * npu self is refused naming it, in either order; copies across devices
+ * and a CPU 0-dim scalar of a TensorIterator op are not refused. */
+START_TEST(devices_of_tensor_arguments)
+{
+	int64_t xs[2] = { 3, 4 };
+	struct vnpu_at_tensor *x, *xn, *i, *in, *r;
+
+	ot_seed(73);
+	x = ot_rand(2, xs, VNPU_AT_F32, -3, 3, OT_CONTIG);
+	xn = ot_to_npu(x);
+	i = ot_rand(1, (int64_t[]){ 2 }, VNPU_AT_I64, 0, 3, OT_CONTIG);
+	in = ot_to_npu(i);
+	ck_assert_ptr_null(vnpu_op_index_select(xn, 0, i));
+	ck_assert_int_eq(vnpu_at_error_code(), VNPU_AT_ERR_VALUE);
+	ck_assert_msg(strstr(vnpu_at_error_message(),
+			     "but got index is on cpu, different from other tensors on npu:0"),
+		      "%s", vnpu_at_error_message());
+	ck_assert_ptr_null(vnpu_op_index_select(x, 0, in));
+	ck_assert_msg(strstr(vnpu_at_error_message(),
+			     "but got index is on npu:0, different from other tensors on cpu"),
+		      "%s", vnpu_at_error_message());
+	ck_assert_ptr_null(vnpu_op_cat((struct vnpu_at_tensor_list){
+		(struct vnpu_at_tensor *[]){ xn, x }, 2 }, 0));
+	ck_assert_msg(strstr(vnpu_at_error_message(), "but got tensors is on cpu"),
+		      "%s", vnpu_at_error_message());
+	r = vnpu_op_index_select(xn, 0, in);
+	ck_assert_msg(r != NULL, "%s", vnpu_at_error_message());
+	vnpu_at_release(r);
+	r = vnpu_op_copy_(xn, x, false);
+	ck_assert_msg(r != NULL, "%s", vnpu_at_error_message());
+	vnpu_at_release(r);
+	vnpu_at_release(in);
+	vnpu_at_release(i);
+	vnpu_at_release(xn);
+	vnpu_at_release(x);
+}
+END_TEST
+
 /* roll on the device against each element's source computed here: two
  * dims (one named twice, a negative shift), and the flattened roll; the
  * gradient is the output's rolled back. */
@@ -1867,6 +1907,7 @@ static Suite *ops_npu_suite(void)
 	tcase_add_test(tc, arange_on_device);
 	tcase_add_test(tc, triangles_on_device);
 	tcase_add_test(tc, roll_on_device);
+	tcase_add_test(tc, devices_of_tensor_arguments);
 	tcase_add_test(tc, gather_on_device);
 	tcase_add_test(tc, scans_on_device);
 	tcase_add_test(tc, scatter_on_device);

@@ -36,6 +36,40 @@ def test_tensors_of_two_devices():
     assert (n(2) + torch.tensor(1.)).cpu().tolist() == [2, 2]
 
 
+def test_index_tensors_of_another_device():
+    # the ops whose CUDA kernel checks that every tensor argument is on one
+    # device (not TensorIterator's, no CPU scalar excepted), each given a
+    # CPU tensor beside npu ones, this way round and the other
+    i = torch.tensor([0, 2])
+    j = torch.tensor([[0, 1, 2, 0]] * 3)
+    m = torch.ones(3, 4, dtype=torch.bool)
+    calls = {
+        'index_select': lambda x, i, j, m: x.index_select(0, i),
+        'gather': lambda x, i, j, m: x.gather(1, j),
+        'scatter': lambda x, i, j, m: x.scatter(1, j, 2.0),
+        'scatter_add': lambda x, i, j, m: x.scatter_add(1, j, x),
+        'index_add': lambda x, i, j, m: x.index_add(0, i, x[:2].clone()),
+        'index_copy': lambda x, i, j, m: x.index_copy(0, i, x[:2].clone()),
+        'masked_fill': lambda x, i, j, m: x.masked_fill(m, 1.0),
+        'masked_select': lambda x, i, j, m: x.masked_select(m),
+        'embedding': lambda x, i, j, m: F.embedding(i, x),
+        'cross_entropy': lambda x, i, j, m: F.cross_entropy(x[:2], i),
+        'cat': lambda x, i, j, m: torch.cat([x, x.new_ones(1, 4).to(i.device)]),
+    }
+    x = n(3, 4)
+    for name, f in calls.items():
+        for args in ((x, i, j, m), (x.cpu(), i.to(NPU), j.to(NPU), m.to(NPU))):
+            with pytest.raises(RuntimeError, match='Expected all tensors to be on the same device'):
+                f(*args)
+        f(x, i.to(NPU), j.to(NPU), m.to(NPU))   # one device: computes
+    # what CUDA takes from the CPU: advanced indexing's indices, a 0-dim
+    # value, a copy's source
+    x[i] = torch.tensor(5.)
+    assert x[i].cpu().tolist() == [[5] * 4] * 2
+    assert x.index_put_((i,), torch.tensor(6.))[i].sum().item() == 48
+    assert x.copy_(torch.zeros(3, 4)).sum().item() == 0
+
+
 def test_out_of_memory_is_pytorchs_oom_error():
     with pytest.raises(RuntimeError, match='too large|out of memory|allocating'):
         torch.empty(1 << 40, device=NPU)
