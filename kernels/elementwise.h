@@ -517,4 +517,37 @@ static inline void vnpu_nd_counter_next(struct vnpu_nd_counter *c)
 	}
 }
 
+/*
+ * The lines of in and out along dim: one per position of the other dims,
+ * with out laid out as in over them. Positions c at this block's first line
+ * and returns how many lines the block has (none when the lines are empty).
+ */
+static inline uint64_t vnpu_lines_init(struct vnpu_nd_counter *c,
+				       const struct vnpu_tensor *in,
+				       const struct vnpu_tensor *out, uint32_t dim,
+				       uint32_t block, uint32_t nblocks)
+{
+	int64_t sizes[VNPU_MAX_DIMS], in_strides[VNPU_MAX_DIMS];
+	int64_t out_strides[VNPU_MAX_DIMS];
+	uint64_t lines = 1, begin, end;
+	uint32_t nd = 0;
+
+	for (uint32_t d = 0; d < in->ndim; d++) {
+		if (d == dim)
+			continue;
+		sizes[nd] = in->sizes[d];
+		in_strides[nd] = in->strides[d];
+		out_strides[nd] = out->strides[d];
+		lines *= (uint64_t)in->sizes[d];
+		nd++;
+	}
+	if (in->sizes[dim] == 0)
+		return 0;
+	vnpu_block_range(lines, block, nblocks, &begin, &end);
+	if (begin >= end)
+		return 0;
+	vnpu_nd_counter_init(c, nd, sizes, in_strides, out_strides, begin);
+	return end - begin;
+}
+
 #endif /* VNPU_KERNELS_ELEMENTWISE_H */

@@ -96,31 +96,12 @@ static void softmax_run(const void *params, const struct vnpu_kbuf *bufs,
 	const struct vnpu_kp_softmax *p = params;
 	const struct vnpu_tensor *in = &p->input, *out = &p->out;
 	uint32_t itemsize = vnpu_dtype_size(in->dtype);
-	int64_t sizes[VNPU_MAX_DIMS], in_strides[VNPU_MAX_DIMS];
-	int64_t out_strides[VNPU_MAX_DIMS];
 	const char *in_base = vnpu_tensor_data(in, bufs);
 	char *out_base = vnpu_tensor_data(out, bufs);
 	struct vnpu_nd_counter c;
-	uint64_t rows = 1, begin, end, work = 0;
-	uint32_t nd = 0;
+	uint64_t rows = vnpu_lines_init(&c, in, out, p->dim, block, nblocks), work = 0;
 
-	/* rows: every dim but `dim` */
-	for (uint32_t d = 0; d < in->ndim; d++) {
-		if (d == p->dim)
-			continue;
-		sizes[nd] = in->sizes[d];
-		in_strides[nd] = in->strides[d];
-		out_strides[nd] = out->strides[d];
-		rows *= (uint64_t)in->sizes[d];
-		nd++;
-	}
-	if (in->sizes[p->dim] == 0)
-		return;
-	vnpu_block_range(rows, block, nblocks, &begin, &end);
-	if (begin >= end)
-		return;
-	vnpu_nd_counter_init(&c, nd, sizes, in_strides, out_strides, begin);
-	for (uint64_t r = begin; r < end; r++) {
+	for (uint64_t r = 0; r < rows; r++) {
 		if (vnpu_kernel_poll(&work, 1) ||
 		    softmax_row(in_base + c.off[0] * itemsize,
 				in->strides[p->dim],

@@ -130,9 +130,28 @@ static struct vnpu_at_tensor *record(struct vnpu_at_tensor *out,
 	return track(out, node);
 }
 
-/* Records a one-input op whose backward needs its output: the output is
- * saved as a detached alias in slot 0, the input in slot 1; d0 is the
- * formula's constant. */
+/* A node of a one-input op whose backward needs its output: the output
+ * saved as a detached alias in slot 0, the input in slot 1. NULL when it
+ * cannot be made. */
+static struct vnpu_ag_node *node_with_output(const char *name, vnpu_ag_backward_fn fn,
+					     struct vnpu_at_tensor *self,
+					     struct vnpu_at_tensor *out)
+{
+	struct vnpu_ag_node *node = node_for(name, fn, 1, &self);
+	struct vnpu_at_tensor *alias = node ? detach(out) : NULL;
+
+	if (!alias) {
+		vnpu_ag_node_release(node);
+		return NULL;
+	}
+	vnpu_ag_save(node, 0, alias);
+	vnpu_ag_save(node, 1, self);
+	vnpu_at_release(alias);
+	return node;
+}
+
+/* Records a one-input op whose backward needs its output (slot 0) and
+ * input (slot 1); d0 is the formula's constant. */
 static struct vnpu_at_tensor *record_with_output(struct vnpu_at_tensor *out,
 						 const char *name,
 						 vnpu_ag_backward_fn fn,
@@ -140,23 +159,15 @@ static struct vnpu_at_tensor *record_with_output(struct vnpu_at_tensor *out,
 						 double d0)
 {
 	struct vnpu_ag_node *node;
-	struct vnpu_at_tensor *alias;
 
 	if (!out || !vnpu_ag_needed(1, &self))
 		return out;
-	node = node_for(name, fn, 1, &self);
-	alias = node ? detach(out) : NULL;
-	if (!alias) {
-		vnpu_ag_node_release(node);
-		vnpu_at_release(out);
-		return NULL;
+	node = node_with_output(name, fn, self, out);
+	if (node) {
+		save_shape(node, 1, self);
+		node->dtype = self->dtype;
+		node->d[0] = d0;
 	}
-	vnpu_ag_save(node, 0, alias);
-	vnpu_ag_save(node, 1, self);
-	vnpu_at_release(alias);
-	save_shape(node, 1, self);
-	node->dtype = self->dtype;
-	node->d[0] = d0;
 	return track(out, node);
 }
 
@@ -3022,22 +3033,13 @@ struct vnpu_at_tensor *vnpu_autograd_cumprod(vnpu_keyset_t ks, struct vnpu_at_te
 					     int64_t dim, enum vnpu_at_dtype dtype)
 {
 	struct vnpu_at_tensor *out = vnpu_redispatch_cumprod(vnpu_ag_below(ks), self, dim, dtype);
-	struct vnpu_at_tensor *alias;
 	struct vnpu_ag_node *node;
 
 	if (!out || !vnpu_ag_needed(1, &self))
 		return out;
-	node = node_for("CumprodBackward0", cumprod_backward, 1, &self);
-	alias = node ? detach(out) : NULL;
-	if (!alias) {
-		vnpu_ag_node_release(node);
-		vnpu_at_release(out);
-		return NULL;
-	}
-	vnpu_ag_save(node, 0, alias);
-	vnpu_ag_save(node, 1, self);
-	vnpu_at_release(alias);
-	node->ints[0] = vnpu_at_wrap_dim(dim, self->ndim ? self->ndim : 1);
+	node = node_with_output("CumprodBackward0", cumprod_backward, self, out);
+	if (node)
+		node->ints[0] = vnpu_at_wrap_dim(dim, self->ndim ? self->ndim : 1);
 	return track(out, node);
 }
 
