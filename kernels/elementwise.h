@@ -532,6 +532,8 @@ static inline uint64_t vnpu_lines_init(struct vnpu_nd_counter *c,
 	uint64_t lines = 1, begin, end;
 	uint32_t nd = 0;
 
+	c->ndim = 0;
+	c->off[0] = c->off[1] = 0;
 	for (uint32_t d = 0; d < in->ndim; d++) {
 		if (d == dim)
 			continue;

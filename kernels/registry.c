@@ -20,6 +20,7 @@ extern const struct vnpu_kernel_def vnpu_kernel_transdata;
 extern const struct vnpu_kernel_def vnpu_kernel_index;
 extern const struct vnpu_kernel_def vnpu_kernel_range;
 extern const struct vnpu_kernel_def vnpu_kernel_scan;
+extern const struct vnpu_kernel_def vnpu_kernel_sort;
 
 /* Indexed by kernel id. */
 static const struct vnpu_kernel_def *const kernels[] = {
@@ -39,6 +40,7 @@ static const struct vnpu_kernel_def *const kernels[] = {
 	[VNPU_KERNEL_INDEX] = &vnpu_kernel_index,
 	[VNPU_KERNEL_RANGE] = &vnpu_kernel_range,
 	[VNPU_KERNEL_SCAN] = &vnpu_kernel_scan,
+	[VNPU_KERNEL_SORT] = &vnpu_kernel_sort,
 };
 
 _Static_assert(sizeof(kernels) / sizeof(kernels[0]) == VNPU_KERNEL_ID_MAX + 1,

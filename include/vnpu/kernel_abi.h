@@ -132,7 +132,8 @@ enum vnpu_kernel_id {
 	VNPU_KERNEL_INDEX = 14,
 	VNPU_KERNEL_RANGE = 15,
 	VNPU_KERNEL_SCAN = 16,
-	VNPU_KERNEL_ID_MAX = 16,
+	VNPU_KERNEL_SORT = 17,
+	VNPU_KERNEL_ID_MAX = 17,
 };
 
 /* Fused activation of GEMM and CONV2D. */
@@ -542,6 +543,23 @@ struct vnpu_kp_scan {
 	struct vnpu_tensor out;
 };
 
+/* SORT: each line along dim sorted ascending (descending 1: descending),
+ * stably: values[.., i, ..] the line's i-th value in that order,
+ * indices[.., i, ..] (I64) the position along dim it came from; equal
+ * values keep their order. Floats order NaN after every number (before,
+ * descending), -0.0 equal to 0.0. input and values of one dtype (any),
+ * all three of one shape; reserved must be zero. values may be input
+ * itself, not another overlapping tensor, nor may values and indices
+ * overlap. */
+struct vnpu_kp_sort {
+	uint32_t dim;		/* < ndim; ndim >= 1 */
+	uint32_t descending;	/* 0 or 1 */
+	uint64_t reserved;
+	struct vnpu_tensor input;
+	struct vnpu_tensor values;
+	struct vnpu_tensor indices;
+};
+
 /* TRANSDATA: same logical shape and dtype, src and out in different formats:
  * between ND/NCHW/NHWC (strided) and NC1HWC0, FRACTAL_Z (4-D) or FRACTAL_NZ
  * (rank >= 2), either direction, or between two plain formats. Padding of an
@@ -571,6 +589,7 @@ VNPU_ASSERT_SIZE(struct vnpu_kp_softmax, 312);
 VNPU_ASSERT_SIZE(struct vnpu_kp_layer_norm, 936);
 VNPU_ASSERT_SIZE(struct vnpu_kp_reduce, 312);
 VNPU_ASSERT_SIZE(struct vnpu_kp_scan, 320);
+VNPU_ASSERT_SIZE(struct vnpu_kp_sort, 472);
 VNPU_ASSERT_SIZE(struct vnpu_kp_transdata, 304);
 VNPU_ASSERT_SIZE(struct vnpu_kp_qgemm, 648);
 VNPU_ASSERT_OFFSET(struct vnpu_kp_binary, a, 16);

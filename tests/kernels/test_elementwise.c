@@ -315,6 +315,177 @@ START_TEST(test_scan)
 }
 END_TEST
 
+/* The stable sort of one line, written here independently: positions
+ * ordered by key (NaN after every number, the reverse when descending),
+ * equal keys by position. */
+struct sort_ref_ctx {
+	const double *keys;
+	bool descending;
+};
+
+static int sort_ref_order(const struct sort_ref_ctx *c, int64_t a, int64_t b)
+{
+	double x = c->keys[a], y = c->keys[b];
+	int r;
+
+	if (isnan(x) || isnan(y))
+		r = isnan(x) - isnan(y);
+	else
+		r = (x > y) - (x < y);
+	if (c->descending)
+		r = -r;
+	return r ? r : (a > b) - (a < b);
+}
+
+static void sort_ref(const double *keys, int64_t n, bool descending, int64_t *order)
+{
+	struct sort_ref_ctx c = { keys, descending };
+
+	/* insertion sort: quadratic, obviously right */
+	for (int64_t i = 0; i < n; i++) {
+		int64_t j = i;
+
+		order[i] = i;
+		while (j > 0 && sort_ref_order(&c, order[j - 1], i) > 0) {
+			order[j] = order[j - 1];
+			j--;
+		}
+		order[j] = i;
+	}
+}
+
+/* SORT against sort_ref on every dtype and layout, lines full of equal
+ * values (and NaN, -0.0 in floats), values in place of the input or not,
+ * ascending and descending, split across blocks. */
+START_TEST(test_sort)
+{
+	kt_seed(131);
+	for (int iter = 0; iter < 240; iter++) {
+		uint32_t dt = all_dtypes[iter % N_ALL_DTYPES];
+		bool in_place = iter % 5 == 4, floating = is_float(dt);
+		int64_t sizes[MAXD], idx[MAXD];
+		uint32_t ndim = rand_shape(sizes, 4, 1);
+		struct operand in, values, indices;
+		struct vnpu_kbuf b[3];
+		struct vnpu_kp_sort p;
+		void *src, *before[2];
+		uint64_t n;
+
+		if (!ndim) {
+			ndim = 1;
+			sizes[0] = 17;
+		}
+		n = numel_of(ndim, sizes);
+		in = make_operand(0, dt, ndim, sizes, rand_layout(in_place ? 0 : LAY_ZERO));
+		values = in_place ? in : make_operand(1, dt, ndim, sizes, rand_layout(0));
+		values.t.buffer = in_place ? 0 : 1;
+		indices = make_operand(2, VNPU_DTYPE_I64, ndim, sizes, rand_layout(0));
+		b[0] = operand_buffer(&in, -4, 4);
+		/* ties everywhere: whole numbers in [-4, 4], NaN and -0.0 */
+		for (uint64_t i = 0; i < in.nelem; i++) {
+			double v = dt == VNPU_DTYPE_BOOL ? kt_rand() % 2 :
+				   (double)kt_rand_range(-4, 4);
+
+			if (dt == VNPU_DTYPE_U8)
+				v = kt_rand_range(0, 8);
+			if (floating && kt_rand() % 8 == 0)
+				v = kt_rand() % 2 ? NAN : -0.0;
+			put_val(b[0].ptr, dt, i, v);
+		}
+		b[1] = in_place ? kt_buffer(8) : operand_buffer(&values, -5, 5);
+		b[2] = operand_buffer(&indices, -5, 5);
+		memset(&p, 0, sizeof(p));
+		p.dim = (uint32_t)kt_rand_range(0, ndim - 1);
+		p.descending = (uint32_t)(iter / N_ALL_DTYPES) % 2;
+		p.input = in.t;
+		p.values = values.t;
+		p.indices = indices.t;
+		src = dup_bytes(&b[0]);
+		before[0] = dup_bytes(&b[values.t.buffer]);
+		before[1] = dup_bytes(&b[2]);
+		ck_assert_uint_eq(kt_launch(VNPU_KERNEL_SORT, &p, b, 3, block_counts[iter % 3]),
+				  VNPU_STATUS_OK);
+		for (uint64_t e = 0; e < n; e++) {
+			int64_t len = sizes[p.dim], order[32];
+			double keys[32];
+
+			unravel(e, ndim, sizes, idx);
+			if (idx[p.dim])
+				continue;	/* one check per line */
+			ck_assert_int_le(len, 32);
+			for (int64_t k = 0; k < len; k++) {
+				idx[p.dim] = k;
+				keys[k] = get_val(src, dt, elem_off(&in.t, idx));
+			}
+			sort_ref(keys, len, p.descending, order);
+			for (int64_t k = 0; k < len; k++) {
+				double got;
+				int64_t at;
+
+				idx[p.dim] = k;
+				got = get_val(b[values.t.buffer].ptr, dt, elem_off(&values.t, idx));
+				at = (int64_t)get_val(b[2].ptr, VNPU_DTYPE_I64, elem_off(&indices.t, idx));
+				ck_assert_msg(at == order[k] && same_double(got, keys[order[k]]),
+					      "sort dt %u dim %u desc %u line %llu [%lld]: %lld %a vs %lld %a",
+					      dt, p.dim, p.descending, (unsigned long long)e,
+					      (long long)k, (long long)at, got, (long long)order[k],
+					      keys[order[k]]);
+				/* -0.0 and 0.0 are equal keys; the value moved is the one there */
+				if (floating && got == 0)
+					ck_assert(signbit(got) == signbit(keys[order[k]]));
+			}
+		}
+		check_untouched(&values.t, before[0], b[values.t.buffer].ptr, b[values.t.buffer].size);
+		check_untouched(&indices.t, before[1], b[2].ptr, b[2].size);
+		free(src);
+		free(before[0]);
+		free(before[1]);
+		for (int k = 0; k < 3; k++)
+			kt_free(&b[k]);
+	}
+}
+END_TEST
+
+/* The validator: dtypes, shapes, the flag, reserved, dim. */
+START_TEST(test_sort_validate)
+{
+	int64_t sizes[2] = {3, 4};
+	struct vnpu_kbuf b[3] = { kt_buffer(64), kt_buffer(64), kt_buffer(128) };
+	struct vnpu_kp_sort p, bad;
+
+	memset(&p, 0, sizeof(p));
+	p.dim = 1;
+	p.input = kt_tensor(0, VNPU_DTYPE_F32, 2, sizes, NULL);
+	p.values = kt_tensor(1, VNPU_DTYPE_F32, 2, sizes, NULL);
+	p.indices = kt_tensor(2, VNPU_DTYPE_I64, 2, sizes, NULL);
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_SORT, &p, b, 3, 1), VNPU_STATUS_OK);
+	bad = p;
+	bad.descending = 2;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_SORT, &bad, b, 3, 1), VNPU_STATUS_INVALID_ARGS);
+	bad = p;
+	bad.reserved = 1;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_SORT, &bad, b, 3, 1), VNPU_STATUS_INVALID_ARGS);
+	bad = p;
+	bad.dim = 2;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_SORT, &bad, b, 3, 1), VNPU_STATUS_INVALID_ARGS);
+	bad = p;
+	bad.indices.dtype = VNPU_DTYPE_I32;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_SORT, &bad, b, 3, 1), VNPU_STATUS_INVALID_ARGS);
+	bad = p;
+	bad.values.dtype = VNPU_DTYPE_F16;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_SORT, &bad, b, 3, 1), VNPU_STATUS_INVALID_ARGS);
+	bad = p;
+	bad.indices.sizes[0] = 2;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_SORT, &bad, b, 3, 1), VNPU_STATUS_INVALID_ARGS);
+	/* an indices tensor past its buffer */
+	bad = p;
+	bad.indices.offset = 8;
+	ck_assert_uint_ne(kt_launch(VNPU_KERNEL_SORT, &bad, b, 3, 1), VNPU_STATUS_OK);
+	for (int k = 0; k < 3; k++)
+		kt_free(&b[k]);
+}
+END_TEST
+
 /* PyTorch's accumulation types at their edges, and the validator. */
 START_TEST(test_scan_edges)
 {
@@ -3538,6 +3709,8 @@ static Suite *elementwise_suite(void)
 	tcase_add_test(tc, test_other_errors);
 	tcase_add_test(tc, test_scan);
 	tcase_add_test(tc, test_scan_edges);
+	tcase_add_test(tc, test_sort);
+	tcase_add_test(tc, test_sort_validate);
 	suite_add_tcase(s, tc);
 	return s;
 }
