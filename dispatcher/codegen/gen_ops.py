@@ -212,6 +212,10 @@ OUT_DTYPES = ('casts', 'input', 'unary', 'values_indices', 'result',
               'boolean', 'bytebool', 'self_result', 'self_typemeta', 'dtype_arg')
 
 
+# Names the generated functions use for their own locals and parameters.
+GENERATED_LOCALS = {'op', 'ks', 'kern', 's', 'ok', 'r', 'seq', 'stack', 'args', 'dc'}
+
+
 class Op:
     def __init__(self, entry):
         self.entry = entry
@@ -257,6 +261,9 @@ class Op:
                              'CompositeExplicitAutograd' % self.schema)
         for a in self.args:
             a.kind = kind(a)
+            if a.name in GENERATED_LOCALS:
+                raise ValueError('%s: an argument may not be named %r (a local of the '
+                                 'generated code)' % (self.schema, a.name))
         for r in self.rets:
             if r.is_list or r.optional:
                 raise ValueError('%s: unsupported return type' % self.schema)
@@ -423,7 +430,7 @@ def gen_source(ops):
         call_names = 'ks' + (', ' + op.names() if op.args else '')
         rt = op.ret_type()
         # stack -> unboxed (boxed adapter of an unboxed kernel)
-        o.append('static void unbox_%s(const struct vnpu_kernel *k, const struct vnpu_op *op,' % op.c)
+        o.append('static void unbox_%s(const struct vnpu_kernel *kern, const struct vnpu_op *op,' % op.c)
         o.append('\t\tvnpu_keyset_t ks, struct vnpu_stack *stack)')
         o.append('{')
         o.append('\tstruct vnpu_ivalue *args;\n')
@@ -434,10 +441,10 @@ def gen_source(ops):
             o.append(unbox_code(a, j))
         cargs = 'ks' + ''.join(', a%d' % j for j in range(n))
         if not op.rets:
-            o.append('\t((vnpu_fn_%s)k->unboxed)(%s);' % (op.c, cargs))
+            o.append('\t((vnpu_fn_%s)kern->unboxed)(%s);' % (op.c, cargs))
             o.append('\tvnpu_stack_drop(stack, %d);' % n)
         else:
-            o.append('\t%sr = ((vnpu_fn_%s)k->unboxed)(%s);' % (rt, op.c, cargs))
+            o.append('\t%sr = ((vnpu_fn_%s)kern->unboxed)(%s);' % (rt, op.c, cargs))
             o.append('\tvnpu_stack_drop(stack, %d);' % n)
             if nr == 1:
                 o.append('\tvnpu_iv_push_ret_%s(stack, r);' % op.rets[0].kind)
@@ -446,7 +453,7 @@ def gen_source(ops):
                     o.append('\tvnpu_iv_push_ret_%s(stack, r.r%d);' % (r.kind, j))
         o.append('}\n')
         # typed -> boxed (unboxing adapter of a boxed kernel)
-        o.append('static %sbox_%s(const struct vnpu_op *op, const struct vnpu_kernel *k, %s)' % (rt, op.c, ks_params))
+        o.append('static %sbox_%s(const struct vnpu_op *op, const struct vnpu_kernel *kern, %s)' % (rt, op.c, ks_params))
         o.append('{')
         o.append('\tstruct vnpu_stack s;\n\tbool ok = true;\n\tuint64_t seq = vnpu_error_seq();')
         if op.rets:
@@ -454,7 +461,7 @@ def gen_source(ops):
         o.append('\n\tvnpu_stack_init(&s);')
         for a in op.args:
             o.append('\t' + push_code(a))
-        o.append('\tif (ok)\n\t\tk->boxed(k, op, ks, &s);')
+        o.append('\tif (ok)\n\t\tkern->boxed(kern, op, ks, &s);')
         o.append('\tif (ok && vnpu_error_seq() == seq && vnpu_stack_returns_ok(op, &s, %d)) {' % nr)
         if nr == 1:
             o.append('\t\tvnpu_iv_take_ret_%s(&s.v[0], &r);' % op.rets[0].kind)
@@ -479,7 +486,7 @@ def gen_source(ops):
         def body(entry):
             b = []
             b.append('\tconst struct vnpu_op *op = vnpu_gen_ops[%d];' % i)
-            b.append('\tconst struct vnpu_kernel *k;\n')
+            b.append('\tconst struct vnpu_kernel *kern;\n')
             for a in req:
                 b.append('\tif (__builtin_expect(!%s, 0))' % a.name)
                 b.append('\t\treturn vnpu_null_arg(op, "%s"), %s;' % (a.name, op.ret_error()) if op.rets else
@@ -488,14 +495,14 @@ def gen_source(ops):
                 b.append('\tvnpu_keyset_t ks = vnpu_dispatch_keyset(op, %s);' % keyexpr)
             else:
                 b.append('\tks &= op->non_fallthrough;')
-            b.append('\tk = vnpu_dispatch_kernel(op, ks);')
+            b.append('\tkern = vnpu_dispatch_kernel(op, ks);')
             ret = 'return ' if op.rets else ''
-            b.append('\tif (__builtin_expect(k->unboxed != NULL, 1))')
-            b.append('\t\t%s((vnpu_fn_%s)k->unboxed)(%s);' % (ret, op.c, call_names))
+            b.append('\tif (__builtin_expect(kern->unboxed != NULL, 1))')
+            b.append('\t\t%s((vnpu_fn_%s)kern->unboxed)(%s);' % (ret, op.c, call_names))
             if op.rets:
-                b.append('\treturn box_%s(op, k, %s);' % (op.c, call_names))
+                b.append('\treturn box_%s(op, kern, %s);' % (op.c, call_names))
             else:
-                b.append('\tbox_%s(op, k, %s);' % (op.c, call_names))
+                b.append('\tbox_%s(op, kern, %s);' % (op.c, call_names))
             return b
         o.append(proto(rt, 'vnpu_op_' + op.c, op.params()))
         o.append('{')

@@ -135,6 +135,20 @@ class Codegen(unittest.TestCase):
         self.assertNotEqual(rc, 0)
         self.assertIn('device_check is NoCheck or absent', err)
 
+    def test_argument_names_of_generated_locals(self):
+        # topk's `k` once met the generated code's kernel pointer: such a
+        # name is the kernel's own now, and the generator's locals refused
+        rc, err, gen = run('- func: mm(Tensor self, int k) -> Tensor\n'
+                           '  dispatch: CPU\n', ['cpu'])
+        self.assertEqual(rc, 0, err)
+        self.assertIn('const struct vnpu_kernel *kern, vnpu_keyset_t ks, '
+                      'struct vnpu_at_tensor *self, int64_t k)', gen)
+        self.assertNotIn('vnpu_kernel *k,', gen)
+        rc, err, _ = run('- func: mm(Tensor self, Tensor kern) -> Tensor\n'
+                         '  dispatch: CPU\n', ['cpu'])
+        self.assertNotEqual(rc, 0)
+        self.assertIn("an argument may not be named 'kern'", err)
+
     def test_replaces_torch_composite(self):
         # True or absent, and only on a CompositeExplicitAutograd op
         rc, err, _ = run('- func: %s\n  dispatch: CPU\n'
