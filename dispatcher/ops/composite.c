@@ -1472,6 +1472,72 @@ struct vnpu_at_tensor *vnpu_cia_count_nonzero_dim_IntList(vnpu_keyset_t ks,
 	return r;
 }
 
+/* ---- sort family ------------------------------------------------------------- */
+
+/* sort: PyTorch's own composite, the stable sort (which its unspecified
+ * order of equal values allows) */
+struct vnpu_ret_sort vnpu_cia_sort(vnpu_keyset_t ks, struct vnpu_at_tensor *self, int64_t dim,
+				   bool descending)
+{
+	struct vnpu_ret_sort_stable s = vnpu_op_sort_stable(self, dim, descending);
+
+	(void)ks;
+	return (struct vnpu_ret_sort){ s.r0, s.r1 };
+}
+
+/* argsort: sort's indices */
+struct vnpu_at_tensor *vnpu_cia_argsort(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					int64_t dim, bool descending)
+{
+	struct vnpu_ret_sort s = vnpu_op_sort(self, dim, descending);
+
+	(void)ks;
+	vnpu_at_release(s.r0);
+	return s.r1;
+}
+
+/*
+ * topk: the first k of the line sorted largest (or smallest) first, as new
+ * contiguous tensors; sorted=False takes the same order (PyTorch leaves it
+ * unspecified). Equal values come in index order, as the stable sort
+ * leaves them.
+ */
+struct vnpu_ret_topk vnpu_cea_topk(vnpu_keyset_t ks, struct vnpu_at_tensor *self, int64_t k,
+				   int64_t dim, bool largest, bool sorted)
+{
+	int64_t d = vnpu_at_wrap_dim(dim, self->ndim ? self->ndim : 1);
+	struct vnpu_ret_topk r = { 0 };
+	struct vnpu_ret_sort s;
+	struct vnpu_at_tensor *v = NULL, *i = NULL;
+
+	(void)ks;
+	(void)sorted;
+	if (d < 0)
+		return r;
+	if (k < 0 || k > (self->ndim ? self->sizes[d] : 1))
+		return (struct vnpu_ret_topk){ vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"aten::topk: selected index k out of range"), NULL };
+	s = vnpu_op_sort(self, d, largest);
+	if (s.r0 && !self->ndim)
+		return (struct vnpu_ret_topk){ s.r0, s.r1 };
+	if (s.r0) {
+		v = vnpu_op_slice_Tensor(s.r0, d, VNPU_AT_SOME_INT(0), VNPU_AT_SOME_INT(k), 1);
+		i = v ? vnpu_op_slice_Tensor(s.r1, d, VNPU_AT_SOME_INT(0), VNPU_AT_SOME_INT(k), 1)
+		      : NULL;
+	}
+	r.r0 = i ? vnpu_op_contiguous(v) : NULL;
+	r.r1 = r.r0 ? vnpu_op_contiguous(i) : NULL;
+	if (!r.r1) {
+		vnpu_at_release(r.r0);
+		r.r0 = NULL;
+	}
+	vnpu_at_release(i);
+	vnpu_at_release(v);
+	vnpu_at_release(s.r0);
+	vnpu_at_release(s.r1);
+	return r;
+}
+
 /* ---- hardtanh ---------------------------------------------------------------- */
 
 /*

@@ -1403,6 +1403,68 @@ struct vnpu_ret_max_dim vnpu_autograd_max_dim(vnpu_keyset_t ks, struct vnpu_at_t
 	return r;
 }
 
+/* sort, topk: the values' gradient put back where each value came from
+ * (zero elsewhere, for topk), PyTorch's value_selecting_reduction_backward
+ * with the dim kept. saved[0] the indices, ints[0] the dim. */
+static bool selected_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			      struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_int_array shape = saved_shape(n, 0);
+	struct vnpu_at_tensor *z;
+
+	if (!shape.n) {		/* 0-dim: the gradient itself */
+		in[0] = vnpu_op_clone(g[0]);
+		return in[0] != NULL;
+	}
+	z = vnpu_op_zeros(shape, (enum vnpu_at_dtype)g[0]->dtype, n->device);
+	in[0] = z ? vnpu_op_scatter_src(z, n->ints[0], n->saved[0], g[0]) : NULL;
+	vnpu_at_release(z);
+	return in[0] != NULL;
+}
+
+/* Records values (r0) of a selection whose indices are r1; on failure both
+ * are released. */
+static void track_selected(const char *name, struct vnpu_at_tensor **values,
+			   struct vnpu_at_tensor **indices, struct vnpu_at_tensor *self,
+			   int64_t dim)
+{
+	struct vnpu_ag_node *node;
+
+	if (!*values || !vnpu_ag_needed(1, &self))
+		return;
+	node = node_for(name, selected_backward, 1, &self);
+	if (node) {
+		save_shape(node, 0, self);
+		vnpu_ag_save(node, 0, *indices);
+		node->ints[0] = vnpu_at_wrap_dim(dim, self->ndim ? self->ndim : 1);
+	}
+	*values = track(*values, node);
+	if (!*values) {
+		vnpu_at_release(*indices);
+		*indices = NULL;
+	}
+}
+
+struct vnpu_ret_sort_stable vnpu_autograd_sort_stable(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+						      int64_t dim, bool descending)
+{
+	struct vnpu_ret_sort_stable r = vnpu_redispatch_sort_stable(vnpu_ag_below(ks), self, dim,
+								    descending);
+
+	track_selected("SortBackward0", &r.r0, &r.r1, self, dim);
+	return r;
+}
+
+struct vnpu_ret_topk vnpu_autograd_topk(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+					int64_t k, int64_t dim, bool largest, bool sorted)
+{
+	struct vnpu_ret_topk r = vnpu_redispatch_topk(vnpu_ag_below(ks), self, k, dim, largest,
+						      sorted);
+
+	track_selected("TopkBackward0", &r.r0, &r.r1, self, dim);
+	return r;
+}
+
 /* ---- views and copies -------------------------------------------------------- */
 
 /* view / unsqueeze / squeeze: grad reshaped back to the input's shape */

@@ -1520,6 +1520,93 @@ START_TEST(triangles_on_device)
 }
 END_TEST
 
+/* sort and topk on the device (SORT), against the CPU kernel: a line of
+ * equal values keeps their order, NaN sorts last (first descending), the
+ * input strided; topk's k largest with their positions; the gradient goes
+ * back to the positions the values came from. */
+START_TEST(sort_on_device)
+{
+	int64_t xs[2] = { 4, 9 };
+	struct vnpu_at_tensor *x, *xn;
+
+	ot_seed(79);
+	x = ot_rand(2, xs, VNPU_AT_F32, -3, 3, OT_TRANSPOSED);
+	/* ties and NaN: whole numbers, one NaN per row */
+	for (int64_t k = 0; k < 36; k++)
+		ot_set_flat(x, k, k % 9 == 4 ? NAN : floor(ot_flat(x, k)));
+	xn = ot_to_npu(x);
+	for (int desc = 0; desc < 2; desc++) {
+		for (int64_t dim = -1; dim < 1; dim++) {
+			struct vnpu_ret_sort w = vnpu_op_sort(x, dim, desc);
+			struct vnpu_ret_sort g;
+
+			vnpu_fallback_reset();
+			g = vnpu_op_sort(xn, dim, desc);
+			ck_assert_msg(g.r0 && g.r1, "%s", vnpu_at_error_message());
+			expect_on_device("sort");
+			ot_expect_close("sort values", w.r0, g.r0, 0, 0);
+			ot_expect_close("sort indices", w.r1, g.r1, 0, 0);
+			vnpu_at_release(w.r0);
+			vnpu_at_release(w.r1);
+			vnpu_at_release(g.r0);
+			vnpu_at_release(g.r1);
+		}
+	}
+	/* the stable order itself, on row 0 of the CPU kernel's result */
+	{
+		struct vnpu_ret_sort w = vnpu_op_sort(x, 1, false);
+
+		for (int64_t j = 0; j + 1 < 9; j++) {
+			double a = ot_get(w.r0, (int64_t[]){ 0, j });
+			double b = ot_get(w.r0, (int64_t[]){ 0, j + 1 });
+
+			ck_assert(isnan(b) || (!isnan(a) && a <= b));
+			if (a == b)
+				ck_assert(ot_get(w.r1, (int64_t[]){ 0, j }) <
+					  ot_get(w.r1, (int64_t[]){ 0, j + 1 }));
+		}
+		ck_assert(isnan(ot_get(w.r0, (int64_t[]){ 0, 8 })));
+		vnpu_at_release(w.r0);
+		vnpu_at_release(w.r1);
+	}
+	/* topk and its gradient */
+	for (int dev = 0; dev < 2; dev++) {
+		struct vnpu_at_tensor *a = vnpu_op_clone(dev ? xn : x);
+		struct vnpu_ret_topk t;
+		struct vnpu_at_tensor *sum, *grad;
+
+		ck_assert(a && vnpu_at_set_requires_grad(a, true));
+		vnpu_fallback_reset();
+		t = vnpu_op_topk(a, 3, 1, true, true);
+		ck_assert_msg(t.r0 && t.r1, "%s", vnpu_at_error_message());
+		ck_assert_int_eq(t.r0->sizes[1], 3);
+		sum = vnpu_op_sum(t.r0, VNPU_AT_DTYPE_NONE);
+		ck_assert_msg(sum && vnpu_at_backward(sum), "%s", vnpu_at_error_message());
+		if (dev)
+			expect_on_device("topk");
+		grad = ot_to_cpu(vnpu_at_grad(a));
+		/* ones at the selected positions, zeros elsewhere: 3 per row */
+		for (int64_t r = 0; r < 4; r++) {
+			double total = 0;
+
+			for (int64_t c = 0; c < 9; c++)
+				total += ot_get(grad, (int64_t[]){ r, c });
+			ck_assert(total == 3);
+		}
+		vnpu_at_release(grad);
+		vnpu_at_release(sum);
+		vnpu_at_release(t.r0);
+		vnpu_at_release(t.r1);
+		vnpu_at_release(a);
+	}
+	ck_assert_ptr_null(vnpu_op_topk(xn, 10, 1, true, true).r0);
+	ck_assert_msg(strstr(vnpu_at_error_message(), "selected index k out of range"), "%s",
+		      vnpu_at_error_message());
+	vnpu_at_release(x);
+	vnpu_at_release(xn);
+}
+END_TEST
+
 /* An NPU kernel whose op TensorIterator does not compute takes its tensors
  * on one device, as PyTorch's CUDA wrappers check: a CPU index beside an
  * npu self is refused naming it, in either order; copies across devices
@@ -1908,6 +1995,7 @@ static Suite *ops_npu_suite(void)
 	tcase_add_test(tc, triangles_on_device);
 	tcase_add_test(tc, roll_on_device);
 	tcase_add_test(tc, devices_of_tensor_arguments);
+	tcase_add_test(tc, sort_on_device);
 	tcase_add_test(tc, gather_on_device);
 	tcase_add_test(tc, scans_on_device);
 	tcase_add_test(tc, scatter_on_device);

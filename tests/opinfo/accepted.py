@@ -41,11 +41,21 @@ _HARDTANH_NAN = (
     "PyTorch's own CPU differs between two [128, 128] reference samples, "
     'contiguous (zeroed) and not (passed): the third of the elements that '
     'are NaN in the first')
+_TIED_GRADIENT = (
+    'where a line holds equal values (float16/bfloat16 samples of 8,000 '
+    'elements round into many), each value\'s gradient goes to the '
+    'position the sort took it from: vnpu sorts stably, PyTorch\'s CPU in '
+    'an order of its own (stable=False leaves it unspecified), so the same '
+    'gradients land on other positions among equal inputs; the values and '
+    'the selected inputs agree (harness.py, TIES_UNSPECIFIED)')
 
 ACCEPTED = {
     ('c', 'aten::gather (errors)', 'float32', 'accepts'): _INT32_INDEX_26,
     ('c', 'aten::scatter.src (errors)', 'float32', 'accepts'): _INT32_INDEX_26,
     ('c', 'aten::scatter_add (errors)', 'float32', 'accepts'): _INT32_INDEX_26,
+    ('c', 'aten::sort', 'float16', 'grad'): _TIED_GRADIENT,
+    ('c', 'aten::sort', 'bfloat16', 'grad'): _TIED_GRADIENT,
+    ('c', 'aten::topk', 'bfloat16', 'grad'): _TIED_GRADIENT,
     ('c', 'aten::hardtanh', 'float16', 'grad'): _HARDTANH_NAN,
     ('c', 'aten::relu6', 'float16', 'grad'): _HARDTANH_NAN,
     ('c', 'aten::hardtanh_backward', 'float16', 'value'): _HARDTANH_NAN,
@@ -104,6 +114,9 @@ SAMPLED_BY = {
     ('c', 'aten::gather (errors)', 'float32', 'accepts'): ('2.6',),
     ('c', 'aten::scatter.src (errors)', 'float32', 'accepts'): ('2.6',),
     ('c', 'aten::scatter_add (errors)', 'float32', 'accepts'): ('2.6',),
+    ('c', 'aten::sort', 'float16', 'grad'): ('2.13',),
+    ('c', 'aten::sort', 'bfloat16', 'grad'): ('2.13',),
+    ('c', 'aten::topk', 'bfloat16', 'grad'): ('2.13',),
     ('c', 'aten::hardtanh', 'float16', 'grad'): ('2.13',),
     ('c', 'aten::relu6', 'float16', 'grad'): ('2.13',),
     ('c', 'aten::hardtanh_backward', 'float16', 'value'): ('2.13',),

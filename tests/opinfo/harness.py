@@ -59,6 +59,56 @@ GRAD_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 UNINITIALISED = {'aten::empty.memory_format', 'aten::empty_strided',
                  'aten::empty_like', 'aten::resize_', 'empty', 'empty_like',
                  'empty_strided', 'resize_', 'npu::empty_with_format'}
+# ops whose indices among equal values PyTorch leaves unspecified (sort
+# with stable=False, argsort, topk: its docs, and CUDA's order differs
+# from the CPU's): where each index of a line selects the value PyTorch's
+# does, no index twice, the indices count as PyTorch's. Per op: the
+# position of its indices among the results, and the dim of a call (C
+# front end: the aten arguments by name) or of a sample (torch: input,
+# positional and keyword arguments).
+TIES_UNSPECIFIED = {
+    'aten::sort': (1, lambda a: a.get('dim', -1)),
+    'aten::sort.stable': (1, lambda a: a.get('dim', -1)),
+    'aten::argsort': (0, lambda a: a.get('dim', -1)),
+    'aten::topk': (1, lambda a: a.get('dim', -1)),
+    'sort': (1, lambda i, a, k: a[0] if a else k.get('dim', -1)),
+    'argsort': (0, lambda i, a, k: a[0] if a else k.get('dim', -1)),
+    'topk': (1, lambda i, a, k: a[1] if len(a) > 1 else k.get('dim', -1)),
+}
+
+
+def with_tied_indices(name, got, want, self_, dim):
+    """got with its indices replaced by want's where they are the same up
+    to the order of equal values (TIES_UNSPECIFIED)."""
+    pos = TIES_UNSPECIFIED[name][0]
+    got, want = as_list(got), as_list(want)
+    if not isinstance(self_, torch.Tensor) or len(got) <= pos or len(want) <= pos:
+        return got
+    g, w = got[pos], want[pos]
+    if not isinstance(g, torch.Tensor) or g.shape != w.shape or g.dtype != w.dtype:
+        return got
+    g = g.cpu()
+    x = self_.detach().cpu()
+    if x.dim() == 0 or g.numel() == 0:
+        return got
+    d = dim % x.dim()
+    try:
+        picked_g, picked_w = x.gather(d, g), x.gather(d, w)
+    except RuntimeError:
+        return got
+    distinct = torch.equal(g.sort(d).values.diff(dim=d).ne(0).all(d),
+                           torch.ones_like(g.select(d, 0), dtype=torch.bool)) \
+        if g.shape[d] > 1 else True
+    same = torch.equal(picked_g, picked_w) or (
+        picked_g.is_floating_point() and
+        torch.equal(picked_g.isnan(), picked_w.isnan()) and
+        torch.equal(picked_g.nan_to_num(0), picked_w.nan_to_num(0)))
+    if distinct and same:
+        got = list(got)
+        got[pos] = w
+    return got
+
+
 def opinfo_id(o):
     return o.name + ('/' + o.variant_test_name if o.variant_test_name else '')
 
@@ -152,7 +202,7 @@ def rounded_like(ref, want):
 
 
 def judge(book, key, what, where, got, want, op, wider=None,
-          shape_only=False):
+          shape_only=False, ties=None):
     """Records whether got agrees with PyTorch's want. A floating result
     that misses want but agrees with wider(widen) (the same op computed by
     PyTorch from the same inputs made wider by widen, one step or to
@@ -162,6 +212,8 @@ def judge(book, key, what, where, got, want, op, wider=None,
     PyTorch's CPU rounds intermediate results; sums run in another
     order; fused CPU formulas cancel)."""
     front, name, dn = key
+    if ties is not None:
+        got = with_tied_indices(name, got, want, *ties)
     if name in F32_RESULTS:
         rounded = rounded_like(got, want)
         if any(isinstance(g, torch.Tensor) and g.dtype != r.dtype
@@ -443,9 +495,12 @@ def run_c_call(vnpu_c, book, call, dn, op, where):
             continue
         got = [r.torch() if isinstance(r, vnpu_c.Tensor) else r for r in rets]
         book.ran(front, call.op, dn, vnpu_c.fallback_calls())
+        ties = None
+        if call.op in TIES_UNSPECIFIED:
+            ties = (call.args.get('self'), TIES_UNSPECIFIED[call.op][1](call.args))
         judge(book, (front, call.op, dn), 'value', where, got, call.out, op,
               wider=lambda up: capture.call_on_cpu(call, up(call.args)),
-              shape_only=call.op in UNINITIALISED)
+              shape_only=call.op in UNINITIALISED, ties=ties)
 
 
 def float_tensor_args(call):
@@ -702,8 +757,13 @@ def torch_sample(book, op, oid, dn, where, s, to_npu, fallbacks, grad):
         book.mismatch('torch', oid, dn, 'raises', first_line(e), where)
         return
     book.ran('torch', oid, dn, fallbacks() - before)
+    ties = None
+    if oid in TIES_UNSPECIFIED:
+        i, a, k = rebuild([args[j] for j in range(len(leaves))])
+        ties = (i, TIES_UNSPECIFIED[oid][1](i, a, k))
     judge(book, ('torch', oid, dn), 'value', where, got, want, op,
-          wider=lambda up: call(up(args)), shape_only=oid in UNINITIALISED)
+          wider=lambda up: call(up(args)), shape_only=oid in UNINITIALISED,
+          ties=ties)
     names = [j for j, t in enumerate(leaves)
              if t.requires_grad and t.is_floating_point()]
     if grad and op.supports_autograd and names:

@@ -216,7 +216,9 @@ def _push(s, arg, v, device, keep):
 # (a traced call has c10's enum numbers: Layout::Strided 0,
 # MemoryFormat::Contiguous 0 and Preserve 1)
 def _torch_only_ok(name, v):
+    # stable: the device's sort is stable, which either value allows
     return (v is None or (name == 'layout' and v in (torch.strided, 0)) or
+            (name == 'stable' and isinstance(v, bool)) or
             (name == 'pin_memory' and not v) or
             (name == 'memory_format' and
              v in (torch.contiguous_format, torch.preserve_format, 0, 1)))

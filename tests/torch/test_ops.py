@@ -686,6 +686,50 @@ def _hardtanh():
         assert str(npu.value) == str(cpu.value)
 
 
+@sample(['aten::sort', 'aten::topk'], 'sort-topk')
+def _sort_topk():
+    # every dtype, lines full of equal values (NaN and -0.0 among the
+    # floats), each dim, both directions, strided, 0-dim, empty: sort is
+    # stable, as PyTorch's CPU sorts these; topk's values exactly and its
+    # indices selecting them (PyTorch leaves the order of equal values to
+    # the backend); gradients put back where the values came from
+    for dt in FLOATS + INTS + [torch.int8, torch.uint8, torch.bool]:
+        x = torch.randint(0, 5, (4, 6, 5)).to(dt)
+        if dt.is_floating_point:
+            x[0, 0, :2] = float('nan')
+            x[1, 2, 3] = -0.0
+        for dim in (0, 1, -1):
+            for desc in (False, True):
+                no_fallback(lambda a: (torch.sort(a, dim, desc), torch.argsort(a, dim, desc),
+                                       torch.sort(a.transpose(0, 2), dim, desc)), x,
+                            ref=lambda a: (torch.sort(a, dim=dim, descending=desc, stable=True),
+                                           torch.argsort(a, dim=dim, descending=desc,
+                                                         stable=True),
+                                           torch.sort(a.transpose(0, 2), dim=dim,
+                                                      descending=desc, stable=True)))
+        no_fallback(lambda a: torch.sort(a), make((), dt))
+        no_fallback(lambda a: torch.sort(a, 0), make((0, 3), dt))
+        if dt == torch.bool:
+            continue
+        for k, largest in ((0, True), (2, True), (5, False), (3, False)):
+            torch_vnpu.reset_fallback_report()
+            v, i = torch.topk(x.to(NPU), k, -1, largest)
+            w = torch.topk(x, k, -1, largest)
+            assert torch_vnpu.fallback_report() == []
+            assert_same(v, w.values)
+            assert_same(x.to(NPU).gather(-1, i), w.values)
+    for dt in (torch.float32, torch.bfloat16):
+        no_fallback(lambda a: torch.autograd.grad(
+            (torch.sort(a, 0, True).values * torch.arange(12.).view(3, 4).to(a)).sum() +
+            torch.topk(a, 2).values.sum(), a)[0], make((3, 4), dt).requires_grad_())
+    for args in ((make((3,)), 4), (make((3,)), -1), (make(()), 2)):
+        with pytest.raises(RuntimeError) as cpu:
+            torch.topk(*args)
+        with pytest.raises(RuntimeError) as npu:
+            torch.topk(args[0].to(NPU), *args[1:])
+        assert str(npu.value) == str(cpu.value)
+
+
 @sample(['aten::masked_fill.Scalar', 'aten::masked_fill.Tensor'], 'masked-fill')
 def _masked_fill():
     # every dtype, a value each must convert (1.7 truncates, -1 wraps into

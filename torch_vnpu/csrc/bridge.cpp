@@ -572,6 +572,9 @@ static void check_torch_only(const std::string &n, const c10::IValue &v)
 		return;
 	if (n == "pin_memory" && !v.toBool())
 		return;
+	// sort.stable: the device's sort is stable, which either value allows
+	if (n == "stable" && v.isBool())
+		return;
 	if (n == "memory_format" &&
 	    (v.toMemoryFormat() == at::MemoryFormat::Contiguous ||
 	     v.toMemoryFormat() == at::MemoryFormat::Preserve))

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * CPU reference kernels: reductions other than sum and mean (those are in
- * core.c): prod, max/min, argmax/argmin, docs/dispatcher.md. Any strides and
+ * core.c): prod, max/min, argmax/argmin, cumsum/cumprod, sort,
+ * docs/dispatcher.md. Any strides and
  * dim lists; floats accumulate in double, integers in int64; max/min
  * propagate NaN and argmax/argmin take the first NaN or the first extremum
  * as PyTorch.
  */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
 #include "../kernel_common.h"
 
 enum red_op {
@@ -404,4 +408,134 @@ struct vnpu_at_tensor *vnpu_cpu_cumprod(vnpu_keyset_t ks,
 {
 	(void)ks;
 	return cum_of("aten::cumprod", true, self, dim, dtype);
+}
+
+/* ---- sort ---------------------------------------------------------------------- */
+
+/* One element of a line being sorted: its key and where it came from. */
+struct sort_item {
+	double f;	/* float dtypes */
+	int64_t i;	/* integers and bool */
+	int64_t pos;
+};
+
+/* The stable order of the device's SORT (docs/hw-spec.md): by key, NaN
+ * after every number, then by position; descending reverses the keys. */
+static int sort_keys(const struct sort_item *a, const struct sort_item *b, bool floating)
+{
+	if (!floating)
+		return (a->i > b->i) - (a->i < b->i);
+	if (isnan(a->f) || isnan(b->f))
+		return isnan(a->f) - isnan(b->f);
+	return (a->f > b->f) - (a->f < b->f);
+}
+
+static int sort_pos(const struct sort_item *a, const struct sort_item *b)
+{
+	return (a->pos > b->pos) - (a->pos < b->pos);
+}
+
+static int sort_float_up(const void *x, const void *y)
+{
+	int r = sort_keys(x, y, true);
+
+	return r ? r : sort_pos(x, y);
+}
+
+static int sort_float_down(const void *x, const void *y)
+{
+	int r = sort_keys(y, x, true);
+
+	return r ? r : sort_pos(x, y);
+}
+
+static int sort_int_up(const void *x, const void *y)
+{
+	int r = sort_keys(x, y, false);
+
+	return r ? r : sort_pos(x, y);
+}
+
+static int sort_int_down(const void *x, const void *y)
+{
+	int r = sort_keys(y, x, false);
+
+	return r ? r : sort_pos(x, y);
+}
+
+/*
+ * sort: each line along dim sorted stably (equal values keep their order,
+ * also where PyTorch's stable=False leaves it unspecified), NaN after every
+ * number ascending and before descending, as PyTorch's CPU; values and
+ * int64 indices new contiguous tensors. A 0-dim self is its own sort.
+ */
+struct vnpu_ret_sort_stable vnpu_cpu_sort_stable(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+						 int64_t dim, bool descending)
+{
+	enum vnpu_at_dtype dt = (enum vnpu_at_dtype)self->dtype;
+	bool floating = vnpu_at_dtype_is_float(dt);
+	int64_t d = vnpu_at_wrap_dim(dim, self->ndim ? self->ndim : 1);
+	int (*cmp)(const void *, const void *) =
+		floating ? (descending ? sort_float_down : sort_float_up) :
+			   (descending ? sort_int_down : sort_int_up);
+	size_t item = vnpu_at_dtype_size(dt);
+	struct vnpu_ret_sort_stable r = { 0 };
+	struct kc_reduce_plan sp, vp, ip;
+	struct sort_item *line = NULL;
+	const char *s;
+	char *v, *o;
+
+	(void)ks;
+	if (d < 0)
+		return r;
+	r.r0 = vnpu_at_empty(self->ndim, self->sizes, dt, VNPU_AT_DEV_CPU);
+	r.r1 = r.r0 ? vnpu_at_empty(self->ndim, self->sizes, VNPU_AT_I64, VNPU_AT_DEV_CPU) : NULL;
+	if (!r.r1)
+		goto fail;
+	if (!self->ndim) {
+		memcpy(vnpu_at_data(r.r0), vnpu_at_data(self), item);
+		vnpu_at_store_int(VNPU_AT_I64, vnpu_at_data(r.r1), 0);
+		return r;
+	}
+	if (!vnpu_at_numel(self))
+		return r;
+	kc_reduce_plan_init(&sp, self, 1u << d, true);
+	kc_reduce_plan_init(&vp, r.r0, 1u << d, true);
+	kc_reduce_plan_init(&ip, r.r1, 1u << d, true);
+	line = malloc((size_t)sp.nred_elems * sizeof(*line));
+	if (!line) {
+		vnpu_at_error_set(VNPU_AT_ERR_OOM, "aten::sort.stable: out of host memory");
+		goto fail;
+	}
+	s = vnpu_at_data(self);
+	v = vnpu_at_data(r.r0);
+	o = vnpu_at_data(r.r1);
+	for (int64_t l = 0; l < sp.nout; l++) {
+		const char *sl = s + kc_reduce_outer(&sp, l);
+
+		for (int64_t j = 0; j < sp.nred_elems; j++) {
+			const char *x = sl + kc_reduce_inner(&sp, j);
+
+			line[j].pos = j;
+			if (floating)
+				line[j].f = vnpu_at_load(dt, x);
+			else
+				line[j].i = vnpu_at_load_int(dt, x);
+		}
+		qsort(line, (size_t)sp.nred_elems, sizeof(*line), cmp);
+		for (int64_t j = 0; j < sp.nred_elems; j++) {
+			/* the element itself, bit for bit (-0.0, NaN payloads) */
+			memcpy(v + kc_reduce_outer(&vp, l) + kc_reduce_inner(&vp, j),
+			       sl + kc_reduce_inner(&sp, line[j].pos), item);
+			vnpu_at_store_int(VNPU_AT_I64,
+					  o + kc_reduce_outer(&ip, l) + kc_reduce_inner(&ip, j),
+					  line[j].pos);
+		}
+	}
+	free(line);
+	return r;
+fail:
+	vnpu_at_release(r.r0);
+	vnpu_at_release(r.r1);
+	return (struct vnpu_ret_sort_stable){ 0 };
 }

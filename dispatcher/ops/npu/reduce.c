@@ -349,3 +349,50 @@ struct vnpu_at_tensor *vnpu_npu_cumprod(vnpu_keyset_t ks,
 
 	return fell ? vnpu_fallback_cumprod(ks, self, dim, dtype) : r;
 }
+
+/* sort on SORT: values and indices new contiguous tensors, the line copied
+ * and sorted in them by the device; a 0-dim self is its own sort, at index
+ * 0. A dim out of range goes to the CPU kernel for its wording. */
+struct vnpu_ret_sort_stable vnpu_npu_sort_stable(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
+						 int64_t dim, bool descending)
+{
+	enum vnpu_at_dtype dt = (enum vnpu_at_dtype)self->dtype;
+	int64_t d = dim < 0 ? dim + self->ndim : dim;
+	struct vnpu_kp_sort p = { .descending = descending };
+	struct vnpu_npu_launch l = { 0 };
+	struct vnpu_ret_sort_stable r = { 0 };
+	struct vnpu_at_tensor *src;
+
+	if (!self->ndim && (dim == 0 || dim == -1)) {
+		r.r0 = vnpu_op_clone(self);
+		r.r1 = r.r0 ? vnpu_op_zeros(VNPU_AT_NO_INTS, VNPU_AT_I64, vnpu_npu_device()) : NULL;
+		if (!r.r1) {
+			vnpu_at_release(r.r0);
+			r.r0 = NULL;
+		}
+		return r;
+	}
+	if (d < 0 || d >= self->ndim || vnpu_npu_dtype(dt) < 0)
+		return vnpu_fallback_sort_stable(ks, self, dim, descending);
+	src = npk_operand(self, dt);
+	if (!src)
+		return r;
+	r.r0 = vnpu_npu_empty(src->ndim, src->sizes, dt);
+	r.r1 = r.r0 ? vnpu_npu_empty(src->ndim, src->sizes, VNPU_AT_I64) : NULL;
+	p.dim = (uint32_t)d;
+	if (r.r1 && !vnpu_at_numel(src)) {
+		vnpu_at_release(src);
+		return r;
+	}
+	if (!r.r1 ||
+	    !vnpu_npu_arg(&l, src, VNPU_ACCESS_READ, &p.input) ||
+	    !vnpu_npu_arg(&l, r.r0, VNPU_ACCESS_WRITE, &p.values) ||
+	    !vnpu_npu_arg(&l, r.r1, VNPU_ACCESS_WRITE, &p.indices) ||
+	    !vnpu_npu_launch("aten::sort.stable", &l, "sort", &p, sizeof(p), vnpu_at_numel(src))) {
+		vnpu_at_release(r.r0);
+		vnpu_at_release(r.r1);
+		r = (struct vnpu_ret_sort_stable){ 0 };
+	}
+	vnpu_at_release(src);
+	return r;
+}
