@@ -419,48 +419,29 @@ struct sort_item {
 	int64_t pos;
 };
 
+/* How a line is ordered: floating keys or integer ones, descending. */
+struct sort_order {
+	bool floating, descending;
+};
+
 /* The stable order of the device's SORT (docs/hw-spec.md): by key, NaN
- * after every number, then by position; descending reverses the keys. */
-static int sort_keys(const struct sort_item *a, const struct sort_item *b, bool floating)
+ * after every number, the keys reversed when descending; then by
+ * position. */
+static int sort_cmp(const void *x, const void *y, void *ctx)
 {
-	if (!floating)
-		return (a->i > b->i) - (a->i < b->i);
-	if (isnan(a->f) || isnan(b->f))
-		return isnan(a->f) - isnan(b->f);
-	return (a->f > b->f) - (a->f < b->f);
-}
+	const struct sort_item *a = x, *b = y;
+	const struct sort_order *o = ctx;
+	int r;
 
-static int sort_pos(const struct sort_item *a, const struct sort_item *b)
-{
-	return (a->pos > b->pos) - (a->pos < b->pos);
-}
-
-static int sort_float_up(const void *x, const void *y)
-{
-	int r = sort_keys(x, y, true);
-
-	return r ? r : sort_pos(x, y);
-}
-
-static int sort_float_down(const void *x, const void *y)
-{
-	int r = sort_keys(y, x, true);
-
-	return r ? r : sort_pos(x, y);
-}
-
-static int sort_int_up(const void *x, const void *y)
-{
-	int r = sort_keys(x, y, false);
-
-	return r ? r : sort_pos(x, y);
-}
-
-static int sort_int_down(const void *x, const void *y)
-{
-	int r = sort_keys(y, x, false);
-
-	return r ? r : sort_pos(x, y);
+	if (!o->floating)
+		r = (a->i > b->i) - (a->i < b->i);
+	else if (isnan(a->f) || isnan(b->f))
+		r = isnan(a->f) - isnan(b->f);
+	else
+		r = (a->f > b->f) - (a->f < b->f);
+	if (o->descending)
+		r = -r;
+	return r ? r : (a->pos > b->pos) - (a->pos < b->pos);
 }
 
 /*
@@ -475,9 +456,7 @@ struct vnpu_ret_sort_stable vnpu_cpu_sort_stable(vnpu_keyset_t ks, struct vnpu_a
 	enum vnpu_at_dtype dt = (enum vnpu_at_dtype)self->dtype;
 	bool floating = vnpu_at_dtype_is_float(dt);
 	int64_t d = vnpu_at_wrap_dim(dim, self->ndim ? self->ndim : 1);
-	int (*cmp)(const void *, const void *) =
-		floating ? (descending ? sort_float_down : sort_float_up) :
-			   (descending ? sort_int_down : sort_int_up);
+	struct sort_order order = { floating, descending };
 	size_t item = vnpu_at_dtype_size(dt);
 	struct vnpu_ret_sort_stable r = { 0 };
 	struct kc_reduce_plan sp, vp, ip;
@@ -522,7 +501,7 @@ struct vnpu_ret_sort_stable vnpu_cpu_sort_stable(vnpu_keyset_t ks, struct vnpu_a
 			else
 				line[j].i = vnpu_at_load_int(dt, x);
 		}
-		qsort(line, (size_t)sp.nred_elems, sizeof(*line), cmp);
+		qsort_r(line, (size_t)sp.nred_elems, sizeof(*line), sort_cmp, &order);
 		for (int64_t j = 0; j < sp.nred_elems; j++) {
 			/* the element itself, bit for bit (-0.0, NaN payloads) */
 			memcpy(v + kc_reduce_outer(&vp, l) + kc_reduce_inner(&vp, j),
