@@ -8,10 +8,10 @@ Run by the python that has torch: as torch_npu generates RegisterNPU.cpp
 from npu_native_functions.yaml, this generates ours from the file that
 declares the dispatcher's ops, and checks it against the PyTorch it builds
 for. Registered for PyTorch's PrivateUse1 key: a functional op as a typed kernel of
-PyTorch's C++ signature (from torchgen) that puts its arguments on the
-dispatcher's stack in our schema's order (csrc/typed_call.h), others as a
-boxed kernel that translates PyTorch's stack by argument name
-(csrc/bridge.cpp). Registered are:
+PyTorch's C++ signature (from torchgen) that converts its arguments to the
+dispatcher's C types and calls the dispatcher's typed entry of the op
+(csrc/typed_call.h), others as a boxed kernel that translates PyTorch's
+stack by argument name (csrc/bridge.cpp). Registered are:
   - every op whose `dispatch:` lists NPU;
   - every composite op of ours for which PyTorch has only backend
     kernels (zero_, addcmul), or whose composite does not serve the npu
@@ -29,6 +29,7 @@ factories). Everything else reaches the CPU fallback registered last.
 """
 import argparse
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -96,7 +97,8 @@ class TorchOps:
 
 
 def typed_signature(sc):
-    """torchgen's dispatcher signature of PyTorch schema sc, or None."""
+    """torchgen's dispatcher signature of PyTorch schema sc, as (decl,
+    [(argument name, schema type)], C++ return type), or None."""
     from torchgen import local
     from torchgen.api.types import DispatcherSignature
     from torchgen.model import FunctionSchema
@@ -105,17 +107,36 @@ def typed_signature(sc):
                                use_ilistref_for_tensor_lists=False):
             sig = DispatcherSignature.from_schema(
                 FunctionSchema.parse(str(sc).split('::', 1)[1]))
-            return (sig.decl, [b.name for b in sig.arguments()],
+            return (sig.decl,
+                    [(b.name, str(b.argument.type)) for b in sig.arguments()],
                     sig.returns_type().cpp_type())
     except Exception:  # a schema this torchgen cannot read: boxed
         return None
 
 
+def same_type(ours, torch_type):
+    """Whether our schema argument and PyTorch's of one name have one
+    C++ form for the typed call: SymInt is int, int[1] is int[]."""
+    def norm(t):
+        return re.sub(r'\[\d+\]', '[]', t.replace('SymInt', 'int'))
+    text = ours.typ + ('?' if ours.elem_optional else '') + \
+        ('[]' if ours.is_list else '') + ('?' if ours.optional else '')
+    return norm(text) == norm(torch_type)
+
+
+# The dispatcher's typed C results and how they become PyTorch's.
+TYPED_RETS = {'tensor', 'scalar', 'int', 'double', 'bool'}
+# Our argument names the conversion treats as shapes (the dispatcher's
+# 8 dims bound them; PyTorch's kernels take a longer one).
+SHAPE_ARGS = {'size', 'stride'}
+
+
 def typed_kernel(op, sc):
     """A typed kernel for our functional op `op` of PyTorch schema sc, as
     (its C++ text, its name), or None when the op stays boxed: it writes
-    or aliases an argument, returns nothing, or takes a Tensor[] (whose
-    C++ type, TensorList or ITensorListRef, the schema does not tell)."""
+    or aliases an argument, returns nothing, takes a Tensor[] (whose C++
+    type, TensorList or ITensorListRef, the schema does not tell), or an
+    argument whose type differs from PyTorch's."""
     if op.uninitialized or not sc.returns or \
             any(a.alias_info for a in sc.arguments) or \
             any(r.alias_info for r in sc.returns) or \
@@ -128,35 +149,58 @@ def typed_kernel(op, sc):
     sig = typed_signature(sc)
     if sig is None:
         return None
-    decl, torch_names, ret = sig
-    ours = [a.name for a in op.args]
-    for name in ours:
-        if name not in torch_names:
+    decl, torch_args, ret = sig
+    torch_types = dict(torch_args)
+    torch_names = [n for n, _ in torch_args]
+    for a in op.args:
+        if a.name not in torch_types:
             sys.exit("%s: argument %s is not in PyTorch's schema %s"
-                     % (op.qualified, name, sc))
+                     % (op.qualified, a.name, sc))
+        if not same_type(a, torch_types[a.name]):
+            return None
+    if any(r.kind not in TYPED_RETS for r in op.rets):
+        return None
     fn = 'typed_%s_%s' % (op.ns, op.c)
     k = 'k_%s_%s' % (op.ns, op.c)
     # PyTorch's arguments ours leaves out are checked first, as the boxed
     # kernel checks them
     checks = ['c.torch_only("%s", %s)' % (n, n)
-              for n in torch_names if n not in ours]
-    checks += ['c.arg(%s)' % n for n in ours] + ['c.run()']
+              for n in torch_names if n not in [a.name for a in op.args]]
+    checks += ['c.%s(%s, &c_%s)' % ('shape' if a.name in SHAPE_ARGS and
+                                     a.kind == 'int_list' else 'in',
+                                     a.name, a.name) for a in op.args]
+    call = 'vnpu_redispatch_%s(npu_keys%s)' % (
+        op.c, ''.join(', c_' + a.name for a in op.args))
+    if len(op.rets) == 1:
+        keeps = ['c.keep(r);'] if op.rets[0].kind == 'tensor' else []
+        result = 'c.out(r)'
+    else:
+        keeps = ['c.keep(r.r%d);' % i for i, r in enumerate(op.rets)
+                 if r.kind == 'tensor']
+        result = '%s(%s)' % (ret, ', '.join('c.out(r.r%d)' % i
+                                             for i in range(len(op.rets))))
+    lam = '\n'.join(['c.run([&] {',
+                     '\t\t\t    r = %s;' % call] +
+                    ['\t\t\t    %s' % kp for kp in keeps] +
+                    ['\t\t    })'])
+    checks.append(lam)
     args = ''.join(', ' + n for n in torch_names)
-    text = '\n'.join([
-        decl(name=fn),
-        '{',
-        '\tstatic const struct vnpu_op *const op = dispatcher_op(%s);' % k,
-        '\t{',
-        '\t\tTypedCall c(%s, op);' % k,
-        '',
-        '\t\tif (%s)' % ' &&\n\t\t    '.join(checks),
-        '\t\t\treturn c.result<%s>();' % ret,
-        '\t}',
-        '\tstatic const c10::OperatorHandle h = torch_op("%s", "%s");'
-        % (sc.name, sc.overload_name),
-        '\treturn typed_leave_to_cpu<%s>(%s, h%s);' % (ret, k, args),
-        '}',
-        ''])
+    text = '\n'.join(
+        [decl(name=fn),
+         '{',
+         '\t{',
+         '\t\tTypedCall c(%s);' % k] +
+        ['\t\t%sc_%s;' % (gen_ops.CTYPE[a.kind], a.name) for a in op.args] +
+        ['\t\t%sr;' % op.ret_type(),
+         '',
+         '\t\tif (%s)' % ' &&\n\t\t    '.join(checks),
+         '\t\t\treturn %s;' % result,
+         '\t}',
+         '\tstatic const c10::OperatorHandle h = torch_op("%s", "%s");'
+         % (sc.name, sc.overload_name),
+         '\treturn typed_leave_to_cpu<%s>(%s, h%s);' % (ret, k, args),
+         '}',
+         ''])
     return text, fn
 
 
@@ -217,6 +261,9 @@ def generate(ops, yaml_name, tops):
     w('')
     w('namespace torch_vnpu {')
     w('namespace {')
+    w('')
+    w('// the typed kernels call the dispatcher\'s NPU kernel of their op')
+    w('const vnpu_keyset_t npu_keys = vnpu_keyset_of(VNPU_KEY_PRIVATEUSE1);')
     w('')
     w('template <const char *Name>')
     w('void npu_kernel(const c10::OperatorHandle &op, c10::DispatchKeySet ks,')

@@ -106,6 +106,27 @@ static at::ScalarType dtype_from_c(int dt)
 
 namespace {
 
+// Dispatcher references owned while one boxed call runs.
+struct CTensors {
+	std::vector<struct vnpu_at_tensor *> v;
+	CTensors() = default;
+	CTensors(const CTensors &) = delete;
+	CTensors &operator=(const CTensors &) = delete;
+	~CTensors()
+	{
+		for (auto *t : v)
+			vnpu_at_release(t);
+	}
+};
+
+struct CStack {
+	struct vnpu_stack s;
+	CStack() { vnpu_stack_init(&s); }
+	~CStack() { vnpu_stack_destroy(&s); }
+	CStack(const CStack &) = delete;
+	CStack &operator=(const CStack &) = delete;
+};
+
 // Thrown while translating arguments the dispatcher cannot represent
 // (a dtype it lacks, more than 8 dims, another device): the op then runs
 // on PyTorch's CPU kernels as any op without an NPU kernel.
@@ -403,43 +424,56 @@ static void pushed(bool ok)
 		throw_dispatch_error("torch_vnpu");
 }
 
+static struct vnpu_at_device device_to_c(std::optional<at::Device> d)
+{
+	if (!d.has_value())
+		return VNPU_AT_DEV_NONE;
+	if (d->is_cpu())
+		return VNPU_AT_DEV_CPU;
+	if (d->type() != kNpu)
+		throw Unrepresentable("device " + d->str());
+	return VNPU_AT_DEV_NPU((int8_t)(d->has_index() ? d->index() : current_device()));
+}
+
 static void push_device(struct vnpu_stack *s, const c10::IValue &v)
 {
 	if (v.isNone()) {
 		pushed(vnpu_stack_push_none(s));
 		return;
 	}
-	at::Device d = v.toDevice();
-	if (d.is_cpu()) {
-		pushed(vnpu_stack_push_device(s, VNPU_AT_DEV_CPU));
-		return;
-	}
-	if (d.type() != kNpu)
-		throw Unrepresentable("device " + d.str());
-	pushed(vnpu_stack_push_device(
-		s, VNPU_AT_DEV_NPU((int8_t)(d.has_index() ? d.index() : current_device()))));
+	pushed(vnpu_stack_push_device(s, device_to_c(v.toDevice())));
 }
 
 // Scalars travel as int64, double or bool: a complex, unsigned 64-bit or
 // symbolic one is left to PyTorch's kernels.
-static void push_scalar(struct vnpu_stack *s, const at::Scalar &v)
+static struct vnpu_at_scalar scalar_to_c(const at::Scalar &v)
 {
 	if (v.isSymbolic())
 		throw Unrepresentable("a symbolic scalar");
+	struct vnpu_at_scalar c = {};
+
 	switch (v.type()) {
 	case at::kLong:
-		pushed(vnpu_stack_push_int(s, v.toLong()));
-		return;
+		c.kind = VNPU_AT_SCALAR_INT;
+		c.i = v.toLong();
+		return c;
 	case at::kDouble:
-		pushed(vnpu_stack_push_double(s, v.toDouble()));
-		return;
+		c.kind = VNPU_AT_SCALAR_DOUBLE;
+		c.d = v.toDouble();
+		return c;
 	case at::kBool:
-		pushed(vnpu_stack_push_bool(s, v.toBool()));
-		return;
+		c.kind = VNPU_AT_SCALAR_BOOL;
+		c.b = v.toBool();
+		return c;
 	default:
 		throw Unrepresentable(std::string("a ") + c10::toString(v.type()) +
 				      " scalar");
 	}
+}
+
+static void push_scalar(struct vnpu_stack *s, const at::Scalar &v)
+{
+	pushed(vnpu_stack_push_scalar(s, scalar_to_c(v)));
 }
 
 static void push_none(struct vnpu_stack *s, const struct vnpu_schema_arg *a)
@@ -599,11 +633,6 @@ struct Binding {
 	bool is_copy;			// copy_: TensorIterator's rules
 };
 
-struct Deferral {
-	bool prev = vnpu_fallback_defer_begin();
-	~Deferral() { vnpu_fallback_defer_end(prev); }
-};
-
 } // namespace
 
 namespace {
@@ -734,7 +763,7 @@ static bool run_dispatcher_kernel(const char *c_name, const struct vnpu_op *op,
 	bool ok;
 
 	{
-		Deferral d;
+		FallbackDeferral d;
 
 		ok = vnpu_redispatch_boxed(
 			op, vnpu_keyset_of(cpu ? VNPU_KEY_CPU : VNPU_KEY_PRIVATEUSE1), s);
@@ -824,143 +853,188 @@ static bool invoke(const char *c_name, const Binding &b,
 
 // ---- typed calls (typed_call.h) --------------------------------------------
 
-const struct vnpu_op *dispatcher_op(const char *c_name)
-{
-	const struct vnpu_op *op = vnpu_op_find(c_name);
-
-	TORCH_CHECK(op, "torch_vnpu: the dispatcher has no operator ", c_name);
-	return op;
-}
-
 c10::OperatorHandle torch_op(const char *name, const char *overload)
 {
 	return c10::Dispatcher::singleton().findSchemaOrThrow(name, overload);
 }
 
-TypedCall::TypedCall(const char *c_name, const struct vnpu_op *op)
-	: c_name_(c_name), op_(op), schema_(vnpu_op_schema(op))
+TypedCall::~TypedCall()
 {
+	for (auto *t : owned_)
+		vnpu_at_release(t);
 }
 
-const struct vnpu_schema_arg *TypedCall::next()
+bool TypedCall::tensor(const at::Tensor &t, struct vnpu_at_tensor **out)
 {
-	TORCH_CHECK(next_ < schema_->nargs, "torch_vnpu: ", c_name_,
-		    ": more arguments than the dispatcher's schema has");
-	return &schema_->args[next_++];
+	*out = nullptr;
+	if (!t.defined())
+		return true;
+	try {
+		*out = to_c(t);
+	} catch (const Unrepresentable &) {
+		return false;
+	}
+	owned_.push_back(*out);
+	inputs_.push_back(&t);
+	return true;
 }
 
-bool TypedCall::tensor(const at::Tensor &t)
+bool TypedCall::in(const at::Tensor &t, struct vnpu_at_tensor **out)
 {
-	const struct vnpu_schema_arg *a = next();
+	return tensor(t, out);
+}
 
-	if (a->type.base != VNPU_TYPE_TENSOR || a->type.is_list)
-		return push_value(a, c10::IValue(t));
-	if (!t.defined()) {
-		push_none(&stack_.s, a);
+bool TypedCall::in(const std::optional<at::Tensor> &t, struct vnpu_at_tensor **out)
+{
+	if (!t.has_value()) {
+		*out = nullptr;
 		return true;
 	}
-	struct vnpu_at_tensor *c;
-	try {
-		c = push_tensor(&stack_.s, t, owned_);
-	} catch (const Unrepresentable &) {
-		return false;
+	return tensor(*t, out);
+}
+
+bool TypedCall::in(const c10::List<std::optional<at::Tensor>> &v,
+		   struct vnpu_at_tensor_list *out)
+{
+	auto &l = lists_.emplace_back(v.size());
+
+	for (size_t i = 0; i < v.size(); i++) {
+		std::optional<at::Tensor> t = v.get(i);
+
+		// held by the call: a result may share its storage
+		if (t.has_value() && t->defined() &&
+		    !tensor(held_.emplace_back(std::move(*t)), &l[i]))
+			return false;
 	}
-	input(c10::MaybeOwned<at::Tensor>::borrowed(t));
-	tensor_args_.emplace_back(inputs_.size() - 1, c);
+	*out = { l.data(), (int64_t)l.size() };
 	return true;
 }
 
-bool TypedCall::arg(const at::Tensor &t)
+bool TypedCall::in(const at::Scalar &v, struct vnpu_at_scalar *out)
 {
-	return tensor(t);
-}
-
-bool TypedCall::arg(const std::optional<at::Tensor> &t)
-{
-	return tensor(t.has_value() ? *t : at::Tensor());
-}
-
-bool TypedCall::arg(const at::Scalar &v)
-{
-	const struct vnpu_schema_arg *a = next();
-
-	if (a->type.base != VNPU_TYPE_SCALAR || a->type.is_list)
-		return push_value(a, c10::IValue(v));
 	try {
-		push_scalar(&stack_.s, v);
+		*out = scalar_to_c(v);
 	} catch (const Unrepresentable &) {
 		return false;
 	}
 	return true;
 }
 
-bool TypedCall::arg(int64_t v)
+bool TypedCall::in(const std::optional<at::Scalar> &v, struct vnpu_at_scalar *out)
 {
-	return arg_value(c10::IValue(v));
+	if (!v.has_value()) {
+		*out = {};
+		out->kind = VNPU_AT_SCALAR_NONE;
+		return true;
+	}
+	return in(*v, out);
 }
 
-bool TypedCall::arg(c10::SymInt v)
+bool TypedCall::in(int64_t v, int64_t *out)
 {
-	return arg_value(c10::IValue(v.expect_int()));
+	*out = v;
+	return true;
 }
 
-bool TypedCall::arg(double v)
+bool TypedCall::in(c10::SymInt v, int64_t *out)
 {
-	return arg_value(c10::IValue(v));
+	*out = v.expect_int();
+	return true;
 }
 
-bool TypedCall::arg(bool v)
+bool TypedCall::in(std::optional<int64_t> v, struct vnpu_at_opt_int *out)
 {
-	return arg_value(c10::IValue(v));
+	*out = { v.has_value(), v.value_or(0) };
+	return true;
 }
 
-bool TypedCall::arg(c10::IntArrayRef v)
+bool TypedCall::in(std::optional<c10::SymInt> v, struct vnpu_at_opt_int *out)
 {
-	const struct vnpu_schema_arg *a = next();
+	*out = { v.has_value(), v.has_value() ? v->expect_int() : 0 };
+	return true;
+}
 
-	if (!a->type.is_list || a->type.base != VNPU_TYPE_INT)
-		return push_value(a, c10::IValue(v));
+bool TypedCall::in(double v, double *out)
+{
+	*out = v;
+	return true;
+}
+
+bool TypedCall::in(std::optional<double> v, struct vnpu_at_opt_double *out)
+{
+	*out = { v.has_value(), v.value_or(0.0) };
+	return true;
+}
+
+bool TypedCall::in(bool v, bool *out)
+{
+	*out = v;
+	return true;
+}
+
+bool TypedCall::in(c10::IntArrayRef v, struct vnpu_at_int_array *out)
+{
+	*out = { v.data(), (int64_t)v.size() };
+	return true;
+}
+
+bool TypedCall::in(c10::SymIntArrayRef v, struct vnpu_at_int_array *out)
+{
+	return in(C10_AS_INTARRAYREF_SLOW(v), out);
+}
+
+bool TypedCall::in(at::OptionalIntArrayRef v, struct vnpu_at_opt_int_array *out)
+{
+	out->has = v.has_value();
+	out->a = { nullptr, 0 };
+	return !v.has_value() || in(*v, &out->a);
+}
+
+bool TypedCall::in(at::OptionalSymIntArrayRef v, struct vnpu_at_opt_int_array *out)
+{
+	out->has = v.has_value();
+	out->a = { nullptr, 0 };
+	return !v.has_value() || in(*v, &out->a);
+}
+
+bool TypedCall::in(at::ScalarType v, enum vnpu_at_dtype *out)
+{
+	return dtype_to_c(v, out);
+}
+
+bool TypedCall::in(std::optional<at::ScalarType> v, enum vnpu_at_dtype *out)
+{
+	if (!v.has_value()) {
+		*out = VNPU_AT_DTYPE_NONE;
+		return true;
+	}
+	return in(*v, out);
+}
+
+bool TypedCall::in(std::optional<at::Device> v, struct vnpu_at_device *out)
+{
 	try {
-		push_int_list(&stack_.s, a, v);
+		*out = device_to_c(v);
 	} catch (const Unrepresentable &) {
 		return false;
 	}
 	return true;
 }
 
-bool TypedCall::arg(c10::SymIntArrayRef v)
+bool TypedCall::in(c10::string_view v, const char **out)
 {
-	return arg(C10_AS_INTARRAYREF_SLOW(v));
-}
-
-bool TypedCall::arg_value(const c10::IValue &v)
-{
-	return push_value(next(), v);
-}
-
-bool TypedCall::push_value(const struct vnpu_schema_arg *a, const c10::IValue &v)
-{
-	try {
-		struct vnpu_at_tensor *c = push_arg(&stack_.s, a, v, owned_);
-
-		// v is a temporary: its tensors are kept
-		if (v.isTensor() && v.toTensor().defined())
-			input(c10::MaybeOwned<at::Tensor>::owned(std::in_place,
-								 v.toTensor()));
-		if (c)
-			tensor_args_.emplace_back(inputs_.size() - 1, c);
-		if (v.isTensorList())
-			for (const at::Tensor &t : v.toTensorVector())
-				input(c10::MaybeOwned<at::Tensor>::owned(std::in_place, t));
-	} catch (const Unrepresentable &) {
-		return false;
-	}
+	*out = strings_.emplace_back(v.data(), v.size()).c_str();
 	return true;
 }
 
-void TypedCall::input(c10::MaybeOwned<at::Tensor> t)
+bool TypedCall::shape(c10::IntArrayRef v, struct vnpu_at_int_array *out)
 {
-	inputs_.push_back(std::move(t));
+	return v.size() <= VNPU_AT_MAX_DIMS && in(v, out);
+}
+
+bool TypedCall::shape(c10::SymIntArrayRef v, struct vnpu_at_int_array *out)
+{
+	return shape(C10_AS_INTARRAYREF_SLOW(v), out);
 }
 
 bool TypedCall::torch_only(const char *name, const c10::IValue &v)
@@ -973,33 +1047,59 @@ bool TypedCall::torch_only(const char *name, const c10::IValue &v)
 	return true;
 }
 
-bool TypedCall::run()
+void TypedCall::begin()
 {
-	TORCH_CHECK(next_ == schema_->nargs, "torch_vnpu: ", c_name_,
-		    ": called with ", next_, " of ", schema_->nargs, " arguments");
 	follow_default_dtype();
-	if (!run_dispatcher_kernel(c_name_, op_, false, &stack_.s))
-		return false;
-	// a kernel that replaced an argument's storage or geometry: PyTorch's
-	// tensor follows (write_back)
-	for (auto &[i, c] : tensor_args_)
-		write_back(*inputs_[i], c);
-	return true;
+	// a pending error is an earlier call's, already thrown: what is
+	// pending after the kernel is this call's
+	vnpu_at_error_clear();
 }
 
-torch::jit::Stack TypedCall::results()
+bool TypedCall::finished()
 {
-	torch::jit::Stack out;
-	c10::SmallVector<const at::Tensor *, 4> refs;
+	enum vnpu_at_error code = vnpu_at_error_code();
 
-	for (const auto &t : inputs_)
-		refs.push_back(&*t);
-	for (uint32_t r = 0; r < schema_->nrets; r++) {
-		TORCH_CHECK(!schema_->rets[r].is_write, "torch_vnpu: ", c_name_,
-			    ": a written return in a typed call");
-		out.push_back(ret_from_c(c_name_, &stack_.s.v[r], refs));
+	if (code == VNPU_AT_OK) {
+		// a kernel that replaced an argument's storage or geometry
+		// (_copy_from_and_resize): PyTorch's tensor follows. The
+		// arguments' dispatcher tensors lead owned_, in order.
+		for (size_t i = 0; i < inputs_.size(); i++)
+			write_back(*inputs_[i], owned_[i]);
+		return true;
 	}
-	return out;
+	if (code == VNPU_AT_ERR_FALLBACK_DEFERRED) {
+		vnpu_at_error_clear();
+		return false;
+	}
+	throw_dispatch_error(c_name_);
+}
+
+void TypedCall::keep(struct vnpu_at_tensor *t)
+{
+	if (t)
+		owned_.push_back(t);
+}
+
+at::Tensor TypedCall::out(struct vnpu_at_tensor *t)
+{
+	if (!t)
+		return at::Tensor();
+	return from_c(t, InputRefs(inputs_.data(), inputs_.size()));
+}
+
+at::Scalar TypedCall::out(struct vnpu_at_scalar v)
+{
+	switch (v.kind) {
+	case VNPU_AT_SCALAR_INT:
+		return v.i;
+	case VNPU_AT_SCALAR_DOUBLE:
+		return v.d;
+	case VNPU_AT_SCALAR_BOOL:
+		return v.b;
+	case VNPU_AT_SCALAR_NONE:
+		break;
+	}
+	TORCH_CHECK(false, "torch_vnpu: a kernel returned no scalar");
 }
 
 static void replace_args(torch::jit::Stack *stack, size_t n,

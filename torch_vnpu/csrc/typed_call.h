@@ -1,110 +1,134 @@
 // SPDX-License-Identifier: MIT
 // The typed calling convention of the generated registrations
 // (register_npu.cpp, from the yaml): PyTorch calls an op's kernel with
-// C++ arguments, and the kernel puts them on the dispatcher's stack in
-// the order of the dispatcher's schema (known when it was generated) and
-// runs the NPU kernel; no boxed PyTorch stack, no lookup by name. What
-// the NPU cannot take (a dtype the dispatcher lacks, a kernel that leaves
-// the op to the CPU) runs on PyTorch's CPU kernels through the one CPU
-// fallback, with the same arguments boxed.
+// C++ arguments, and the kernel converts each to the dispatcher's C type
+// and calls the dispatcher's typed entry of the op (vnpu_redispatch_<op>
+// of vnpu_ops.h) for the PrivateUse1 key: no stack on either side, no
+// lookup by name. What the NPU cannot take (a dtype the dispatcher lacks,
+// a kernel that leaves the op to the CPU) runs on PyTorch's CPU kernels
+// through the one CPU fallback, with the same arguments boxed.
 #pragma once
 #include "backend.h"
 
 #include <ATen/core/boxing/impl/boxing.h>
-#include <c10/util/MaybeOwned.h>
 #include <c10/util/SmallVector.h>
 
+#include <array>
+#include <list>
 #include <optional>
-#include <utility>
+#include <string>
+#include <tuple>
 #include <vector>
-
-extern "C" {
-#include "vnpu_schema.h"
-}
 
 namespace torch_vnpu {
 
-// Dispatcher references owned while one call runs.
-struct CTensors {
-	std::vector<struct vnpu_at_tensor *> v;
-	CTensors() = default;
-	CTensors(const CTensors &) = delete;
-	CTensors &operator=(const CTensors &) = delete;
-	~CTensors()
-	{
-		for (auto *t : v)
-			vnpu_at_release(t);
-	}
-};
-
-struct CStack {
-	struct vnpu_stack s;
-	CStack() { vnpu_stack_init(&s); }
-	~CStack() { vnpu_stack_destroy(&s); }
-	CStack(const CStack &) = delete;
-	CStack &operator=(const CStack &) = delete;
-};
-
-// The dispatcher's operator c_name ("aten::add.Tensor"); throws when it
-// has none (the registrations and the dispatcher come from one yaml).
-const struct vnpu_op *dispatcher_op(const char *c_name);
 // PyTorch's operator, for the CPU fallback.
 c10::OperatorHandle torch_op(const char *name, const char *overload);
 
-// One call of a dispatcher kernel from typed arguments. Each arg() takes
-// the next argument of the dispatcher's schema; an arg() or run() that
-// returns false leaves the call to the CPU (nothing ran on the NPU).
-// Errors of the arguments or the kernel are thrown, as PyTorch's are.
+// While it lives, the dispatcher leaves what would fall back to the CPU
+// to this front end (VNPU_AT_ERR_FALLBACK_DEFERRED).
+struct FallbackDeferral {
+	bool prev = vnpu_fallback_defer_begin();
+	FallbackDeferral() = default;
+	FallbackDeferral(const FallbackDeferral &) = delete;
+	FallbackDeferral &operator=(const FallbackDeferral &) = delete;
+	~FallbackDeferral() { vnpu_fallback_defer_end(prev); }
+};
+
+// One call of a dispatcher kernel from typed arguments. Each in()
+// converts the next argument; an in() or run() that returns false leaves
+// the call to the CPU (nothing ran on the NPU). Errors of the arguments
+// or the kernel are thrown, as PyTorch's are.
 class TypedCall {
 public:
-	TypedCall(const char *c_name, const struct vnpu_op *op);
+	explicit TypedCall(const char *c_name) : c_name_(c_name) {}
+	~TypedCall();
+	TypedCall(const TypedCall &) = delete;
+	TypedCall &operator=(const TypedCall &) = delete;
 
-	bool arg(const at::Tensor &t);
-	bool arg(const std::optional<at::Tensor> &t);
-	bool arg(const at::Scalar &v);
-	bool arg(int64_t v);
-	bool arg(c10::SymInt v);
-	bool arg(double v);
-	bool arg(bool v);
-	bool arg(c10::IntArrayRef v);
-	bool arg(c10::SymIntArrayRef v);
-	// the other types PyTorch's schemas have, through their IValue
-	template <class T> bool arg(const T &v)
+	bool in(const at::Tensor &t, struct vnpu_at_tensor **out);
+	bool in(const std::optional<at::Tensor> &t, struct vnpu_at_tensor **out);
+	bool in(const c10::List<std::optional<at::Tensor>> &v,
+		struct vnpu_at_tensor_list *out);
+	bool in(const at::Scalar &v, struct vnpu_at_scalar *out);
+	bool in(const std::optional<at::Scalar> &v, struct vnpu_at_scalar *out);
+	bool in(int64_t v, int64_t *out);
+	bool in(c10::SymInt v, int64_t *out);
+	bool in(std::optional<int64_t> v, struct vnpu_at_opt_int *out);
+	bool in(std::optional<c10::SymInt> v, struct vnpu_at_opt_int *out);
+	bool in(double v, double *out);
+	bool in(std::optional<double> v, struct vnpu_at_opt_double *out);
+	bool in(bool v, bool *out);
+	bool in(c10::IntArrayRef v, struct vnpu_at_int_array *out);
+	bool in(c10::SymIntArrayRef v, struct vnpu_at_int_array *out);
+	bool in(at::OptionalIntArrayRef v, struct vnpu_at_opt_int_array *out);
+	bool in(at::OptionalSymIntArrayRef v, struct vnpu_at_opt_int_array *out);
+	bool in(at::ScalarType v, enum vnpu_at_dtype *out);
+	bool in(std::optional<at::ScalarType> v, enum vnpu_at_dtype *out);
+	bool in(std::optional<at::Device> v, struct vnpu_at_device *out);
+	bool in(c10::string_view v, const char **out);
+	// bool[N]: PyTorch's output masks
+	template <size_t N>
+	bool in(const std::array<bool, N> &v, struct vnpu_at_bool_list *out)
 	{
-		return arg_value(c10::IValue(v));
+		static_assert(N <= VNPU_AT_BOOL_LIST_MAX, "a bool[N] past 64");
+		*out = { (uint32_t)N, 0 };
+		for (size_t i = 0; i < N; i++)
+			if (v[i])
+				out->bits |= UINT64_C(1) << i;
+		return true;
 	}
+	// a shape argument (size, stride): past the dispatcher's 8 dims it
+	// is PyTorch's kernels' to take
+	bool shape(c10::IntArrayRef v, struct vnpu_at_int_array *out);
+	bool shape(c10::SymIntArrayRef v, struct vnpu_at_int_array *out);
 	// an argument of PyTorch's schema that the dispatcher's leaves out:
 	// fine when it asks for what the kernel does anyway
 	bool torch_only(const char *name, const c10::IValue &v);
-	// false when the kernel left the op to the CPU
-	bool run();
-	template <class Ret> Ret result()
+
+	// Runs kernel() (the typed entry with the converted arguments, which
+	// keep()s its tensor results) with the CPU fallback deferred; false
+	// when the kernel left the op to the CPU.
+	template <class F> bool run(F &&kernel)
 	{
-		torch::jit::Stack s = results();
-		return c10::impl::PopResult<Ret>::call(s);
+		begin();
+		{
+			FallbackDeferral d;
+
+			kernel();
+		}
+		return finished();
 	}
 
+	// The results, as PyTorch's; a NULL tensor is an undefined one (a
+	// gradient an output mask did not ask for). A tensor result is
+	// keep()t by the call, released at its end (PyTorch's holds its own
+	// reference), also when a conversion throws.
+	void keep(struct vnpu_at_tensor *t);
+	at::Tensor out(struct vnpu_at_tensor *t);
+	static at::Scalar out(struct vnpu_at_scalar v);
+	static int64_t out(int64_t v) { return v; }
+	static double out(double v) { return v; }
+	static bool out(bool v) { return v; }
+
 private:
-	const struct vnpu_schema_arg *next();
-	bool arg_value(const c10::IValue &v);
-	bool push_value(const struct vnpu_schema_arg *a, const c10::IValue &v);
-	bool tensor(const at::Tensor &t);
-	void input(c10::MaybeOwned<at::Tensor> t);
-	torch::jit::Stack results();
+	void begin();
+	bool finished();
+	bool tensor(const at::Tensor &t, struct vnpu_at_tensor **out);
 
 	const char *c_name_;
-	const struct vnpu_op *op_;
-	const struct vnpu_schema *schema_;
-	uint32_t next_ = 0;
-	CTensors owned_;
-	CStack stack_;
-	// the tensor arguments, for the results that alias them and for the
-	// kernels that replace an argument's storage: borrowed from the
-	// caller, who holds them for the call (a copy of a tensor Python
-	// owns takes a reference on its Python object, under the GIL)
-	c10::SmallVector<c10::MaybeOwned<at::Tensor>, 4> inputs_;
-	// (index in inputs_, the dispatcher's tensor)
-	c10::SmallVector<std::pair<size_t, struct vnpu_at_tensor *>, 4> tensor_args_;
+	// dispatcher tensors of the arguments and results, released at the end
+	c10::SmallVector<struct vnpu_at_tensor *, 4> owned_;
+	// the tensor arguments, for the results that share their storage
+	// (borrowed: the caller holds them for the call)
+	c10::SmallVector<const at::Tensor *, 4> inputs_;
+	// NUL-terminated copies of string arguments (lists: nothing is
+	// allocated for the calls that have none)
+	std::list<std::string> strings_;
+	// the dispatcher tensors of Tensor?[] arguments (NULL: None), and
+	// the list's tensors, held for inputs_
+	std::list<std::vector<struct vnpu_at_tensor *>> lists_;
+	std::list<at::Tensor> held_;
 };
 
 // What a call the NPU could not take runs on instead: the same as for a
