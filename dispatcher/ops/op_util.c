@@ -1165,3 +1165,60 @@ struct vnpu_at_tensor *vnpu_at_as_vector(struct vnpu_at_tensor *t)
 
 	return t->ndim ? vnpu_at_retain(t) : vnpu_at_view_of(t, 1, &one, &one, t->offset);
 }
+
+bool vnpu_baddbmm_check(const struct vnpu_at_tensor *self,
+			const struct vnpu_at_tensor *batch1,
+			const struct vnpu_at_tensor *batch2)
+{
+	static const char op[] = "aten::baddbmm";
+
+	if (batch1->ndim != 3 || batch2->ndim != 3) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE, "%s: batch%d must be a 3D tensor",
+				  op, batch1->ndim != 3 ? 1 : 2);
+		return false;
+	}
+	if (batch2->sizes[0] != batch1->sizes[0] ||
+	    batch2->sizes[1] != batch1->sizes[2]) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				  "%s: Expected size for first two dimensions of batch2 tensor to be: [%lld, %lld] but got: [%lld, %lld].",
+				  op, (long long)batch1->sizes[0],
+				  (long long)batch1->sizes[2],
+				  (long long)batch2->sizes[0],
+				  (long long)batch2->sizes[1]);
+		return false;
+	}
+	if (self->dtype != batch1->dtype || batch1->dtype != batch2->dtype) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				  "%s: Input dtypes must be the same, got: input %s, batch1: %s, batch2: %s",
+				  op, vnpu_at_dtype_name(self->dtype),
+				  vnpu_at_dtype_name(batch1->dtype),
+				  vnpu_at_dtype_name(batch2->dtype));
+		return false;
+	}
+	if (self->dtype == VNPU_AT_BOOL) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				  "%s: \"baddbmm\" not implemented for 'Bool'", op);
+		return false;
+	}
+	/* self expands to the result's [B, M, N] */
+	if (self->ndim > 3) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				  "%s: expand: the number of sizes provided (3) must be greater or equal to the number of dimensions in the tensor (%u)",
+				  op, self->ndim);
+		return false;
+	}
+	for (uint32_t i = 0; i < self->ndim; i++) {
+		uint32_t d = 3 - self->ndim + i;
+		int64_t want = d == 0 ? batch1->sizes[0] :
+			       d == 1 ? batch1->sizes[1] : batch2->sizes[2];
+
+		if (self->sizes[i] != 1 && self->sizes[i] != want) {
+			vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					  "%s: The expanded size of the tensor (%lld) must match the existing size (%lld) at non-singleton dimension %u.",
+					  op, (long long)want,
+					  (long long)self->sizes[i], d);
+			return false;
+		}
+	}
+	return true;
+}

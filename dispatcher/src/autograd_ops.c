@@ -1950,6 +1950,57 @@ struct vnpu_at_tensor *vnpu_autograd_bmm(vnpu_keyset_t ks, struct vnpu_at_tensor
 		      (struct vnpu_at_tensor *[]){ self, mat2 }, true, 0);
 }
 
+/* beta * self + alpha * batch1 @ batch2 (saved: batch1, batch2; d: beta,
+ * alpha) */
+static bool baddbmm_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			     struct vnpu_at_tensor **in)
+{
+	struct vnpu_at_tensor *t, *m;
+
+	if (wants(n, 0)) {
+		t = scale(g[0], n->d[0]);
+		in[0] = t ? sum_to_input(t, n, 0) : NULL;
+		vnpu_at_release(t);
+		if (!in[0])
+			return false;
+	}
+	for (uint32_t i = 1; i < 3; i++) {
+		if (!wants(n, i))
+			continue;
+		t = vnpu_op_transpose_int(n->saved[i == 1 ? 1 : 0], 1, 2);
+		m = !t ? NULL : i == 1 ? vnpu_op_bmm(g[0], t)
+				       : vnpu_op_bmm(t, g[0]);
+		in[i] = scale(m, n->d[1]);
+		vnpu_at_release(t);
+		vnpu_at_release(m);
+		if (!in[i])
+			return false;
+	}
+	return true;
+}
+
+struct vnpu_at_tensor *vnpu_autograd_baddbmm(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_tensor *batch1, struct vnpu_at_tensor *batch2, struct vnpu_at_scalar beta, struct vnpu_at_scalar alpha)
+{
+	struct vnpu_at_tensor *in[3] = { self, batch1, batch2 };
+	struct vnpu_at_tensor *out = vnpu_redispatch_baddbmm(vnpu_ag_below(ks),
+							     self, batch1,
+							     batch2, beta,
+							     alpha);
+	struct vnpu_ag_node *node;
+
+	if (!out || !vnpu_ag_needed(3, in))
+		return out;
+	node = node_for("BaddbmmBackward0", baddbmm_backward, 3, in);
+	if (node) {
+		save_shape(node, 0, self);
+		vnpu_ag_save(node, 0, batch1);
+		vnpu_ag_save(node, 1, batch2);
+		node->d[0] = vnpu_at_scalar_to_double(beta);
+		node->d[1] = vnpu_at_scalar_to_double(alpha);
+	}
+	return track(out, node);
+}
+
 /* beta * self + alpha * mat1 @ mat2 (saved: mat1, mat2; d: beta, alpha) */
 static bool addmm_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
 			   struct vnpu_at_tensor **in)

@@ -1080,6 +1080,12 @@ START_TEST(bmm_addmm)
 		ot_expect_close("addmm beta 0", w, g, tl->red, atol);
 		vnpu_at_release(w);
 		vnpu_at_release(g);
+		/* baddbmm: c2 [15, 1] broadcast over the batch and columns */
+		w = vnpu_op_baddbmm(c2, a, b, VNPU_AT_DOUBLE(0.5), VNPU_AT_DOUBLE(2.0));
+		g = vnpu_op_baddbmm(c2n, an, bn, VNPU_AT_DOUBLE(0.5), VNPU_AT_DOUBLE(2.0));
+		ot_expect_close("baddbmm beta/alpha", w, g, tl->red, 2 * atol);
+		vnpu_at_release(w);
+		vnpu_at_release(g);
 		/* a FRACTAL_NZ mat2 goes to GEMM as it is */
 		nz = vnpu_op_npu_format_cast(yn, VNPU_FORMAT_FRACTAL_NZ);
 		ck_assert_msg(nz != NULL, "format cast: %s", vnpu_at_error_message());

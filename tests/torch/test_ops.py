@@ -1036,7 +1036,7 @@ def _extremum_of_all():
 
 # ---- matrix products -----------------------------------------------------
 
-@sample(['aten::mm', 'aten::bmm', 'aten::addmm'], 'gemm')
+@sample(['aten::mm', 'aten::bmm', 'aten::addmm', 'aten::baddbmm'], 'gemm')
 def _gemm():
     for dt in FLOATS:
         s = 4 if dt != torch.float32 else 1
@@ -1049,6 +1049,16 @@ def _gemm():
         run(lambda c, a, b: torch.addmm(c, a, b, beta=0.5, alpha=2),
             make((7, 5), dt), make((7, 9), dt), make((9, 5), dt), scale=s)
         run(torch.mm, make((3, 0), dt), make((0, 4), dt))
+        # attention's scores: self broadcast over the batch, beta 0
+        # leaving self's NaN out, and a sum of 0 terms
+        run(lambda c, a, b: torch.baddbmm(c, a, b, beta=0.5, alpha=2),
+            make((7, 1), dt), make((3, 7, 9), dt), make((3, 9, 4), dt),
+            scale=s)
+        run(lambda c, a, b: torch.baddbmm(c, a, b, beta=0),
+            torch.full((3, 7, 4), float('nan'), dtype=dt),
+            make((3, 7, 9), dt), make((3, 9, 4), dt), scale=s)
+        run(torch.baddbmm, make((3, 7, 4), dt), make((3, 7, 0), dt),
+            make((3, 0, 4), dt))
         run(F.linear, make((6, 9), dt), make((5, 9), dt), make((5,), dt),
             scale=s)
 

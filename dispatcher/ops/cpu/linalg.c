@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * CPU reference kernels: bmm, addmm (docs/dispatcher.md). Any strides;
+ * CPU reference kernels: bmm, addmm, baddbmm (docs/dispatcher.md). Any strides;
  * float products accumulate in double, integer ones in int64.
  */
 #include "../kernel_common.h"
@@ -20,14 +20,14 @@ static const char *mat_at(const struct vnpu_at_tensor *t, int64_t b,
 
 /*
  * out[b] = beta * c + alpha * a[b] @ m[b]; c (may be NULL) is read as
- * broadcast to [M, N] through cs_i/cs_j element strides.
+ * broadcast to [batch, M, N] through its element strides cs[0..2] (0
+ * along a broadcast dim).
  */
 static void matmul_into(struct vnpu_at_tensor *out, int64_t batch,
 			const struct vnpu_at_tensor *a,
 			const struct vnpu_at_tensor *m,
-			const struct vnpu_at_tensor *c, int64_t cs_i,
-			int64_t cs_j, struct vnpu_at_scalar beta,
-			struct vnpu_at_scalar alpha)
+			const struct vnpu_at_tensor *c, const int64_t cs[3],
+			struct vnpu_at_scalar beta, struct vnpu_at_scalar alpha)
 {
 	int64_t M = a->sizes[a->ndim - 2], K = a->sizes[a->ndim - 1];
 	int64_t N = m->sizes[m->ndim - 1];
@@ -41,7 +41,8 @@ static void matmul_into(struct vnpu_at_tensor *out, int64_t batch,
 		for (int64_t i = 0; i < M; i++)
 			for (int64_t j = 0; j < N; j++, o += osz) {
 				const char *cp = cdata ?
-					cdata + (i * cs_i + j * cs_j) * csz :
+					cdata + (b * cs[0] + i * cs[1] +
+						 j * cs[2]) * csz :
 					NULL;
 
 				if (kc_is_int(dt)) {
@@ -106,7 +107,7 @@ struct vnpu_at_tensor *vnpu_cpu_bmm(vnpu_keyset_t ks,
 			    self->dtype, VNPU_AT_DEV_CPU);
 	if (!out)
 		return NULL;
-	matmul_into(out, self->sizes[0], self, mat2, NULL, 0, 0,
+	matmul_into(out, self->sizes[0], self, mat2, NULL, (int64_t[3]){ 0 },
 		    VNPU_AT_INT(0), VNPU_AT_INT(1));
 	return out;
 }
@@ -119,7 +120,7 @@ struct vnpu_at_tensor *vnpu_cpu_addmm(vnpu_keyset_t ks,
 				      struct vnpu_at_scalar alpha)
 {
 	struct vnpu_at_tensor *out;
-	int64_t M, N, cs_i = 0, cs_j = 0;
+	int64_t M, N, cs[3] = { 0 };
 	bool use_self;
 
 	(void)ks;
@@ -157,9 +158,9 @@ struct vnpu_at_tensor *vnpu_cpu_addmm(vnpu_keyset_t ks,
 			(long long)(self->ndim ? self->sizes[self->ndim - 1] : 1),
 			(long long)M, (long long)N);
 	if (self->ndim >= 1 && self->sizes[self->ndim - 1] != 1)
-		cs_j = self->strides[self->ndim - 1];
+		cs[2] = self->strides[self->ndim - 1];
 	if (self->ndim == 2 && self->sizes[0] != 1)
-		cs_i = self->strides[0];
+		cs[1] = self->strides[0];
 	out = vnpu_at_empty(2, (int64_t[]){ M, N }, self->dtype,
 			    VNPU_AT_DEV_CPU);
 	if (!out)
@@ -167,8 +168,38 @@ struct vnpu_at_tensor *vnpu_cpu_addmm(vnpu_keyset_t ks,
 	/* beta == 0 ignores self entirely (NaN and inf in it too). */
 	use_self = kc_is_int(self->dtype) ? vnpu_at_scalar_to_int(beta) != 0 :
 					    vnpu_at_scalar_to_double(beta) != 0.0;
-	matmul_into(out, 1, mat1, mat2, use_self ? self : NULL, cs_i, cs_j,
-		    beta, alpha);
+	matmul_into(out, 1, mat1, mat2, use_self ? self : NULL, cs, beta,
+		    alpha);
+	return out;
+}
+
+struct vnpu_at_tensor *vnpu_cpu_baddbmm(vnpu_keyset_t ks,
+					struct vnpu_at_tensor *self,
+					struct vnpu_at_tensor *batch1,
+					struct vnpu_at_tensor *batch2,
+					struct vnpu_at_scalar beta,
+					struct vnpu_at_scalar alpha)
+{
+	struct vnpu_at_tensor *out;
+	int64_t cs[3] = { 0 };
+	bool use_self;
+
+	(void)ks;
+	if (!vnpu_baddbmm_check(self, batch1, batch2))
+		return NULL;
+	for (uint32_t i = 0; i < self->ndim; i++)
+		if (self->sizes[i] != 1)
+			cs[3 - self->ndim + i] = self->strides[i];
+	out = vnpu_at_empty(3, (int64_t[]){ batch1->sizes[0], batch1->sizes[1],
+					    batch2->sizes[2] },
+			    self->dtype, VNPU_AT_DEV_CPU);
+	if (!out)
+		return NULL;
+	/* beta == 0 ignores self entirely (NaN and inf in it too). */
+	use_self = kc_is_int(self->dtype) ? vnpu_at_scalar_to_int(beta) != 0 :
+					    vnpu_at_scalar_to_double(beta) != 0.0;
+	matmul_into(out, batch1->sizes[0], batch1, batch2,
+		    use_self ? self : NULL, cs, beta, alpha);
 	return out;
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * NPU kernels (PrivateUse1): bmm and addmm on GEMM (docs/dispatcher.md).
+ * NPU kernels (PrivateUse1): bmm, addmm and baddbmm on GEMM
+ * (docs/dispatcher.md).
  * Format-aware as torch_npu: an operand whose storage is FRACTAL_NZ (a
  * whole base, e.g. a weight cast with npu_format_cast) goes to GEMM as it
  * is; a transposed view (x.t(), w.transpose(1, 2)) becomes trans_a/trans_b
@@ -170,6 +171,60 @@ struct vnpu_at_tensor *vnpu_npu_addmm(vnpu_keyset_t ks,
 	} else {
 		ok = mat1->sizes[1] ? gemm(name, mat1, mat2, out, NULL, a, 0.0) :
 				      fill_zero(out);
+	}
+	if (!ok) {
+		vnpu_at_release(out);
+		return NULL;
+	}
+	return out;
+}
+
+/*
+ * baddbmm: out = self broadcast to [B, M, N] (one copy), then one GEMM
+ * with beta and alpha, so a half result is rounded once, as PyTorch's.
+ */
+struct vnpu_at_tensor *vnpu_npu_baddbmm(vnpu_keyset_t ks,
+					struct vnpu_at_tensor *self,
+					struct vnpu_at_tensor *batch1,
+					struct vnpu_at_tensor *batch2,
+					struct vnpu_at_scalar beta,
+					struct vnpu_at_scalar alpha)
+{
+	static const char name[] = "aten::baddbmm";
+	double b = vnpu_at_scalar_to_double(beta);
+	double a = vnpu_at_scalar_to_double(alpha);
+	struct vnpu_at_tensor *out;
+	bool ok;
+
+	if (!vnpu_at_check_same_device(name, 3,
+				       (const struct vnpu_at_tensor *[]){ self, batch1, batch2 }) ||
+	    !vnpu_baddbmm_check(self, batch1, batch2))
+		return NULL;
+	if (!npk_f32_float(self->dtype) || !vnpu_at_is_npu(self) ||
+	    !vnpu_at_is_npu(batch1) || !vnpu_at_is_npu(batch2))
+		return vnpu_fallback_baddbmm(ks, self, batch1, batch2, beta, alpha);
+	out = vnpu_npu_empty(3, (int64_t[]){ batch1->sizes[0], batch1->sizes[1],
+					     batch2->sizes[2] },
+			     self->dtype);
+	if (!out || !vnpu_at_numel(out))
+		return out;
+	if (b == 0.0) {
+		/* self left out, its NaN and inf too */
+		ok = batch1->sizes[2] ? gemm(name, batch1, batch2, out, NULL, a,
+					     0.0) : fill_zero(out);
+	} else {
+		ok = vnpu_npu_copy(name, out, self);
+		if (ok && batch1->sizes[2]) {
+			ok = gemm(name, batch1, batch2, out, NULL, a, b);
+		} else if (ok && b != 1.0) {
+			struct vnpu_at_tensor *s = npk_scalar(b, self->dtype);
+			struct vnpu_at_tensor *r = s ? npk_binary(name,
+				VNPU_BINARY_MUL, out, s, self->dtype, 1.0) : NULL;
+
+			vnpu_at_release(s);
+			vnpu_at_release(out);
+			return r;
+		}
 	}
 	if (!ok) {
 		vnpu_at_release(out);
