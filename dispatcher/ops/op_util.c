@@ -1166,15 +1166,32 @@ struct vnpu_at_tensor *vnpu_at_as_vector(struct vnpu_at_tensor *t)
 	return t->ndim ? vnpu_at_retain(t) : vnpu_at_view_of(t, 1, &one, &one, t->offset);
 }
 
-bool vnpu_baddbmm_check(const struct vnpu_at_tensor *self,
-			const struct vnpu_at_tensor *batch1,
-			const struct vnpu_at_tensor *batch2)
+bool vnpu_batch_matmul_check(const char *op, bool summed,
+			     const struct vnpu_at_tensor *self,
+			     const struct vnpu_at_tensor *batch1,
+			     const struct vnpu_at_tensor *batch2)
 {
-	static const char op[] = "aten::baddbmm";
+	uint32_t nt = summed ? 2 : 3;
 
 	if (batch1->ndim != 3 || batch2->ndim != 3) {
 		vnpu_at_error_set(VNPU_AT_ERR_VALUE, "%s: batch%d must be a 3D tensor",
 				  op, batch1->ndim != 3 ? 1 : 2);
+		return false;
+	}
+	if (summed && batch2->sizes[0] != batch1->sizes[0]) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				  "%s: batch1 and batch2 must have same number of batches, got %lld and %lld",
+				  op, (long long)batch1->sizes[0],
+				  (long long)batch2->sizes[0]);
+		return false;
+	}
+	if (summed && batch2->sizes[1] != batch1->sizes[2]) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				  "%s: Incompatible matrix sizes for bmm (%lldx%lld and %lldx%lld)",
+				  op, (long long)batch1->sizes[1],
+				  (long long)batch1->sizes[2],
+				  (long long)batch2->sizes[1],
+				  (long long)batch2->sizes[2]);
 		return false;
 	}
 	if (batch2->sizes[0] != batch1->sizes[0] ||
@@ -1197,18 +1214,19 @@ bool vnpu_baddbmm_check(const struct vnpu_at_tensor *self,
 	}
 	if (self->dtype == VNPU_AT_BOOL) {
 		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
-				  "%s: \"baddbmm\" not implemented for 'Bool'", op);
+				  "%s: \"%s\" not implemented for 'Bool'", op,
+				  summed ? "addmm_impl_cpu_" : "baddbmm");
 		return false;
 	}
-	/* self expands to the result's [B, M, N] */
-	if (self->ndim > 3) {
+	/* self expands to the result: [B, M, N], or [M, N] when summed */
+	if (self->ndim > nt) {
 		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
-				  "%s: expand: the number of sizes provided (3) must be greater or equal to the number of dimensions in the tensor (%u)",
-				  op, self->ndim);
+				  "%s: expand: the number of sizes provided (%u) must be greater or equal to the number of dimensions in the tensor (%u)",
+				  op, nt, self->ndim);
 		return false;
 	}
 	for (uint32_t i = 0; i < self->ndim; i++) {
-		uint32_t d = 3 - self->ndim + i;
+		uint32_t d = nt - self->ndim + i + (summed ? 1 : 0);
 		int64_t want = d == 0 ? batch1->sizes[0] :
 			       d == 1 ? batch1->sizes[1] : batch2->sizes[2];
 
@@ -1216,7 +1234,8 @@ bool vnpu_baddbmm_check(const struct vnpu_at_tensor *self,
 			vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 					  "%s: The expanded size of the tensor (%lld) must match the existing size (%lld) at non-singleton dimension %u.",
 					  op, (long long)want,
-					  (long long)self->sizes[i], d);
+					  (long long)self->sizes[i],
+					  d - (summed ? 1 : 0));
 			return false;
 		}
 	}

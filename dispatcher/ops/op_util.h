@@ -227,12 +227,14 @@ struct vnpu_at_tensor *vnpu_at_scalar_tensor(struct vnpu_at_scalar s,
 					     enum vnpu_at_dtype dtype,
 					     struct vnpu_at_device dev);
 
-/* PyTorch's checks of baddbmm, in its words: batch1 [B, M, K] and batch2
- * [B, K, N] of self's dtype (not bool), self expands to [B, M, N]. False
- * with the error set. */
-bool vnpu_baddbmm_check(const struct vnpu_at_tensor *self,
-			const struct vnpu_at_tensor *batch1,
-			const struct vnpu_at_tensor *batch2);
+/* PyTorch's checks of baddbmm (summed false) and addbmm (true), in its
+ * words: batch1 [B, M, K] and batch2 [B, K, N] of self's dtype (not
+ * bool); self expands to the result, [B, M, N] or (summed over the
+ * batch) [M, N]. False with the error set. */
+bool vnpu_batch_matmul_check(const char *op, bool summed,
+			     const struct vnpu_at_tensor *self,
+			     const struct vnpu_at_tensor *batch1,
+			     const struct vnpu_at_tensor *batch2);
 
 /*
  * The int8 matrix multiply of npu::npu_int8_matmul (a [M, K] @ b [K, N])

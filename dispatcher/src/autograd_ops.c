@@ -1950,12 +1950,14 @@ struct vnpu_at_tensor *vnpu_autograd_bmm(vnpu_keyset_t ks, struct vnpu_at_tensor
 		      (struct vnpu_at_tensor *[]){ self, mat2 }, true, 0);
 }
 
-/* beta * self + alpha * batch1 @ batch2 (saved: batch1, batch2; d: beta,
- * alpha) */
-static bool baddbmm_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
-			     struct vnpu_at_tensor **in)
+/* beta * self + alpha * batch1 @ batch2, or (summed: addbmm) alpha times
+ * the sum of those products over the batch (saved: batch1, batch2; d:
+ * beta, alpha; ints[0]: summed) */
+static bool batch_matmul_backward(struct vnpu_ag_node *n,
+				  struct vnpu_at_tensor **g,
+				  struct vnpu_at_tensor **in)
 {
-	struct vnpu_at_tensor *t, *m;
+	struct vnpu_at_tensor *t, *m, *gb;
 
 	if (wants(n, 0)) {
 		t = scale(g[0], n->d[0]);
@@ -1964,41 +1966,73 @@ static bool baddbmm_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
 		if (!in[0])
 			return false;
 	}
+	if (!wants(n, 1) && !wants(n, 2))
+		return true;
+	/* addbmm's gradient reaches every batch alike */
+	gb = !n->ints[0] ? vnpu_at_retain(g[0]) :
+		vnpu_op_expand(g[0], VNPU_AT_INTS(n->saved[0]->sizes[0],
+						  g[0]->sizes[0], g[0]->sizes[1]),
+			       false);
+	if (!gb)
+		return false;
 	for (uint32_t i = 1; i < 3; i++) {
 		if (!wants(n, i))
 			continue;
 		t = vnpu_op_transpose_int(n->saved[i == 1 ? 1 : 0], 1, 2);
-		m = !t ? NULL : i == 1 ? vnpu_op_bmm(g[0], t)
-				       : vnpu_op_bmm(t, g[0]);
+		m = !t ? NULL : i == 1 ? vnpu_op_bmm(gb, t) : vnpu_op_bmm(t, gb);
 		in[i] = scale(m, n->d[1]);
 		vnpu_at_release(t);
 		vnpu_at_release(m);
 		if (!in[i])
-			return false;
+			break;
 	}
-	return true;
+	vnpu_at_release(gb);
+	return (!wants(n, 1) || in[1]) && (!wants(n, 2) || in[2]);
 }
 
-struct vnpu_at_tensor *vnpu_autograd_baddbmm(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_tensor *batch1, struct vnpu_at_tensor *batch2, struct vnpu_at_scalar beta, struct vnpu_at_scalar alpha)
+static struct vnpu_at_tensor *batch_matmul_node(const char *node_name,
+						bool summed,
+						struct vnpu_at_tensor *out,
+						struct vnpu_at_tensor *self,
+						struct vnpu_at_tensor *batch1,
+						struct vnpu_at_tensor *batch2,
+						struct vnpu_at_scalar beta,
+						struct vnpu_at_scalar alpha)
 {
 	struct vnpu_at_tensor *in[3] = { self, batch1, batch2 };
-	struct vnpu_at_tensor *out = vnpu_redispatch_baddbmm(vnpu_ag_below(ks),
-							     self, batch1,
-							     batch2, beta,
-							     alpha);
 	struct vnpu_ag_node *node;
 
 	if (!out || !vnpu_ag_needed(3, in))
 		return out;
-	node = node_for("BaddbmmBackward0", baddbmm_backward, 3, in);
+	node = node_for(node_name, batch_matmul_backward, 3, in);
 	if (node) {
 		save_shape(node, 0, self);
 		vnpu_ag_save(node, 0, batch1);
 		vnpu_ag_save(node, 1, batch2);
 		node->d[0] = vnpu_at_scalar_to_double(beta);
 		node->d[1] = vnpu_at_scalar_to_double(alpha);
+		node->ints[0] = summed;
+		node->nints = 1;
 	}
 	return track(out, node);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_baddbmm(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_tensor *batch1, struct vnpu_at_tensor *batch2, struct vnpu_at_scalar beta, struct vnpu_at_scalar alpha)
+{
+	return batch_matmul_node("BaddbmmBackward0", false,
+				 vnpu_redispatch_baddbmm(vnpu_ag_below(ks), self,
+							 batch1, batch2, beta,
+							 alpha),
+				 self, batch1, batch2, beta, alpha);
+}
+
+struct vnpu_at_tensor *vnpu_autograd_addbmm(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_tensor *batch1, struct vnpu_at_tensor *batch2, struct vnpu_at_scalar beta, struct vnpu_at_scalar alpha)
+{
+	return batch_matmul_node("AddbmmBackward0", true,
+				 vnpu_redispatch_addbmm(vnpu_ag_below(ks), self,
+							batch1, batch2, beta,
+							alpha),
+				 self, batch1, batch2, beta, alpha);
 }
 
 /* beta * self + alpha * mat1 @ mat2 (saved: mat1, mat2; d: beta, alpha) */

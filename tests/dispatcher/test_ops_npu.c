@@ -1086,6 +1086,12 @@ START_TEST(bmm_addmm)
 		ot_expect_close("baddbmm beta/alpha", w, g, tl->red, 2 * atol);
 		vnpu_at_release(w);
 		vnpu_at_release(g);
+		/* addbmm: the batch of 2 summed, c2 [15, 1] broadcast */
+		w = vnpu_op_addbmm(c2, a, b, VNPU_AT_DOUBLE(0.5), VNPU_AT_DOUBLE(2.0));
+		g = vnpu_op_addbmm(c2n, an, bn, VNPU_AT_DOUBLE(0.5), VNPU_AT_DOUBLE(2.0));
+		ot_expect_close("addbmm beta/alpha", w, g, tl->red, 4 * atol);
+		vnpu_at_release(w);
+		vnpu_at_release(g);
 		/* a FRACTAL_NZ mat2 goes to GEMM as it is */
 		nz = vnpu_op_npu_format_cast(yn, VNPU_FORMAT_FRACTAL_NZ);
 		ck_assert_msg(nz != NULL, "format cast: %s", vnpu_at_error_message());

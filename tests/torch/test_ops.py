@@ -1036,7 +1036,8 @@ def _extremum_of_all():
 
 # ---- matrix products -----------------------------------------------------
 
-@sample(['aten::mm', 'aten::bmm', 'aten::addmm', 'aten::baddbmm'], 'gemm')
+@sample(['aten::mm', 'aten::bmm', 'aten::addmm', 'aten::baddbmm',
+         'aten::addbmm'], 'gemm')
 def _gemm():
     for dt in FLOATS:
         s = 4 if dt != torch.float32 else 1
@@ -1059,6 +1060,12 @@ def _gemm():
             make((3, 7, 9), dt), make((3, 9, 4), dt), scale=s)
         run(torch.baddbmm, make((3, 7, 4), dt), make((3, 7, 0), dt),
             make((3, 0, 4), dt))
+        # addbmm: the batch summed, self [4] broadcast over the rows
+        run(lambda c, a, b: torch.addbmm(c, a, b, beta=0.5, alpha=2),
+            make((4,), dt), make((3, 7, 9), dt), make((3, 9, 4), dt),
+            scale=s)
+        run(torch.addbmm, make((7, 4), dt), make((0, 7, 9), dt),
+            make((0, 9, 4), dt))
         run(F.linear, make((6, 9), dt), make((5, 9), dt), make((5,), dt),
             scale=s)
 

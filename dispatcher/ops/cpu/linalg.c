@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * CPU reference kernels: bmm, addmm, baddbmm (docs/dispatcher.md). Any strides;
+ * CPU reference kernels: bmm, addmm, baddbmm, addbmm (docs/dispatcher.md). Any strides;
  * float products accumulate in double, integer ones in int64.
  */
 #include "../kernel_common.h"
@@ -19,40 +19,44 @@ static const char *mat_at(const struct vnpu_at_tensor *t, int64_t b,
 }
 
 /*
- * out[b] = beta * c + alpha * a[b] @ m[b]; c (may be NULL) is read as
- * broadcast to [batch, M, N] through its element strides cs[0..2] (0
- * along a broadcast dim).
+ * out[b] = beta * c + alpha * a[b] @ m[b] for each of the batch, or, when
+ * summed, out = beta * c + alpha * the sum of those products (one sum of
+ * batch x K terms); c (may be NULL) is read as broadcast to out's
+ * [batch, M, N] or [M, N] through its element strides cs[0..2] (0 along
+ * a broadcast dim).
  */
 static void matmul_into(struct vnpu_at_tensor *out, int64_t batch,
-			const struct vnpu_at_tensor *a,
+			bool summed, const struct vnpu_at_tensor *a,
 			const struct vnpu_at_tensor *m,
 			const struct vnpu_at_tensor *c, const int64_t cs[3],
 			struct vnpu_at_scalar beta, struct vnpu_at_scalar alpha)
 {
 	int64_t M = a->sizes[a->ndim - 2], K = a->sizes[a->ndim - 1];
 	int64_t N = m->sizes[m->ndim - 1];
+	int64_t nout = summed ? 1 : batch, nsum = summed ? batch : 1;
 	enum vnpu_at_dtype dt = out->dtype;
 	size_t osz = vnpu_at_dtype_size(dt);
 	char *o = vnpu_at_data(out);
 	const char *cdata = c ? vnpu_at_data(c) : NULL;
 	int64_t csz = c ? (int64_t)vnpu_at_dtype_size(c->dtype) : 0;
 
-	for (int64_t b = 0; b < batch; b++)
+	for (int64_t ob = 0; ob < nout; ob++)
 		for (int64_t i = 0; i < M; i++)
 			for (int64_t j = 0; j < N; j++, o += osz) {
 				const char *cp = cdata ?
-					cdata + (b * cs[0] + i * cs[1] +
+					cdata + (ob * cs[0] + i * cs[1] +
 						 j * cs[2]) * csz :
 					NULL;
 
 				if (kc_is_int(dt)) {
 					uint64_t acc = 0;
 
-					for (int64_t k = 0; k < K; k++)
-						acc += (uint64_t)vnpu_at_load_int(dt,
-							mat_at(a, b, i, k)) *
-						       (uint64_t)vnpu_at_load_int(dt,
-							mat_at(m, b, k, j));
+					for (int64_t s = 0; s < nsum; s++)
+						for (int64_t k = 0; k < K; k++)
+							acc += (uint64_t)vnpu_at_load_int(dt,
+								mat_at(a, ob + s, i, k)) *
+							       (uint64_t)vnpu_at_load_int(dt,
+								mat_at(m, ob + s, k, j));
 					acc *= (uint64_t)vnpu_at_scalar_to_int(alpha);
 					if (cp)
 						acc += (uint64_t)vnpu_at_scalar_to_int(beta) *
@@ -61,11 +65,12 @@ static void matmul_into(struct vnpu_at_tensor *out, int64_t batch,
 				} else {
 					double acc = 0.0;
 
-					for (int64_t k = 0; k < K; k++)
-						acc += vnpu_at_load(dt,
-							mat_at(a, b, i, k)) *
-						       vnpu_at_load(dt,
-							mat_at(m, b, k, j));
+					for (int64_t s = 0; s < nsum; s++)
+						for (int64_t k = 0; k < K; k++)
+							acc += vnpu_at_load(dt,
+								mat_at(a, ob + s, i, k)) *
+							       vnpu_at_load(dt,
+								mat_at(m, ob + s, k, j));
 					acc *= vnpu_at_scalar_to_double(alpha);
 					if (cp)
 						acc += vnpu_at_scalar_to_double(beta) *
@@ -107,7 +112,7 @@ struct vnpu_at_tensor *vnpu_cpu_bmm(vnpu_keyset_t ks,
 			    self->dtype, VNPU_AT_DEV_CPU);
 	if (!out)
 		return NULL;
-	matmul_into(out, self->sizes[0], self, mat2, NULL, (int64_t[3]){ 0 },
+	matmul_into(out, self->sizes[0], false, self, mat2, NULL, (int64_t[3]){ 0 },
 		    VNPU_AT_INT(0), VNPU_AT_INT(1));
 	return out;
 }
@@ -168,8 +173,39 @@ struct vnpu_at_tensor *vnpu_cpu_addmm(vnpu_keyset_t ks,
 	/* beta == 0 ignores self entirely (NaN and inf in it too). */
 	use_self = kc_is_int(self->dtype) ? vnpu_at_scalar_to_int(beta) != 0 :
 					    vnpu_at_scalar_to_double(beta) != 0.0;
-	matmul_into(out, 1, mat1, mat2, use_self ? self : NULL, cs, beta,
-		    alpha);
+	matmul_into(out, 1, false, mat1, mat2, use_self ? self : NULL, cs,
+		    beta, alpha);
+	return out;
+}
+
+/* baddbmm (summed false) and addbmm (true) */
+static struct vnpu_at_tensor *batch_matmul(const char *op, bool summed,
+					   struct vnpu_at_tensor *self,
+					   struct vnpu_at_tensor *batch1,
+					   struct vnpu_at_tensor *batch2,
+					   struct vnpu_at_scalar beta,
+					   struct vnpu_at_scalar alpha)
+{
+	int64_t sizes[3] = { batch1->sizes[0], batch1->sizes[1], 0 };
+	uint32_t nd = summed ? 2 : 3;
+	struct vnpu_at_tensor *out;
+	int64_t cs[3] = { 0 };
+	bool use_self;
+
+	if (!vnpu_batch_matmul_check(op, summed, self, batch1, batch2))
+		return NULL;
+	sizes[2] = batch2->sizes[2];
+	for (uint32_t i = 0; i < self->ndim; i++)
+		if (self->sizes[i] != 1)
+			cs[3 - self->ndim + i] = self->strides[i];
+	out = vnpu_at_empty(nd, sizes + 3 - nd, self->dtype, VNPU_AT_DEV_CPU);
+	if (!out)
+		return NULL;
+	/* beta == 0 ignores self entirely (NaN and inf in it too). */
+	use_self = kc_is_int(self->dtype) ? vnpu_at_scalar_to_int(beta) != 0 :
+					    vnpu_at_scalar_to_double(beta) != 0.0;
+	matmul_into(out, batch1->sizes[0], summed, batch1, batch2,
+		    use_self ? self : NULL, cs, beta, alpha);
 	return out;
 }
 
@@ -180,27 +216,21 @@ struct vnpu_at_tensor *vnpu_cpu_baddbmm(vnpu_keyset_t ks,
 					struct vnpu_at_scalar beta,
 					struct vnpu_at_scalar alpha)
 {
-	struct vnpu_at_tensor *out;
-	int64_t cs[3] = { 0 };
-	bool use_self;
-
 	(void)ks;
-	if (!vnpu_baddbmm_check(self, batch1, batch2))
-		return NULL;
-	for (uint32_t i = 0; i < self->ndim; i++)
-		if (self->sizes[i] != 1)
-			cs[3 - self->ndim + i] = self->strides[i];
-	out = vnpu_at_empty(3, (int64_t[]){ batch1->sizes[0], batch1->sizes[1],
-					    batch2->sizes[2] },
-			    self->dtype, VNPU_AT_DEV_CPU);
-	if (!out)
-		return NULL;
-	/* beta == 0 ignores self entirely (NaN and inf in it too). */
-	use_self = kc_is_int(self->dtype) ? vnpu_at_scalar_to_int(beta) != 0 :
-					    vnpu_at_scalar_to_double(beta) != 0.0;
-	matmul_into(out, batch1->sizes[0], batch1, batch2,
-		    use_self ? self : NULL, cs, beta, alpha);
-	return out;
+	return batch_matmul("aten::baddbmm", false, self, batch1, batch2,
+			    beta, alpha);
+}
+
+struct vnpu_at_tensor *vnpu_cpu_addbmm(vnpu_keyset_t ks,
+				       struct vnpu_at_tensor *self,
+				       struct vnpu_at_tensor *batch1,
+				       struct vnpu_at_tensor *batch2,
+				       struct vnpu_at_scalar beta,
+				       struct vnpu_at_scalar alpha)
+{
+	(void)ks;
+	return batch_matmul("aten::addbmm", true, self, batch1, batch2, beta,
+			    alpha);
 }
 
 /* ---- int8 ---------------------------------------------------------------- */

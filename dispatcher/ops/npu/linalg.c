@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * NPU kernels (PrivateUse1): bmm, addmm and baddbmm on GEMM
+ * NPU kernels (PrivateUse1): bmm, addmm, baddbmm and addbmm on GEMM
  * (docs/dispatcher.md).
  * Format-aware as torch_npu: an operand whose storage is FRACTAL_NZ (a
  * whole base, e.g. a weight cast with npu_format_cast) goes to GEMM as it
@@ -180,9 +180,93 @@ struct vnpu_at_tensor *vnpu_npu_addmm(vnpu_keyset_t ks,
 }
 
 /*
- * baddbmm: out = self broadcast to [B, M, N] (one copy), then one GEMM
- * with beta and alpha, so a half result is rounded once, as PyTorch's.
+ * A product of no terms: out (self's dtype, the result's shape) = beta *
+ * self broadcast, zeros when beta is 0. Consumes out.
  */
+static struct vnpu_at_tensor *beta_self(const char *name,
+					struct vnpu_at_tensor *out,
+					struct vnpu_at_tensor *self, double b)
+{
+	struct vnpu_at_tensor *s, *r;
+
+	if (b == 0.0 ? !fill_zero(out) : !vnpu_npu_copy(name, out, self)) {
+		vnpu_at_release(out);
+		return NULL;
+	}
+	if (b == 0.0 || b == 1.0)
+		return out;
+	s = npk_scalar(b, self->dtype);
+	r = s ? npk_binary(name, VNPU_BINARY_MUL, out, s, self->dtype, 1.0) :
+		NULL;
+	vnpu_at_release(s);
+	vnpu_at_release(out);
+	return r;
+}
+
+/*
+ * baddbmm: out = self broadcast to [B, M, N] (one copy), then one batched
+ * GEMM with beta and alpha, so a half result is rounded once, as
+ * PyTorch's. addbmm (summed): the batch is one reduction of B x K terms,
+ * [M, B x K] @ [B x K, N] (batch1 copied so that its batch and K are
+ * adjacent), one GEMM onto self broadcast to [M, N]; PyTorch's CPU
+ * rounds a half result once per batch instead.
+ */
+static struct vnpu_at_tensor *batch_matmul(const char *name, bool summed,
+					   vnpu_keyset_t ks,
+					   struct vnpu_at_tensor *self,
+					   struct vnpu_at_tensor *batch1,
+					   struct vnpu_at_tensor *batch2,
+					   struct vnpu_at_scalar beta,
+					   struct vnpu_at_scalar alpha)
+{
+	double b = vnpu_at_scalar_to_double(beta);
+	double a = vnpu_at_scalar_to_double(alpha);
+	int64_t B, M, K, N;
+	struct vnpu_at_tensor *out, *x = NULL, *y = NULL;
+	bool ok;
+
+	if (!vnpu_at_check_same_device(name, 3,
+				       (const struct vnpu_at_tensor *[]){ self, batch1, batch2 }) ||
+	    !vnpu_batch_matmul_check(name, summed, self, batch1, batch2))
+		return NULL;
+	if (!npk_f32_float(self->dtype) || !vnpu_at_is_npu(self) ||
+	    !vnpu_at_is_npu(batch1) || !vnpu_at_is_npu(batch2))
+		return summed ? vnpu_fallback_addbmm(ks, self, batch1, batch2, beta, alpha) :
+				vnpu_fallback_baddbmm(ks, self, batch1, batch2, beta, alpha);
+	B = batch1->sizes[0];
+	M = batch1->sizes[1];
+	K = batch1->sizes[2];
+	N = batch2->sizes[2];
+	out = summed ? vnpu_npu_empty(2, (int64_t[]){ M, N }, self->dtype) :
+		       vnpu_npu_empty(3, (int64_t[]){ B, M, N }, self->dtype);
+	if (!out || !vnpu_at_numel(out))
+		return out;
+	if (B * K == 0)
+		return beta_self(name, out, self, b);
+	if (summed) {
+		struct vnpu_at_tensor *p = vnpu_op_permute(batch1, VNPU_AT_INTS(1, 0, 2));
+
+		x = p ? vnpu_op_reshape(p, VNPU_AT_INTS(M, B * K)) : NULL;
+		y = x ? vnpu_op_reshape(batch2, VNPU_AT_INTS(B * K, N)) : NULL;
+		vnpu_at_release(p);
+	} else {
+		x = vnpu_at_retain(batch1);
+		y = vnpu_at_retain(batch2);
+	}
+	ok = y != NULL;
+	/* beta 0 leaves self out, its NaN and inf too */
+	if (ok && b != 0.0)
+		ok = vnpu_npu_copy(name, out, self);
+	ok = ok && gemm(name, x, y, out, NULL, a, b);
+	vnpu_at_release(x);
+	vnpu_at_release(y);
+	if (!ok) {
+		vnpu_at_release(out);
+		return NULL;
+	}
+	return out;
+}
+
 struct vnpu_at_tensor *vnpu_npu_baddbmm(vnpu_keyset_t ks,
 					struct vnpu_at_tensor *self,
 					struct vnpu_at_tensor *batch1,
@@ -190,47 +274,19 @@ struct vnpu_at_tensor *vnpu_npu_baddbmm(vnpu_keyset_t ks,
 					struct vnpu_at_scalar beta,
 					struct vnpu_at_scalar alpha)
 {
-	static const char name[] = "aten::baddbmm";
-	double b = vnpu_at_scalar_to_double(beta);
-	double a = vnpu_at_scalar_to_double(alpha);
-	struct vnpu_at_tensor *out;
-	bool ok;
+	return batch_matmul("aten::baddbmm", false, ks, self, batch1, batch2,
+			    beta, alpha);
+}
 
-	if (!vnpu_at_check_same_device(name, 3,
-				       (const struct vnpu_at_tensor *[]){ self, batch1, batch2 }) ||
-	    !vnpu_baddbmm_check(self, batch1, batch2))
-		return NULL;
-	if (!npk_f32_float(self->dtype) || !vnpu_at_is_npu(self) ||
-	    !vnpu_at_is_npu(batch1) || !vnpu_at_is_npu(batch2))
-		return vnpu_fallback_baddbmm(ks, self, batch1, batch2, beta, alpha);
-	out = vnpu_npu_empty(3, (int64_t[]){ batch1->sizes[0], batch1->sizes[1],
-					     batch2->sizes[2] },
-			     self->dtype);
-	if (!out || !vnpu_at_numel(out))
-		return out;
-	if (b == 0.0) {
-		/* self left out, its NaN and inf too */
-		ok = batch1->sizes[2] ? gemm(name, batch1, batch2, out, NULL, a,
-					     0.0) : fill_zero(out);
-	} else {
-		ok = vnpu_npu_copy(name, out, self);
-		if (ok && batch1->sizes[2]) {
-			ok = gemm(name, batch1, batch2, out, NULL, a, b);
-		} else if (ok && b != 1.0) {
-			struct vnpu_at_tensor *s = npk_scalar(b, self->dtype);
-			struct vnpu_at_tensor *r = s ? npk_binary(name,
-				VNPU_BINARY_MUL, out, s, self->dtype, 1.0) : NULL;
-
-			vnpu_at_release(s);
-			vnpu_at_release(out);
-			return r;
-		}
-	}
-	if (!ok) {
-		vnpu_at_release(out);
-		return NULL;
-	}
-	return out;
+struct vnpu_at_tensor *vnpu_npu_addbmm(vnpu_keyset_t ks,
+				       struct vnpu_at_tensor *self,
+				       struct vnpu_at_tensor *batch1,
+				       struct vnpu_at_tensor *batch2,
+				       struct vnpu_at_scalar beta,
+				       struct vnpu_at_scalar alpha)
+{
+	return batch_matmul("aten::addbmm", true, ks, self, batch1, batch2,
+			    beta, alpha);
 }
 
 /* ---- int8: the device's qgemm ------------------------------------------ */
