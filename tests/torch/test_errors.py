@@ -199,6 +199,11 @@ def test_hostile_arguments_do_not_crash():
     big = torch.arange(2. ** 10).view([2] * 10)
     assert torch.equal((big.to(NPU).transpose(0, 9) * 2).cpu(),
                        big.transpose(0, 9) * 2)
+    # a string with a NUL inside is not the string before it: PyTorch's
+    # own check refuses it, as on the CPU
+    for bad in ('none\0x', 'tanh\0'):
+        with pytest.raises(RuntimeError, match='either none or tanh'):
+            F.gelu(n(3), approximate=bad)
 
 
 def test_bool_alpha_only_for_bool_results():

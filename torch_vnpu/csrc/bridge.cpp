@@ -1023,6 +1023,10 @@ bool TypedCall::in(std::optional<at::Device> v, struct vnpu_at_device *out)
 
 bool TypedCall::in(c10::string_view v, const char **out)
 {
+	// the dispatcher's strings end at their first NUL: a value with one
+	// inside is PyTorch's kernel's to judge ("tanh\0x" is not "tanh")
+	if (std::memchr(v.data(), 0, v.size()))
+		return false;
 	*out = strings_.emplace_back(v.data(), v.size()).c_str();
 	return true;
 }
