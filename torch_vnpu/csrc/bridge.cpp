@@ -568,6 +568,9 @@ static struct vnpu_at_tensor *push_arg(struct vnpu_stack *s,
 			pushed(vnpu_stack_push_bool(s, v.toBool()));
 			break;
 		case VNPU_TYPE_STR:
+			// a NUL inside: PyTorch's kernel judges the value
+			if (v.toStringRef().find('\0') != std::string::npos)
+				throw Unrepresentable("a string with a NUL inside");
 			pushed(vnpu_stack_push_string(s, v.toStringRef().c_str()));
 			break;
 		case VNPU_TYPE_SCALAR:
