@@ -42,7 +42,7 @@ def parse_yaml(path):
                 key, val = m.group(1), m.group(2).strip()
                 if key not in ('dispatch', 'backend_select', 'autograd',
                                'structured_inherits', 'uninitialized',
-                               'out_dtype', 'out_no_overlap', 'inplace_resizes',
+                               'out_dtype', 'out_no_overlap', 'silent_resize',
                                'replaces_torch_composite', 'device_check'):
                     sys.exit('%s:%d: unknown key %r' % (path, lineno, key))
                 cur[key] = val
@@ -242,9 +242,9 @@ class Op:
         if entry.get('out_no_overlap', 'True') != 'True':
             raise ValueError('%s: out_no_overlap is True or absent' % self.schema)
         self.out_no_overlap = 'out_no_overlap' in entry
-        if entry.get('inplace_resizes', 'True') != 'True':
-            raise ValueError('%s: inplace_resizes is True or absent' % self.schema)
-        self.inplace_resizes = 'inplace_resizes' in entry
+        if entry.get('silent_resize', 'True') != 'True':
+            raise ValueError('%s: silent_resize is True or absent' % self.schema)
+        self.silent_resize = 'silent_resize' in entry
         # PyTorch's device_check: the NPU kernel of an op that TensorIterator
         # does not compute gets its tensor arguments checked to be on one
         # device (ExactSame), unless NoCheck (a copy between devices)

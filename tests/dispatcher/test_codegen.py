@@ -114,13 +114,13 @@ class Codegen(unittest.TestCase):
                          % MM, ['cpu'])
         self.assertNotEqual(rc, 0)
         self.assertIn('out_no_overlap is True or absent', err)
-        rc, err, _ = run('- func: %s\n  dispatch: CPU\n  inplace_resizes: True\n'
+        rc, err, _ = run('- func: %s\n  dispatch: CPU\n  silent_resize: True\n'
                          % MM, ['cpu'])
         self.assertEqual(rc, 0, err)
-        rc, err, _ = run('- func: %s\n  dispatch: CPU\n  inplace_resizes: yes\n'
+        rc, err, _ = run('- func: %s\n  dispatch: CPU\n  silent_resize: yes\n'
                          % MM, ['cpu'])
         self.assertNotEqual(rc, 0)
-        self.assertIn('inplace_resizes is True or absent', err)
+        self.assertIn('silent_resize is True or absent', err)
 
     def test_device_check(self):
         # an NPU kernel of two tensors is registered behind the check of

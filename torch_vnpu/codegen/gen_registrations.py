@@ -293,7 +293,7 @@ def generate(ops, yaml_name, tops):
         w(text)
     w('} // namespace')
     w('')
-    # the yaml's out_dtype / out_no_overlap / inplace_resizes keys, as
+    # the yaml's out_dtype / out_no_overlap / silent_resize keys, as
     # data for the variants
     w('OpFacts op_facts(const char *c_name)')
     w('{')
@@ -302,11 +302,11 @@ def generate(ops, yaml_name, tops):
     w('\t\tOpFacts facts;')
     w('\t} table[] = {')
     for op in served:
-        if op.out_dtype != 'casts' or op.out_no_overlap or op.inplace_resizes:
+        if op.out_dtype != 'casts' or op.out_no_overlap or op.silent_resize:
             w('\t\t{ "%s", { OpFacts::OUT_%s, %s, %s } },'
               % (op.qualified, op.out_dtype.upper(),
                  'true' if op.out_no_overlap else 'false',
-                 'true' if op.inplace_resizes else 'false'))
+                 'true' if op.silent_resize else 'false'))
     w('\t};')
     w('')
     w('\tfor (const auto &e : table)')

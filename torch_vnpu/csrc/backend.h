@@ -71,7 +71,7 @@ void run_npu_uninitialized(const char *c_name, const c10::OperatorHandle &op,
 			   c10::DispatchKeySet ks, torch::jit::Stack *stack);
 // Facts of an op that its out= and in-place variants check, beyond
 // TensorIterator's rules (the yaml's out_dtype, out_no_overlap and
-// inplace_resizes keys;
+// silent_resize keys;
 // generated in register_npu.cpp).
 struct OpFacts {
 	enum OutDtype {
@@ -87,7 +87,7 @@ struct OpFacts {
 		OUT_DTYPE_ARG,		// dtype='s exactly, when given (sum)
 	} out_dtype = OUT_CASTS;
 	bool out_no_overlap = false;	// no memory shared with an input at all
-	bool inplace_resizes = false;	// the in-place form resizes self (addbmm_)
+	bool silent_resize = false;	// resize_ of out= and self (addbmm)
 };
 OpFacts op_facts(const char *c_name);
 

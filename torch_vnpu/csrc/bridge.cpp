@@ -1446,15 +1446,15 @@ void run_npu_variant(const char *c_name, const c10::OperatorHandle &op,
 	for (size_t i = 0; out && tensor_iterator && i < targets.size(); i++)
 		check_out_is_input(stack, base, n, b.targets, targets[i],
 				   rets[i].toTensor());
-	// addbmm_ is PyTorch's addbmm.out onto self: self takes the
-	// result's shape, silently
-	bool resizes = out || b.facts.inplace_resizes;
+	// addbmm_ is PyTorch's addbmm.out onto self, which resizes with
+	// resize_: self takes the result's shape, an out= too, silently
+	bool resizes = out || b.facts.silent_resize;
 	for (size_t i = 0; i < targets.size(); i++) {
 		at::Tensor r = rets[i].toTensor();
 
 		check_target(c_name, targets[i], r, resizes);
 		if (resizes && targets[i].sizes() != r.sizes()) {
-			if (out && targets[i].numel())
+			if (out && !b.facts.silent_resize && targets[i].numel())
 				TORCH_WARN("An output with one or more elements was resized since it had shape ",
 					   targets[i].sizes(), ", which does not match the required output shape ",
 					   r.sizes(), ". This behavior is deprecated, and in a future PyTorch release outputs will not be resized unless they have zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).");
