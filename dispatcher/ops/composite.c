@@ -1514,6 +1514,9 @@ struct vnpu_ret_topk vnpu_cea_topk(vnpu_keyset_t ks, struct vnpu_at_tensor *self
 	(void)sorted;
 	if (d < 0)
 		return r;
+	if (self->dtype == VNPU_AT_BOOL)	/* as PyTorch's CPU and CUDA kernels */
+		return (struct vnpu_ret_topk){ vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"aten::topk: topk does not support bool dtypes"), NULL };
 	if (k < 0 || k > (self->ndim ? self->sizes[d] : 1))
 		return (struct vnpu_ret_topk){ vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 			"aten::topk: selected index k out of range"), NULL };

@@ -765,6 +765,11 @@ struct vnpu_at_tensor *vnpu_cea_max_pool2d_with_indices_backward(vnpu_keyset_t k
 		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 					 "%s: expected int64 indices and a grad_output of the input's dtype",
 					 name);
+	/* PyTorch's kernel is for floating types only: an integer gradient is refused */
+	if (!vnpu_at_dtype_is_float(self->dtype))
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "%s: \"max_pool2d_backward\" not implemented for '%s'",
+					 name, vnpu_at_scalar_type_name(self->dtype));
 	if (!vnpu_at_check_same_device(name, 3, all))
 		return NULL;
 	hw = self->sizes[self->ndim - 1] * self->sizes[self->ndim - 2];

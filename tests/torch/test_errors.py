@@ -253,3 +253,16 @@ def test_reduction_out_has_the_dtype_argument():
     r = torch.empty(4, dtype=torch.float64, device=NPU)
     torch.sum(x, [0], out=r)
     assert r.dtype == torch.float64 and r.cpu().tolist() == [3.0] * 4
+
+
+def test_integer_dtypes_pytorch_refuses():
+    # max_pool2d's backward and topk of bool have no PyTorch kernel: the
+    # npu refuses them too (found by 2.6's TestCommon.test_dtypes)
+    x = torch.ones(1, 4, 4, dtype=torch.long, device=NPU)
+    y, i = torch.ops.aten.max_pool2d_with_indices(x, [2, 2])
+    with pytest.raises(RuntimeError, match="\"max_pool2d_backward\" not implemented for 'Long'"):
+        torch.ops.aten.max_pool2d_with_indices_backward(y, x, [2, 2], [2, 2], [0, 0], [1, 1],
+                                                        False, i)
+    for b in (torch.tensor(True, device=NPU), torch.tensor([True, False], device=NPU)):
+        with pytest.raises(RuntimeError, match='topk does not support bool'):
+            torch.topk(b, 1)
