@@ -255,6 +255,19 @@ def test_reduction_out_has_the_dtype_argument():
     assert r.dtype == torch.float64 and r.cpu().tolist() == [3.0] * 4
 
 
+def test_out_overlapping_an_input_after_its_resize():
+    # gather's out= shares no memory with self at all, and none partly with
+    # the index once resized (PyTorch's gather checks after its meta
+    # function resized the out=; found by 2.6's TestCommon.test_errors)
+    src = torch.rand(6, device=NPU)
+    ind = torch.tensor([2, 1, 0], device=NPU)
+    with pytest.raises(RuntimeError, match='unsupported operation'):
+        torch.gather(src, 0, ind, out=src)
+    with pytest.raises(RuntimeError, match='unsupported operation'):
+        torch.gather(ind.clone(), 0, ind[1:], out=ind[:1])
+    assert ind.cpu().tolist() == [2, 1, 0]
+
+
 def test_integer_dtypes_pytorch_refuses():
     # max_pool2d's backward and topk of bool have no PyTorch kernel: the
     # npu refuses them too (found by 2.6's TestCommon.test_dtypes)

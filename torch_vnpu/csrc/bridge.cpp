@@ -1301,11 +1301,42 @@ static std::string torch_name(const char *c_name)
 	return name.substr(0, name.find('.'));
 }
 
+// No input partly overwritten while it is read (TensorIterator's
+// check_mem_overlap), none at all where the op's kernel says so
+// (out_no_overlap). target_args: the written arguments' positions.
+static void check_overlap(const Binding &b, const torch::jit::Stack *stack,
+			  size_t base, size_t n, const std::vector<int> &target_args,
+			  const std::vector<at::Tensor> &targets)
+{
+	for (size_t j = 0; j < n; j++) {
+		const c10::IValue &v = (*stack)[base + j];
+
+		if (std::find(target_args.begin(), target_args.end(), (int)j) !=
+		    target_args.end())
+			continue;
+		auto check = [&](const at::Tensor &in) {
+			if (!in.defined())
+				return;
+			for (const at::Tensor &t : targets) {
+				if (b.facts.out_no_overlap)
+					at::assert_no_overlap(t, in);
+				else
+					at::assert_no_partial_overlap(t, in);
+			}
+		};
+		if (v.isTensor())
+			check(v.toTensor());
+		else if (v.isTensorList())
+			for (const at::Tensor &e : v.toTensorVector())
+				check(e);
+	}
+}
+
 // What PyTorch checks of the tensors an in-place or out= variant writes
-// (one whose elements share memory has gone to the CPU kernel): no input
-// partly overwritten while it is read
-// (TensorIterator's check_mem_overlap), and what the op's own kernel adds
-// (Binding). target_args: the written arguments' positions.
+// (one whose elements share memory has gone to the CPU kernel): their
+// dtypes, their overlap with the inputs (check_overlap), and what the
+// op's own kernel adds (Binding). target_args: the written arguments'
+// positions.
 static void check_aliasing(const char *c_name, const Binding &b,
 			   const torch::jit::Stack *stack,
 			   size_t base, size_t n, const std::vector<int> &target_args,
@@ -1347,28 +1378,7 @@ static void check_aliasing(const char *c_name, const Binding &b,
 			    "Expected out tensor to have dtype ", at::kLong,
 			    ", but got ", targets[1].scalar_type(), " instead");
 	}
-	for (size_t j = 0; j < n; j++) {
-		const c10::IValue &v = (*stack)[base + j];
-
-		if (std::find(target_args.begin(), target_args.end(), (int)j) !=
-		    target_args.end())
-			continue;
-		auto check = [&](const at::Tensor &in) {
-			if (!in.defined())
-				return;
-			for (const at::Tensor &t : targets) {
-				if (b.facts.out_no_overlap)
-					at::assert_no_overlap(t, in);
-				else
-					at::assert_no_partial_overlap(t, in);
-			}
-		};
-		if (v.isTensor())
-			check(v.toTensor());
-		else if (v.isTensorList())
-			for (const at::Tensor &e : v.toTensorVector())
-				check(e);
-	}
+	check_overlap(b, stack, base, n, target_args, targets);
 }
 
 // TensorIterator resizes an out= only when it is not also one of the
@@ -1448,12 +1458,13 @@ void run_npu_variant(const char *c_name, const c10::OperatorHandle &op,
 				   rets[i].toTensor());
 	// addbmm_ is PyTorch's addbmm.out onto self, which resizes with
 	// resize_: self takes the result's shape, an out= too, silently
-	bool resizes = out || b.facts.silent_resize;
+	bool resizes = out || b.facts.silent_resize, resized = false;
 	for (size_t i = 0; i < targets.size(); i++) {
 		at::Tensor r = rets[i].toTensor();
 
 		check_target(c_name, targets[i], r, resizes);
 		if (resizes && targets[i].sizes() != r.sizes()) {
+			resized = true;
 			if (out && !b.facts.silent_resize && targets[i].numel())
 				TORCH_WARN("An output with one or more elements was resized since it had shape ",
 					   targets[i].sizes(), ", which does not match the required output shape ",
@@ -1465,8 +1476,14 @@ void run_npu_variant(const char *c_name, const c10::OperatorHandle &op,
 			if (tensor_iterator && r.is_non_overlapping_and_dense())
 				targets[i].as_strided_(r.sizes(), r.strides());
 		}
-		targets[i].copy_(r);
 	}
+	// a structured kernel other than TensorIterator checks overlap after
+	// its meta function resized the out= (gather(x, 0, i[1:], out=i[:1]))
+	if (resized && !tensor_iterator)
+		check_overlap(b, stack, base, n,
+			      out ? b.targets : std::vector<int>{ 0 }, targets);
+	for (size_t i = 0; i < targets.size(); i++)
+		targets[i].copy_(rets[i].toTensor());
 	std::vector<c10::IValue> outs(targets.begin(), targets.end());
 	replace_args(stack, n, outs);
 }
