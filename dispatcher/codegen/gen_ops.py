@@ -206,10 +206,15 @@ RET_ERROR = {
 # check, unary_op's); the input's and int64 (values and indices); the
 # result's exactly (where); bool (isposinf); bool or uint8 (all, any); the
 # input's, in the words of the indexing ops (index_select, masked_select);
-# the dtype= argument's exactly when one is given (the structured
-# reductions: sum, mean, prod, linalg_vector_norm).
+# the dtype= argument's exactly when one is given, and without one the
+# out='s is the dtype the op computes in (sum, mean, prod, cumsum: their
+# meta functions take it), for a floating out= only (mean, whose kernel
+# divides an integral out= in place: the cast rule refuses it); the
+# result's, in the words of a structured kernel's generated out= check
+# (linalg_vector_norm).
 OUT_DTYPES = ('casts', 'input', 'unary', 'values_indices', 'result',
-              'boolean', 'bytebool', 'self_result', 'self_typemeta', 'dtype_arg')
+              'boolean', 'bytebool', 'self_result', 'self_typemeta', 'dtype_arg',
+              'dtype_arg_floating', 'result_typemeta')
 
 
 # Names the generated functions use for their own locals and parameters.

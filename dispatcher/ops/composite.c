@@ -1797,14 +1797,14 @@ static bool vector_norm_args(const struct vnpu_at_tensor *self, double p,
 	if (!vnpu_at_dtype_is_float(dtype)) {
 		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 				  "%s: dtype should be floating point or complex, but got %s",
-				  name, vnpu_at_dtype_name(dtype));
+				  name, vnpu_at_scalar_type_name(dtype));
 		return false;
 	}
 	if (vnpu_at_promote(self->dtype, dtype) != dtype) {
 		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 				  "%s: the dtype of the input (%s) should be convertible without narrowing to the specified dtype (%s)",
-				  name, vnpu_at_dtype_name(self->dtype),
-				  vnpu_at_dtype_name(dtype));
+				  name, vnpu_at_scalar_type_name(self->dtype),
+				  vnpu_at_scalar_type_name(dtype));
 		return false;
 	}
 	return true;

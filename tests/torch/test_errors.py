@@ -255,6 +255,26 @@ def test_reduction_out_has_the_dtype_argument():
     assert r.dtype == torch.float64 and r.cpu().tolist() == [3.0] * 4
 
 
+def test_reduction_out_sets_the_dtype_it_computes_in():
+    # sum(x, out=o) is sum(x, dtype=o.dtype): a float input summed into an
+    # int64 out= is cast first, as PyTorch's meta functions do (cumsum and
+    # cumprod too; found by 2.6's TestCommon.test_out, whose expected
+    # failure ours passed); mean refuses an integral out= by the cast rule
+    x = torch.tensor([0.5, 1.5, 2.5, 3.5])
+    for f in (lambda t, o: torch.sum(t, 0, out=o), lambda t, o: torch.prod(t, 0, out=o),
+              lambda t, o: torch.cumsum(t, 0, out=o), lambda t, o: torch.cumprod(t, 0, out=o)):
+        want, got = torch.empty(0, dtype=torch.long), torch.empty(0, dtype=torch.long, device=NPU)
+        f(x, want)
+        f(x.to(NPU), got)
+        assert got.dtype == torch.long and torch.equal(got.cpu(), want)
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
+        torch.mean(x.to(NPU), 0, out=torch.empty(0, dtype=torch.long, device=NPU))
+    # linalg_vector_norm's out= has the result's dtype exactly
+    with pytest.raises(RuntimeError,
+                       match='Expected out tensor to have dtype float, but got double instead'):
+        torch.linalg.vector_norm(x.to(NPU), out=torch.empty(0, dtype=torch.float64, device=NPU))
+
+
 def test_out_overlapping_an_input_after_its_resize():
     # gather's out= shares no memory with self at all, and none partly with
     # the index once resized (PyTorch's gather checks after its meta

@@ -84,7 +84,11 @@ struct OpFacts {
 		OUT_BYTEBOOL,		// bool or uint8 (all, any)
 		OUT_SELF_RESULT,	// the input's (index_select)
 		OUT_SELF_TYPEMETA,	// the input's, in TypeMeta words (gather)
-		OUT_DTYPE_ARG,		// dtype='s exactly, when given (sum)
+		OUT_DTYPE_ARG,		// dtype='s exactly, when given; else
+					// the op computes in the out='s (sum)
+		OUT_DTYPE_ARG_FLOATING,	// the same for a floating out= (mean)
+		OUT_RESULT_TYPEMETA,	// the result's, in TypeMeta words
+					// (linalg_vector_norm)
 	} out_dtype = OUT_CASTS;
 	bool out_no_overlap = false;	// no memory shared with an input at all
 	bool silent_resize = false;	// resize_ of out= and self (addbmm)

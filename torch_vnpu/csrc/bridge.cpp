@@ -1428,19 +1428,38 @@ void run_npu_variant(const char *c_name, const c10::OperatorHandle &op,
 	bool overlapping = std::any_of(targets.begin(), targets.end(), [](const at::Tensor &t) {
 		return at::has_internal_overlap(t) == at::MemOverlap::Yes;
 	});
+	bool out = !b.targets.empty();
+	// sum(x, out=o) is sum(x, dtype=o.dtype): PyTorch's meta function
+	// takes the out='s dtype as the one the op computes in
+	// (mean's: a floating out='s; it divides an integral one in place,
+	// which the cast rule below refuses)
+	bool computes_in_out =
+		b.facts.out_dtype == OpFacts::OUT_DTYPE_ARG ||
+		(b.facts.out_dtype == OpFacts::OUT_DTYPE_ARG_FLOATING &&
+		 (at::isFloatingType(targets[0].scalar_type()) ||
+		  at::isComplexType(targets[0].scalar_type())));
+	if (out && computes_in_out)
+		for (size_t j = 0; j < n; j++)
+			if (targs[j].name() == "dtype" && (*stack)[base + j].isNone())
+				(*stack)[base + j] = targets[0].scalar_type();
 	if (overlapping || targets.size() != vnpu_op_schema(b.op)->nrets ||
 	    !invoke(c_name, b, op, ks, stack, rets)) {
 		cpu_fallback(op, stack);
 		return;
 	}
-	bool out = !b.targets.empty();
 	// where.self_out: the out= must have the result's dtype, no cast
 	if (out && b.facts.out_dtype == OpFacts::OUT_RESULT)
 		TORCH_CHECK(targets[0].scalar_type() == rets[0].toTensor().scalar_type(),
 			    "Expected out type to be ", rets[0].toTensor().scalar_type(),
 			    " but got ", targets[0].scalar_type());
+	// a structured kernel's out= has its result's dtype, exactly
+	if (out && b.facts.out_dtype == OpFacts::OUT_RESULT_TYPEMETA)
+		TORCH_CHECK(targets[0].scalar_type() == rets[0].toTensor().scalar_type(),
+			    "Expected out tensor to have dtype ", rets[0].toTensor().dtype(),
+			    ", but got ", targets[0].dtype(), " instead");
 	// a structured reduction's out= has the dtype= it was given, exactly
-	if (out && b.facts.out_dtype == OpFacts::OUT_DTYPE_ARG) {
+	if (out && (b.facts.out_dtype == OpFacts::OUT_DTYPE_ARG ||
+		    b.facts.out_dtype == OpFacts::OUT_DTYPE_ARG_FLOATING)) {
 		const auto &args = op.schema().arguments();
 
 		for (size_t j = 0; j < args.size() && j < n; j++)
