@@ -2061,3 +2061,60 @@ struct vnpu_at_tensor *vnpu_cea_select_backward(vnpu_keyset_t ks,
 	vnpu_at_release(c);
 	return z;
 }
+
+/* ---- nonzero ---------------------------------------------------------------- */
+
+/*
+ * nonzero: the row-major positions of self's nonzero elements (NaN is
+ * nonzero) as int64 [n, ndim]. On every backend from ops it has: the
+ * flat positions are a masked_select of arange (whose count is the one
+ * read back, as CUDA's nonzero reads it), each dim's coordinate their
+ * remainder by its size, peeled from the last dim. A 0-dim self gives
+ * [n, 0].
+ */
+struct vnpu_at_tensor *vnpu_cea_nonzero(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+{
+	struct vnpu_at_device dev = vnpu_at_device_of(self);
+	int64_t numel = vnpu_at_numel(self), n, flat_size = -1;
+	struct vnpu_at_tensor *nz, *mask = NULL, *pos = NULL, *sel = NULL, *out = NULL;
+	bool ok = true;
+
+	(void)ks;
+	nz = vnpu_op_ne_Scalar(self, VNPU_AT_INT(0));
+	mask = nz ? vnpu_op_reshape(nz, (struct vnpu_at_int_array){ &flat_size, 1 }) : NULL;
+	pos = mask ? vnpu_op_arange_start_step(VNPU_AT_INT(0), VNPU_AT_INT(numel),
+					       VNPU_AT_INT(1), VNPU_AT_I64, dev) : NULL;
+	sel = pos ? vnpu_op_masked_select(pos, mask) : NULL;
+	vnpu_at_release(nz);
+	vnpu_at_release(mask);
+	vnpu_at_release(pos);
+	if (!sel)
+		return NULL;
+	n = sel->sizes[0];
+	out = vnpu_op_empty_memory_format(VNPU_AT_INTS(n, self->ndim), VNPU_AT_I64, dev);
+	for (uint32_t k = self->ndim; ok && out && n && k-- > 0;) {
+		struct vnpu_at_tensor *size, *coord, *rest = NULL, *col = NULL, *c = NULL;
+
+		size = vnpu_at_scalar_tensor(VNPU_AT_INT(self->sizes[k]), VNPU_AT_I64, dev);
+		coord = size ? vnpu_op_remainder_Tensor(sel, size) : NULL;
+		if (coord && k)
+			rest = vnpu_op_floor_divide(sel, size);
+		col = coord && (rest || !k) ? vnpu_op_select_int(out, 1, (int64_t)k) : NULL;
+		c = col ? vnpu_op_copy_(col, coord, false) : NULL;
+		ok = c != NULL;
+		vnpu_at_release(c);
+		vnpu_at_release(col);
+		vnpu_at_release(coord);
+		vnpu_at_release(size);
+		if (rest) {
+			vnpu_at_release(sel);
+			sel = rest;
+		}
+	}
+	vnpu_at_release(sel);
+	if (!ok) {
+		vnpu_at_release(out);
+		return NULL;
+	}
+	return out;
+}

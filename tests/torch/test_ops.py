@@ -657,6 +657,21 @@ def _roll():
         assert str(npu.value) == str(cpu.value)
 
 
+@sample(['aten::nonzero'], 'nonzero')
+def _nonzero():
+    # every dtype, NaN counted nonzero, 0-dim, empty, strided; as_tuple,
+    # argwhere and boolean-mask indexing, which PyTorch builds on it
+    for dt in FLOATS + INTS + [torch.int8, torch.uint8, torch.bool]:
+        x = make((3, 4, 5), dt, special=dt == torch.float32)
+        x = x * (make((3, 4, 5), torch.float32) > 0).to(dt)
+        no_fallback(lambda a: (torch.nonzero(a), torch.nonzero(a.transpose(0, 2)),
+                               torch.argwhere(a), torch.nonzero(a, as_tuple=True)), x)
+        no_fallback(torch.nonzero, make((), dt))
+        no_fallback(torch.nonzero, make((2, 0), dt))
+    no_fallback(torch.nonzero, torch.tensor([float('nan'), 0.0, -0.0, 1.0]))
+    no_fallback(lambda a: a[a > 0], make((4, 5)))
+
+
 @sample(['aten::hardtanh', 'aten::hardtanh_backward'], 'hardtanh')
 def _hardtanh():
     # every dtype PyTorch takes, bounds an integer self truncates, equal
