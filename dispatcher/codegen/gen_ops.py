@@ -211,10 +211,10 @@ RET_ERROR = {
 # meta functions take it), for a floating out= only (mean, whose kernel
 # divides an integral out= in place: the cast rule refuses it); the
 # result's, in the words of a structured kernel's generated out= check
-# (linalg_vector_norm).
+# (linalg_vector_norm); int64 exactly (nonzero).
 OUT_DTYPES = ('casts', 'input', 'unary', 'values_indices', 'result',
               'boolean', 'bytebool', 'self_result', 'self_typemeta', 'dtype_arg',
-              'dtype_arg_floating', 'result_typemeta')
+              'dtype_arg_floating', 'result_typemeta', 'long')
 
 
 # Names the generated functions use for their own locals and parameters.

@@ -670,6 +670,13 @@ def _nonzero():
         no_fallback(torch.nonzero, make((2, 0), dt))
     no_fallback(torch.nonzero, torch.tensor([float('nan'), 0.0, -0.0, 1.0]))
     no_fallback(lambda a: a[a > 0], make((4, 5)))
+    # out=: int64 on the input's device, in PyTorch's words (2.6's
+    # TestShapeOps.test_nonzero, found by a fresh Debian 13 run)
+    x = make((3, 2)).to(NPU)
+    with pytest.raises(RuntimeError, match='Expected out tensor to have scalar type Long'):
+        torch.nonzero(x, out=torch.empty([], dtype=torch.float, device=NPU))
+    with pytest.raises(RuntimeError, match='on the same device'):
+        torch.nonzero(x, out=torch.empty([], dtype=torch.long))
 
 
 @sample(['aten::hardtanh', 'aten::hardtanh_backward'], 'hardtanh')

@@ -89,6 +89,7 @@ struct OpFacts {
 		OUT_DTYPE_ARG_FLOATING,	// the same for a floating out= (mean)
 		OUT_RESULT_TYPEMETA,	// the result's, in TypeMeta words
 					// (linalg_vector_norm)
+		OUT_LONG,		// int64 exactly (nonzero)
 	} out_dtype = OUT_CASTS;
 	bool out_no_overlap = false;	// no memory shared with an input at all
 	bool silent_resize = false;	// resize_ of out= and self (addbmm)

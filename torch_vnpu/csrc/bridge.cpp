@@ -1452,6 +1452,11 @@ void run_npu_variant(const char *c_name, const c10::OperatorHandle &op,
 		TORCH_CHECK(targets[0].scalar_type() == rets[0].toTensor().scalar_type(),
 			    "Expected out type to be ", rets[0].toTensor().scalar_type(),
 			    " but got ", targets[0].scalar_type());
+	// nonzero's out= is int64, in its words
+	if (out && b.facts.out_dtype == OpFacts::OUT_LONG)
+		TORCH_CHECK(targets[0].scalar_type() == at::kLong, torch_name(c_name),
+			    ": Expected out tensor to have scalar type Long but got scalar type",
+			    targets[0].scalar_type());
 	// a structured kernel's out= has its result's dtype, exactly
 	if (out && b.facts.out_dtype == OpFacts::OUT_RESULT_TYPEMETA)
 		TORCH_CHECK(targets[0].scalar_type() == rets[0].toTensor().scalar_type(),
