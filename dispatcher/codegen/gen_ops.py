@@ -43,7 +43,8 @@ def parse_yaml(path):
                 if key not in ('dispatch', 'backend_select', 'autograd',
                                'structured_inherits', 'uninitialized',
                                'out_dtype', 'out_no_overlap', 'silent_resize',
-                               'replaces_torch_composite', 'device_check'):
+                               'replaces_torch_composite', 'device_check',
+                               'mixes_devices', 'any_dtype', 'torch_view'):
                     sys.exit('%s:%d: unknown key %r' % (path, lineno, key))
                 cur[key] = val
                 continue
@@ -217,6 +218,13 @@ OUT_DTYPES = ('casts', 'input', 'unary', 'values_indices', 'result',
               'dtype_arg_floating', 'result_typemeta', 'long')
 
 
+# The kernels torch_vnpu has for every dtype (the `any_dtype:` key), each
+# PyTorch's op of that name: empty.memory_format, empty_strided, resize_,
+# copy_, _copy_from, _copy_from_and_resize.
+ANY_DTYPE_KINDS = ('empty', 'empty_strided', 'resize', 'copy', 'copy_from',
+                   'copy_from_and_resize')
+
+
 # Names the generated functions use for their own locals and parameters.
 GENERATED_LOCALS = {'op', 'ks', 'kern', 's', 'ok', 'r', 'seq', 'stack', 'args', 'dc'}
 
@@ -256,6 +264,22 @@ class Op:
         if entry.get('device_check', 'NoCheck') != 'NoCheck':
             raise ValueError('%s: device_check is NoCheck or absent' % self.schema)
         self.device_check = 'device_check' not in entry and not self.tensor_iterator
+        # a copy between devices: the fallback's device rule (npu and CPU
+        # tensors do not mix) does not apply to it
+        if entry.get('mixes_devices', 'True') != 'True':
+            raise ValueError('%s: mixes_devices is True or absent' % self.schema)
+        self.mixes_devices = 'mixes_devices' in entry
+        # a view torch_vnpu serves with PyTorch's own device-generic kernel
+        # (torch_vnpu/csrc/views.cpp), not with ours
+        if entry.get('torch_view', 'True') != 'True':
+            raise ValueError('%s: torch_view is True or absent' % self.schema)
+        self.torch_view = 'torch_view' in entry
+        # allocation and copies, the same for every dtype: torch_vnpu runs
+        # them itself for a dtype the dispatcher lacks (complex)
+        self.any_dtype = entry.get('any_dtype')
+        if self.any_dtype not in (None,) + ANY_DTYPE_KINDS:
+            raise ValueError('%s: any_dtype must be one of %s, not %r'
+                             % (self.schema, ', '.join(ANY_DTYPE_KINDS), self.any_dtype))
         # a composite of ours that serves PyTorch's npu tensors even where
         # PyTorch has a composite kernel of its own (torch_vnpu registers
         # it for PrivateUse1)
@@ -559,7 +583,8 @@ def gen_source(ops):
     # registration tables
     o.append('const struct vnpu_gen_op_def vnpu_gen_op_defs[VNPU_NUM_GEN_OPS] = {')
     for i, op in enumerate(ops):
-        o.append('\t{ "%s::%s", unbox_%s },' % (op.ns, op.schema.split('::')[-1], op.c))
+        o.append('\t{ "%s::%s", unbox_%s, %s },' % (op.ns, op.schema.split('::')[-1], op.c,
+                                                 'true' if op.mixes_devices else 'false'))
     o.append('};\n')
     o.append('const struct vnpu_gen_kernel vnpu_gen_kernels[] = {')
     count = 0

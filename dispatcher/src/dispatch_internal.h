@@ -54,6 +54,7 @@ struct vnpu_op {
 	vnpu_keyset_t non_fallthrough;
 	uint32_t nargs, nrets;
 	uint64_t tensor_args;		/* bit i: argument i holds tensors */
+	bool mixes_devices;		/* a copy between devices (the yaml) */
 	struct vnpu_kernel table[VNPU_NUM_RUNTIME_KEYS];
 	struct vnpu_registration *kernels[VNPU_NUM_KEYS];	/* newest first */
 	/* CPU fallback and profiler counters */
@@ -207,6 +208,7 @@ void vnpu_iv_take_ret_bool(struct vnpu_ivalue *v, bool *r);
 struct vnpu_gen_op_def {
 	const char *schema;		/* "aten::add.Tensor(...) -> Tensor" */
 	vnpu_boxed_call_fn unbox;
+	bool mixes_devices;		/* the yaml's mixes_devices (copies) */
 };
 struct vnpu_gen_kernel {
 	uint32_t op;			/* index into vnpu_gen_op_defs */

@@ -502,6 +502,7 @@ static void init_all(void)
 				vnpu_at_error_message());
 			abort();	/* the generated schemas are checked at build time */
 		}
+		vnpu_gen_ops[i]->mixes_devices = vnpu_gen_op_defs[i].mixes_devices;
 	}
 	pthread_mutex_lock(&reg_lock);
 	for (size_t i = 0; i < vnpu_gen_num_kernels; i++) {

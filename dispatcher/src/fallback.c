@@ -155,19 +155,16 @@ void vnpu_fallback_done(const char *qualified_name, bool ok)
 /*
  * The device rule the NPU kernels apply, on the fallback path too: npu
  * tensors and CPU tensors of one or more dims do not mix (a 0-dim CPU
- * tensor is a scalar). Copies are what mixes devices on purpose.
+ * tensor is a scalar). Copies are what mixes devices on purpose (the
+ * yaml's mixes_devices).
  */
 static bool same_device(const struct vnpu_op *op, const struct vnpu_ivalue *args,
 			uint32_t n)
 {
-	static const char *const copies[] = { "aten::copy_", "aten::_copy_from",
-					      "aten::_copy_from_and_resize",
-					      "aten::_to_copy" };
 	bool npu = false, cpu = false;
 
-	for (size_t i = 0; i < sizeof(copies) / sizeof(copies[0]); i++)
-		if (!strcmp(op->name, copies[i]))
-			return true;
+	if (op->mixes_devices)
+		return true;
 	for (uint32_t i = 0; i < n; i++) {
 		const struct vnpu_at_tensor *t = args[i].tag == VNPU_IV_TENSOR ?
 						 args[i].t : NULL;

@@ -122,6 +122,22 @@ class Codegen(unittest.TestCase):
         self.assertNotEqual(rc, 0)
         self.assertIn('silent_resize is True or absent', err)
 
+    def test_kernel_facts(self):
+        # mixes_devices and torch_view are True or absent; any_dtype names
+        # one of the kernels torch_vnpu has for every dtype; the mixing
+        # fact reaches the op table the fallback reads
+        rc, err, gen = run('- func: %s\n  dispatch: CPU\n  mixes_devices: True\n'
+                           '  any_dtype: copy\n  torch_view: True\n' % MM, ['cpu'])
+        self.assertEqual(rc, 0, err)
+        self.assertIn('unbox_mm, true }', gen)
+        for key, bad, msg in (('mixes_devices', 'yes', 'mixes_devices is True or absent'),
+                              ('torch_view', 'False', 'torch_view is True or absent'),
+                              ('any_dtype', 'clone', 'any_dtype must be one of empty')):
+            rc, err, _ = run('- func: %s\n  dispatch: CPU\n  %s: %s\n' % (MM, key, bad),
+                             ['cpu'])
+            self.assertNotEqual(rc, 0)
+            self.assertIn(msg, err)
+
     def test_device_check(self):
         # an NPU kernel of two tensors is registered behind the check of
         # their devices, unless the op is TensorIterator's or NoCheck

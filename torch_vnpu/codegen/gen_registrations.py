@@ -37,8 +37,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 import gen_ops  # noqa: E402
 
 COMPOSITE = ('CompositeExplicitAutograd', 'CompositeImplicitAutograd')
-# views stay PyTorch's own device-generic kernels (csrc/views.cpp)
-VIEW_OPS = {'view', 'as_strided', '_reshape_alias', 'unfold'}
 # PyTorch ops whose device-generic composite kernel refuses npu tensors:
 # where the PyTorch built against has such a kernel, npu tensors take the
 # CPU fallback instead, registered as their PrivateUse1 kernel. (Those
@@ -222,7 +220,7 @@ def generate(ops, yaml_name, tops):
     # does not serve the npu (the yaml's replaces_torch_composite)
     composite = [op for op in ops
                  if op.ns == 'aten' and len(op.dispatch) == 1 and
-                 op.dispatch[0] in COMPOSITE and op.name not in VIEW_OPS
+                 op.dispatch[0] in COMPOSITE and not op.torch_view
                  and (op.replaces_torch_composite or
                       not tops.has_composite('aten::' + op.name, op.overload))]
     served = npu_ops + composite
@@ -293,8 +291,8 @@ def generate(ops, yaml_name, tops):
         w(text)
     w('} // namespace')
     w('')
-    # the yaml's out_dtype / out_no_overlap / silent_resize keys, as
-    # data for the variants
+    # the yaml's out_dtype / out_no_overlap / silent_resize / any_dtype
+    # keys, as data for the kernels and variants
     w('OpFacts op_facts(const char *c_name)')
     w('{')
     w('\tstatic const struct {')
@@ -302,11 +300,13 @@ def generate(ops, yaml_name, tops):
     w('\t\tOpFacts facts;')
     w('\t} table[] = {')
     for op in served:
-        if op.out_dtype != 'casts' or op.out_no_overlap or op.silent_resize:
-            w('\t\t{ "%s", { OpFacts::OUT_%s, %s, %s } },'
+        if (op.out_dtype != 'casts' or op.out_no_overlap or op.silent_resize or
+                op.any_dtype):
+            w('\t\t{ "%s", { OpFacts::OUT_%s, %s, %s, OpFacts::ANY_%s } },'
               % (op.qualified, op.out_dtype.upper(),
                  'true' if op.out_no_overlap else 'false',
-                 'true' if op.silent_resize else 'false'))
+                 'true' if op.silent_resize else 'false',
+                 (op.any_dtype or 'none').upper()))
     w('\t};')
     w('')
     w('\tfor (const auto &e : table)')

@@ -69,10 +69,10 @@ void leave_to_cpu(const char *c_name, const c10::OperatorHandle &op,
 // maximum) as PyTorch's own backends fill it.
 void run_npu_uninitialized(const char *c_name, const c10::OperatorHandle &op,
 			   c10::DispatchKeySet ks, torch::jit::Stack *stack);
-// Facts of an op that its out= and in-place variants check, beyond
-// TensorIterator's rules (the yaml's out_dtype, out_no_overlap and
-// silent_resize keys;
-// generated in register_npu.cpp).
+// Facts of an op that its kernels and its out= and in-place variants
+// check, beyond TensorIterator's rules (the yaml's out_dtype,
+// out_no_overlap, silent_resize and any_dtype keys; generated in
+// register_npu.cpp).
 struct OpFacts {
 	enum OutDtype {
 		OUT_CASTS,		// any dtype the result casts to
@@ -93,6 +93,16 @@ struct OpFacts {
 	} out_dtype = OUT_CASTS;
 	bool out_no_overlap = false;	// no memory shared with an input at all
 	bool silent_resize = false;	// resize_ of out= and self (addbmm)
+	// allocation and copies torch_vnpu does for every dtype (any_dtype)
+	enum AnyDtype {
+		ANY_NONE,
+		ANY_EMPTY,			// empty.memory_format
+		ANY_EMPTY_STRIDED,
+		ANY_RESIZE,			// resize_
+		ANY_COPY,			// copy_
+		ANY_COPY_FROM,
+		ANY_COPY_FROM_AND_RESIZE,
+	} any_dtype = ANY_NONE;
 };
 OpFacts op_facts(const char *c_name);
 

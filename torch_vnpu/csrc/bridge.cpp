@@ -694,7 +694,7 @@ static const Binding &binding(const char *c_name, const c10::OperatorHandle &op)
 		    targs[j].alias_info()->isWrite())
 			b.targets.push_back((int)j);
 	b.facts = op_facts(c_name);
-	b.is_copy = !strcmp(c_name, "aten::copy_");
+	b.is_copy = b.facts.any_dtype == OpFacts::ANY_COPY;
 	return cache.emplace(key, std::move(b)).first->second;
 }
 
@@ -1155,16 +1155,17 @@ static void resize_any_dtype(at::Tensor &self, const std::vector<int64_t> &size)
 // Allocation and copies are the same for every dtype: where the
 // dispatcher lacks the dtype (complex), they run here instead of
 // the CPU fallback (which itself allocates and copies on the npu).
+// Which op is which: the yaml's any_dtype.
 static bool dtype_agnostic(const char *c_name, const c10::OperatorHandle &op,
 			   torch::jit::Stack *stack)
 {
-	std::string name = c_name;
+	const OpFacts::AnyDtype kind = op_facts(c_name).any_dtype;
 	size_t n = op.schema().arguments().size(), base = stack->size() - n;
 	auto arg = [&](size_t i) -> c10::IValue & { return (*stack)[base + i]; };
 	at::Tensor result;
 
-	if (name == "aten::empty.memory_format" || name == "aten::empty_strided") {
-		bool strided = name == "aten::empty_strided";
+	if (kind == OpFacts::ANY_EMPTY || kind == OpFacts::ANY_EMPTY_STRIDED) {
+		bool strided = kind == OpFacts::ANY_EMPTY_STRIDED;
 		size_t o = strided ? 1 : 0;
 		std::vector<int64_t> size = int_list(arg(0));
 		auto dtype = arg(o + 1).isNone() ? c10::typeMetaToScalarType(
@@ -1184,16 +1185,16 @@ static bool dtype_agnostic(const char *c_name, const c10::OperatorHandle &op,
 			result = at::detail::empty_generic(size, npu_allocator(), ks,
 							   dtype, mf);
 		}
-	} else if (name == "aten::resize_") {
+	} else if (kind == OpFacts::ANY_RESIZE) {
 		result = arg(0).toTensor();
 		resize_any_dtype(result, int_list(arg(1)));
-	} else if (name == "aten::copy_") {
+	} else if (kind == OpFacts::ANY_COPY) {
 		copy_any_dtype(arg(0).toTensor(), arg(1).toTensor());
 		result = arg(0).toTensor();
-	} else if (name == "aten::_copy_from") {
+	} else if (kind == OpFacts::ANY_COPY_FROM) {
 		copy_any_dtype(arg(1).toTensor(), arg(0).toTensor());
 		result = arg(1).toTensor();
-	} else if (name == "aten::_copy_from_and_resize") {
+	} else if (kind == OpFacts::ANY_COPY_FROM_AND_RESIZE) {
 		at::Tensor dst = arg(1).toTensor();
 		if (dst.sizes() != arg(0).toTensor().sizes())
 			dst.resize_(arg(0).toTensor().sizes());
