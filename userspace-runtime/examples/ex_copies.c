@@ -17,16 +17,7 @@
 
 #include <vnpu_runtime.h>
 
-#define CHECK(call)                                                            \
-	do {                                                                   \
-		vnpu_error_t err_ = (call);                                    \
-		if (err_ != VNPU_SUCCESS) {                                    \
-			fprintf(stderr, "%s:%d: %s: %s (%s)\n", __FILE__,      \
-				__LINE__, #call, vnpu_error_string(err_),      \
-				vnpu_last_error_detail());                     \
-			exit(1);                                               \
-		}                                                              \
-	} while (0)
+#include "example_check.h"
 
 #define BYTES (3u << 20) /* larger than one staging chunk */
 

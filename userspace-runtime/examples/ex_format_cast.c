@@ -16,16 +16,7 @@
 
 #include <vnpu_runtime.h>
 
-#define CHECK(call)                                                            \
-	do {                                                                   \
-		vnpu_error_t err_ = (call);                                    \
-		if (err_ != VNPU_SUCCESS) {                                    \
-			fprintf(stderr, "%s:%d: %s: %s (%s)\n", __FILE__,      \
-				__LINE__, #call, vnpu_error_string(err_),      \
-				vnpu_last_error_detail());                     \
-			exit(1);                                               \
-		}                                                              \
-	} while (0)
+#include "example_check.h"
 
 enum { N = 2, C = 20, H = 3, W = 5, C0 = 16, C1 = 2 };
 

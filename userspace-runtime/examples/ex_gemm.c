@@ -17,6 +17,8 @@
 
 #include <vnpu_runtime.h>
 
+#include "example_check.h"
+
 #define M 100
 #define K 70
 #define N 50
@@ -26,38 +28,15 @@ static double absd(double x)
 	return x < 0 ? -x : x;
 }
 
-/* Stops with the runtime's explanation when a call fails. */
-#define CHECK(call)                                                            \
-	do {                                                                   \
-		vnpu_error_t err_ = (call);                                    \
-		if (err_ != VNPU_SUCCESS) {                                    \
-			fprintf(stderr, "%s:%d: %s: %s (%s)\n", __FILE__,      \
-				__LINE__, #call, vnpu_error_string(err_),      \
-				vnpu_last_error_detail());                     \
-			exit(1);                                               \
-		}                                                              \
-	} while (0)
-
 /* A tensor of kernel params: logical sizes, in buffer `buffer` of the
  * launch. Internal formats (FRACTAL_NZ) take no strides; ND takes dense
  * row-major strides. */
 static struct vnpu_tensor matrix(uint32_t buffer, uint32_t format, int64_t rows,
 				 int64_t cols)
 {
-	struct vnpu_tensor t;
+	const int64_t sizes[2] = {rows, cols};
 
-	memset(&t, 0, sizeof(t));
-	t.buffer = buffer;
-	t.dtype = VNPU_DTYPE_F32;
-	t.format = format;
-	t.ndim = 2;
-	t.sizes[0] = rows;
-	t.sizes[1] = cols;
-	if (format == VNPU_FORMAT_ND) {
-		t.strides[0] = cols;
-		t.strides[1] = 1;
-	}
-	return t;
+	return vnpu_tensor_dense(buffer, VNPU_DTYPE_F32, format, 2, sizes);
 }
 
 /* Uploads host[rows x cols] on `stream` and casts it to FRACTAL_NZ in
