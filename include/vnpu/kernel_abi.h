@@ -94,27 +94,6 @@ struct vnpu_tensor {
 	int64_t strides[VNPU_MAX_DIMS];	/* elements, >= 0; past ndim zero */
 };
 
-/* An f32 rows x cols matrix in ND at the start of `buffer`, with strides
- * rs and cs (elements; 0 broadcasts). */
-static inline struct vnpu_tensor vnpu_tensor_f32_2d(uint32_t buffer,
-						    int64_t rows, int64_t cols,
-						    int64_t rs, int64_t cs)
-{
-	/* member by member: the header is also C++ (torch_vnpu) */
-	struct vnpu_tensor t;
-
-	memset(&t, 0, sizeof(t));
-	t.buffer = buffer;
-	t.dtype = VNPU_DTYPE_F32;
-	t.format = VNPU_FORMAT_ND;
-	t.ndim = 2;
-	t.sizes[0] = rows;
-	t.sizes[1] = cols;
-	t.strides[0] = rs;
-	t.strides[1] = cs;
-	return t;
-}
-
 enum vnpu_kernel_id {
 	VNPU_KERNEL_FILL = 1,
 	VNPU_KERNEL_CAST = 2,
@@ -616,6 +595,52 @@ static inline bool vnpu_format_is_plain(uint32_t format)
 {
 	return format == VNPU_FORMAT_ND || format == VNPU_FORMAT_NCHW ||
 	       format == VNPU_FORMAT_NHWC;
+}
+
+/*
+ * A tensor of `sizes` at the start of `buffer`: row-major dense strides in
+ * a plain format (a dim of size 0 or 1 steps as one of size 1, as
+ * PyTorch's contiguous strides), none in an internal one, whose layout
+ * the format fixes. An ndim above VNPU_MAX_DIMS is kept, for the device
+ * to refuse, with the first VNPU_MAX_DIMS sizes.
+ */
+static inline struct vnpu_tensor vnpu_tensor_dense(uint32_t buffer, uint32_t dtype,
+						   uint32_t format, uint32_t ndim,
+						   const int64_t *sizes)
+{
+	/* member by member: the header is also C++ (torch_vnpu) */
+	struct vnpu_tensor t;
+	int64_t stride = 1;
+	uint32_t n = ndim < VNPU_MAX_DIMS ? ndim : VNPU_MAX_DIMS;
+
+	memset(&t, 0, sizeof(t));
+	t.buffer = buffer;
+	t.dtype = dtype;
+	t.format = format;
+	t.ndim = ndim;
+	for (uint32_t i = n; i-- > 0;) {
+		t.sizes[i] = sizes[i];
+		if (!vnpu_format_is_internal(format)) {
+			t.strides[i] = stride;
+			stride *= sizes[i] > 1 ? sizes[i] : 1;
+		}
+	}
+	return t;
+}
+
+/* An f32 rows x cols matrix in ND at the start of `buffer`, with strides
+ * rs and cs (elements; 0 broadcasts). */
+static inline struct vnpu_tensor vnpu_tensor_f32_2d(uint32_t buffer,
+						    int64_t rows, int64_t cols,
+						    int64_t rs, int64_t cs)
+{
+	const int64_t sizes[2] = { rows, cols };
+	struct vnpu_tensor t = vnpu_tensor_dense(buffer, VNPU_DTYPE_F32,
+						 VNPU_FORMAT_ND, 2, sizes);
+
+	t.strides[0] = rs;
+	t.strides[1] = cs;
+	return t;
 }
 
 /*

@@ -120,20 +120,7 @@ static inline struct vnpu_kargs_buffer ft_kbuf(uint64_t va, uint64_t size,
 static inline struct vnpu_tensor ft_tensor(uint32_t buffer, uint32_t dtype,
 					   uint32_t ndim, const int64_t *sizes)
 {
-	struct vnpu_tensor t;
-	int64_t stride = 1;
-
-	memset(&t, 0, sizeof(t));
-	t.buffer = buffer;
-	t.dtype = dtype;
-	t.format = VNPU_FORMAT_ND;
-	t.ndim = ndim;
-	for (uint32_t i = ndim; i-- > 0;) {
-		t.sizes[i] = sizes[i];
-		t.strides[i] = stride;
-		stride *= sizes[i];
-	}
-	return t;
+	return vnpu_tensor_dense(buffer, dtype, VNPU_FORMAT_ND, ndim, sizes);
 }
 
 /* xorshift for test data. */

@@ -66,19 +66,10 @@ uint32_t kt_launch(uint32_t kernel_id, const void *params,
 struct vnpu_tensor kt_tensor(uint32_t buffer, uint32_t dtype, uint32_t ndim,
 			     const int64_t *sizes, const int64_t *strides)
 {
-	struct vnpu_tensor t;
-	int64_t stride = 1;
+	struct vnpu_tensor t = vnpu_tensor_dense(buffer, dtype, VNPU_FORMAT_ND, ndim, sizes);
 
-	memset(&t, 0, sizeof(t));
-	t.buffer = buffer;
-	t.dtype = dtype;
-	t.format = VNPU_FORMAT_ND;
-	t.ndim = ndim;
-	for (uint32_t i = ndim; i-- > 0;) {
-		t.sizes[i] = sizes[i];
-		t.strides[i] = strides ? strides[i] : stride;
-		stride *= sizes[i] > 0 ? sizes[i] : 1;
-	}
+	for (uint32_t i = 0; strides && i < ndim && i < VNPU_MAX_DIMS; i++)
+		t.strides[i] = strides[i];
 	return t;
 }
 

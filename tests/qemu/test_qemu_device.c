@@ -346,18 +346,9 @@ END_TEST
 
 static struct vnpu_tensor tensor2(uint32_t buf, int64_t rows, int64_t cols)
 {
-	struct vnpu_tensor t;
+	const int64_t sizes[2] = {rows, cols};
 
-	memset(&t, 0, sizeof(t));
-	t.buffer = buf;
-	t.dtype = VNPU_DTYPE_F32;
-	t.format = VNPU_FORMAT_ND;
-	t.ndim = 2;
-	t.sizes[0] = rows;
-	t.sizes[1] = cols;
-	t.strides[0] = cols;
-	t.strides[1] = 1;
-	return t;
+	return vnpu_tensor_dense(buf, VNPU_DTYPE_F32, VNPU_FORMAT_ND, 2, sizes);
 }
 
 START_TEST(t_kernels)

@@ -33,18 +33,9 @@ static struct vnpu_tensor packed(uint32_t buffer, uint32_t dtype,
 				 uint32_t format, int64_t n, int64_t c,
 				 int64_t h, int64_t w)
 {
-	struct vnpu_tensor t;
+	const int64_t sizes[4] = {n, c, h, w};
 
-	memset(&t, 0, sizeof(t));
-	t.buffer = buffer;
-	t.dtype = dtype;
-	t.format = format;
-	t.ndim = 4;
-	t.sizes[0] = n;
-	t.sizes[1] = c;
-	t.sizes[2] = h;
-	t.sizes[3] = w;
-	return t;
+	return vnpu_tensor_dense(buffer, dtype, format, 4, sizes);
 }
 
 static struct vnpu_tensor dense(uint32_t buffer, uint32_t dtype, int64_t rows,

@@ -25,16 +25,7 @@
 
 static struct vnpu_tensor dense_f32(uint32_t buffer, int64_t n)
 {
-	struct vnpu_tensor t;
-
-	memset(&t, 0, sizeof(t));
-	t.buffer = buffer;
-	t.dtype = VNPU_DTYPE_F32;
-	t.format = VNPU_FORMAT_ND;
-	t.ndim = 1;
-	t.sizes[0] = n;
-	t.strides[0] = 1;
-	return t;
+	return vnpu_tensor_dense(buffer, VNPU_DTYPE_F32, VNPU_FORMAT_ND, 1, &n);
 }
 
 static double time_memcpy(void *dst, const void *src, size_t bytes)
