@@ -331,6 +331,16 @@ class Op:
             return RET_ERROR[self.rets[0].kind]
         return '(struct vnpu_ret_%s){ 0 }' % self.c
 
+    def ret_failed(self, r):
+        """A C test that result r is the error value (the op's first
+        return for several)."""
+        kind = self.rets[0].kind
+        if len(self.rets) > 1:
+            return '!%s.r0' % r
+        if kind == 'scalar':
+            return '%s.kind == VNPU_AT_SCALAR_NONE' % r
+        return '%s == %s' % (r, RET_ERROR[kind]) if kind != 'tensor' else '!%s' % r
+
     def params(self):
         return ', '.join('%s%s' % (CTYPE[a.kind], a.name) for a in self.args)
 
@@ -561,24 +571,38 @@ def gen_source(ops):
             o.append('\t%svnpu_redispatch_%s(vnpu_backend_keyset(%s), %s);' %
                      (ret, op.c, dev.name, op.names()))
             o.append('}\n')
-    # the device check around NPU kernels (dispatcher/src/device_check.c)
+    # every NPU kernel is reached through its entry: the device check
+    # (dispatcher/src/device_check.c) where PyTorch's wrapper has one, and
+    # a call the kernel cannot take (VNPU_AT_ERR_UNSUPPORTED: a dtype, a
+    # layout it lacks) sent to the fallback, which the front end's policy
+    # runs, refuses or leaves to it: kernels never fall back themselves
     for i, op in enumerate(ops):
-        if not checks_devices(op):
+        if 'NPU' not in op.dispatch:
             continue
         ks_params = 'vnpu_keyset_t ks' + (', ' + op.params() if op.args else '')
         call_names = 'ks' + (', ' + op.names() if op.args else '')
-        o.append('static %snpu_checked_%s(%s)' % (op.ret_type(), op.c, ks_params))
+        o.append('static %snpu_entry_%s(%s)' % (op.ret_type(), op.c, ks_params))
         o.append('{')
-        o.append('\tstruct vnpu_device_check dc = { .op = vnpu_gen_ops[%d] };\n' % i)
-        conds = []
-        for a in op.args:
-            if a.kind == 'tensor_list':
-                conds.append('!vnpu_device_check_list(&dc, %s, "%s")' % (a.name, a.name))
-            elif a.kind in ('tensor', 'opt_tensor'):
-                conds.append('!vnpu_device_check_arg(&dc, %s, "%s")' % (a.name, a.name))
-        o.append('\tif (' + ' ||\n\t    '.join(conds) + ')')
-        o.append('\t\treturn %s;' % op.ret_error() if op.rets else '\t\treturn;')
-        o.append('\t%svnpu_npu_%s(%s);' % ('return ' if op.rets else '', op.c, call_names))
+        if checks_devices(op):
+            o.append('\tstruct vnpu_device_check dc = { .op = vnpu_gen_ops[%d] };' % i)
+        o.append('\tuint64_t seq = vnpu_error_seq();')
+        o.append('\t%sr;\n' % op.ret_type())
+        if checks_devices(op):
+            conds = []
+            for a in op.args:
+                if a.kind == 'tensor_list':
+                    conds.append('!vnpu_device_check_list(&dc, %s, "%s")' % (a.name, a.name))
+                elif a.kind in ('tensor', 'opt_tensor'):
+                    conds.append('!vnpu_device_check_arg(&dc, %s, "%s")' % (a.name, a.name))
+            o.append('\tif (' + ' ||\n\t    '.join(conds) + ')')
+            o.append('\t\treturn %s;' % op.ret_error())
+        o.append('\tr = vnpu_npu_%s(%s);' % (op.c, call_names))
+        o.append('\tif (__builtin_expect(%s, 0) &&' % op.ret_failed('r'))
+        o.append('\t    vnpu_at_error_code() == VNPU_AT_ERR_UNSUPPORTED) {')
+        o.append('\t\tvnpu_error_retract(seq);')
+        o.append('\t\treturn vnpu_fallback_%s(%s);' % (op.c, call_names))
+        o.append('\t}')
+        o.append('\treturn r;')
         o.append('}\n')
     # registration tables
     o.append('const struct vnpu_gen_op_def vnpu_gen_op_defs[VNPU_NUM_GEN_OPS] = {')
@@ -591,7 +615,7 @@ def gen_source(ops):
     for i, op in enumerate(ops):
         for pfx in KPREFIX:
             if pfx in op.kernels():
-                fn = ('npu_checked_' + op.c if pfx == 'npu' and checks_devices(op)
+                fn = ('npu_entry_' + op.c if pfx == 'npu'
                       else 'vnpu_%s_%s' % (pfx, op.c))
                 o.append('\t{ %d, %s, (void *)%s },' % (i, KKEY[pfx], fn))
                 count += 1

@@ -45,6 +45,10 @@ enum vnpu_at_error {
 					 * fallback (vnpu_frontend.h) */
 	VNPU_AT_ERR_INDEX,		/* a dim or an index value out of
 					 * range (PyTorch's IndexError) */
+	VNPU_AT_ERR_UNSUPPORTED,	/* an NPU kernel cannot take the call
+					 * (a dtype or layout it lacks): its
+					 * generated entry sends it to the
+					 * fallback; no caller sees it */
 };
 
 /* The calling thread's pending error (VNPU_AT_OK when none) and its text;

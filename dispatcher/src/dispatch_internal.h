@@ -127,6 +127,10 @@ vnpu_keyset_t vnpu_device_keys(struct vnpu_at_device dev);
 
 /* Counts errors set on this thread: a boxed call failed iff it changed. */
 uint64_t vnpu_error_seq(void);
+/* An error set since vnpu_error_seq() was seq has been handled (an NPU
+ * kernel's unsupported call, sent to the fallback): as if none was set,
+ * so that a boxed caller does not take the call for a failed one. */
+void vnpu_error_retract(uint64_t seq);
 /* "aten::op: argument 'name' is None" unless an error is already set. */
 void *vnpu_null_arg(const struct vnpu_op *op, const char *name);
 

@@ -43,6 +43,13 @@ uint64_t vnpu_error_seq(void)
 	return err_seq;
 }
 
+void vnpu_error_retract(uint64_t seq)
+{
+	err_code = VNPU_AT_OK;
+	err_msg[0] = 0;
+	err_seq = seq;
+}
+
 void *vnpu_null_arg(const struct vnpu_op *op, const char *name)
 {
 	if (err_code != VNPU_AT_OK) {

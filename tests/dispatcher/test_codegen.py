@@ -47,7 +47,7 @@ def registered(gen):
     """The kernels registered for mm: an NPU kernel through its device
     check counts as the NPU kernel."""
     return sorted(re.findall(r'\(void \*\)vnpu_(\w+)_mm \}', gen) +
-                  ['npu'] * len(re.findall(r'\(void \*\)npu_checked_mm \}', gen)))
+                  ['npu'] * len(re.findall(r'\(void \*\)npu_entry_mm \}', gen)))
 
 
 class Codegen(unittest.TestCase):
@@ -143,7 +143,7 @@ class Codegen(unittest.TestCase):
         # their devices, unless the op is TensorIterator's or NoCheck
         rc, err, gen = run('- func: %s\n  dispatch: CPU, NPU\n' % MM, ['cpu', 'npu'])
         self.assertEqual(rc, 0, err)
-        self.assertIn('(void *)npu_checked_mm }', gen)
+        self.assertIn('(void *)npu_entry_mm }', gen)
         self.assertIn('!vnpu_device_check_arg(&dc, mat2, "mat2")', gen)
         self.assertIn('(void *)vnpu_cpu_mm }', gen)
         for extra in ('  device_check: NoCheck\n',
@@ -151,12 +151,23 @@ class Codegen(unittest.TestCase):
             rc, err, gen = run('- func: %s\n  dispatch: CPU, NPU\n%s' % (MM, extra),
                                ['cpu', 'npu'])
             self.assertEqual(rc, 0, err)
-            self.assertNotIn('npu_checked_mm', gen)
-            self.assertIn('(void *)vnpu_npu_mm }', gen)
+            self.assertNotIn('vnpu_device_check_arg', gen)
+            self.assertIn('(void *)npu_entry_mm }', gen)
         rc, err, _ = run('- func: %s\n  dispatch: CPU\n  device_check: ExactSame\n'
                          % MM, ['cpu'])
         self.assertNotEqual(rc, 0)
         self.assertIn('device_check is NoCheck or absent', err)
+
+    def test_unsupported_goes_to_the_fallback(self):
+        # an NPU kernel that cannot take a call says so; its entry, not the
+        # kernel, sends the call to the fallback
+        rc, err, gen = run('- func: %s\n  dispatch: CPU, NPU\n' % MM, ['cpu', 'npu'])
+        self.assertEqual(rc, 0, err)
+        entry = gen[gen.index('npu_entry_mm('):]
+        entry = entry[:entry.index('\n}\n')]
+        self.assertIn('r = vnpu_npu_mm(ks, self, mat2);', entry)
+        self.assertIn('vnpu_at_error_code() == VNPU_AT_ERR_UNSUPPORTED', entry)
+        self.assertIn('return vnpu_fallback_mm(ks, self, mat2);', entry)
 
     def test_argument_names_of_generated_locals(self):
         # topk's `k` once met the generated code's kernel pointer: such a

@@ -5,8 +5,8 @@
  * in NC1HWC0 (one TransData unless it already lives there), the weight in
  * FRACTAL_Z cast once and cached on its storage until it is written, the
  * output produced in NC1HWC0 and returned plain (one TransData back).
- * Transposed and 1-D convolutions, float64 and invalid arguments run the
- * CPU fallback.
+ * Transposed and 1-D convolutions, float64 and invalid arguments are
+ * unsupported here (vnpu_npu_unsupported): the fallback takes them.
  */
 #include "npu_ops_common.h"
 
@@ -62,25 +62,17 @@ struct vnpu_at_tensor *vnpu_npu_convolution(vnpu_keyset_t ks,
 	    !vnpu_at_is_npu(input) || !vnpu_at_is_npu(weight) ||
 	    (bias && !vnpu_at_is_npu(bias))) {
 		vnpu_at_error_clear();	/* the CPU kernel words it */
-		return vnpu_fallback_convolution(ks, input, weight, bias,
-						 stride, padding, dilation,
-						 transposed, output_padding,
-						 groups);
+		return vnpu_npu_unsupported();
 	}
 	for (int i = 0; i < 2; i++)
 		if (s[i] < 1 || s[i] > UINT32_MAX || pd[i] < 0 ||
 		    pd[i] > UINT32_MAX || d[i] < 1 || d[i] > UINT32_MAX)
-			return vnpu_fallback_convolution(ks, input, weight,
-					bias, stride, padding, dilation,
-					transposed, output_padding, groups);
+			return vnpu_npu_unsupported();
 	HO = input->sizes[2] + 2 * pd[0] - d[0] * (weight->sizes[2] - 1) - 1;
 	WO = input->sizes[3] + 2 * pd[1] - d[1] * (weight->sizes[3] - 1) - 1;
 	if (HO < 0 || WO < 0 || !vnpu_at_numel(input) ||
 	    !vnpu_at_numel(weight))
-		return vnpu_fallback_convolution(ks, input, weight, bias,
-						 stride, padding, dilation,
-						 transposed, output_padding,
-						 groups);
+		return vnpu_npu_unsupported();
 	HO = HO / s[0] + 1;
 	WO = WO / s[1] + 1;
 	p = (struct vnpu_kp_conv2d){
@@ -218,8 +210,7 @@ struct vnpu_ret_max_pool2d_with_indices vnpu_npu_max_pool2d_with_indices(vnpu_ke
 
 	if (!pool_params(self, kernel_size, stride, padding, dilation,
 			 ceil_mode, &p, osz))
-		return vnpu_fallback_max_pool2d_with_indices(ks, self,
-			kernel_size, stride, padding, dilation, ceil_mode);
+		return (struct vnpu_ret_max_pool2d_with_indices){ .r0 = vnpu_npu_unsupported() };
 	p.mode = VNPU_POOL_MAX;
 	p.has_indices = 1;
 	src = vnpu_npu_plain(self);
@@ -271,10 +262,7 @@ struct vnpu_at_tensor *vnpu_npu_avg_pool2d(vnpu_keyset_t ks,
 	if (divisor_override.has ||
 	    !pool_params(self, kernel_size, stride, padding, VNPU_AT_NO_INTS,
 			 ceil_mode, &p, osz))
-		return vnpu_fallback_avg_pool2d(ks, self, kernel_size, stride,
-						padding, ceil_mode,
-						count_include_pad,
-						divisor_override);
+		return vnpu_npu_unsupported();
 	p.mode = VNPU_POOL_AVG;
 	p.count_include_pad = count_include_pad;
 	src = vnpu_npu_plain(self);

@@ -49,7 +49,7 @@ struct vnpu_at_tensor *vnpu_npu_fill__Scalar(vnpu_keyset_t ks,
 	if (!vnpu_at_scalar_fits(value, dt) ||
 	    vnpu_npu_dtype((enum vnpu_at_dtype)self->dtype) < 0) {
 		vnpu_at_error_clear();
-		return vnpu_fallback_fill__Scalar(ks, self, value);
+		return vnpu_npu_unsupported();
 	}
 	if (!vnpu_at_numel(self))
 		return vnpu_at_retain(self);
@@ -73,7 +73,7 @@ struct vnpu_at_tensor *vnpu_npu_fill__Scalar(vnpu_keyset_t ks,
 		 * all, the CPU kernel fills them */
 		if (!vnpu_npu_injective(tgt)) {
 			vnpu_at_release(tgt);
-			return vnpu_fallback_fill__Scalar(ks, self, value);
+			return vnpu_npu_unsupported();
 		}
 		ok = vnpu_npu_arg(&l, tgt, VNPU_ACCESS_WRITE, &p.out) &&
 		     vnpu_npu_launch("aten::fill_", &l, "fill", &p, sizeof(p),
@@ -114,7 +114,7 @@ struct vnpu_at_tensor *vnpu_npu_arange_start_out(vnpu_keyset_t ks,
 	    !vnpu_at_arange_plan("aten::arange", start, end, step, dt, &a) ||
 	    (numel && numel != a.n)) {
 		vnpu_at_error_clear();
-		return vnpu_fallback_arange_start_out(ks, start, end, step, out);
+		return vnpu_npu_unsupported();
 	}
 	if (numel != a.n) {
 		struct vnpu_at_tensor *r = vnpu_op_resize_(out, (struct vnpu_at_int_array){ &a.n, 1 });
@@ -218,7 +218,7 @@ struct vnpu_at_tensor *vnpu_npu_add_Tensor(vnpu_keyset_t ks, struct vnpu_at_tens
 	    (!vnpu_at_dtype_is_float(dt) && alpha.kind == VNPU_AT_SCALAR_DOUBLE) ||
 	    (alpha.kind == VNPU_AT_SCALAR_BOOL && dt != VNPU_AT_BOOL) ||
 	    !npk_alpha_exact(alpha))
-		return vnpu_fallback_add_Tensor(ks, self, other, alpha);
+		return vnpu_npu_unsupported();
 	return binary("aten::add.Tensor", ks, VNPU_BINARY_ADD, self, other, alpha);
 }
 
@@ -226,7 +226,7 @@ struct vnpu_at_tensor *vnpu_npu_mul_Tensor(vnpu_keyset_t ks, struct vnpu_at_tens
 					   struct vnpu_at_tensor *other)
 {
 	if (!npk_float_int_or_bool(vnpu_at_result_type(self, other)))
-		return vnpu_fallback_mul_Tensor(ks, self, other);
+		return vnpu_npu_unsupported();
 	return binary("aten::mul.Tensor", ks, VNPU_BINARY_MUL, self, other, VNPU_AT_INT(1));
 }
 
@@ -237,7 +237,7 @@ struct vnpu_at_tensor *vnpu_npu_relu(vnpu_keyset_t ks, struct vnpu_at_tensor *se
 	struct vnpu_at_tensor *src, *out;
 
 	if (!npk_float_or_int((enum vnpu_at_dtype)self->dtype))
-		return vnpu_fallback_relu(ks, self);
+		return vnpu_npu_unsupported();
 	src = vnpu_npu_plain(self);
 	out = src ? vnpu_npu_empty_iter(1, (const struct vnpu_at_tensor *[]){ src },
 					src->ndim, src->sizes,
@@ -292,9 +292,9 @@ struct vnpu_at_tensor *vnpu_npu_mm(vnpu_keyset_t ks, struct vnpu_at_tensor *self
 		return NULL;
 	if (self->ndim != 2 || mat2->ndim != 2 || self->sizes[1] != mat2->sizes[0] ||
 	    self->dtype != mat2->dtype)
-		return vnpu_fallback_mm(ks, self, mat2);	/* the CPU kernel words the error */
+		return vnpu_npu_unsupported();	/* the CPU kernel words the error */
 	if (dt != VNPU_AT_F32 && dt != VNPU_AT_F16 && dt != VNPU_AT_BF16)
-		return vnpu_fallback_mm(ks, self, mat2);
+		return vnpu_npu_unsupported();
 	out = vnpu_npu_empty(2, (int64_t[]){ self->sizes[0], mat2->sizes[1] }, dt);
 	if (!out || !vnpu_at_numel(out))
 		return out;

@@ -62,7 +62,7 @@ struct vnpu_at_tensor *vnpu_npu_index_select(vnpu_keyset_t ks, struct vnpu_at_te
 	if (index->ndim > 1 || !index_dtype(index) || !self->ndim || !vnpu_at_is_npu(index) ||
 	    !vnpu_at_is_npu(self) ||
 	    vnpu_npu_dtype((enum vnpu_at_dtype)self->dtype) < 0)
-		return vnpu_fallback_index_select(ks, self, dim, index);
+		return vnpu_npu_unsupported();
 	d = vnpu_at_wrap_dim(dim, self->ndim);
 	if (d < 0 || !vnpu_at_indices_in_range(name, index, self->sizes[d]))
 		return NULL;
@@ -85,8 +85,7 @@ struct vnpu_at_tensor *vnpu_npu_embedding(vnpu_keyset_t ks, struct vnpu_at_tenso
 	    !vnpu_at_is_npu(weight) ||
 	    indices->ndim + 1 > VNPU_AT_MAX_DIMS ||
 	    vnpu_npu_dtype((enum vnpu_at_dtype)weight->dtype) < 0)
-		return vnpu_fallback_embedding(ks, weight, indices, padding_idx,
-					       scale_grad_by_freq, sparse);
+		return vnpu_npu_unsupported();
 	if (!vnpu_at_indices_in_range(name, indices, weight->sizes[0]))
 		return NULL;
 	idx = flat(indices);
@@ -115,9 +114,7 @@ struct vnpu_at_tensor *vnpu_npu_embedding_dense_backward(vnpu_keyset_t ks,
 	if (scale_grad_by_freq || !npk_float(dt) || !index_dtype(indices) ||
 	    !vnpu_at_is_npu(indices) || !vnpu_at_is_npu(grad_output) || num_weights < 0 ||
 	    grad_output->ndim != indices->ndim + 1 || vnpu_at_numel(grad_output) != n * d)
-		return vnpu_fallback_embedding_dense_backward(ks, grad_output, indices,
-							      num_weights, padding_idx,
-							      scale_grad_by_freq);
+		return vnpu_npu_unsupported();
 	if (!vnpu_at_indices_in_range(name, indices, num_weights))
 		return NULL;
 	g = vnpu_op_reshape(grad_output, VNPU_AT_INTS(n, d));
@@ -181,7 +178,7 @@ struct vnpu_at_tensor *vnpu_npu_masked_select(vnpu_keyset_t ks, struct vnpu_at_t
 	if (mask->dtype != VNPU_AT_BOOL || !vnpu_at_is_npu(self) || !vnpu_at_is_npu(mask) ||
 	    vnpu_npu_dtype((enum vnpu_at_dtype)self->dtype) < 0 ||
 	    !vnpu_at_broadcast_shapes(name, 2, in, &nd, sizes))
-		return vnpu_fallback_masked_select(ks, self, mask);
+		return vnpu_npu_unsupported();
 	src = dense_flat(self, nd, sizes);
 	m = src ? dense_flat(mask, nd, sizes) : NULL;
 	pos = m ? true_positions(name, m) : NULL;
@@ -228,7 +225,7 @@ struct vnpu_at_tensor *vnpu_npu_gather(vnpu_keyset_t ks, struct vnpu_at_tensor *
 	    index->ndim != self->ndim || !vnpu_at_gather_check(name, self, d, index) ||
 	    !vnpu_at_indices_in_range(name, index, self->sizes[d])) {
 		vnpu_at_error_clear();
-		return vnpu_fallback_gather(ks, self, dim, index, sparse_grad);
+		return vnpu_npu_unsupported();
 	}
 	pos = vnpu_at_gather_positions(self->ndim, self->sizes, (uint32_t)d, index);
 	flat_pos = pos ? vnpu_op_reshape(pos, (struct vnpu_at_int_array){ &n, 1 }) : NULL;
@@ -317,7 +314,7 @@ struct vnpu_at_tensor *vnpu_npu_scatter_add(vnpu_keyset_t ks, struct vnpu_at_ten
 	struct vnpu_at_tensor *r = npu_scatter("aten::scatter_add", true, self, dim, index, src,
 					       VNPU_AT_INT(0), &fell);
 
-	return fell ? vnpu_fallback_scatter_add(ks, self, dim, index, src) : r;
+	return fell ? vnpu_npu_unsupported() : r;
 }
 
 struct vnpu_at_tensor *vnpu_npu_scatter_src(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
@@ -328,7 +325,7 @@ struct vnpu_at_tensor *vnpu_npu_scatter_src(vnpu_keyset_t ks, struct vnpu_at_ten
 	struct vnpu_at_tensor *r = npu_scatter("aten::scatter.src", false, self, dim, index, src,
 					       VNPU_AT_INT(0), &fell);
 
-	return fell ? vnpu_fallback_scatter_src(ks, self, dim, index, src) : r;
+	return fell ? vnpu_npu_unsupported() : r;
 }
 
 struct vnpu_at_tensor *vnpu_npu_scatter_value(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
@@ -339,7 +336,7 @@ struct vnpu_at_tensor *vnpu_npu_scatter_value(vnpu_keyset_t ks, struct vnpu_at_t
 	struct vnpu_at_tensor *r = npu_scatter("aten::scatter.value", false, self, dim, index,
 					       NULL, value, &fell);
 
-	return fell ? vnpu_fallback_scatter_value(ks, self, dim, index, value) : r;
+	return fell ? vnpu_npu_unsupported() : r;
 }
 
 /* masked_fill: WHERE of the mask, the value (converted to self's dtype
@@ -364,7 +361,7 @@ struct vnpu_at_tensor *vnpu_npu_masked_fill_Scalar(vnpu_keyset_t ks,
 	    vnpu_npu_dtype(dt) < 0 || !vnpu_at_broadcast_shapes(name, 2, in, &nd, sizes) ||
 	    !vnpu_at_scalar_fits(value, dt)) {
 		vnpu_at_error_clear();
-		return vnpu_fallback_masked_fill_Scalar(ks, self, mask, value);
+		return vnpu_npu_unsupported();
 	}
 	v = npk_scalar_of(value, dt);
 	out = v ? npk_where_layout(name, mask, v, self, dt, true) : NULL;
@@ -429,7 +426,7 @@ struct vnpu_at_tensor *vnpu_npu_index_add_(vnpu_keyset_t ks, struct vnpu_at_tens
 					   struct vnpu_at_tensor *source, struct vnpu_at_scalar alpha)
 {
 	if (!scatter_on_device(self, index, source) || !npk_alpha_exact(alpha))
-		return vnpu_fallback_index_add_(ks, self, dim, index, source, alpha);
+		return vnpu_npu_unsupported();
 	return scatter_rows("aten::index_add_", false, self, dim, index, source, alpha);
 }
 
@@ -438,6 +435,6 @@ struct vnpu_at_tensor *vnpu_npu_index_copy_(vnpu_keyset_t ks, struct vnpu_at_ten
 					    struct vnpu_at_tensor *source)
 {
 	if (!scatter_on_device(self, index, source))
-		return vnpu_fallback_index_copy_(ks, self, dim, index, source);
+		return vnpu_npu_unsupported();
 	return scatter_rows("aten::index_copy_", true, self, dim, index, source, VNPU_AT_INT(1));
 }

@@ -102,7 +102,7 @@ struct vnpu_at_tensor *vnpu_npu_bmm(vnpu_keyset_t ks,
 	    mat2->sizes[1] != self->sizes[2] || self->dtype != mat2->dtype ||
 	    !npk_f32_float(self->dtype) || !vnpu_at_is_npu(self) ||
 	    !vnpu_at_is_npu(mat2))
-		return vnpu_fallback_bmm(ks, self, mat2);
+		return vnpu_npu_unsupported();
 	out = vnpu_npu_empty(3, (int64_t[]){ self->sizes[0], self->sizes[1],
 					     mat2->sizes[2] },
 			     self->dtype);
@@ -138,13 +138,13 @@ struct vnpu_at_tensor *vnpu_npu_addmm(vnpu_keyset_t ks,
 	    self->dtype != mat1->dtype || !npk_f32_float(self->dtype) ||
 	    self->ndim > 2 || !vnpu_at_is_npu(mat1) || !vnpu_at_is_npu(mat2) ||
 	    !vnpu_at_is_npu(self))
-		return vnpu_fallback_addmm(ks, self, mat1, mat2, beta, alpha);
+		return vnpu_npu_unsupported();
 	M = mat1->sizes[0];
 	N = mat2->sizes[1];
 	if ((self->ndim >= 1 && self->sizes[self->ndim - 1] != N &&
 	     self->sizes[self->ndim - 1] != 1) ||
 	    (self->ndim == 2 && self->sizes[0] != M && self->sizes[0] != 1))
-		return vnpu_fallback_addmm(ks, self, mat1, mat2, beta, alpha);
+		return vnpu_npu_unsupported();
 	out = vnpu_npu_empty(2, (int64_t[]){ M, N }, self->dtype);
 	if (!out || !vnpu_at_numel(out))
 		return out;
@@ -231,8 +231,7 @@ static struct vnpu_at_tensor *batch_matmul(const char *name, bool summed,
 		return NULL;
 	if (!npk_f32_float(self->dtype) || !vnpu_at_is_npu(self) ||
 	    !vnpu_at_is_npu(batch1) || !vnpu_at_is_npu(batch2))
-		return summed ? vnpu_fallback_addbmm(ks, self, batch1, batch2, beta, alpha) :
-				vnpu_fallback_baddbmm(ks, self, batch1, batch2, beta, alpha);
+		return vnpu_npu_unsupported();
 	B = batch1->sizes[0];
 	M = batch1->sizes[1];
 	K = batch1->sizes[2];

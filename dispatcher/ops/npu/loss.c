@@ -27,7 +27,7 @@ struct vnpu_at_tensor *vnpu_npu_mse_loss(vnpu_keyset_t ks,
 	struct vnpu_at_tensor *d, *sq = NULL, *out;
 
 	if (!mse_ok(self, target, reduction))
-		return vnpu_fallback_mse_loss(ks, self, target, reduction);
+		return vnpu_npu_unsupported();
 	d = npk_binary(name, VNPU_BINARY_SUB, self, target, dt, 1.0);
 	if (d)
 		sq = npk_binary(name, VNPU_BINARY_MUL, d, d, dt, 1.0);
@@ -55,8 +55,7 @@ struct vnpu_at_tensor *vnpu_npu_mse_loss_backward(vnpu_keyset_t ks,
 
 	if (!mse_ok(self, target, reduction) ||
 	    !npk_f32_float(grad_output->dtype))
-		return vnpu_fallback_mse_loss_backward(ks, grad_output, self,
-						       target, reduction);
+		return vnpu_npu_unsupported();
 	/* 2 (x - t) g / n, with 2/n computed in double and rounded once */
 	d = npk_binary(name, VNPU_BINARY_SUB, self, target, dt, 1.0);
 	if (d)
@@ -172,8 +171,7 @@ struct vnpu_ret_nll_loss_forward vnpu_npu_nll_loss_forward(vnpu_keyset_t ks,
 	uint32_t cdim = self->ndim - 1;
 
 	if (!nll_ok(self, target, weight, reduction))
-		return vnpu_fallback_nll_loss_forward(ks, self, target, weight,
-						      reduction, ignore_index);
+		return (struct vnpu_ret_nll_loss_forward){ .r0 = vnpu_npu_unsupported() };
 	mask = nll_mask(name, self, target, weight, ignore_index);
 	if (mask)	/* w[t] * x[n, t] per row, the other entries 0 */
 		prod = npk_binary(name, VNPU_BINARY_MUL, self, mask, dt, 1.0);
@@ -238,9 +236,7 @@ struct vnpu_at_tensor *vnpu_npu_nll_loss_backward(vnpu_keyset_t ks,
 	    (per_row ? grad_output->ndim != 1 ||
 			       grad_output->sizes[0] != self->sizes[0] :
 		       vnpu_at_numel(grad_output) != 1))
-		return vnpu_fallback_nll_loss_backward(ks, grad_output, self,
-						       target, weight, reduction,
-						       ignore_index, total_weight);
+		return vnpu_npu_unsupported();
 	/* PyTorch writes -w[t] * g (/ total_weight) at each picked element
 	 * and leaves every other element 0, even where g or the quotient is
 	 * NaN or inf (all targets ignored: 0/0): hence the where */

@@ -3,8 +3,8 @@
  * NPU kernels (PrivateUse1): softmax and log-softmax on SOFTMAX, their
  * backward on BINARY/REDUCE/UNARY, layer norm on LAYER_NORM
  * and batch norm composed of REDUCE/BINARY/UNARY launches
- * (docs/dispatcher.md). half_to_float, float64 and invalid arguments run
- * the CPU fallback.
+ * (docs/dispatcher.md). half_to_float, float64 and invalid arguments are
+ * unsupported here (vnpu_npu_unsupported): the fallback takes them.
  */
 #include "npu_ops_common.h"
 
@@ -41,7 +41,7 @@ struct vnpu_at_tensor *vnpu_npu__softmax(vnpu_keyset_t ks,
 					 int64_t dim, bool half_to_float)
 {
 	if (half_to_float || !npk_f32_float(self->dtype) || !dim_ok(self, dim))
-		return vnpu_fallback__softmax(ks, self, dim, half_to_float);
+		return vnpu_npu_unsupported();
 	return softmax("aten::_softmax", self, dim, false);
 }
 
@@ -50,7 +50,7 @@ struct vnpu_at_tensor *vnpu_npu__log_softmax(vnpu_keyset_t ks,
 					     int64_t dim, bool half_to_float)
 {
 	if (half_to_float || !npk_f32_float(self->dtype) || !dim_ok(self, dim))
-		return vnpu_fallback__log_softmax(ks, self, dim, half_to_float);
+		return vnpu_npu_unsupported();
 	return softmax("aten::_log_softmax", self, dim, true);
 }
 
@@ -124,9 +124,7 @@ struct vnpu_at_tensor *vnpu_npu__softmax_backward_data(vnpu_keyset_t ks,
 						       enum vnpu_at_dtype input_dtype)
 {
 	if (!softmax_bw_ok(grad_output, output, dim, input_dtype))
-		return vnpu_fallback__softmax_backward_data(ks, grad_output,
-							    output, dim,
-							    input_dtype);
+		return vnpu_npu_unsupported();
 	return softmax_bw("aten::_softmax_backward_data", grad_output, output,
 			  dim, input_dtype, false);
 }
@@ -138,9 +136,7 @@ struct vnpu_at_tensor *vnpu_npu__log_softmax_backward_data(vnpu_keyset_t ks,
 							   enum vnpu_at_dtype input_dtype)
 {
 	if (!softmax_bw_ok(grad_output, output, dim, input_dtype))
-		return vnpu_fallback__log_softmax_backward_data(ks, grad_output,
-								output, dim,
-								input_dtype);
+		return vnpu_npu_unsupported();
 	return softmax_bw("aten::_log_softmax_backward_data", grad_output,
 			  output, dim, input_dtype, true);
 }
@@ -182,12 +178,12 @@ struct vnpu_ret_native_layer_norm vnpu_npu_native_layer_norm(vnpu_keyset_t ks,
 	    !(eps >= 0) || !isfinite(eps) || !vnpu_at_is_npu(input) ||
 	    !affine_ok(weight, input, normalized_shape) ||
 	    !affine_ok(bias, input, normalized_shape))
-		goto fallback;
+		goto unsupported;
 	lead = input->ndim - (uint32_t)nn;
 	for (int64_t i = 0; i < nn; i++)
 		if (input->sizes[lead + i] != normalized_shape.v[i] ||
 		    !normalized_shape.v[i])
-			goto fallback;
+			goto unsupported;
 	for (uint32_t i = 0; i < input->ndim; i++)
 		stat[i] = i < lead ? input->sizes[i] : 1;
 	p.norm_ndim = (uint32_t)nn;
@@ -224,9 +220,8 @@ struct vnpu_ret_native_layer_norm vnpu_npu_native_layer_norm(vnpu_keyset_t ks,
 	/* mean/rstd are float32, as the CPU kernel gives for f32/f16/bf16 */
 	return r;
 
-fallback:
-	return vnpu_fallback_native_layer_norm(ks, input, normalized_shape,
-					       weight, bias, eps);
+unsupported:
+	return (struct vnpu_ret_native_layer_norm){ .r0 = vnpu_npu_unsupported() };
 }
 
 /* ---- batch norm: per-channel statistics with REDUCE, the rest BINARY ---------- */
@@ -323,7 +318,7 @@ struct vnpu_ret_native_batch_norm vnpu_npu_native_batch_norm(vnpu_keyset_t ks,
 	bool ok;
 
 	if (nd < 2 || !vnpu_at_is_npu(input) || !vnpu_at_dtype_is_float(input->dtype))
-		goto fallback;
+		goto unsupported;
 	C = input->sizes[1];
 	if (!C && bn_param_ok(weight, 0) && bn_param_ok(bias, 0) &&
 	    bn_param_ok(running_mean, 0) && bn_param_ok(running_var, 0)) {
@@ -340,13 +335,13 @@ struct vnpu_ret_native_batch_norm vnpu_npu_native_batch_norm(vnpu_keyset_t ks,
 		goto out;
 	}
 	if (!npk_f32_float(input->dtype))
-		goto fallback;
+		goto unsupported;
 	n = C ? vnpu_at_numel(input) / C : 0;
 	if (!C || n < 2 || !bn_param_ok(weight, C) || !bn_param_ok(bias, C) ||
 	    !bn_param_ok(running_mean, C) || !bn_param_ok(running_var, C) ||
 	    (!training && (!running_mean || !running_var)) ||
 	    !(eps >= 0) || !isfinite(eps) || !isfinite(momentum))
-		goto fallback;
+		goto unsupported;
 	mask = ((1u << nd) - 1) & ~2u;
 	/* statistics and arithmetic in float32, as the CPU's for f16/bf16 */
 	x = npk_operand(input, VNPU_AT_F32);
@@ -418,8 +413,6 @@ out:
 	}
 	return r;
 
-fallback:
-	return vnpu_fallback_native_batch_norm(ks, input, weight, bias,
-					       running_mean, running_var,
-					       training, momentum, eps);
+unsupported:
+	return (struct vnpu_ret_native_batch_norm){ .r0 = vnpu_npu_unsupported() };
 }

@@ -268,6 +268,12 @@ bool vnpu_npu_launch(const char *op, struct vnpu_npu_launch *l,
 	return rt_check(op, what, e);
 }
 
+struct vnpu_at_tensor *vnpu_npu_unsupported(void)
+{
+	return vnpu_at_error_set(VNPU_AT_ERR_UNSUPPORTED,
+				 "no NPU kernel takes these arguments");
+}
+
 struct vnpu_at_tensor *vnpu_npu_empty(uint32_t ndim, const int64_t *sizes,
 				      enum vnpu_at_dtype dtype)
 {

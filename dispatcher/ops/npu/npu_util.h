@@ -16,6 +16,11 @@ bool vnpu_npu_ready(void);
 vnpu_stream_t vnpu_npu_stream(void);
 struct vnpu_at_device vnpu_npu_device(void);
 
+/* What a kernel returns for a call it cannot take (a dtype, a layout, an
+ * argument the device has no form for, or an invalid one whose error the
+ * CPU kernel words): NULL with VNPU_AT_ERR_UNSUPPORTED set. The op's
+ * generated entry sends the call to the fallback; kernels never call it. */
+struct vnpu_at_tensor *vnpu_npu_unsupported(void);
 /* The device dtype of a dispatcher dtype, or -1 (f64 has none). */
 int vnpu_npu_dtype(enum vnpu_at_dtype dtype);
 

@@ -3,9 +3,10 @@
  * NPU kernels (PrivateUse1): pointwise ops, comparisons, the pointwise
  * backward ops and cat (docs/dispatcher.md), on UNARY, BINARY, WHERE and
  * CAST, float64 in double. What the device cannot compute (complex,
- * tanh-approximated GELU and its backward, most powers) runs the CPU fallback from
- * inside the kernel, where it is counted in the fallback report; so do
- * invalid arguments, so that the CPU kernel words the error.
+ * tanh-approximated GELU and its backward, most powers) is unsupported
+ * here (vnpu_npu_unsupported): the op's generated entry sends it to the
+ * fallback, where it is counted in the fallback report; so are invalid
+ * arguments, so that the CPU kernel words the error.
  */
 #include "npu_ops_common.h"
 
@@ -30,7 +31,7 @@ struct vnpu_at_tensor *vnpu_npu_sub_Tensor(vnpu_keyset_t ks,
 	    other->dtype == VNPU_AT_BOOL || alpha.kind == VNPU_AT_SCALAR_BOOL ||
 	    (kc_is_int(dt) && alpha.kind == VNPU_AT_SCALAR_DOUBLE) ||
 	    !npk_alpha_exact(alpha))
-		return vnpu_fallback_sub_Tensor(ks, self, other, alpha);
+		return vnpu_npu_unsupported();
 	return binary_op("aten::sub.Tensor", VNPU_BINARY_SUB, self, other, dt,
 			 vnpu_at_scalar_to_double(alpha));
 }
@@ -90,7 +91,7 @@ struct vnpu_at_tensor *vnpu_npu_pow_Tensor_Tensor(vnpu_keyset_t ks,
 					     VNPU_BINARY_POW, self, exponent,
 					     false, &fell);
 
-	return fell ? vnpu_fallback_pow_Tensor_Tensor(ks, self, exponent) : r;
+	return fell ? vnpu_npu_unsupported() : r;
 }
 
 struct vnpu_at_tensor *vnpu_npu_remainder_Tensor(vnpu_keyset_t ks,
@@ -102,7 +103,7 @@ struct vnpu_at_tensor *vnpu_npu_remainder_Tensor(vnpu_keyset_t ks,
 					     VNPU_BINARY_REMAINDER, self, other,
 					     true, &fell);
 
-	return fell ? vnpu_fallback_remainder_Tensor(ks, self, other) : r;
+	return fell ? vnpu_npu_unsupported() : r;
 }
 
 struct vnpu_at_tensor *vnpu_npu_fmod_Tensor(vnpu_keyset_t ks,
@@ -114,7 +115,7 @@ struct vnpu_at_tensor *vnpu_npu_fmod_Tensor(vnpu_keyset_t ks,
 					     VNPU_BINARY_FMOD, self, other,
 					     true, &fell);
 
-	return fell ? vnpu_fallback_fmod_Tensor(ks, self, other) : r;
+	return fell ? vnpu_npu_unsupported() : r;
 }
 
 struct vnpu_at_tensor *vnpu_npu_floor_divide(vnpu_keyset_t ks,
@@ -126,7 +127,7 @@ struct vnpu_at_tensor *vnpu_npu_floor_divide(vnpu_keyset_t ks,
 					     VNPU_BINARY_FLOOR_DIVIDE, self,
 					     other, true, &fell);
 
-	return fell ? vnpu_fallback_floor_divide(ks, self, other) : r;
+	return fell ? vnpu_npu_unsupported() : r;
 }
 
 /* Float ops: integer and bool operands give the default float dtype. */
@@ -137,7 +138,7 @@ struct vnpu_at_tensor *vnpu_npu_copysign_Tensor(vnpu_keyset_t ks,
 	enum vnpu_at_dtype dt = kc_float_of(vnpu_at_result_type(self, other));
 
 	if (!npk_float(dt))
-		return vnpu_fallback_copysign_Tensor(ks, self, other);
+		return vnpu_npu_unsupported();
 	return binary_op("aten::copysign.Tensor", VNPU_BINARY_COPYSIGN, self,
 			 other, dt, 1.0);
 }
@@ -149,7 +150,7 @@ struct vnpu_at_tensor *vnpu_npu_atan2(vnpu_keyset_t ks,
 	enum vnpu_at_dtype dt = kc_float_of(vnpu_at_result_type(self, other));
 
 	if (!npk_float(dt))
-		return vnpu_fallback_atan2(ks, self, other);
+		return vnpu_npu_unsupported();
 	return binary_op("aten::atan2", VNPU_BINARY_ATAN2, self, other, dt,
 			 1.0);
 }
@@ -162,7 +163,7 @@ struct vnpu_at_tensor *vnpu_npu_hypot(vnpu_keyset_t ks, struct vnpu_at_tensor *s
 	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
 
 	if (!npk_float(dt))
-		return vnpu_fallback_hypot(ks, self, other);
+		return vnpu_npu_unsupported();
 	return binary_op("aten::hypot", VNPU_BINARY_HYPOT, self, other, dt, 1.0);
 }
 
@@ -172,7 +173,7 @@ struct vnpu_at_tensor *vnpu_npu_logaddexp(vnpu_keyset_t ks, struct vnpu_at_tenso
 	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
 
 	if (!npk_float(dt))
-		return vnpu_fallback_logaddexp(ks, self, other);
+		return vnpu_npu_unsupported();
 	return binary_op("aten::logaddexp", VNPU_BINARY_LOGADDEXP, self, other, dt, 1.0);
 }
 
@@ -182,7 +183,7 @@ struct vnpu_at_tensor *vnpu_npu_xlogy_Tensor(vnpu_keyset_t ks, struct vnpu_at_te
 	enum vnpu_at_dtype dt = kc_float_of(vnpu_at_result_type(self, other));
 
 	if (!npk_float(dt))
-		return vnpu_fallback_xlogy_Tensor(ks, self, other);
+		return vnpu_npu_unsupported();
 	return binary_op("aten::xlogy.Tensor", VNPU_BINARY_XLOGY, self, other, dt, 1.0);
 }
 
@@ -193,7 +194,7 @@ struct vnpu_at_tensor *vnpu_npu_div_Tensor(vnpu_keyset_t ks,
 	enum vnpu_at_dtype dt = kc_float_of(vnpu_at_result_type(self, other));
 
 	if (!npk_float(dt))
-		return vnpu_fallback_div_Tensor(ks, self, other);
+		return vnpu_npu_unsupported();
 	return binary_op("aten::div.Tensor", VNPU_BINARY_DIV, self, other, dt,
 			 1.0);
 }
@@ -205,7 +206,7 @@ struct vnpu_at_tensor *vnpu_npu_maximum(vnpu_keyset_t ks,
 	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
 
 	if (!npk_float_int_or_bool(dt))
-		return vnpu_fallback_maximum(ks, self, other);
+		return vnpu_npu_unsupported();
 	return binary_op("aten::maximum", VNPU_BINARY_MAXIMUM, self, other, dt,
 			 1.0);
 }
@@ -217,7 +218,7 @@ struct vnpu_at_tensor *vnpu_npu_minimum(vnpu_keyset_t ks,
 	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
 
 	if (!npk_float_int_or_bool(dt))
-		return vnpu_fallback_minimum(ks, self, other);
+		return vnpu_npu_unsupported();
 	return binary_op("aten::minimum", VNPU_BINARY_MINIMUM, self, other, dt,
 			 1.0);
 }
@@ -244,7 +245,7 @@ struct vnpu_at_tensor *vnpu_npu_bitwise_and_Tensor(vnpu_keyset_t ks,
 					       VNPU_BINARY_BITWISE_AND, self,
 					       other, &fell);
 
-	return fell ? vnpu_fallback_bitwise_and_Tensor(ks, self, other) : r;
+	return fell ? vnpu_npu_unsupported() : r;
 }
 
 struct vnpu_at_tensor *vnpu_npu_bitwise_or_Tensor(vnpu_keyset_t ks,
@@ -256,7 +257,7 @@ struct vnpu_at_tensor *vnpu_npu_bitwise_or_Tensor(vnpu_keyset_t ks,
 					       VNPU_BINARY_BITWISE_OR, self,
 					       other, &fell);
 
-	return fell ? vnpu_fallback_bitwise_or_Tensor(ks, self, other) : r;
+	return fell ? vnpu_npu_unsupported() : r;
 }
 
 struct vnpu_at_tensor *vnpu_npu_bitwise_xor_Tensor(vnpu_keyset_t ks,
@@ -268,7 +269,7 @@ struct vnpu_at_tensor *vnpu_npu_bitwise_xor_Tensor(vnpu_keyset_t ks,
 					       VNPU_BINARY_BITWISE_XOR, self,
 					       other, &fell);
 
-	return fell ? vnpu_fallback_bitwise_xor_Tensor(ks, self, other) : r;
+	return fell ? vnpu_npu_unsupported() : r;
 }
 
 /* ---- comparisons -------------------------------------------------------------- */
@@ -297,7 +298,7 @@ struct vnpu_at_tensor *vnpu_npu_eq_Tensor(vnpu_keyset_t ks,
 	struct vnpu_at_tensor *r = compare(ks, "aten::eq.Tensor",
 					   VNPU_BINARY_EQ, self, other, &fell);
 
-	return fell ? vnpu_fallback_eq_Tensor(ks, self, other) : r;
+	return fell ? vnpu_npu_unsupported() : r;
 }
 
 struct vnpu_at_tensor *vnpu_npu_ne_Tensor(vnpu_keyset_t ks,
@@ -308,7 +309,7 @@ struct vnpu_at_tensor *vnpu_npu_ne_Tensor(vnpu_keyset_t ks,
 	struct vnpu_at_tensor *r = compare(ks, "aten::ne.Tensor",
 					   VNPU_BINARY_NE, self, other, &fell);
 
-	return fell ? vnpu_fallback_ne_Tensor(ks, self, other) : r;
+	return fell ? vnpu_npu_unsupported() : r;
 }
 
 struct vnpu_at_tensor *vnpu_npu_lt_Tensor(vnpu_keyset_t ks,
@@ -319,7 +320,7 @@ struct vnpu_at_tensor *vnpu_npu_lt_Tensor(vnpu_keyset_t ks,
 	struct vnpu_at_tensor *r = compare(ks, "aten::lt.Tensor",
 					   VNPU_BINARY_LT, self, other, &fell);
 
-	return fell ? vnpu_fallback_lt_Tensor(ks, self, other) : r;
+	return fell ? vnpu_npu_unsupported() : r;
 }
 
 struct vnpu_at_tensor *vnpu_npu_le_Tensor(vnpu_keyset_t ks,
@@ -330,7 +331,7 @@ struct vnpu_at_tensor *vnpu_npu_le_Tensor(vnpu_keyset_t ks,
 	struct vnpu_at_tensor *r = compare(ks, "aten::le.Tensor",
 					   VNPU_BINARY_LE, self, other, &fell);
 
-	return fell ? vnpu_fallback_le_Tensor(ks, self, other) : r;
+	return fell ? vnpu_npu_unsupported() : r;
 }
 
 struct vnpu_at_tensor *vnpu_npu_gt_Tensor(vnpu_keyset_t ks,
@@ -341,7 +342,7 @@ struct vnpu_at_tensor *vnpu_npu_gt_Tensor(vnpu_keyset_t ks,
 	struct vnpu_at_tensor *r = compare(ks, "aten::gt.Tensor",
 					   VNPU_BINARY_GT, self, other, &fell);
 
-	return fell ? vnpu_fallback_gt_Tensor(ks, self, other) : r;
+	return fell ? vnpu_npu_unsupported() : r;
 }
 
 struct vnpu_at_tensor *vnpu_npu_ge_Tensor(vnpu_keyset_t ks,
@@ -352,7 +353,7 @@ struct vnpu_at_tensor *vnpu_npu_ge_Tensor(vnpu_keyset_t ks,
 	struct vnpu_at_tensor *r = compare(ks, "aten::ge.Tensor",
 					   VNPU_BINARY_GE, self, other, &fell);
 
-	return fell ? vnpu_fallback_ge_Tensor(ks, self, other) : r;
+	return fell ? vnpu_npu_unsupported() : r;
 }
 
 /* x op scalar: the scalar becomes a 0-dim device tensor of the compute
@@ -394,7 +395,7 @@ struct vnpu_at_tensor *vnpu_npu_eq_Scalar(vnpu_keyset_t ks,
 	struct vnpu_at_tensor *r = npu_compare_scalar(
 		"aten::eq.Scalar", VNPU_BINARY_EQ, self, other, &fell);
 
-	return fell ? vnpu_fallback_eq_Scalar(ks, self, other) : r;
+	return fell ? vnpu_npu_unsupported() : r;
 }
 
 struct vnpu_at_tensor *vnpu_npu_ne_Scalar(vnpu_keyset_t ks,
@@ -405,7 +406,7 @@ struct vnpu_at_tensor *vnpu_npu_ne_Scalar(vnpu_keyset_t ks,
 	struct vnpu_at_tensor *r = npu_compare_scalar(
 		"aten::ne.Scalar", VNPU_BINARY_NE, self, other, &fell);
 
-	return fell ? vnpu_fallback_ne_Scalar(ks, self, other) : r;
+	return fell ? vnpu_npu_unsupported() : r;
 }
 
 struct vnpu_at_tensor *vnpu_npu_lt_Scalar(vnpu_keyset_t ks,
@@ -416,7 +417,7 @@ struct vnpu_at_tensor *vnpu_npu_lt_Scalar(vnpu_keyset_t ks,
 	struct vnpu_at_tensor *r = npu_compare_scalar(
 		"aten::lt.Scalar", VNPU_BINARY_LT, self, other, &fell);
 
-	return fell ? vnpu_fallback_lt_Scalar(ks, self, other) : r;
+	return fell ? vnpu_npu_unsupported() : r;
 }
 
 struct vnpu_at_tensor *vnpu_npu_le_Scalar(vnpu_keyset_t ks,
@@ -427,7 +428,7 @@ struct vnpu_at_tensor *vnpu_npu_le_Scalar(vnpu_keyset_t ks,
 	struct vnpu_at_tensor *r = npu_compare_scalar(
 		"aten::le.Scalar", VNPU_BINARY_LE, self, other, &fell);
 
-	return fell ? vnpu_fallback_le_Scalar(ks, self, other) : r;
+	return fell ? vnpu_npu_unsupported() : r;
 }
 
 struct vnpu_at_tensor *vnpu_npu_gt_Scalar(vnpu_keyset_t ks,
@@ -438,7 +439,7 @@ struct vnpu_at_tensor *vnpu_npu_gt_Scalar(vnpu_keyset_t ks,
 	struct vnpu_at_tensor *r = npu_compare_scalar(
 		"aten::gt.Scalar", VNPU_BINARY_GT, self, other, &fell);
 
-	return fell ? vnpu_fallback_gt_Scalar(ks, self, other) : r;
+	return fell ? vnpu_npu_unsupported() : r;
 }
 
 struct vnpu_at_tensor *vnpu_npu_ge_Scalar(vnpu_keyset_t ks,
@@ -449,7 +450,7 @@ struct vnpu_at_tensor *vnpu_npu_ge_Scalar(vnpu_keyset_t ks,
 	struct vnpu_at_tensor *r = npu_compare_scalar(
 		"aten::ge.Scalar", VNPU_BINARY_GE, self, other, &fell);
 
-	return fell ? vnpu_fallback_ge_Scalar(ks, self, other) : r;
+	return fell ? vnpu_npu_unsupported() : r;
 }
 
 /*
@@ -491,7 +492,7 @@ struct vnpu_at_tensor *vnpu_npu_logical_and(vnpu_keyset_t ks,
 	struct vnpu_at_tensor *r = npu_logical("aten::logical_and", VNPU_BINARY_BITWISE_AND,
 					       self, other, &fell);
 
-	return fell ? vnpu_fallback_logical_and(ks, self, other) : r;
+	return fell ? vnpu_npu_unsupported() : r;
 }
 
 struct vnpu_at_tensor *vnpu_npu_logical_or(vnpu_keyset_t ks,
@@ -502,7 +503,7 @@ struct vnpu_at_tensor *vnpu_npu_logical_or(vnpu_keyset_t ks,
 	struct vnpu_at_tensor *r = npu_logical("aten::logical_or", VNPU_BINARY_BITWISE_OR,
 					       self, other, &fell);
 
-	return fell ? vnpu_fallback_logical_or(ks, self, other) : r;
+	return fell ? vnpu_npu_unsupported() : r;
 }
 
 struct vnpu_at_tensor *vnpu_npu_logical_xor(vnpu_keyset_t ks,
@@ -513,7 +514,7 @@ struct vnpu_at_tensor *vnpu_npu_logical_xor(vnpu_keyset_t ks,
 	struct vnpu_at_tensor *r = npu_logical("aten::logical_xor", VNPU_BINARY_NE,
 					       self, other, &fell);
 
-	return fell ? vnpu_fallback_logical_xor(ks, self, other) : r;
+	return fell ? vnpu_npu_unsupported() : r;
 }
 
 /* logical_not(x) = (x == 0) */
@@ -524,7 +525,7 @@ struct vnpu_at_tensor *vnpu_npu_logical_not(vnpu_keyset_t ks,
 	struct vnpu_at_tensor *r = npu_compare_scalar(
 		"aten::logical_not", VNPU_BINARY_EQ, self, VNPU_AT_INT(0), &fell);
 
-	return fell ? vnpu_fallback_logical_not(ks, self) : r;
+	return fell ? vnpu_npu_unsupported() : r;
 }
 
 /* ---- unary --------------------------------------------------------------------- */
@@ -547,7 +548,7 @@ struct vnpu_at_tensor *vnpu_npu_neg(vnpu_keyset_t ks,
 				    struct vnpu_at_tensor *self)
 {
 	if (!npk_float_or_int(self->dtype))
-		return vnpu_fallback_neg(ks, self);
+		return vnpu_npu_unsupported();
 	return unary_in("aten::neg", VNPU_UNARY_NEG, self, self->dtype);
 }
 
@@ -555,7 +556,7 @@ struct vnpu_at_tensor *vnpu_npu_bitwise_not(vnpu_keyset_t ks,
 					    struct vnpu_at_tensor *self)
 {
 	if (!npk_float_int_or_bool(self->dtype) || npk_float(self->dtype))
-		return vnpu_fallback_bitwise_not(ks, self);
+		return vnpu_npu_unsupported();
 	return unary_in("aten::bitwise_not", VNPU_UNARY_BITWISE_NOT, self,
 			self->dtype);
 }
@@ -564,199 +565,199 @@ struct vnpu_at_tensor *vnpu_npu_abs(vnpu_keyset_t ks,
 				    struct vnpu_at_tensor *self)
 {
 	if (!npk_float_or_int(self->dtype))
-		return vnpu_fallback_abs(ks, self);
+		return vnpu_npu_unsupported();
 	return unary_in("aten::abs", VNPU_UNARY_ABS, self, self->dtype);
 }
 
 /* Float ufuncs: integer inputs are converted to float32 on the device. */
-#define NPU_FLOAT_UNARY_BODY(fallback, qname, code)			\
+#define NPU_FLOAT_UNARY_BODY(qname, code)				\
 	enum vnpu_at_dtype dt = kc_float_of(self->dtype);		\
 									\
 	if (!npk_float(dt) || vnpu_npu_dtype(self->dtype) < 0)		\
-		return fallback(ks, self);				\
+		return vnpu_npu_unsupported();			\
 	return unary_in(qname, code, self, dt)
 
 struct vnpu_at_tensor *vnpu_npu_exp(vnpu_keyset_t ks,
 				    struct vnpu_at_tensor *self)
 {
-	NPU_FLOAT_UNARY_BODY(vnpu_fallback_exp, "aten::exp", VNPU_UNARY_EXP);
+	NPU_FLOAT_UNARY_BODY("aten::exp", VNPU_UNARY_EXP);
 }
 
 struct vnpu_at_tensor *vnpu_npu_log(vnpu_keyset_t ks,
 				    struct vnpu_at_tensor *self)
 {
-	NPU_FLOAT_UNARY_BODY(vnpu_fallback_log, "aten::log", VNPU_UNARY_LOG);
+	NPU_FLOAT_UNARY_BODY("aten::log", VNPU_UNARY_LOG);
 }
 
 struct vnpu_at_tensor *vnpu_npu_sqrt(vnpu_keyset_t ks,
 				     struct vnpu_at_tensor *self)
 {
-	NPU_FLOAT_UNARY_BODY(vnpu_fallback_sqrt, "aten::sqrt",
+	NPU_FLOAT_UNARY_BODY("aten::sqrt",
 			     VNPU_UNARY_SQRT);
 }
 
 struct vnpu_at_tensor *vnpu_npu_rsqrt(vnpu_keyset_t ks,
 				      struct vnpu_at_tensor *self)
 {
-	NPU_FLOAT_UNARY_BODY(vnpu_fallback_rsqrt, "aten::rsqrt",
+	NPU_FLOAT_UNARY_BODY("aten::rsqrt",
 			     VNPU_UNARY_RSQRT);
 }
 
 struct vnpu_at_tensor *vnpu_npu_sigmoid(vnpu_keyset_t ks,
 					struct vnpu_at_tensor *self)
 {
-	NPU_FLOAT_UNARY_BODY(vnpu_fallback_sigmoid, "aten::sigmoid",
+	NPU_FLOAT_UNARY_BODY("aten::sigmoid",
 			     VNPU_UNARY_SIGMOID);
 }
 
 struct vnpu_at_tensor *vnpu_npu_tanh(vnpu_keyset_t ks,
 				     struct vnpu_at_tensor *self)
 {
-	NPU_FLOAT_UNARY_BODY(vnpu_fallback_tanh, "aten::tanh",
+	NPU_FLOAT_UNARY_BODY("aten::tanh",
 			     VNPU_UNARY_TANH);
 }
 
 struct vnpu_at_tensor *vnpu_npu_sin(vnpu_keyset_t ks,
 				    struct vnpu_at_tensor *self)
 {
-	NPU_FLOAT_UNARY_BODY(vnpu_fallback_sin, "aten::sin", VNPU_UNARY_SIN);
+	NPU_FLOAT_UNARY_BODY("aten::sin", VNPU_UNARY_SIN);
 }
 
 struct vnpu_at_tensor *vnpu_npu_cos(vnpu_keyset_t ks,
 				    struct vnpu_at_tensor *self)
 {
-	NPU_FLOAT_UNARY_BODY(vnpu_fallback_cos, "aten::cos", VNPU_UNARY_COS);
+	NPU_FLOAT_UNARY_BODY("aten::cos", VNPU_UNARY_COS);
 }
 
 struct vnpu_at_tensor *vnpu_npu_tan(vnpu_keyset_t ks,
 				    struct vnpu_at_tensor *self)
 {
-	NPU_FLOAT_UNARY_BODY(vnpu_fallback_tan, "aten::tan", VNPU_UNARY_TAN);
+	NPU_FLOAT_UNARY_BODY("aten::tan", VNPU_UNARY_TAN);
 }
 
 struct vnpu_at_tensor *vnpu_npu_asin(vnpu_keyset_t ks,
 				     struct vnpu_at_tensor *self)
 {
-	NPU_FLOAT_UNARY_BODY(vnpu_fallback_asin, "aten::asin", VNPU_UNARY_ASIN);
+	NPU_FLOAT_UNARY_BODY("aten::asin", VNPU_UNARY_ASIN);
 }
 
 struct vnpu_at_tensor *vnpu_npu_acos(vnpu_keyset_t ks,
 				     struct vnpu_at_tensor *self)
 {
-	NPU_FLOAT_UNARY_BODY(vnpu_fallback_acos, "aten::acos", VNPU_UNARY_ACOS);
+	NPU_FLOAT_UNARY_BODY("aten::acos", VNPU_UNARY_ACOS);
 }
 
 struct vnpu_at_tensor *vnpu_npu_atan(vnpu_keyset_t ks,
 				     struct vnpu_at_tensor *self)
 {
-	NPU_FLOAT_UNARY_BODY(vnpu_fallback_atan, "aten::atan", VNPU_UNARY_ATAN);
+	NPU_FLOAT_UNARY_BODY("aten::atan", VNPU_UNARY_ATAN);
 }
 
 struct vnpu_at_tensor *vnpu_npu_sinh(vnpu_keyset_t ks,
 				     struct vnpu_at_tensor *self)
 {
-	NPU_FLOAT_UNARY_BODY(vnpu_fallback_sinh, "aten::sinh", VNPU_UNARY_SINH);
+	NPU_FLOAT_UNARY_BODY("aten::sinh", VNPU_UNARY_SINH);
 }
 
 struct vnpu_at_tensor *vnpu_npu_cosh(vnpu_keyset_t ks,
 				     struct vnpu_at_tensor *self)
 {
-	NPU_FLOAT_UNARY_BODY(vnpu_fallback_cosh, "aten::cosh", VNPU_UNARY_COSH);
+	NPU_FLOAT_UNARY_BODY("aten::cosh", VNPU_UNARY_COSH);
 }
 
 struct vnpu_at_tensor *vnpu_npu_asinh(vnpu_keyset_t ks,
 				      struct vnpu_at_tensor *self)
 {
-	NPU_FLOAT_UNARY_BODY(vnpu_fallback_asinh, "aten::asinh", VNPU_UNARY_ASINH);
+	NPU_FLOAT_UNARY_BODY("aten::asinh", VNPU_UNARY_ASINH);
 }
 
 struct vnpu_at_tensor *vnpu_npu_acosh(vnpu_keyset_t ks,
 				      struct vnpu_at_tensor *self)
 {
-	NPU_FLOAT_UNARY_BODY(vnpu_fallback_acosh, "aten::acosh", VNPU_UNARY_ACOSH);
+	NPU_FLOAT_UNARY_BODY("aten::acosh", VNPU_UNARY_ACOSH);
 }
 
 struct vnpu_at_tensor *vnpu_npu_atanh(vnpu_keyset_t ks,
 				      struct vnpu_at_tensor *self)
 {
-	NPU_FLOAT_UNARY_BODY(vnpu_fallback_atanh, "aten::atanh", VNPU_UNARY_ATANH);
+	NPU_FLOAT_UNARY_BODY("aten::atanh", VNPU_UNARY_ATANH);
 }
 
 struct vnpu_at_tensor *vnpu_npu_log2(vnpu_keyset_t ks,
 				     struct vnpu_at_tensor *self)
 {
-	NPU_FLOAT_UNARY_BODY(vnpu_fallback_log2, "aten::log2", VNPU_UNARY_LOG2);
+	NPU_FLOAT_UNARY_BODY("aten::log2", VNPU_UNARY_LOG2);
 }
 
 struct vnpu_at_tensor *vnpu_npu_log10(vnpu_keyset_t ks,
 				      struct vnpu_at_tensor *self)
 {
-	NPU_FLOAT_UNARY_BODY(vnpu_fallback_log10, "aten::log10", VNPU_UNARY_LOG10);
+	NPU_FLOAT_UNARY_BODY("aten::log10", VNPU_UNARY_LOG10);
 }
 
 struct vnpu_at_tensor *vnpu_npu_log1p(vnpu_keyset_t ks,
 				      struct vnpu_at_tensor *self)
 {
-	NPU_FLOAT_UNARY_BODY(vnpu_fallback_log1p, "aten::log1p", VNPU_UNARY_LOG1P);
+	NPU_FLOAT_UNARY_BODY("aten::log1p", VNPU_UNARY_LOG1P);
 }
 
 struct vnpu_at_tensor *vnpu_npu_expm1(vnpu_keyset_t ks,
 				      struct vnpu_at_tensor *self)
 {
-	NPU_FLOAT_UNARY_BODY(vnpu_fallback_expm1, "aten::expm1", VNPU_UNARY_EXPM1);
+	NPU_FLOAT_UNARY_BODY("aten::expm1", VNPU_UNARY_EXPM1);
 }
 
 struct vnpu_at_tensor *vnpu_npu_exp2(vnpu_keyset_t ks,
 				     struct vnpu_at_tensor *self)
 {
-	NPU_FLOAT_UNARY_BODY(vnpu_fallback_exp2, "aten::exp2", VNPU_UNARY_EXP2);
+	NPU_FLOAT_UNARY_BODY("aten::exp2", VNPU_UNARY_EXP2);
 }
 
 struct vnpu_at_tensor *vnpu_npu_erf(vnpu_keyset_t ks,
 				    struct vnpu_at_tensor *self)
 {
-	NPU_FLOAT_UNARY_BODY(vnpu_fallback_erf, "aten::erf", VNPU_UNARY_ERF);
+	NPU_FLOAT_UNARY_BODY("aten::erf", VNPU_UNARY_ERF);
 }
 
 struct vnpu_at_tensor *vnpu_npu_erfc(vnpu_keyset_t ks,
 				     struct vnpu_at_tensor *self)
 {
-	NPU_FLOAT_UNARY_BODY(vnpu_fallback_erfc, "aten::erfc", VNPU_UNARY_ERFC);
+	NPU_FLOAT_UNARY_BODY("aten::erfc", VNPU_UNARY_ERFC);
 }
 
 /* floor, ceil, trunc, round keep the dtype (integers: themselves); bool
  * goes to the CPU kernel, which words PyTorch's refusal. sign: -1, 0, 1
  * in the dtype, bool itself. */
-#define NPU_SAME_DTYPE_UNARY_BODY(fallback, qname, code)		\
+#define NPU_SAME_DTYPE_UNARY_BODY(qname, code)			\
 	if (!npk_float_or_int(self->dtype))				\
-		return fallback(ks, self);				\
+		return vnpu_npu_unsupported();			\
 	return unary_in(qname, code, self, self->dtype)
 
 struct vnpu_at_tensor *vnpu_npu_floor(vnpu_keyset_t ks,
 				      struct vnpu_at_tensor *self)
 {
-	NPU_SAME_DTYPE_UNARY_BODY(vnpu_fallback_floor, "aten::floor",
+	NPU_SAME_DTYPE_UNARY_BODY("aten::floor",
 				  VNPU_UNARY_FLOOR);
 }
 
 struct vnpu_at_tensor *vnpu_npu_ceil(vnpu_keyset_t ks,
 				     struct vnpu_at_tensor *self)
 {
-	NPU_SAME_DTYPE_UNARY_BODY(vnpu_fallback_ceil, "aten::ceil",
+	NPU_SAME_DTYPE_UNARY_BODY("aten::ceil",
 				  VNPU_UNARY_CEIL);
 }
 
 struct vnpu_at_tensor *vnpu_npu_trunc(vnpu_keyset_t ks,
 				      struct vnpu_at_tensor *self)
 {
-	NPU_SAME_DTYPE_UNARY_BODY(vnpu_fallback_trunc, "aten::trunc",
+	NPU_SAME_DTYPE_UNARY_BODY("aten::trunc",
 				  VNPU_UNARY_TRUNC);
 }
 
 struct vnpu_at_tensor *vnpu_npu_round(vnpu_keyset_t ks,
 				      struct vnpu_at_tensor *self)
 {
-	NPU_SAME_DTYPE_UNARY_BODY(vnpu_fallback_round, "aten::round",
+	NPU_SAME_DTYPE_UNARY_BODY("aten::round",
 				  VNPU_UNARY_ROUND);
 }
 
@@ -765,7 +766,7 @@ struct vnpu_at_tensor *vnpu_npu_sign(vnpu_keyset_t ks,
 {
 	if (self->dtype == VNPU_AT_BOOL)
 		return vnpu_op_clone(self);
-	NPU_SAME_DTYPE_UNARY_BODY(vnpu_fallback_sign, "aten::sign",
+	NPU_SAME_DTYPE_UNARY_BODY("aten::sign",
 				  VNPU_UNARY_SIGN);
 }
 
@@ -777,7 +778,7 @@ struct vnpu_at_tensor *vnpu_npu_gelu(vnpu_keyset_t ks,
 	 * CPU kernel. */
 	if (!npk_float(self->dtype) || !approximate ||
 	    strcmp(approximate, "none") != 0)
-		return vnpu_fallback_gelu(ks, self, approximate);
+		return vnpu_npu_unsupported();
 	return unary_in("aten::gelu", VNPU_UNARY_GELU, self, self->dtype);
 }
 
@@ -785,7 +786,7 @@ struct vnpu_at_tensor *vnpu_npu_hardsigmoid(vnpu_keyset_t ks,
 					    struct vnpu_at_tensor *self)
 {
 	if (!npk_float(self->dtype))
-		return vnpu_fallback_hardsigmoid(ks, self);
+		return vnpu_npu_unsupported();
 	return unary_in("aten::hardsigmoid", VNPU_UNARY_HARDSIGMOID, self, self->dtype);
 }
 
@@ -793,7 +794,7 @@ struct vnpu_at_tensor *vnpu_npu_hardswish(vnpu_keyset_t ks,
 					  struct vnpu_at_tensor *self)
 {
 	if (!npk_float(self->dtype))
-		return vnpu_fallback_hardswish(ks, self);
+		return vnpu_npu_unsupported();
 	return unary_in("aten::hardswish", VNPU_UNARY_HARDSWISH, self, self->dtype);
 }
 
@@ -801,7 +802,7 @@ struct vnpu_at_tensor *vnpu_npu_silu(vnpu_keyset_t ks,
 				     struct vnpu_at_tensor *self)
 {
 	if (!npk_float(self->dtype))
-		return vnpu_fallback_silu(ks, self);
+		return vnpu_npu_unsupported();
 	return unary_in("aten::silu", VNPU_UNARY_SILU, self, self->dtype);
 }
 
@@ -817,7 +818,7 @@ struct vnpu_at_tensor *vnpu_npu_pow_Tensor_Scalar(vnpu_keyset_t ks,
 	/* Powers the device has an exact kernel for; others on the CPU. */
 	if (!npk_float(dt) || vnpu_npu_dtype(self->dtype) < 0 ||
 	    (e != 1.0 && e != 2.0 && e != 0.5 && e != -0.5 && e != -1.0))
-		return vnpu_fallback_pow_Tensor_Scalar(ks, self, exponent);
+		return vnpu_npu_unsupported();
 	x = npk_operand(self, dt);
 	if (!x)
 		return NULL;
@@ -860,7 +861,7 @@ struct vnpu_at_tensor *vnpu_npu_clamp(vnpu_keyset_t ks,
 
 	if ((!has_min && !has_max) || !npk_float_or_int(dt) ||
 	    vnpu_npu_dtype(self->dtype) < 0)
-		return vnpu_fallback_clamp(ks, self, min, max);
+		return vnpu_npu_unsupported();
 	/* min(max(x, lo), hi) on BINARY MAXIMUM/MINIMUM: NaN propagates,
 	 * from x or from a bound (PyTorch 2: a NaN bound, alone or not,
 	 * makes every element NaN). */
@@ -931,7 +932,7 @@ struct vnpu_at_tensor *vnpu_npu_lerp_Scalar(vnpu_keyset_t ks,
 	struct vnpu_at_tensor *diff, *out;
 
 	if (end->dtype != self->dtype || !npk_float(self->dtype))
-		return vnpu_fallback_lerp_Scalar(ks, self, end, weight);
+		return vnpu_npu_unsupported();
 	if (!f64)
 		w = (float)w;
 	diff = npk_binary(name, VNPU_BINARY_SUB, end, self, ct, 1.0);
@@ -955,7 +956,7 @@ struct vnpu_at_tensor *vnpu_npu_where_self(vnpu_keyset_t ks,
 	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
 
 	if (condition->dtype != VNPU_AT_BOOL || vnpu_npu_dtype(dt) < 0)
-		return vnpu_fallback_where_self(ks, condition, self, other);
+		return vnpu_npu_unsupported();
 	return npk_where("aten::where.self", condition, self, other, dt);
 }
 
@@ -972,8 +973,7 @@ struct vnpu_at_tensor *vnpu_npu_threshold_backward(vnpu_keyset_t ks,
 	enum vnpu_at_dtype sdt = kc_scalar_result(self->dtype, threshold);
 
 	if (!npk_float(dt) || !npk_float_or_int(sdt))
-		return vnpu_fallback_threshold_backward(ks, grad_output, self,
-							threshold);
+		return vnpu_npu_unsupported();
 	/* PyTorch's self <= threshold ? 0 : grad, so a NaN self passes the
 	 * gradient (NaN <= t is false) */
 	th = npk_scalar_of(threshold, sdt);
@@ -1027,7 +1027,7 @@ struct vnpu_at_tensor *vnpu_npu_sigmoid_backward(vnpu_keyset_t ks,
 	enum vnpu_at_dtype dt = vnpu_at_result_type(grad_output, output);
 
 	if (!npk_float(dt) || !vnpu_at_dtype_is_float(grad_output->dtype))
-		return vnpu_fallback_sigmoid_backward(ks, grad_output, output);
+		return vnpu_npu_unsupported();
 	return act_backward("aten::sigmoid_backward", false, grad_output,
 			    output, dt);
 }
@@ -1039,7 +1039,7 @@ struct vnpu_at_tensor *vnpu_npu_tanh_backward(vnpu_keyset_t ks,
 	enum vnpu_at_dtype dt = vnpu_at_result_type(grad_output, output);
 
 	if (!npk_float(dt) || !vnpu_at_dtype_is_float(grad_output->dtype))
-		return vnpu_fallback_tanh_backward(ks, grad_output, output);
+		return vnpu_npu_unsupported();
 	return act_backward("aten::tanh_backward", true, grad_output, output,
 			    dt);
 }
@@ -1056,8 +1056,7 @@ struct vnpu_at_tensor *vnpu_npu_gelu_backward(vnpu_keyset_t ks,
 
 	if (!npk_float(dt) || !vnpu_at_dtype_is_float(self->dtype) ||
 	    !approximate || strcmp(approximate, "none") != 0)
-		return vnpu_fallback_gelu_backward(ks, grad_output, self,
-						   approximate);
+		return vnpu_npu_unsupported();
 	return npk_binary("aten::gelu_backward", VNPU_BINARY_GELU_BACKWARD,
 			  grad_output, self, dt, 1.0);
 }
@@ -1073,7 +1072,7 @@ struct vnpu_at_tensor *vnpu_npu_hardsigmoid_backward(vnpu_keyset_t ks,
 
 	if (!npk_float(dt) || !vnpu_at_dtype_is_float(self->dtype) ||
 	    !vnpu_at_dtype_is_float(grad_output->dtype))
-		return vnpu_fallback_hardsigmoid_backward(ks, grad_output, self);
+		return vnpu_npu_unsupported();
 	return npk_binary("aten::hardsigmoid_backward", VNPU_BINARY_HARDSIGMOID_BACKWARD,
 			  grad_output, self, dt, 1.0);
 }
@@ -1086,7 +1085,7 @@ struct vnpu_at_tensor *vnpu_npu_hardswish_backward(vnpu_keyset_t ks,
 
 	if (!npk_float(dt) || !vnpu_at_dtype_is_float(self->dtype) ||
 	    !vnpu_at_dtype_is_float(grad_output->dtype))
-		return vnpu_fallback_hardswish_backward(ks, grad_output, self);
+		return vnpu_npu_unsupported();
 	return npk_binary("aten::hardswish_backward", VNPU_BINARY_HARDSWISH_BACKWARD,
 			  grad_output, self, dt, 1.0);
 }
@@ -1110,18 +1109,18 @@ struct vnpu_at_tensor *vnpu_npu_cat(vnpu_keyset_t ks,
 
 		if (!t || !vnpu_at_is_npu(t) || !t->ndim ||
 		    vnpu_npu_dtype(t->dtype) < 0)
-			return vnpu_fallback_cat(ks, tensors, dim);
+			return vnpu_npu_unsupported();
 		dt = dt == VNPU_AT_DTYPE_NONE ? (enum vnpu_at_dtype)t->dtype :
 			vnpu_at_promote(dt, (enum vnpu_at_dtype)t->dtype);
 		if (ref && t->ndim != ref->ndim)
-			return vnpu_fallback_cat(ks, tensors, dim);
+			return vnpu_npu_unsupported();
 		ref = ref ? ref : t;
 	}
 	if (!ref || vnpu_npu_dtype(dt) < 0)
-		return vnpu_fallback_cat(ks, tensors, dim);
+		return vnpu_npu_unsupported();
 	d = dim < 0 ? dim + ref->ndim : dim;
 	if (d < 0 || d >= ref->ndim)
-		return vnpu_fallback_cat(ks, tensors, dim);
+		return vnpu_npu_unsupported();
 	memcpy(sizes, ref->sizes, sizeof(int64_t) * ref->ndim);
 	sizes[d] = 0;
 	for (int64_t i = 0; i < tensors.n; i++) {
@@ -1129,9 +1128,9 @@ struct vnpu_at_tensor *vnpu_npu_cat(vnpu_keyset_t ks,
 
 		for (uint32_t k = 0; k < ref->ndim; k++)
 			if ((int64_t)k != d && t->sizes[k] != ref->sizes[k])
-				return vnpu_fallback_cat(ks, tensors, dim);
+				return vnpu_npu_unsupported();
 		if (__builtin_add_overflow(sizes[d], t->sizes[d], &sizes[d]))
-			return vnpu_fallback_cat(ks, tensors, dim);
+			return vnpu_npu_unsupported();
 	}
 	out = vnpu_npu_empty(ref->ndim, sizes, dt);
 	if (!out)

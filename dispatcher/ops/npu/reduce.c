@@ -3,7 +3,9 @@
  * NPU kernels (PrivateUse1): reductions on the device's REDUCE kernel
  * (docs/dispatcher.md). Float sums accumulate in f32 on the device (f64 for
  * f32 and f64 input); integer and bool sums in int64 (PyTorch's result
- * dtype for them). Invalid arguments run the CPU fallback.
+ * dtype for them). Invalid arguments are unsupported here
+ * (vnpu_npu_unsupported): the fallback takes them, and the CPU kernel
+ * words the error.
  */
 #include "npu_ops_common.h"
 
@@ -65,14 +67,12 @@ struct vnpu_at_tensor *vnpu_npu_sum_dim_IntList(vnpu_keyset_t ks,
 	uint32_t mask;
 
 	if (!npk_float_or_int(dt) || vnpu_npu_dtype(self->dtype) < 0)
-		return vnpu_fallback_sum_dim_IntList(ks, self, dim, keepdim,
-						     dtype);
+		return vnpu_npu_unsupported();
 	/* a 0-dim tensor sums to itself in dt */
 	if (!self->ndim && (!dim.has || !dim.a.n))
 		return vnpu_op__to_copy(self, dt, vnpu_npu_device(), false);
 	if (!dims_mask(self, dim.has ? dim.a : VNPU_AT_NO_INTS, &mask))
-		return vnpu_fallback_sum_dim_IntList(ks, self, dim, keepdim,
-						     dtype);
+		return vnpu_npu_unsupported();
 	return reduce_in("aten::sum.dim_IntList", VNPU_REDUCE_SUM, self, dt,
 			 mask, keepdim);
 }
@@ -106,7 +106,7 @@ struct vnpu_at_tensor *vnpu_npu_prod(vnpu_keyset_t ks,
 					    self->ndim ? (1u << self->ndim) - 1 : 0,
 					    false, dtype, &fell);
 
-	return fell ? vnpu_fallback_prod(ks, self, dtype) : r;
+	return fell ? vnpu_npu_unsupported() : r;
 }
 
 struct vnpu_at_tensor *vnpu_npu_prod_dim_int(vnpu_keyset_t ks,
@@ -120,11 +120,10 @@ struct vnpu_at_tensor *vnpu_npu_prod_dim_int(vnpu_keyset_t ks,
 
 	/* a dim out of range goes to the CPU kernel, which words it */
 	if (d < 0 || d >= (self->ndim ? self->ndim : 1))
-		return vnpu_fallback_prod_dim_int(ks, self, dim, keepdim, dtype);
+		return vnpu_npu_unsupported();
 	r = npu_prod("aten::prod.dim_int", self, self->ndim ? 1u << d : 0,
 		     keepdim, dtype, &fell);
-	return fell ? vnpu_fallback_prod_dim_int(ks, self, dim, keepdim, dtype) :
-		      r;
+	return fell ? vnpu_npu_unsupported() : r;
 }
 
 struct vnpu_at_tensor *vnpu_npu_mean(vnpu_keyset_t ks,
@@ -135,7 +134,7 @@ struct vnpu_at_tensor *vnpu_npu_mean(vnpu_keyset_t ks,
 							       self->dtype;
 
 	if (!npk_float(dt) || !self->ndim || vnpu_npu_dtype(self->dtype) < 0)
-		return vnpu_fallback_mean(ks, self, dtype);
+		return vnpu_npu_unsupported();
 	return reduce_in("aten::mean", VNPU_REDUCE_MEAN, self, dt,
 			 (1u << self->ndim) - 1, false);
 }
@@ -151,7 +150,7 @@ struct vnpu_at_tensor *vnpu_npu_mean_dim(vnpu_keyset_t ks,
 
 	if (!npk_float(dt) || vnpu_npu_dtype(self->dtype) < 0 ||
 	    !dims_mask(self, dim.has ? dim.a : VNPU_AT_NO_INTS, &mask))
-		return vnpu_fallback_mean_dim(ks, self, dim, keepdim, dtype);
+		return vnpu_npu_unsupported();
 	return reduce_in("aten::mean.dim", VNPU_REDUCE_MEAN, self, dt, mask,
 			 keepdim);
 }
@@ -172,7 +171,7 @@ struct vnpu_at_tensor *vnpu_npu_amax(vnpu_keyset_t ks,
 
 	if (!extremum_dtype(self->dtype) || !dims_mask(self, dim, &mask) ||
 	    !reduced_nonempty(self, mask))
-		return vnpu_fallback_amax(ks, self, dim, keepdim);
+		return vnpu_npu_unsupported();
 	return reduce_in("aten::amax", VNPU_REDUCE_MAX, self, self->dtype,
 			 mask, keepdim);
 }
@@ -186,7 +185,7 @@ struct vnpu_at_tensor *vnpu_npu_amin(vnpu_keyset_t ks,
 
 	if (!extremum_dtype(self->dtype) || !dims_mask(self, dim, &mask) ||
 	    !reduced_nonempty(self, mask))
-		return vnpu_fallback_amin(ks, self, dim, keepdim);
+		return vnpu_npu_unsupported();
 	return reduce_in("aten::amin", VNPU_REDUCE_MIN, self, self->dtype,
 			 mask, keepdim);
 }
@@ -248,7 +247,7 @@ struct vnpu_at_tensor *vnpu_npu_argmax(vnpu_keyset_t ks,
 				       bool keepdim)
 {
 	if (!arg_ok(self, dim, false))
-		return vnpu_fallback_argmax(ks, self, dim, keepdim);
+		return vnpu_npu_unsupported();
 	return arg_ext("aten::argmax", VNPU_REDUCE_ARGMAX, self, dim, keepdim);
 }
 
@@ -258,7 +257,7 @@ struct vnpu_at_tensor *vnpu_npu_argmin(vnpu_keyset_t ks,
 				       bool keepdim)
 {
 	if (!arg_ok(self, dim, false))
-		return vnpu_fallback_argmin(ks, self, dim, keepdim);
+		return vnpu_npu_unsupported();
 	return arg_ext("aten::argmin", VNPU_REDUCE_ARGMIN, self, dim, keepdim);
 }
 
@@ -271,7 +270,7 @@ struct vnpu_ret_max_dim vnpu_npu_max_dim(vnpu_keyset_t ks,
 	uint32_t mask;
 
 	if (!arg_ok(self, VNPU_AT_SOME_INT(dim), true))
-		return vnpu_fallback_max_dim(ks, self, dim, keepdim);
+		return (struct vnpu_ret_max_dim){ .r0 = vnpu_npu_unsupported() };
 	mask = 1u << (dim < 0 ? dim + self->ndim : dim);
 	src = npk_operand(self, self->dtype);
 	if (!src)
@@ -336,7 +335,7 @@ struct vnpu_at_tensor *vnpu_npu_cumsum(vnpu_keyset_t ks,
 	struct vnpu_at_tensor *r = npu_scan("aten::cumsum", VNPU_SCAN_SUM,
 					    self, dim, dtype, &fell);
 
-	return fell ? vnpu_fallback_cumsum(ks, self, dim, dtype) : r;
+	return fell ? vnpu_npu_unsupported() : r;
 }
 
 struct vnpu_at_tensor *vnpu_npu_cumprod(vnpu_keyset_t ks,
@@ -347,7 +346,7 @@ struct vnpu_at_tensor *vnpu_npu_cumprod(vnpu_keyset_t ks,
 	struct vnpu_at_tensor *r = npu_scan("aten::cumprod", VNPU_SCAN_PROD,
 					    self, dim, dtype, &fell);
 
-	return fell ? vnpu_fallback_cumprod(ks, self, dim, dtype) : r;
+	return fell ? vnpu_npu_unsupported() : r;
 }
 
 /* sort on SORT: values and indices new contiguous tensors, the line copied
@@ -373,7 +372,7 @@ struct vnpu_ret_sort_stable vnpu_npu_sort_stable(vnpu_keyset_t ks, struct vnpu_a
 		return r;
 	}
 	if (d < 0 || d >= self->ndim || vnpu_npu_dtype(dt) < 0)
-		return vnpu_fallback_sort_stable(ks, self, dim, descending);
+		return (struct vnpu_ret_sort_stable){ .r0 = vnpu_npu_unsupported() };
 	src = npk_operand(self, dt);
 	if (!src)
 		return r;
