@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "vnpu_dispatch.h"
+#include "uniform.h"
 
 #define MAX_PARAMS 24
 
@@ -21,10 +22,7 @@ static uint64_t rng = 0x2545f4914f6cdd1dull;
 
 static double uniform(double lo, double hi)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return lo + (hi - lo) * (double)(rng >> 11) * 0x1p-53;
+	return wl_uniform(&rng, lo, hi);
 }
 
 static double now_ms(void)

@@ -13,6 +13,7 @@
 
 #include "npu.h"
 #include "reference.h"
+#include "uniform.h"
 
 #define RW (VNPU_ACCESS_READ | VNPU_ACCESS_WRITE)
 #define RD VNPU_ACCESS_READ
@@ -22,10 +23,7 @@ static uint64_t rng = 0x2545f4914f6cdd1dull;
 
 static double uniform(double lo, double hi)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return lo + (hi - lo) * (double)(rng >> 11) * 0x1p-53;
+	return wl_uniform(&rng, lo, hi);
 }
 
 /* Random host data in both precisions: f32 for the device, double for the
