@@ -158,27 +158,42 @@ vnpu_error_t vnpu_event_destroy(vnpu_event_t event)
 	return VNPU_SUCCESS;
 }
 
-vnpu_error_t vnpu_event_record(vnpu_event_t event, vnpu_stream_t stream)
+/*
+ * The event and the stream of one call, both held (event_put and
+ * rt_stream_put release them), or an error with neither held: an event
+ * and a stream of two devices do not meet.
+ */
+static vnpu_error_t event_and_stream_get(vnpu_event_t event,
+					 vnpu_stream_t stream,
+					 struct rt_event **e,
+					 struct rt_stream **s)
 {
-	struct rt_event *e;
-	struct rt_stream *s;
-	vnpu_error_t err = event_get(event, &e);
+	vnpu_error_t err = event_get(event, e);
 
 	if (err)
 		return err;
-	err = rt_stream_get(stream, &s);
-	if (err) {
-		event_put(e);
-		return err;
-	}
-	if (s->dev != e->dev) {
+	err = rt_stream_get(stream, s);
+	if (!err && (*s)->dev != (*e)->dev) {
+		rt_stream_put(*s);
 		err = rt_fail(VNPU_ERROR_INVALID_VALUE,
 			      "event and stream belong to different devices");
-	} else {
-		struct rt_opdesc op = {.what = "event record", .record = e};
-
-		err = rt_submit(s, &op, NULL, 0, NULL);
 	}
+	if (err)
+		event_put(*e);
+	return err;
+}
+
+vnpu_error_t vnpu_event_record(vnpu_event_t event, vnpu_stream_t stream)
+{
+	struct rt_opdesc op = {.what = "event record"};
+	struct rt_event *e;
+	struct rt_stream *s;
+	vnpu_error_t err = event_and_stream_get(event, stream, &e, &s);
+
+	if (err)
+		return err;
+	op.record = e;
+	err = rt_submit(s, &op, NULL, 0, NULL);
 	rt_stream_put(s);
 	event_put(e);
 	return err;
@@ -286,22 +301,13 @@ vnpu_error_t vnpu_stream_wait_event(vnpu_stream_t stream, vnpu_event_t event)
 	struct rt_event *e;
 	struct rt_stream *s;
 	struct record r;
-	vnpu_error_t err = event_get(event, &e);
+	vnpu_error_t err = event_and_stream_get(event, stream, &e, &s);
 
 	if (err)
 		return err;
-	err = rt_stream_get(stream, &s);
-	if (err) {
-		event_put(e);
-		return err;
-	}
 	r = latest(e);
 	/* A lost device refuses it even when there is nothing to submit. */
-	if (s->dev != e->dev)
-		err = rt_fail(VNPU_ERROR_INVALID_VALUE,
-			      "event and stream belong to different devices");
-	else
-		err = rt_device_check(s->dev, "wait event");
+	err = rt_device_check(s->dev, "wait event");
 	if (!err && r.id && r.hwq != s->hwq) {
 		/* On the recording queue itself, order is already given. */
 		struct vnpu_cmd c =
