@@ -246,12 +246,13 @@ struct vnpu_at_tensor *vnpu_npu_gather(vnpu_keyset_t ks, struct vnpu_at_tensor *
  * a position stays, as PyTorch's CPU loop) of src, or of the value spread
  * to index's shape (src NULL), at the row-major positions of
  * vnpu_at_gather_positions. What PyTorch refuses, an int32 index, 0-dim
- * self and a value self's dtype cannot hold go to the CPU kernel (*fell). */
+ * self and a value self's dtype cannot hold are unsupported here: the CPU
+ * kernel judges them. */
 static struct vnpu_at_tensor *npu_scatter(const char *name, bool add,
 					  struct vnpu_at_tensor *self, int64_t dim,
 					  struct vnpu_at_tensor *index,
 					  struct vnpu_at_tensor *src,
-					  struct vnpu_at_scalar value, bool *fell)
+					  struct vnpu_at_scalar value)
 {
 	int64_t d = self->ndim ? vnpu_at_wrap_dim(dim, self->ndim) : -1;
 	int64_t n = -1;
@@ -259,21 +260,19 @@ static struct vnpu_at_tensor *npu_scatter(const char *name, bool add,
 	struct vnpu_at_tensor *fout = NULL, *r = NULL;
 	bool empty = !vnpu_at_numel(index);
 
-	*fell = d < 0 || !vnpu_at_is_npu(self) || !vnpu_at_is_npu(index) ||
-		(src && !vnpu_at_is_npu(src)) ||
-		vnpu_npu_dtype((enum vnpu_at_dtype)self->dtype) < 0 ||
-		!vnpu_at_scatter_check(name, self, d, index, src) ||
-		(!empty && (index->dtype != VNPU_AT_I64 || index->ndim != self->ndim ||
-			    !vnpu_at_indices_in_range(name, index, self->sizes[d])));
-	if (!*fell && !src && !empty) {
+	if (d < 0 || !vnpu_at_is_npu(self) || !vnpu_at_is_npu(index) ||
+	    (src && !vnpu_at_is_npu(src)) ||
+	    vnpu_npu_dtype((enum vnpu_at_dtype)self->dtype) < 0 ||
+	    !vnpu_at_scatter_check(name, self, d, index, src) ||
+	    (!empty && (index->dtype != VNPU_AT_I64 || index->ndim != self->ndim ||
+			!vnpu_at_indices_in_range(name, index, self->sizes[d]))))
+		return vnpu_npu_unsupported();
+	if (!src && !empty) {
 		/* PyTorch converts the value checked, as fill_ */
 		part = vnpu_op_full((struct vnpu_at_int_array){ index->sizes, index->ndim },
 				    value, (enum vnpu_at_dtype)self->dtype, vnpu_npu_device());
-		*fell = !part;
-	}
-	if (*fell) {
-		vnpu_at_error_clear();
-		return NULL;
+		if (!part)
+			return vnpu_npu_unsupported();
 	}
 	out = vnpu_npu_empty(self->ndim, self->sizes, (enum vnpu_at_dtype)self->dtype);
 	if (!out || !vnpu_npu_copy(name, out, self)) {
@@ -310,33 +309,24 @@ struct vnpu_at_tensor *vnpu_npu_scatter_add(vnpu_keyset_t ks, struct vnpu_at_ten
 					    int64_t dim, struct vnpu_at_tensor *index,
 					    struct vnpu_at_tensor *src)
 {
-	bool fell;
-	struct vnpu_at_tensor *r = npu_scatter("aten::scatter_add", true, self, dim, index, src,
-					       VNPU_AT_INT(0), &fell);
-
-	return fell ? vnpu_npu_unsupported() : r;
+	return npu_scatter("aten::scatter_add", true, self, dim, index, src,
+			   VNPU_AT_INT(0));
 }
 
 struct vnpu_at_tensor *vnpu_npu_scatter_src(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
 					    int64_t dim, struct vnpu_at_tensor *index,
 					    struct vnpu_at_tensor *src)
 {
-	bool fell;
-	struct vnpu_at_tensor *r = npu_scatter("aten::scatter.src", false, self, dim, index, src,
-					       VNPU_AT_INT(0), &fell);
-
-	return fell ? vnpu_npu_unsupported() : r;
+	return npu_scatter("aten::scatter.src", false, self, dim, index, src,
+			   VNPU_AT_INT(0));
 }
 
 struct vnpu_at_tensor *vnpu_npu_scatter_value(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
 					      int64_t dim, struct vnpu_at_tensor *index,
 					      struct vnpu_at_scalar value)
 {
-	bool fell;
-	struct vnpu_at_tensor *r = npu_scatter("aten::scatter.value", false, self, dim, index,
-					       NULL, value, &fell);
-
-	return fell ? vnpu_npu_unsupported() : r;
+	return npu_scatter("aten::scatter.value", false, self, dim, index,
+			   NULL, value);
 }
 
 /* masked_fill: WHERE of the mask, the value (converted to self's dtype

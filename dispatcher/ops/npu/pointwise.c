@@ -64,14 +64,13 @@ static bool has_zero(struct vnpu_at_tensor *divisor, bool *zero)
 static struct vnpu_at_tensor *npu_arith(const char *name, uint32_t op,
 					struct vnpu_at_tensor *self,
 					struct vnpu_at_tensor *other,
-					bool divides, bool *fell)
+					bool divides)
 {
 	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
 	bool zero = false;
 
-	*fell = !npk_float_or_int(dt);
-	if (*fell)
-		return NULL;
+	if (!npk_float_or_int(dt))
+		return vnpu_npu_unsupported();
 	if (divides && kc_is_int(dt)) {
 		if (!has_zero(other, &zero))
 			return NULL;
@@ -86,48 +85,36 @@ struct vnpu_at_tensor *vnpu_npu_pow_Tensor_Tensor(vnpu_keyset_t ks,
 						  struct vnpu_at_tensor *self,
 						  struct vnpu_at_tensor *exponent)
 {
-	bool fell;
-	struct vnpu_at_tensor *r = npu_arith("aten::pow.Tensor_Tensor",
-					     VNPU_BINARY_POW, self, exponent,
-					     false, &fell);
-
-	return fell ? vnpu_npu_unsupported() : r;
+	return npu_arith("aten::pow.Tensor_Tensor",
+			 VNPU_BINARY_POW, self, exponent,
+			 false);
 }
 
 struct vnpu_at_tensor *vnpu_npu_remainder_Tensor(vnpu_keyset_t ks,
 						 struct vnpu_at_tensor *self,
 						 struct vnpu_at_tensor *other)
 {
-	bool fell;
-	struct vnpu_at_tensor *r = npu_arith("aten::remainder.Tensor",
-					     VNPU_BINARY_REMAINDER, self, other,
-					     true, &fell);
-
-	return fell ? vnpu_npu_unsupported() : r;
+	return npu_arith("aten::remainder.Tensor",
+			 VNPU_BINARY_REMAINDER, self, other,
+			 true);
 }
 
 struct vnpu_at_tensor *vnpu_npu_fmod_Tensor(vnpu_keyset_t ks,
 					    struct vnpu_at_tensor *self,
 					    struct vnpu_at_tensor *other)
 {
-	bool fell;
-	struct vnpu_at_tensor *r = npu_arith("aten::fmod.Tensor",
-					     VNPU_BINARY_FMOD, self, other,
-					     true, &fell);
-
-	return fell ? vnpu_npu_unsupported() : r;
+	return npu_arith("aten::fmod.Tensor",
+			 VNPU_BINARY_FMOD, self, other,
+			 true);
 }
 
 struct vnpu_at_tensor *vnpu_npu_floor_divide(vnpu_keyset_t ks,
 					     struct vnpu_at_tensor *self,
 					     struct vnpu_at_tensor *other)
 {
-	bool fell;
-	struct vnpu_at_tensor *r = npu_arith("aten::floor_divide",
-					     VNPU_BINARY_FLOOR_DIVIDE, self,
-					     other, true, &fell);
-
-	return fell ? vnpu_npu_unsupported() : r;
+	return npu_arith("aten::floor_divide",
+			 VNPU_BINARY_FLOOR_DIVIDE, self,
+			 other, true);
 }
 
 /* Float ops: integer and bool operands give the default float dtype. */
@@ -227,66 +214,56 @@ struct vnpu_at_tensor *vnpu_npu_minimum(vnpu_keyset_t ks,
  * words PyTorch's error */
 static struct vnpu_at_tensor *npu_bitwise(const char *name, uint32_t op,
 					  struct vnpu_at_tensor *self,
-					  struct vnpu_at_tensor *other,
-					  bool *fell)
+					  struct vnpu_at_tensor *other)
 {
 	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
 
-	*fell = !npk_float_int_or_bool(dt) || npk_float(dt);
-	return *fell ? NULL : binary_op(name, op, self, other, dt, 1.0);
+	if (!npk_float_int_or_bool(dt) || npk_float(dt))
+		return vnpu_npu_unsupported();
+	return binary_op(name, op, self, other, dt, 1.0);
 }
 
 struct vnpu_at_tensor *vnpu_npu_bitwise_and_Tensor(vnpu_keyset_t ks,
 						   struct vnpu_at_tensor *self,
 						   struct vnpu_at_tensor *other)
 {
-	bool fell;
-	struct vnpu_at_tensor *r = npu_bitwise("aten::bitwise_and.Tensor",
-					       VNPU_BINARY_BITWISE_AND, self,
-					       other, &fell);
-
-	return fell ? vnpu_npu_unsupported() : r;
+	return npu_bitwise("aten::bitwise_and.Tensor",
+			   VNPU_BINARY_BITWISE_AND, self,
+			   other);
 }
 
 struct vnpu_at_tensor *vnpu_npu_bitwise_or_Tensor(vnpu_keyset_t ks,
 						  struct vnpu_at_tensor *self,
 						  struct vnpu_at_tensor *other)
 {
-	bool fell;
-	struct vnpu_at_tensor *r = npu_bitwise("aten::bitwise_or.Tensor",
-					       VNPU_BINARY_BITWISE_OR, self,
-					       other, &fell);
-
-	return fell ? vnpu_npu_unsupported() : r;
+	return npu_bitwise("aten::bitwise_or.Tensor",
+			   VNPU_BINARY_BITWISE_OR, self,
+			   other);
 }
 
 struct vnpu_at_tensor *vnpu_npu_bitwise_xor_Tensor(vnpu_keyset_t ks,
 						   struct vnpu_at_tensor *self,
 						   struct vnpu_at_tensor *other)
 {
-	bool fell;
-	struct vnpu_at_tensor *r = npu_bitwise("aten::bitwise_xor.Tensor",
-					       VNPU_BINARY_BITWISE_XOR, self,
-					       other, &fell);
-
-	return fell ? vnpu_npu_unsupported() : r;
+	return npu_bitwise("aten::bitwise_xor.Tensor",
+			   VNPU_BINARY_BITWISE_XOR, self,
+			   other);
 }
 
 /* ---- comparisons -------------------------------------------------------------- */
 
-/* x op y on BINARY in the promoted dtype; *fell when the device has no
- * kernel for it. */
+/* x op y on BINARY in the promoted dtype; unsupported when the device
+ * has no kernel for it. */
 static struct vnpu_at_tensor *compare(vnpu_keyset_t ks, const char *name,
 				      uint32_t code,
 				      struct vnpu_at_tensor *self,
-				      struct vnpu_at_tensor *other, bool *fell)
+				      struct vnpu_at_tensor *other)
 {
 	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
 
 	(void)ks;
-	*fell = !npk_float_int_or_bool(dt);
-	if (*fell)
-		return NULL;
+	if (!npk_float_int_or_bool(dt))
+		return vnpu_npu_unsupported();
 	return binary_op(name, code, self, other, dt, 1.0);
 }
 
@@ -294,66 +271,48 @@ struct vnpu_at_tensor *vnpu_npu_eq_Tensor(vnpu_keyset_t ks,
 					  struct vnpu_at_tensor *self,
 					  struct vnpu_at_tensor *other)
 {
-	bool fell;
-	struct vnpu_at_tensor *r = compare(ks, "aten::eq.Tensor",
-					   VNPU_BINARY_EQ, self, other, &fell);
-
-	return fell ? vnpu_npu_unsupported() : r;
+	return compare(ks, "aten::eq.Tensor",
+		       VNPU_BINARY_EQ, self, other);
 }
 
 struct vnpu_at_tensor *vnpu_npu_ne_Tensor(vnpu_keyset_t ks,
 					  struct vnpu_at_tensor *self,
 					  struct vnpu_at_tensor *other)
 {
-	bool fell;
-	struct vnpu_at_tensor *r = compare(ks, "aten::ne.Tensor",
-					   VNPU_BINARY_NE, self, other, &fell);
-
-	return fell ? vnpu_npu_unsupported() : r;
+	return compare(ks, "aten::ne.Tensor",
+		       VNPU_BINARY_NE, self, other);
 }
 
 struct vnpu_at_tensor *vnpu_npu_lt_Tensor(vnpu_keyset_t ks,
 					  struct vnpu_at_tensor *self,
 					  struct vnpu_at_tensor *other)
 {
-	bool fell;
-	struct vnpu_at_tensor *r = compare(ks, "aten::lt.Tensor",
-					   VNPU_BINARY_LT, self, other, &fell);
-
-	return fell ? vnpu_npu_unsupported() : r;
+	return compare(ks, "aten::lt.Tensor",
+		       VNPU_BINARY_LT, self, other);
 }
 
 struct vnpu_at_tensor *vnpu_npu_le_Tensor(vnpu_keyset_t ks,
 					  struct vnpu_at_tensor *self,
 					  struct vnpu_at_tensor *other)
 {
-	bool fell;
-	struct vnpu_at_tensor *r = compare(ks, "aten::le.Tensor",
-					   VNPU_BINARY_LE, self, other, &fell);
-
-	return fell ? vnpu_npu_unsupported() : r;
+	return compare(ks, "aten::le.Tensor",
+		       VNPU_BINARY_LE, self, other);
 }
 
 struct vnpu_at_tensor *vnpu_npu_gt_Tensor(vnpu_keyset_t ks,
 					  struct vnpu_at_tensor *self,
 					  struct vnpu_at_tensor *other)
 {
-	bool fell;
-	struct vnpu_at_tensor *r = compare(ks, "aten::gt.Tensor",
-					   VNPU_BINARY_GT, self, other, &fell);
-
-	return fell ? vnpu_npu_unsupported() : r;
+	return compare(ks, "aten::gt.Tensor",
+		       VNPU_BINARY_GT, self, other);
 }
 
 struct vnpu_at_tensor *vnpu_npu_ge_Tensor(vnpu_keyset_t ks,
 					  struct vnpu_at_tensor *self,
 					  struct vnpu_at_tensor *other)
 {
-	bool fell;
-	struct vnpu_at_tensor *r = compare(ks, "aten::ge.Tensor",
-					   VNPU_BINARY_GE, self, other, &fell);
-
-	return fell ? vnpu_npu_unsupported() : r;
+	return compare(ks, "aten::ge.Tensor",
+		       VNPU_BINARY_GE, self, other);
 }
 
 /* x op scalar: the scalar becomes a 0-dim device tensor of the compute
@@ -373,84 +332,66 @@ static struct vnpu_at_tensor *compare_scalar(const char *name, uint32_t code,
 	return out;
 }
 
-/* x op scalar on the device in the scalar's result dtype; NULL with *fell
+/* x op scalar on the device in the scalar's result dtype; unsupported
  * when the device has no kernel for it. */
 static struct vnpu_at_tensor *npu_compare_scalar(const char *name,
 						 uint32_t code,
 						 struct vnpu_at_tensor *self,
-						 struct vnpu_at_scalar other,
-						 bool *fell)
+						 struct vnpu_at_scalar other)
 {
 	enum vnpu_at_dtype dt = kc_scalar_result(self->dtype, other);
 
-	*fell = !npk_float_int_or_bool(dt);
-	return *fell ? NULL : compare_scalar(name, code, self, other, dt);
+	if (!npk_float_int_or_bool(dt))
+		return vnpu_npu_unsupported();
+	return compare_scalar(name, code, self, other, dt);
 }
 
 struct vnpu_at_tensor *vnpu_npu_eq_Scalar(vnpu_keyset_t ks,
 					  struct vnpu_at_tensor *self,
 					  struct vnpu_at_scalar other)
 {
-	bool fell;
-	struct vnpu_at_tensor *r = npu_compare_scalar(
-		"aten::eq.Scalar", VNPU_BINARY_EQ, self, other, &fell);
-
-	return fell ? vnpu_npu_unsupported() : r;
+	return npu_compare_scalar(
+				  "aten::eq.Scalar", VNPU_BINARY_EQ, self, other);
 }
 
 struct vnpu_at_tensor *vnpu_npu_ne_Scalar(vnpu_keyset_t ks,
 					  struct vnpu_at_tensor *self,
 					  struct vnpu_at_scalar other)
 {
-	bool fell;
-	struct vnpu_at_tensor *r = npu_compare_scalar(
-		"aten::ne.Scalar", VNPU_BINARY_NE, self, other, &fell);
-
-	return fell ? vnpu_npu_unsupported() : r;
+	return npu_compare_scalar(
+				  "aten::ne.Scalar", VNPU_BINARY_NE, self, other);
 }
 
 struct vnpu_at_tensor *vnpu_npu_lt_Scalar(vnpu_keyset_t ks,
 					  struct vnpu_at_tensor *self,
 					  struct vnpu_at_scalar other)
 {
-	bool fell;
-	struct vnpu_at_tensor *r = npu_compare_scalar(
-		"aten::lt.Scalar", VNPU_BINARY_LT, self, other, &fell);
-
-	return fell ? vnpu_npu_unsupported() : r;
+	return npu_compare_scalar(
+				  "aten::lt.Scalar", VNPU_BINARY_LT, self, other);
 }
 
 struct vnpu_at_tensor *vnpu_npu_le_Scalar(vnpu_keyset_t ks,
 					  struct vnpu_at_tensor *self,
 					  struct vnpu_at_scalar other)
 {
-	bool fell;
-	struct vnpu_at_tensor *r = npu_compare_scalar(
-		"aten::le.Scalar", VNPU_BINARY_LE, self, other, &fell);
-
-	return fell ? vnpu_npu_unsupported() : r;
+	return npu_compare_scalar(
+				  "aten::le.Scalar", VNPU_BINARY_LE, self, other);
 }
 
 struct vnpu_at_tensor *vnpu_npu_gt_Scalar(vnpu_keyset_t ks,
 					  struct vnpu_at_tensor *self,
 					  struct vnpu_at_scalar other)
 {
-	bool fell;
-	struct vnpu_at_tensor *r = npu_compare_scalar(
-		"aten::gt.Scalar", VNPU_BINARY_GT, self, other, &fell);
-
-	return fell ? vnpu_npu_unsupported() : r;
+	return npu_compare_scalar(
+				  "aten::gt.Scalar", VNPU_BINARY_GT, self, other);
 }
 
 struct vnpu_at_tensor *vnpu_npu_ge_Scalar(vnpu_keyset_t ks,
 					  struct vnpu_at_tensor *self,
 					  struct vnpu_at_scalar other)
 {
-	bool fell;
-	struct vnpu_at_tensor *r = npu_compare_scalar(
-		"aten::ge.Scalar", VNPU_BINARY_GE, self, other, &fell);
-
-	return fell ? vnpu_npu_unsupported() : r;
+	return npu_compare_scalar(
+				  "aten::ge.Scalar", VNPU_BINARY_GE, self, other);
 }
 
 /*
@@ -460,21 +401,19 @@ struct vnpu_at_tensor *vnpu_npu_ge_Scalar(vnpu_keyset_t ks,
  */
 static struct vnpu_at_tensor *npu_logical(const char *name, uint32_t code,
 					  struct vnpu_at_tensor *a,
-					  struct vnpu_at_tensor *b, bool *fell)
+					  struct vnpu_at_tensor *b)
 {
 	enum vnpu_at_dtype dt = vnpu_at_result_type(a, b);
 	struct vnpu_at_tensor *ca, *cb = NULL, *ta = NULL, *tb = NULL, *r = NULL;
-	bool fa;
 
-	*fell = !npk_float_int_or_bool(dt);
-	if (*fell)
-		return NULL;
+	if (!npk_float_int_or_bool(dt))
+		return vnpu_npu_unsupported();
 	ca = npk_operand(a, dt);
 	cb = ca ? npk_operand(b, dt) : NULL;
 	if (cb)
-		ta = npu_compare_scalar(name, VNPU_BINARY_NE, ca, VNPU_AT_INT(0), &fa);
+		ta = npu_compare_scalar(name, VNPU_BINARY_NE, ca, VNPU_AT_INT(0));
 	if (ta)
-		tb = npu_compare_scalar(name, VNPU_BINARY_NE, cb, VNPU_AT_INT(0), &fa);
+		tb = npu_compare_scalar(name, VNPU_BINARY_NE, cb, VNPU_AT_INT(0));
 	if (tb)
 		r = binary_op(name, code, ta, tb, VNPU_AT_BOOL, 1.0);
 	vnpu_at_release(ca);
@@ -488,44 +427,32 @@ struct vnpu_at_tensor *vnpu_npu_logical_and(vnpu_keyset_t ks,
 					    struct vnpu_at_tensor *self,
 					    struct vnpu_at_tensor *other)
 {
-	bool fell;
-	struct vnpu_at_tensor *r = npu_logical("aten::logical_and", VNPU_BINARY_BITWISE_AND,
-					       self, other, &fell);
-
-	return fell ? vnpu_npu_unsupported() : r;
+	return npu_logical("aten::logical_and", VNPU_BINARY_BITWISE_AND,
+			   self, other);
 }
 
 struct vnpu_at_tensor *vnpu_npu_logical_or(vnpu_keyset_t ks,
 					   struct vnpu_at_tensor *self,
 					   struct vnpu_at_tensor *other)
 {
-	bool fell;
-	struct vnpu_at_tensor *r = npu_logical("aten::logical_or", VNPU_BINARY_BITWISE_OR,
-					       self, other, &fell);
-
-	return fell ? vnpu_npu_unsupported() : r;
+	return npu_logical("aten::logical_or", VNPU_BINARY_BITWISE_OR,
+			   self, other);
 }
 
 struct vnpu_at_tensor *vnpu_npu_logical_xor(vnpu_keyset_t ks,
 					    struct vnpu_at_tensor *self,
 					    struct vnpu_at_tensor *other)
 {
-	bool fell;
-	struct vnpu_at_tensor *r = npu_logical("aten::logical_xor", VNPU_BINARY_NE,
-					       self, other, &fell);
-
-	return fell ? vnpu_npu_unsupported() : r;
+	return npu_logical("aten::logical_xor", VNPU_BINARY_NE,
+			   self, other);
 }
 
 /* logical_not(x) = (x == 0) */
 struct vnpu_at_tensor *vnpu_npu_logical_not(vnpu_keyset_t ks,
 					    struct vnpu_at_tensor *self)
 {
-	bool fell;
-	struct vnpu_at_tensor *r = npu_compare_scalar(
-		"aten::logical_not", VNPU_BINARY_EQ, self, VNPU_AT_INT(0), &fell);
-
-	return fell ? vnpu_npu_unsupported() : r;
+	return npu_compare_scalar(
+				  "aten::logical_not", VNPU_BINARY_EQ, self, VNPU_AT_INT(0));
 }
 
 /* ---- unary --------------------------------------------------------------------- */

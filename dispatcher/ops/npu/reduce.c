@@ -82,15 +82,14 @@ struct vnpu_at_tensor *vnpu_npu_sum_dim_IntList(vnpu_keyset_t ks,
 static struct vnpu_at_tensor *npu_prod(const char *name,
 				       struct vnpu_at_tensor *self,
 				       uint32_t mask, bool keepdim,
-				       enum vnpu_at_dtype dtype, bool *fell)
+				       enum vnpu_at_dtype dtype)
 {
 	enum vnpu_at_dtype sdt = (enum vnpu_at_dtype)self->dtype;
 	enum vnpu_at_dtype dt = dtype != VNPU_AT_DTYPE_NONE ? dtype :
 				kc_is_int(sdt) ? VNPU_AT_I64 : sdt;
 
-	*fell = !npk_float_or_int(dt) || vnpu_npu_dtype(sdt) < 0;
-	if (*fell)
-		return NULL;
+	if (!npk_float_or_int(dt) || vnpu_npu_dtype(sdt) < 0)
+		return vnpu_npu_unsupported();
 	/* a 0-dim tensor (or no dim to reduce) is its own product in dt */
 	if (!mask)
 		return vnpu_op__to_copy(self, dt, vnpu_npu_device(), false);
@@ -101,12 +100,9 @@ struct vnpu_at_tensor *vnpu_npu_prod(vnpu_keyset_t ks,
 				     struct vnpu_at_tensor *self,
 				     enum vnpu_at_dtype dtype)
 {
-	bool fell;
-	struct vnpu_at_tensor *r = npu_prod("aten::prod", self,
-					    self->ndim ? (1u << self->ndim) - 1 : 0,
-					    false, dtype, &fell);
-
-	return fell ? vnpu_npu_unsupported() : r;
+	return npu_prod("aten::prod", self,
+			self->ndim ? (1u << self->ndim) - 1 : 0,
+			false, dtype);
 }
 
 struct vnpu_at_tensor *vnpu_npu_prod_dim_int(vnpu_keyset_t ks,
@@ -115,15 +111,12 @@ struct vnpu_at_tensor *vnpu_npu_prod_dim_int(vnpu_keyset_t ks,
 					     enum vnpu_at_dtype dtype)
 {
 	int64_t d = dim < 0 ? dim + (self->ndim ? self->ndim : 1) : dim;
-	bool fell;
-	struct vnpu_at_tensor *r;
 
 	/* a dim out of range goes to the CPU kernel, which words it */
 	if (d < 0 || d >= (self->ndim ? self->ndim : 1))
 		return vnpu_npu_unsupported();
-	r = npu_prod("aten::prod.dim_int", self, self->ndim ? 1u << d : 0,
-		     keepdim, dtype, &fell);
-	return fell ? vnpu_npu_unsupported() : r;
+	return npu_prod("aten::prod.dim_int", self, self->ndim ? 1u << d : 0,
+			keepdim, dtype);
 }
 
 struct vnpu_at_tensor *vnpu_npu_mean(vnpu_keyset_t ks,
@@ -293,7 +286,7 @@ struct vnpu_ret_max_dim vnpu_npu_max_dim(vnpu_keyset_t ks,
  * not hold go to the CPU kernel. */
 static struct vnpu_at_tensor *npu_scan(const char *name, uint32_t op,
 				       struct vnpu_at_tensor *self, int64_t dim,
-				       enum vnpu_at_dtype dtype, bool *fell)
+				       enum vnpu_at_dtype dtype)
 {
 	enum vnpu_at_dtype sdt = (enum vnpu_at_dtype)self->dtype;
 	enum vnpu_at_dtype dt = dtype != VNPU_AT_DTYPE_NONE ? dtype :
@@ -304,10 +297,9 @@ static struct vnpu_at_tensor *npu_scan(const char *name, uint32_t op,
 	struct vnpu_npu_launch l = { 0 };
 	struct vnpu_at_tensor *src, *out;
 
-	*fell = !npk_float_or_int(dt) || vnpu_npu_dtype(sdt) < 0 || d < 0 ||
-		d >= nd;
-	if (*fell)
-		return NULL;
+	if (!npk_float_or_int(dt) || vnpu_npu_dtype(sdt) < 0 || d < 0 ||
+	    d >= nd)
+		return vnpu_npu_unsupported();
 	if (!self->ndim)
 		return vnpu_op__to_copy(self, dt, vnpu_npu_device(), false);
 	src = npk_operand(self, dt);
@@ -331,22 +323,16 @@ struct vnpu_at_tensor *vnpu_npu_cumsum(vnpu_keyset_t ks,
 				       struct vnpu_at_tensor *self, int64_t dim,
 				       enum vnpu_at_dtype dtype)
 {
-	bool fell;
-	struct vnpu_at_tensor *r = npu_scan("aten::cumsum", VNPU_SCAN_SUM,
-					    self, dim, dtype, &fell);
-
-	return fell ? vnpu_npu_unsupported() : r;
+	return npu_scan("aten::cumsum", VNPU_SCAN_SUM,
+			self, dim, dtype);
 }
 
 struct vnpu_at_tensor *vnpu_npu_cumprod(vnpu_keyset_t ks,
 					struct vnpu_at_tensor *self, int64_t dim,
 					enum vnpu_at_dtype dtype)
 {
-	bool fell;
-	struct vnpu_at_tensor *r = npu_scan("aten::cumprod", VNPU_SCAN_PROD,
-					    self, dim, dtype, &fell);
-
-	return fell ? vnpu_npu_unsupported() : r;
+	return npu_scan("aten::cumprod", VNPU_SCAN_PROD,
+			self, dim, dtype);
 }
 
 /* sort on SORT: values and indices new contiguous tensors, the line copied
