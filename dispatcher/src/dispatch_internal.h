@@ -11,6 +11,7 @@
 #include "vnpu_dispatch.h"
 #include "vnpu_schema.h"
 #include "vnpu/kernel_abi.h"
+#include "vnpu_runtime.h"
 
 /* Where a table entry came from (computeDispatchTableEntryWithDebug). */
 enum vnpu_table_source {
@@ -259,8 +260,15 @@ void vnpu_at_contiguous_strides_impl(uint32_t ndim, const int64_t *sizes,
 				     int64_t *strides);
 int64_t vnpu_at_shape_numel_impl(uint32_t ndim, const int64_t *sizes);
 void vnpu_autograd_meta_free(struct vnpu_autograd_meta *m);
-/* Lazily initialises libvnpurt (once per process). */
+/* The npu state (npu_state.c): libvnpurt started lazily, once per
+ * process; vnpu_npu_ready also selects the thread's device on its first
+ * use (false with the error set if the runtime cannot start); the
+ * thread's current device and stream (vnpu_at_npu_set_device/_stream). */
 bool vnpu_npu_runtime_init(void);
+bool vnpu_npu_ready(void);
+int vnpu_npu_current_device(void);
+vnpu_stream_t vnpu_npu_stream(void);
+struct vnpu_at_device vnpu_npu_device(void);
 
 /* The gradients of a normalisation (autograd_ops.c), shared by the
  * autograd of layer and batch norm and by their backward ops:
@@ -278,10 +286,9 @@ bool vnpu_norm_backward(const bool want[3], struct vnpu_at_tensor *g,
 			struct vnpu_at_tensor **in);
 /* The indices of max_pool2d_with_indices (positions within each plane
  * of hw elements, [planes, outs] when flattened) as positions in the
- * flattened input: each plane's offset added (nn_backward.c). */
+ * flattened input: each plane's offset added (autograd_ops.c, beside
+ * vnpu_norm_backward: both serve the autograd and the backward ops). */
 struct vnpu_at_tensor *vnpu_max_pool_flat_indices(struct vnpu_at_tensor *indices,
 						  int64_t planes, int64_t outs, int64_t hw);
-extern _Thread_local void *vnpu_npu_cur_stream;
-extern _Thread_local int vnpu_npu_cur_device;
 
 #endif /* VNPU_DISPATCH_INTERNAL_H */

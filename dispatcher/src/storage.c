@@ -25,8 +25,6 @@ struct cached_block {
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cached_block *free_lists[MAX_CLASS + 1];
-static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
-static vnpu_error_t rt_status = VNPU_ERROR_NOT_INITIALIZED;
 
 /* Per device: bytes in live storages and in the cache (block sizes). */
 #define STATS_DEVICES 64
@@ -75,9 +73,6 @@ void vnpu_at_npu_reset_peak(int device)
 		atomic_store(&peak_bytes[device], atomic_load(&live_bytes[device]));
 }
 
-_Thread_local void *vnpu_npu_cur_stream;
-_Thread_local int vnpu_npu_cur_device;
-
 /* fork(): the child may release storages it inherited (its Python frees
  * them), which takes the cache's lock; another thread of the parent may
  * have held it at the fork. The lock is taken around fork so that the
@@ -93,24 +88,12 @@ static void cache_unlock_after_fork(void)
 	pthread_mutex_unlock(&cache_lock);
 }
 
-static void rt_init(void)
+static pthread_once_t fork_guard_once = PTHREAD_ONCE_INIT;
+
+static void fork_guard(void)
 {
 	pthread_atfork(cache_lock_for_fork, cache_unlock_after_fork,
 		       cache_unlock_after_fork);
-	rt_status = vnpu_init();
-}
-
-bool vnpu_npu_runtime_init(void)
-{
-	pthread_once(&rt_once, rt_init);
-	if (rt_status != VNPU_SUCCESS) {
-		vnpu_at_error_set(VNPU_AT_ERR_DEVICE,
-				  "npu: the runtime failed to start: %s (%s)",
-				  vnpu_error_string(rt_status),
-				  vnpu_last_error_detail());
-		return false;
-	}
-	return true;
 }
 
 static int size_class(size_t n)
@@ -134,6 +117,7 @@ static void *npu_alloc(size_t nbytes, int device, void *stream, size_t *got)
 				  nbytes);
 		return NULL;
 	}
+	pthread_once(&fork_guard_once, fork_guard);
 	pthread_mutex_lock(&cache_lock);
 	for (struct cached_block **pp = &free_lists[c]; *pp; pp = &(*pp)->next) {
 		if ((*pp)->device == device && (*pp)->stream == stream) {
@@ -228,7 +212,7 @@ struct vnpu_at_storage *vnpu_storage_new(size_t nbytes,
 			free(s);
 			return NULL;
 		}
-		int cur = vnpu_npu_cur_device;
+		int cur = vnpu_npu_current_device();
 
 		/* memory of npu:N is allocated with N current (an index that
 		 * names no device fails here, before any tensor exists) */
@@ -236,7 +220,7 @@ struct vnpu_at_storage *vnpu_storage_new(size_t nbytes,
 			free(s);
 			return NULL;
 		}
-		s->stream = dev.index == cur ? vnpu_npu_cur_stream : NULL;
+		s->stream = dev.index == cur ? vnpu_at_npu_stream() : NULL;
 		s->data = npu_alloc(nbytes, dev.index, s->stream, &s->nbytes);
 		if (dev.index != cur)
 			vnpu_at_npu_set_device(cur);
@@ -337,7 +321,7 @@ void vnpu_storage_release(struct vnpu_at_storage *s)
 
 struct vnpu_at_storage *vnpu_at_npu_storage_new(size_t nbytes)
 {
-	return vnpu_storage_new(nbytes, VNPU_AT_DEV_NPU((int8_t)vnpu_npu_cur_device));
+	return vnpu_storage_new(nbytes, vnpu_npu_device());
 }
 
 struct vnpu_at_storage *vnpu_at_npu_storage_borrow(void *data, size_t nbytes,

@@ -405,7 +405,7 @@ struct vnpu_at_tensor *vnpu_npu_empty_with_format(vnpu_keyset_t ks,
 		return NULL;
 	/* A factory leaves the caller's device as it was, as torch.empty's
 	 * device guard does. */
-	int prev = vnpu_npu_cur_device;
+	int prev = vnpu_npu_current_device();
 	bool other = device.type == VNPU_AT_NPU && device.index >= 0 &&
 		     device.index != prev;
 	struct vnpu_at_tensor *t;

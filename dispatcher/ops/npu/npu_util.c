@@ -8,62 +8,6 @@
 #include "npu_util.h"
 #include "dispatch_internal.h"
 
-bool vnpu_npu_ready(void)
-{
-	static _Thread_local bool device_set;
-
-	if (!vnpu_npu_runtime_init())
-		return false;
-	if (!device_set) {
-		vnpu_error_t e = vnpu_set_device(vnpu_npu_cur_device);
-
-		if (e != VNPU_SUCCESS) {
-			vnpu_at_error_set(VNPU_AT_ERR_DEVICE, "npu:%d: %s",
-					  vnpu_npu_cur_device, vnpu_error_string(e));
-			return false;
-		}
-		device_set = true;
-	}
-	return true;
-}
-
-bool vnpu_at_npu_start(void)
-{
-	return vnpu_npu_runtime_init();
-}
-
-bool vnpu_at_npu_set_device(int index)
-{
-	if (!vnpu_npu_runtime_init())
-		return false;
-	if (vnpu_set_device(index) != VNPU_SUCCESS) {
-		vnpu_at_error_set(VNPU_AT_ERR_DEVICE, "npu:%d does not exist", index);
-		return false;
-	}
-	vnpu_npu_cur_device = index;
-	return true;
-}
-
-void vnpu_at_npu_set_stream(void *stream)
-{
-	vnpu_npu_cur_stream = stream;
-}
-
-void *vnpu_at_npu_stream(void)
-{
-	return vnpu_npu_cur_stream;
-}
-
-vnpu_stream_t vnpu_npu_stream(void)
-{
-	return (vnpu_stream_t)vnpu_npu_cur_stream;
-}
-
-struct vnpu_at_device vnpu_npu_device(void)
-{
-	return VNPU_AT_DEV_NPU((int8_t)vnpu_npu_cur_device);
-}
-
 static bool rt_check(const char *op, const char *what, vnpu_error_t e)
 {
 	if (e == VNPU_SUCCESS)

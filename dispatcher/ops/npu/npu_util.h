@@ -8,13 +8,10 @@
 
 #include "vnpu_runtime.h"
 #include "../op_util.h"
+#include "dispatch_internal.h"
 
-/* Initialises the runtime and selects the thread's npu device on first use;
- * false with the error set if the runtime cannot start. */
-bool vnpu_npu_ready(void);
-/* The thread's current stream (vnpu_at_npu_set_stream) and device. */
-vnpu_stream_t vnpu_npu_stream(void);
-struct vnpu_at_device vnpu_npu_device(void);
+/* vnpu_npu_ready, vnpu_npu_stream, vnpu_npu_device: the thread's npu
+ * state (dispatch_internal.h, src/npu_state.c). */
 
 /* What a kernel returns for a call it cannot take (a dtype, a layout, an
  * argument the device has no form for, or an invalid one whose error the
