@@ -2472,6 +2472,26 @@ static struct vnpu_at_tensor *norm_input_grad(struct vnpu_at_tensor *gh,
 	return r;
 }
 
+/* Declared, with what it computes, in dispatch_internal.h. */
+struct vnpu_at_tensor *vnpu_max_pool_flat_indices(struct vnpu_at_tensor *indices,
+						  int64_t planes, int64_t outs, int64_t hw)
+{
+	struct vnpu_at_tensor *iv, *ar, *off = NULL, *sum = NULL, *r = NULL;
+
+	iv = vnpu_op_reshape(indices, VNPU_AT_INTS(planes, outs));
+	ar = iv ? vnpu_op_arange_start_step(VNPU_AT_INT(0), VNPU_AT_INT(planes * hw),
+					    VNPU_AT_INT(hw), VNPU_AT_I64,
+					    vnpu_at_device_of(indices)) : NULL;
+	off = ar ? vnpu_op_reshape(ar, VNPU_AT_INTS(planes, 1)) : NULL;
+	sum = off ? vnpu_op_add_Tensor(iv, off, VNPU_AT_INT(1)) : NULL;
+	r = sum ? vnpu_op_reshape(sum, VNPU_AT_INTS(planes * outs)) : NULL;
+	vnpu_at_release(iv);
+	vnpu_at_release(ar);
+	vnpu_at_release(off);
+	vnpu_at_release(sum);
+	return r;
+}
+
 /* (x - mean) * rstd */
 static struct vnpu_at_tensor *normalized(struct vnpu_at_tensor *x,
 					 struct vnpu_at_tensor *mean,
