@@ -513,6 +513,13 @@ def _scatter():
                                      a.t().scatter(0, i.t(), s.t()), a.scatter(1, i, 2.7),
                                      a.clone().scatter_(0, i % 3, 1), a.scatter(1, i[:, :0], s)),
                     make((3, 4), dt), make((3, 5), dt, seed=2), idx, scale=0)
+        # a 0-dim self is one of size [1]: index and src 0-dim or 1-D, the
+        # index repeated, src longer than index
+        for i, src in ((torch.tensor(0), make((), dt, seed=3)),
+                       (torch.tensor([0, 0]), make((3,), dt, seed=3))):
+            no_fallback(lambda a, s, i: (a.scatter(0, i, s), a.scatter_add(-1, i, s),
+                                         a.clone().scatter_(0, i, 1)),
+                        make((), dt), src, i, scale=0)
     for dt in (torch.float32, torch.float64):
         no_fallback(lambda a, s, w: torch.autograd.grad(
             ((a.scatter(1, torch.tensor([[0, 0], [3, 1]], device=a.device), s) +

@@ -245,21 +245,59 @@ struct vnpu_at_tensor *vnpu_npu_gather(vnpu_keyset_t ks, struct vnpu_at_tensor *
  * (repeated positions add in index order) or INDEX COPY (the last write of
  * a position stays, as PyTorch's CPU loop) of src, or of the value spread
  * to index's shape (src NULL), at the row-major positions of
- * vnpu_at_gather_positions. What PyTorch refuses, an int32 index, 0-dim
- * self and a value self's dtype cannot hold are unsupported here: the CPU
- * kernel judges them. */
+ * vnpu_at_gather_positions. What PyTorch refuses, an int32 index and a
+ * value self's dtype cannot hold are unsupported here: the CPU kernel
+ * judges them. A 0-dim self is one of size [1] (index and src 0-dim or
+ * 1-D), as PyTorch's scatter takes it. */
+static struct vnpu_at_tensor *npu_scatter(const char *name, bool add,
+					  struct vnpu_at_tensor *self, int64_t dim,
+					  struct vnpu_at_tensor *index,
+					  struct vnpu_at_tensor *src,
+					  struct vnpu_at_scalar value);
+
+static struct vnpu_at_tensor *npu_scatter_0dim(const char *name, bool add,
+					       struct vnpu_at_tensor *self, int64_t dim,
+					       struct vnpu_at_tensor *index,
+					       struct vnpu_at_tensor *src,
+					       struct vnpu_at_scalar value)
+{
+	int64_t one = 1, ni = vnpu_at_numel(index);
+	struct vnpu_at_tensor *s1, *i1 = NULL, *v1 = NULL, *r1 = NULL, *r = NULL;
+
+	if (vnpu_at_wrap_dim(dim, 1) < 0 || index->ndim > 1 || (src && src->ndim > 1))
+		return vnpu_npu_unsupported();
+	s1 = vnpu_op_reshape(self, (struct vnpu_at_int_array){ &one, 1 });
+	i1 = s1 ? vnpu_op_reshape(index, (struct vnpu_at_int_array){ &ni, 1 }) : NULL;
+	if (i1 && src && !src->ndim)
+		v1 = vnpu_op_reshape(src, (struct vnpu_at_int_array){ &one, 1 });
+	else if (i1 && src)
+		v1 = vnpu_at_retain(src);
+	if (i1 && (!src || v1))
+		r1 = npu_scatter(name, add, s1, 0, i1, v1, value);
+	if (r1)
+		r = vnpu_op_reshape(r1, VNPU_AT_NO_INTS);
+	vnpu_at_release(r1);
+	vnpu_at_release(v1);
+	vnpu_at_release(i1);
+	vnpu_at_release(s1);
+	return r;
+}
+
 static struct vnpu_at_tensor *npu_scatter(const char *name, bool add,
 					  struct vnpu_at_tensor *self, int64_t dim,
 					  struct vnpu_at_tensor *index,
 					  struct vnpu_at_tensor *src,
 					  struct vnpu_at_scalar value)
 {
-	int64_t d = self->ndim ? vnpu_at_wrap_dim(dim, self->ndim) : -1;
+	int64_t d;
 	int64_t n = -1;
 	struct vnpu_at_tensor *out, *pos = NULL, *fpos = NULL, *part = NULL, *fpart = NULL;
 	struct vnpu_at_tensor *fout = NULL, *r = NULL;
 	bool empty = !vnpu_at_numel(index);
 
+	if (!self->ndim)
+		return npu_scatter_0dim(name, add, self, dim, index, src, value);
+	d = vnpu_at_wrap_dim(dim, self->ndim);
 	if (d < 0 || !vnpu_at_is_npu(self) || !vnpu_at_is_npu(index) ||
 	    (src && !vnpu_at_is_npu(src)) ||
 	    vnpu_npu_dtype((enum vnpu_at_dtype)self->dtype) < 0 ||
