@@ -126,6 +126,8 @@ vnpu_error_t vnpu_device_synchronize(void);
 
 /* ---- memory ------------------------------------------------------------- */
 
+typedef struct vnpu_stream *vnpu_stream_t;
+
 /* Device memory, 256-byte aligned. Small sizes come from a caching
  * sub-allocator. size 0 is VNPU_ERROR_INVALID_VALUE. When the device
  * refuses for lack of memory, the cache is emptied (as by
@@ -136,16 +138,28 @@ vnpu_error_t vnpu_malloc(void **devptr, size_t size);
  * no-op; a pointer not returned by vnpu_malloc (or already freed) is
  * VNPU_ERROR_INVALID_DEVICE_POINTER. */
 vnpu_error_t vnpu_free(void *devptr);
+/* Stream-ordered memory, as cudaMallocAsync / cudaFreeAsync: on the
+ * stream's device (NULL: the current device's default stream), without
+ * waiting for the device. vnpu_free_async gives the block back once the
+ * work queued on the stream before it has run; work queued after it on the
+ * same stream may reuse it at once. Work of other streams that uses the
+ * block must be ordered before the free (an event), as in CUDA. Either
+ * pointer may be given to vnpu_free and vnpu_free_async alike. */
+vnpu_error_t vnpu_malloc_async(void **devptr, size_t size,
+			       vnpu_stream_t stream);
+vnpu_error_t vnpu_free_async(void *devptr, vnpu_stream_t stream);
 
 struct vnpu_mem_stats {
 	uint64_t in_use;	/* bytes allocated by the user */
 	uint64_t peak;		/* high-water mark of in_use */
-	uint64_t cached;	/* bytes held by the cache, free for reuse */
+	uint64_t cached;	/* bytes held by the cache, free for reuse
+				 * (in stream order: vnpu_free_async) */
 	uint64_t reserved;	/* device bytes the runtime holds in total */
 };
 vnpu_error_t vnpu_mem_stats(struct vnpu_mem_stats *stats);
 /* Waits for the current device's work, then returns its cached chunks
- * with no block in use to the device. */
+ * with no block in use, and the blocks vnpu_free_async gave back, to the
+ * device. */
 vnpu_error_t vnpu_mem_empty_cache(void);
 
 /* Pinned (page-locked, device-visible) host memory: copies from and to it
@@ -154,8 +168,6 @@ vnpu_error_t vnpu_host_malloc(void **ptr, size_t size);
 vnpu_error_t vnpu_host_free(void *ptr);
 
 /* ---- copies -------------------------------------------------------------- */
-
-typedef struct vnpu_stream *vnpu_stream_t;
 
 enum vnpu_memcpy_kind {
 	VNPU_MEMCPY_H2H = 0,

@@ -174,7 +174,7 @@ void rt_hwq_drain_locked(struct rt_hwq *q)
 	if (!q->arena_live)
 		q->arena_head = q->arena_tail = 0;
 	if (done > q->done)
-		q->done = done;
+		__atomic_store_n(&q->done, done, __ATOMIC_RELEASE);
 }
 
 void rt_hwq_drain(struct rt_hwq *q)

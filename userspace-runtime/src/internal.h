@@ -202,7 +202,9 @@ struct rt_hwq {
 	struct vnpurt_bo arena;
 	uint32_t arena_head, arena_tail; /* ring of argument blocks */
 	uint32_t arena_live;		 /* ops holding an argument block */
-	uint64_t done;			 /* last retired seqno seen */
+	/* Last retired seqno seen; written with the lock held, read
+	 * atomically without it (memory.c's stream-ordered reuse). */
+	uint64_t done;
 	struct vnpurt_bo stamp_bo; /* op_cap struct rt_stamps */
 	uint64_t last_seq;
 	/*
@@ -259,6 +261,17 @@ struct rt_chunk {
 	struct rt_chunk *next;
 };
 
+/*
+ * A block given back by vnpu_free_async: free once hwq q retired seq (the
+ * freeing stream's last op then); before that, only for work queued on q
+ * after it (a hwq runs its ops in order).
+ */
+struct rt_pending {
+	struct rt_alloc a;
+	struct rt_hwq *q;
+	uint64_t seq;
+};
+
 struct rt_device {
 	int index;
 	const struct vnpurt_backend_ops *be;
@@ -282,6 +295,8 @@ struct rt_device {
 	struct rt_chunk *chunks;
 	uint64_t *class_free[RT_CACHE_CLASSES]; /* free block VAs */
 	size_t class_nfree[RT_CACHE_CLASSES], class_cap[RT_CACHE_CLASSES];
+	struct rt_pending *pending; /* vnpu_free_async's blocks */
+	size_t npending, pending_cap;
 	struct vnpu_mem_stats stats;
 };
 

@@ -4,7 +4,11 @@
  * pointer is validated against, and the caching sub-allocator. Blocks up to
  * 1 MiB come in power-of-two classes (256 B .. 1 MiB) carved from 2 MiB
  * chunks and are cached when freed; larger ones are BOs of their own,
- * returned to the device on free.
+ * returned to the device on free. vnpu_free_async gives a block back in
+ * stream order, as cudaFreeAsync: it stays pending until the freeing
+ * stream's work before the free has retired, and meanwhile serves only
+ * allocations whose work runs after that (the same hardware queue). Large
+ * blocks freed so are kept for reuse until the cache is emptied.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -27,6 +31,10 @@ void rt_memory_fini(struct rt_device *d)
 			d->be->bo_free(d->bdev, &d->dmap.a[i].bo);
 	for (size_t i = 0; i < d->hmap.n; i++)
 		d->be->bo_free(d->bdev, &d->hmap.a[i].bo);
+	for (size_t i = 0; i < d->npending; i++)
+		if (d->pending[i].a.cls < 0)
+			d->be->bo_free(d->bdev, &d->pending[i].a.bo);
+	free(d->pending);
 	while (d->chunks) {
 		struct rt_chunk *c = d->chunks;
 
@@ -67,24 +75,30 @@ static struct rt_alloc *amap_find(const struct rt_amap *m, uint64_t k)
 	return k - m->a[i].key < m->a[i].size ? &m->a[i] : NULL;
 }
 
-static bool amap_insert(struct rt_amap *m, const struct rt_alloc *a)
+/* Room for one more entry. */
+static bool amap_reserve(struct rt_amap *m)
 {
-	size_t i;
+	size_t cap = m->cap ? m->cap * 2 : 64;
+	struct rt_alloc *n;
 
-	if (m->n == m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 64;
-		struct rt_alloc *n = realloc(m->a, cap * sizeof(*n));
+	if (m->n < m->cap)
+		return true;
+	n = realloc(m->a, cap * sizeof(*n));
+	if (!n)
+		return false;
+	m->a = n;
+	m->cap = cap;
+	return true;
+}
 
-		if (!n)
-			return false;
-		m->a = n;
-		m->cap = cap;
-	}
-	i = upper(m, a->key);
+/* amap_reserve made room. */
+static void amap_insert(struct rt_amap *m, const struct rt_alloc *a)
+{
+	size_t i = upper(m, a->key);
+
 	memmove(&m->a[i + 1], &m->a[i], (m->n - i) * sizeof(*a));
 	m->a[i] = *a;
 	m->n++;
-	return true;
 }
 
 static void amap_remove(struct rt_amap *m, struct rt_alloc *a)
@@ -143,9 +157,45 @@ static struct rt_chunk *chunk_of(struct rt_device *d, uint64_t va)
 	return NULL;
 }
 
-/* Whether a chunk has no block in use (mem_lock held). */
+/* Whether the fence of a pending block has passed. */
+static bool pending_retired(const struct rt_pending *p)
+{
+	return __atomic_load_n(&p->q->done, __ATOMIC_ACQUIRE) >= p->seq;
+}
+
+/* Pending block i becomes free: a class block goes back to its class's
+ * free list, a large one to the device (mem_lock held). */
+static void pending_release(struct rt_device *d, size_t i)
+{
+	struct rt_alloc *a = &d->pending[i].a;
+
+	if (a->cls >= 0) {
+		push_free(d, a->cls, a->va);
+		a->chunk->used--;
+	} else {
+		d->stats.cached -= a->bo.size;
+		d->stats.reserved -= a->bo.size;
+		d->be->bo_free(d->bdev, &a->bo);
+	}
+	d->pending[i] = d->pending[--d->npending];
+}
+
+/* Retired class blocks back to their free lists; with large, retired
+ * large blocks back to the device too (mem_lock held). */
+static void pending_collect(struct rt_device *d, bool large)
+{
+	for (size_t i = d->npending; i-- > 0;)
+		if ((large || d->pending[i].a.cls >= 0) &&
+		    pending_retired(&d->pending[i]))
+			pending_release(d, i);
+}
+
+/* Whether a chunk has no block in use, or a block is pending (mem_lock
+ * held). */
 static bool cache_releasable(const struct rt_device *d)
 {
+	if (d->npending)
+		return true;
 	for (const struct rt_chunk *c = d->chunks; c; c = c->next)
 		if (!c->used)
 			return true;
@@ -182,7 +232,8 @@ static void empty_cache(struct rt_device *d)
 }
 
 /*
- * Gives every cached chunk with no block in use back to the device:
+ * Gives every cached chunk with no block in use, and every block
+ * vnpu_free_async gave back, to the device:
  * vnpu_mem_empty_cache(), and vnpu_malloc() before it retries an
  * allocation refused for lack of memory. Only d's: the cache, like the
  * memory and the driver's per-user share of it, is per device. The
@@ -203,6 +254,7 @@ static bool release_cache(struct rt_device *d)
 	rt_device_wait_all(d);
 	pthread_mutex_lock(&d->mem_lock);
 	any = cache_releasable(d);
+	pending_collect(d, true);
 	empty_cache(d);
 	pthread_mutex_unlock(&d->mem_lock);
 	return any;
@@ -241,13 +293,60 @@ static vnpu_error_t new_chunk(struct rt_device *d, int cls)
 	return VNPU_SUCCESS;
 }
 
-/* Allocates a->size bytes into *a: a cached block, or a BO of its own
- * (mem_lock held). A failure sets the detail. */
-static vnpu_error_t alloc_locked(struct rt_device *d, struct rt_alloc *a)
+/*
+ * A pending block that may serve a->size bytes for work on hwq q (NULL:
+ * any queue, as vnpu_malloc's memory): its fence passed, or it was freed
+ * on q. A class block of a->cls; a large BO from a->size up to twice it,
+ * the smallest (mem_lock held). -1 when none.
+ */
+static ptrdiff_t pending_find(const struct rt_device *d,
+			      const struct rt_alloc *a, const struct rt_hwq *q)
+{
+	ptrdiff_t best = -1;
+
+	for (size_t i = 0; i < d->npending; i++) {
+		const struct rt_pending *p = &d->pending[i];
+
+		if (p->a.cls != a->cls || (p->q != q && !pending_retired(p)))
+			continue;
+		if (a->cls >= 0)
+			return (ptrdiff_t)i;
+		if (p->a.bo.size >= a->size && p->a.bo.size / 2 <= a->size &&
+		    (best < 0 || p->a.bo.size < d->pending[best].a.bo.size))
+			best = (ptrdiff_t)i;
+	}
+	return best;
+}
+
+/* Allocates a->size bytes into *a for work on hwq q (NULL: any): a
+ * cached or pending block, or a BO of its own (mem_lock held). A failure
+ * sets the detail. */
+static vnpu_error_t alloc_locked(struct rt_device *d, struct rt_alloc *a,
+				 const struct rt_hwq *q)
 {
 	vnpu_error_t err = VNPU_SUCCESS;
+	ptrdiff_t p;
 
-	if (a->cls >= 0) {
+	/* Listed before a block is taken, so that nothing needs undoing. */
+	if (!amap_reserve(&d->dmap))
+		return rt_fail(VNPU_ERROR_OUT_OF_MEMORY,
+			       "host memory exhausted: no room to list the "
+			       "allocation");
+	pending_collect(d, false);
+	/* A block the stream's own queue gave back first: its last user
+	 * ran just before, as a caching allocator's per-stream pool. */
+	p = pending_find(d, a, q);
+	if (p >= 0) {
+		/* Still counted as used by its chunk, or reserved. */
+		struct rt_alloc *from = &d->pending[p].a;
+
+		a->va = from->va;
+		a->block = from->block;
+		a->bo = from->bo;
+		a->chunk = from->chunk;
+		d->stats.cached -= a->block;
+		d->pending[p] = d->pending[--d->npending];
+	} else if (a->cls >= 0) {
 		if (!d->class_nfree[a->cls])
 			err = new_chunk(d, a->cls);
 		if (err)
@@ -267,40 +366,47 @@ static vnpu_error_t alloc_locked(struct rt_device *d, struct rt_alloc *a)
 		d->stats.reserved += a->bo.size;
 	}
 	a->key = a->va;
-	if (!amap_insert(&d->dmap, a)) {
-		/* Undo: back to the cache or the device. */
-		if (a->cls >= 0) {
-			d->class_nfree[a->cls]++;
-			a->chunk->used--;
-			d->stats.cached += a->block;
-		} else {
-			d->stats.reserved -= a->bo.size;
-			d->be->bo_free(d->bdev, &a->bo);
-		}
-		return rt_fail(VNPU_ERROR_OUT_OF_MEMORY,
-			       "host memory exhausted: no room to list the "
-			       "allocation");
-	}
+	amap_insert(&d->dmap, a);
 	d->stats.in_use += a->size;
 	if (d->stats.in_use > d->stats.peak)
 		d->stats.peak = d->stats.in_use;
 	return VNPU_SUCCESS;
 }
 
-vnpu_error_t vnpu_malloc(void **devptr, size_t size)
+/* Retirements the queues of pending blocks have reached are seen:
+ * their done counts are brought up to date (no lock held: hwq locks come
+ * before mem_lock). */
+static void pending_refresh(struct rt_device *d)
 {
-	vnpu_error_t err = rt_ready();
-	struct rt_device *d;
+	struct rt_hwq *qs[VNPU_MAX_QUEUES];
+	unsigned n = 0;
+
+	pthread_mutex_lock(&d->mem_lock);
+	for (size_t i = 0; i < d->npending && n < VNPU_MAX_QUEUES; i++) {
+		unsigned j = 0;
+
+		while (j < n && qs[j] != d->pending[i].q)
+			j++;
+		if (j == n && !pending_retired(&d->pending[i]))
+			qs[n++] = d->pending[i].q;
+	}
+	pthread_mutex_unlock(&d->mem_lock);
+	for (unsigned i = 0; i < n; i++)
+		rt_hwq_drain(qs[i]);
+}
+
+/* size bytes of d's memory for work on hwq q (NULL: any queue). */
+static vnpu_error_t device_alloc(struct rt_device *d, size_t size,
+				 const struct rt_hwq *q, void **devptr)
+{
+	vnpu_error_t err;
 	struct rt_alloc a;
 	bool released = false;
 
-	if (err)
-		return err;
 	if (!devptr)
 		return rt_fail(VNPU_ERROR_NULL_POINTER, "devptr is NULL");
 	if (!size)
 		return rt_fail(VNPU_ERROR_INVALID_VALUE, "size 0");
-	d = rt_current_device();
 	err = rt_device_check(d, "device allocation of %zu bytes", size);
 	if (err)
 		return err;
@@ -312,15 +418,16 @@ vnpu_error_t vnpu_malloc(void **devptr, size_t size)
 	memset(&a, 0, sizeof(a));
 	a.size = size;
 	a.cls = size_class(size);
+	pending_refresh(d);
 	pthread_mutex_lock(&d->mem_lock);
-	err = alloc_locked(d, &a);
+	err = alloc_locked(d, &a, q);
 	pthread_mutex_unlock(&d->mem_lock);
 	/* As CUDA's caching allocators do: what the cache holds goes back
 	 * to the device, and the allocation is tried once more. */
 	if (err == VNPU_ERROR_OUT_OF_MEMORY && release_cache(d)) {
 		released = true;
 		pthread_mutex_lock(&d->mem_lock);
-		err = alloc_locked(d, &a);
+		err = alloc_locked(d, &a, q);
 		pthread_mutex_unlock(&d->mem_lock);
 	}
 	if (err)
@@ -331,36 +438,43 @@ vnpu_error_t vnpu_malloc(void **devptr, size_t size)
 	return VNPU_SUCCESS;
 }
 
-vnpu_error_t vnpu_free(void *devptr)
+vnpu_error_t vnpu_malloc(void **devptr, size_t size)
 {
 	vnpu_error_t err = rt_ready();
-	uint64_t k = (uintptr_t)devptr;
-	struct rt_device *d;
-	struct rt_alloc *a;
-	bool known;
 
-	if (err || !devptr)
+	return err ? err : device_alloc(rt_current_device(), size, NULL, devptr);
+}
+
+vnpu_error_t vnpu_malloc_async(void **devptr, size_t size,
+			       vnpu_stream_t stream)
+{
+	struct rt_stream *s;
+	vnpu_error_t err = rt_stream_get(stream, &s);
+
+	if (err)
 		return err;
-	d = rt_current_device();
-	pthread_mutex_lock(&d->mem_lock);
-	a = amap_find(&d->dmap, k);
-	known = a && a->key == k;
-	pthread_mutex_unlock(&d->mem_lock);
-	if (!known)
-		return rt_fail(VNPU_ERROR_INVALID_DEVICE_POINTER,
-			       "free of %p: %s", devptr,
-			       a ? "inside an allocation, not its start"
-				 : "not a live device allocation (freed "
-				   "already, or never allocated)");
-	/* The device may still use it. */
-	rt_device_wait_all(d);
-	pthread_mutex_lock(&d->mem_lock);
-	a = amap_find(&d->dmap, k);
-	if (!a || a->key != k) { /* another thread freed it meanwhile */
-		pthread_mutex_unlock(&d->mem_lock);
-		return rt_fail(VNPU_ERROR_INVALID_DEVICE_POINTER,
-			       "free of %p: freed already", devptr);
-	}
+	err = device_alloc(s->dev, size, s->hwq, devptr);
+	rt_stream_put(s);
+	return err;
+}
+
+/* *a: the live allocation of d starting at devptr (mem_lock held). */
+static vnpu_error_t allocation_at(struct rt_device *d, void *devptr,
+				  const char *what, struct rt_alloc **a)
+{
+	*a = amap_find(&d->dmap, (uintptr_t)devptr);
+	if (*a && (*a)->key == (uintptr_t)devptr)
+		return VNPU_SUCCESS;
+	return rt_fail(VNPU_ERROR_INVALID_DEVICE_POINTER, "%s of %p: %s", what,
+		       devptr,
+		       *a ? "inside an allocation, not its start"
+			  : "not a live device allocation of this device "
+			    "(freed already, or never allocated)");
+}
+
+/* a's memory is free again at once (mem_lock held; no work uses it). */
+static void release_now(struct rt_device *d, struct rt_alloc *a)
+{
 	d->stats.in_use -= a->size;
 	if (a->cls >= 0) {
 		push_free(d, a->cls, a->va);
@@ -371,8 +485,93 @@ vnpu_error_t vnpu_free(void *devptr)
 		d->be->bo_free(d->bdev, &a->bo);
 	}
 	amap_remove(&d->dmap, a);
+}
+
+vnpu_error_t vnpu_free(void *devptr)
+{
+	vnpu_error_t err = rt_ready();
+	struct rt_device *d;
+	struct rt_alloc *a;
+
+	if (err || !devptr)
+		return err;
+	d = rt_current_device();
+	pthread_mutex_lock(&d->mem_lock);
+	err = allocation_at(d, devptr, "free", &a);
 	pthread_mutex_unlock(&d->mem_lock);
-	return VNPU_SUCCESS;
+	if (err)
+		return err;
+	/* The device may still use it. */
+	rt_device_wait_all(d);
+	pthread_mutex_lock(&d->mem_lock);
+	/* Another thread may have freed it meanwhile. */
+	err = allocation_at(d, devptr, "free", &a);
+	if (!err)
+		release_now(d, a);
+	pthread_mutex_unlock(&d->mem_lock);
+	return err;
+}
+
+/* Room for one more pending block (mem_lock held). */
+static bool pending_reserve(struct rt_device *d)
+{
+	size_t cap = d->pending_cap ? d->pending_cap * 2 : 64;
+	struct rt_pending *n;
+
+	if (d->npending < d->pending_cap)
+		return true;
+	n = realloc(d->pending, cap * sizeof(*n));
+	if (!n)
+		return false;
+	d->pending = n;
+	d->pending_cap = cap;
+	return true;
+}
+
+static vnpu_error_t free_async(struct rt_stream *s, void *devptr)
+{
+	static const char what[] = "stream-ordered free";
+	struct rt_device *d = s->dev;
+	struct rt_hwq *q = s->hwq;
+	struct rt_alloc *a;
+	vnpu_error_t err;
+	uint64_t seq;
+
+	pthread_mutex_lock(&q->lock);
+	seq = s->last_seq;
+	pthread_mutex_unlock(&q->lock);
+	pthread_mutex_lock(&d->mem_lock);
+	err = allocation_at(d, devptr, what, &a);
+	if (!err && !pending_reserve(d)) {
+		/* No room to defer it: the stream's work is waited for. */
+		pthread_mutex_unlock(&d->mem_lock);
+		rt_hwq_wait(q, seq);
+		pthread_mutex_lock(&d->mem_lock);
+		err = allocation_at(d, devptr, what, &a);
+		if (!err)
+			release_now(d, a);
+	} else if (!err) {
+		d->pending[d->npending++] =
+			(struct rt_pending){ .a = *a, .q = q, .seq = seq };
+		d->stats.in_use -= a->size;
+		d->stats.cached += a->block;
+		amap_remove(&d->dmap, a);
+	}
+	pthread_mutex_unlock(&d->mem_lock);
+	return err;
+}
+
+vnpu_error_t vnpu_free_async(void *devptr, vnpu_stream_t stream)
+{
+	struct rt_stream *s;
+	vnpu_error_t err = rt_stream_get(stream, &s);
+
+	if (err)
+		return err;
+	if (devptr)
+		err = free_async(s, devptr);
+	rt_stream_put(s);
+	return err;
 }
 
 vnpu_error_t vnpu_mem_stats(struct vnpu_mem_stats *stats)
@@ -429,7 +628,7 @@ vnpu_error_t vnpu_host_malloc(void **ptr, size_t size)
 	a.block = a.bo.size;
 	a.cls = -1;
 	pthread_mutex_lock(&d->mem_lock);
-	if (!amap_insert(&d->hmap, &a)) {
+	if (!amap_reserve(&d->hmap)) {
 		pthread_mutex_unlock(&d->mem_lock);
 		d->be->bo_free(d->bdev, &a.bo);
 		return rt_fail(
@@ -438,6 +637,7 @@ vnpu_error_t vnpu_host_malloc(void **ptr, size_t size)
 			"exhausted: no room to list it",
 			size);
 	}
+	amap_insert(&d->hmap, &a);
 	pthread_mutex_unlock(&d->mem_lock);
 	*ptr = a.bo.cpu;
 	return VNPU_SUCCESS;
