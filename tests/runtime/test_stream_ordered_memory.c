@@ -95,7 +95,7 @@ START_TEST(other_streams_wait_for_the_free)
 END_TEST
 
 /* A large block serves a request from its size down to half of it; the
- * cache keeps it until it is emptied. */
+ * cache keeps it until it is emptied. The peak follows, and is reset. */
 START_TEST(large_blocks_fit_and_are_released)
 {
 	struct vnpu_mem_stats base, st;
@@ -117,7 +117,17 @@ START_TEST(large_blocks_fit_and_are_released)
 	RT_OK(vnpu_free_async(q, s));
 	RT_OK(vnpu_malloc_async(&r, (3u << 19), s)); /* 1.5 MiB: too small */
 	ck_assert_ptr_ne(r, p);
+	RT_OK(vnpu_malloc_async(&q, (3u << 20) + 5, s));
+	ck_assert_ptr_eq(q, p);
+	RT_OK(vnpu_mem_reset_peak());
+	st = stats();
+	ck_assert_uint_eq(st.peak, st.in_use);
+	ck_assert_uint_ge(st.peak, base.in_use + (3u << 20) + (3u << 19));
 	RT_OK(vnpu_free_async(r, s));
+	RT_OK(vnpu_free_async(q, s));
+	RT_OK(vnpu_mem_reset_peak());
+	st = stats();
+	ck_assert_uint_eq(st.peak, base.in_use);
 	RT_OK(vnpu_stream_synchronize(s));
 	RT_OK(vnpu_mem_empty_cache());
 	st = stats();

@@ -9,6 +9,7 @@ START_TEST(stream_handles)
 {
 	vnpu_stream_t s, hi, many[20];
 	vnpu_event_t e;
+	int dev = -1, cur;
 
 	RT_ERR(vnpu_stream_create(NULL, 0), VNPU_ERROR_NULL_POINTER);
 	RT_ERR(vnpu_stream_create(&s, 2), VNPU_ERROR_INVALID_VALUE);
@@ -19,9 +20,17 @@ START_TEST(stream_handles)
 	RT_OK(vnpu_stream_synchronize(s));
 	RT_OK(vnpu_stream_synchronize(NULL));
 	RT_OK(vnpu_stream_query(NULL));
+	RT_OK(vnpu_get_device(&cur));
+	RT_OK(vnpu_stream_get_device(s, &dev));
+	ck_assert_int_eq(dev, cur);
+	dev = -1;
+	RT_OK(vnpu_stream_get_device(NULL, &dev));
+	ck_assert_int_eq(dev, cur);
+	RT_ERR(vnpu_stream_get_device(s, NULL), VNPU_ERROR_NULL_POINTER);
 	RT_ERR(vnpu_stream_destroy(NULL), VNPU_ERROR_INVALID_HANDLE);
 	RT_OK(vnpu_stream_destroy(s));
 	RT_ERR(vnpu_stream_destroy(s), VNPU_ERROR_INVALID_HANDLE);
+	RT_ERR(vnpu_stream_get_device(s, &dev), VNPU_ERROR_INVALID_HANDLE);
 	RT_ERR(vnpu_stream_synchronize(s), VNPU_ERROR_INVALID_HANDLE);
 	RT_ERR(vnpu_stream_query(s), VNPU_ERROR_INVALID_HANDLE);
 	/* an event handle is not a stream, nor garbage */

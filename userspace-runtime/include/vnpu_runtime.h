@@ -157,6 +157,8 @@ struct vnpu_mem_stats {
 	uint64_t reserved;	/* device bytes the runtime holds in total */
 };
 vnpu_error_t vnpu_mem_stats(struct vnpu_mem_stats *stats);
+/* The current device's peak becomes its bytes in use now. */
+vnpu_error_t vnpu_mem_reset_peak(void);
 /* Waits for the current device's work, then returns its cached chunks
  * with no block in use, and the blocks vnpu_free_async gave back, to the
  * device. */
@@ -208,6 +210,9 @@ vnpu_error_t vnpu_stream_synchronize(vnpu_stream_t stream);
 /* VNPU_SUCCESS when all work is done, VNPU_ERROR_NOT_READY when not, or
  * the stream's pending asynchronous error. */
 vnpu_error_t vnpu_stream_query(vnpu_stream_t stream);
+/* The device the stream belongs to (NULL: the current device), as
+ * cudaStreamGetDevice. */
+vnpu_error_t vnpu_stream_get_device(vnpu_stream_t stream, int *device);
 
 /* ---- events ------------------------------------------------------------ */
 

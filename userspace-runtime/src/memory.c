@@ -163,12 +163,10 @@ static bool pending_retired(const struct rt_pending *p)
 	return __atomic_load_n(&p->q->done, __ATOMIC_ACQUIRE) >= p->seq;
 }
 
-/* Pending block i becomes free: a class block goes back to its class's
+/* A pending block becomes free: a class block goes back to its class's
  * free list, a large one to the device (mem_lock held). */
-static void pending_release(struct rt_device *d, size_t i)
+static void pending_release(struct rt_device *d, struct rt_alloc *a)
 {
-	struct rt_alloc *a = &d->pending[i].a;
-
 	if (a->cls >= 0) {
 		push_free(d, a->cls, a->va);
 		a->chunk->used--;
@@ -177,17 +175,33 @@ static void pending_release(struct rt_device *d, size_t i)
 		d->stats.reserved -= a->bo.size;
 		d->be->bo_free(d->bdev, &a->bo);
 	}
-	d->pending[i] = d->pending[--d->npending];
 }
 
-/* Retired class blocks back to their free lists; with large, retired
- * large blocks back to the device too (mem_lock held). */
+/* Takes pending block i off the list, which stays in the order of the
+ * frees (mem_lock held). */
+static void pending_remove(struct rt_device *d, size_t i)
+{
+	memmove(&d->pending[i], &d->pending[i + 1],
+		(d->npending - i - 1) * sizeof(d->pending[0]));
+	d->npending--;
+}
+
+/* Retired class blocks back to their free lists, the latest freed on
+ * top; with large, retired large blocks back to the device too (mem_lock
+ * held). */
 static void pending_collect(struct rt_device *d, bool large)
 {
-	for (size_t i = d->npending; i-- > 0;)
-		if ((large || d->pending[i].a.cls >= 0) &&
-		    pending_retired(&d->pending[i]))
-			pending_release(d, i);
+	size_t kept = 0;
+
+	for (size_t i = 0; i < d->npending; i++) {
+		struct rt_pending *p = &d->pending[i];
+
+		if ((large || p->a.cls >= 0) && pending_retired(p))
+			pending_release(d, &p->a);
+		else
+			d->pending[kept++] = *p;
+	}
+	d->npending = kept;
 }
 
 /* Whether a chunk has no block in use, or a block is pending (mem_lock
@@ -304,7 +318,8 @@ static ptrdiff_t pending_find(const struct rt_device *d,
 {
 	ptrdiff_t best = -1;
 
-	for (size_t i = 0; i < d->npending; i++) {
+	/* The latest freed first: what its queue touched last. */
+	for (size_t i = d->npending; i-- > 0;) {
 		const struct rt_pending *p = &d->pending[i];
 
 		if (p->a.cls != a->cls || (p->q != q && !pending_retired(p)))
@@ -345,7 +360,7 @@ static vnpu_error_t alloc_locked(struct rt_device *d, struct rt_alloc *a,
 		a->bo = from->bo;
 		a->chunk = from->chunk;
 		d->stats.cached -= a->block;
-		d->pending[p] = d->pending[--d->npending];
+		pending_remove(d, (size_t)p);
 	} else if (a->cls >= 0) {
 		if (!d->class_nfree[a->cls])
 			err = new_chunk(d, a->cls);
@@ -586,6 +601,20 @@ vnpu_error_t vnpu_mem_stats(struct vnpu_mem_stats *stats)
 	d = rt_current_device();
 	pthread_mutex_lock(&d->mem_lock);
 	*stats = d->stats;
+	pthread_mutex_unlock(&d->mem_lock);
+	return VNPU_SUCCESS;
+}
+
+vnpu_error_t vnpu_mem_reset_peak(void)
+{
+	vnpu_error_t err = rt_ready();
+	struct rt_device *d;
+
+	if (err)
+		return err;
+	d = rt_current_device();
+	pthread_mutex_lock(&d->mem_lock);
+	d->stats.peak = d->stats.in_use;
 	pthread_mutex_unlock(&d->mem_lock);
 	return VNPU_SUCCESS;
 }

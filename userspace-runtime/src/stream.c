@@ -111,3 +111,18 @@ vnpu_error_t vnpu_stream_query(vnpu_stream_t stream)
 	rt_stream_put(s);
 	return err;
 }
+
+vnpu_error_t vnpu_stream_get_device(vnpu_stream_t stream, int *device)
+{
+	struct rt_stream *s;
+	vnpu_error_t err = rt_stream_get(stream, &s);
+
+	if (err)
+		return err;
+	if (device)
+		*device = s->dev->index;
+	else
+		err = rt_fail(VNPU_ERROR_NULL_POINTER, "device is NULL");
+	rt_stream_put(s);
+	return err;
+}
