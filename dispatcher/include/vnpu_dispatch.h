@@ -574,7 +574,8 @@ void vnpu_at_npu_set_stream(void *stream);
 void *vnpu_at_npu_stream(void);
 /* Waits for all work queued on the current stream. */
 bool vnpu_at_npu_synchronize(void);
-/* Returns the dispatcher's cached device blocks to the runtime. */
+/* Returns every device's cached blocks to the device (the runtime's
+ * cache: storages' memory is the runtime's stream-ordered memory). */
 void vnpu_at_npu_empty_cache(void);
 
 #ifdef __cplusplus

@@ -42,16 +42,18 @@ struct vnpu_at_tensor *vnpu_at_tensor_on(struct vnpu_at_storage *s,
 					 const int64_t *strides,
 					 int64_t offset);
 
-/* Device memory held by npu storages, per device (torch.cuda's
- * memory_allocated / max_memory_allocated / memory_reserved). */
+/* The process's device memory on one device, the runtime's counts
+ * (torch.cuda's memory_allocated / max_memory_allocated /
+ * memory_reserved); zeros before the runtime started. */
 struct vnpu_at_npu_memory_stats {
-	uint64_t allocated;	/* bytes of live storages */
+	uint64_t allocated;	/* bytes of live allocations, as asked */
 	uint64_t peak;		/* high-water mark of allocated */
-	uint64_t reserved;	/* allocated + blocks cached for reuse */
+	uint64_t reserved;	/* device bytes held, the cache's included */
 };
 bool vnpu_at_npu_memory_stats(int device,
 			      struct vnpu_at_npu_memory_stats *stats);
-void vnpu_at_npu_reset_peak(int device);
+/* The device's peak becomes what is allocated now. */
+bool vnpu_at_npu_reset_peak(int device);
 
 /* ---- the CPU fallback of a front end ---------------------------------------- */
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* Refcounted storages: host memory for the CPU, device memory for npu
- * through a caching allocator over vnpu_malloc. The cache reuses a freed
- * block only for allocations on the stream it was allocated on (stream
- * order makes that safe, as in PyTorch's caching allocator), and avoids
- * vnpu_free's device wait. */
+ * from the runtime's stream-ordered allocator (vnpu_malloc_async on the
+ * current stream, vnpu_free_async on the storage's stream), which caches
+ * and reuses blocks in stream order as PyTorch's caching allocator does;
+ * the memory statistics are the runtime's, per device. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,187 +12,134 @@
 #include "vnpu_frontend.h"
 #include "vnpu_runtime.h"
 
-#define MIN_CLASS 9	/* 512 B */
-#define MAX_CLASS 34	/* 16 GiB */
-
-struct cached_block {
-	struct cached_block *next;
-	void *ptr;
-	int device;
-	int cls;		/* size class: the block holds 1 << cls bytes */
-	void *stream;
-};
-
-static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct cached_block *free_lists[MAX_CLASS + 1];
-
-/* Per device: bytes in live storages and in the cache (block sizes). */
-#define STATS_DEVICES 64
-static _Atomic uint64_t live_bytes[STATS_DEVICES];
-static _Atomic uint64_t peak_bytes[STATS_DEVICES];
-static _Atomic uint64_t cached_bytes[STATS_DEVICES];
-
-static void stats_add(_Atomic uint64_t *v, int device, int64_t delta)
-{
-	if (device >= 0 && device < STATS_DEVICES)
-		atomic_fetch_add(&v[device], (uint64_t)delta);
-}
-
-static void note_live(int device, int64_t delta)
-{
-	uint64_t now, peak;
-
-	if (device < 0 || device >= STATS_DEVICES)
-		return;
-	now = atomic_fetch_add(&live_bytes[device], (uint64_t)delta) +
-	      (uint64_t)delta;
-	peak = atomic_load(&peak_bytes[device]);
-	while (now > peak &&
-	       !atomic_compare_exchange_weak(&peak_bytes[device], &peak, now))
-		;
-}
-
-bool vnpu_at_npu_memory_stats(int device,
-			      struct vnpu_at_npu_memory_stats *stats)
-{
-	if (device < 0 || device >= STATS_DEVICES || !stats) {
-		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
-				  "npu: no memory statistics for device %d",
-				  device);
-		return false;
-	}
-	stats->allocated = atomic_load(&live_bytes[device]);
-	stats->peak = atomic_load(&peak_bytes[device]);
-	stats->reserved = stats->allocated + atomic_load(&cached_bytes[device]);
-	return true;
-}
-
-void vnpu_at_npu_reset_peak(int device)
-{
-	if (device >= 0 && device < STATS_DEVICES)
-		atomic_store(&peak_bytes[device], atomic_load(&live_bytes[device]));
-}
+/* record_stream's lists of the streams that used a storage. */
+static pthread_mutex_t used_streams_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* fork(): the child may release storages it inherited (its Python frees
- * them), which takes the cache's lock; another thread of the parent may
- * have held it at the fork. The lock is taken around fork so that the
- * child's copy is free. (The child cannot use the device: libvnpurt
- * refuses, VNPU_ERROR_FORKED.) */
-static void cache_lock_for_fork(void)
+ * them), which takes the lock; another thread of the parent may have held
+ * it at the fork. The lock is taken around fork so that the child's copy
+ * is free. (The child cannot use the device: libvnpurt refuses,
+ * VNPU_ERROR_FORKED.) */
+static void lock_for_fork(void)
 {
-	pthread_mutex_lock(&cache_lock);
+	pthread_mutex_lock(&used_streams_lock);
 }
 
-static void cache_unlock_after_fork(void)
+static void unlock_after_fork(void)
 {
-	pthread_mutex_unlock(&cache_lock);
+	pthread_mutex_unlock(&used_streams_lock);
 }
 
 static pthread_once_t fork_guard_once = PTHREAD_ONCE_INIT;
 
 static void fork_guard(void)
 {
-	pthread_atfork(cache_lock_for_fork, cache_unlock_after_fork,
-		       cache_unlock_after_fork);
+	pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork);
 }
 
-static int size_class(size_t n)
+/* The runtime's memory calls act on the calling thread's current device:
+ * device `index` is made current for one, *old says what to restore. Sets
+ * no error: a release must not replace one its caller is reporting. */
+static vnpu_error_t enter_device(int index, int *old)
 {
-	int c = MIN_CLASS;
+	vnpu_error_t e = vnpu_get_device(old);
 
-	while (c <= MAX_CLASS && ((size_t)1 << c) < n)
-		c++;
-	return c;
+	if (e == VNPU_SUCCESS && *old != index)
+		e = vnpu_set_device(index);
+	return e;
 }
 
-static void *npu_alloc(size_t nbytes, int device, void *stream, size_t *got)
+static void leave_device(int index, int old)
 {
-	int c = size_class(nbytes ? nbytes : 1);
-	struct cached_block *b;
-	void *ptr = NULL;
+	if (old != index)
+		vnpu_set_device(old);
+}
+
+static bool device_error(int device, vnpu_error_t e)
+{
+	vnpu_at_error_set(VNPU_AT_ERR_DEVICE, "npu:%d: %s (%s)", device,
+			  vnpu_error_string(e), vnpu_last_error_detail());
+	return false;
+}
+
+/* Before the runtime started (or in a forked child) nothing is allocated:
+ * zeros, without starting it, as torch.cuda's statistics are. */
+bool vnpu_at_npu_memory_stats(int device,
+			      struct vnpu_at_npu_memory_stats *stats)
+{
+	struct vnpu_mem_stats m = {0};
 	vnpu_error_t e;
+	int old;
 
-	if (c > MAX_CLASS) {
-		vnpu_at_error_set(VNPU_AT_ERR_OOM, "npu: %zu bytes is too large",
-				  nbytes);
-		return NULL;
+	if (!stats) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE, "npu: stats is NULL");
+		return false;
 	}
-	pthread_once(&fork_guard_once, fork_guard);
-	pthread_mutex_lock(&cache_lock);
-	for (struct cached_block **pp = &free_lists[c]; *pp; pp = &(*pp)->next) {
-		if ((*pp)->device == device && (*pp)->stream == stream) {
-			b = *pp;
-			*pp = b->next;
-			ptr = b->ptr;
-			free(b);
-			break;
-		}
+	if (vnpu_is_initialized()) {
+		e = enter_device(device, &old);
+		if (e != VNPU_SUCCESS)
+			return device_error(device, e);
+		e = vnpu_mem_stats(&m);
+		leave_device(device, old);
+		if (e != VNPU_SUCCESS)
+			return device_error(device, e);
 	}
-	pthread_mutex_unlock(&cache_lock);
-	*got = (size_t)1 << c;
-	if (ptr) {
-		stats_add(cached_bytes, device, -(int64_t)*got);
-		return ptr;
-	}
-	e = vnpu_malloc(&ptr, *got);
-	if (e == VNPU_ERROR_OUT_OF_MEMORY) {
-		vnpu_at_npu_empty_cache();
-		e = vnpu_malloc(&ptr, *got);
-	}
-	if (e != VNPU_SUCCESS) {
-		vnpu_at_error_set(e == VNPU_ERROR_OUT_OF_MEMORY ?
-				  VNPU_AT_ERR_OOM : VNPU_AT_ERR_DEVICE,
-				  "npu: allocating %zu bytes: %s", *got,
-				  vnpu_error_string(e));
-		return NULL;
-	}
-	return ptr;
+	stats->allocated = m.in_use;
+	stats->peak = m.peak;
+	stats->reserved = m.reserved;
+	return true;
 }
 
-static void npu_cache_put(void *ptr, size_t nbytes, int device, void *stream)
+bool vnpu_at_npu_reset_peak(int device)
 {
-	struct cached_block *b = malloc(sizeof(*b));
-	int c = size_class(nbytes);
+	vnpu_error_t e;
+	int old;
 
-	if (!b) {
-		vnpu_free(ptr);
-		return;
-	}
-	stats_add(cached_bytes, device, (int64_t)nbytes);
-	b->ptr = ptr;
-	b->cls = c;
-	b->device = device;
-	b->stream = stream;
-	pthread_mutex_lock(&cache_lock);
-	b->next = free_lists[c];
-	free_lists[c] = b;
-	pthread_mutex_unlock(&cache_lock);
+	if (!vnpu_is_initialized())
+		return true;
+	e = enter_device(device, &old);
+	if (e != VNPU_SUCCESS)
+		return device_error(device, e);
+	e = vnpu_mem_reset_peak();
+	leave_device(device, old);
+	return e == VNPU_SUCCESS || device_error(device, e);
 }
 
 void vnpu_at_npu_empty_cache(void)
 {
-	struct cached_block *all = NULL;
+	int n = 0, old;
 
-	pthread_mutex_lock(&cache_lock);
-	for (int c = 0; c <= MAX_CLASS; c++) {
-		while (free_lists[c]) {
-			struct cached_block *b = free_lists[c];
-
-			free_lists[c] = b->next;
-			b->next = all;
-			all = b;
-		}
+	if (!vnpu_is_initialized() || vnpu_device_count(&n) != VNPU_SUCCESS)
+		return;
+	for (int i = 0; i < n; i++) {
+		if (enter_device(i, &old) != VNPU_SUCCESS)
+			continue;
+		vnpu_mem_empty_cache();
+		leave_device(i, old);
 	}
-	pthread_mutex_unlock(&cache_lock);
-	while (all) {
-		struct cached_block *b = all;
+}
 
-		all = b->next;
-		stats_add(cached_bytes, b->device,
-			  -((int64_t)1 << b->cls));
-		vnpu_free(b->ptr);
-		free(b);
+/* nbytes (at least 1) on device `device` (current), ordered on `stream`
+ * when it is that device's. */
+static void *npu_alloc(size_t nbytes, int device, void **stream)
+{
+	void *ptr = NULL;
+	int on = device;
+	vnpu_error_t e;
+
+	pthread_once(&fork_guard_once, fork_guard);
+	if (*stream && (vnpu_stream_get_device(*stream, &on) != VNPU_SUCCESS ||
+			on != device))
+		*stream = NULL; /* the device's default stream then */
+	e = vnpu_malloc_async(&ptr, nbytes ? nbytes : 1, *stream);
+	if (e != VNPU_SUCCESS) {
+		vnpu_at_error_set(e == VNPU_ERROR_OUT_OF_MEMORY ?
+				  VNPU_AT_ERR_OOM : VNPU_AT_ERR_DEVICE,
+				  "npu: allocating %zu bytes: %s (%s)", nbytes,
+				  vnpu_error_string(e), vnpu_last_error_detail());
+		return NULL;
 	}
+	return ptr;
 }
 
 struct vnpu_at_storage *vnpu_storage_new(size_t nbytes,
@@ -221,14 +168,13 @@ struct vnpu_at_storage *vnpu_storage_new(size_t nbytes,
 			return NULL;
 		}
 		s->stream = dev.index == cur ? vnpu_at_npu_stream() : NULL;
-		s->data = npu_alloc(nbytes, dev.index, s->stream, &s->nbytes);
+		s->data = npu_alloc(nbytes, dev.index, &s->stream);
 		if (dev.index != cur)
 			vnpu_at_npu_set_device(cur);
 		if (!s->data) {
 			free(s);
 			return NULL;
 		}
-		note_live(dev.index, (int64_t)s->nbytes);
 		s->nbytes = nbytes;
 		return s;
 	}
@@ -254,7 +200,7 @@ bool vnpu_at_storage_record_stream(struct vnpu_at_storage *s, void *stream)
 	}
 	if (!s->owns_data || stream == s->stream)
 		return true;
-	pthread_mutex_lock(&cache_lock);
+	pthread_mutex_lock(&used_streams_lock);
 	for (unsigned i = 0; i < s->n_used_streams; i++)
 		if (s->used_streams[i] == stream)
 			goto out;
@@ -267,15 +213,15 @@ bool vnpu_at_storage_record_stream(struct vnpu_at_storage *s, void *stream)
 	grown[s->n_used_streams++] = stream;
 	s->used_streams = grown;
 out:
-	pthread_mutex_unlock(&cache_lock);
+	pthread_mutex_unlock(&used_streams_lock);
 	if (!ok)
 		vnpu_at_error_set(VNPU_AT_ERR_OOM, "out of host memory");
 	return ok;
 }
 
 /* Orders the block's own stream after the work queued so far on the other
- * streams that used it, so that reusing it on its stream is safe. false
- * when that cannot be arranged: the block is then freed, not cached. */
+ * streams that used it, so that freeing it on its stream is safe. false
+ * when that cannot be arranged. */
 static bool order_after_used_streams(struct vnpu_at_storage *s)
 {
 	bool ok = true;
@@ -297,24 +243,32 @@ static bool order_after_used_streams(struct vnpu_at_storage *s)
 	return ok;
 }
 
+/* Gives an npu storage's memory back in its stream's order; when that
+ * cannot be (its stream destroyed, other streams' work not orderable
+ * before it), vnpu_free waits for the device first. In a forked child
+ * both refuse and the memory, the parent's, is left. */
+static void npu_release(struct vnpu_at_storage *s)
+{
+	int index = s->device.index, old;
+	bool ordered = !s->n_used_streams || order_after_used_streams(s);
+
+	if (enter_device(index, &old) != VNPU_SUCCESS)
+		return;
+	if (!ordered || vnpu_free_async(s->data, s->stream) != VNPU_SUCCESS)
+		vnpu_free(s->data);
+	leave_device(index, old);
+}
+
 void vnpu_storage_release(struct vnpu_at_storage *s)
 {
 	if (!s || __atomic_sub_fetch(&s->refcount, 1, __ATOMIC_ACQ_REL))
 		return;
 	vnpu_at_release(s->format_cache);
 	if (s->owns_data) {
-		if (s->device.type == VNPU_AT_NPU) {
-			size_t c = (size_t)1 << size_class(s->nbytes ? s->nbytes : 1);
-
-			note_live(s->device.index, -(int64_t)c);
-			if (s->n_used_streams && !order_after_used_streams(s))
-				vnpu_free(s->data);	/* waits for the device */
-			else
-				npu_cache_put(s->data, c, s->device.index,
-					      s->stream);
-		} else {
+		if (s->device.type == VNPU_AT_NPU)
+			npu_release(s);
+		else
 			free(s->data);
-		}
 	}
 	free(s);
 }

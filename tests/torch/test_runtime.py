@@ -1,6 +1,10 @@
 # SPDX-License-Identifier: MIT
 """torch_vnpu.npu against torch.cuda's contract (CUDA's stream and event
 rules): devices, streams, events with timing, memory statistics."""
+import gc
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -82,34 +86,70 @@ def test_memory_statistics():
     npu.empty_cache()
     base = npu.memory_allocated()
     npu.reset_peak_memory_stats()
+    assert npu.max_memory_allocated() == base
     x = torch.empty(1 << 20, device=NPU)            # 4 MiB
-    assert npu.memory_allocated() >= base + (4 << 20)
-    assert npu.max_memory_allocated() >= npu.memory_allocated()
+    assert npu.memory_allocated() == base + (4 << 20)
+    assert npu.max_memory_allocated() == npu.memory_allocated()
     assert npu.memory_reserved() >= npu.memory_allocated()
     del x
     assert npu.memory_allocated() == base
-    assert npu.max_memory_allocated() >= base + (4 << 20)
-    assert npu.memory_reserved() >= base + (4 << 20)     # cached
+    assert npu.max_memory_allocated() == base + (4 << 20)
+    held = npu.memory_reserved()
+    assert held >= base + (4 << 20)                 # cached
     npu.empty_cache()
-    assert npu.memory_reserved() == npu.memory_allocated()
+    assert npu.memory_reserved() <= held - (4 << 20)
+    assert npu.memory_reserved() >= npu.memory_allocated()
+    npu.reset_peak_memory_stats()
+    assert npu.max_memory_allocated() == base
     with pytest.raises(IndexError):
         npu.memory_allocated(99)
 
 
-def test_caching_allocator_reuses_blocks_per_stream():
+def test_memory_statistics_do_not_start_the_device():
+    # As torch.cuda's: a process that only asked may still fork, and the
+    # child use the device.
+    code = ("import os, torch, torch_vnpu\n"
+            "assert torch.npu.memory_allocated() == 0\n"
+            "assert torch.npu.memory_reserved() == 0\n"
+            "torch.npu.reset_peak_memory_stats()\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    ok = torch.ones(2, device='npu').sum().item() == 2\n"
+            "    os._exit(0 if ok else 3)\n"
+            "_, status = os.waitpid(pid, 0)\n"
+            "assert os.WEXITSTATUS(status) == 0, status\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_caching_allocator_reuses_blocks_in_stream_order():
     npu.empty_cache()
     x = torch.empty(1000, device=NPU)
     p = x.data_ptr()
     del x
     assert torch.empty(1000, device=NPU).data_ptr() == p   # same stream
-    # p is cached for the default stream: another stream must not get it
-    # (its earlier work there is ordered only on the default stream)
     s = npu.Stream()
     with npu.stream(s):
-        y = torch.empty(1000, device=NPU)
-    assert y.data_ptr() != p
-    del y
+        y = torch.empty(1000, device=NPU).fill_(2)
+        q = y.data_ptr()
+        y = None                    # freed on s, after the fill
+        z = torch.empty(1000, device=NPU).fill_(3)
+        assert z.data_ptr() == q    # s's own block, at once
     s.synchronize()
+    assert z.cpu().eq(3).all()
+
+
+def test_memory_of_a_destroyed_stream_is_given_back():
+    npu.empty_cache()
+    base = npu.memory_allocated()
+    s = npu.Stream()
+    with npu.stream(s):
+        x = torch.ones(1 << 20, device=NPU)
+    assert npu.memory_allocated() == base + (4 << 20)
+    del s                   # its runtime stream is destroyed; x lives on
+    gc.collect()
+    assert x.sum().item() == 1 << 20
+    del x                   # its stream is gone: freed after a device wait
+    assert npu.memory_allocated() == base
 
 
 def test_bad_handles_are_errors_not_crashes():

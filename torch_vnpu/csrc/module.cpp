@@ -184,12 +184,10 @@ PYBIND11_MODULE(_C, m)
 	m.def("memory_stats", &memory_stats);
 	m.def("reset_peak_memory_stats", [](int64_t d) {
 		check_device(d);
-		vnpu_at_npu_reset_peak((int)d);
+		if (!vnpu_at_npu_reset_peak((int)d))
+			throw_dispatch_error("reset_peak_memory_stats");
 	});
-	m.def("empty_cache", []() {
-		vnpu_at_npu_empty_cache();
-		vnpu_mem_empty_cache();
-	});
+	m.def("empty_cache", []() { vnpu_at_npu_empty_cache(); });
 
 	m.def("fallback_report", []() { return report(vnpu_fallback_report); });
 	m.def("fallback_rejections", []() { return report(vnpu_fallback_rejections); });

@@ -207,25 +207,31 @@ class Event(object):
 
 
 def memory_stats(device=None):
+    """The device's memory counts, as torch.cuda.memory_stats: empty before
+    the device started (asking does not start it, so a process that only
+    asked may still fork and use the device in the child)."""
+    if not _C.runtime_started():
+        return {}
     return _C.memory_stats(_index(device))
 
 
 def memory_allocated(device=None):
-    """Bytes held by live npu tensors (their cache block sizes)."""
-    return memory_stats(device)['allocated_bytes.all.current']
+    """Bytes of the process's live allocations on the device, as asked."""
+    return memory_stats(device).get('allocated_bytes.all.current', 0)
 
 
 def max_memory_allocated(device=None):
-    return memory_stats(device)['allocated_bytes.all.peak']
+    return memory_stats(device).get('allocated_bytes.all.peak', 0)
 
 
 def memory_reserved(device=None):
-    """memory_allocated plus blocks cached for reuse."""
-    return memory_stats(device)['reserved_bytes.all.current']
+    """Device bytes held: the allocations' and the cache's."""
+    return memory_stats(device).get('reserved_bytes.all.current', 0)
 
 
 def reset_peak_memory_stats(device=None):
-    _C.reset_peak_memory_stats(_index(device))
+    if _C.runtime_started():
+        _C.reset_peak_memory_stats(_index(device))
 
 
 def empty_cache():
