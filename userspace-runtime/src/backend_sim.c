@@ -125,16 +125,10 @@ static bool host_register(struct vnpurt_bdev *d, const void *p, uint64_t len)
 	size_t i;
 
 	pthread_mutex_lock(&d->hosts_lock);
-	if (d->nhosts == d->hosts_cap) {
-		size_t cap = d->hosts_cap ? d->hosts_cap * 2 : 64;
-		struct host_range *n = realloc(d->hosts, cap * sizeof(*n));
-
-		if (!n) {
-			pthread_mutex_unlock(&d->hosts_lock);
-			return false;
-		}
-		d->hosts = n;
-		d->hosts_cap = cap;
+	if (!rt_array_reserve((void **)&d->hosts, &d->hosts_cap, d->nhosts + 1,
+			      sizeof(*d->hosts))) {
+		pthread_mutex_unlock(&d->hosts_lock);
+		return false;
 	}
 	for (i = d->nhosts; i > 0 && d->hosts[i - 1].start > start; i--)
 		d->hosts[i] = d->hosts[i - 1];
@@ -358,15 +352,9 @@ static int pt_alloc_table(void *opaque, bool vram, uint64_t *addr)
 
 	if (vram)
 		return -1;
-	if (d->ntables == d->tables_cap) {
-		size_t cap = d->tables_cap ? d->tables_cap * 2 : 64;
-		void **n = realloc(d->tables, cap * sizeof(*n));
-
-		if (!n)
-			return -1;
-		d->tables = n;
-		d->tables_cap = cap;
-	}
+	if (!rt_array_reserve((void **)&d->tables, &d->tables_cap,
+			      d->ntables + 1, sizeof(*d->tables)))
+		return -1;
 	t = host_pages(d, VNPU_PAGE_SIZE);
 	if (!t)
 		return -1;

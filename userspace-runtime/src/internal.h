@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "backend.h"
 #include "vnpu/hw_cmd_build.h"
@@ -36,6 +37,26 @@ static inline void rt_cpu_relax(void)
 #elif defined(__aarch64__)
 	__asm__ volatile("yield" ::: "memory");
 #endif
+}
+
+/* Room for `need` elements of `size` bytes in the array *a of *cap, which
+ * doubles from 64 as it grows; false without memory (nothing changed). */
+static inline bool rt_array_reserve(void **a, size_t *cap, size_t need,
+				    size_t size)
+{
+	size_t n = *cap ? *cap : 64;
+	void *grown;
+
+	if (need <= *cap)
+		return true;
+	while (n < need)
+		n *= 2;
+	grown = realloc(*a, n * size);
+	if (!grown)
+		return false;
+	*a = grown;
+	*cap = n;
+	return true;
 }
 
 /* ---- configuration (env.c) ---------------------------------------------- */

@@ -78,17 +78,8 @@ static struct rt_alloc *amap_find(const struct rt_amap *m, uint64_t k)
 /* Room for one more entry. */
 static bool amap_reserve(struct rt_amap *m)
 {
-	size_t cap = m->cap ? m->cap * 2 : 64;
-	struct rt_alloc *n;
-
-	if (m->n < m->cap)
-		return true;
-	n = realloc(m->a, cap * sizeof(*n));
-	if (!n)
-		return false;
-	m->a = n;
-	m->cap = cap;
-	return true;
+	return rt_array_reserve((void **)&m->a, &m->cap, m->n + 1,
+				sizeof(*m->a));
 }
 
 /* amap_reserve made room. */
@@ -125,22 +116,13 @@ static int size_class(uint64_t size)
  */
 static bool reserve_free(struct rt_device *d, int c, size_t blocks)
 {
-	size_t need = d->class_nfree[c] + blocks, cap = d->class_cap[c];
-	uint64_t *n;
+	size_t need = d->class_nfree[c] + blocks;
 
 	for (struct rt_chunk *k = d->chunks; k; k = k->next)
 		if (k->cls == c)
 			need += k->used;
-	if (need <= cap)
-		return true;
-	while (cap < need)
-		cap = cap ? cap * 2 : 64;
-	n = realloc(d->class_free[c], cap * sizeof(*n));
-	if (!n)
-		return false;
-	d->class_free[c] = n;
-	d->class_cap[c] = cap;
-	return true;
+	return rt_array_reserve((void **)&d->class_free[c], &d->class_cap[c],
+				need, sizeof(*d->class_free[c]));
 }
 
 /* reserve_free made room. */
@@ -530,17 +512,8 @@ vnpu_error_t vnpu_free(void *devptr)
 /* Room for one more pending block (mem_lock held). */
 static bool pending_reserve(struct rt_device *d)
 {
-	size_t cap = d->pending_cap ? d->pending_cap * 2 : 64;
-	struct rt_pending *n;
-
-	if (d->npending < d->pending_cap)
-		return true;
-	n = realloc(d->pending, cap * sizeof(*n));
-	if (!n)
-		return false;
-	d->pending = n;
-	d->pending_cap = cap;
-	return true;
+	return rt_array_reserve((void **)&d->pending, &d->pending_cap,
+				d->npending + 1, sizeof(*d->pending));
 }
 
 static vnpu_error_t free_async(struct rt_stream *s, void *devptr)
