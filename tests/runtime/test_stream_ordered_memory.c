@@ -177,7 +177,7 @@ END_TEST
 /*
  * Many blocks of mixed sizes, allocated, written, read back and freed on
  * three streams (two share nothing, the default stream a third queue),
- * one stream held behind a gate for a while: every read must see its own
+ * one stream held behind a gate at first: every read must see its own
  * block's value, whatever another stream reused.
  */
 START_TEST(mixed_streams_keep_their_data)
@@ -209,7 +209,10 @@ START_TEST(mixed_streams_keep_their_data)
 		RT_OK(vnpu_memcpy_async(host + (size_t)i * MAXN, p, shown,
 					VNPU_MEMCPY_D2H, st));
 		RT_OK(vnpu_free_async(p, st));
-		if (i == ROUNDS / 2)
+		/* Held briefly: a gate counts against the device's time
+		 * limit, and submissions through the driver in a TCG guest
+		 * are slow. */
+		if (i == 16)
 			gate_open(0);
 	}
 	RT_OK(vnpu_device_synchronize());
