@@ -315,11 +315,17 @@ static ptrdiff_t pending_find(const struct rt_device *d,
 	return best;
 }
 
-/* Allocates a->size bytes into *a for work on hwq q (NULL: any): a
+/*
+ * Allocates a->size bytes into *a for work on hwq q (NULL: any): a
  * cached or pending block, or a BO of its own (mem_lock held). A failure
- * sets the detail. */
+ * sets the detail. Before the device is asked for more, pending blocks
+ * whose work may have run since are looked at: without `refreshed`, that
+ * is VNPU_ERROR_NOT_READY (no error set) for the caller to refresh their
+ * queues' progress first; the common case, a block its own stream gave
+ * back, needs none of that.
+ */
 static vnpu_error_t alloc_locked(struct rt_device *d, struct rt_alloc *a,
-				 const struct rt_hwq *q)
+				 const struct rt_hwq *q, bool refreshed)
 {
 	vnpu_error_t err = VNPU_SUCCESS;
 	ptrdiff_t p;
@@ -329,10 +335,14 @@ static vnpu_error_t alloc_locked(struct rt_device *d, struct rt_alloc *a,
 		return rt_fail(VNPU_ERROR_OUT_OF_MEMORY,
 			       "host memory exhausted: no room to list the "
 			       "allocation");
-	pending_collect(d, false);
+	if (refreshed)
+		pending_collect(d, false);
 	/* A block the stream's own queue gave back first: its last user
 	 * ran just before, as a caching allocator's per-stream pool. */
 	p = pending_find(d, a, q);
+	if (p < 0 && !refreshed && d->npending &&
+	    (a->cls < 0 || !d->class_nfree[a->cls]))
+		return VNPU_ERROR_NOT_READY;
 	if (p >= 0) {
 		/* Still counted as used by its chunk, or reserved. */
 		struct rt_alloc *from = &d->pending[p].a;
@@ -415,16 +425,21 @@ static vnpu_error_t device_alloc(struct rt_device *d, size_t size,
 	memset(&a, 0, sizeof(a));
 	a.size = size;
 	a.cls = size_class(size);
-	pending_refresh(d);
 	pthread_mutex_lock(&d->mem_lock);
-	err = alloc_locked(d, &a, q);
+	err = alloc_locked(d, &a, q, false);
 	pthread_mutex_unlock(&d->mem_lock);
+	if (err == VNPU_ERROR_NOT_READY) {
+		pending_refresh(d);
+		pthread_mutex_lock(&d->mem_lock);
+		err = alloc_locked(d, &a, q, true);
+		pthread_mutex_unlock(&d->mem_lock);
+	}
 	/* As CUDA's caching allocators do: what the cache holds goes back
 	 * to the device, and the allocation is tried once more. */
 	if (err == VNPU_ERROR_OUT_OF_MEMORY && release_cache(d)) {
 		released = true;
 		pthread_mutex_lock(&d->mem_lock);
-		err = alloc_locked(d, &a, q);
+		err = alloc_locked(d, &a, q, true);
 		pthread_mutex_unlock(&d->mem_lock);
 	}
 	if (err)
