@@ -101,6 +101,30 @@ struct vnpu_at_tensor *vnpu_cea_arange_start_step(vnpu_keyset_t ks,
 	return out;
 }
 
+/* linspace: steps points of the default float dtype (or dtype) from
+ * start to end, by linspace.out. */
+struct vnpu_at_tensor *vnpu_cea_linspace(vnpu_keyset_t ks, struct vnpu_at_scalar start,
+					 struct vnpu_at_scalar end, int64_t steps,
+					 enum vnpu_at_dtype dtype, struct vnpu_at_device device)
+{
+	struct vnpu_at_tensor *out, *r;
+
+	(void)ks;
+	if (steps < 0)
+		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					 "aten::linspace: number of steps must be non-negative");
+	out = vnpu_op_empty_memory_format(VNPU_AT_INTS(steps),
+					  dt_or(dtype, vnpu_at_default_dtype()),
+					  dev_or_cpu(device));
+	r = out ? vnpu_op_linspace_out(start, end, steps, out) : NULL;
+	vnpu_at_release(r);
+	if (!r) {
+		vnpu_at_release(out);
+		return NULL;
+	}
+	return out;
+}
+
 struct vnpu_at_tensor *vnpu_cea_zero_(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
 {
 	return vnpu_op_fill__Scalar(self, VNPU_AT_INT(0));

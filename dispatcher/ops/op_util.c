@@ -638,6 +638,102 @@ bool vnpu_at_arange_plan(const char *op, struct vnpu_at_scalar start,
 	return true;
 }
 
+/* x rounded to float dtype dt once, as c10's Half and BFloat16 round a
+ * result computed in float (f32: the float result itself). */
+static double round_to_dtype(enum vnpu_at_dtype dt, double x)
+{
+	float f = (float)x;
+
+	switch (dt) {
+	case VNPU_AT_F64: return x;
+	case VNPU_AT_F16: return vnpu_at_f16_to_f32(vnpu_at_f32_to_f16(f));
+	case VNPU_AT_BF16: return vnpu_at_bf16_to_f32(vnpu_at_f32_to_bf16(f));
+	default: return f;
+	}
+}
+
+/* s as Scalar::to<dt>() gives it: an integer truncated and wrapped to the
+ * width (a negative into uint8 wraps, as c10 allows), a float rounded. */
+static double scalar_as_dtype(struct vnpu_at_scalar s, enum vnpu_at_dtype dt)
+{
+	int64_t v;
+
+	if (vnpu_at_dtype_is_float(dt))
+		return round_to_dtype(dt, vnpu_at_scalar_to_double(s));
+	v = vnpu_at_scalar_to_int(s);
+	switch (dt) {
+	case VNPU_AT_U8: return (uint8_t)v;
+	case VNPU_AT_I8: return (int8_t)v;
+	case VNPU_AT_I16: return (int16_t)v;
+	case VNPU_AT_I32: return (int32_t)v;
+	default: return (double)v;
+	}
+}
+
+bool vnpu_at_linspace_plan(const char *op, struct vnpu_at_scalar start,
+			   struct vnpu_at_scalar end, int64_t steps,
+			   enum vnpu_at_dtype dt, struct vnpu_at_linspace *l)
+{
+	double span;
+
+	if (dt == VNPU_AT_BOOL)
+		return (bool)vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					       "%s: \"linspace_cpu\" not implemented for 'Bool'", op);
+	if (!vnpu_at_scalar_fits(start, dt) || !vnpu_at_scalar_fits(end, dt))
+		return false;
+	l->dt = dt;
+	l->steps = steps;
+	l->start = scalar_as_dtype(start, dt);
+	l->end = scalar_as_dtype(end, dt);
+	if (!vnpu_at_dtype_is_float(dt)) {
+		l->step = (l->end - l->start) / (double)(steps - 1);
+		return true;
+	}
+	span = round_to_dtype(dt, l->end - l->start);
+	l->step = round_to_dtype(dt, span / round_to_dtype(dt, (double)(steps - 1)));
+	return true;
+}
+
+int vnpu_at_linspace_prepare(const char *op, struct vnpu_at_scalar start,
+			     struct vnpu_at_scalar end, int64_t steps,
+			     struct vnpu_at_tensor *out, struct vnpu_at_linspace *l)
+{
+	struct vnpu_at_tensor *r;
+
+	if (steps < 0) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE, "%s: number of steps must be non-negative", op);
+		return -1;
+	}
+	if (vnpu_at_numel(out) != steps) {
+		r = vnpu_op_resize_(out, (struct vnpu_at_int_array){ &steps, 1 });
+		if (!r)
+			return -1;
+		vnpu_at_release(r);
+	}
+	if (steps == 1) {
+		r = vnpu_op_fill__Scalar(out, start);
+		vnpu_at_release(r);
+		return r ? 0 : -1;
+	}
+	if (!steps)
+		return 0;
+	if (!vnpu_at_linspace_plan(op, start, end, steps, (enum vnpu_at_dtype)out->dtype, l) ||
+	    !vnpu_at_check_no_self_overlap(op, out))
+		return -1;
+	return 1;
+}
+
+double vnpu_at_linspace_point(const struct vnpu_at_linspace *l, int64_t i)
+{
+	bool first_half = i < l->steps / 2;
+	double k = (double)(first_half ? i : l->steps - 1 - i), d;
+
+	if (!vnpu_at_dtype_is_float(l->dt))
+		return trunc(first_half ? l->start + l->step * k : l->end - l->step * k);
+	d = round_to_dtype(l->dt, l->step * round_to_dtype(l->dt, k));
+	return round_to_dtype(l->dt, first_half ? l->start + d : l->end - d);
+}
+
 bool vnpu_at_arange_integral(struct vnpu_at_scalar start, struct vnpu_at_scalar end,
 			     struct vnpu_at_scalar step)
 {
@@ -677,14 +773,8 @@ bool vnpu_at_check_write(const char *op, const struct vnpu_at_tensor *out,
 	int n;
 
 	/* in TensorIterator's order: overlap, shape, then types */
-	for (uint32_t i = 0; i < out->ndim; i++)
-		if (out->strides[i] == 0 && out->sizes[i] > 1 &&
-		    vnpu_at_numel(out)) {
-			vnpu_at_error_set(VNPU_AT_ERR_VALUE,
-					  "%s: unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.",
-					  op);
-			return false;
-		}
+	if (!vnpu_at_check_no_self_overlap(op, out))
+		return false;
 	if (!resizable) {
 		bool same = nd == out->ndim;
 
@@ -988,6 +1078,18 @@ static void element_range(const struct vnpu_at_tensor *t, int64_t *lo, int64_t *
 	}
 }
 
+bool vnpu_at_check_no_self_overlap(const char *op, const struct vnpu_at_tensor *written)
+{
+	for (uint32_t i = 0; i < written->ndim && vnpu_at_numel(written); i++)
+		if (written->strides[i] == 0 && written->sizes[i] > 1) {
+			vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+					  "%s: unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.",
+					  op);
+			return false;
+		}
+	return true;
+}
+
 bool vnpu_at_may_overlap(const struct vnpu_at_tensor *a, const struct vnpu_at_tensor *b)
 {
 	int64_t alo, ahi, blo, bhi;
@@ -1140,13 +1242,8 @@ bool vnpu_at_index_scatter_check(const char *op, bool copy, const struct vnpu_at
 				  op);
 		return false;
 	}
-	for (uint32_t i = 0; i < self->ndim; i++)
-		if (self->strides[i] == 0 && self->sizes[i] > 1) {
-			vnpu_at_error_set(VNPU_AT_ERR_VALUE,
-					  "%s: unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.",
-					  op);
-			return false;
-		}
+	if (!vnpu_at_check_no_self_overlap(op, self))
+		return false;
 	if (!vnpu_at_check_no_overlap(op, self, index) || !vnpu_at_check_no_overlap(op, self, source))
 		return false;
 	/* the index values last, as the kernels check them */

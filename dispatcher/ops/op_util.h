@@ -138,6 +138,10 @@ struct vnpu_at_tensor *vnpu_at_host_contiguous(struct vnpu_at_tensor *t);
 const char *vnpu_at_scalar_type_name(enum vnpu_at_dtype dt);
 /* a and b share a storage and their element ranges meet (a cheap
  * superset of PyTorch's partial and full overlap). */
+/* False with PyTorch's "more than one element of the written-to tensor
+ * refers to a single memory location" when elements of written share one
+ * (a stride 0 over a dim of size > 1, and elements at all). */
+bool vnpu_at_check_no_self_overlap(const char *op, const struct vnpu_at_tensor *written);
 bool vnpu_at_may_overlap(const struct vnpu_at_tensor *a, const struct vnpu_at_tensor *b);
 /* at::assert_no_overlap: false with PyTorch's error when `written` may
  * share memory with `input` (NULL passes). */
@@ -187,6 +191,33 @@ struct vnpu_at_arange {
 bool vnpu_at_arange_plan(const char *op, struct vnpu_at_scalar start,
 			 struct vnpu_at_scalar end, struct vnpu_at_scalar step,
 			 enum vnpu_at_dtype dt, struct vnpu_at_arange *a);
+/*
+ * linspace's points in dtype dt (steps >= 2), as PyTorch's CPU kernel
+ * computes them: start and end converted to dt (checked: c10's overflow
+ * error; integers truncated and wrapped to the width), step = (end -
+ * start) / (steps - 1) in dt's own arithmetic (double for the integers),
+ * point i from start for i < steps / 2 and from end after. False with
+ * PyTorch's error for bool and a bound dt cannot hold.
+ */
+struct vnpu_at_linspace {
+	enum vnpu_at_dtype dt;
+	int64_t steps;
+	double start, end, step;	/* values of dt (integers: exact) */
+};
+bool vnpu_at_linspace_plan(const char *op, struct vnpu_at_scalar start,
+			   struct vnpu_at_scalar end, int64_t steps,
+			   enum vnpu_at_dtype dt, struct vnpu_at_linspace *l);
+/* linspace.out's steps before its points, as PyTorch's linspace_out:
+ * steps checked, out resized to steps elements when its numel differs
+ * (its shape kept otherwise), a single point filled with start, the plan
+ * made, out checked writable. 1 when the plan's points remain to be
+ * written in out's row-major order, 0 when out is complete, -1 with the
+ * error set. */
+int vnpu_at_linspace_prepare(const char *op, struct vnpu_at_scalar start,
+			     struct vnpu_at_scalar end, int64_t steps,
+			     struct vnpu_at_tensor *out, struct vnpu_at_linspace *l);
+/* Point i of the plan, a value of its dtype. */
+double vnpu_at_linspace_point(const struct vnpu_at_linspace *l, int64_t i);
 /* Whether no bound of the range is a float: an integer range with a float
  * bound is where PyTorch's versions differ. */
 bool vnpu_at_arange_integral(struct vnpu_at_scalar start, struct vnpu_at_scalar end,

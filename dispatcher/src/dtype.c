@@ -143,8 +143,8 @@ static const char *cxx_name(enum vnpu_at_dtype dt)
 	case VNPU_AT_I16: return "int16_t";
 	case VNPU_AT_I32: return "int";
 	case VNPU_AT_I64: return "int64_t";
-	case VNPU_AT_F16: return "at::Half";
-	case VNPU_AT_BF16: return "at::BFloat16";
+	case VNPU_AT_F16: return "c10::Half";
+	case VNPU_AT_BF16: return "c10::BFloat16";
 	case VNPU_AT_F32: return "float";
 	case VNPU_AT_F64: return "double";
 	case VNPU_AT_BOOL: return "bool";

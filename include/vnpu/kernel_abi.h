@@ -133,17 +133,34 @@ struct vnpu_kp_fill {
 	int64_t ivalue;		/* used for integer and bool dtypes */
 };
 
-/* RANGE: out's elements in row-major order of its shape are start + i *
- * step, i = 0, 1, ... (PyTorch's arange), each computed as PyTorch's CPU
- * computes it: for F32 and F64 in double, for F16 and BF16 in f32 (start
- * and step rounded to f32 first), then rounded once to nearest even; for
- * the integer dtypes istart + i * istep in int64, wrapping to the width.
+/* RANGE: out's elements in row-major order of its shape, i = 0 .. n-1 (n =
+ * out's numel), each computed on its own by PyTorch's per-element formula
+ * (its CUDA kernels' and its CPU scalar loop's; the CPU's vector loop can
+ * differ from it by an ulp).
+ * mode ARANGE: start + i * step (PyTorch's arange): for F32 and F64 in
+ * double, for F16 and BF16 in f32 (start and step rounded to f32 first),
+ * then rounded once to nearest even; for the integer dtypes istart + i *
+ * istep in int64, wrapping to the width.
+ * mode LINSPACE: n points from start to end (PyTorch's linspace): with
+ * step = (end - start) / (n - 1), start + step * i for i < n / 2 and
+ * end - step * (n - 1 - i) after, so both ends are exact; n == 1 is start.
+ * Float dtypes compute in the dtype itself, every operation rounded to it
+ * (start and end rounded first); for the integer dtypes start and end are
+ * integers of the dtype, step is a double and each point is truncated
+ * toward zero.
  * BOOL is UNSUPPORTED; reserved must be zero. */
+enum vnpu_range_mode {
+	VNPU_RANGE_ARANGE = 0,
+	VNPU_RANGE_LINSPACE = 1,
+};
+
 struct vnpu_kp_range {
 	struct vnpu_tensor out;
-	double start, step;		/* float dtypes */
-	int64_t istart, istep;		/* integer dtypes */
-	uint64_t reserved;
+	double start, step;		/* ARANGE: float dtypes */
+	int64_t istart, istep;		/* ARANGE: integer dtypes */
+	uint32_t mode;			/* enum vnpu_range_mode */
+	uint32_t reserved;
+	double end;			/* LINSPACE (and start): every dtype */
 };
 
 /* CAST: out = (dtype of out) src, element by element; same shape. With equal
@@ -556,7 +573,7 @@ VNPU_ASSERT_OFFSET(struct vnpu_tensor, offset, 16);
 VNPU_ASSERT_OFFSET(struct vnpu_tensor, sizes, 24);
 VNPU_ASSERT_OFFSET(struct vnpu_tensor, strides, 88);
 VNPU_ASSERT_SIZE(struct vnpu_kp_fill, 168);
-VNPU_ASSERT_SIZE(struct vnpu_kp_range, 192);
+VNPU_ASSERT_SIZE(struct vnpu_kp_range, 200);
 VNPU_ASSERT_SIZE(struct vnpu_kp_cast, 304);
 VNPU_ASSERT_SIZE(struct vnpu_kp_unary, 312);
 VNPU_ASSERT_SIZE(struct vnpu_kp_binary, 472);

@@ -1502,6 +1502,68 @@ START_TEST(arange_on_device)
 }
 END_TEST
 
+/* linspace on the device's RANGE: every dtype it has against the CPU
+ * kernel, exactly (both compute each point on its own the same way), into
+ * a fresh result and into a strided 2-d out= (its shape kept, points in
+ * row-major order); one step fills, bool and a bound the dtype cannot
+ * hold go to the CPU kernel's error. */
+START_TEST(linspace_on_device)
+{
+	static const enum vnpu_at_dtype dts[] = { VNPU_AT_F32, VNPU_AT_F16, VNPU_AT_BF16,
+						  VNPU_AT_F64, VNPU_AT_I64, VNPU_AT_I32,
+						  VNPU_AT_I16, VNPU_AT_I8, VNPU_AT_U8 };
+	static const int64_t steps[] = { 0, 1, 2, 7, 50, 301 };
+	struct vnpu_at_tensor *want, *got, *base, *out, *r;
+
+	for (size_t k = 0; k < sizeof(dts) / sizeof(dts[0]); k++) {
+		for (size_t j = 0; j < sizeof(steps) / sizeof(steps[0]); j++) {
+			bool fl = vnpu_at_dtype_is_float(dts[k]);
+			struct vnpu_at_scalar s = fl ? VNPU_AT_DOUBLE(-2.3) : VNPU_AT_INT(3);
+			struct vnpu_at_scalar e = fl ? VNPU_AT_DOUBLE(90.1) : VNPU_AT_DOUBLE(120.7);
+			int64_t n = steps[j];
+
+			vnpu_fallback_reset();
+			want = vnpu_op_linspace(s, e, n, dts[k], VNPU_AT_DEV_CPU);
+			got = vnpu_op_linspace(s, e, n, dts[k], VNPU_AT_DEV_NPU(0));
+			ot_expect_close("linspace", want, got, 0, 0);
+			if (n > 1)
+				expect_on_device("linspace");
+			if (n % 2 == 0 && n) {
+				/* a (2, n/2) view of every other element */
+				base = vnpu_op_zeros(VNPU_AT_INTS(2 * n), dts[k],
+						     VNPU_AT_DEV_NPU(0));
+				out = vnpu_op_as_strided(base, VNPU_AT_INTS(2, n / 2),
+							 VNPU_AT_INTS(n, 2),
+							 VNPU_AT_NO_INT);
+				r = vnpu_op_linspace_out(s, e, n, out);
+				ck_assert_msg(r && r->ndim == 2, "%s", vnpu_at_error_message());
+				vnpu_at_release(r);
+				r = vnpu_op_reshape(out, VNPU_AT_INTS(n));
+				ot_expect_close("linspace out=", want, r, 0, 0);
+				expect_on_device("linspace out=");
+				vnpu_at_release(r);
+				vnpu_at_release(out);
+				vnpu_at_release(base);
+			}
+			vnpu_at_release(want);
+			vnpu_at_release(got);
+		}
+	}
+	ck_assert_ptr_null(vnpu_op_linspace(VNPU_AT_INT(0), VNPU_AT_INT(1), 3, VNPU_AT_BOOL,
+					    VNPU_AT_DEV_NPU(0)));
+	ck_assert_msg(strstr(vnpu_at_error_message(), "\"linspace_cpu\" not implemented for 'Bool'"),
+		      "%s", vnpu_at_error_message());
+	ck_assert_ptr_null(vnpu_op_linspace(VNPU_AT_INT(0), VNPU_AT_INT(300), 3, VNPU_AT_U8,
+					    VNPU_AT_DEV_NPU(0)));
+	ck_assert_msg(strstr(vnpu_at_error_message(), "without overflow"), "%s",
+		      vnpu_at_error_message());
+	ck_assert_ptr_null(vnpu_op_linspace(VNPU_AT_INT(0), VNPU_AT_INT(1), -1, VNPU_AT_F32,
+					    VNPU_AT_DEV_NPU(0)));
+	ck_assert_msg(strstr(vnpu_at_error_message(), "number of steps must be non-negative"),
+		      "%s", vnpu_at_error_message());
+}
+END_TEST
+
 /* triu/tril: exact against the CPU and run on the device (aranges,
  * a compare and a WHERE there), batched and transposed. */
 START_TEST(triangles_on_device)
@@ -2004,6 +2066,7 @@ static Suite *ops_npu_suite(void)
 	tcase_add_test(tc, result_layouts);
 	tcase_add_test(tc, masked_fill_ops);
 	tcase_add_test(tc, arange_on_device);
+	tcase_add_test(tc, linspace_on_device);
 	tcase_add_test(tc, triangles_on_device);
 	tcase_add_test(tc, roll_on_device);
 	tcase_add_test(tc, devices_of_tensor_arguments);

@@ -206,6 +206,106 @@ START_TEST(test_range_edges)
 }
 END_TEST
 
+/* A value rounded to float dtype dt, as one operation of c10's arithmetic
+ * in that dtype leaves it. */
+static double dtype_round(uint32_t dt, double v)
+{
+	if (dt == VNPU_DTYPE_F64)
+		return v;
+	if (dt == VNPU_DTYPE_F32)
+		return ew_round_f32(v);
+	return dt == VNPU_DTYPE_F16 ? ew_round_f16(ew_round_f32(v))
+				    : ew_round_bf16(ew_round_f32(v));
+}
+
+/* LINSPACE: element i as PyTorch's CPU kernel computes it (the first half
+ * from start, the rest from end; every float operation rounded to the
+ * dtype, integers through a double step, truncated), both ends exact,
+ * whatever the layout and the number of blocks. */
+START_TEST(test_linspace)
+{
+	kt_seed(107);
+	for (int iter = 0; iter < 160; iter++) {
+		uint32_t dt = all_dtypes[iter % N_ALL_DTYPES];
+		int64_t sizes[MAXD], idx[MAXD];
+		uint32_t ndim = rand_shape(sizes, 3, 1);
+		struct operand o =
+			make_operand(0, dt, ndim, sizes, rand_layout(0));
+		struct vnpu_kbuf b = operand_buffer(&o, -5, 5);
+		void *before = dup_bytes(&b);
+		int64_t n = (int64_t)numel_of(ndim, sizes);
+		double s, e, step;
+		struct vnpu_kp_range p;
+
+		if (dt == VNPU_DTYPE_BOOL) {
+			free(before);
+			kt_free(&b);
+			continue;
+		}
+		memset(&p, 0, sizeof(p));
+		p.out = o.t;
+		p.mode = VNPU_RANGE_LINSPACE;
+		p.start = rand_double(-50, 50);
+		p.end = rand_double(-50, 50);
+		if (!is_float(dt)) {
+			p.start = (double)kt_rand_range(0, 120);
+			p.end = (double)kt_rand_range(0, 120);
+		}
+		if (is_float(dt)) {
+			s = dtype_round(dt, p.start);
+			e = dtype_round(dt, p.end);
+			step = n > 1 ? dtype_round(dt, dtype_round(dt, e - s) /
+						       dtype_round(dt, (double)(n - 1)))
+				     : 0;
+		} else {
+			s = p.start;
+			e = p.end;
+			step = n > 1 ? (e - s) / (double)(n - 1) : 0;
+		}
+		ck_assert_uint_eq(kt_launch(VNPU_KERNEL_RANGE, &p, &b, 1,
+					    block_counts[iter % 3]),
+				  VNPU_STATUS_OK);
+		for (int64_t i = 0; i < n; i++) {
+			bool first = i < n / 2;
+			double k = (double)(first ? i : n - 1 - i), got, want;
+
+			if (n == 1)
+				want = s;
+			else if (is_float(dt))
+				want = dtype_round(dt, first ? s + dtype_round(dt, step * dtype_round(dt, k))
+							     : e - dtype_round(dt, step * dtype_round(dt, k)));
+			else
+				want = trunc(first ? s + step * k : e - step * k);
+			unravel((uint64_t)i, ndim, sizes, idx);
+			got = get_val(b.ptr, dt, elem_off(&o.t, idx));
+			ck_assert_msg(same_double(got, want), "linspace dt %u [%lld of %lld]: %a vs %a",
+				      dt, (long long)i, (long long)n, got, want);
+			if (i == n - 1 && n > 1)
+				ck_assert(same_double(got, e));
+		}
+		check_untouched(&o.t, before, b.ptr, b.size);
+		free(before);
+		kt_free(&b);
+	}
+}
+END_TEST
+
+/* An unknown mode is refused. */
+START_TEST(test_range_mode)
+{
+	int64_t sizes[1] = {4};
+	struct vnpu_kbuf b = kt_buffer(64);
+	struct vnpu_kp_range p;
+
+	memset(&p, 0, sizeof(p));
+	p.out = kt_tensor(0, VNPU_DTYPE_F32, 1, sizes, NULL);
+	p.mode = VNPU_RANGE_LINSPACE + 1;
+	ck_assert_uint_eq(kt_launch(VNPU_KERNEL_RANGE, &p, &b, 1, 1),
+			  VNPU_STATUS_INVALID_ARGS);
+	kt_free(&b);
+}
+END_TEST
+
 /* ----------------------------------------------------------------- SCAN */
 
 /* The reference fold of one line up to and including position `upto`,
@@ -3684,6 +3784,8 @@ static Suite *elementwise_suite(void)
 	tcase_add_test(tc, test_fill_wide_values);
 	tcase_add_test(tc, test_range);
 	tcase_add_test(tc, test_range_edges);
+	tcase_add_test(tc, test_linspace);
+	tcase_add_test(tc, test_range_mode);
 	tcase_add_test(tc, test_cast);
 	tcase_add_test(tc, test_cast_exact_cases);
 	tcase_add_test(tc, test_cast_f64_rounding);

@@ -4,6 +4,8 @@ result on the same inputs: f32/f16/bf16 and the integer dtypes an op
 takes, broadcasting, 0-dim, empty, non-contiguous, NaN/inf/-0. A sample
 names the dispatcher ops it exercises; the last test holds the samples to
 the yaml, so an op added with an NPU kernel needs a sample here."""
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -1551,6 +1553,65 @@ def _arange():
     with pytest.warns(UserWarning, match='will be resized'):
         assert_same(torch.arange(4, out=torch.empty(2, device=NPU)),
                     torch.arange(4.0))
+
+
+@sample(['aten::linspace.out'], 'linspace')
+def _linspace():
+    # every dtype the device has, steps from 0 to odd and even counts, into
+    # a fresh result and into an out= (empty; 2-d, whose shape is kept and
+    # filled in row-major order; strided), on the device; f16, bf16 and
+    # the integers bit for bit (f32 and f64: PyTorch's vectorised CPU loop
+    # can round a point an ulp otherwise)
+    cases = [(0, 1, 5), (-2.3, 90.1, 301), (5, -5, 2), (3, 120.7, 7),
+             (1.5, 1.5, 4), (7, 0, 1), (2, 3, 0), (-1e4, 1e4, 1000)]
+    for dt in [None] + FLOATS + INTS + [torch.int8, torch.uint8]:
+        for c in cases:
+            try:
+                want = torch.linspace(*c, dtype=dt)
+            except RuntimeError as e:   # a bound the dtype cannot hold
+                with pytest.raises(RuntimeError, match=re.escape(str(e))):
+                    torch.linspace(*c, dtype=dt, device=NPU)
+                continue
+            torch_vnpu.reset_fallback_report()
+
+            def check(got, want=want):
+                # f32/f64: a point near 0 of a wide range carries the
+                # rounding of the bounds' magnitude, in either loop
+                assert got.device.type == 'npu' and got.dtype == want.dtype
+                if want.dtype in (torch.float32, torch.float64):
+                    ulp = torch.finfo(want.dtype).eps * max(map(abs, c[:2]))
+                    torch.testing.assert_close(got.cpu(), want, rtol=0,
+                                               atol=2 * ulp)
+                else:
+                    assert torch.equal(got.cpu(), want), (c, dt)
+            check(torch.linspace(*c, dtype=dt, device=NPU))
+            out = torch.empty(0, dtype=want.dtype, device=NPU)
+            assert torch.linspace(*c, out=out) is out
+            check(out)
+            if c[2] % 2 == 0 and c[2]:
+                out = torch.empty(2, c[2] // 2, dtype=want.dtype, device=NPU)
+                check(torch.linspace(*c, out=out), want.view(2, -1))
+            out = torch.empty(2 * c[2], dtype=want.dtype, device=NPU)[::2]
+            check(torch.linspace(*c, out=out))
+            assert torch_vnpu.fallback_report() == [], (c, dt)
+    # refusals, worded by PyTorch's CPU kernel: negative steps, bool, a
+    # bound the dtype cannot hold, an out= whose elements share memory
+    for f in (lambda d: torch.linspace(0, 1, -1, device=d),
+              lambda d: torch.linspace(0, 1, 3, dtype=torch.bool, device=d),
+              lambda d: torch.linspace(0, 300, 3, dtype=torch.uint8, device=d),
+              lambda d: torch.linspace(0, 1e5, 3, dtype=torch.float16, device=d),
+              lambda d: torch.linspace(
+                  0, 1, 3, out=torch.empty(1, device=d).expand(3))):
+        with pytest.raises(Exception) as cpu:
+            f('cpu')
+        with pytest.raises(Exception) as npu:
+            f(NPU)
+        assert type(npu.value) is type(cpu.value)
+        assert str(npu.value) == str(cpu.value)
+    # one step fills even bool; a negative start wraps into uint8 as c10's
+    for f in (lambda d: torch.linspace(1, 0, 1, dtype=torch.bool, device=d),
+              lambda d: torch.linspace(-3, 9, 5, dtype=torch.uint8, device=d)):
+        same_outcome(f)
 
 
 @sample(['npu::npu_format_cast', 'npu::npu_format_cast_', 'npu::get_npu_format',

@@ -94,6 +94,29 @@ struct vnpu_at_tensor *vnpu_cpu_arange_start_out(vnpu_keyset_t ks,
 	return vnpu_at_retain(out);
 }
 
+/* linspace into out (vnpu_at_linspace_prepare), point i of the plan at
+ * element i of out's row-major order. */
+struct vnpu_at_tensor *vnpu_cpu_linspace_out(vnpu_keyset_t ks, struct vnpu_at_scalar start,
+					     struct vnpu_at_scalar end, int64_t steps,
+					     struct vnpu_at_tensor *out)
+{
+	struct vnpu_at_linspace l;
+	struct vnpu_at_iter it;
+	int64_t i = 0;
+	int todo;
+
+	(void)ks;
+	todo = vnpu_at_linspace_prepare("aten::linspace", start, end, steps, out, &l);
+	if (todo <= 0)
+		return todo ? NULL : vnpu_at_retain(out);
+	if (!vnpu_at_iter_init(&it, out->ndim, out->sizes, 1,
+			       (const struct vnpu_at_tensor *[]){ out }))
+		return NULL;
+	while (vnpu_at_iter_next(&it))
+		vnpu_at_store(l.dt, it.p[0], vnpu_at_linspace_point(&l, i++));
+	return vnpu_at_retain(out);
+}
+
 struct vnpu_at_tensor *vnpu_cpu_copy_(vnpu_keyset_t ks,
 				      struct vnpu_at_tensor *self,
 				      struct vnpu_at_tensor *src,

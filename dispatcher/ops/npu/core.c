@@ -135,6 +135,32 @@ struct vnpu_at_tensor *vnpu_npu_arange_start_out(vnpu_keyset_t ks,
 	return vnpu_at_retain(out);
 }
 
+/* linspace on RANGE (vnpu_at_linspace_prepare first). Bool, an out= whose
+ * elements share memory and internal formats go to the CPU kernel, which
+ * words PyTorch's error or writes the format through its copy. */
+struct vnpu_at_tensor *vnpu_npu_linspace_out(vnpu_keyset_t ks, struct vnpu_at_scalar start,
+					     struct vnpu_at_scalar end, int64_t steps,
+					     struct vnpu_at_tensor *out)
+{
+	struct vnpu_npu_launch l = { 0 };
+	struct vnpu_kp_range p = { .mode = VNPU_RANGE_LINSPACE };
+	struct vnpu_at_linspace plan;
+	int todo;
+
+	if (!vnpu_at_is_npu(out) || out->dtype == VNPU_AT_BOOL ||
+	    vnpu_npu_format_of(out) != VNPU_FORMAT_ND || !vnpu_npu_injective(out))
+		return vnpu_npu_unsupported();
+	todo = vnpu_at_linspace_prepare("aten::linspace", start, end, steps, out, &plan);
+	if (todo <= 0)
+		return todo ? NULL : vnpu_at_retain(out);
+	p.start = plan.start;
+	p.end = plan.end;
+	if (!vnpu_npu_arg(&l, out, VNPU_ACCESS_WRITE, &p.out) ||
+	    !vnpu_npu_launch("aten::linspace", &l, "range", &p, sizeof(p), steps))
+		return NULL;
+	return vnpu_at_retain(out);
+}
+
 struct vnpu_at_tensor *vnpu_npu_copy_(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
 				      struct vnpu_at_tensor *src, bool non_blocking)
 {

@@ -18,7 +18,7 @@
  * CPU kernel words): NULL with VNPU_AT_ERR_UNSUPPORTED set. The op's
  * generated entry sends the call to the fallback; kernels never call it. */
 struct vnpu_at_tensor *vnpu_npu_unsupported(void);
-/* The device dtype of a dispatcher dtype, or -1 (f64 has none). */
+/* The device dtype of a dispatcher dtype, or -1 for one it lacks. */
 int vnpu_npu_dtype(enum vnpu_at_dtype dtype);
 
 /* A launch being assembled: each tensor's storage becomes one buffer
