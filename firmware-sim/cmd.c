@@ -172,23 +172,6 @@ static void exec_test_inject(struct vnpu_sim *sim, struct sim_exec *ex)
 	}
 }
 
-static bool opcode_known(uint8_t opcode)
-{
-	switch (opcode) {
-	case VNPU_OP_NOP:
-	case VNPU_OP_KERNEL_LAUNCH:
-	case VNPU_OP_DMA_COPY:
-	case VNPU_OP_FILL:
-	case VNPU_OP_FENCE_SIGNAL:
-	case VNPU_OP_FENCE_WAIT:
-	case VNPU_OP_TIMESTAMP:
-	case VNPU_OP_TEST_INJECT:
-		return true;
-	default:
-		return false;
-	}
-}
-
 void sim_cmd_begin(struct vnpu_sim *sim, struct sim_exec *ex)
 {
 	const struct vnpu_cmd_header *h = &ex->cmd.hdr;
@@ -199,7 +182,7 @@ void sim_cmd_begin(struct vnpu_sim *sim, struct sim_exec *ex)
 	ex->phase = SIM_PH_DONE;
 	if (h->flags & ~VNPU_CMD_F_ALL || h->reserved0 || h->reserved1) {
 		/* An unknown opcode is reported as such even with bad flags. */
-		ex->status = opcode_known(h->opcode)
+		ex->status = vnpu_opcode_known(h->opcode)
 				     ? VNPU_STATUS_INVALID_FIELD
 				     : VNPU_STATUS_INVALID_OPCODE;
 		return;

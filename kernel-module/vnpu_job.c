@@ -18,20 +18,12 @@ static int vnpu_cmd_check(struct vnpu_device *vdev, const struct vnpu_cmd *c)
 {
 	if (c->hdr.reserved0 || c->hdr.reserved1)
 		return -EINVAL;
-	switch (c->hdr.opcode) {
-	case VNPU_OP_NOP:
-	case VNPU_OP_KERNEL_LAUNCH:
-	case VNPU_OP_DMA_COPY:
-	case VNPU_OP_FILL:
-	case VNPU_OP_FENCE_SIGNAL:
-	case VNPU_OP_FENCE_WAIT:
-	case VNPU_OP_TIMESTAMP:
-		return 0;
-	case VNPU_OP_TEST_INJECT:
-		return READ_ONCE(vnpu_allow_test_inject) ? 0 : -EPERM;
-	default:
+	if (!vnpu_opcode_known(c->hdr.opcode))
 		return -EINVAL;
-	}
+	if (c->hdr.opcode == VNPU_OP_TEST_INJECT &&
+	    !READ_ONCE(vnpu_allow_test_inject))
+		return -EPERM;
+	return 0;
 }
 
 /* Copies and checks the command buffer into job->cmds. */

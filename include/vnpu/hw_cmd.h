@@ -30,6 +30,13 @@ enum vnpu_opcode {
 	VNPU_OP_TEST_INJECT = 0x7f,	/* test mode only */
 };
 
+/* Nonzero for an opcode the device executes; any other completes with
+ * VNPU_STATUS_INVALID_OPCODE (the driver refuses it first). */
+static inline int vnpu_opcode_known(uint32_t opcode)
+{
+	return opcode <= VNPU_OP_TIMESTAMP || opcode == VNPU_OP_TEST_INJECT;
+}
+
 /* Command flags. Any other bit set is VNPU_STATUS_INVALID_FIELD. */
 #define VNPU_CMD_F_IRQ		(1u << 0)	/* interrupt on completion */
 #define VNPU_CMD_F_ALL		VNPU_CMD_F_IRQ
