@@ -46,15 +46,10 @@ static uint32_t check_format(const struct vnpu_tensor *t,
 			     const struct vnpu_kbuf *bufs, uint32_t nbufs,
 			     uint32_t access, uint32_t format, uint32_t dtype)
 {
-	uint32_t st = vnpu_tensor_check(t, bufs, nbufs, access);
+	uint32_t st = vnpu_tensor_check_matrix(t, bufs, nbufs, access, dtype);
 
 	if (st != VNPU_STATUS_OK)
 		return st;
-	if (t->dtype != VNPU_DTYPE_F32 && t->dtype != VNPU_DTYPE_F16 &&
-	    t->dtype != VNPU_DTYPE_BF16)
-		return VNPU_STATUS_UNSUPPORTED;
-	if (t->dtype != dtype)
-		return VNPU_STATUS_INVALID_ARGS;
 	if (t->format != format)
 		return VNPU_STATUS_UNSUPPORTED;
 	if (t->ndim != (format == VNPU_FORMAT_ND ? 1u : 4u))

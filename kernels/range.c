@@ -36,7 +36,7 @@ static void linspace_init(struct range_ctx *c)
 	const struct vnpu_kp_range *p = c->p;
 	uint32_t dt = c->dtype;
 
-	if (!vnpu_dtype_is_float(dt)) {
+	if (!vnpu_dtype_is_floating(dt)) {
 		c->start = p->start;
 		c->end = p->end;
 		c->step = c->n > 1 ? (c->end - c->start) / (double)(c->n - 1) : 0;
@@ -60,7 +60,7 @@ static void linspace_store(const struct range_ctx *c, char *o, int64_t i)
 
 	if (c->n == 1) {
 		v = c->start;
-	} else if (!vnpu_dtype_is_float(dt)) {
+	} else if (!vnpu_dtype_is_floating(dt)) {
 		/* stored truncated toward zero, as C++ converts */
 		v = first_half ? c->start + c->step * (double)k
 			       : c->end - c->step * (double)k;

@@ -174,3 +174,16 @@ bool vnpu_tensor_is_contiguous(const struct vnpu_tensor *t)
 	return true;
 }
 
+
+uint32_t vnpu_tensor_check_matrix(const struct vnpu_tensor *t,
+				  const struct vnpu_kbuf *bufs, uint32_t nbufs,
+				  uint32_t access, uint32_t dtype)
+{
+	uint32_t st = vnpu_tensor_check(t, bufs, nbufs, access);
+
+	if (st != VNPU_STATUS_OK)
+		return st;
+	if (!vnpu_dtype_is_float(t->dtype))
+		return VNPU_STATUS_UNSUPPORTED;
+	return t->dtype == dtype ? VNPU_STATUS_OK : VNPU_STATUS_INVALID_ARGS;
+}

@@ -42,6 +42,13 @@ uint32_t vnpu_tensor_check(const struct vnpu_tensor *t,
 			   const struct vnpu_kbuf *bufs, uint32_t nbufs,
 			   uint32_t access);
 
+/* vnpu_tensor_check, then an operand of the matrix units: F32, F16 or
+ * BF16 (another dtype is UNSUPPORTED), and `dtype`, the launch's (a
+ * mixed launch is INVALID_ARGS). */
+uint32_t vnpu_tensor_check_matrix(const struct vnpu_tensor *t,
+				  const struct vnpu_kbuf *bufs, uint32_t nbufs,
+				  uint32_t access, uint32_t dtype);
+
 /* Host pointer to the first element (offset applied) of a checked tensor. */
 static inline void *vnpu_tensor_data(const struct vnpu_tensor *t,
 				     const struct vnpu_kbuf *bufs)

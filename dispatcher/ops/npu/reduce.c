@@ -155,18 +155,25 @@ static bool extremum_dtype(enum vnpu_at_dtype dt)
 	return npk_float_int_or_bool(dt);
 }
 
-struct vnpu_at_tensor *vnpu_npu_amax(vnpu_keyset_t ks,
-				     struct vnpu_at_tensor *self,
-				     struct vnpu_at_int_array dim,
-				     bool keepdim)
+/* amax (MAX) or amin (MIN) over dim in self's dtype. */
+static struct vnpu_at_tensor *extremum(const char *name, uint32_t op,
+				       struct vnpu_at_tensor *self,
+				       struct vnpu_at_int_array dim, bool keepdim)
 {
 	uint32_t mask;
 
 	if (!extremum_dtype(self->dtype) || !dims_mask(self, dim, &mask) ||
 	    !reduced_nonempty(self, mask))
 		return vnpu_npu_unsupported();
-	return reduce_in("aten::amax", VNPU_REDUCE_MAX, self, self->dtype,
-			 mask, keepdim);
+	return reduce_in(name, op, self, self->dtype, mask, keepdim);
+}
+
+struct vnpu_at_tensor *vnpu_npu_amax(vnpu_keyset_t ks,
+				     struct vnpu_at_tensor *self,
+				     struct vnpu_at_int_array dim,
+				     bool keepdim)
+{
+	return extremum("aten::amax", VNPU_REDUCE_MAX, self, dim, keepdim);
 }
 
 struct vnpu_at_tensor *vnpu_npu_amin(vnpu_keyset_t ks,
@@ -174,13 +181,7 @@ struct vnpu_at_tensor *vnpu_npu_amin(vnpu_keyset_t ks,
 				     struct vnpu_at_int_array dim,
 				     bool keepdim)
 {
-	uint32_t mask;
-
-	if (!extremum_dtype(self->dtype) || !dims_mask(self, dim, &mask) ||
-	    !reduced_nonempty(self, mask))
-		return vnpu_npu_unsupported();
-	return reduce_in("aten::amin", VNPU_REDUCE_MIN, self, self->dtype,
-			 mask, keepdim);
+	return extremum("aten::amin", VNPU_REDUCE_MIN, self, dim, keepdim);
 }
 
 /*
