@@ -552,4 +552,50 @@ static inline uint64_t vnpu_lines_init(struct vnpu_nd_counter *c,
 	return end - begin;
 }
 
+/* One line of a line kernel: in and out at the line's first element;
+ * true when the cancellation hook (polled through *work) stopped it. */
+typedef bool (*vnpu_line_fn)(const void *params, const char *in, char *out,
+			     uint64_t *work);
+
+/* Runs `line` over this block's lines of in and out along dim
+ * (vnpu_lines_init), polling the cancellation hook between lines. */
+static inline void vnpu_for_lines(const struct vnpu_tensor *in,
+				  const struct vnpu_tensor *out, uint32_t dim,
+				  const struct vnpu_kbuf *bufs, uint32_t block,
+				  uint32_t nblocks, vnpu_line_fn line,
+				  const void *params)
+{
+	uint32_t in_size = vnpu_dtype_size(in->dtype);
+	uint32_t out_size = vnpu_dtype_size(out->dtype);
+	const char *in_base = (const char *)vnpu_tensor_data(in, bufs);
+	char *out_base = (char *)vnpu_tensor_data(out, bufs);
+	struct vnpu_nd_counter c;
+	uint64_t lines = vnpu_lines_init(&c, in, out, dim, block, nblocks);
+	uint64_t work = 0;
+
+	for (uint64_t r = 0; r < lines; r++) {
+		if (vnpu_kernel_poll(&work, 1) ||
+		    line(params, in_base + c.off[0] * in_size,
+			 out_base + c.off[1] * out_size, &work))
+			return;
+		vnpu_nd_counter_next(&c);
+	}
+}
+
+/* Chunk `done` of a line of len elements, step in_step, as f32 in x: its
+ * length, or 0 when the cancellation hook stopped the kernel. */
+static inline int64_t vnpu_line_chunk_f32(const char *in, int64_t in_step,
+					  int64_t len, int64_t done,
+					  uint32_t dtype, uint64_t *work,
+					  float *x)
+{
+	int64_t n = len - done < VNPU_EW_CHUNK ? len - done : VNPU_EW_CHUNK;
+
+	if (vnpu_kernel_poll(work, (uint64_t)n))
+		return 0;
+	vnpu_ew_load_f32(in + done * in_step * vnpu_dtype_size(dtype), in_step,
+			 dtype, n, x);
+	return n;
+}
+
 #endif /* VNPU_KERNELS_ELEMENTWISE_H */

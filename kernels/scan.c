@@ -73,10 +73,11 @@ static void scan_chunk(uint32_t op, uint32_t dtype, struct scan_acc *acc,
 	}
 }
 
-/* One line; true when the cancellation hook stopped it. */
-static bool scan_line(const struct vnpu_kp_scan *p, const char *in, char *out,
+/* One line (vnpu_line_fn). */
+static bool scan_line(const void *params, const char *in, char *out,
 		      uint64_t *work)
 {
+	const struct vnpu_kp_scan *p = params;
 	uint32_t dtype = p->input.dtype, itemsize = vnpu_dtype_size(dtype);
 	int64_t len = p->input.sizes[p->dim];
 	int64_t in_step = p->input.strides[p->dim];
@@ -101,20 +102,9 @@ static void scan_run(const void *params, const struct vnpu_kbuf *bufs,
 		     uint32_t block, uint32_t nblocks)
 {
 	const struct vnpu_kp_scan *p = params;
-	const struct vnpu_tensor *in = &p->input, *out = &p->out;
-	uint32_t itemsize = vnpu_dtype_size(in->dtype);
-	const char *in_base = vnpu_tensor_data(in, bufs);
-	char *out_base = vnpu_tensor_data(out, bufs);
-	struct vnpu_nd_counter c;
-	uint64_t lines = vnpu_lines_init(&c, in, out, p->dim, block, nblocks), work = 0;
 
-	for (uint64_t r = 0; r < lines; r++) {
-		if (vnpu_kernel_poll(&work, 1) ||
-		    scan_line(p, in_base + c.off[0] * itemsize,
-			      out_base + c.off[1] * itemsize, &work))
-			return;
-		vnpu_nd_counter_next(&c);
-	}
+	vnpu_for_lines(&p->input, &p->out, p->dim, bufs, block, nblocks,
+		       scan_line, p);
 }
 
 const struct vnpu_kernel_def vnpu_kernel_scan = {

@@ -31,54 +31,46 @@ static uint32_t softmax_validate(const void *params,
 	return VNPU_STATUS_OK;
 }
 
-/* One row; true when the cancellation hook (polled through *work every
- * VNPU_KERNEL_POLL_WORK elements) stopped it. */
-static bool softmax_row(const char *in, int64_t in_step, char *out,
-			int64_t out_step, int64_t len, uint32_t dtype,
-			bool log_out, uint64_t *work)
+/* One row (vnpu_line_fn). */
+static bool softmax_row(const void *params, const char *in, char *out,
+			uint64_t *work)
 {
-	uint32_t itemsize = vnpu_dtype_size(dtype);
+	const struct vnpu_kp_softmax *p = params;
+	uint32_t dtype = p->input.dtype, itemsize = vnpu_dtype_size(dtype);
+	int64_t len = p->input.sizes[p->dim];
+	int64_t in_step = p->input.strides[p->dim];
+	int64_t out_step = p->out.strides[p->dim];
 	float x[VNPU_EW_CHUNK];
 	float max = -INFINITY;
 	double sum = 0;
 	float shift;
+	int64_t n;
 
-	for (int64_t done = 0; done < len; done += VNPU_EW_CHUNK) {
-		int64_t n =
-			len - done < VNPU_EW_CHUNK ? len - done : VNPU_EW_CHUNK;
-
-		if (vnpu_kernel_poll(work, (uint64_t)n))
+	for (int64_t done = 0; done < len; done += n) {
+		n = vnpu_line_chunk_f32(in, in_step, len, done, dtype, work, x);
+		if (!n)
 			return true;
-		vnpu_ew_load_f32(in + done * in_step * itemsize, in_step, dtype,
-				 n, x);
 		for (int64_t i = 0; i < n; i++)
 			if (x[i] > max || x[i] != x[i])
 				max = x[i];
 	}
-	for (int64_t done = 0; done < len; done += VNPU_EW_CHUNK) {
-		int64_t n =
-			len - done < VNPU_EW_CHUNK ? len - done : VNPU_EW_CHUNK;
+	for (int64_t done = 0; done < len; done += n) {
 		float part = 0;
 
-		if (vnpu_kernel_poll(work, (uint64_t)n))
+		n = vnpu_line_chunk_f32(in, in_step, len, done, dtype, work, x);
+		if (!n)
 			return true;
-		vnpu_ew_load_f32(in + done * in_step * itemsize, in_step, dtype,
-				 n, x);
 		for (int64_t i = 0; i < n; i++)
 			part += expf(x[i] - max);
 		sum += part;
 	}
 	/* log-softmax: (x - max) - log(sum); softmax: exp(x - max) / sum */
-	shift = log_out ? (float)log(sum) : (float)(1.0 / sum);
-	for (int64_t done = 0; done < len; done += VNPU_EW_CHUNK) {
-		int64_t n =
-			len - done < VNPU_EW_CHUNK ? len - done : VNPU_EW_CHUNK;
-
-		if (vnpu_kernel_poll(work, (uint64_t)n))
+	shift = p->log ? (float)log(sum) : (float)(1.0 / sum);
+	for (int64_t done = 0; done < len; done += n) {
+		n = vnpu_line_chunk_f32(in, in_step, len, done, dtype, work, x);
+		if (!n)
 			return true;
-		vnpu_ew_load_f32(in + done * in_step * itemsize, in_step, dtype,
-				 n, x);
-		if (log_out)
+		if (p->log)
 			for (int64_t i = 0; i < n; i++)
 				x[i] = (x[i] - max) - shift;
 		else
@@ -94,23 +86,9 @@ static void softmax_run(const void *params, const struct vnpu_kbuf *bufs,
 			uint32_t block, uint32_t nblocks)
 {
 	const struct vnpu_kp_softmax *p = params;
-	const struct vnpu_tensor *in = &p->input, *out = &p->out;
-	uint32_t itemsize = vnpu_dtype_size(in->dtype);
-	const char *in_base = vnpu_tensor_data(in, bufs);
-	char *out_base = vnpu_tensor_data(out, bufs);
-	struct vnpu_nd_counter c;
-	uint64_t rows = vnpu_lines_init(&c, in, out, p->dim, block, nblocks), work = 0;
 
-	for (uint64_t r = 0; r < rows; r++) {
-		if (vnpu_kernel_poll(&work, 1) ||
-		    softmax_row(in_base + c.off[0] * itemsize,
-				in->strides[p->dim],
-				out_base + c.off[1] * itemsize,
-				out->strides[p->dim], in->sizes[p->dim],
-				in->dtype, p->log != 0, &work))
-			return;
-		vnpu_nd_counter_next(&c);
-	}
+	vnpu_for_lines(&p->input, &p->out, p->dim, bufs, block, nblocks,
+		       softmax_row, p);
 }
 
 const struct vnpu_kernel_def vnpu_kernel_softmax = {
