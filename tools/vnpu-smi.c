@@ -16,11 +16,9 @@
  *
  * Exit status: 0, 1 when no device could be read, 2 on a usage error.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +26,7 @@
 #include <unistd.h>
 #include <xf86drm.h>
 
+#include "drm_node.h"
 #include "uapi/drm/vnpu_accel.h"
 #include "vnpu_runtime.h"
 #include "vnpurt_testing.h"
@@ -61,58 +60,6 @@ struct smi_device {
 	unsigned nctx;
 	struct smi_context ctx[SMI_MAX_CONTEXTS];
 };
-
-static int minor_cmp(const void *a, const void *b)
-{
-	int x = *(const int *)a, y = *(const int *)b;
-
-	return (x > y) - (x < y);
-}
-
-static int vnpu_open_minor(int minor)
-{
-	char path[64];
-	drmVersionPtr v;
-	int fd;
-
-	snprintf(path, sizeof(path), "/dev/accel/accel%d", minor);
-	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	v = drmGetVersion(fd);
-	if (!v || !v->name || strcmp(v->name, "vnpu")) {
-		drmFreeVersion(v);
-		close(fd);
-		errno = ENODEV;
-		return -1;
-	}
-	drmFreeVersion(v);
-	return fd;
-}
-
-/* Minors of /dev/accel/accel*, ascending. */
-static int accel_minors(int *minors, int max)
-{
-	DIR *dir = opendir("/dev/accel");
-	struct dirent *e;
-	int n = 0;
-
-	if (!dir)
-		return 0;
-	while ((e = readdir(dir)) && n < max) {
-		char *end;
-		long m;
-
-		if (strncmp(e->d_name, "accel", 5))
-			continue;
-		m = strtol(e->d_name + 5, &end, 10);
-		if (end != e->d_name + 5 && !*end && m >= 0 && m < INT_MAX)
-			minors[n++] = (int)m;
-	}
-	closedir(dir);
-	qsort(minors, (size_t)n, sizeof(*minors), minor_cmp);
-	return n;
-}
 
 static uint64_t param(int fd, uint32_t p, bool *ok)
 {
@@ -153,7 +100,7 @@ static void read_debugfs_contexts(int minor, struct smi_device *d)
 
 static bool read_drm_device(int minor, struct smi_device *d)
 {
-	int fd = vnpu_open_minor(minor);
+	int fd = vnpurt_drm_node_open(minor);
 	bool ok = true;
 	uint64_t open_files;
 
@@ -191,7 +138,7 @@ static bool read_drm_device(int minor, struct smi_device *d)
 
 static int read_drm(struct smi_device *devs, int max)
 {
-	int minors[SMI_MAX_DEVICES], n = accel_minors(minors, SMI_MAX_DEVICES);
+	int minors[SMI_MAX_DEVICES], n = vnpurt_drm_node_minors(minors, SMI_MAX_DEVICES);
 	int count = 0;
 
 	for (int i = 0; i < n && count < max; i++)

@@ -23,10 +23,8 @@
  * first failed command (the command buffer is in the job's BO list and only
  * that job's fence is left in it), which becomes the failure reported.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,12 +34,12 @@
 #include <xf86drm.h>
 
 #include "backend.h"
+#include "drm_node.h"
 #include "internal.h"
 #include "uapi/drm/vnpu_accel.h"
 #include "vnpu/hw_mmu.h"
 #include "vnpu/hw_status.h"
 
-#define DRM_DRIVER_NAME "vnpu"
 #define DRM_MAX_DEVICES 16
 #define DRM_CMDBUF_BYTES 4096u
 #define DRM_CMDBUF_CMDS (DRM_CMDBUF_BYTES / VNPU_CMD_SIZE)
@@ -99,59 +97,16 @@ struct vnpurt_bdev {
 
 /* ---- devices -------------------------------------------------------------- */
 
-static int minor_cmp(const void *a, const void *b)
-{
-	int x = *(const int *)a, y = *(const int *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Opens /dev/accel/accel<minor> when its driver is vnpu; -1 otherwise. */
-static int open_vnpu_node(int minor)
-{
-	char path[64];
-	drmVersionPtr v;
-	int fd;
-
-	snprintf(path, sizeof(path), "/dev/accel/accel%d", minor);
-	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	v = drmGetVersion(fd);
-	if (!v || !v->name || strcmp(v->name, DRM_DRIVER_NAME)) {
-		drmFreeVersion(v);
-		close(fd);
-		return -1;
-	}
-	drmFreeVersion(v);
-	return fd;
-}
-
-/* The minors of the vnpu accel nodes, ascending; their count. */
+/* The minors of the vnpu accel nodes, ascending; their count. Nodes this
+ * process may not open are counted in *unusable. */
 static int vnpu_minors(int *minors, int max, int *unusable)
 {
-	int found[DRM_MAX_DEVICES], nfound = 0, n = 0;
-	DIR *dir = opendir("/dev/accel");
-	struct dirent *e;
+	int found[VNPURT_DRM_MAX_NODES], nfound, n = 0;
 
 	*unusable = 0;
-	if (!dir)
-		return 0;
-	while ((e = readdir(dir)) && nfound < DRM_MAX_DEVICES) {
-		char *end;
-		long m;
-
-		if (strncmp(e->d_name, "accel", 5))
-			continue;
-		m = strtol(e->d_name + 5, &end, 10);
-		if (end == e->d_name + 5 || *end || m < 0 || m > INT_MAX)
-			continue;
-		found[nfound++] = (int)m;
-	}
-	closedir(dir);
-	qsort(found, (size_t)nfound, sizeof(found[0]), minor_cmp);
+	nfound = vnpurt_drm_node_minors(found, VNPURT_DRM_MAX_NODES);
 	for (int i = 0; i < nfound && n < max; i++) {
-		int fd = open_vnpu_node(found[i]);
+		int fd = vnpurt_drm_node_open(found[i]);
 
 		if (fd < 0) {
 			if (errno == EACCES || errno == EPERM)
@@ -244,7 +199,7 @@ static vnpu_error_t drm_open(int index, const struct vnpurt_config *cfg,
 	pthread_mutex_init(&d->fault_lock, NULL);
 	for (unsigned i = 0; i < DRM_MAX_QUEUES; i++)
 		pthread_mutex_init(&d->q[i].lock, NULL);
-	d->fd = open_vnpu_node(d->minor);
+	d->fd = vnpurt_drm_node_open(d->minor);
 	if (d->fd < 0) {
 		drm_close(d);
 		return rt_fail(VNPU_ERROR_BACKEND_UNAVAILABLE,

@@ -33,6 +33,7 @@
 #include <xf86drm.h>
 
 #include "bench.h"
+#include "drm_node.h"
 #include "uapi/drm/vnpu_accel.h"
 #include "vnpu/hw_cmd_build.h"
 #include "vnpu_runtime.h"
@@ -52,24 +53,17 @@
 			    vnpu_last_error_detail());                         \
 	} while (0)
 
+/* The first accel node whose driver is vnpu. */
 static int open_vnpu(void)
 {
-	for (int m = 0; m < 64; m++) {
-		char path[32];
-		drmVersionPtr v;
-		int fd;
+	int minors[VNPURT_DRM_MAX_NODES];
+	int n = vnpurt_drm_node_minors(minors, VNPURT_DRM_MAX_NODES);
 
-		snprintf(path, sizeof(path), "/dev/accel/accel%d", m);
-		fd = open(path, O_RDWR | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		v = drmGetVersion(fd);
-		if (v && v->name && !strcmp(v->name, "vnpu")) {
-			drmFreeVersion(v);
+	for (int i = 0; i < n; i++) {
+		int fd = vnpurt_drm_node_open(minors[i]);
+
+		if (fd >= 0)
 			return fd;
-		}
-		drmFreeVersion(v);
-		close(fd);
 	}
 	DIE("no /dev/accel/accel* node with driver \"vnpu\"");
 }
