@@ -237,67 +237,42 @@ typedef uint8_t td_v16u8 __attribute__((vector_size(16)));
 typedef uint16_t td_v8u16 __attribute__((vector_size(16)));
 typedef uint32_t td_v4u32 __attribute__((vector_size(16)));
 
-TD_ALWAYS_INLINE void td_transpose_1(char *out, size_t os, const char *in,
-				     size_t is)
-{
-	td_v16u8 v[16], t[16];
-
-	for (size_t i = 0; i < 16; i++)
-		memcpy(&v[i], in + i * is, 16);
-	for (int stage = 0; stage < 4; stage++) {
-		for (size_t i = 0; i < 8; i++) {
-			t[2 * i] = __builtin_shufflevector(
-				v[i], v[i + 8], 0, 16, 1, 17, 2, 18, 3, 19, 4,
-				20, 5, 21, 6, 22, 7, 23);
-			t[2 * i + 1] = __builtin_shufflevector(
-				v[i], v[i + 8], 8, 24, 9, 25, 10, 26, 11, 27,
-				12, 28, 13, 29, 14, 30, 15, 31);
-		}
-		memcpy(v, t, sizeof(v));
+/* One n x n transpose of vectors of type vt (`bytes` each), by `stages`
+ * = log2(n) interleaves: `lo` and `hi` are the shuffle indices that
+ * interleave the low and the high halves of two rows. */
+#define TD_TRANSPOSE(name, vt, n, bytes, stages, lo, hi)                      \
+	TD_ALWAYS_INLINE void name(char *out, size_t os, const char *in,      \
+				   size_t is)                                 \
+	{                                                                     \
+		vt v[n], t[n];                                                \
+									      \
+		for (size_t i = 0; i < (n); i++)                              \
+			memcpy(&v[i], in + i * is, bytes);                    \
+		for (int stage = 0; stage < (stages); stage++) {              \
+			for (size_t i = 0; i < (n) / 2; i++) {                \
+				t[2 * i] = __builtin_shufflevector(           \
+					v[i], v[i + (n) / 2], lo);            \
+				t[2 * i + 1] = __builtin_shufflevector(       \
+					v[i], v[i + (n) / 2], hi);            \
+			}                                                     \
+			memcpy(v, t, sizeof(v));                              \
+		}                                                             \
+		for (size_t i = 0; i < (n); i++)                              \
+			memcpy(out + i * os, &v[i], bytes);                   \
 	}
-	for (size_t i = 0; i < 16; i++)
-		memcpy(out + i * os, &v[i], 16);
-}
 
-TD_ALWAYS_INLINE void td_transpose_2(char *out, size_t os, const char *in,
-				     size_t is)
-{
-	td_v8u16 v[8], t[8];
+#define TD_LO16 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23
+#define TD_HI16 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31
+#define TD_LO8 0, 8, 1, 9, 2, 10, 3, 11
+#define TD_HI8 4, 12, 5, 13, 6, 14, 7, 15
+#define TD_LO4 0, 4, 1, 5
+#define TD_HI4 2, 6, 3, 7
+#define TD_LO2 0, 2
+#define TD_HI2 1, 3
 
-	for (size_t i = 0; i < 8; i++)
-		memcpy(&v[i], in + i * is, 16);
-	for (int stage = 0; stage < 3; stage++) {
-		for (size_t i = 0; i < 4; i++) {
-			t[2 * i] = __builtin_shufflevector(v[i], v[i + 4], 0, 8,
-							   1, 9, 2, 10, 3, 11);
-			t[2 * i + 1] = __builtin_shufflevector(
-				v[i], v[i + 4], 4, 12, 5, 13, 6, 14, 7, 15);
-		}
-		memcpy(v, t, sizeof(v));
-	}
-	for (size_t i = 0; i < 8; i++)
-		memcpy(out + i * os, &v[i], 16);
-}
-
-TD_ALWAYS_INLINE void td_transpose_4(char *out, size_t os, const char *in,
-				     size_t is)
-{
-	td_v4u32 v[4], t[4];
-
-	for (size_t i = 0; i < 4; i++)
-		memcpy(&v[i], in + i * is, 16);
-	for (int stage = 0; stage < 2; stage++) {
-		for (size_t i = 0; i < 2; i++) {
-			t[2 * i] = __builtin_shufflevector(v[i], v[i + 2], 0, 4,
-							   1, 5);
-			t[2 * i + 1] = __builtin_shufflevector(v[i], v[i + 2],
-							       2, 6, 3, 7);
-		}
-		memcpy(v, t, sizeof(v));
-	}
-	for (size_t i = 0; i < 4; i++)
-		memcpy(out + i * os, &v[i], 16);
-}
+TD_TRANSPOSE(td_transpose_1, td_v16u8, 16, 16, 4, TD_LO16, TD_HI16)
+TD_TRANSPOSE(td_transpose_2, td_v8u16, 8, 16, 3, TD_LO8, TD_HI8)
+TD_TRANSPOSE(td_transpose_4, td_v4u32, 4, 16, 2, TD_LO4, TD_HI4)
 
 TD_ALWAYS_INLINE void td_transpose(char *out, size_t os, const char *in,
 				   size_t is, size_t isz)
@@ -319,58 +294,9 @@ typedef uint8_t td_v8u8 __attribute__((vector_size(8)));
 typedef uint16_t td_v4u16 __attribute__((vector_size(8)));
 typedef uint32_t td_v2u32 __attribute__((vector_size(8)));
 
-TD_ALWAYS_INLINE void td_transpose_half_1(char *out, size_t os, const char *in,
-					  size_t is)
-{
-	td_v8u8 v[8], t[8];
-
-	for (size_t i = 0; i < 8; i++)
-		memcpy(&v[i], in + i * is, 8);
-	for (int stage = 0; stage < 3; stage++) {
-		for (size_t i = 0; i < 4; i++) {
-			t[2 * i] = __builtin_shufflevector(v[i], v[i + 4], 0, 8,
-							   1, 9, 2, 10, 3, 11);
-			t[2 * i + 1] = __builtin_shufflevector(
-				v[i], v[i + 4], 4, 12, 5, 13, 6, 14, 7, 15);
-		}
-		memcpy(v, t, sizeof(v));
-	}
-	for (size_t i = 0; i < 8; i++)
-		memcpy(out + i * os, &v[i], 8);
-}
-
-TD_ALWAYS_INLINE void td_transpose_half_2(char *out, size_t os, const char *in,
-					  size_t is)
-{
-	td_v4u16 v[4], t[4];
-
-	for (size_t i = 0; i < 4; i++)
-		memcpy(&v[i], in + i * is, 8);
-	for (int stage = 0; stage < 2; stage++) {
-		for (size_t i = 0; i < 2; i++) {
-			t[2 * i] = __builtin_shufflevector(v[i], v[i + 2], 0, 4,
-							   1, 5);
-			t[2 * i + 1] = __builtin_shufflevector(v[i], v[i + 2],
-							       2, 6, 3, 7);
-		}
-		memcpy(v, t, sizeof(v));
-	}
-	for (size_t i = 0; i < 4; i++)
-		memcpy(out + i * os, &v[i], 8);
-}
-
-TD_ALWAYS_INLINE void td_transpose_half_4(char *out, size_t os, const char *in,
-					  size_t is)
-{
-	td_v2u32 v0, v1, t0, t1;
-
-	memcpy(&v0, in, 8);
-	memcpy(&v1, in + is, 8);
-	t0 = __builtin_shufflevector(v0, v1, 0, 2);
-	t1 = __builtin_shufflevector(v0, v1, 1, 3);
-	memcpy(out, &t0, 8);
-	memcpy(out + os, &t1, 8);
-}
+TD_TRANSPOSE(td_transpose_half_1, td_v8u8, 8, 8, 3, TD_LO8, TD_HI8)
+TD_TRANSPOSE(td_transpose_half_2, td_v4u16, 4, 8, 2, TD_LO4, TD_HI4)
+TD_TRANSPOSE(td_transpose_half_4, td_v2u32, 2, 8, 1, TD_LO2, TD_HI2)
 
 TD_ALWAYS_INLINE void td_transpose_half(char *out, size_t os, const char *in,
 					size_t is, size_t isz)
