@@ -552,9 +552,18 @@ static inline uint64_t vnpu_lines_init(struct vnpu_nd_counter *c,
 	return end - begin;
 }
 
-/* One line of a line kernel: in and out at the line's first element;
- * true when the cancellation hook (polled through *work) stopped it. */
-typedef bool (*vnpu_line_fn)(const void *params, const char *in, char *out,
+/* One line of a line kernel: where it starts in in and in out, its
+ * length and steps (elements), and in's dtype. */
+struct vnpu_line {
+	const char *in;
+	char *out;
+	int64_t len, in_step, out_step;
+	uint32_t dtype;
+};
+
+/* A line kernel's work on one line; true when the cancellation hook
+ * (polled through *work) stopped it. */
+typedef bool (*vnpu_line_fn)(const void *params, const struct vnpu_line *l,
 			     uint64_t *work);
 
 /* Runs `line` over this block's lines of in and out along dim
@@ -569,32 +578,38 @@ static inline void vnpu_for_lines(const struct vnpu_tensor *in,
 	uint32_t out_size = vnpu_dtype_size(out->dtype);
 	const char *in_base = (const char *)vnpu_tensor_data(in, bufs);
 	char *out_base = (char *)vnpu_tensor_data(out, bufs);
+	struct vnpu_line l = {
+		.len = in->sizes[dim],
+		.in_step = in->strides[dim],
+		.out_step = out->strides[dim],
+		.dtype = in->dtype,
+	};
 	struct vnpu_nd_counter c;
 	uint64_t lines = vnpu_lines_init(&c, in, out, dim, block, nblocks);
 	uint64_t work = 0;
 
 	for (uint64_t r = 0; r < lines; r++) {
-		if (vnpu_kernel_poll(&work, 1) ||
-		    line(params, in_base + c.off[0] * in_size,
-			 out_base + c.off[1] * out_size, &work))
+		l.in = in_base + c.off[0] * in_size;
+		l.out = out_base + c.off[1] * out_size;
+		if (vnpu_kernel_poll(&work, 1) || line(params, &l, &work))
 			return;
 		vnpu_nd_counter_next(&c);
 	}
 }
 
-/* Chunk `done` of a line of len elements, step in_step, as f32 in x: its
- * length, or 0 when the cancellation hook stopped the kernel. */
-static inline int64_t vnpu_line_chunk_f32(const char *in, int64_t in_step,
-					  int64_t len, int64_t done,
-					  uint32_t dtype, uint64_t *work,
+/* Chunk `done` of line l's input as f32 in x: its length, or 0 when the
+ * cancellation hook stopped the kernel. */
+static inline int64_t vnpu_line_chunk_f32(const struct vnpu_line *l,
+					  int64_t done, uint64_t *work,
 					  float *x)
 {
-	int64_t n = len - done < VNPU_EW_CHUNK ? len - done : VNPU_EW_CHUNK;
+	int64_t n = l->len - done < VNPU_EW_CHUNK ? l->len - done
+						  : VNPU_EW_CHUNK;
 
 	if (vnpu_kernel_poll(work, (uint64_t)n))
 		return 0;
-	vnpu_ew_load_f32(in + done * in_step * vnpu_dtype_size(dtype), in_step,
-			 dtype, n, x);
+	vnpu_ew_load_f32(l->in + done * l->in_step * vnpu_dtype_size(l->dtype),
+			 l->in_step, l->dtype, n, x);
 	return n;
 }
 

@@ -74,25 +74,23 @@ static void scan_chunk(uint32_t op, uint32_t dtype, struct scan_acc *acc,
 }
 
 /* One line (vnpu_line_fn). */
-static bool scan_line(const void *params, const char *in, char *out,
+static bool scan_line(const void *params, const struct vnpu_line *l,
 		      uint64_t *work)
 {
 	const struct vnpu_kp_scan *p = params;
-	uint32_t dtype = p->input.dtype, itemsize = vnpu_dtype_size(dtype);
-	int64_t len = p->input.sizes[p->dim];
-	int64_t in_step = p->input.strides[p->dim];
-	int64_t out_step = p->out.strides[p->dim];
+	uint32_t itemsize = vnpu_dtype_size(l->dtype);
 	double one = p->op == VNPU_SCAN_PROD;
 	struct scan_acc acc = { .d = one, .f = (float)one, .i = (uint64_t)one };
 
-	for (int64_t done = 0; done < len; done += VNPU_EW_CHUNK) {
-		int64_t n = len - done < VNPU_EW_CHUNK ? len - done :
-							 VNPU_EW_CHUNK;
+	for (int64_t done = 0; done < l->len; done += VNPU_EW_CHUNK) {
+		int64_t n = l->len - done < VNPU_EW_CHUNK ? l->len - done :
+							    VNPU_EW_CHUNK;
 
 		if (vnpu_kernel_poll(work, (uint64_t)n))
 			return true;
-		scan_chunk(p->op, dtype, &acc, in + done * in_step * itemsize,
-			   in_step, out + done * out_step * itemsize, out_step,
+		scan_chunk(p->op, l->dtype, &acc,
+			   l->in + done * l->in_step * itemsize, l->in_step,
+			   l->out + done * l->out_step * itemsize, l->out_step,
 			   n);
 	}
 	return false;

@@ -32,32 +32,28 @@ static uint32_t softmax_validate(const void *params,
 }
 
 /* One row (vnpu_line_fn). */
-static bool softmax_row(const void *params, const char *in, char *out,
+static bool softmax_row(const void *params, const struct vnpu_line *l,
 			uint64_t *work)
 {
 	const struct vnpu_kp_softmax *p = params;
-	uint32_t dtype = p->input.dtype, itemsize = vnpu_dtype_size(dtype);
-	int64_t len = p->input.sizes[p->dim];
-	int64_t in_step = p->input.strides[p->dim];
-	int64_t out_step = p->out.strides[p->dim];
 	float x[VNPU_EW_CHUNK];
 	float max = -INFINITY;
 	double sum = 0;
 	float shift;
 	int64_t n;
 
-	for (int64_t done = 0; done < len; done += n) {
-		n = vnpu_line_chunk_f32(in, in_step, len, done, dtype, work, x);
+	for (int64_t done = 0; done < l->len; done += n) {
+		n = vnpu_line_chunk_f32(l, done, work, x);
 		if (!n)
 			return true;
 		for (int64_t i = 0; i < n; i++)
 			if (x[i] > max || x[i] != x[i])
 				max = x[i];
 	}
-	for (int64_t done = 0; done < len; done += n) {
+	for (int64_t done = 0; done < l->len; done += n) {
 		float part = 0;
 
-		n = vnpu_line_chunk_f32(in, in_step, len, done, dtype, work, x);
+		n = vnpu_line_chunk_f32(l, done, work, x);
 		if (!n)
 			return true;
 		for (int64_t i = 0; i < n; i++)
@@ -66,8 +62,8 @@ static bool softmax_row(const void *params, const char *in, char *out,
 	}
 	/* log-softmax: (x - max) - log(sum); softmax: exp(x - max) / sum */
 	shift = p->log ? (float)log(sum) : (float)(1.0 / sum);
-	for (int64_t done = 0; done < len; done += n) {
-		n = vnpu_line_chunk_f32(in, in_step, len, done, dtype, work, x);
+	for (int64_t done = 0; done < l->len; done += n) {
+		n = vnpu_line_chunk_f32(l, done, work, x);
 		if (!n)
 			return true;
 		if (p->log)
@@ -76,8 +72,9 @@ static bool softmax_row(const void *params, const char *in, char *out,
 		else
 			for (int64_t i = 0; i < n; i++)
 				x[i] = expf(x[i] - max) * shift;
-		vnpu_ew_store_f32(out + done * out_step * itemsize, out_step,
-				  dtype, n, x);
+		vnpu_ew_store_f32(l->out + done * l->out_step *
+					      vnpu_dtype_size(l->dtype),
+				  l->out_step, l->dtype, n, x);
 	}
 	return false;
 }
