@@ -598,9 +598,5 @@ struct vnpu_at_tensor *vnpu_cea_flip(vnpu_keyset_t ks, struct vnpu_at_tensor *se
 		vnpu_at_release(cur);
 		cur = next;
 	}
-	if (cur == self) {
-		vnpu_at_release(cur);
-		return vnpu_op_clone(self);
-	}
-	return cur;
+	return vnpu_at_new_or_clone(cur, self);
 }

@@ -1279,11 +1279,7 @@ struct vnpu_at_tensor *vnpu_cea_roll(vnpu_keyset_t ks, struct vnpu_at_tensor *se
 		vnpu_at_release(rolled);
 		vnpu_at_release(flat);
 		/* reshape of an unrolled contiguous self is self itself */
-		if (r == self) {
-			vnpu_at_release(r);
-			return vnpu_op_clone(self);
-		}
-		return r;
+		return vnpu_at_new_or_clone(r, self);
 	}
 	if (shifts.n != dims.n)
 		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
@@ -1316,11 +1312,7 @@ struct vnpu_at_tensor *vnpu_cea_roll(vnpu_keyset_t ks, struct vnpu_at_tensor *se
 		vnpu_at_release(cur);
 		cur = next;
 	}
-	if (cur == self) {
-		vnpu_at_release(cur);
-		return vnpu_op_clone(self);
-	}
-	return cur;
+	return vnpu_at_new_or_clone(cur, self);
 }
 
 /* ---- pointwise decompositions ---------------------------------------------- */

@@ -1078,6 +1078,15 @@ static void element_range(const struct vnpu_at_tensor *t, int64_t *lo, int64_t *
 	}
 }
 
+struct vnpu_at_tensor *vnpu_at_new_or_clone(struct vnpu_at_tensor *r,
+					    struct vnpu_at_tensor *self)
+{
+	if (r != self)
+		return r;
+	vnpu_at_release(r);
+	return vnpu_op_clone(self);
+}
+
 bool vnpu_at_check_no_self_overlap(const char *op, const struct vnpu_at_tensor *written)
 {
 	for (uint32_t i = 0; i < written->ndim && vnpu_at_numel(written); i++)

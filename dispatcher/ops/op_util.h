@@ -138,6 +138,11 @@ struct vnpu_at_tensor *vnpu_at_host_contiguous(struct vnpu_at_tensor *t);
 const char *vnpu_at_scalar_type_name(enum vnpu_at_dtype dt);
 /* a and b share a storage and their element ranges meet (a cheap
  * superset of PyTorch's partial and full overlap). */
+/* r (owned by the caller) as a tensor of its own: r, or a clone of self
+ * when r is self (a composite whose steps all did nothing); NULL stays
+ * NULL. Consumes r. */
+struct vnpu_at_tensor *vnpu_at_new_or_clone(struct vnpu_at_tensor *r,
+					    struct vnpu_at_tensor *self);
 /* False with PyTorch's "more than one element of the written-to tensor
  * refers to a single memory location" when elements of written share one
  * (a stride 0 over a dim of size > 1, and elements at all). */
