@@ -1130,6 +1130,17 @@ def no_fallback(fn, *inputs, scale=1.0, ref=None):
     assert torch_vnpu.fallback_report() == [], torch_vnpu.fallback_report()
 
 
+def same_refusal(fn):
+    """fn(device) is refused on the npu as on the CPU: the same exception
+    type and message."""
+    with pytest.raises(Exception) as cpu:
+        fn('cpu')
+    with pytest.raises(Exception) as npu:
+        fn(NPU)
+    assert type(npu.value) is type(cpu.value)
+    assert str(npu.value) == str(cpu.value)
+
+
 def same_outcome(fn):
     """fn(device) on the npu gives what it gives on the CPU: the same
     values, or the same error (where PyTorch's versions differ on
@@ -1544,12 +1555,7 @@ def _arange():
               lambda d: torch.arange(0, 5, 0.5, dtype=torch.int64, device=d),
               lambda d: torch.arange(0, 1e30, 1e-30, device=d),
               lambda d: torch.arange(3, dtype=torch.bool, device=d)):
-        with pytest.raises(Exception) as cpu:
-            f('cpu')
-        with pytest.raises(Exception) as npu:
-            f(NPU)
-        assert type(npu.value) is type(cpu.value)
-        assert str(npu.value) == str(cpu.value)
+        same_refusal(f)
     with pytest.warns(UserWarning, match='will be resized'):
         assert_same(torch.arange(4, out=torch.empty(2, device=NPU)),
                     torch.arange(4.0))
@@ -1602,12 +1608,7 @@ def _linspace():
               lambda d: torch.linspace(0, 1e5, 3, dtype=torch.float16, device=d),
               lambda d: torch.linspace(
                   0, 1, 3, out=torch.empty(1, device=d).expand(3))):
-        with pytest.raises(Exception) as cpu:
-            f('cpu')
-        with pytest.raises(Exception) as npu:
-            f(NPU)
-        assert type(npu.value) is type(cpu.value)
-        assert str(npu.value) == str(cpu.value)
+        same_refusal(f)
     # one step fills even bool; a negative start wraps into uint8 as c10's
     for f in (lambda d: torch.linspace(1, 0, 1, dtype=torch.bool, device=d),
               lambda d: torch.linspace(-3, 9, 5, dtype=torch.uint8, device=d)):
