@@ -135,9 +135,11 @@ struct vnpu_at_tensor *vnpu_npu_arange_start_out(vnpu_keyset_t ks,
 	return vnpu_at_retain(out);
 }
 
-/* linspace on RANGE (vnpu_at_linspace_prepare first). Bool, an out= whose
- * elements share memory and internal formats go to the CPU kernel, which
- * words PyTorch's error or writes the format through its copy. */
+/* linspace on RANGE (vnpu_at_linspace_prepare first). Bool, a bound the
+ * dtype cannot hold, an out= whose elements share memory and internal
+ * formats go to the CPU kernel, which words the error as the PyTorch that
+ * runs does (2.6 names c10::Half at::Half) or writes the format through
+ * its copy. */
 struct vnpu_at_tensor *vnpu_npu_linspace_out(vnpu_keyset_t ks, struct vnpu_at_scalar start,
 					     struct vnpu_at_scalar end, int64_t steps,
 					     struct vnpu_at_tensor *out)
@@ -148,8 +150,12 @@ struct vnpu_at_tensor *vnpu_npu_linspace_out(vnpu_keyset_t ks, struct vnpu_at_sc
 	int todo;
 
 	if (!vnpu_at_is_npu(out) || out->dtype == VNPU_AT_BOOL ||
-	    vnpu_npu_format_of(out) != VNPU_FORMAT_ND || !vnpu_npu_injective(out))
+	    vnpu_npu_format_of(out) != VNPU_FORMAT_ND || !vnpu_npu_injective(out) ||
+	    (steps > 1 && !vnpu_at_linspace_plan("aten::linspace", start, end, steps,
+						 (enum vnpu_at_dtype)out->dtype, &plan))) {
+		vnpu_at_error_clear();
 		return vnpu_npu_unsupported();
+	}
 	todo = vnpu_at_linspace_prepare("aten::linspace", start, end, steps, out, &plan);
 	if (todo <= 0)
 		return todo ? NULL : vnpu_at_retain(out);
