@@ -44,7 +44,8 @@ def parse_yaml(path):
                                'structured_inherits', 'uninitialized',
                                'out_dtype', 'out_no_overlap', 'silent_resize',
                                'replaces_torch_composite', 'device_check',
-                               'mixes_devices', 'any_dtype', 'torch_view'):
+                               'mixes_devices', 'any_dtype', 'torch_view',
+                               'family'):
                     sys.exit('%s:%d: unknown key %r' % (path, lineno, key))
                 cur[key] = val
                 continue
@@ -241,7 +242,15 @@ class Op:
         self.dispatch = [d.strip() for d in entry.get('dispatch', '').split(',')
                          if d.strip()]
         self.backend_select = entry.get('backend_select') == 'True'
-        self.autograd = entry.get('autograd') == 'True'
+        # the CPU and NPU kernels of one family, told apart by a code
+        self.family = parse_family(self.schema, entry.get('family'))
+        if self.family and not set(self.dispatch) & {'CPU', 'NPU'}:
+            raise ValueError('%s: family needs CPU or NPU in dispatch' % self.schema)
+        # autograd: True, or the family of its autograd kernel
+        ag = entry.get('autograd')
+        self.autograd_family = (parse_family(self.schema, ag)
+                                if ag not in (None, 'True') else None)
+        self.autograd = ag is not None
         self.uninitialized = entry.get('uninitialized') == 'True'
         inherits = entry.get('structured_inherits')
         if inherits not in (None, 'TensorIteratorBase'):
@@ -302,6 +311,10 @@ class Op:
             r.kind = kind(r)
             if r.kind not in RET_CTYPE:
                 raise ValueError('%s: unsupported return %s' % (self.schema, r.typ))
+        if self.autograd_family and (len(self.rets) != 1 or
+                                     self.rets[0].kind != 'tensor'):
+            raise ValueError('%s: an autograd family needs one Tensor result'
+                             % self.schema)
         for d in self.dispatch:
             if d not in DISPATCH_PREFIX:
                 raise ValueError('%s: unknown dispatch key %s' % (self.schema, d))
@@ -309,6 +322,30 @@ class Op:
             raise ValueError('%s: a dispatch key listed twice' % self.schema)
         if self.backend_select and not any(a.kind == 'device' for a in self.args):
             raise ValueError('%s: backend_select needs a Device argument' % self.schema)
+
+    def generated(self):
+        """Kernel prefixes whose kernels are generated as a call of their
+        family's function (vnpu_<prefix>_family_<name>)."""
+        k = set()
+        if self.family:
+            k |= {DISPATCH_PREFIX[d] for d in self.dispatch if d in ('CPU', 'NPU')}
+        if self.autograd_family:
+            k.add('autograd')
+        return k
+
+    def family_of(self, pfx):
+        return self.autograd_family if pfx == 'autograd' else self.family
+
+    def family_params(self, pfx):
+        """The parameters of the family function this op's kernel calls:
+        a dispatch family takes the keyset, the op's name and its code; an
+        autograd family the result of the call below it, the name of
+        PyTorch's backward node and its code."""
+        name, code = self.family_of(pfx)
+        head = (['%sout' % RET_CTYPE['tensor'], 'const char *node']
+                if pfx == 'autograd' else ['vnpu_keyset_t ks', 'const char *name'])
+        return ', '.join(head + (['uint32_t code'] if code else []) +
+                         ([self.params()] if self.args else []))
 
     def kernels(self):
         """Kernel prefixes the yaml lists for this op (vnpu_<prefix>_<op>)."""
@@ -346,6 +383,51 @@ class Op:
 
     def names(self):
         return ', '.join(a.name for a in self.args)
+
+
+def parse_family(schema, text):
+    """'name(CODE)' or 'name()': a family function and the code that
+    tells its ops apart (a C constant)."""
+    if text is None:
+        return None
+    m = re.match(r'^(\w+)\((\w*)\)$', text)
+    if not m:
+        raise ValueError('%s: a family is name(CODE) or name(), not %r' % (schema, text))
+    return m.group(1), m.group(2)
+
+
+def node_name(op):
+    """PyTorch's name of the op's backward node (torchgen: each word of
+    the op's name titled, Backward0 after)."""
+    return ''.join(w.title() for w in op.name.split('_')) + 'Backward0'
+
+
+def family_call(op, pfx):
+    """The body of a family-generated kernel."""
+    name, code = op.family_of(pfx)
+    rest = ([code] if code else []) + ([op.names()] if op.args else [])
+    if pfx == 'autograd':
+        below = 'vnpu_redispatch_%s(vnpu_ag_below(ks)%s)' % (
+            op.c, ', ' + op.names() if op.args else '')
+        return 'vnpu_autograd_family_%s(%s)' % (
+            name, ', '.join([below, '"%s"' % node_name(op)] + rest))
+    return 'vnpu_%s_family_%s(%s)' % (
+        pfx, name, ', '.join(['ks', '"%s"' % op.qualified] + rest))
+
+
+def family_protos(ops):
+    """One prototype per family function; the ops of a family must agree
+    on it."""
+    protos = {}
+    for op in ops:
+        for pfx in sorted(op.generated()):
+            fname = 'vnpu_%s_family_%s' % (pfx, op.family_of(pfx)[0])
+            p = proto(op.ret_type(), fname, op.family_params(pfx))
+            if protos.setdefault(fname, (p, op))[0] != p:
+                raise ValueError('%s and %s are both of %s but differ in '
+                                 'arguments or result' % (
+                                     protos[fname][1].qualified, op.qualified, fname))
+    return [p for p, _ in protos.values()]
 
 
 def proto(ret, fname, params):
@@ -403,6 +485,11 @@ def gen_kernels_header(ops):
         o.append('/* runs the CPU fallback from inside a kernel */')
         o.append(proto(op.ret_type(), 'vnpu_fallback_' + op.c, ks_params) + ';')
         o.append('')
+    o.append('/* The families: functions whose ops native_functions.yaml tells '
+             'apart by a code */')
+    for p in family_protos(ops):
+        o.append(p + ';')
+    o.append('')
     o.append('#endif /* VNPU_OPS_KERNELS_H */')
     return '\n'.join(o) + '\n'
 
@@ -463,6 +550,7 @@ def gen_source(ops):
     o.append('/* Generated by dispatcher/codegen/gen_ops.py from')
     o.append(' * dispatcher/ops/native_functions.yaml: do not edit. */')
     o.append('#include "dispatch_internal.h"')
+    o.append('#include "autograd.h"')
     o.append('#include "vnpu_ops_kernels.h"\n')
     o.append('struct vnpu_op *vnpu_gen_ops[VNPU_NUM_GEN_OPS];\n')
     for i, op in enumerate(ops):
@@ -571,6 +659,14 @@ def gen_source(ops):
             o.append('\t%svnpu_redispatch_%s(vnpu_backend_keyset(%s), %s);' %
                      (ret, op.c, dev.name, op.names()))
             o.append('}\n')
+    # the kernels native_functions.yaml gives as a family and a code
+    for op in ops:
+        ks_params = 'vnpu_keyset_t ks' + (', ' + op.params() if op.args else '')
+        for pfx in sorted(op.generated()):
+            o.append(proto(op.ret_type(), 'vnpu_%s_%s' % (pfx, op.c), ks_params))
+            o.append('{')
+            o.append('\treturn %s;' % family_call(op, pfx))
+            o.append('}\n')
     # every NPU kernel is reached through its entry: the device check
     # (dispatcher/src/device_check.c) where PyTorch's wrapper has one, and
     # a call the kernel cannot take (VNPU_AT_ERR_UNSUPPORTED: a dtype, a
@@ -650,6 +746,8 @@ def scan(paths, ops):
             if brace < 0 or (0 <= semi < brace):
                 continue
             pfx, c = m.group(1), m.group(2)
+            if c.startswith('family_'):
+                continue
             if c not in cnames:
                 sys.exit('%s:%d: vnpu_%s_%s defines a kernel for an operator '
                          'native_functions.yaml does not declare' % (p, no + 1, pfx, c))
@@ -670,6 +768,7 @@ def main():
     args = ap.parse_args()
     try:
         ops = [Op(e) for e in parse_yaml(args.yaml)]
+        family_protos(ops)
     except ValueError as e:
         sys.exit('%s: %s' % (args.yaml, e))
     seen = {}
@@ -680,6 +779,13 @@ def main():
         seen[op.c] = op.qualified
     found = scan(args.sources, ops)
     errors = []
+    for op in ops:
+        for pfx in sorted(op.generated()):
+            if (pfx, op.c) in found:
+                errors.append('%s: vnpu_%s_%s is generated from its family in '
+                              'native_functions.yaml: remove the definition'
+                              % (found[(pfx, op.c)], pfx, op.c))
+            found[(pfx, op.c)] = 'generated'
     for op in ops:
         listed = op.kernels()
         for pfx in sorted(listed):

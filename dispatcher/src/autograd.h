@@ -7,6 +7,16 @@
 
 #define VNPU_AG_MAX_IO 4
 
+/* The codes of the autograd family ufunc (native_functions.yaml): the
+ * derivatives of PyTorch's derivatives.yaml, computed in float32 for
+ * float16/bfloat16 and rounded once (autograd_ops.c). */
+enum vnpu_ag_ufunc {
+	UF_SIN, UF_COS, UF_TAN, UF_ASIN, UF_ACOS, UF_ATAN, UF_SINH, UF_COSH,
+	UF_ASINH, UF_ACOSH, UF_ATANH, UF_LOG2, UF_LOG10, UF_LOG1P, UF_EXPM1,
+	UF_EXP2, UF_ERF, UF_ERFC,
+};
+
+
 struct vnpu_ag_node;
 /* grads[i] is the gradient of output i (NULL: zero); writes the gradient
  * of input j into in[j] (new reference, or NULL for none). */

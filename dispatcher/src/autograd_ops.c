@@ -3212,14 +3212,7 @@ struct vnpu_at_tensor *vnpu_autograd_cumprod(vnpu_keyset_t ks, struct vnpu_at_te
 
 /* ---- float ufuncs: grad * f'(x), f' from x or the saved output --------------- */
 
-/* The derivatives of PyTorch's derivatives.yaml, computed in float32 for
- * float16/bfloat16 and rounded once. */
-enum ufunc {
-	UF_SIN, UF_COS, UF_TAN, UF_ASIN, UF_ACOS, UF_ATAN, UF_SINH, UF_COSH,
-	UF_ASINH, UF_ACOSH, UF_ATANH, UF_LOG2, UF_LOG10, UF_LOG1P, UF_EXPM1,
-	UF_EXP2, UF_ERF, UF_ERFC,
-};
-
+/* The autograd family ufunc: its codes (enum vnpu_ag_ufunc) in autograd.h. */
 #define UF_LN2 0.693147180559945309417
 #define UF_LN10 2.30258509299404568402
 #define UF_2_SQRTPI 1.12837916709551257390	/* 2 / sqrt(pi) */
@@ -3236,7 +3229,7 @@ static struct vnpu_at_tensor *one_plus_sq(struct temps *t,
 }
 
 /* f'(x); out is the forward's result (for tan, expm1, exp2). */
-static struct vnpu_at_tensor *ufunc_grad(struct temps *t, enum ufunc f,
+static struct vnpu_at_tensor *ufunc_grad(struct temps *t, enum vnpu_ag_ufunc f,
 					 struct vnpu_at_tensor *x,
 					 struct vnpu_at_tensor *out)
 {
@@ -3305,7 +3298,7 @@ static bool ufunc_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
 	struct vnpu_at_tensor *gg = wide(&t, g[0]), *d = NULL, *p = NULL;
 
 	if (x && out && gg)
-		d = ufunc_grad(&t, (enum ufunc)n->d[0], x, out);
+		d = ufunc_grad(&t, (enum vnpu_ag_ufunc)n->d[0], x, out);
 	if (d)
 		p = keep(&t, vnpu_op_mul_Tensor(gg, d));
 	/* in the output's dtype; the engine converts to the input's */
@@ -3315,119 +3308,13 @@ static bool ufunc_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
 	return in[0] != NULL;
 }
 
-static struct vnpu_at_tensor *record_ufunc(struct vnpu_at_tensor *out,
-					   const char *name, enum ufunc f,
-					   struct vnpu_at_tensor *self)
+/* sin, cos, ... erfc (native_functions.yaml, autograd family ufunc). */
+struct vnpu_at_tensor *vnpu_autograd_family_ufunc(struct vnpu_at_tensor *out,
+						  const char *node,
+						  uint32_t code,
+						  struct vnpu_at_tensor *self)
 {
-	return record_with_output(out, name, ufunc_backward, self, (double)f);
-}
-
-struct vnpu_at_tensor *vnpu_autograd_sin(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
-{
-	return record_ufunc(vnpu_redispatch_sin(vnpu_ag_below(ks), self),
-			    "SinBackward0", UF_SIN, self);
-}
-
-struct vnpu_at_tensor *vnpu_autograd_cos(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
-{
-	return record_ufunc(vnpu_redispatch_cos(vnpu_ag_below(ks), self),
-			    "CosBackward0", UF_COS, self);
-}
-
-struct vnpu_at_tensor *vnpu_autograd_tan(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
-{
-	return record_ufunc(vnpu_redispatch_tan(vnpu_ag_below(ks), self),
-			    "TanBackward0", UF_TAN, self);
-}
-
-struct vnpu_at_tensor *vnpu_autograd_asin(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
-{
-	return record_ufunc(vnpu_redispatch_asin(vnpu_ag_below(ks), self),
-			    "AsinBackward0", UF_ASIN, self);
-}
-
-struct vnpu_at_tensor *vnpu_autograd_acos(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
-{
-	return record_ufunc(vnpu_redispatch_acos(vnpu_ag_below(ks), self),
-			    "AcosBackward0", UF_ACOS, self);
-}
-
-struct vnpu_at_tensor *vnpu_autograd_atan(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
-{
-	return record_ufunc(vnpu_redispatch_atan(vnpu_ag_below(ks), self),
-			    "AtanBackward0", UF_ATAN, self);
-}
-
-struct vnpu_at_tensor *vnpu_autograd_sinh(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
-{
-	return record_ufunc(vnpu_redispatch_sinh(vnpu_ag_below(ks), self),
-			    "SinhBackward0", UF_SINH, self);
-}
-
-struct vnpu_at_tensor *vnpu_autograd_cosh(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
-{
-	return record_ufunc(vnpu_redispatch_cosh(vnpu_ag_below(ks), self),
-			    "CoshBackward0", UF_COSH, self);
-}
-
-struct vnpu_at_tensor *vnpu_autograd_asinh(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
-{
-	return record_ufunc(vnpu_redispatch_asinh(vnpu_ag_below(ks), self),
-			    "AsinhBackward0", UF_ASINH, self);
-}
-
-struct vnpu_at_tensor *vnpu_autograd_acosh(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
-{
-	return record_ufunc(vnpu_redispatch_acosh(vnpu_ag_below(ks), self),
-			    "AcoshBackward0", UF_ACOSH, self);
-}
-
-struct vnpu_at_tensor *vnpu_autograd_atanh(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
-{
-	return record_ufunc(vnpu_redispatch_atanh(vnpu_ag_below(ks), self),
-			    "AtanhBackward0", UF_ATANH, self);
-}
-
-struct vnpu_at_tensor *vnpu_autograd_log2(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
-{
-	return record_ufunc(vnpu_redispatch_log2(vnpu_ag_below(ks), self),
-			    "Log2Backward0", UF_LOG2, self);
-}
-
-struct vnpu_at_tensor *vnpu_autograd_log10(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
-{
-	return record_ufunc(vnpu_redispatch_log10(vnpu_ag_below(ks), self),
-			    "Log10Backward0", UF_LOG10, self);
-}
-
-struct vnpu_at_tensor *vnpu_autograd_log1p(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
-{
-	return record_ufunc(vnpu_redispatch_log1p(vnpu_ag_below(ks), self),
-			    "Log1PBackward0", UF_LOG1P, self);
-}
-
-struct vnpu_at_tensor *vnpu_autograd_expm1(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
-{
-	return record_ufunc(vnpu_redispatch_expm1(vnpu_ag_below(ks), self),
-			    "Expm1Backward0", UF_EXPM1, self);
-}
-
-struct vnpu_at_tensor *vnpu_autograd_exp2(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
-{
-	return record_ufunc(vnpu_redispatch_exp2(vnpu_ag_below(ks), self),
-			    "Exp2Backward0", UF_EXP2, self);
-}
-
-struct vnpu_at_tensor *vnpu_autograd_erf(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
-{
-	return record_ufunc(vnpu_redispatch_erf(vnpu_ag_below(ks), self),
-			    "ErfBackward0", UF_ERF, self);
-}
-
-struct vnpu_at_tensor *vnpu_autograd_erfc(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
-{
-	return record_ufunc(vnpu_redispatch_erfc(vnpu_ag_below(ks), self),
-			    "ErfcBackward0", UF_ERFC, self);
+	return record_with_output(out, node, ufunc_backward, self, (double)code);
 }
 
 /* floor, ceil, trunc, round, sign: a zero gradient */
@@ -3439,38 +3326,12 @@ static bool zero_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
 	return in[0] != NULL;
 }
 
-struct vnpu_at_tensor *vnpu_autograd_floor(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
+/* native_functions.yaml's autograd family zero */
+struct vnpu_at_tensor *vnpu_autograd_family_zero(struct vnpu_at_tensor *out,
+						 const char *node,
+						 struct vnpu_at_tensor *self)
 {
-	return record(vnpu_redispatch_floor(vnpu_ag_below(ks), self),
-		      "FloorBackward0", zero_backward, 1,
-		      (struct vnpu_at_tensor *[]){ self }, false, 0);
-}
-
-struct vnpu_at_tensor *vnpu_autograd_ceil(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
-{
-	return record(vnpu_redispatch_ceil(vnpu_ag_below(ks), self),
-		      "CeilBackward0", zero_backward, 1,
-		      (struct vnpu_at_tensor *[]){ self }, false, 0);
-}
-
-struct vnpu_at_tensor *vnpu_autograd_trunc(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
-{
-	return record(vnpu_redispatch_trunc(vnpu_ag_below(ks), self),
-		      "TruncBackward0", zero_backward, 1,
-		      (struct vnpu_at_tensor *[]){ self }, false, 0);
-}
-
-struct vnpu_at_tensor *vnpu_autograd_round(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
-{
-	return record(vnpu_redispatch_round(vnpu_ag_below(ks), self),
-		      "RoundBackward0", zero_backward, 1,
-		      (struct vnpu_at_tensor *[]){ self }, false, 0);
-}
-
-struct vnpu_at_tensor *vnpu_autograd_sign(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
-{
-	return record(vnpu_redispatch_sign(vnpu_ag_below(ks), self),
-		      "SignBackward0", zero_backward, 1,
+	return record(out, node, zero_backward, 1,
 		      (struct vnpu_at_tensor *[]){ self }, false, 0);
 }
 

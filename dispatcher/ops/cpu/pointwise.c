@@ -6,40 +6,21 @@
  * in int64 and stored back in the result dtype.
  */
 #include "../kernel_common.h"
+#include "vnpu/kernel_abi.h"
 
-enum pw_op {
-	PW_SUB,
-	PW_DIV,
-	PW_MAXIMUM,
-	PW_MINIMUM,
-	PW_EQ,
-	PW_NE,
-	PW_LT,
-	PW_LE,
-	PW_GT,
-	PW_GE,
-	PW_BITWISE_AND,
-	PW_BITWISE_OR,
-	PW_BITWISE_XOR,
-	PW_LOGICAL_AND,
+/*
+ * The ops both the CPU and the device compute go by the device's BINARY
+ * codes (kernel_abi.h), so that native_functions.yaml names an op's code
+ * once for both; these the CPU computes alone.
+ */
+enum {
+	PW_LOGICAL_AND = VNPU_BINARY_COUNT,
 	PW_LOGICAL_OR,
 	PW_LOGICAL_XOR,
 	PW_THRESHOLD_BW,
 	PW_SIGMOID_BW,
 	PW_TANH_BW,
-	PW_GELU_BW,
 	PW_GELU_TANH_BW,
-	PW_POW,
-	PW_REMAINDER,
-	PW_FMOD,
-	PW_FLOOR_DIVIDE,
-	PW_COPYSIGN,
-	PW_ATAN2,
-	PW_HARDSIGMOID_BW,
-	PW_HARDSWISH_BW,
-	PW_HYPOT,
-	PW_LOGADDEXP,
-	PW_XLOGY,
 };
 
 #define KC_SQRT1_2 0.70710678118654752440
@@ -119,28 +100,28 @@ static double pw_remainder(double a, double b)
 	return mod;
 }
 
-static double pw_float(enum pw_op op, double a, double b, double alpha)
+static double pw_float(uint32_t op, double a, double b, double alpha)
 {
 	switch (op) {
-	case PW_SUB:
+	case VNPU_BINARY_SUB:
 		return a - alpha * b;
-	case PW_DIV:
+	case VNPU_BINARY_DIV:
 		return a / b;
-	case PW_MAXIMUM:
+	case VNPU_BINARY_MAXIMUM:
 		return pw_fmax(a, b);
-	case PW_MINIMUM:
+	case VNPU_BINARY_MINIMUM:
 		return pw_fmin(a, b);
-	case PW_EQ:
+	case VNPU_BINARY_EQ:
 		return a == b;
-	case PW_NE:
+	case VNPU_BINARY_NE:
 		return a != b;
-	case PW_LT:
+	case VNPU_BINARY_LT:
 		return a < b;
-	case PW_LE:
+	case VNPU_BINARY_LE:
 		return a <= b;
-	case PW_GT:
+	case VNPU_BINARY_GT:
 		return a > b;
-	case PW_GE:
+	case VNPU_BINARY_GE:
 		return a >= b;
 	case PW_THRESHOLD_BW:	/* a = grad, b = self, alpha = threshold */
 		return b <= alpha ? 0.0 : a;
@@ -148,13 +129,13 @@ static double pw_float(enum pw_op op, double a, double b, double alpha)
 		return a * (1.0 - b) * b;
 	case PW_TANH_BW:
 		return a * (1.0 - b * b);
-	case PW_GELU_BW:
+	case VNPU_BINARY_GELU_BACKWARD:
 		return a * gelu_erf_grad(b);
 	case PW_GELU_TANH_BW:
 		return a * gelu_tanh_grad(b);
-	case PW_BITWISE_AND:	/* integers only (pw_bitwise) */
-	case PW_BITWISE_OR:
-	case PW_BITWISE_XOR:
+	case VNPU_BINARY_BITWISE_AND:	/* integers only (pw_bitwise) */
+	case VNPU_BINARY_BITWISE_OR:
+	case VNPU_BINARY_BITWISE_XOR:
 		break;
 	case PW_LOGICAL_AND:	/* NaN is true: nonzero */
 		return a != 0 && b != 0;
@@ -162,29 +143,29 @@ static double pw_float(enum pw_op op, double a, double b, double alpha)
 		return a != 0 || b != 0;
 	case PW_LOGICAL_XOR:
 		return (a != 0) != (b != 0);
-	case PW_POW:
+	case VNPU_BINARY_POW:
 		return pow(a, b);
-	case PW_REMAINDER:
+	case VNPU_BINARY_REMAINDER:
 		return pw_remainder(a, b);
-	case PW_FMOD:
+	case VNPU_BINARY_FMOD:
 		return fmod(a, b);
-	case PW_FLOOR_DIVIDE:
+	case VNPU_BINARY_FLOOR_DIVIDE:
 		return pw_floor_divide(a, b);
-	case PW_COPYSIGN:
+	case VNPU_BINARY_COPYSIGN:
 		return copysign(a, b);
-	case PW_ATAN2:
+	case VNPU_BINARY_ATAN2:
 		return atan2(a, b);
-	case PW_HARDSIGMOID_BW:	/* a = grad, b = self; PyTorch's float 1/6 */
+	case VNPU_BINARY_HARDSIGMOID_BACKWARD:	/* a = grad, b = self; PyTorch's float 1/6 */
 		return b > -3 && b < 3 ? a * (double)(1.0f / 6.0f) : 0.0;
-	case PW_HARDSWISH_BW:
+	case VNPU_BINARY_HARDSWISH_BACKWARD:
 		return b <= -3 ? 0.0 : b >= 3 ? a : a * (b / 3 + 0.5);
-	case PW_HYPOT:
+	case VNPU_BINARY_HYPOT:
 		return hypot(a, b);
-	case PW_LOGADDEXP:	/* as PyTorch: equal infinities give themselves */
+	case VNPU_BINARY_LOGADDEXP:	/* as PyTorch: equal infinities give themselves */
 		if (isinf(a) && a == b)
 			return a;
 		return fmax(a, b) + log1p(exp(-fabs(a - b)));
-	case PW_XLOGY:		/* 0 * log(0) is 0; NaN y stays NaN */
+	case VNPU_BINARY_XLOGY:		/* 0 * log(0) is 0; NaN y stays NaN */
 		if (isnan(b))
 			return NAN;
 		return a == 0 ? 0.0 : a * log(b);
@@ -215,32 +196,32 @@ static int64_t pw_ipow_signed(int64_t a, int64_t b)
 	return pw_ipow(a, b);
 }
 
-static int64_t pw_int(enum pw_op op, int64_t a, int64_t b, int64_t alpha)
+static int64_t pw_int(uint32_t op, int64_t a, int64_t b, int64_t alpha)
 {
 	switch (op) {
-	case PW_SUB:
+	case VNPU_BINARY_SUB:
 		return (int64_t)((uint64_t)a - (uint64_t)alpha * (uint64_t)b);
-	case PW_MAXIMUM:
+	case VNPU_BINARY_MAXIMUM:
 		return a > b ? a : b;
-	case PW_MINIMUM:
+	case VNPU_BINARY_MINIMUM:
 		return a < b ? a : b;
-	case PW_EQ:
+	case VNPU_BINARY_EQ:
 		return a == b;
-	case PW_NE:
+	case VNPU_BINARY_NE:
 		return a != b;
-	case PW_LT:
+	case VNPU_BINARY_LT:
 		return a < b;
-	case PW_LE:
+	case VNPU_BINARY_LE:
 		return a <= b;
-	case PW_GT:
+	case VNPU_BINARY_GT:
 		return a > b;
-	case PW_GE:
+	case VNPU_BINARY_GE:
 		return a >= b;
-	case PW_BITWISE_AND:
+	case VNPU_BINARY_BITWISE_AND:
 		return a & b;
-	case PW_BITWISE_OR:
+	case VNPU_BINARY_BITWISE_OR:
 		return a | b;
-	case PW_BITWISE_XOR:
+	case VNPU_BINARY_BITWISE_XOR:
 		return a ^ b;
 	case PW_LOGICAL_AND:
 		return a != 0 && b != 0;
@@ -254,18 +235,18 @@ static int64_t pw_int(enum pw_op op, int64_t a, int64_t b, int64_t alpha)
 		return (int64_t)((uint64_t)a * (uint64_t)(1 - b) * (uint64_t)b);
 	case PW_TANH_BW:
 		return (int64_t)((uint64_t)a * (uint64_t)(1 - b * b));
-	case PW_POW:
+	case VNPU_BINARY_POW:
 		return pw_ipow_signed(a, b);
 	/* b != 0 (pw_binary refuses zero divisors); -1 wraps, as INT_MIN
 	 * / -1 would trap */
-	case PW_FMOD:
+	case VNPU_BINARY_FMOD:
 		return b == -1 ? 0 : a % b;
-	case PW_REMAINDER: {
+	case VNPU_BINARY_REMAINDER: {
 		int64_t r = b == -1 ? 0 : a % b;
 
 		return r != 0 && (r < 0) != (b < 0) ? r + b : r;
 	}
-	case PW_FLOOR_DIVIDE: {
+	case VNPU_BINARY_FLOOR_DIVIDE: {
 		int64_t q, r;
 
 		if (b == -1)
@@ -279,16 +260,16 @@ static int64_t pw_int(enum pw_op op, int64_t a, int64_t b, int64_t alpha)
 	}
 }
 
-static bool pw_divides(enum pw_op op)
+static bool pw_divides(uint32_t op)
 {
-	return op == PW_REMAINDER || op == PW_FMOD || op == PW_FLOOR_DIVIDE;
+	return op == VNPU_BINARY_REMAINDER || op == VNPU_BINARY_FMOD || op == VNPU_BINARY_FLOOR_DIVIDE;
 }
 
 /*
  * out = op(a, b) with a and b broadcast, computed in `compute` (ints in
  * int64, floats in double) and stored as `out_dt`.
  */
-static struct vnpu_at_tensor *pw_binary(const char *name, enum pw_op op,
+static struct vnpu_at_tensor *pw_binary(const char *name, uint32_t op,
 					struct vnpu_at_tensor *a,
 					struct vnpu_at_tensor *b,
 					enum vnpu_at_dtype compute,
@@ -329,7 +310,7 @@ static struct vnpu_at_tensor *pw_binary(const char *name, enum pw_op op,
 		}
 	} else {
 		double al = vnpu_at_scalar_to_double(alpha);
-		enum vnpu_at_dtype yd = op == PW_DIV ?
+		enum vnpu_at_dtype yd = op == VNPU_BINARY_DIV ?
 			kc_mul_div_compute(compute, b) : compute;
 
 		while (vnpu_at_iter_next(&it)) {
@@ -390,7 +371,7 @@ struct vnpu_at_tensor *vnpu_cpu_sub_Tensor(vnpu_keyset_t ks,
 	if (kc_is_int(dt) && alpha.kind == VNPU_AT_SCALAR_DOUBLE)
 		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 			"aten::sub.Tensor: For integral input tensors, argument alpha must not be a floating point number.");
-	return pw_binary("aten::sub.Tensor", PW_SUB, self, other, dt, dt, alpha);
+	return pw_binary("aten::sub.Tensor", VNPU_BINARY_SUB, self, other, dt, dt, alpha);
 }
 
 struct vnpu_at_tensor *vnpu_cpu_div_Tensor(vnpu_keyset_t ks,
@@ -401,7 +382,7 @@ struct vnpu_at_tensor *vnpu_cpu_div_Tensor(vnpu_keyset_t ks,
 	enum vnpu_at_dtype dt = kc_float_of(vnpu_at_result_type(self, other));
 
 	(void)ks;
-	return pw_binary("aten::div.Tensor", PW_DIV, self, other, dt, dt,
+	return pw_binary("aten::div.Tensor", VNPU_BINARY_DIV, self, other, dt, dt,
 			 VNPU_AT_INT(1));
 }
 
@@ -412,7 +393,7 @@ struct vnpu_at_tensor *vnpu_cpu_maximum(vnpu_keyset_t ks,
 	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
 
 	(void)ks;
-	return pw_binary("aten::maximum", PW_MAXIMUM, self, other, dt, dt,
+	return pw_binary("aten::maximum", VNPU_BINARY_MAXIMUM, self, other, dt, dt,
 			 VNPU_AT_INT(1));
 }
 
@@ -423,14 +404,14 @@ struct vnpu_at_tensor *vnpu_cpu_minimum(vnpu_keyset_t ks,
 	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
 
 	(void)ks;
-	return pw_binary("aten::minimum", PW_MINIMUM, self, other, dt, dt,
+	return pw_binary("aten::minimum", VNPU_BINARY_MINIMUM, self, other, dt, dt,
 			 VNPU_AT_INT(1));
 }
 
 /* The binary ops PyTorch computes in the promoted dtype, integers
  * included, bool refused with its CPU kernel's name. */
 static struct vnpu_at_tensor *pw_arith(const char *name, const char *cpu_name,
-				       enum pw_op op,
+				       uint32_t op,
 				       struct vnpu_at_tensor *self,
 				       struct vnpu_at_tensor *other)
 {
@@ -448,7 +429,7 @@ struct vnpu_at_tensor *vnpu_cpu_pow_Tensor_Tensor(vnpu_keyset_t ks,
 						  struct vnpu_at_tensor *exponent)
 {
 	(void)ks;
-	return pw_arith("aten::pow.Tensor_Tensor", "pow", PW_POW, self,
+	return pw_arith("aten::pow.Tensor_Tensor", "pow", VNPU_BINARY_POW, self,
 			exponent);
 }
 
@@ -458,7 +439,7 @@ struct vnpu_at_tensor *vnpu_cpu_remainder_Tensor(vnpu_keyset_t ks,
 {
 	(void)ks;
 	return pw_arith("aten::remainder.Tensor", "remainder_cpu",
-			PW_REMAINDER, self, other);
+			VNPU_BINARY_REMAINDER, self, other);
 }
 
 struct vnpu_at_tensor *vnpu_cpu_fmod_Tensor(vnpu_keyset_t ks,
@@ -466,7 +447,7 @@ struct vnpu_at_tensor *vnpu_cpu_fmod_Tensor(vnpu_keyset_t ks,
 					    struct vnpu_at_tensor *other)
 {
 	(void)ks;
-	return pw_arith("aten::fmod.Tensor", "fmod_cpu", PW_FMOD, self, other);
+	return pw_arith("aten::fmod.Tensor", "fmod_cpu", VNPU_BINARY_FMOD, self, other);
 }
 
 struct vnpu_at_tensor *vnpu_cpu_floor_divide(vnpu_keyset_t ks,
@@ -474,7 +455,7 @@ struct vnpu_at_tensor *vnpu_cpu_floor_divide(vnpu_keyset_t ks,
 					     struct vnpu_at_tensor *other)
 {
 	(void)ks;
-	return pw_arith("aten::floor_divide", "div_floor_cpu", PW_FLOOR_DIVIDE,
+	return pw_arith("aten::floor_divide", "div_floor_cpu", VNPU_BINARY_FLOOR_DIVIDE,
 			self, other);
 }
 
@@ -486,7 +467,7 @@ struct vnpu_at_tensor *vnpu_cpu_copysign_Tensor(vnpu_keyset_t ks,
 	enum vnpu_at_dtype dt = kc_float_of(vnpu_at_result_type(self, other));
 
 	(void)ks;
-	return pw_binary("aten::copysign.Tensor", PW_COPYSIGN, self, other, dt,
+	return pw_binary("aten::copysign.Tensor", VNPU_BINARY_COPYSIGN, self, other, dt,
 			 dt, VNPU_AT_INT(1));
 }
 
@@ -497,14 +478,14 @@ struct vnpu_at_tensor *vnpu_cpu_atan2(vnpu_keyset_t ks,
 	enum vnpu_at_dtype dt = kc_float_of(vnpu_at_result_type(self, other));
 
 	(void)ks;
-	return pw_binary("aten::atan2", PW_ATAN2, self, other, dt, dt,
+	return pw_binary("aten::atan2", VNPU_BINARY_ATAN2, self, other, dt, dt,
 			 VNPU_AT_INT(1));
 }
 
 /* Float ops of PyTorch's binary_op (no integer-to-float promotion): an
  * integer or bool result type is refused in PyTorch's words. */
 static struct vnpu_at_tensor *pw_float_binary(const char *name, const char *impl,
-					      enum pw_op op, struct vnpu_at_tensor *self,
+					      uint32_t op, struct vnpu_at_tensor *self,
 					      struct vnpu_at_tensor *other)
 {
 	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
@@ -519,14 +500,14 @@ struct vnpu_at_tensor *vnpu_cpu_hypot(vnpu_keyset_t ks, struct vnpu_at_tensor *s
 				      struct vnpu_at_tensor *other)
 {
 	(void)ks;
-	return pw_float_binary("aten::hypot", "hypot_cpu", PW_HYPOT, self, other);
+	return pw_float_binary("aten::hypot", "hypot_cpu", VNPU_BINARY_HYPOT, self, other);
 }
 
 struct vnpu_at_tensor *vnpu_cpu_logaddexp(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
 					  struct vnpu_at_tensor *other)
 {
 	(void)ks;
-	return pw_float_binary("aten::logaddexp", "logaddexp_cpu", PW_LOGADDEXP, self, other);
+	return pw_float_binary("aten::logaddexp", "logaddexp_cpu", VNPU_BINARY_LOGADDEXP, self, other);
 }
 
 /* xlogy promotes integers and bool to the default float dtype */
@@ -536,70 +517,27 @@ struct vnpu_at_tensor *vnpu_cpu_xlogy_Tensor(vnpu_keyset_t ks, struct vnpu_at_te
 	enum vnpu_at_dtype dt = kc_float_of(vnpu_at_result_type(self, other));
 
 	(void)ks;
-	return pw_binary("aten::xlogy.Tensor", PW_XLOGY, self, other, dt, dt, VNPU_AT_INT(1));
+	return pw_binary("aten::xlogy.Tensor", VNPU_BINARY_XLOGY, self, other, dt, dt, VNPU_AT_INT(1));
 }
 
-static struct vnpu_at_tensor *pw_compare(const char *name, enum pw_op op,
-					 struct vnpu_at_tensor *self,
-					 struct vnpu_at_tensor *other)
+/* The comparison ops are native_functions.yaml's families compare and
+ * compare_scalar, told apart by their BINARY code: a bool result. */
+struct vnpu_at_tensor *vnpu_cpu_family_compare(vnpu_keyset_t ks,
+					       const char *name, uint32_t op,
+					       struct vnpu_at_tensor *self,
+					       struct vnpu_at_tensor *other)
 {
+	(void)ks;
 	return pw_binary(name, op, self, other,
 			 vnpu_at_result_type(self, other), VNPU_AT_BOOL,
 			 VNPU_AT_INT(1));
 }
 
-struct vnpu_at_tensor *vnpu_cpu_eq_Tensor(vnpu_keyset_t ks,
-					  struct vnpu_at_tensor *self,
-					  struct vnpu_at_tensor *other)
-{
-	(void)ks;
-	return pw_compare("aten::eq.Tensor", PW_EQ, self, other);
-}
-
-struct vnpu_at_tensor *vnpu_cpu_ne_Tensor(vnpu_keyset_t ks,
-					  struct vnpu_at_tensor *self,
-					  struct vnpu_at_tensor *other)
-{
-	(void)ks;
-	return pw_compare("aten::ne.Tensor", PW_NE, self, other);
-}
-
-struct vnpu_at_tensor *vnpu_cpu_lt_Tensor(vnpu_keyset_t ks,
-					  struct vnpu_at_tensor *self,
-					  struct vnpu_at_tensor *other)
-{
-	(void)ks;
-	return pw_compare("aten::lt.Tensor", PW_LT, self, other);
-}
-
-struct vnpu_at_tensor *vnpu_cpu_le_Tensor(vnpu_keyset_t ks,
-					  struct vnpu_at_tensor *self,
-					  struct vnpu_at_tensor *other)
-{
-	(void)ks;
-	return pw_compare("aten::le.Tensor", PW_LE, self, other);
-}
-
-struct vnpu_at_tensor *vnpu_cpu_gt_Tensor(vnpu_keyset_t ks,
-					  struct vnpu_at_tensor *self,
-					  struct vnpu_at_tensor *other)
-{
-	(void)ks;
-	return pw_compare("aten::gt.Tensor", PW_GT, self, other);
-}
-
-struct vnpu_at_tensor *vnpu_cpu_ge_Tensor(vnpu_keyset_t ks,
-					  struct vnpu_at_tensor *self,
-					  struct vnpu_at_tensor *other)
-{
-	(void)ks;
-	return pw_compare("aten::ge.Tensor", PW_GE, self, other);
-}
-
-static struct vnpu_at_tensor *pw_compare_scalar(const char *name,
-						enum pw_op op,
-						struct vnpu_at_tensor *self,
-						struct vnpu_at_scalar other)
+struct vnpu_at_tensor *vnpu_cpu_family_compare_scalar(vnpu_keyset_t ks,
+						      const char *name,
+						      uint32_t op,
+						      struct vnpu_at_tensor *self,
+						      struct vnpu_at_scalar other)
 {
 	enum vnpu_at_dtype dt = kc_scalar_result(self->dtype, other);
 	struct vnpu_at_tensor *s = pw_wrap(kc_scalar_cast(other, dt), dt), *out;
@@ -611,57 +549,9 @@ static struct vnpu_at_tensor *pw_compare_scalar(const char *name,
 	return out;
 }
 
-struct vnpu_at_tensor *vnpu_cpu_eq_Scalar(vnpu_keyset_t ks,
-					  struct vnpu_at_tensor *self,
-					  struct vnpu_at_scalar other)
-{
-	(void)ks;
-	return pw_compare_scalar("aten::eq.Scalar", PW_EQ, self, other);
-}
-
-struct vnpu_at_tensor *vnpu_cpu_ne_Scalar(vnpu_keyset_t ks,
-					  struct vnpu_at_tensor *self,
-					  struct vnpu_at_scalar other)
-{
-	(void)ks;
-	return pw_compare_scalar("aten::ne.Scalar", PW_NE, self, other);
-}
-
-struct vnpu_at_tensor *vnpu_cpu_lt_Scalar(vnpu_keyset_t ks,
-					  struct vnpu_at_tensor *self,
-					  struct vnpu_at_scalar other)
-{
-	(void)ks;
-	return pw_compare_scalar("aten::lt.Scalar", PW_LT, self, other);
-}
-
-struct vnpu_at_tensor *vnpu_cpu_le_Scalar(vnpu_keyset_t ks,
-					  struct vnpu_at_tensor *self,
-					  struct vnpu_at_scalar other)
-{
-	(void)ks;
-	return pw_compare_scalar("aten::le.Scalar", PW_LE, self, other);
-}
-
-struct vnpu_at_tensor *vnpu_cpu_gt_Scalar(vnpu_keyset_t ks,
-					  struct vnpu_at_tensor *self,
-					  struct vnpu_at_scalar other)
-{
-	(void)ks;
-	return pw_compare_scalar("aten::gt.Scalar", PW_GT, self, other);
-}
-
-struct vnpu_at_tensor *vnpu_cpu_ge_Scalar(vnpu_keyset_t ks,
-					  struct vnpu_at_tensor *self,
-					  struct vnpu_at_scalar other)
-{
-	(void)ks;
-	return pw_compare_scalar("aten::ge.Scalar", PW_GE, self, other);
-}
-
 /* Bitwise ops take integers and bool (as 0/1) in the promoted dtype. */
 static struct vnpu_at_tensor *pw_bitwise(const char *name, const char *cpu_name,
-					 enum pw_op op,
+					 uint32_t op,
 					 struct vnpu_at_tensor *self,
 					 struct vnpu_at_tensor *other)
 {
@@ -680,7 +570,7 @@ struct vnpu_at_tensor *vnpu_cpu_bitwise_and_Tensor(vnpu_keyset_t ks,
 {
 	(void)ks;
 	return pw_bitwise("aten::bitwise_and.Tensor", "bitwise_and_cpu",
-			  PW_BITWISE_AND, self, other);
+			  VNPU_BINARY_BITWISE_AND, self, other);
 }
 
 struct vnpu_at_tensor *vnpu_cpu_bitwise_or_Tensor(vnpu_keyset_t ks,
@@ -689,7 +579,7 @@ struct vnpu_at_tensor *vnpu_cpu_bitwise_or_Tensor(vnpu_keyset_t ks,
 {
 	(void)ks;
 	return pw_bitwise("aten::bitwise_or.Tensor", "bitwise_or_cpu",
-			  PW_BITWISE_OR, self, other);
+			  VNPU_BINARY_BITWISE_OR, self, other);
 }
 
 struct vnpu_at_tensor *vnpu_cpu_bitwise_xor_Tensor(vnpu_keyset_t ks,
@@ -698,40 +588,40 @@ struct vnpu_at_tensor *vnpu_cpu_bitwise_xor_Tensor(vnpu_keyset_t ks,
 {
 	(void)ks;
 	return pw_bitwise("aten::bitwise_xor.Tensor", "bitwise_xor_cpu",
-			  PW_BITWISE_XOR, self, other);
+			  VNPU_BINARY_BITWISE_XOR, self, other);
 }
 
 struct vnpu_at_tensor *vnpu_cpu_logical_and(vnpu_keyset_t ks,
 					    struct vnpu_at_tensor *self,
 					    struct vnpu_at_tensor *other)
 {
-	(void)ks;
-	return pw_compare("aten::logical_and", PW_LOGICAL_AND, self, other);
+	return vnpu_cpu_family_compare(ks, "aten::logical_and", PW_LOGICAL_AND,
+				       self, other);
 }
 
 struct vnpu_at_tensor *vnpu_cpu_logical_or(vnpu_keyset_t ks,
 					   struct vnpu_at_tensor *self,
 					   struct vnpu_at_tensor *other)
 {
-	(void)ks;
-	return pw_compare("aten::logical_or", PW_LOGICAL_OR, self, other);
+	return vnpu_cpu_family_compare(ks, "aten::logical_or", PW_LOGICAL_OR,
+				       self, other);
 }
 
 struct vnpu_at_tensor *vnpu_cpu_logical_xor(vnpu_keyset_t ks,
 					    struct vnpu_at_tensor *self,
 					    struct vnpu_at_tensor *other)
 {
-	(void)ks;
-	return pw_compare("aten::logical_xor", PW_LOGICAL_XOR, self, other);
+	return vnpu_cpu_family_compare(ks, "aten::logical_xor", PW_LOGICAL_XOR,
+				       self, other);
 }
 
 /* logical_not(x) = (x == 0): NaN and every nonzero are true, so false */
 struct vnpu_at_tensor *vnpu_cpu_logical_not(vnpu_keyset_t ks,
 					    struct vnpu_at_tensor *self)
 {
-	(void)ks;
-	return pw_compare_scalar("aten::logical_not", PW_EQ, self,
-				 VNPU_AT_INT(0));
+	return vnpu_cpu_family_compare_scalar(ks, "aten::logical_not",
+					      VNPU_BINARY_EQ, self,
+					      VNPU_AT_INT(0));
 }
 
 /* ---- unary ---------------------------------------------------------------- */
@@ -1487,7 +1377,7 @@ struct vnpu_at_tensor *vnpu_cpu_hardsigmoid_backward(vnpu_keyset_t ks,
 	if (!pw_float_only("aten::hardsigmoid_backward", "hardsigmoid_backward", self) ||
 	    !pw_float_only("aten::hardsigmoid_backward", "hardsigmoid_backward", grad_output))
 		return NULL;
-	return pw_binary("aten::hardsigmoid_backward", PW_HARDSIGMOID_BW, grad_output, self,
+	return pw_binary("aten::hardsigmoid_backward", VNPU_BINARY_HARDSIGMOID_BACKWARD, grad_output, self,
 			 dt, dt, VNPU_AT_INT(1));
 }
 
@@ -1501,7 +1391,7 @@ struct vnpu_at_tensor *vnpu_cpu_hardswish_backward(vnpu_keyset_t ks,
 	if (!pw_float_only("aten::hardswish_backward", "hardswish_backward_cpu", self) ||
 	    !pw_float_only("aten::hardswish_backward", "hardswish_backward_cpu", grad_output))
 		return NULL;
-	return pw_binary("aten::hardswish_backward", PW_HARDSWISH_BW, grad_output, self,
+	return pw_binary("aten::hardswish_backward", VNPU_BINARY_HARDSWISH_BACKWARD, grad_output, self,
 			 dt, dt, VNPU_AT_INT(1));
 }
 
@@ -1519,6 +1409,6 @@ struct vnpu_at_tensor *vnpu_cpu_gelu_backward(vnpu_keyset_t ks,
 			   self))
 		return NULL;
 	return pw_binary("aten::gelu_backward",
-			 mode ? PW_GELU_TANH_BW : PW_GELU_BW, grad_output, self,
+			 mode ? PW_GELU_TANH_BW : VNPU_BINARY_GELU_BACKWARD, grad_output, self,
 			 dt, dt, VNPU_AT_INT(1));
 }

@@ -252,12 +252,15 @@ struct vnpu_at_tensor *vnpu_npu_bitwise_xor_Tensor(vnpu_keyset_t ks,
 
 /* ---- comparisons -------------------------------------------------------------- */
 
+/* The comparison ops are native_functions.yaml's families compare and
+ * compare_scalar, told apart by their BINARY code. */
+
 /* x op y on BINARY in the promoted dtype; unsupported when the device
  * has no kernel for it. */
-static struct vnpu_at_tensor *compare(vnpu_keyset_t ks, const char *name,
-				      uint32_t code,
-				      struct vnpu_at_tensor *self,
-				      struct vnpu_at_tensor *other)
+struct vnpu_at_tensor *vnpu_npu_family_compare(vnpu_keyset_t ks,
+					       const char *name, uint32_t code,
+					       struct vnpu_at_tensor *self,
+					       struct vnpu_at_tensor *other)
 {
 	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
 
@@ -265,54 +268,6 @@ static struct vnpu_at_tensor *compare(vnpu_keyset_t ks, const char *name,
 	if (!npk_float_int_or_bool(dt))
 		return vnpu_npu_unsupported();
 	return binary_op(name, code, self, other, dt, 1.0);
-}
-
-struct vnpu_at_tensor *vnpu_npu_eq_Tensor(vnpu_keyset_t ks,
-					  struct vnpu_at_tensor *self,
-					  struct vnpu_at_tensor *other)
-{
-	return compare(ks, "aten::eq.Tensor",
-		       VNPU_BINARY_EQ, self, other);
-}
-
-struct vnpu_at_tensor *vnpu_npu_ne_Tensor(vnpu_keyset_t ks,
-					  struct vnpu_at_tensor *self,
-					  struct vnpu_at_tensor *other)
-{
-	return compare(ks, "aten::ne.Tensor",
-		       VNPU_BINARY_NE, self, other);
-}
-
-struct vnpu_at_tensor *vnpu_npu_lt_Tensor(vnpu_keyset_t ks,
-					  struct vnpu_at_tensor *self,
-					  struct vnpu_at_tensor *other)
-{
-	return compare(ks, "aten::lt.Tensor",
-		       VNPU_BINARY_LT, self, other);
-}
-
-struct vnpu_at_tensor *vnpu_npu_le_Tensor(vnpu_keyset_t ks,
-					  struct vnpu_at_tensor *self,
-					  struct vnpu_at_tensor *other)
-{
-	return compare(ks, "aten::le.Tensor",
-		       VNPU_BINARY_LE, self, other);
-}
-
-struct vnpu_at_tensor *vnpu_npu_gt_Tensor(vnpu_keyset_t ks,
-					  struct vnpu_at_tensor *self,
-					  struct vnpu_at_tensor *other)
-{
-	return compare(ks, "aten::gt.Tensor",
-		       VNPU_BINARY_GT, self, other);
-}
-
-struct vnpu_at_tensor *vnpu_npu_ge_Tensor(vnpu_keyset_t ks,
-					  struct vnpu_at_tensor *self,
-					  struct vnpu_at_tensor *other)
-{
-	return compare(ks, "aten::ge.Tensor",
-		       VNPU_BINARY_GE, self, other);
 }
 
 /* x op scalar: the scalar becomes a 0-dim device tensor of the compute
@@ -346,52 +301,14 @@ static struct vnpu_at_tensor *npu_compare_scalar(const char *name,
 	return compare_scalar(name, code, self, other, dt);
 }
 
-struct vnpu_at_tensor *vnpu_npu_eq_Scalar(vnpu_keyset_t ks,
-					  struct vnpu_at_tensor *self,
-					  struct vnpu_at_scalar other)
+struct vnpu_at_tensor *vnpu_npu_family_compare_scalar(vnpu_keyset_t ks,
+						      const char *name,
+						      uint32_t code,
+						      struct vnpu_at_tensor *self,
+						      struct vnpu_at_scalar other)
 {
-	return npu_compare_scalar(
-				  "aten::eq.Scalar", VNPU_BINARY_EQ, self, other);
-}
-
-struct vnpu_at_tensor *vnpu_npu_ne_Scalar(vnpu_keyset_t ks,
-					  struct vnpu_at_tensor *self,
-					  struct vnpu_at_scalar other)
-{
-	return npu_compare_scalar(
-				  "aten::ne.Scalar", VNPU_BINARY_NE, self, other);
-}
-
-struct vnpu_at_tensor *vnpu_npu_lt_Scalar(vnpu_keyset_t ks,
-					  struct vnpu_at_tensor *self,
-					  struct vnpu_at_scalar other)
-{
-	return npu_compare_scalar(
-				  "aten::lt.Scalar", VNPU_BINARY_LT, self, other);
-}
-
-struct vnpu_at_tensor *vnpu_npu_le_Scalar(vnpu_keyset_t ks,
-					  struct vnpu_at_tensor *self,
-					  struct vnpu_at_scalar other)
-{
-	return npu_compare_scalar(
-				  "aten::le.Scalar", VNPU_BINARY_LE, self, other);
-}
-
-struct vnpu_at_tensor *vnpu_npu_gt_Scalar(vnpu_keyset_t ks,
-					  struct vnpu_at_tensor *self,
-					  struct vnpu_at_scalar other)
-{
-	return npu_compare_scalar(
-				  "aten::gt.Scalar", VNPU_BINARY_GT, self, other);
-}
-
-struct vnpu_at_tensor *vnpu_npu_ge_Scalar(vnpu_keyset_t ks,
-					  struct vnpu_at_tensor *self,
-					  struct vnpu_at_scalar other)
-{
-	return npu_compare_scalar(
-				  "aten::ge.Scalar", VNPU_BINARY_GE, self, other);
+	(void)ks;
+	return npu_compare_scalar(name, code, self, other);
 }
 
 /*
