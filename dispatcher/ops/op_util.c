@@ -1347,3 +1347,90 @@ bool vnpu_batch_matmul_check(const char *op, bool summed,
 	}
 	return true;
 }
+
+/* PyTorch's pooling_output_shape. */
+static int64_t pool_out(int64_t in, int64_t k, int64_t pad, int64_t s,
+			int64_t d, bool ceil_mode)
+{
+	int64_t num = in + 2 * pad - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
+	int64_t out = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
+
+	if (ceil_mode && (out - 1) * s >= in + pad)
+		out--;
+	return out;
+}
+
+/* Declared, with what it checks, in op_util.h. */
+bool vnpu_at_pool2d_setup(const char *op, const struct vnpu_at_tensor *self,
+			  struct vnpu_at_int_array kernel_size,
+			  struct vnpu_at_int_array stride,
+			  struct vnpu_at_int_array padding,
+			  struct vnpu_at_int_array dilation, bool ceil_mode,
+			  bool is_max, struct vnpu_at_pool2d *g)
+{
+	if (self->ndim != 3 && self->ndim != 4) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"%s: Expected 3D or 4D (batch mode) tensor for input, but got %u-D",
+			op, self->ndim);
+		return false;
+	}
+	/* PyTorch's CPU max pooling takes every dtype but bool (2.x), its
+	 * avg pooling int64 besides the floating ones */
+	if (!vnpu_at_dtype_is_float(self->dtype) &&
+	    (is_max ? self->dtype == VNPU_AT_BOOL :
+		      self->dtype != VNPU_AT_I64)) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"%s: \"%s\" not implemented for '%s'", op,
+			is_max ? "max_pool2d" : "avg_pool2d",
+			vnpu_at_dtype_name(self->dtype));
+		return false;
+	}
+	/* stride defaults to kernel_size */
+	if (!vnpu_at_pair_arg(op, "kernel_size", kernel_size, NULL, g->k) ||
+	    !vnpu_at_pair_arg(op, "stride", stride, g->k, g->s) ||
+	    !vnpu_at_pair_arg(op, "padding", padding, (const int64_t[2]){ 0, 0 }, g->p) ||
+	    !vnpu_at_pair_arg(op, "dilation", dilation, (const int64_t[2]){ 1, 1 }, g->d))
+		return false;
+	for (int i = 0; i < 2; i++) {
+		if (g->k[i] <= 0) {
+			vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				"%s: kernel size should be greater than zero, but got kH: %lld kW: %lld",
+				op, (long long)g->k[0], (long long)g->k[1]);
+			return false;
+		}
+		if (g->s[i] <= 0) {
+			vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				"%s: stride should be greater than zero, but got dH: %lld dW: %lld",
+				op, (long long)g->s[0], (long long)g->s[1]);
+			return false;
+		}
+		if (g->d[i] <= 0) {
+			vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				"%s: dilation should be greater than zero, but got dilationH: %lld dilationW: %lld",
+				op, (long long)g->d[0], (long long)g->d[1]);
+			return false;
+		}
+		if (g->p[i] < 0 || g->p[i] > g->k[i] / 2) {
+			vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+				"%s: pad should be at most half of effective kernel size, but got pad=%lld, kernel_size=%lld and dilation=%lld",
+				op, (long long)g->p[i], (long long)g->k[i],
+				(long long)g->d[i]);
+			return false;
+		}
+	}
+	g->batched = self->ndim == 4;
+	g->N = g->batched ? self->sizes[0] : 1;
+	g->C = self->sizes[self->ndim - 3];
+	g->H = self->sizes[self->ndim - 2];
+	g->W = self->sizes[self->ndim - 1];
+	g->HO = pool_out(g->H, g->k[0], g->p[0], g->s[0], g->d[0], ceil_mode);
+	g->WO = pool_out(g->W, g->k[1], g->p[1], g->s[1], g->d[1], ceil_mode);
+	if (g->C == 0 || g->H == 0 || g->W == 0 || g->HO <= 0 || g->WO <= 0) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"%s: Given input size: (%lldx%lldx%lld). Calculated output size: (%lldx%lldx%lld). Output size is too small",
+			op, (long long)g->C, (long long)g->H, (long long)g->W,
+			(long long)g->C, (long long)g->HO, (long long)g->WO);
+		return false;
+	}
+	return true;
+}

@@ -238,6 +238,25 @@ bool vnpu_at_arange_integral(struct vnpu_at_scalar start, struct vnpu_at_scalar 
 bool vnpu_at_pair_arg(const char *op, const char *what, struct vnpu_at_int_array a,
 		      const int64_t *dflt, int64_t out[2]);
 /*
+ * The geometry of a 2-d pooling of self (3-D, or 4-D with a batch dim):
+ * PyTorch's pool2d_shape_check and pooling_output_shape, with its errors
+ * in its words under op's name (is_max: max pooling's dtypes, else avg
+ * pooling's). Sets the error and returns false; both backends' kernels
+ * take their geometry from here.
+ */
+struct vnpu_at_pool2d {
+	int64_t k[2], s[2], p[2], d[2];	/* kernel, stride, padding, dilation */
+	int64_t N, C, H, W, HO, WO;
+	bool batched;
+};
+
+bool vnpu_at_pool2d_setup(const char *op, const struct vnpu_at_tensor *self,
+			  struct vnpu_at_int_array kernel_size,
+			  struct vnpu_at_int_array stride,
+			  struct vnpu_at_int_array padding,
+			  struct vnpu_at_int_array dilation, bool ceil_mode,
+			  bool is_max, struct vnpu_at_pool2d *g);
+/*
  * gather's argument checks, as PyTorch's gather_shape_check: index of
  * self's rank (0-dim counts as 1) and no larger than self but along dim d
  * (wrapped); an int64 or int32 index. Sets the error and returns false.

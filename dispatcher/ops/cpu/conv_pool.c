@@ -8,8 +8,6 @@
 
 #include "../kernel_common.h"
 
-static const int64_t ZEROS[2] = { 0, 0 }, ONES[2] = { 1, 1 };
-
 /* Element (n, c, h, w) of a 4-D strided tensor, or of a 3-D [n, c, w]
  * tensor seen as height 1. */
 static const char *at4(const struct vnpu_at_tensor *t, int64_t n, int64_t c,
@@ -274,100 +272,8 @@ struct vnpu_at_tensor *vnpu_cpu_convolution(vnpu_keyset_t ks,
 
 /* ---- pooling ----------------------------------------------------------------- */
 
-/* PyTorch's pooling_output_shape. */
-static int64_t pool_out(int64_t in, int64_t k, int64_t pad, int64_t s,
-			int64_t d, bool ceil_mode)
-{
-	int64_t num = in + 2 * pad - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
-	int64_t out = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
-
-	if (ceil_mode && (out - 1) * s >= in + pad)
-		out--;
-	return out;
-}
-
-struct pool_geom {
-	int64_t k[2], s[2], p[2], d[2];
-	int64_t N, C, H, W, HO, WO;
-	bool batched;
-};
-
-static bool pool_setup(const char *op, const struct vnpu_at_tensor *self,
-		       struct vnpu_at_int_array kernel_size,
-		       struct vnpu_at_int_array stride,
-		       struct vnpu_at_int_array padding,
-		       struct vnpu_at_int_array dilation, bool ceil_mode,
-		       bool is_max, struct pool_geom *g)
-{
-	if (self->ndim != 3 && self->ndim != 4) {
-		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
-			"%s: Expected 3D or 4D (batch mode) tensor for input, but got %u-D",
-			op, self->ndim);
-		return false;
-	}
-	/* PyTorch's CPU max pooling takes every dtype but bool (2.x), its
-	 * avg pooling int64 besides the floating ones */
-	if (!vnpu_at_dtype_is_float(self->dtype) &&
-	    (is_max ? self->dtype == VNPU_AT_BOOL :
-		      self->dtype != VNPU_AT_I64)) {
-		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
-			"%s: \"%s\" not implemented for '%s'", op,
-			is_max ? "max_pool2d" : "avg_pool2d",
-			vnpu_at_dtype_name(self->dtype));
-		return false;
-	}
-	/* stride defaults to kernel_size */
-	if (!vnpu_at_pair_arg(op, "kernel_size", kernel_size, NULL, g->k) ||
-	    !vnpu_at_pair_arg(op, "stride", stride, g->k, g->s) ||
-	    !vnpu_at_pair_arg(op, "padding", padding, ZEROS, g->p) ||
-	    !vnpu_at_pair_arg(op, "dilation", dilation, ONES, g->d))
-		return false;
-	for (int i = 0; i < 2; i++) {
-		if (g->k[i] <= 0) {
-			vnpu_at_error_set(VNPU_AT_ERR_VALUE,
-				"%s: kernel size should be greater than zero, but got kH: %lld kW: %lld",
-				op, (long long)g->k[0], (long long)g->k[1]);
-			return false;
-		}
-		if (g->s[i] <= 0) {
-			vnpu_at_error_set(VNPU_AT_ERR_VALUE,
-				"%s: stride should be greater than zero, but got dH: %lld dW: %lld",
-				op, (long long)g->s[0], (long long)g->s[1]);
-			return false;
-		}
-		if (g->d[i] <= 0) {
-			vnpu_at_error_set(VNPU_AT_ERR_VALUE,
-				"%s: dilation should be greater than zero, but got dilationH: %lld dilationW: %lld",
-				op, (long long)g->d[0], (long long)g->d[1]);
-			return false;
-		}
-		if (g->p[i] < 0 || g->p[i] > g->k[i] / 2) {
-			vnpu_at_error_set(VNPU_AT_ERR_VALUE,
-				"%s: pad should be at most half of effective kernel size, but got pad=%lld, kernel_size=%lld and dilation=%lld",
-				op, (long long)g->p[i], (long long)g->k[i],
-				(long long)g->d[i]);
-			return false;
-		}
-	}
-	g->batched = self->ndim == 4;
-	g->N = g->batched ? self->sizes[0] : 1;
-	g->C = self->sizes[self->ndim - 3];
-	g->H = self->sizes[self->ndim - 2];
-	g->W = self->sizes[self->ndim - 1];
-	g->HO = pool_out(g->H, g->k[0], g->p[0], g->s[0], g->d[0], ceil_mode);
-	g->WO = pool_out(g->W, g->k[1], g->p[1], g->s[1], g->d[1], ceil_mode);
-	if (g->C == 0 || g->H == 0 || g->W == 0 || g->HO <= 0 || g->WO <= 0) {
-		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
-			"%s: Given input size: (%lldx%lldx%lld). Calculated output size: (%lldx%lldx%lld). Output size is too small",
-			op, (long long)g->C, (long long)g->H, (long long)g->W,
-			(long long)g->C, (long long)g->HO, (long long)g->WO);
-		return false;
-	}
-	return true;
-}
-
 static struct vnpu_at_tensor *pool_empty(const struct vnpu_at_tensor *self,
-					 const struct pool_geom *g,
+					 const struct vnpu_at_pool2d *g,
 					 enum vnpu_at_dtype dt)
 {
 	int64_t sizes[4] = { g->N, g->C, g->HO, g->WO };
@@ -400,13 +306,13 @@ struct vnpu_ret_max_pool2d_with_indices vnpu_cpu_max_pool2d_with_indices(vnpu_ke
 {
 	struct vnpu_ret_max_pool2d_with_indices r = { 0 };
 	enum vnpu_at_dtype dt = self->dtype;
-	struct pool_geom g;
+	struct vnpu_at_pool2d g;
 	size_t osz;
 	char *o;
 	int64_t *ix, i = 0;
 
 	(void)ks;
-	if (!pool_setup("aten::max_pool2d_with_indices", self, kernel_size,
+	if (!vnpu_at_pool2d_setup("aten::max_pool2d_with_indices", self, kernel_size,
 			stride, padding, dilation, ceil_mode, true, &g))
 		return r;
 	r.r0 = pool_empty(self, &g, dt);
@@ -481,7 +387,7 @@ struct vnpu_at_tensor *vnpu_cpu_avg_pool2d(vnpu_keyset_t ks,
 {
 	enum vnpu_at_dtype dt = self->dtype;
 	struct vnpu_at_tensor *out;
-	struct pool_geom g;
+	struct vnpu_at_pool2d g;
 	size_t osz = vnpu_at_dtype_size(dt);
 	char *o;
 	int64_t i = 0;
@@ -490,7 +396,7 @@ struct vnpu_at_tensor *vnpu_cpu_avg_pool2d(vnpu_keyset_t ks,
 	if (divisor_override.has && divisor_override.v == 0)
 		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 			"aten::avg_pool2d: divisor must be not zero");
-	if (!pool_setup("aten::avg_pool2d", self, kernel_size, stride, padding,
+	if (!vnpu_at_pool2d_setup("aten::avg_pool2d", self, kernel_size, stride, padding,
 			VNPU_AT_NO_INTS, ceil_mode, false, &g))
 		return NULL;
 	out = pool_empty(self, &g, dt);

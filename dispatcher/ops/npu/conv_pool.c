@@ -137,56 +137,37 @@ static struct vnpu_at_tensor *as_3d(struct vnpu_at_tensor *t)
 	return v;
 }
 
-/* PyTorch's pooling_output_shape. */
-static int64_t pool_out(int64_t in, int64_t k, int64_t pad, int64_t s,
-			int64_t d, bool ceil_mode)
-{
-	int64_t num = in + 2 * pad - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
-	int64_t out = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
-
-	if (ceil_mode && (out - 1) * s >= in + pad)
-		out--;
-	return out;
-}
-
-/* Geometry the device takes (else the CPU kernel judges it). */
-static bool pool_params(const struct vnpu_at_tensor *self,
+/* The geometry of a pooling the device takes; anything else, an invalid
+ * argument included, is left to the CPU kernel, which words it. */
+static bool pool_params(const char *op, const struct vnpu_at_tensor *self,
 			struct vnpu_at_int_array kernel_size,
 			struct vnpu_at_int_array stride,
 			struct vnpu_at_int_array padding,
 			struct vnpu_at_int_array dilation, bool ceil_mode,
-			struct vnpu_kp_pool2d *p, int64_t osz[4])
+			bool is_max, struct vnpu_kp_pool2d *p, int64_t osz[4])
 {
-	int64_t k[2], s[2], pd[2], d[2];
+	struct vnpu_at_pool2d g;
 
-	if ((self->ndim != 3 && self->ndim != 4) || !npk_f32_float(self->dtype) ||
-	    !vnpu_at_is_npu(self) ||
-	    !vnpu_at_pair_arg("pool2d", "kernel_size", kernel_size, NULL, k) ||
-	    !vnpu_at_pair_arg("pool2d", "stride", stride, k, s) ||
-	    !vnpu_at_pair_arg("pool2d", "padding", padding, ZEROS, pd) ||
-	    !vnpu_at_pair_arg("pool2d", "dilation", dilation, ONES, d)) {
-		vnpu_at_error_clear();	/* the CPU kernel words it */
+	if (!npk_f32_float(self->dtype) || !vnpu_at_is_npu(self))
+		return false;
+	if (!vnpu_at_pool2d_setup(op, self, kernel_size, stride, padding,
+				  dilation, ceil_mode, is_max, &g)) {
+		vnpu_at_error_clear();
 		return false;
 	}
 	for (int i = 0; i < 2; i++)
-		if (k[i] < 1 || k[i] > UINT32_MAX || s[i] < 1 ||
-		    s[i] > UINT32_MAX || d[i] < 1 || d[i] > UINT32_MAX ||
-		    pd[i] < 0 || pd[i] > k[i] / 2)
+		if (g.k[i] > UINT32_MAX || g.s[i] > UINT32_MAX ||
+		    g.d[i] > UINT32_MAX)
 			return false;
-	osz[0] = self->ndim == 4 ? self->sizes[0] : 1;
-	osz[1] = self->sizes[self->ndim - 3];
-	osz[2] = pool_out(self->sizes[self->ndim - 2], k[0], pd[0], s[0], d[0],
-			  ceil_mode);
-	osz[3] = pool_out(self->sizes[self->ndim - 1], k[1], pd[1], s[1], d[1],
-			  ceil_mode);
-	if (osz[1] <= 0 || osz[2] <= 0 || osz[3] <= 0 ||
-	    self->sizes[self->ndim - 2] <= 0 || self->sizes[self->ndim - 1] <= 0)
-		return false;
+	osz[0] = g.N;
+	osz[1] = g.C;
+	osz[2] = g.HO;
+	osz[3] = g.WO;
 	*p = (struct vnpu_kp_pool2d){
-		.kernel_h = (uint32_t)k[0], .kernel_w = (uint32_t)k[1],
-		.stride_h = (uint32_t)s[0], .stride_w = (uint32_t)s[1],
-		.pad_h = (uint32_t)pd[0], .pad_w = (uint32_t)pd[1],
-		.dil_h = (uint32_t)d[0], .dil_w = (uint32_t)d[1],
+		.kernel_h = (uint32_t)g.k[0], .kernel_w = (uint32_t)g.k[1],
+		.stride_h = (uint32_t)g.s[0], .stride_w = (uint32_t)g.s[1],
+		.pad_h = (uint32_t)g.p[0], .pad_w = (uint32_t)g.p[1],
+		.dil_h = (uint32_t)g.d[0], .dil_w = (uint32_t)g.d[1],
 		.ceil_mode = ceil_mode,
 	};
 	return true;
@@ -208,8 +189,8 @@ struct vnpu_ret_max_pool2d_with_indices vnpu_npu_max_pool2d_with_indices(vnpu_ke
 	int64_t osz[4];
 	bool ok;
 
-	if (!pool_params(self, kernel_size, stride, padding, dilation,
-			 ceil_mode, &p, osz))
+	if (!pool_params(name, self, kernel_size, stride, padding, dilation,
+			 ceil_mode, true, &p, osz))
 		return (struct vnpu_ret_max_pool2d_with_indices){ .r0 = vnpu_npu_unsupported() };
 	p.mode = VNPU_POOL_MAX;
 	p.has_indices = 1;
@@ -260,8 +241,8 @@ struct vnpu_at_tensor *vnpu_npu_avg_pool2d(vnpu_keyset_t ks,
 
 	/* divisor_override has no device form: the CPU computes it */
 	if (divisor_override.has ||
-	    !pool_params(self, kernel_size, stride, padding, VNPU_AT_NO_INTS,
-			 ceil_mode, &p, osz))
+	    !pool_params(name, self, kernel_size, stride, padding,
+			 VNPU_AT_NO_INTS, ceil_mode, false, &p, osz))
 		return vnpu_npu_unsupported();
 	p.mode = VNPU_POOL_AVG;
 	p.count_include_pad = count_include_pad;
