@@ -626,129 +626,95 @@ struct vnpu_at_tensor *vnpu_cpu_logical_not(vnpu_keyset_t ks,
 
 /* ---- unary ---------------------------------------------------------------- */
 
-enum pw_unary {
-	PU_ABS,
-	PU_NEG,
-	PU_EXP,
-	PU_LOG,
-	PU_SQRT,
-	PU_RSQRT,
-	PU_GELU,
-	PU_GELU_TANH,
-	PU_SILU,
-	PU_SIGMOID,
-	PU_TANH,
-	PU_BITWISE_NOT,
-	PU_SIN,
-	PU_COS,
-	PU_TAN,
-	PU_ASIN,
-	PU_ACOS,
-	PU_ATAN,
-	PU_SINH,
-	PU_COSH,
-	PU_ASINH,
-	PU_ACOSH,
-	PU_ATANH,
-	PU_LOG2,
-	PU_LOG10,
-	PU_LOG1P,
-	PU_EXPM1,
-	PU_EXP2,
-	PU_ERF,
-	PU_ERFC,
-	PU_FLOOR,
-	PU_CEIL,
-	PU_TRUNC,
-	PU_ROUND,
-	PU_SIGN,
-	PU_HARDSIGMOID,
-	PU_HARDSWISH,
+/* The device's UNARY codes (kernel_abi.h) name the ops both compute, as
+ * for the binary ops; GELU's tanh form the CPU computes alone. */
+enum {
+	PU_GELU_TANH = VNPU_UNARY_COUNT,
 };
 
-static double pu_float(enum pw_unary op, double x)
+static double pu_float(uint32_t op, double x)
 {
 	switch (op) {
-	case PU_ABS:
+	case VNPU_UNARY_ABS:
 		return fabs(x);
-	case PU_NEG:
+	case VNPU_UNARY_NEG:
 		return -x;
-	case PU_EXP:
+	case VNPU_UNARY_EXP:
 		return exp(x);
-	case PU_LOG:
+	case VNPU_UNARY_LOG:
 		return log(x);
-	case PU_SQRT:
+	case VNPU_UNARY_SQRT:
 		return sqrt(x);
-	case PU_RSQRT:
+	case VNPU_UNARY_RSQRT:
 		return 1.0 / sqrt(x);
-	case PU_GELU:
+	case VNPU_UNARY_GELU:
 		return gelu_erf(x);
 	case PU_GELU_TANH:
 		return gelu_tanh(x);
-	case PU_SILU:
+	case VNPU_UNARY_SILU:
 		return x / (1.0 + exp(-x));
-	case PU_SIGMOID:
+	case VNPU_UNARY_SIGMOID:
 		return 1.0 / (1.0 + exp(-x));
-	case PU_TANH:
+	case VNPU_UNARY_TANH:
 		return tanh(x);
-	case PU_BITWISE_NOT:	/* integers only (vnpu_cpu_bitwise_not) */
+	case VNPU_UNARY_BITWISE_NOT:	/* integers only (vnpu_cpu_bitwise_not) */
 		break;
-	case PU_SIN:
+	case VNPU_UNARY_SIN:
 		return sin(x);
-	case PU_COS:
+	case VNPU_UNARY_COS:
 		return cos(x);
-	case PU_TAN:
+	case VNPU_UNARY_TAN:
 		return tan(x);
-	case PU_ASIN:
+	case VNPU_UNARY_ASIN:
 		return asin(x);
-	case PU_ACOS:
+	case VNPU_UNARY_ACOS:
 		return acos(x);
-	case PU_ATAN:
+	case VNPU_UNARY_ATAN:
 		return atan(x);
-	case PU_SINH:
+	case VNPU_UNARY_SINH:
 		return sinh(x);
-	case PU_COSH:
+	case VNPU_UNARY_COSH:
 		return cosh(x);
-	case PU_ASINH:
+	case VNPU_UNARY_ASINH:
 		return asinh(x);
-	case PU_ACOSH:
+	case VNPU_UNARY_ACOSH:
 		return acosh(x);
-	case PU_ATANH:
+	case VNPU_UNARY_ATANH:
 		return atanh(x);
-	case PU_LOG2:
+	case VNPU_UNARY_LOG2:
 		return log2(x);
-	case PU_LOG10:
+	case VNPU_UNARY_LOG10:
 		return log10(x);
-	case PU_LOG1P:
+	case VNPU_UNARY_LOG1P:
 		return log1p(x);
-	case PU_EXPM1:
+	case VNPU_UNARY_EXPM1:
 		return expm1(x);
-	case PU_EXP2:
+	case VNPU_UNARY_EXP2:
 		return exp2(x);
-	case PU_ERF:
+	case VNPU_UNARY_ERF:
 		return erf(x);
-	case PU_ERFC:
+	case VNPU_UNARY_ERFC:
 		return erfc(x);
-	case PU_FLOOR:
+	case VNPU_UNARY_FLOOR:
 		return floor(x);
-	case PU_CEIL:
+	case VNPU_UNARY_CEIL:
 		return ceil(x);
-	case PU_TRUNC:
+	case VNPU_UNARY_TRUNC:
 		return trunc(x);
-	case PU_ROUND:		/* half to even, the default rounding mode */
+	case VNPU_UNARY_ROUND:		/* half to even, the default rounding mode */
 		return nearbyint(x);
-	case PU_SIGN:		/* NaN and -0 give +0, as PyTorch */
+	case VNPU_UNARY_SIGN:		/* NaN and -0 give +0, as PyTorch */
 		return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0;
-	case PU_HARDSIGMOID:	/* NaN passes both clamps, as std::min/max */
+	case VNPU_UNARY_HARDSIGMOID:	/* NaN passes both clamps, as std::min/max */
 		return isnan(x) ? x : fmin(fmax(x + 3, 0), 6) / 6;
-	case PU_HARDSWISH:
+	case VNPU_UNARY_HARDSWISH:
 		return isnan(x) ? x : x * fmin(fmax(x + 3, 0), 6) / 6;
 	}
 	return 0.0;
 }
 
 /* out (dtype out_dt, self's shape) = op(self). */
-static struct vnpu_at_tensor *pw_unary(enum pw_unary op,
+static struct vnpu_at_tensor *pw_unary(uint32_t op,
 				       struct vnpu_at_tensor *self,
 				       enum vnpu_at_dtype out_dt)
 {
@@ -766,11 +732,11 @@ static struct vnpu_at_tensor *pw_unary(enum pw_unary op,
 			uint64_t v = (uint64_t)vnpu_at_load_int(self->dtype,
 								it.p[1]);
 
-			if (op == PU_NEG || (op == PU_ABS && (int64_t)v < 0))
+			if (op == VNPU_UNARY_NEG || (op == VNPU_UNARY_ABS && (int64_t)v < 0))
 				v = 0 - v;
-			else if (op == PU_BITWISE_NOT)
+			else if (op == VNPU_UNARY_BITWISE_NOT)
 				v = out_dt == VNPU_AT_BOOL ? !v : ~v;
-			else if (op == PU_SIGN)
+			else if (op == VNPU_UNARY_SIGN)
 				v = (uint64_t)((int64_t)v > 0) -
 				    (uint64_t)((int64_t)v < 0);
 			vnpu_at_store_int(out_dt, it.p[0], (int64_t)v);
@@ -791,7 +757,7 @@ struct vnpu_at_tensor *vnpu_cpu_neg(vnpu_keyset_t ks,
 	if (self->dtype == VNPU_AT_BOOL)
 		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 			"aten::neg: Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
-	return pw_unary(PU_NEG, self, self->dtype);
+	return pw_unary(VNPU_UNARY_NEG, self, self->dtype);
 }
 
 struct vnpu_at_tensor *vnpu_cpu_bitwise_not(vnpu_keyset_t ks,
@@ -802,7 +768,7 @@ struct vnpu_at_tensor *vnpu_cpu_bitwise_not(vnpu_keyset_t ks,
 		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 			"aten::bitwise_not: \"bitwise_not_cpu\" not implemented for '%s'",
 			vnpu_at_dtype_name(self->dtype));
-	return pw_unary(PU_BITWISE_NOT, self, self->dtype);
+	return pw_unary(VNPU_UNARY_BITWISE_NOT, self, self->dtype);
 }
 
 struct vnpu_at_tensor *vnpu_cpu_abs(vnpu_keyset_t ks,
@@ -812,162 +778,26 @@ struct vnpu_at_tensor *vnpu_cpu_abs(vnpu_keyset_t ks,
 	if (self->dtype == VNPU_AT_BOOL)
 		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 			"aten::abs: \"abs_cpu\" not implemented for 'Bool'");
-	return pw_unary(PU_ABS, self, self->dtype);
+	return pw_unary(VNPU_UNARY_ABS, self, self->dtype);
 }
 
-/* Float ufuncs: integer and bool inputs compute in float32 (PyTorch's
- * promote_integer_inputs_to_float). */
-struct vnpu_at_tensor *vnpu_cpu_exp(vnpu_keyset_t ks,
-				    struct vnpu_at_tensor *self)
+/* The float ufuncs, native_functions.yaml's family float_unary, told apart
+ * by their UNARY code: integer and bool inputs compute in float32
+ * (PyTorch's promote_integer_inputs_to_float). */
+struct vnpu_at_tensor *vnpu_cpu_family_float_unary(vnpu_keyset_t ks,
+						   const char *name,
+						   uint32_t code,
+						   struct vnpu_at_tensor *self)
 {
 	(void)ks;
-	return pw_unary(PU_EXP, self, kc_float_of(self->dtype));
-}
-
-struct vnpu_at_tensor *vnpu_cpu_log(vnpu_keyset_t ks,
-				    struct vnpu_at_tensor *self)
-{
-	(void)ks;
-	return pw_unary(PU_LOG, self, kc_float_of(self->dtype));
-}
-
-struct vnpu_at_tensor *vnpu_cpu_sqrt(vnpu_keyset_t ks,
-				     struct vnpu_at_tensor *self)
-{
-	(void)ks;
-	return pw_unary(PU_SQRT, self, kc_float_of(self->dtype));
-}
-
-struct vnpu_at_tensor *vnpu_cpu_sin(vnpu_keyset_t ks,
-				    struct vnpu_at_tensor *self)
-{
-	(void)ks;
-	return pw_unary(PU_SIN, self, kc_float_of(self->dtype));
-}
-
-struct vnpu_at_tensor *vnpu_cpu_cos(vnpu_keyset_t ks,
-				    struct vnpu_at_tensor *self)
-{
-	(void)ks;
-	return pw_unary(PU_COS, self, kc_float_of(self->dtype));
-}
-
-struct vnpu_at_tensor *vnpu_cpu_tan(vnpu_keyset_t ks,
-				    struct vnpu_at_tensor *self)
-{
-	(void)ks;
-	return pw_unary(PU_TAN, self, kc_float_of(self->dtype));
-}
-
-struct vnpu_at_tensor *vnpu_cpu_asin(vnpu_keyset_t ks,
-				     struct vnpu_at_tensor *self)
-{
-	(void)ks;
-	return pw_unary(PU_ASIN, self, kc_float_of(self->dtype));
-}
-
-struct vnpu_at_tensor *vnpu_cpu_acos(vnpu_keyset_t ks,
-				     struct vnpu_at_tensor *self)
-{
-	(void)ks;
-	return pw_unary(PU_ACOS, self, kc_float_of(self->dtype));
-}
-
-struct vnpu_at_tensor *vnpu_cpu_atan(vnpu_keyset_t ks,
-				     struct vnpu_at_tensor *self)
-{
-	(void)ks;
-	return pw_unary(PU_ATAN, self, kc_float_of(self->dtype));
-}
-
-struct vnpu_at_tensor *vnpu_cpu_sinh(vnpu_keyset_t ks,
-				     struct vnpu_at_tensor *self)
-{
-	(void)ks;
-	return pw_unary(PU_SINH, self, kc_float_of(self->dtype));
-}
-
-struct vnpu_at_tensor *vnpu_cpu_cosh(vnpu_keyset_t ks,
-				     struct vnpu_at_tensor *self)
-{
-	(void)ks;
-	return pw_unary(PU_COSH, self, kc_float_of(self->dtype));
-}
-
-struct vnpu_at_tensor *vnpu_cpu_asinh(vnpu_keyset_t ks,
-				      struct vnpu_at_tensor *self)
-{
-	(void)ks;
-	return pw_unary(PU_ASINH, self, kc_float_of(self->dtype));
-}
-
-struct vnpu_at_tensor *vnpu_cpu_acosh(vnpu_keyset_t ks,
-				      struct vnpu_at_tensor *self)
-{
-	(void)ks;
-	return pw_unary(PU_ACOSH, self, kc_float_of(self->dtype));
-}
-
-struct vnpu_at_tensor *vnpu_cpu_atanh(vnpu_keyset_t ks,
-				      struct vnpu_at_tensor *self)
-{
-	(void)ks;
-	return pw_unary(PU_ATANH, self, kc_float_of(self->dtype));
-}
-
-struct vnpu_at_tensor *vnpu_cpu_log2(vnpu_keyset_t ks,
-				     struct vnpu_at_tensor *self)
-{
-	(void)ks;
-	return pw_unary(PU_LOG2, self, kc_float_of(self->dtype));
-}
-
-struct vnpu_at_tensor *vnpu_cpu_log10(vnpu_keyset_t ks,
-				      struct vnpu_at_tensor *self)
-{
-	(void)ks;
-	return pw_unary(PU_LOG10, self, kc_float_of(self->dtype));
-}
-
-struct vnpu_at_tensor *vnpu_cpu_log1p(vnpu_keyset_t ks,
-				      struct vnpu_at_tensor *self)
-{
-	(void)ks;
-	return pw_unary(PU_LOG1P, self, kc_float_of(self->dtype));
-}
-
-struct vnpu_at_tensor *vnpu_cpu_expm1(vnpu_keyset_t ks,
-				      struct vnpu_at_tensor *self)
-{
-	(void)ks;
-	return pw_unary(PU_EXPM1, self, kc_float_of(self->dtype));
-}
-
-struct vnpu_at_tensor *vnpu_cpu_exp2(vnpu_keyset_t ks,
-				     struct vnpu_at_tensor *self)
-{
-	(void)ks;
-	return pw_unary(PU_EXP2, self, kc_float_of(self->dtype));
-}
-
-struct vnpu_at_tensor *vnpu_cpu_erf(vnpu_keyset_t ks,
-				    struct vnpu_at_tensor *self)
-{
-	(void)ks;
-	return pw_unary(PU_ERF, self, kc_float_of(self->dtype));
-}
-
-struct vnpu_at_tensor *vnpu_cpu_erfc(vnpu_keyset_t ks,
-				     struct vnpu_at_tensor *self)
-{
-	(void)ks;
-	return pw_unary(PU_ERFC, self, kc_float_of(self->dtype));
+	(void)name;
+	return pw_unary(code, self, kc_float_of(self->dtype));
 }
 
 /* Rounding ops keep the dtype: integers are their own floor, ceil, trunc
  * and round; bool is refused with PyTorch's message. */
 static struct vnpu_at_tensor *pw_rounding(const char *name, const char *impl,
-					  enum pw_unary op,
+					  uint32_t op,
 					  struct vnpu_at_tensor *self)
 {
 	if (self->dtype == VNPU_AT_BOOL)
@@ -981,28 +811,28 @@ struct vnpu_at_tensor *vnpu_cpu_floor(vnpu_keyset_t ks,
 				      struct vnpu_at_tensor *self)
 {
 	(void)ks;
-	return pw_rounding("aten::floor", "floor_vml_cpu", PU_FLOOR, self);
+	return pw_rounding("aten::floor", "floor_vml_cpu", VNPU_UNARY_FLOOR, self);
 }
 
 struct vnpu_at_tensor *vnpu_cpu_ceil(vnpu_keyset_t ks,
 				     struct vnpu_at_tensor *self)
 {
 	(void)ks;
-	return pw_rounding("aten::ceil", "ceil_vml_cpu", PU_CEIL, self);
+	return pw_rounding("aten::ceil", "ceil_vml_cpu", VNPU_UNARY_CEIL, self);
 }
 
 struct vnpu_at_tensor *vnpu_cpu_trunc(vnpu_keyset_t ks,
 				      struct vnpu_at_tensor *self)
 {
 	(void)ks;
-	return pw_rounding("aten::trunc", "trunc_vml_cpu", PU_TRUNC, self);
+	return pw_rounding("aten::trunc", "trunc_vml_cpu", VNPU_UNARY_TRUNC, self);
 }
 
 struct vnpu_at_tensor *vnpu_cpu_round(vnpu_keyset_t ks,
 				      struct vnpu_at_tensor *self)
 {
 	(void)ks;
-	return pw_rounding("aten::round", "round_vml_cpu", PU_ROUND, self);
+	return pw_rounding("aten::round", "round_vml_cpu", VNPU_UNARY_ROUND, self);
 }
 
 /* -1, 0 or 1 in the dtype (bool: itself). */
@@ -1012,28 +842,7 @@ struct vnpu_at_tensor *vnpu_cpu_sign(vnpu_keyset_t ks,
 	(void)ks;
 	if (self->dtype == VNPU_AT_BOOL)
 		return vnpu_op_clone(self);
-	return pw_unary(PU_SIGN, self, self->dtype);
-}
-
-struct vnpu_at_tensor *vnpu_cpu_rsqrt(vnpu_keyset_t ks,
-				      struct vnpu_at_tensor *self)
-{
-	(void)ks;
-	return pw_unary(PU_RSQRT, self, kc_float_of(self->dtype));
-}
-
-struct vnpu_at_tensor *vnpu_cpu_sigmoid(vnpu_keyset_t ks,
-					struct vnpu_at_tensor *self)
-{
-	(void)ks;
-	return pw_unary(PU_SIGMOID, self, kc_float_of(self->dtype));
-}
-
-struct vnpu_at_tensor *vnpu_cpu_tanh(vnpu_keyset_t ks,
-				     struct vnpu_at_tensor *self)
-{
-	(void)ks;
-	return pw_unary(PU_TANH, self, kc_float_of(self->dtype));
+	return pw_unary(VNPU_UNARY_SIGN, self, self->dtype);
 }
 
 static bool pw_float_only(const char *name, const char *impl,
@@ -1069,7 +878,7 @@ struct vnpu_at_tensor *vnpu_cpu_gelu(vnpu_keyset_t ks,
 	(void)ks;
 	if (mode < 0 || !pw_float_only("aten::gelu", "GeluKernelImpl", self))
 		return NULL;
-	return pw_unary(mode ? PU_GELU_TANH : PU_GELU, self, self->dtype);
+	return pw_unary(mode ? PU_GELU_TANH : VNPU_UNARY_GELU, self, self->dtype);
 }
 
 struct vnpu_at_tensor *vnpu_cpu_hardsigmoid(vnpu_keyset_t ks,
@@ -1078,7 +887,7 @@ struct vnpu_at_tensor *vnpu_cpu_hardsigmoid(vnpu_keyset_t ks,
 	(void)ks;
 	if (!pw_float_only("aten::hardsigmoid", "hardsigmoid_cpu", self))
 		return NULL;
-	return pw_unary(PU_HARDSIGMOID, self, self->dtype);
+	return pw_unary(VNPU_UNARY_HARDSIGMOID, self, self->dtype);
 }
 
 struct vnpu_at_tensor *vnpu_cpu_hardswish(vnpu_keyset_t ks,
@@ -1087,7 +896,7 @@ struct vnpu_at_tensor *vnpu_cpu_hardswish(vnpu_keyset_t ks,
 	(void)ks;
 	if (!pw_float_only("aten::hardswish", "hardswish_cpu", self))
 		return NULL;
-	return pw_unary(PU_HARDSWISH, self, self->dtype);
+	return pw_unary(VNPU_UNARY_HARDSWISH, self, self->dtype);
 }
 
 struct vnpu_at_tensor *vnpu_cpu_silu(vnpu_keyset_t ks,
@@ -1096,7 +905,7 @@ struct vnpu_at_tensor *vnpu_cpu_silu(vnpu_keyset_t ks,
 	(void)ks;
 	if (!pw_float_only("aten::silu", "silu_cpu", self))
 		return NULL;
-	return pw_unary(PU_SILU, self, self->dtype);
+	return pw_unary(VNPU_UNARY_SILU, self, self->dtype);
 }
 
 /* x ** e as PyTorch's pow kernel: the exponents it specialises (0.5,

@@ -413,160 +413,19 @@ struct vnpu_at_tensor *vnpu_npu_abs(vnpu_keyset_t ks,
 	return unary_in("aten::abs", VNPU_UNARY_ABS, self, self->dtype);
 }
 
-/* Float ufuncs: integer inputs are converted to float32 on the device. */
-#define NPU_FLOAT_UNARY_BODY(qname, code)				\
-	enum vnpu_at_dtype dt = kc_float_of(self->dtype);		\
-									\
-	if (!npk_float(dt) || vnpu_npu_dtype(self->dtype) < 0)		\
-		return vnpu_npu_unsupported();			\
-	return unary_in(qname, code, self, dt)
-
-struct vnpu_at_tensor *vnpu_npu_exp(vnpu_keyset_t ks,
-				    struct vnpu_at_tensor *self)
+/* The float ufuncs, native_functions.yaml's family float_unary, told apart
+ * by their UNARY code: integer inputs are converted to float32 on the
+ * device. */
+struct vnpu_at_tensor *vnpu_npu_family_float_unary(vnpu_keyset_t ks,
+						   const char *name,
+						   uint32_t code,
+						   struct vnpu_at_tensor *self)
 {
-	NPU_FLOAT_UNARY_BODY("aten::exp", VNPU_UNARY_EXP);
-}
+	enum vnpu_at_dtype dt = kc_float_of(self->dtype);
 
-struct vnpu_at_tensor *vnpu_npu_log(vnpu_keyset_t ks,
-				    struct vnpu_at_tensor *self)
-{
-	NPU_FLOAT_UNARY_BODY("aten::log", VNPU_UNARY_LOG);
-}
-
-struct vnpu_at_tensor *vnpu_npu_sqrt(vnpu_keyset_t ks,
-				     struct vnpu_at_tensor *self)
-{
-	NPU_FLOAT_UNARY_BODY("aten::sqrt",
-			     VNPU_UNARY_SQRT);
-}
-
-struct vnpu_at_tensor *vnpu_npu_rsqrt(vnpu_keyset_t ks,
-				      struct vnpu_at_tensor *self)
-{
-	NPU_FLOAT_UNARY_BODY("aten::rsqrt",
-			     VNPU_UNARY_RSQRT);
-}
-
-struct vnpu_at_tensor *vnpu_npu_sigmoid(vnpu_keyset_t ks,
-					struct vnpu_at_tensor *self)
-{
-	NPU_FLOAT_UNARY_BODY("aten::sigmoid",
-			     VNPU_UNARY_SIGMOID);
-}
-
-struct vnpu_at_tensor *vnpu_npu_tanh(vnpu_keyset_t ks,
-				     struct vnpu_at_tensor *self)
-{
-	NPU_FLOAT_UNARY_BODY("aten::tanh",
-			     VNPU_UNARY_TANH);
-}
-
-struct vnpu_at_tensor *vnpu_npu_sin(vnpu_keyset_t ks,
-				    struct vnpu_at_tensor *self)
-{
-	NPU_FLOAT_UNARY_BODY("aten::sin", VNPU_UNARY_SIN);
-}
-
-struct vnpu_at_tensor *vnpu_npu_cos(vnpu_keyset_t ks,
-				    struct vnpu_at_tensor *self)
-{
-	NPU_FLOAT_UNARY_BODY("aten::cos", VNPU_UNARY_COS);
-}
-
-struct vnpu_at_tensor *vnpu_npu_tan(vnpu_keyset_t ks,
-				    struct vnpu_at_tensor *self)
-{
-	NPU_FLOAT_UNARY_BODY("aten::tan", VNPU_UNARY_TAN);
-}
-
-struct vnpu_at_tensor *vnpu_npu_asin(vnpu_keyset_t ks,
-				     struct vnpu_at_tensor *self)
-{
-	NPU_FLOAT_UNARY_BODY("aten::asin", VNPU_UNARY_ASIN);
-}
-
-struct vnpu_at_tensor *vnpu_npu_acos(vnpu_keyset_t ks,
-				     struct vnpu_at_tensor *self)
-{
-	NPU_FLOAT_UNARY_BODY("aten::acos", VNPU_UNARY_ACOS);
-}
-
-struct vnpu_at_tensor *vnpu_npu_atan(vnpu_keyset_t ks,
-				     struct vnpu_at_tensor *self)
-{
-	NPU_FLOAT_UNARY_BODY("aten::atan", VNPU_UNARY_ATAN);
-}
-
-struct vnpu_at_tensor *vnpu_npu_sinh(vnpu_keyset_t ks,
-				     struct vnpu_at_tensor *self)
-{
-	NPU_FLOAT_UNARY_BODY("aten::sinh", VNPU_UNARY_SINH);
-}
-
-struct vnpu_at_tensor *vnpu_npu_cosh(vnpu_keyset_t ks,
-				     struct vnpu_at_tensor *self)
-{
-	NPU_FLOAT_UNARY_BODY("aten::cosh", VNPU_UNARY_COSH);
-}
-
-struct vnpu_at_tensor *vnpu_npu_asinh(vnpu_keyset_t ks,
-				      struct vnpu_at_tensor *self)
-{
-	NPU_FLOAT_UNARY_BODY("aten::asinh", VNPU_UNARY_ASINH);
-}
-
-struct vnpu_at_tensor *vnpu_npu_acosh(vnpu_keyset_t ks,
-				      struct vnpu_at_tensor *self)
-{
-	NPU_FLOAT_UNARY_BODY("aten::acosh", VNPU_UNARY_ACOSH);
-}
-
-struct vnpu_at_tensor *vnpu_npu_atanh(vnpu_keyset_t ks,
-				      struct vnpu_at_tensor *self)
-{
-	NPU_FLOAT_UNARY_BODY("aten::atanh", VNPU_UNARY_ATANH);
-}
-
-struct vnpu_at_tensor *vnpu_npu_log2(vnpu_keyset_t ks,
-				     struct vnpu_at_tensor *self)
-{
-	NPU_FLOAT_UNARY_BODY("aten::log2", VNPU_UNARY_LOG2);
-}
-
-struct vnpu_at_tensor *vnpu_npu_log10(vnpu_keyset_t ks,
-				      struct vnpu_at_tensor *self)
-{
-	NPU_FLOAT_UNARY_BODY("aten::log10", VNPU_UNARY_LOG10);
-}
-
-struct vnpu_at_tensor *vnpu_npu_log1p(vnpu_keyset_t ks,
-				      struct vnpu_at_tensor *self)
-{
-	NPU_FLOAT_UNARY_BODY("aten::log1p", VNPU_UNARY_LOG1P);
-}
-
-struct vnpu_at_tensor *vnpu_npu_expm1(vnpu_keyset_t ks,
-				      struct vnpu_at_tensor *self)
-{
-	NPU_FLOAT_UNARY_BODY("aten::expm1", VNPU_UNARY_EXPM1);
-}
-
-struct vnpu_at_tensor *vnpu_npu_exp2(vnpu_keyset_t ks,
-				     struct vnpu_at_tensor *self)
-{
-	NPU_FLOAT_UNARY_BODY("aten::exp2", VNPU_UNARY_EXP2);
-}
-
-struct vnpu_at_tensor *vnpu_npu_erf(vnpu_keyset_t ks,
-				    struct vnpu_at_tensor *self)
-{
-	NPU_FLOAT_UNARY_BODY("aten::erf", VNPU_UNARY_ERF);
-}
-
-struct vnpu_at_tensor *vnpu_npu_erfc(vnpu_keyset_t ks,
-				     struct vnpu_at_tensor *self)
-{
-	NPU_FLOAT_UNARY_BODY("aten::erfc", VNPU_UNARY_ERFC);
+	if (!npk_float(dt) || vnpu_npu_dtype(self->dtype) < 0)
+		return vnpu_npu_unsupported();
+	return unary_in(name, code, self, dt);
 }
 
 /* floor, ceil, trunc, round keep the dtype (integers: themselves); bool
