@@ -45,7 +45,7 @@ def parse_yaml(path):
                                'out_dtype', 'out_no_overlap', 'silent_resize',
                                'replaces_torch_composite', 'device_check',
                                'mixes_devices', 'any_dtype', 'torch_view',
-                               'family'):
+                               'family', 'autograd_node'):
                     sys.exit('%s:%d: unknown key %r' % (path, lineno, key))
                 cur[key] = val
                 continue
@@ -251,6 +251,14 @@ class Op:
         self.autograd_family = (parse_family(self.schema, ag)
                                 if ag not in (None, 'True') else None)
         self.autograd = ag is not None
+        # PyTorch's node name where its number is not 0 (the overload's
+        # place in derivatives.yaml)
+        self.autograd_node = entry.get('autograd_node')
+        if self.autograd_node is not None and (
+                not self.autograd_family or
+                not re.match(r'^[A-Z]\w*Backward\d+$', self.autograd_node)):
+            raise ValueError('%s: autograd_node is <Name>Backward<N>, with an '
+                             'autograd family' % self.schema)
         self.uninitialized = entry.get('uninitialized') == 'True'
         inherits = entry.get('structured_inherits')
         if inherits not in (None, 'TensorIteratorBase'):
@@ -398,8 +406,9 @@ def parse_family(schema, text):
 
 def node_name(op):
     """PyTorch's name of the op's backward node (torchgen: each word of
-    the op's name titled, Backward0 after)."""
-    return ''.join(w.title() for w in op.name.split('_')) + 'Backward0'
+    the op's name titled, Backward0 after, unless the yaml names it)."""
+    return op.autograd_node or (
+        ''.join(w.title() for w in op.name.split('_')) + 'Backward0')
 
 
 def family_call(op, pfx):

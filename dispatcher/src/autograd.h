@@ -16,6 +16,11 @@ enum vnpu_ag_ufunc {
 	UF_EXP2, UF_ERF, UF_ERFC,
 };
 
+/* The codes of the autograd family binary (native_functions.yaml). */
+enum vnpu_ag_binary_grad {
+	BG_ATAN2, BG_REMAINDER, BG_FMOD, BG_HYPOT, BG_LOGADDEXP, BG_XLOGY,
+};
+
 
 struct vnpu_ag_node;
 /* grads[i] is the gradient of output i (NULL: zero); writes the gradient

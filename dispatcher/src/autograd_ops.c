@@ -3346,20 +3346,11 @@ static struct vnpu_at_tensor *where_zero(struct temps *t,
 	return cond && z ? keep(t, vnpu_op_where_self(cond, z, v)) : NULL;
 }
 
-/*
- * atan2(a, b): grad * b * r, grad * -a * r with r = 1 / (a^2 + b^2), in
- * PyTorch's order, r = 0 where a^2 + b^2 is 0 (PyTorch gives a zero
- * gradient at the origin);
- * remainder and fmod: grad, -grad * (a // b) (floor or trunc); each
- * reduced to its input's shape and rounded once.
- */
-enum binary_grad { BG_ATAN2, BG_REMAINDER, BG_FMOD, BG_HYPOT, BG_LOGADDEXP, BG_XLOGY };
-
 /* hypot: grad * a / r, grad * b / r with r = hypot(a, b); logaddexp:
  * grad / (1 + exp(b - a)), grad / (1 + exp(a - b)); xlogy: xlogy(grad, b),
  * 0 where a == 0 and b <= 0, and grad * a / b: PyTorch's formulas, in f32
  * for f16/bf16. False when an op failed. */
-static bool binary_float_grads(struct temps *t, enum binary_grad f, struct vnpu_at_tensor *gg,
+static bool binary_float_grads(struct temps *t, enum vnpu_ag_binary_grad f, struct vnpu_at_tensor *gg,
 			       struct vnpu_at_tensor *a, struct vnpu_at_tensor *b,
 			       struct vnpu_at_tensor **ga, struct vnpu_at_tensor **gb)
 {
@@ -3400,6 +3391,14 @@ static bool binary_float_grads(struct temps *t, enum binary_grad f, struct vnpu_
 	return *ga && *gb;
 }
 
+/*
+ * atan2(a, b): grad * b * r, grad * -a * r with r = 1 / (a^2 + b^2), in
+ * PyTorch's order, r = 0 where a^2 + b^2 is 0 (PyTorch gives a zero
+ * gradient at the origin);
+ * remainder and fmod: grad, -grad * (a // b) (floor or trunc); each
+ * reduced to its input's shape and rounded once; hypot, logaddexp and
+ * xlogy by binary_float_grads.
+ */
 static bool binary_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
 			    struct vnpu_at_tensor **in)
 {
@@ -3407,7 +3406,7 @@ static bool binary_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
 	struct vnpu_at_tensor *gg = wide(&t, g[0]), *a = wide(&t, n->saved[0]);
 	struct vnpu_at_tensor *b = wide(&t, n->saved[1]), *ga = NULL, *gb = NULL;
 	struct vnpu_at_tensor *den = NULL, *q = NULL;
-	enum binary_grad f = (enum binary_grad)n->d[0];
+	enum vnpu_ag_binary_grad f = (enum vnpu_ag_binary_grad)n->d[0];
 	enum vnpu_at_dtype dt = (enum vnpu_at_dtype)g[0]->dtype;
 
 	if (gg && a && b && f == BG_ATAN2) {
@@ -3442,48 +3441,16 @@ static bool binary_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
 	return (!wants(n, 0) || in[0]) && (!wants(n, 1) || in[1]);
 }
 
-struct vnpu_at_tensor *vnpu_autograd_atan2(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_tensor *other)
+/* atan2, hypot, logaddexp, xlogy, remainder, fmod (native_functions.yaml,
+ * autograd family binary). */
+struct vnpu_at_tensor *vnpu_autograd_family_binary(struct vnpu_at_tensor *out,
+						   const char *node,
+						   uint32_t code,
+						   struct vnpu_at_tensor *self,
+						   struct vnpu_at_tensor *other)
 {
-	return record(vnpu_redispatch_atan2(vnpu_ag_below(ks), self, other),
-		      "Atan2Backward0", binary_backward, 2,
-		      (struct vnpu_at_tensor *[]){ self, other }, true, BG_ATAN2);
-}
-
-struct vnpu_at_tensor *vnpu_autograd_hypot(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_tensor *other)
-{
-	return record(vnpu_redispatch_hypot(vnpu_ag_below(ks), self, other),
-		      "HypotBackward0", binary_backward, 2,
-		      (struct vnpu_at_tensor *[]){ self, other }, true, BG_HYPOT);
-}
-
-struct vnpu_at_tensor *vnpu_autograd_logaddexp(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_tensor *other)
-{
-	return record(vnpu_redispatch_logaddexp(vnpu_ag_below(ks), self, other),
-		      "LogaddexpBackward0", binary_backward, 2,
-		      (struct vnpu_at_tensor *[]){ self, other }, true, BG_LOGADDEXP);
-}
-
-struct vnpu_at_tensor *vnpu_autograd_xlogy_Tensor(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_tensor *other)
-{
-	return record(vnpu_redispatch_xlogy_Tensor(vnpu_ag_below(ks), self, other),
-		      "XlogyBackward0", binary_backward, 2,
-		      (struct vnpu_at_tensor *[]){ self, other }, true, BG_XLOGY);
-}
-
-struct vnpu_at_tensor *vnpu_autograd_remainder_Tensor(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_tensor *other)
-{
-	return record(vnpu_redispatch_remainder_Tensor(vnpu_ag_below(ks), self,
-						       other),
-		      "RemainderBackward1", binary_backward, 2,
-		      (struct vnpu_at_tensor *[]){ self, other }, true,
-		      BG_REMAINDER);
-}
-
-struct vnpu_at_tensor *vnpu_autograd_fmod_Tensor(vnpu_keyset_t ks, struct vnpu_at_tensor *self, struct vnpu_at_tensor *other)
-{
-	return record(vnpu_redispatch_fmod_Tensor(vnpu_ag_below(ks), self, other),
-		      "FmodBackward1", binary_backward, 2,
-		      (struct vnpu_at_tensor *[]){ self, other }, true, BG_FMOD);
+	return record(out, node, binary_backward, 2,
+		      (struct vnpu_at_tensor *[]){ self, other }, true, code);
 }
 
 /*
