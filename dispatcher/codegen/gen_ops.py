@@ -13,7 +13,9 @@ implements each op: the kernels registered are those its `dispatch:` and
 `autograd:` name. Kernel sources are scanned for definitions of
 vnpu_{cpu,npu,cea,cia,autograd}_<op> only to hold the two to each other: a
 listed kernel no source defines (as torchgen's error_on_missing_kernels)
-and a defined kernel the yaml does not list are build errors.
+and a defined kernel the yaml does not list are build errors. The kernels
+of an op the yaml gives a `family:` (or an autograd family) are generated
+here as calls of vnpu_<kind>_family_<name>, which the sources define.
 """
 import argparse
 import os

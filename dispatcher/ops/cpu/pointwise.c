@@ -5,6 +5,8 @@
  * dtype the op takes in PyTorch; floats are computed in double, integers
  * in int64 and stored back in the result dtype.
  */
+#include <stdio.h>
+
 #include "../kernel_common.h"
 #include "vnpu/kernel_abi.h"
 
@@ -408,6 +410,23 @@ struct vnpu_at_tensor *vnpu_cpu_minimum(vnpu_keyset_t ks,
 			 VNPU_AT_INT(1));
 }
 
+/*
+ * PyTorch's name of an op's CPU kernel in its "not implemented for"
+ * refusals: the op's name without namespace and overload, and a suffix
+ * ("aten::remainder.Tensor", "_cpu": "remainder_cpu").
+ */
+static const char *cpu_kernel_name(const char *qualified, const char *suffix,
+				   char buf[64])
+{
+	const char *op = strstr(qualified, "::");
+	size_t len;
+
+	op = op ? op + 2 : qualified;
+	len = strcspn(op, ".");
+	snprintf(buf, 64, "%.*s%s", (int)len, op, suffix);
+	return buf;
+}
+
 /* The binary ops PyTorch computes in the promoted dtype, integers
  * included, bool refused with its CPU kernel's name. */
 static struct vnpu_at_tensor *pw_arith(const char *name, const char *cpu_name,
@@ -433,21 +452,17 @@ struct vnpu_at_tensor *vnpu_cpu_pow_Tensor_Tensor(vnpu_keyset_t ks,
 			exponent);
 }
 
-struct vnpu_at_tensor *vnpu_cpu_remainder_Tensor(vnpu_keyset_t ks,
-						 struct vnpu_at_tensor *self,
-						 struct vnpu_at_tensor *other)
+/* remainder and fmod, native_functions.yaml's family divide */
+struct vnpu_at_tensor *vnpu_cpu_family_divide(vnpu_keyset_t ks,
+					      const char *name, uint32_t code,
+					      struct vnpu_at_tensor *self,
+					      struct vnpu_at_tensor *other)
 {
-	(void)ks;
-	return pw_arith("aten::remainder.Tensor", "remainder_cpu",
-			VNPU_BINARY_REMAINDER, self, other);
-}
+	char impl[64];
 
-struct vnpu_at_tensor *vnpu_cpu_fmod_Tensor(vnpu_keyset_t ks,
-					    struct vnpu_at_tensor *self,
-					    struct vnpu_at_tensor *other)
-{
 	(void)ks;
-	return pw_arith("aten::fmod.Tensor", "fmod_cpu", VNPU_BINARY_FMOD, self, other);
+	return pw_arith(name, cpu_kernel_name(name, "_cpu", impl), code, self,
+			other);
 }
 
 struct vnpu_at_tensor *vnpu_cpu_floor_divide(vnpu_keyset_t ks,
@@ -496,18 +511,18 @@ static struct vnpu_at_tensor *pw_float_binary(const char *name, const char *impl
 	return pw_binary(name, op, self, other, dt, dt, VNPU_AT_INT(1));
 }
 
-struct vnpu_at_tensor *vnpu_cpu_hypot(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
-				      struct vnpu_at_tensor *other)
+/* hypot and logaddexp, native_functions.yaml's family float_binary */
+struct vnpu_at_tensor *vnpu_cpu_family_float_binary(vnpu_keyset_t ks,
+						    const char *name,
+						    uint32_t code,
+						    struct vnpu_at_tensor *self,
+						    struct vnpu_at_tensor *other)
 {
-	(void)ks;
-	return pw_float_binary("aten::hypot", "hypot_cpu", VNPU_BINARY_HYPOT, self, other);
-}
+	char impl[64];
 
-struct vnpu_at_tensor *vnpu_cpu_logaddexp(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
-					  struct vnpu_at_tensor *other)
-{
 	(void)ks;
-	return pw_float_binary("aten::logaddexp", "logaddexp_cpu", VNPU_BINARY_LOGADDEXP, self, other);
+	return pw_float_binary(name, cpu_kernel_name(name, "_cpu", impl), code,
+			       self, other);
 }
 
 /* xlogy promotes integers and bool to the default float dtype */
@@ -564,31 +579,17 @@ static struct vnpu_at_tensor *pw_bitwise(const char *name, const char *cpu_name,
 	return pw_binary(name, op, self, other, dt, dt, VNPU_AT_INT(1));
 }
 
-struct vnpu_at_tensor *vnpu_cpu_bitwise_and_Tensor(vnpu_keyset_t ks,
-						   struct vnpu_at_tensor *self,
-						   struct vnpu_at_tensor *other)
+/* bitwise_and, _or, _xor: native_functions.yaml's family bitwise */
+struct vnpu_at_tensor *vnpu_cpu_family_bitwise(vnpu_keyset_t ks,
+					       const char *name, uint32_t code,
+					       struct vnpu_at_tensor *self,
+					       struct vnpu_at_tensor *other)
 {
-	(void)ks;
-	return pw_bitwise("aten::bitwise_and.Tensor", "bitwise_and_cpu",
-			  VNPU_BINARY_BITWISE_AND, self, other);
-}
+	char impl[64];
 
-struct vnpu_at_tensor *vnpu_cpu_bitwise_or_Tensor(vnpu_keyset_t ks,
-						  struct vnpu_at_tensor *self,
-						  struct vnpu_at_tensor *other)
-{
 	(void)ks;
-	return pw_bitwise("aten::bitwise_or.Tensor", "bitwise_or_cpu",
-			  VNPU_BINARY_BITWISE_OR, self, other);
-}
-
-struct vnpu_at_tensor *vnpu_cpu_bitwise_xor_Tensor(vnpu_keyset_t ks,
-						   struct vnpu_at_tensor *self,
-						   struct vnpu_at_tensor *other)
-{
-	(void)ks;
-	return pw_bitwise("aten::bitwise_xor.Tensor", "bitwise_xor_cpu",
-			  VNPU_BINARY_BITWISE_XOR, self, other);
+	return pw_bitwise(name, cpu_kernel_name(name, "_cpu", impl), code,
+			  self, other);
 }
 
 struct vnpu_at_tensor *vnpu_cpu_logical_and(vnpu_keyset_t ks,
@@ -807,32 +808,16 @@ static struct vnpu_at_tensor *pw_rounding(const char *name, const char *impl,
 	return pw_unary(op, self, self->dtype);
 }
 
-struct vnpu_at_tensor *vnpu_cpu_floor(vnpu_keyset_t ks,
-				      struct vnpu_at_tensor *self)
+/* floor, ceil, trunc, round: native_functions.yaml's family rounding */
+struct vnpu_at_tensor *vnpu_cpu_family_rounding(vnpu_keyset_t ks,
+						const char *name, uint32_t code,
+						struct vnpu_at_tensor *self)
 {
-	(void)ks;
-	return pw_rounding("aten::floor", "floor_vml_cpu", VNPU_UNARY_FLOOR, self);
-}
+	char impl[64];
 
-struct vnpu_at_tensor *vnpu_cpu_ceil(vnpu_keyset_t ks,
-				     struct vnpu_at_tensor *self)
-{
 	(void)ks;
-	return pw_rounding("aten::ceil", "ceil_vml_cpu", VNPU_UNARY_CEIL, self);
-}
-
-struct vnpu_at_tensor *vnpu_cpu_trunc(vnpu_keyset_t ks,
-				      struct vnpu_at_tensor *self)
-{
-	(void)ks;
-	return pw_rounding("aten::trunc", "trunc_vml_cpu", VNPU_UNARY_TRUNC, self);
-}
-
-struct vnpu_at_tensor *vnpu_cpu_round(vnpu_keyset_t ks,
-				      struct vnpu_at_tensor *self)
-{
-	(void)ks;
-	return pw_rounding("aten::round", "round_vml_cpu", VNPU_UNARY_ROUND, self);
+	return pw_rounding(name, cpu_kernel_name(name, "_vml_cpu", impl), code,
+			   self);
 }
 
 /* -1, 0 or 1 in the dtype (bool: itself). */

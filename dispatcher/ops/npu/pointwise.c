@@ -81,6 +81,16 @@ static struct vnpu_at_tensor *npu_arith(const char *name, uint32_t op,
 	return binary_op(name, op, self, other, dt, 1.0);
 }
 
+/* remainder and fmod: native_functions.yaml's family divide */
+struct vnpu_at_tensor *vnpu_npu_family_divide(vnpu_keyset_t ks,
+					      const char *name, uint32_t code,
+					      struct vnpu_at_tensor *self,
+					      struct vnpu_at_tensor *other)
+{
+	(void)ks;
+	return npu_arith(name, code, self, other, true);
+}
+
 struct vnpu_at_tensor *vnpu_npu_pow_Tensor_Tensor(vnpu_keyset_t ks,
 						  struct vnpu_at_tensor *self,
 						  struct vnpu_at_tensor *exponent)
@@ -88,24 +98,6 @@ struct vnpu_at_tensor *vnpu_npu_pow_Tensor_Tensor(vnpu_keyset_t ks,
 	return npu_arith("aten::pow.Tensor_Tensor",
 			 VNPU_BINARY_POW, self, exponent,
 			 false);
-}
-
-struct vnpu_at_tensor *vnpu_npu_remainder_Tensor(vnpu_keyset_t ks,
-						 struct vnpu_at_tensor *self,
-						 struct vnpu_at_tensor *other)
-{
-	return npu_arith("aten::remainder.Tensor",
-			 VNPU_BINARY_REMAINDER, self, other,
-			 true);
-}
-
-struct vnpu_at_tensor *vnpu_npu_fmod_Tensor(vnpu_keyset_t ks,
-					    struct vnpu_at_tensor *self,
-					    struct vnpu_at_tensor *other)
-{
-	return npu_arith("aten::fmod.Tensor",
-			 VNPU_BINARY_FMOD, self, other,
-			 true);
 }
 
 struct vnpu_at_tensor *vnpu_npu_floor_divide(vnpu_keyset_t ks,
@@ -142,28 +134,22 @@ struct vnpu_at_tensor *vnpu_npu_atan2(vnpu_keyset_t ks,
 			 1.0);
 }
 
-/* hypot and logaddexp take floats only (the CPU kernel refuses the
- * rest); xlogy promotes integers and bool to the default float dtype. */
-struct vnpu_at_tensor *vnpu_npu_hypot(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
-				      struct vnpu_at_tensor *other)
+/* hypot and logaddexp (native_functions.yaml's family float_binary) take
+ * floats only: the CPU kernel refuses the rest. */
+struct vnpu_at_tensor *vnpu_npu_family_float_binary(vnpu_keyset_t ks,
+						    const char *name,
+						    uint32_t code,
+						    struct vnpu_at_tensor *self,
+						    struct vnpu_at_tensor *other)
 {
 	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
 
 	if (!npk_float(dt))
 		return vnpu_npu_unsupported();
-	return binary_op("aten::hypot", VNPU_BINARY_HYPOT, self, other, dt, 1.0);
+	return binary_op(name, code, self, other, dt, 1.0);
 }
 
-struct vnpu_at_tensor *vnpu_npu_logaddexp(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
-					  struct vnpu_at_tensor *other)
-{
-	enum vnpu_at_dtype dt = vnpu_at_result_type(self, other);
-
-	if (!npk_float(dt))
-		return vnpu_npu_unsupported();
-	return binary_op("aten::logaddexp", VNPU_BINARY_LOGADDEXP, self, other, dt, 1.0);
-}
-
+/* xlogy promotes integers and bool to the default float dtype. */
 struct vnpu_at_tensor *vnpu_npu_xlogy_Tensor(vnpu_keyset_t ks, struct vnpu_at_tensor *self,
 					     struct vnpu_at_tensor *other)
 {
@@ -223,31 +209,14 @@ static struct vnpu_at_tensor *npu_bitwise(const char *name, uint32_t op,
 	return binary_op(name, op, self, other, dt, 1.0);
 }
 
-struct vnpu_at_tensor *vnpu_npu_bitwise_and_Tensor(vnpu_keyset_t ks,
-						   struct vnpu_at_tensor *self,
-						   struct vnpu_at_tensor *other)
+/* bitwise_and, _or, _xor: native_functions.yaml's family bitwise */
+struct vnpu_at_tensor *vnpu_npu_family_bitwise(vnpu_keyset_t ks,
+					       const char *name, uint32_t code,
+					       struct vnpu_at_tensor *self,
+					       struct vnpu_at_tensor *other)
 {
-	return npu_bitwise("aten::bitwise_and.Tensor",
-			   VNPU_BINARY_BITWISE_AND, self,
-			   other);
-}
-
-struct vnpu_at_tensor *vnpu_npu_bitwise_or_Tensor(vnpu_keyset_t ks,
-						  struct vnpu_at_tensor *self,
-						  struct vnpu_at_tensor *other)
-{
-	return npu_bitwise("aten::bitwise_or.Tensor",
-			   VNPU_BINARY_BITWISE_OR, self,
-			   other);
-}
-
-struct vnpu_at_tensor *vnpu_npu_bitwise_xor_Tensor(vnpu_keyset_t ks,
-						   struct vnpu_at_tensor *self,
-						   struct vnpu_at_tensor *other)
-{
-	return npu_bitwise("aten::bitwise_xor.Tensor",
-			   VNPU_BINARY_BITWISE_XOR, self,
-			   other);
+	(void)ks;
+	return npu_bitwise(name, code, self, other);
 }
 
 /* ---- comparisons -------------------------------------------------------------- */
@@ -436,32 +405,13 @@ struct vnpu_at_tensor *vnpu_npu_family_float_unary(vnpu_keyset_t ks,
 		return vnpu_npu_unsupported();			\
 	return unary_in(qname, code, self, self->dtype)
 
-struct vnpu_at_tensor *vnpu_npu_floor(vnpu_keyset_t ks,
-				      struct vnpu_at_tensor *self)
+/* floor, ceil, trunc, round: native_functions.yaml's family rounding */
+struct vnpu_at_tensor *vnpu_npu_family_rounding(vnpu_keyset_t ks,
+						const char *name, uint32_t code,
+						struct vnpu_at_tensor *self)
 {
-	NPU_SAME_DTYPE_UNARY_BODY("aten::floor",
-				  VNPU_UNARY_FLOOR);
-}
-
-struct vnpu_at_tensor *vnpu_npu_ceil(vnpu_keyset_t ks,
-				     struct vnpu_at_tensor *self)
-{
-	NPU_SAME_DTYPE_UNARY_BODY("aten::ceil",
-				  VNPU_UNARY_CEIL);
-}
-
-struct vnpu_at_tensor *vnpu_npu_trunc(vnpu_keyset_t ks,
-				      struct vnpu_at_tensor *self)
-{
-	NPU_SAME_DTYPE_UNARY_BODY("aten::trunc",
-				  VNPU_UNARY_TRUNC);
-}
-
-struct vnpu_at_tensor *vnpu_npu_round(vnpu_keyset_t ks,
-				      struct vnpu_at_tensor *self)
-{
-	NPU_SAME_DTYPE_UNARY_BODY("aten::round",
-				  VNPU_UNARY_ROUND);
+	(void)ks;
+	NPU_SAME_DTYPE_UNARY_BODY(name, code);
 }
 
 struct vnpu_at_tensor *vnpu_npu_sign(vnpu_keyset_t ks,
