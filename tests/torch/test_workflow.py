@@ -77,6 +77,73 @@ def test_tied_training_matches_cpu():
                                atol=1e-5)
 
 
+class TinyGPT(torch.nn.Module):
+    """Pre-norm transformer blocks (LayerNorm, causal
+    nn.MultiheadAttention, GELU MLP) with the embedding tied to the head,
+    as nanoGPT builds it."""
+
+    def __init__(self, vocab=64, d=32, heads=4, layers=2, seq=16):
+        super().__init__()
+        self.emb = torch.nn.Embedding(vocab, d)
+        self.pos = torch.nn.Parameter(0.02 * torch.randn(seq, d))
+        self.blocks = torch.nn.ModuleList(
+            torch.nn.ModuleDict(dict(
+                ln1=torch.nn.LayerNorm(d),
+                attn=torch.nn.MultiheadAttention(d, heads, batch_first=True),
+                ln2=torch.nn.LayerNorm(d),
+                mlp=torch.nn.Sequential(torch.nn.Linear(d, 4 * d),
+                                        torch.nn.GELU(),
+                                        torch.nn.Linear(4 * d, d))))
+            for _ in range(layers))
+        self.ln = torch.nn.LayerNorm(d)
+        self.head = torch.nn.Linear(d, vocab, bias=False)
+        self.head.weight = self.emb.weight
+
+    def forward(self, idx, mask):
+        x = self.emb(idx) + self.pos[:idx.shape[1]]
+        for b in self.blocks:
+            h = b['ln1'](x)
+            x = x + b['attn'](h, h, h, attn_mask=mask, need_weights=False)[0]
+            x = x + b['mlp'](b['ln2'](x))
+        return self.head(self.ln(x))
+
+
+def gpt_losses(dev, steps=12):
+    torch.manual_seed(0)
+    m = TinyGPT().to(dev)
+    opt = torch.optim.AdamW(m.parameters(), lr=3e-3, weight_decay=0.1)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / 4))
+    g = torch.Generator().manual_seed(1)
+    idx = torch.randint(0, 64, (4, 16), generator=g).to(dev)
+    target = torch.randint(0, 64, (4, 16), generator=g).to(dev)
+    mask = torch.triu(torch.full((16, 16), float('-inf')), 1).to(dev)
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(
+            m(idx, mask).flatten(0, 1), target.flatten())
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+    return losses
+
+
+def test_tied_gpt_trains_on_the_device_alone():
+    """Issue 30's training step: forward, backward, clipping, AdamW and
+    an LR schedule with every fallback refused, the CPU's loss curve."""
+    want = gpt_losses('cpu')
+    policy = torch_vnpu.fallback_policy()
+    torch_vnpu.set_fallback_policy('error')
+    try:
+        got = gpt_losses('npu')
+    finally:
+        torch_vnpu.set_fallback_policy(policy)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
 def test_set_data_between_cpu_and_npu():
     p = torch.nn.Parameter(torch.arange(4.))
     p.data = p.data.to('npu')
