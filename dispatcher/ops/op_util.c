@@ -1348,7 +1348,23 @@ bool vnpu_batch_matmul_check(const char *op, bool summed,
 	return true;
 }
 
-/* PyTorch's pooling_output_shape. */
+/* The sizes whose arithmetic PyTorch leaves to int64 wrap-around: the
+ * extent in + 2*pad + stride + d*(k-1) + 1 must stay in int64 (it bounds
+ * every window coordinate the kernels form), and for an average the
+ * window's element count k0*k1 too. */
+static bool pool_fits(int64_t in, int64_t k, int64_t pad, int64_t s,
+		      int64_t d)
+{
+	int64_t span, bound;
+
+	return !__builtin_mul_overflow(d, k - 1, &span) &&
+	       !__builtin_add_overflow(in, 2 * pad, &bound) &&
+	       !__builtin_add_overflow(bound, s, &bound) &&
+	       !__builtin_add_overflow(bound, span, &bound) &&
+	       !__builtin_add_overflow(bound, 1, &bound);
+}
+
+/* PyTorch's pooling_output_shape, for sizes pool_fits() took. */
 static int64_t pool_out(int64_t in, int64_t k, int64_t pad, int64_t s,
 			int64_t d, bool ceil_mode)
 {
@@ -1423,6 +1439,19 @@ bool vnpu_at_pool2d_setup(const char *op, const struct vnpu_at_tensor *self,
 	g->C = self->sizes[self->ndim - 3];
 	g->H = self->sizes[self->ndim - 2];
 	g->W = self->sizes[self->ndim - 1];
+	if (!pool_fits(g->H, g->k[0], g->p[0], g->s[0], g->d[0]) ||
+	    !pool_fits(g->W, g->k[1], g->p[1], g->s[1], g->d[1]) ||
+	    (!is_max && __builtin_mul_overflow(g->k[0], g->k[1],
+					       &(int64_t){ 0 }))) {
+		vnpu_at_error_set(VNPU_AT_ERR_VALUE,
+			"%s: kernel_size (%lld, %lld), stride (%lld, %lld), padding (%lld, %lld) and dilation (%lld, %lld) overflow int64 on an input of %lldx%lld",
+			op, (long long)g->k[0], (long long)g->k[1],
+			(long long)g->s[0], (long long)g->s[1],
+			(long long)g->p[0], (long long)g->p[1],
+			(long long)g->d[0], (long long)g->d[1],
+			(long long)g->H, (long long)g->W);
+		return false;
+	}
 	g->HO = pool_out(g->H, g->k[0], g->p[0], g->s[0], g->d[0], ceil_mode);
 	g->WO = pool_out(g->W, g->k[1], g->p[1], g->s[1], g->d[1], ceil_mode);
 	if (g->C == 0 || g->H == 0 || g->W == 0 || g->HO <= 0 || g->WO <= 0) {

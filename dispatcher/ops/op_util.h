@@ -241,8 +241,9 @@ bool vnpu_at_pair_arg(const char *op, const char *what, struct vnpu_at_int_array
  * The geometry of a 2-d pooling of self (3-D, or 4-D with a batch dim):
  * PyTorch's pool2d_shape_check and pooling_output_shape, with its errors
  * in its words under op's name (is_max: max pooling's dtypes, else avg
- * pooling's). Sets the error and returns false; both backends' kernels
- * take their geometry from here.
+ * pooling's), and a refusal of sizes whose window arithmetic would leave
+ * int64 (PyTorch wraps). Sets the error and returns false; both backends'
+ * kernels take their geometry from here.
  */
 struct vnpu_at_pool2d {
 	int64_t k[2], s[2], p[2], d[2];	/* kernel, stride, padding, dilation */

@@ -290,6 +290,47 @@ START_TEST(pooling_reference)
 }
 END_TEST
 
+/* Windows far wider than the input: a padding of 2^40 (valid, half a
+ * kernel of 2^41 + 1) is skipped in one step, not 2^40 (a hang before);
+ * a kernel whose extent leaves int64 is refused, not wrapped. */
+START_TEST(pooling_huge_windows)
+{
+	int64_t xs[4] = { 1, 2, 5, 7 }, big = (INT64_C(1) << 41) + 1;
+	int64_t half = INT64_C(1) << 40, huge = INT64_C(1) << 62;
+	struct vnpu_at_tensor *x = f64(4, xs, -2, 2, OT_TRANSPOSED);
+	struct vnpu_ret_max_pool2d_with_indices r, plane;
+
+	r = vnpu_op_max_pool2d_with_indices(x, VNPU_AT_INTS(big, big),
+					    VNPU_AT_INTS(1, 1),
+					    VNPU_AT_INTS(half, half),
+					    VNPU_AT_INTS(1, 1), false);
+	plane = vnpu_op_max_pool2d_with_indices(x, VNPU_AT_INTS(5, 7),
+						VNPU_AT_NO_INTS,
+						VNPU_AT_INTS(0, 0),
+						VNPU_AT_INTS(1, 1), false);
+	ck_assert_msg(r.r0 && plane.r0, "%s", vnpu_at_error_message());
+	ck_assert_int_eq(r.r0->sizes[2], 5);
+	ck_assert_int_eq(r.r0->sizes[3], 7);
+	for (int64_t i = 0; i < 2 * 5 * 7; i++) {
+		ck_assert(ot_flat(r.r0, i) == ot_flat(plane.r0, i / 35));
+		ck_assert(ot_flat(r.r1, i) == ot_flat(plane.r1, i / 35));
+	}
+	vnpu_at_release(r.r0);
+	vnpu_at_release(r.r1);
+	vnpu_at_release(plane.r0);
+	vnpu_at_release(plane.r1);
+	expect_error("pool extent", vnpu_op_max_pool2d_with_indices(x,
+		VNPU_AT_INTS(huge, 2), VNPU_AT_INTS(1, 1), VNPU_AT_INTS(0, 0),
+		VNPU_AT_INTS(4, 1), false).r0, "overflow int64");
+	/* the window's element count of an average: (2^41 + 1)^2 */
+	expect_error("avg pool count", vnpu_op_avg_pool2d(x,
+		VNPU_AT_INTS(big, big), VNPU_AT_INTS(1, 1),
+		VNPU_AT_INTS(half, half), false, true, VNPU_AT_NO_INT),
+		"overflow int64");
+	vnpu_at_release(x);
+}
+END_TEST
+
 /* ---- norms and softmax ------------------------------------------------------------------ */
 
 START_TEST(norm_reference)
@@ -1380,6 +1421,7 @@ static Suite *ops_cpu_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, convolution_reference);
 	tcase_add_test(tc, pooling_reference);
+	tcase_add_test(tc, pooling_huge_windows);
 	tcase_add_test(tc, norm_reference);
 	tcase_add_test(tc, loss_reference);
 	tcase_add_test(tc, reduce_pointwise_index);

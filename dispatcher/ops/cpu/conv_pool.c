@@ -312,8 +312,9 @@ struct vnpu_ret_max_pool2d_with_indices vnpu_cpu_max_pool2d_with_indices(vnpu_ke
 	int64_t *ix, i = 0;
 
 	(void)ks;
-	if (!vnpu_at_pool2d_setup("aten::max_pool2d_with_indices", self, kernel_size,
-			stride, padding, dilation, ceil_mode, true, &g))
+	if (!vnpu_at_pool2d_setup("aten::max_pool2d_with_indices", self,
+				  kernel_size, stride, padding, dilation,
+				  ceil_mode, true, &g))
 		return r;
 	r.r0 = pool_empty(self, &g, dt);
 	r.r1 = pool_empty(self, &g, VNPU_AT_I64);
@@ -340,10 +341,12 @@ struct vnpu_ret_max_pool2d_with_indices vnpu_cpu_max_pool2d_with_indices(vnpu_ke
 			he = g.H;
 		if (we > g.W)
 			we = g.W;
-		while (hs < 0)
-			hs += g.d[0];
-		while (ws < 0)
-			ws += g.d[1];
+		/* first position inside the input, in one step: the padding
+		 * may be far wider than the dilation */
+		if (hs < 0)
+			hs += (-hs + g.d[0] - 1) / g.d[0] * g.d[0];
+		if (ws < 0)
+			ws += (-ws + g.d[1] - 1) / g.d[1] * g.d[1];
 		best_i = hs * g.W + ws;
 		for (int64_t h = hs; h < he; h += g.d[0])
 			for (int64_t w = ws; w < we; w += g.d[1]) {
@@ -396,8 +399,9 @@ struct vnpu_at_tensor *vnpu_cpu_avg_pool2d(vnpu_keyset_t ks,
 	if (divisor_override.has && divisor_override.v == 0)
 		return vnpu_at_error_set(VNPU_AT_ERR_VALUE,
 			"aten::avg_pool2d: divisor must be not zero");
-	if (!vnpu_at_pool2d_setup("aten::avg_pool2d", self, kernel_size, stride, padding,
-			VNPU_AT_NO_INTS, ceil_mode, false, &g))
+	if (!vnpu_at_pool2d_setup("aten::avg_pool2d", self, kernel_size,
+				  stride, padding, VNPU_AT_NO_INTS, ceil_mode,
+				  false, &g))
 		return NULL;
 	out = pool_empty(self, &g, dt);
 	if (!out)
