@@ -198,6 +198,36 @@ class Codegen(unittest.TestCase):
                          '  replaces_torch_composite: True\n' % MM, ['cea'])
         self.assertEqual(rc, 0, err)
 
+    def test_families(self):
+        # a family's kernels are generated as calls of its function with
+        # the op's name and code; a hand-written one is an error, and so
+        # are two ops of one family that disagree on its arguments
+        fam = ('- func: %s\n  dispatch: CPU, NPU\n  family: matmul(MM_CODE)\n'
+               '  autograd: matmul(AG_CODE)\n' % MM)
+        rc, err, gen = run(fam, [])
+        self.assertEqual(rc, 0, err)
+        self.assertIn('return vnpu_cpu_family_matmul(ks, "aten::mm", MM_CODE, '
+                      'self, mat2);', gen)
+        self.assertIn('return vnpu_npu_family_matmul(ks, "aten::mm", MM_CODE, '
+                      'self, mat2);', gen)
+        self.assertIn('vnpu_autograd_family_matmul(vnpu_redispatch_mm('
+                      'vnpu_ag_below(ks), self, mat2), "MmBackward0", AG_CODE, '
+                      'self, mat2)', gen)
+        rc, err, _ = run(fam, ['cpu'])
+        self.assertNotEqual(rc, 0)
+        self.assertIn('vnpu_cpu_mm is generated from its family', err)
+        other = ('- func: mv(Tensor self, Tensor vec, int n) -> Tensor\n'
+                 '  dispatch: CPU\n  family: matmul(MV_CODE)\n')
+        rc, err, _ = run(fam + other, [])
+        self.assertNotEqual(rc, 0)
+        self.assertIn('aten::mm and aten::mv are both of vnpu_cpu_family_matmul '
+                      'but differ', err)
+        for bad in ('matmul', 'matmul(A, B)', '(A)'):
+            rc, err, _ = run('- func: %s\n  dispatch: CPU\n  family: %s\n'
+                             % (MM, bad), [])
+            self.assertNotEqual(rc, 0)
+            self.assertIn('a family is name(CODE) or name()', err)
+
     def test_bool_lists_need_a_length(self):
         # output masks are bool[N] with 1 <= N <= 64, a bit list in C
         mask = 'mm(Tensor self, Tensor mat2, bool[%s] output_mask) -> Tensor'
