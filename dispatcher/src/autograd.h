@@ -16,6 +16,11 @@ enum vnpu_ag_ufunc {
 	UF_EXP2, UF_ERF, UF_ERFC,
 };
 
+/* The codes of the autograd family grad_op (native_functions.yaml). */
+enum vnpu_ag_grad_op {
+	GO_EXP, GO_LOG, GO_TANH, GO_SIGMOID, GO_HARDSIGMOID, GO_HARDSWISH,
+};
+
 /* The codes of the autograd family binary (native_functions.yaml). */
 enum vnpu_ag_binary_grad {
 	BG_ATAN2, BG_REMAINDER, BG_FMOD, BG_HYPOT, BG_LOGADDEXP, BG_XLOGY,

@@ -386,35 +386,6 @@ struct vnpu_at_tensor *vnpu_autograd_neg(vnpu_keyset_t ks, struct vnpu_at_tensor
 		      (struct vnpu_at_tensor *[]){ self }, false, 0);
 }
 
-/* exp: grad * out (the saved output) */
-static bool exp_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
-			 struct vnpu_at_tensor **in)
-{
-	in[0] = vnpu_op_mul_Tensor(g[0], n->saved[0]);
-	return in[0] != NULL;
-}
-
-struct vnpu_at_tensor *vnpu_autograd_exp(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
-{
-	return record_with_output(vnpu_redispatch_exp(vnpu_ag_below(ks), self),
-				  "ExpBackward0", exp_backward, self, 0);
-}
-
-/* log: grad / x */
-static bool log_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
-			 struct vnpu_at_tensor **in)
-{
-	in[0] = vnpu_op_div_Tensor(g[0], n->saved[0]);
-	return in[0] != NULL;
-}
-
-struct vnpu_at_tensor *vnpu_autograd_log(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
-{
-	return record(vnpu_redispatch_log(vnpu_ag_below(ks), self),
-		      "LogBackward0", log_backward, 1,
-		      (struct vnpu_at_tensor *[]){ self }, true, 0);
-}
-
 /* sqrt: grad / (2 out) */
 static bool sqrt_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
 			  struct vnpu_at_tensor **in)
@@ -501,20 +472,6 @@ struct vnpu_at_tensor *vnpu_autograd_gelu(vnpu_keyset_t ks, struct vnpu_at_tenso
 	return track(out, node);
 }
 
-static bool hardsigmoid_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
-				 struct vnpu_at_tensor **in)
-{
-	in[0] = vnpu_op_hardsigmoid_backward(g[0], n->saved[0]);
-	return in[0] != NULL;
-}
-
-struct vnpu_at_tensor *vnpu_autograd_hardsigmoid(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
-{
-	return record(vnpu_redispatch_hardsigmoid(vnpu_ag_below(ks), self),
-		      "HardsigmoidBackward0", hardsigmoid_backward, 1,
-		      (struct vnpu_at_tensor *[]){ self }, true, 0);
-}
-
 /* hardtanh: hardtanh_backward of the gradient and self; the bounds are
  * kept as given (ints[0..1] their kinds, ints[2..3] an integer's value,
  * d[0..1] a float's), so that they round to self's dtype as PyTorch's. */
@@ -561,49 +518,6 @@ struct vnpu_at_tensor *vnpu_autograd_hardtanh(vnpu_keyset_t ks, struct vnpu_at_t
 		save_scalar(node, 1, max_val);
 	}
 	return track(out, node);
-}
-
-static bool hardswish_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
-			       struct vnpu_at_tensor **in)
-{
-	in[0] = vnpu_op_hardswish_backward(g[0], n->saved[0]);
-	return in[0] != NULL;
-}
-
-struct vnpu_at_tensor *vnpu_autograd_hardswish(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
-{
-	return record(vnpu_redispatch_hardswish(vnpu_ag_below(ks), self),
-		      "HardswishBackward0", hardswish_backward, 1,
-		      (struct vnpu_at_tensor *[]){ self }, true, 0);
-}
-
-static bool tanh_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
-			  struct vnpu_at_tensor **in)
-{
-	in[0] = vnpu_op_tanh_backward(g[0], n->saved[0]);
-	return in[0] != NULL;
-}
-
-struct vnpu_at_tensor *vnpu_autograd_tanh(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
-{
-	return record_with_output(vnpu_redispatch_tanh(vnpu_ag_below(ks),
-						       self),
-				  "TanhBackward0", tanh_backward, self, 0);
-}
-
-static bool sigmoid_backward(struct vnpu_ag_node *n,
-			     struct vnpu_at_tensor **g,
-			     struct vnpu_at_tensor **in)
-{
-	in[0] = vnpu_op_sigmoid_backward(g[0], n->saved[0]);
-	return in[0] != NULL;
-}
-
-struct vnpu_at_tensor *vnpu_autograd_sigmoid(vnpu_keyset_t ks, struct vnpu_at_tensor *self)
-{
-	return record_with_output(vnpu_redispatch_sigmoid(vnpu_ag_below(ks),
-							  self),
-				  "SigmoidBackward0", sigmoid_backward, self, 0);
 }
 
 /* abs: grad * sgn(x), PyTorch's sgn: 0 at 0 and at NaN */
@@ -3315,6 +3229,42 @@ struct vnpu_at_tensor *vnpu_autograd_family_ufunc(struct vnpu_at_tensor *out,
 						  struct vnpu_at_tensor *self)
 {
 	return record_with_output(out, node, ufunc_backward, self, (double)code);
+}
+
+/* The autograd family grad_op: the gradient is one op of the output's
+ * gradient and one saved tensor, the output or the input (codes: enum
+ * vnpu_ag_grad_op in autograd.h). */
+static const struct {
+	struct vnpu_at_tensor *(*grad)(struct vnpu_at_tensor *g,
+				       struct vnpu_at_tensor *saved);
+	bool saves_output;
+} grad_ops[] = {
+	[GO_EXP] = { vnpu_op_mul_Tensor, true },	/* grad * out */
+	[GO_LOG] = { vnpu_op_div_Tensor, false },	/* grad / x */
+	[GO_TANH] = { vnpu_op_tanh_backward, true },
+	[GO_SIGMOID] = { vnpu_op_sigmoid_backward, true },
+	[GO_HARDSIGMOID] = { vnpu_op_hardsigmoid_backward, false },
+	[GO_HARDSWISH] = { vnpu_op_hardswish_backward, false },
+};
+
+static bool grad_op_backward(struct vnpu_ag_node *n, struct vnpu_at_tensor **g,
+			     struct vnpu_at_tensor **in)
+{
+	in[0] = grad_ops[(uint32_t)n->d[0]].grad(g[0], n->saved[0]);
+	return in[0] != NULL;
+}
+
+/* native_functions.yaml's autograd family grad_op */
+struct vnpu_at_tensor *vnpu_autograd_family_grad_op(struct vnpu_at_tensor *out,
+						    const char *node,
+						    uint32_t code,
+						    struct vnpu_at_tensor *self)
+{
+	if (grad_ops[code].saves_output)
+		return record_with_output(out, node, grad_op_backward, self,
+					  (double)code);
+	return record(out, node, grad_op_backward, 1,
+		      (struct vnpu_at_tensor *[]){ self }, true, (double)code);
 }
 
 /* floor, ceil, trunc, round, sign: a zero gradient */

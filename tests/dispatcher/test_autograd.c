@@ -333,6 +333,8 @@ UNARY(f_tanh, vnpu_op_tanh(in[0]))
 UNARY(f_sigmoid, vnpu_op_sigmoid(in[0]))
 UNARY(f_exp, vnpu_op_exp(in[0]))
 UNARY(f_log, vnpu_op_log(in[0]))
+UNARY(f_hardswish, vnpu_op_hardswish(in[0]))
+UNARY(f_hardsigmoid, vnpu_op_hardsigmoid(in[0]))
 UNARY(f_sqrt, vnpu_op_sqrt(in[0]))
 UNARY(f_neg, vnpu_op_neg(in[0]))
 UNARY(f_relu, vnpu_op_relu(in[0]))
@@ -349,6 +351,8 @@ START_TEST(pointwise)
 	GC("sigmoid", f_sigmoid, 1, "SigmoidBackward0", R(3, 4));
 	GC("exp", f_exp, 1, "ExpBackward0", R(3, 4));
 	GC("log", f_log, 1, "LogBackward0", RPOS(3, 4));
+	GC("hardswish", f_hardswish, 1, "HardswishBackward0", R(3, 4));
+	GC("hardsigmoid", f_hardsigmoid, 1, "HardsigmoidBackward0", R(3, 4));
 	GC("sqrt", f_sqrt, 1, "SqrtBackward0", RPOS(3, 4));
 	GC("neg", f_neg, 1, "NegBackward0", R(3, 4));
 	GC("relu", f_relu, 1, "ReluBackward0", R(3, 4));
